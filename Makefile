@@ -1,0 +1,57 @@
+# jaco — the two commands on a fresh machine are `make up` and `make test`.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+NODE_MODULES_STAMP := node_modules/.package-lock.json
+
+.PHONY: help build up down test test-unit test-integration test-e2e bench images system crds compat clean
+
+help:
+	@echo "make up       build, start a local 3-node cluster (.jaco/) and apply examples/hello.yaml"
+	@echo "make down     stop the local cluster and its containers"
+	@echo "make test     install what is missing, start etcd/dockerd as needed, run every test tier"
+	@echo "make bench    run the benchmarks (figures in docs/benchmarks.md)"
+
+$(NODE_MODULES_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+build: $(NODE_MODULES_STAMP)
+	npx tsc -p tsconfig.build.json
+
+system:
+	scripts/ensure-system.sh
+
+images: system
+	scripts/build-images.sh
+
+up: build images
+	./bin/jaco up --nodes 3 --detach
+	./bin/jaco apply -f examples/hello.yaml
+	@echo
+	@echo "Try: ./bin/jaco get nodes && ./bin/jaco status hello"
+
+down:
+	@if [ -f dist/src/cli/main.js ]; then ./bin/jaco down; else echo "nothing to stop (not built)"; fi
+
+test: system $(NODE_MODULES_STAMP)
+	scripts/test.sh
+
+test-unit: $(NODE_MODULES_STAMP)
+	npx vitest run --project unit
+
+test-integration: system build
+	npx vitest run --project integration
+
+test-e2e: images build
+	npx vitest run --project e2e
+
+bench: images build
+	npx tsx test/bench/run.ts
+
+crds:
+	npm run gen:crds
+
+compat: build
+	scripts/compat.sh
+
+clean:
+	rm -rf dist

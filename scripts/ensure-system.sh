@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what jaco's tests and `make up` need from Debian's packages when it is missing
+# (etcd, Docker, busybox-static, iproute2), then makes sure a Docker engine answers, starting
+# dockerd with no bridge network if none runs (the network rule: loopback and host networking only).
+set -euo pipefail
+
+need=()
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "ensure-system: installing ${need[*]} with apt-get"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+docker_cli=/usr/bin/docker
+[ -x "$docker_cli" ] || docker_cli=$(command -v docker)
+
+if ! "$docker_cli" version >/dev/null 2>&1; then
+  echo "ensure-system: starting dockerd (--bridge=none, no iptables)"
+  mkdir -p /var/log
+  $SUDO sh -c 'nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false --log-level=warn >/var/log/jaco-dockerd.log 2>&1 &'
+  for _ in $(seq 1 60); do
+    "$docker_cli" version >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  if ! "$docker_cli" version >/dev/null 2>&1; then
+    echo "ensure-system: dockerd did not start; its log:" >&2
+    tail -n 30 /var/log/jaco-dockerd.log >&2 || true
+    exit 1
+  fi
+fi
+echo "ensure-system: etcd $(etcd --version | head -n1 | awk '{print $3}'), docker engine $("$docker_cli" version --format '{{.Server.Version}}')"

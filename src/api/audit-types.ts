@@ -1,0 +1,31 @@
+// Every audit event type jaco writes, with what it records. The same strings are the `--type`
+// filter of `jaco audit` and appear in docs/audit.md.
+
+export const AUDIT_TYPES = {
+  deployment_applied: 'a deployment was created or changed by apply (or rollback): new revision',
+  deployment_deleted: 'a deployment was deleted',
+  node_cordoned: 'a node was cordoned or uncordoned',
+  replica_placed: 'the scheduler placed a new replica',
+  replica_removed: 'the scheduler removed a replica (scale down, deployment deleted)',
+  placement_failed: 'a replica could not be placed: reason code and per-node breakdown',
+  replica_restarted: 'the scheduler restarted a degraded or exited replica',
+  restart_exhausted: 'a replica failed 3 times in a row; no more restarts until the next apply',
+  node_lost: 'a node was NotReady past the grace period; its stateless replicas were re-placed',
+  rollout_started: 'a rolling update of a service began',
+  rollout_step: 'one replica of a rolling update was updated',
+  rollout_completed: 'every replica of a service runs the new revision',
+  rollout_aborted: 'a rolling update was aborted and reverted: reason',
+  drain_started: 'a node drain began',
+  replica_moved: 'a replica was moved make-before-break (drain)',
+  drain_completed: 'a node drain finished',
+  drain_aborted: 'a node drain was aborted: reason',
+  node_removed: 'a drained node was removed from the cluster',
+  rebalance_moved: 'the rebalancer moved a replica off a pressured node',
+  rebalance_skipped: 'the rebalancer considered a candidate and skipped it: reason',
+} as const;
+
+export type AuditType = keyof typeof AUDIT_TYPES;
+
+export function isAuditType(t: string): t is AuditType {
+  return Object.hasOwn(AUDIT_TYPES, t);
+}

@@ -1,0 +1,429 @@
+// The CustomResourceDefinitions of every jaco kind, written once here and emitted to crds/*.yaml
+// by `npm run gen:crds` (a unit test fails when crds/ is stale). At run time the CLI and the
+// controllers validate with the YAML files in crds/, compiled by ajv (src/api/schema.ts).
+import type { V1CustomResourceDefinition, V1JSONSchemaProps } from '@kubernetes/client-node';
+import { DURATION_PATTERN } from './units.js';
+import { GROUP } from './types.js';
+
+type Schema = V1JSONSchemaProps & Record<string, unknown>;
+
+const str = (extra: Schema = {}): Schema => ({ type: 'string', ...extra });
+const int = (extra: Schema = {}): Schema => ({ type: 'integer', ...extra });
+const num = (extra: Schema = {}): Schema => ({ type: 'number', ...extra });
+const bool = (): Schema => ({ type: 'boolean' });
+const arr = (items: Schema, extra: Schema = {}): Schema => ({ type: 'array', items, ...extra });
+const obj = (properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema => ({
+  type: 'object',
+  properties,
+  ...(required.length ? { required } : {}),
+  ...extra,
+});
+const map = (values: Schema, extra: Schema = {}): Schema => ({ type: 'object', additionalProperties: values, ...extra });
+/** A free-form object: the one place unknown fields are allowed (audit payloads). */
+const freeForm = (description: string): Schema => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description });
+const time = (description: string): Schema => str({ format: 'date-time', description });
+const duration = (description: string): Schema => str({ pattern: DURATION_PATTERN, description: `${description} Go-style duration, e.g. 30s, 1m30s, 500ms.` });
+const intOrString = (pattern: string, description: string): Schema => ({
+  'x-kubernetes-int-or-string': true,
+  anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern }],
+  description,
+});
+
+export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
+export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
+
+const serviceSchema: Schema = obj(
+  {
+    image: str({ minLength: 1, description: 'Image reference, e.g. jaco-demo/busybox:1.' }),
+    command: arr(str(), { description: "Overrides the image's entrypoint." }),
+    args: arr(str(), { description: "Overrides the image's command." }),
+    env: map(str(), { description: 'Environment variables.' }),
+    replicas: int({ minimum: 0, maximum: 10000, description: 'Number of replicas (default 1). Not allowed with placement.mode global.' }),
+    placement: obj({
+      mode: str({ enum: ['spread', 'pack', 'hosts', 'global'], description: 'spread (default), pack, hosts or global.' }),
+      hosts: arr(str({ minLength: 1 }), { description: 'The nodes a hosts-mode service may run on.' }),
+      nodeSelector: map(str(), { description: 'Node labels a node must carry.' }),
+    }),
+    resources: obj({
+      cpu: intOrString(CPU_PATTERN, 'CPU request and limit: "500m", "0.5", 2. Soft: scored, may be overcommitted.'),
+      memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
+      gpus: int({ minimum: 0, description: 'GPUs, passed to Docker as device requests.' }),
+    }),
+    ports: arr(int({ minimum: 1, maximum: 65535 }), { description: 'Host ports the service binds (host networking): a per-node resource.' }),
+    healthcheck: obj(
+      {
+        test: arr(str(), { minItems: 2, description: '["CMD", arg, …] or ["CMD-SHELL", command].' }),
+        interval: duration('Time between checks (default 30s).'),
+        timeout: duration('Time a check may take (default 30s).'),
+        retries: int({ minimum: 1, description: 'Consecutive failures before unhealthy (default 3).' }),
+        startPeriod: duration('Grace period after start (default 0s).'),
+      },
+      ['test'],
+    ),
+    stopSignal: str({ pattern: '^(SIG)?[A-Z0-9+]+$', description: 'Signal that asks the container to stop (default SIGTERM).' }),
+    stopGracePeriod: duration('Time between the stop signal and SIGKILL (default 10s).'),
+    volumes: arr(
+      obj(
+        {
+          type: str({ enum: ['volume', 'bind'] }),
+          source: str({ minLength: 1, description: 'Volume name (volume) or absolute host path (bind).' }),
+          target: str({ pattern: '^/', description: 'Absolute path in the container.' }),
+          readOnly: bool(),
+        },
+        ['type', 'source', 'target'],
+      ),
+      { description: 'A service with any volume runs at most one replica.' },
+    ),
+    priority: int({ description: 'Higher places first (default 0).' }),
+    rebalance: str({ enum: ['enabled', 'disabled'], description: 'disabled opts the service out of pressure-based moves.' }),
+    update: obj({
+      order: str({ enum: ['start-first', 'stop-first'] }),
+      stepTimeout: duration('Rolling-update step timeout (default 60s).'),
+      maxUnavailable: int({ minimum: 1, description: 'Replicas that may be moved or down at once (default 1).' }),
+      minReadyTime: duration('With no health check: how long a replica must run to count as ready (default 5s).'),
+    }),
+  },
+  ['image'],
+);
+
+const deploymentSpec: Schema = obj(
+  { services: map(serviceSchema, { minProperties: 1, description: 'Services by name.' }) },
+  ['services'],
+);
+
+const capacity = obj({ cpuMillis: int({ minimum: 0 }), memoryBytes: int({ minimum: 0 }), gpus: int({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes', 'gpus']);
+const footprint = obj({ cpuMillis: num({ minimum: 0 }), memoryBytes: num({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes']);
+const observedStates = ['pulling', 'pending', 'starting', 'running', 'degraded', 'exited', 'failed', 'stopped'];
+
+interface KindDef {
+  kind: string;
+  plural: string;
+  description: string;
+  spec?: Schema;
+  status?: Schema;
+  columns?: { name: string; jsonPath: string; type?: string }[];
+}
+
+const KINDS: KindDef[] = [
+  {
+    kind: 'Deployment',
+    plural: 'deployments',
+    description: 'A named set of services. metadata.generation is the revision.',
+    spec: deploymentSpec,
+  },
+  {
+    kind: 'DeploymentRevision',
+    plural: 'deploymentrevisions',
+    description: 'The spec of a deployment as applied at one revision (rollback, history).',
+    spec: obj(
+      {
+        deployment: str(),
+        revision: int({ minimum: 1 }),
+        appliedAt: time('When this revision was applied.'),
+        cause: str(),
+        summary: str(),
+        template: deploymentSpec,
+      },
+      ['deployment', 'revision', 'appliedAt', 'cause', 'summary', 'template'],
+    ),
+  },
+  {
+    kind: 'Node',
+    plural: 'nodes',
+    description: 'A host running a node-agent. The agent writes status and labels; the CLI writes spec.',
+    spec: obj({ unschedulable: bool() }),
+    status: obj({ capacity, agentVersion: str(), hostname: str(), registeredAt: time('First registration.') }, ['capacity', 'agentVersion', 'registeredAt']),
+  },
+  {
+    kind: 'Heartbeat',
+    plural: 'heartbeats',
+    description: "A node's liveness and latest pressure sample, bound to the agent's lease.",
+    spec: obj(
+      {
+        node: str(),
+        time: time('When the agent wrote it.'),
+        intervalMs: int({ minimum: 1 }),
+        agentVersion: str(),
+        dockerUp: bool(),
+        pressure: obj(
+          { time: time('Sample time.'), cpuUtil: num({ minimum: 0 }), memoryUtil: num({ minimum: 0 }), replicas: map(footprint) },
+          ['time', 'cpuUtil', 'memoryUtil', 'replicas'],
+        ),
+      },
+      ['node', 'time', 'intervalMs', 'agentVersion', 'dockerUp'],
+    ),
+  },
+  {
+    kind: 'ReplicaDesired',
+    plural: 'replicadesireds',
+    description: 'What one node should run for one replica.',
+    spec: obj(
+      {
+        replica: str(),
+        deployment: str(),
+        service: str(),
+        node: str(),
+        index: int({ minimum: 0 }),
+        revision: int({ minimum: 1 }),
+        specHash: str({ pattern: '^[0-9a-f]{64}$' }),
+        template: serviceSchema,
+        placedAt: time('When the replica was placed on or moved to this node.'),
+        move: obj(
+          { id: str(), from: str(), by: str({ enum: ['drain', 'rebalancer'] }), startedAt: time('Move start.'), deadline: time('Abandoned after this.') },
+          ['id', 'from', 'by', 'startedAt', 'deadline'],
+        ),
+        suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
+      },
+      ['replica', 'deployment', 'service', 'node', 'revision', 'specHash', 'template', 'placedAt'],
+    ),
+  },
+  {
+    kind: 'ReplicaObserved',
+    plural: 'replicaobserveds',
+    description: 'What the node-agent sees of one replica.',
+    status: obj(
+      {
+        replica: str(),
+        node: str(),
+        deployment: str(),
+        service: str(),
+        state: str({ enum: observedStates }),
+        code: str(),
+        details: str(),
+        revision: int(),
+        specHash: str(),
+        containerId: str(),
+        containerName: str(),
+        image: str(),
+        startedAt: time('Container start.'),
+        health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
+        lastHealthAt: time('Last health check result.'),
+        exitCode: int(),
+        replacing: obj(
+          { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
+          ['revision', 'specHash', 'containerId', 'state'],
+        ),
+        ackedCommand: int({ minimum: 0 }),
+        observedAt: time('When the agent wrote it.'),
+      },
+      ['replica', 'node', 'deployment', 'service', 'state', 'observedAt'],
+    ),
+  },
+  {
+    kind: 'ReplicaCommand',
+    plural: 'replicacommands',
+    description: 'A command for the node-agent (restart), with the restart bookkeeping.',
+    spec: obj(
+      { replica: str(), op: str({ enum: ['restart'] }), seq: int({ minimum: 0 }), issuedAt: time('Issue time.'), reason: str() },
+      ['replica', 'op', 'seq', 'issuedAt', 'reason'],
+    ),
+    status: obj(
+      { restarts: int({ minimum: 0 }), lastRestartAt: time('Last restart.'), exhausted: bool(), generation: int({ minimum: 0 }) },
+      ['restarts', 'generation'],
+    ),
+  },
+  {
+    kind: 'ReplicaCounter',
+    plural: 'replicacounters',
+    description: 'The next replica index of a service; indexes are never reused.',
+    spec: obj({ next: int({ minimum: 0 }) }, ['next']),
+  },
+  {
+    kind: 'VolumeHome',
+    plural: 'volumehomes',
+    description: 'The node a named volume lives on, fixed on first placement.',
+    spec: obj({ deployment: str(), volume: str(), node: str(), since: time('First placement.') }, ['deployment', 'volume', 'node', 'since']),
+  },
+  {
+    kind: 'Endpoints',
+    plural: 'endpoints',
+    description: 'The healthy replicas of a service, with host and ports.',
+    spec: obj(
+      {
+        deployment: str(),
+        service: str(),
+        addresses: arr(obj({ replica: str(), node: str(), ports: arr(int()) }, ['replica', 'node', 'ports'])),
+      },
+      ['deployment', 'service', 'addresses'],
+    ),
+  },
+  {
+    kind: 'PlacementDecision',
+    plural: 'placementdecisions',
+    description: 'Why a replica was placed where it was, as decided (jaco explain).',
+    spec: obj(
+      {
+        replica: str(),
+        deployment: str(),
+        service: str(),
+        at: time('Decision time.'),
+        actor: str(),
+        mode: str({ enum: ['spread', 'pack', 'hosts', 'global'] }),
+        chosen: str(),
+        why: str(),
+        reason: str(),
+        verdicts: arr(
+          obj(
+            {
+              node: str(),
+              rejected: obj({ filter: str(), reason: str(), detail: str() }, ['filter', 'reason', 'detail']),
+              score: obj({ total: num(), parts: map(num()) }, ['total', 'parts']),
+            },
+            ['node'],
+          ),
+        ),
+      },
+      ['replica', 'deployment', 'service', 'at', 'actor', 'mode', 'why', 'verdicts'],
+    ),
+  },
+  {
+    kind: 'DeploymentStatus',
+    plural: 'deploymentstatuses',
+    description: 'Scheduling and rollout status of a deployment; each controller owns its field.',
+    status: obj({
+      scheduling: obj(
+        {
+          observedGeneration: int(),
+          updatedAt: time('Last update.'),
+          services: map(
+            obj(
+              {
+                desired: int({ minimum: 0 }),
+                placed: int({ minimum: 0 }),
+                unschedulable: obj(
+                  { reason: str(), count: int({ minimum: 0 }), message: str(), nodes: map(str()), missing: arr(str()) },
+                  ['reason', 'count', 'message', 'nodes'],
+                ),
+                restartExhausted: arr(str()),
+                nodeLost: arr(str()),
+              },
+              ['desired', 'placed'],
+            ),
+          ),
+        },
+        ['observedGeneration', 'updatedAt', 'services'],
+      ),
+      rollout: obj(
+        {
+          appliedRevision: int(),
+          updatedAt: time('Last update.'),
+          services: map(
+            obj(
+              {
+                state: str({ enum: ['in_progress', 'completed', 'aborted'] }),
+                fromRevision: int(),
+                toRevision: int(),
+                currentStep: int({ minimum: 0 }),
+                totalSteps: int({ minimum: 0 }),
+                failureReason: str(),
+              },
+              ['state', 'fromRevision', 'toRevision', 'currentStep', 'totalSteps'],
+            ),
+          ),
+        },
+        ['appliedRevision', 'updatedAt', 'services'],
+      ),
+    }),
+  },
+  {
+    kind: 'RolloutPlan',
+    plural: 'rolloutplans',
+    description: 'A rolling update of one service, one replica per step.',
+    spec: obj(
+      {
+        deployment: str(),
+        service: str(),
+        fromRevision: int({ minimum: 0 }),
+        toRevision: int({ minimum: 1 }),
+        fromHash: str(),
+        toHash: str(),
+        totalSteps: int({ minimum: 0 }),
+        currentStep: int({ minimum: 0 }),
+        state: str({ enum: ['in_progress', 'completed', 'aborted'] }),
+        failureReason: str(),
+        startedAt: time('Rollout start.'),
+        finishedAt: time('Rollout end.'),
+        steps: arr(
+          obj(
+            { replica: str(), node: str(), startedAt: time('Step start.'), finishedAt: time('Step end.'), result: str({ enum: ['done', 'reverted', 'superseded'] }) },
+            ['replica', 'node', 'startedAt'],
+          ),
+        ),
+      },
+      ['deployment', 'service', 'fromRevision', 'toRevision', 'fromHash', 'toHash', 'totalSteps', 'currentStep', 'state', 'startedAt', 'steps'],
+    ),
+  },
+  {
+    kind: 'NodeDrain',
+    plural: 'nodedrains',
+    description: 'A request to drain (and maybe remove) a node, and its progress.',
+    spec: obj(
+      { node: str(), timeout: duration('Per-replica move timeout.'), force: bool(), remove: bool(), requestedAt: time('Request time.') },
+      ['node', 'timeout', 'force', 'remove', 'requestedAt'],
+    ),
+    status: obj(
+      {
+        state: str({ enum: ['pending', 'draining', 'completed', 'aborted', 'removed'] }),
+        reason: str(),
+        startedAt: time('Drain start.'),
+        finishedAt: time('Drain end.'),
+        replicas: map(
+          obj(
+            { state: str({ enum: ['pending', 'moving', 'done', 'blocked', 'dropped', 'stopped'] }), reason: str(), dst: str(), at: time('Last change.') },
+            ['state'],
+          ),
+        ),
+      },
+      ['state', 'replicas'],
+    ),
+  },
+  {
+    kind: 'AuditEvent',
+    plural: 'auditevents',
+    description: 'One decision or act, recorded in the same transaction as the act.',
+    spec: obj(
+      { type: str({ minLength: 1 }), time: time('Event time.'), actor: str(), deployment: str(), payload: freeForm('Event-specific fields.') },
+      ['type', 'time', 'actor', 'payload'],
+    ),
+  },
+];
+
+/** The CRD of every kind, as apiextensions.k8s.io/v1 objects. */
+export function crdDefinitions(): V1CustomResourceDefinition[] {
+  return KINDS.map((k) => {
+    const properties: Record<string, Schema> = {
+      apiVersion: str(),
+      kind: str(),
+      metadata: { type: 'object' },
+    };
+    const required = ['spec'];
+    if (k.spec) properties.spec = k.spec;
+    if (k.status) properties.status = k.status;
+    return {
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: `${k.plural}.${GROUP}` },
+      spec: {
+        group: GROUP,
+        scope: 'Cluster',
+        names: { kind: k.kind, plural: k.plural, singular: k.kind.toLowerCase(), listKind: `${k.kind}List` },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: {
+              openAPIV3Schema: {
+                type: 'object',
+                description: k.description,
+                properties,
+                required: k.spec ? required : ['status'],
+              },
+            },
+          },
+        ],
+      },
+    } satisfies V1CustomResourceDefinition;
+  });
+}

@@ -1,0 +1,47 @@
+// The key layout under the store prefix (ARCHITECTURE.md, "The store"). Every key jaco reads or
+// writes is built here, so the layout is stated once; keys are relative to the prefix.
+
+export const keys = {
+  cluster: () => 'cluster',
+  deployment: (name: string) => `deployments/${name}`,
+  deployments: () => 'deployments/',
+  revision: (name: string, n: number) => `revisions/${name}/${String(n).padStart(10, '0')}`,
+  revisions: (name?: string) => (name ? `revisions/${name}/` : 'revisions/'),
+  deploymentStatus: (name: string) => `deploymentstatus/${name}`,
+  deploymentStatuses: () => 'deploymentstatus/',
+  node: (host: string) => `nodes/${host}`,
+  nodes: () => 'nodes/',
+  heartbeat: (host: string) => `heartbeats/${host}`,
+  heartbeats: () => 'heartbeats/',
+  desired: (host: string, replica: string) => `desired/${host}/${replica}`,
+  desiredOf: (host?: string) => (host ? `desired/${host}/` : 'desired/'),
+  observed: (host: string, replica: string) => `observed/${host}/${replica}`,
+  observedOf: (host?: string) => (host ? `observed/${host}/` : 'observed/'),
+  command: (host: string, replica: string) => `commands/${host}/${replica}`,
+  commandsOf: (host?: string) => (host ? `commands/${host}/` : 'commands/'),
+  rollout: (deployment: string, service: string) => `rollouts/${deployment}/${service}`,
+  rollouts: (deployment?: string) => (deployment ? `rollouts/${deployment}/` : 'rollouts/'),
+  drain: (host: string) => `drains/${host}`,
+  drains: () => 'drains/',
+  counter: (deployment: string, service: string) => `counters/${deployment}/${service}`,
+  counters: () => 'counters/',
+  volumeHome: (deployment: string, volume: string) => `volumes/${deployment}/${volume}`,
+  volumeHomes: () => 'volumes/',
+  endpoints: (deployment: string, service: string) => `endpoints/${deployment}/${service}`,
+  endpointsAll: () => 'endpoints/',
+  decision: (deployment: string, replica: string) => `decisions/${deployment}/${replica}`,
+  decisions: (deployment?: string) => (deployment ? `decisions/${deployment}/` : 'decisions/'),
+  audit: (id: string) => `audit/${id}`,
+  audits: () => 'audit/',
+  leaders: (controller: string) => `leaders/${controller}/`,
+} as const;
+
+/** Splits a two-level key such as desired/<host>/<replica> into its parts. */
+export function keyParts(key: string): string[] {
+  return key.split('/');
+}
+
+/** Replica ids: <deployment>-<service>-<index>, or <deployment>-<service>-<host> for global. */
+export function replicaId(deployment: string, service: string, indexOrHost: number | string): string {
+  return `${deployment}-${service}-${indexOrHost}`;
+}

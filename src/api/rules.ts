@@ -1,0 +1,86 @@
+// Cross-field rules of a Deployment that a schema cannot state. Each rule has a name (reported as
+// the failed rule) and an exact message; all violations are reported, not the first only.
+import type { Deployment, ServiceSpec } from './types.js';
+import type { Path, ValidationIssue } from './schema.js';
+import { NAME_PATTERN } from './crds.js';
+
+/** Replica ids (<deployment>-<service>-<index>) must fit in a DNS label with room for the index. */
+export const MAX_DEPLOYMENT_SERVICE_CHARS = 52;
+
+type Rule = (name: string, svc: ServiceSpec, at: Path) => ValidationIssue[];
+
+const issue = (rule: string, path: Path, message: string): ValidationIssue => ({ rule, path, message });
+
+const rules: Rule[] = [
+  function globalHasNoReplicas(name, svc, at) {
+    return svc.placement?.mode === 'global' && svc.replicas !== undefined
+      ? [issue('global-replicas', [...at, 'replicas'], `service "${name}" uses placement=global; remove replicas (global runs one replica per ready node)`)]
+      : [];
+  },
+  function volumesMeanOneReplica(name, svc, at) {
+    if (!svc.volumes?.length) return [];
+    if (svc.placement?.mode === 'global')
+      return [issue('volume-replicas', [...at, 'volumes'], `service "${name}" has volumes and uses placement=global; a service with volumes runs at most 1 replica (volumes are local to one node)`)];
+    return (svc.replicas ?? 1) > 1
+      ? [issue('volume-replicas', [...at, 'replicas'], `service "${name}" has volumes; it may run at most 1 replica (volumes are local to one node), got ${svc.replicas}`)]
+      : [];
+  },
+  function hostsModeNeedsHosts(name, svc, at) {
+    const p = svc.placement;
+    if (p?.mode === 'hosts') {
+      if (!p.hosts?.length) return [issue('hosts-required', [...at, 'placement', 'hosts'], `service "${name}" uses placement=hosts; list at least one host in placement.hosts`)];
+      const n = svc.replicas ?? 1;
+      if (n > new Set(p.hosts).size)
+        return [issue('hosts-replicas', [...at, 'replicas'], `service "${name}" wants ${n} replicas but placement.hosts lists ${new Set(p.hosts).size} host(s); hosts places at most one replica per host`)];
+      return [];
+    }
+    return p?.hosts?.length ? [issue('hosts-without-mode', [...at, 'placement', 'hosts'], `service "${name}" lists placement.hosts but its mode is ${p.mode ?? 'spread'}; set placement.mode: hosts`)] : [];
+  },
+  function healthTestForm(name, svc, at) {
+    const t = svc.healthcheck?.test;
+    return t && t[0] !== 'CMD' && t[0] !== 'CMD-SHELL'
+      ? [issue('healthcheck-test', [...at, 'healthcheck', 'test', 0], `service "${name}": healthcheck.test must start with "CMD" or "CMD-SHELL", got ${JSON.stringify(t[0])}`)]
+      : [];
+  },
+  function volumeSources(name, svc, at) {
+    const out: ValidationIssue[] = [];
+    const targets = new Set<string>();
+    (svc.volumes ?? []).forEach((v, i) => {
+      if (v.type === 'bind' && !v.source.startsWith('/'))
+        out.push(issue('volume-source', [...at, 'volumes', i, 'source'], `service "${name}": a bind mount's source must be an absolute host path, got ${JSON.stringify(v.source)}`));
+      if (v.type === 'volume' && !/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(v.source))
+        out.push(issue('volume-source', [...at, 'volumes', i, 'source'], `service "${name}": volume name ${JSON.stringify(v.source)} may contain only letters, digits, _ . -`));
+      if (targets.has(v.target)) out.push(issue('volume-target', [...at, 'volumes', i, 'target'], `service "${name}": two volumes mount at ${v.target}`));
+      targets.add(v.target);
+    });
+    return out;
+  },
+  function uniquePorts(name, svc, at) {
+    const seen = new Set<number>();
+    const out: ValidationIssue[] = [];
+    (svc.ports ?? []).forEach((p, i) => {
+      if (seen.has(p)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" lists port ${p} twice`));
+      seen.add(p);
+    });
+    return out;
+  },
+  function envNames(name, svc, at) {
+    return Object.keys(svc.env ?? {})
+      .filter((k) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
+      .map((k) => issue('env-name', [...at, 'env', k], `service "${name}": ${JSON.stringify(k)} is not a valid environment variable name`));
+  },
+];
+
+/** Cross-field violations of a Deployment that already passed its schema. */
+export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  for (const [name, svc] of Object.entries(d.spec.services)) {
+    const at: Path = ['spec', 'services', name];
+    if (!new RegExp(NAME_PATTERN).test(name))
+      out.push(issue('service-name', at, `service name ${JSON.stringify(name)} must be lowercase letters, digits and '-', starting and ending with a letter or digit`));
+    if (d.metadata.name.length + name.length + 1 > MAX_DEPLOYMENT_SERVICE_CHARS)
+      out.push(issue('name-length', at, `"${d.metadata.name}-${name}" is ${d.metadata.name.length + name.length + 1} characters; deployment and service names together may have at most ${MAX_DEPLOYMENT_SERVICE_CHARS}`));
+    for (const rule of rules) out.push(...rule(name, svc, at));
+  }
+  return out;
+}

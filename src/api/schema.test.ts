@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import { formatPath, schemas } from './schema.js';
+import { deploymentRuleIssues } from './rules.js';
+import type { Deployment, ServiceSpec } from './types.js';
+
+const dep = (services: Record<string, unknown>, name = 'app'): Deployment => ({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services } }) as Deployment;
+const issues = (o: unknown) => schemas().validate(o).map((i) => `${formatPath(i.path)}: ${i.message} [${i.rule}]`);
+
+describe('Deployment schema', () => {
+  it('accepts a full service', () => {
+    const svc: ServiceSpec = {
+      image: 'jaco-demo/busybox:1',
+      command: ['sh', '-c'],
+      args: ['sleep 1000'],
+      env: { A: '1' },
+      replicas: 3,
+      placement: { mode: 'spread', nodeSelector: { zone: 'a' } },
+      resources: { cpu: '500m', memory: '128Mi', gpus: 0 },
+      ports: [8080],
+      healthcheck: { test: ['CMD', 'true'], interval: '5s', timeout: '1s', retries: 3, startPeriod: '1m30s' },
+      stopSignal: 'SIGINT',
+      stopGracePeriod: '30s',
+      volumes: [],
+      priority: 10,
+      rebalance: 'disabled',
+      update: { order: 'stop-first', stepTimeout: '2m', maxUnavailable: 1, minReadyTime: '3s' },
+    };
+    expect(issues(dep({ web: svc }))).toEqual([]);
+    expect(issues(dep({ web: { image: 'x', resources: { cpu: 2, memory: 1048576 } } }))).toEqual([]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['missing image', dep({ web: {} }), 'spec.services.web.image: is required [required]'],
+    ['unknown field', dep({ web: { image: 'x', imagee: 'y' } }), 'spec.services.web.imagee: unknown field [additionalProperties]'],
+    ['unknown top-level field', { ...dep({ web: { image: 'x' } }), extra: 1 }, 'extra: unknown field [additionalProperties]'],
+    ['replicas as string', dep({ web: { image: 'x', replicas: 'three' } }), 'spec.services.web.replicas: must be integer [type]'],
+    ['negative replicas', dep({ web: { image: 'x', replicas: -1 } }), 'spec.services.web.replicas: must be >= 0 [minimum]'],
+    ['bad mode', dep({ web: { image: 'x', placement: { mode: 'random' } } }), 'spec.services.web.placement.mode: must be one of "spread", "pack", "hosts", "global" [enum]'],
+    ['port out of range', dep({ web: { image: 'x', ports: [70000] } }), 'spec.services.web.ports[0]: must be <= 65535 [maximum]'],
+    ['bad duration', dep({ web: { image: 'x', stopGracePeriod: '10' } }), 'spec.services.web.stopGracePeriod: "10" must match pattern'],
+    ['bad cpu quantity', dep({ web: { image: 'x', resources: { cpu: '2 cores' } } }), 'spec.services.web.resources.cpu: must be an integer or a quantity string'],
+    ['bad memory quantity', dep({ web: { image: 'x', resources: { memory: '1.5Gi' } } }), 'spec.services.web.resources.memory: must be an integer or a quantity string'],
+    ['no services', dep({}), 'spec.services: must NOT have fewer than 1 properties [minProperties]'],
+    ['wrong apiVersion', { ...dep({ web: { image: 'x' } }), apiVersion: 'v1' }, 'apiVersion: must be "jaco.dev/v1" [const]'],
+    ['bad name', dep({ web: { image: 'x' } }, 'My_App'), 'metadata.name: "My_App" must match pattern'],
+    ['unknown kind', { apiVersion: 'jaco.dev/v1', kind: 'Pod', metadata: { name: 'x' } }, 'kind: unknown kind "Pod"'],
+    ['not a mapping', 'hello', ': must be a mapping'],
+    ['volume without target', dep({ web: { image: 'x', volumes: [{ type: 'volume', source: 'd' }] } }), 'spec.services.web.volumes[0].target: is required [required]'],
+    ['health test too short', dep({ web: { image: 'x', healthcheck: { test: ['CMD'] } } }), 'spec.services.web.healthcheck.test: must NOT have fewer than 2 items [minItems]'],
+  ])('rejects %s', (_name, obj, want) => {
+    const got = issues(obj);
+    expect(got.some((g) => g.startsWith(want)), `${got.join('\n')}\n does not contain\n${want}`).toBe(true);
+  });
+
+  it('reports every error at once', () => {
+    expect(issues(dep({ web: { image: 'x', replicas: 'a', ports: ['b'], bogus: 1 } })).length).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('cross-field rules', () => {
+  const rules = (services: Record<string, ServiceSpec>, name = 'app') => deploymentRuleIssues(dep(services, name)).map((i) => `${formatPath(i.path)}: ${i.message}`);
+
+  it.each<[string, Record<string, ServiceSpec>, string]>([
+    ['global with replicas', { x: { image: 'i', replicas: 2, placement: { mode: 'global' } } }, 'spec.services.x.replicas: service "x" uses placement=global; remove replicas (global runs one replica per ready node)'],
+    ['volumes with 2 replicas', { db: { image: 'i', replicas: 2, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.replicas: service "db" has volumes; it may run at most 1 replica'],
+    ['global with volumes', { db: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.volumes: service "db" has volumes and uses placement=global'],
+    ['hosts without hosts', { x: { image: 'i', placement: { mode: 'hosts' } } }, 'spec.services.x.placement.hosts: service "x" uses placement=hosts; list at least one host in placement.hosts'],
+    ['hosts with an empty list', { x: { image: 'i', placement: { mode: 'hosts', hosts: [] } } }, 'spec.services.x.placement.hosts: service "x" uses placement=hosts'],
+    ['more replicas than hosts', { x: { image: 'i', replicas: 3, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }, 'spec.services.x.replicas: service "x" wants 3 replicas but placement.hosts lists 2 host(s)'],
+    ['hosts listed without hosts mode', { x: { image: 'i', placement: { hosts: ['a'] } } }, 'spec.services.x.placement.hosts: service "x" lists placement.hosts but its mode is spread'],
+    ['health test form', { x: { image: 'i', healthcheck: { test: ['RUN', 'true'] } } }, 'spec.services.x.healthcheck.test[0]: service "x": healthcheck.test must start with "CMD" or "CMD-SHELL"'],
+    ['relative bind source', { x: { image: 'i', volumes: [{ type: 'bind', source: 'data', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": a bind mount\'s source must be an absolute host path'],
+    ['bad volume name', { x: { image: 'i', volumes: [{ type: 'volume', source: '/abs', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": volume name "/abs"'],
+    ['same target twice', { x: { image: 'i', volumes: [{ type: 'volume', source: 'a', target: '/d' }, { type: 'volume', source: 'b', target: '/d' }] } }, 'spec.services.x.volumes[1].target: service "x": two volumes mount at /d'],
+    ['duplicate port', { x: { image: 'i', ports: [80, 80] } }, 'spec.services.x.ports[1]: service "x" lists port 80 twice'],
+    ['bad env name', { x: { image: 'i', env: { 'A-B': '1' } } }, 'spec.services.x.env.A-B: service "x": "A-B" is not a valid environment variable name'],
+    ['bad service name', { Web_1: { image: 'i' } }, 'spec.services.Web_1: service name "Web_1" must be lowercase'],
+  ])('%s', (_n, services, want) => {
+    const got = rules(services);
+    expect(got.some((g) => g.startsWith(want)), `${got.join('\n')}\n does not contain\n${want}`).toBe(true);
+  });
+
+  it('long deployment+service names', () => expect(rules({ ['s'.repeat(40)]: { image: 'i' } }, 'd'.repeat(20))[0]).toContain('may have at most 52'));
+
+  it.each<[string, Record<string, ServiceSpec>]>([
+    ['global without replicas', { x: { image: 'i', placement: { mode: 'global' } } }],
+    ['one replica with a volume', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }],
+    ['hosts with enough hosts', { x: { image: 'i', replicas: 2, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }],
+    ['CMD-SHELL health', { x: { image: 'i', healthcheck: { test: ['CMD-SHELL', 'wget -q -O- 127.0.0.1:8080'] } } }],
+    ['absolute bind', { x: { image: 'i', volumes: [{ type: 'bind', source: '/srv/x', target: '/x', readOnly: true }] } }],
+  ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
+});

@@ -1,0 +1,155 @@
+// Validation of every jaco object against its CRD's openAPIV3Schema (crds/*.yaml), compiled by
+// ajv. The CLI and the controllers call the same validators. Unknown fields are errors (like
+// `kubectl apply --validate=strict`): every object schema with `properties` gets
+// additionalProperties: false at compile time, unless it preserves unknown fields.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import ajvFormats, { type FormatsPlugin } from 'ajv-formats';
+import { parse } from 'yaml';
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { CRDS_DIR } from '../paths.js';
+import { API_VERSION } from './types.js';
+import { NAME_PATTERN } from './crds.js';
+
+// ajv-formats is CommonJS: under NodeNext its plugin is the `default` of the module object.
+const addFormats = (ajvFormats as unknown as { default: FormatsPlugin }).default;
+
+export type Path = (string | number)[];
+
+export interface ValidationIssue {
+  path: Path;
+  message: string;
+  /** The schema rule that failed (ajv keyword, or the cross-field rule's name). */
+  rule: string;
+}
+
+/** "spec.services.web.ports[0]" */
+export function formatPath(path: Path): string {
+  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+const metadataSchema = {
+  type: 'object',
+  required: ['name'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 63, pattern: NAME_PATTERN },
+    labels: { type: 'object', additionalProperties: { type: 'string' } },
+    annotations: { type: 'object', additionalProperties: { type: 'string' } },
+    resourceVersion: { type: 'string' },
+    generation: { type: 'integer', minimum: 0 },
+    uid: { type: 'string' },
+    creationTimestamp: { type: 'string', format: 'date-time' },
+  },
+};
+
+/** Node names may carry dots (hostnames); everything else is a DNS label. */
+const nodeMetadataSchema = {
+  ...metadataSchema,
+  properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' } },
+};
+
+function strictObjects(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(strictObjects);
+  if (!schema || typeof schema !== 'object') return schema;
+  const s = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, strictObjects(v)])) as Record<string, unknown>;
+  if (s.properties && s.additionalProperties === undefined && !s['x-kubernetes-preserve-unknown-fields']) s.additionalProperties = false;
+  return s;
+}
+
+export class SchemaRegistry {
+  private readonly ajv: Ajv;
+  private readonly validators = new Map<string, ValidateFunction>();
+  readonly crds: V1CustomResourceDefinition[];
+
+  constructor(dir = CRDS_DIR) {
+    this.ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
+    addFormats(this.ajv);
+    this.ajv.addKeyword('x-kubernetes-int-or-string');
+    this.ajv.addKeyword('x-kubernetes-preserve-unknown-fields');
+    this.crds = readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort()
+      .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as V1CustomResourceDefinition);
+  }
+
+  kinds(): string[] {
+    return this.crds.map((c) => c.spec.names.kind);
+  }
+
+  crd(kind: string): V1CustomResourceDefinition | undefined {
+    return this.crds.find((c) => c.spec.names.kind === kind);
+  }
+
+  private validator(kind: string): ValidateFunction | undefined {
+    let v = this.validators.get(kind);
+    if (v) return v;
+    const crd = this.crd(kind);
+    const root = crd?.spec.versions[0]?.schema?.openAPIV3Schema as Record<string, unknown> | undefined;
+    if (!root) return undefined;
+    const props = { ...(root.properties as Record<string, unknown>) };
+    props.apiVersion = { type: 'string', const: API_VERSION };
+    props.kind = { type: 'string', const: kind };
+    props.metadata = kind === 'Node' || kind === 'Heartbeat' ? nodeMetadataSchema : metadataSchema;
+    const schema = strictObjects({ ...root, properties: props, required: [...((root.required as string[]) ?? []), 'apiVersion', 'kind', 'metadata'] });
+    v = this.ajv.compile(schema as object);
+    this.validators.set(kind, v);
+    return v;
+  }
+
+  /** Every schema violation of obj (all at once, not the first only). */
+  validate(obj: unknown): ValidationIssue[] {
+    if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return [{ path: [], message: 'must be a mapping (an object with apiVersion, kind, metadata, spec)', rule: 'type' }];
+    const kind = (obj as { kind?: unknown }).kind;
+    if (typeof kind !== 'string') return [{ path: ['kind'], message: `is required; one of ${this.kinds().join(', ')}`, rule: 'required' }];
+    const v = this.validator(kind);
+    if (!v) return [{ path: ['kind'], message: `unknown kind ${JSON.stringify(kind)}; one of ${this.kinds().join(', ')}`, rule: 'enum' }];
+    return v(obj) ? [] : toIssues(v.errors ?? []);
+  }
+}
+
+function toIssues(errors: ErrorObject[]): ValidationIssue[] {
+  // An anyOf failure (int-or-string) also reports each branch's failure; keep only the anyOf.
+  const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
+  const kept = errors.filter((e) => e.keyword === 'anyOf' || !anyOfs.some((a) => e.instancePath === a.instancePath && e.schemaPath.startsWith(a.schemaPath.replace(/\/anyOf$/, '/anyOf/'))));
+  const issues = kept.map((e): ValidationIssue => {
+    const path: Path = e.instancePath
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .map((p) => (/^[0-9]+$/.test(p) ? Number(p) : p));
+    switch (e.keyword) {
+      case 'additionalProperties':
+        return { path: [...path, String(e.params.additionalProperty)], message: 'unknown field', rule: 'additionalProperties' };
+      case 'required':
+        return { path: [...path, String(e.params.missingProperty)], message: 'is required', rule: 'required' };
+      case 'anyOf': {
+        const desc = (e.parentSchema as { description?: string } | undefined)?.description;
+        return { path, message: `must be an integer or a quantity string${desc ? ` (${desc})` : ''}`, rule: 'anyOf' };
+      }
+      case 'enum':
+        return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).map((x) => JSON.stringify(x)).join(', ')}`, rule: 'enum' };
+      case 'pattern': {
+        const desc = (e.parentSchema as { description?: string } | undefined)?.description;
+        return { path, message: `${JSON.stringify(e.data)} ${e.message}${desc ? ` (${desc})` : ''}`, rule: 'pattern' };
+      }
+      case 'const':
+        return { path, message: `must be ${JSON.stringify(e.params.allowedValue)}`, rule: 'const' };
+      default:
+        return { path, message: e.message ?? 'is invalid', rule: e.keyword };
+    }
+  });
+  const seen = new Set<string>();
+  return issues.filter((i) => {
+    const k = `${formatPath(i.path)}|${i.message}`;
+    return seen.has(k) ? false : (seen.add(k), true);
+  });
+}
+
+let shared: SchemaRegistry | undefined;
+/** The process-wide registry over crds/ (compiled lazily, per kind). */
+export function schemas(): SchemaRegistry {
+  shared ??= new SchemaRegistry();
+  return shared;
+}

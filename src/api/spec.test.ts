@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { canonicalJson, servicesByPriority, specHash, withDefaults } from './spec.js';
+import type { ServiceSpec } from './types.js';
+
+const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
+
+describe('specHash', () => {
+  it('is a SHA-256 hex digest', () => expect(specHash(base)).toMatch(/^[0-9a-f]{64}$/));
+
+  it('is stable under cosmetic edits: comments, key order, formatting', () => {
+    const a = parse(`image: jaco-demo/busybox:1\ncommand: [sh, -c, "sleep 1000"]\nenv: {A: "1", B: "2"}\nreplicas: 2\n`) as ServiceSpec;
+    const b = parse(`# the web tier\nreplicas: 2   # two of them\nenv:\n  B: "2"\n  A: "1"\ncommand:\n  - sh\n  - -c\n  - sleep 1000\nimage: jaco-demo/busybox:1\n`) as ServiceSpec;
+    expect(specHash(a)).toBe(specHash(b));
+  });
+
+  it('is stable when defaults are written out or quantities are spelled differently', () => {
+    expect(specHash({ ...base, stopSignal: 'SIGTERM', stopGracePeriod: '10s' })).toBe(specHash(base));
+    expect(specHash({ ...base, resources: { cpu: '500m', memory: '1Gi' } })).toBe(specHash({ ...base, resources: { cpu: '0.5', memory: '1024Mi' } }));
+  });
+
+  it.each<[string, Partial<ServiceSpec>]>([
+    ['image', { image: 'jaco-demo/busybox:2' }],
+    ['env value (same keys)', { env: { A: '1', B: '3' } }],
+    ['command', { command: ['sh', '-c', 'sleep 5'] }],
+    ['healthcheck', { healthcheck: { test: ['CMD', 'true'] } }],
+    ['mounts', { volumes: [{ type: 'volume', source: 'data', target: '/data' }] }],
+    ['resources', { resources: { memory: '64Mi' } }],
+    ['stop grace', { stopGracePeriod: '30s' }],
+    ['ports', { ports: [8080] }],
+  ])('changes with %s', (_name, change) => expect(specHash({ ...base, ...change })).not.toBe(specHash(base)));
+
+  it.each<[string, Partial<ServiceSpec>]>([
+    ['replicas', { replicas: 5 }],
+    ['placement', { placement: { mode: 'pack' } }],
+    ['priority', { priority: 10 }],
+    ['rebalance opt-out', { rebalance: 'disabled' }],
+    ['update policy', { update: { order: 'stop-first' } }],
+  ])('does not change with %s (no container restart for scheduling changes)', (_name, change) => expect(specHash({ ...base, ...change })).toBe(specHash(base)));
+});
+
+describe('withDefaults', () => {
+  it('fills every default', () => {
+    const d = withDefaults({ image: 'x' });
+    expect(d).toMatchObject({ replicas: 1, placement: { mode: 'spread' }, stopSignal: 'SIGTERM', stopGracePeriod: '10s', priority: 0, rebalance: 'enabled', update: { order: 'start-first', stepTimeout: '60s', maxUnavailable: 1 } });
+  });
+  it('leaves replicas out for global', () => expect(withDefaults({ image: 'x', placement: { mode: 'global' } }).replicas).toBeUndefined());
+  it('fills health-check defaults', () => expect(withDefaults({ image: 'x', healthcheck: { test: ['CMD', 'true'] } }).healthcheck).toEqual({ test: ['CMD', 'true'], interval: '30s', timeout: '30s', retries: 3, startPeriod: '0s' }));
+});
+
+describe('servicesByPriority', () => {
+  it('orders by descending priority, ties by name', () => {
+    const order = servicesByPriority({ services: { b: { image: 'x' }, a: { image: 'x' }, z: { image: 'x', priority: 5 }, c: { image: 'x', priority: -1 } } }).map(([n]) => n);
+    expect(order).toEqual(['z', 'a', 'b', 'c']);
+  });
+});
+
+describe('canonicalJson', () => {
+  it('sorts keys at every level and keeps array order', () => expect(canonicalJson({ b: 1, a: { d: [2, 1], c: 0 } })).toBe('{"a":{"c":0,"d":[2,1]},"b":1}'));
+});

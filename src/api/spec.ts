@@ -1,0 +1,121 @@
+// Service defaults and the per-service spec hash (seed 001, "Per-service spec hash"). The hash
+// covers only what shapes the container, in a canonical form (sorted keys, defaults applied,
+// quantities and durations normalised), so cosmetic edits do not flip it while semantic ones do.
+import { createHash } from 'node:crypto';
+import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
+import { cpuMillis, durationMs, memoryBytes } from './units.js';
+
+export const SERVICE_DEFAULTS = {
+  replicas: 1,
+  mode: 'spread' as PlacementMode,
+  stopSignal: 'SIGTERM',
+  stopGracePeriod: '10s',
+  priority: 0,
+  rebalance: 'enabled' as const,
+  updateOrder: 'start-first' as UpdateOrder,
+  stepTimeout: '60s',
+  maxUnavailable: 1,
+  minReadyTime: '5s',
+  health: { interval: '30s', timeout: '30s', retries: 3, startPeriod: '0s' },
+} as const;
+
+/** The service spec with every default filled in: what a replica's template carries. */
+export function withDefaults(spec: ServiceSpec): ServiceSpec {
+  const mode = spec.placement?.mode ?? SERVICE_DEFAULTS.mode;
+  const out: ServiceSpec = {
+    ...spec,
+    placement: { ...spec.placement, mode },
+    stopSignal: spec.stopSignal ?? SERVICE_DEFAULTS.stopSignal,
+    stopGracePeriod: spec.stopGracePeriod ?? SERVICE_DEFAULTS.stopGracePeriod,
+    priority: spec.priority ?? SERVICE_DEFAULTS.priority,
+    rebalance: spec.rebalance ?? SERVICE_DEFAULTS.rebalance,
+    update: {
+      order: spec.update?.order ?? SERVICE_DEFAULTS.updateOrder,
+      stepTimeout: spec.update?.stepTimeout ?? SERVICE_DEFAULTS.stepTimeout,
+      maxUnavailable: spec.update?.maxUnavailable ?? SERVICE_DEFAULTS.maxUnavailable,
+      minReadyTime: spec.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime,
+    },
+  };
+  if (mode !== 'global') out.replicas = spec.replicas ?? SERVICE_DEFAULTS.replicas;
+  if (spec.healthcheck) {
+    const h = SERVICE_DEFAULTS.health;
+    out.healthcheck = {
+      test: spec.healthcheck.test,
+      interval: spec.healthcheck.interval ?? h.interval,
+      timeout: spec.healthcheck.timeout ?? h.timeout,
+      retries: spec.healthcheck.retries ?? h.retries,
+      startPeriod: spec.healthcheck.startPeriod ?? h.startPeriod,
+    };
+  }
+  return out;
+}
+
+/**
+ * The container-shaping part of a service in canonical form. Replicas, placement, priority,
+ * rebalance and update policy are left out on purpose: scaling or re-placing a service must not
+ * restart its containers (the scheduler owns those; the hash drives the rollout controller).
+ */
+export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
+  const s = withDefaults(spec);
+  const h = s.healthcheck;
+  return {
+    image: s.image,
+    command: s.command ?? null,
+    args: s.args ?? null,
+    env: s.env ?? {},
+    resources: {
+      cpuMillis: cpuMillis(s.resources?.cpu),
+      memoryBytes: memoryBytes(s.resources?.memory),
+      gpus: s.resources?.gpus ?? 0,
+    },
+    ports: [...(s.ports ?? [])].sort((a, b) => a - b),
+    healthcheck: h
+      ? {
+          test: h.test,
+          intervalMs: durationMs(h.interval),
+          timeoutMs: durationMs(h.timeout),
+          retries: h.retries,
+          startPeriodMs: durationMs(h.startPeriod),
+        }
+      : null,
+    stopSignal: s.stopSignal,
+    stopGraceMs: durationMs(s.stopGracePeriod),
+    volumes: (s.volumes ?? []).map((v) => ({ type: v.type, source: v.source, target: v.target, readOnly: v.readOnly ?? false })),
+  };
+}
+
+/** JSON with object keys sorted at every level: the canonical byte form that gets hashed. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => {
+    if (v && typeof v === 'object' && !Array.isArray(v)) {
+      const o = v as Record<string, unknown>;
+      return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+    }
+    return v;
+  });
+}
+
+/** SHA-256 (hex) of the canonical service spec. */
+export function specHash(spec: ServiceSpec): string {
+  return createHash('sha256').update(canonicalJson(canonicalService(spec))).digest('hex');
+}
+
+/** True when two deployment specs are equal after canonical ordering (apply's "unchanged"). */
+export function sameDeploymentSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+export function placementMode(spec: ServiceSpec): PlacementMode {
+  return spec.placement?.mode ?? SERVICE_DEFAULTS.mode;
+}
+
+export function isStateful(spec: ServiceSpec): boolean {
+  return (spec.volumes?.length ?? 0) > 0;
+}
+
+/** Services in placement order: descending priority, ties by name (seed 002). */
+export function servicesByPriority(spec: DeploymentSpec): [string, ServiceSpec][] {
+  return Object.entries(spec.services).sort(
+    ([an, a], [bn, b]) => (b.priority ?? 0) - (a.priority ?? 0) || (an < bn ? -1 : an > bn ? 1 : 0),
+  );
+}

@@ -1,0 +1,379 @@
+// jaco's resource types: every object stored under the key prefix, Kubernetes-style
+// (apiVersion, kind, metadata, spec, status). crds/ holds the schema of each kind; these types
+// mirror those schemas. Times are RFC 3339 strings; internal sizes are plain numbers.
+import type { V1ObjectMeta } from '@kubernetes/client-node';
+
+export const GROUP = 'jaco.dev';
+export const API_VERSION = 'jaco.dev/v1';
+
+/** The metadata fields jaco uses, typed by client-node's V1ObjectMeta (timestamps as strings). */
+export type ObjectMeta = Pick<V1ObjectMeta, 'labels' | 'annotations' | 'resourceVersion' | 'generation' | 'uid'> & {
+  name: string;
+  creationTimestamp?: string;
+};
+
+export interface JacoObject<K extends string = string, S = unknown, St = unknown> {
+  apiVersion: typeof API_VERSION;
+  kind: K;
+  metadata: ObjectMeta;
+  spec: S;
+  status?: St;
+}
+
+// ---------------------------------------------------------------- Deployment (user-facing)
+
+export type PlacementMode = 'spread' | 'pack' | 'hosts' | 'global';
+export type UpdateOrder = 'start-first' | 'stop-first';
+
+export interface Placement {
+  mode?: PlacementMode;
+  hosts?: string[];
+  nodeSelector?: Record<string, string>;
+}
+
+export interface Resources {
+  /** CPU quantity: "500m", "0.5", "2". Soft (scored against capacity × overcommit). */
+  cpu?: string | number;
+  /** Memory quantity: "128Mi", "1Gi". Hard cap, enforced by Docker and by placement. */
+  memory?: string | number;
+  gpus?: number;
+}
+
+export interface HealthCheck {
+  /** ["CMD", "arg", …] or ["CMD-SHELL", "cmd"] (Docker's HEALTHCHECK forms). */
+  test: string[];
+  interval?: string;
+  timeout?: string;
+  retries?: number;
+  startPeriod?: string;
+}
+
+export interface VolumeMount {
+  /** volume: a Docker named volume on the node; bind: a host path. */
+  type: 'volume' | 'bind';
+  source: string;
+  target: string;
+  readOnly?: boolean;
+}
+
+export interface UpdatePolicy {
+  order?: UpdateOrder;
+  stepTimeout?: string;
+  /** Replicas of the service that may be unavailable at once during moves (drain, rebalance). */
+  maxUnavailable?: number;
+  /** With no health check, how long a replica must run before it counts as ready. */
+  minReadyTime?: string;
+}
+
+export interface ServiceSpec {
+  image: string;
+  command?: string[];
+  args?: string[];
+  env?: Record<string, string>;
+  replicas?: number;
+  placement?: Placement;
+  resources?: Resources;
+  ports?: number[];
+  healthcheck?: HealthCheck;
+  stopSignal?: string;
+  stopGracePeriod?: string;
+  volumes?: VolumeMount[];
+  priority?: number;
+  rebalance?: 'enabled' | 'disabled';
+  update?: UpdatePolicy;
+}
+
+export interface DeploymentSpec {
+  services: Record<string, ServiceSpec>;
+}
+
+/** Revision = metadata.generation: it bumps on every spec change, rollbacks included. */
+export type Deployment = JacoObject<'Deployment', DeploymentSpec, never>;
+
+/** revisions/<name>/<n>: the spec as applied at revision n, for rollback and history. */
+export interface DeploymentRevisionSpec {
+  deployment: string;
+  revision: number;
+  appliedAt: string;
+  /** Where it came from: "apply" or "rollback to N". */
+  cause: string;
+  /** A one-line summary of what changed from the previous revision. */
+  summary: string;
+  template: DeploymentSpec;
+}
+export type DeploymentRevision = JacoObject<'DeploymentRevision', DeploymentRevisionSpec, never>;
+
+// ---------------------------------------------------------------- Nodes
+
+export interface Capacity {
+  cpuMillis: number;
+  memoryBytes: number;
+  gpus: number;
+}
+
+export interface NodeSpec {
+  /** Cordoned: no new placements; running replicas stay. Written by the CLI. */
+  unschedulable?: boolean;
+}
+
+export interface NodeStatus {
+  capacity: Capacity;
+  agentVersion: string;
+  hostname?: string;
+  registeredAt: string;
+}
+
+/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec. */
+export type Node = JacoObject<'Node', NodeSpec, NodeStatus>;
+
+export interface ReplicaFootprint {
+  cpuMillis: number;
+  memoryBytes: number;
+}
+
+export interface PressureSample {
+  time: string;
+  /** Sum of the node's container CPU over its CPU capacity (0…, may exceed 1 when overcommitted). */
+  cpuUtil: number;
+  /** Sum of the node's container memory (less inactive file cache) over its memory capacity. */
+  memoryUtil: number;
+  /** Measured per replica: the rebalancer's relief estimate. */
+  replicas: Record<string, ReplicaFootprint>;
+}
+
+export interface HeartbeatSpec {
+  node: string;
+  time: string;
+  intervalMs: number;
+  agentVersion: string;
+  dockerUp: boolean;
+  pressure?: PressureSample;
+}
+/** heartbeats/<host>: bound to the agent's lease, so it vanishes when the agent stops renewing. */
+export type Heartbeat = JacoObject<'Heartbeat', HeartbeatSpec, never>;
+
+// ---------------------------------------------------------------- Replicas
+
+export type MoveActor = 'drain' | 'rebalancer';
+
+/** A make-before-break move in progress: set on the destination's desired key. */
+export interface MoveMarker {
+  id: string;
+  from: string;
+  by: MoveActor;
+  startedAt: string;
+  deadline: string;
+}
+
+export interface ReplicaDesiredSpec {
+  replica: string;
+  deployment: string;
+  service: string;
+  node: string;
+  /** Position in the service (absent for global replicas, whose id carries the host). */
+  index?: number;
+  revision: number;
+  specHash: string;
+  /** The service spec at that revision, defaults applied: all the agent needs to run it. */
+  template: ServiceSpec;
+  /** When the replica was placed on (or moved to) this node. */
+  placedAt: string;
+  move?: MoveMarker;
+  /** Set when the replica must not run here but must not be re-placed either (drain --force). */
+  suspended?: { reason: string; at: string };
+}
+/** desired/<host>/<replica>: scheduler, rollout, drain and rebalancer write their own fields. */
+export type ReplicaDesired = JacoObject<'ReplicaDesired', ReplicaDesiredSpec, never>;
+
+export type ObservedState = 'pulling' | 'pending' | 'starting' | 'running' | 'degraded' | 'exited' | 'failed' | 'stopped';
+export type HealthState = 'none' | 'starting' | 'healthy' | 'unhealthy';
+
+export interface ReplicaObservedStatus {
+  replica: string;
+  node: string;
+  deployment: string;
+  service: string;
+  state: ObservedState;
+  code?: string;
+  details?: string;
+  /** Desired revision and spec hash of the container this status describes. */
+  revision?: number;
+  specHash?: string;
+  containerId?: string;
+  containerName?: string;
+  image?: string;
+  startedAt?: string;
+  health?: HealthState;
+  lastHealthAt?: string;
+  exitCode?: number;
+  /** During a start-first replacement: the previous container, still serving. */
+  replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
+  /** The seq of the last command executed (commands/<host>/<replica>). */
+  ackedCommand?: number;
+  observedAt: string;
+}
+/** observed/<host>/<replica>: only the node-agent of <host> writes it. */
+export type ReplicaObserved = JacoObject<'ReplicaObserved', never, ReplicaObservedStatus>;
+
+export interface ReplicaCommandSpec {
+  replica: string;
+  op: 'restart';
+  /** Monotonic per replica; the agent executes a command once, when seq > its ackedCommand. */
+  seq: number;
+  issuedAt: string;
+  reason: string;
+}
+export interface ReplicaCommandStatus {
+  /** Consecutive restarts without a running observation in between. */
+  restarts: number;
+  lastRestartAt?: string;
+  /** restart_exhausted: no more restarts until the deployment's next apply (generation). */
+  exhausted?: boolean;
+  generation: number;
+}
+/** commands/<host>/<replica>: written by the scheduler only. */
+export type ReplicaCommand = JacoObject<'ReplicaCommand', ReplicaCommandSpec, ReplicaCommandStatus>;
+
+// ---------------------------------------------------------------- Audit
+
+export interface AuditEventSpec {
+  type: string;
+  time: string;
+  actor: string;
+  deployment?: string;
+  payload: Record<string, unknown>;
+}
+/** audit/<sortable id>: written in the same transaction as the act it records. */
+export type AuditEvent = JacoObject<'AuditEvent', AuditEventSpec, never>;
+
+export type AnyObject = JacoObject<string, unknown, unknown>;
+
+// ---------------------------------------------------------------- Scheduler bookkeeping
+
+/** counters/<deployment>/<service>: the next replica index; indexes are never reused. */
+export type ReplicaCounter = JacoObject<'ReplicaCounter', { next: number }, never>;
+
+/** volumes/<deployment>/<volume>: the home node of a named volume, fixed on first placement. */
+export type VolumeHome = JacoObject<'VolumeHome', { deployment: string; volume: string; node: string; since: string }, never>;
+
+export interface EndpointAddress {
+  replica: string;
+  node: string;
+  ports: number[];
+}
+/** endpoints/<deployment>/<service>: the healthy replicas, for any load balancer to watch. */
+export type Endpoints = JacoObject<'Endpoints', { deployment: string; service: string; addresses: EndpointAddress[] }, never>;
+
+/** One node's verdict in a placement decision (what `jaco explain` prints). */
+export interface NodeVerdict {
+  node: string;
+  /** The filter that rejected the node, or absent when it passed every filter. */
+  rejected?: { filter: string; reason: string; detail: string };
+  /** Score components of a node that passed, and their total. */
+  score?: { total: number; parts: Record<string, number> };
+}
+
+export interface PlacementDecisionSpec {
+  replica: string;
+  deployment: string;
+  service: string;
+  at: string;
+  actor: string;
+  mode: PlacementMode;
+  /** The chosen node, or absent when the replica is unschedulable. */
+  chosen?: string;
+  /** Why the chosen node won, or why none could be chosen. */
+  why: string;
+  reason?: string;
+  verdicts: NodeVerdict[];
+}
+/** decisions/<deployment>/<replica>: stored with the decision, not recomputed later. */
+export type PlacementDecision = JacoObject<'PlacementDecision', PlacementDecisionSpec, never>;
+
+export interface Unschedulable {
+  reason: string;
+  count: number;
+  message: string;
+  /** Per node: why it was rejected. */
+  nodes: Record<string, string>;
+  missing?: string[];
+}
+
+export interface ServiceSchedulingStatus {
+  desired: number;
+  placed: number;
+  unschedulable?: Unschedulable;
+  restartExhausted?: string[];
+  nodeLost?: string[];
+}
+
+export interface ServiceRolloutStatus {
+  state: 'in_progress' | 'completed' | 'aborted';
+  fromRevision: number;
+  toRevision: number;
+  currentStep: number;
+  totalSteps: number;
+  failureReason?: string;
+}
+
+export interface DeploymentStatusStatus {
+  /** Owned by the scheduler. */
+  scheduling?: { observedGeneration: number; updatedAt: string; services: Record<string, ServiceSchedulingStatus> };
+  /** Owned by the rollout controller. */
+  rollout?: { appliedRevision: number; updatedAt: string; services: Record<string, ServiceRolloutStatus> };
+}
+/** deploymentstatus/<name>: scheduler and rollout each write their own field. */
+export type DeploymentStatus = JacoObject<'DeploymentStatus', never, DeploymentStatusStatus>;
+
+// ---------------------------------------------------------------- Rollouts
+
+export type RolloutState = 'in_progress' | 'completed' | 'aborted';
+
+export interface RolloutStep {
+  replica: string;
+  node: string;
+  startedAt: string;
+  finishedAt?: string;
+  result?: 'done' | 'reverted' | 'superseded';
+}
+
+export interface RolloutPlanSpec {
+  deployment: string;
+  service: string;
+  fromRevision: number;
+  toRevision: number;
+  fromHash: string;
+  toHash: string;
+  totalSteps: number;
+  currentStep: number;
+  state: RolloutState;
+  failureReason?: string;
+  startedAt: string;
+  finishedAt?: string;
+  steps: RolloutStep[];
+}
+/** rollouts/<deployment>/<service>: written by the rollout controller only. */
+export type RolloutPlan = JacoObject<'RolloutPlan', RolloutPlanSpec, never>;
+
+// ---------------------------------------------------------------- Drains
+
+export type DrainReplicaState = 'pending' | 'moving' | 'done' | 'blocked' | 'dropped' | 'stopped';
+
+export interface NodeDrainSpec {
+  node: string;
+  timeout: string;
+  force: boolean;
+  /** Delete the node object and heartbeat once drained (jaco node remove). */
+  remove: boolean;
+  requestedAt: string;
+}
+
+export interface NodeDrainStatus {
+  state: 'pending' | 'draining' | 'completed' | 'aborted' | 'removed';
+  reason?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  replicas: Record<string, { state: DrainReplicaState; reason?: string; dst?: string; at?: string }>;
+}
+/** drains/<host>: the CLI creates it, the drain controller advances it. */
+export type NodeDrain = JacoObject<'NodeDrain', NodeDrainSpec, NodeDrainStatus>;

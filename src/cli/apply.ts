@@ -1,0 +1,121 @@
+// Writing deployments: apply (and rollback, which applies a stored revision's spec). One call is
+// one transaction: every deployment, its new revision record, the pruning of old revisions and the
+// audit records land together or not at all.
+import { randomUUID } from 'node:crypto';
+import { keys } from '../api/keys.js';
+import { summarizeChange } from '../api/change.js';
+import { sameDeploymentSpec } from '../api/spec.js';
+import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec } from '../api/types.js';
+import { AuditLog } from '../store/audit.js';
+import { TooLargeError } from '../store/errors.js';
+import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
+import { commitAtomic, type Act } from '../store/writer.js';
+import { PRODUCTION } from '../timings.js';
+
+/** Revisions kept per deployment (older ones are deleted by the apply that adds a new one). */
+export const REVISION_HISTORY_LIMIT = 10;
+
+export interface ApplyItem {
+  name: string;
+  spec: DeploymentSpec;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** "apply" or "rollback to revision N". */
+  cause: string;
+  /** Where it came from, for error messages ("hello.yaml document 1"). */
+  source?: string;
+}
+
+export interface ApplyOutcome {
+  name: string;
+  result: 'created' | 'configured' | 'unchanged';
+  revision: number;
+  summary: string;
+}
+
+export function revisionNumberOfKey(key: string): number {
+  return Number(key.slice(key.lastIndexOf('/') + 1));
+}
+
+/** Plans and commits the apply of several deployments in one transaction. */
+export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
+  const now = opts.now ?? Date.now();
+  const iso = new Date(now).toISOString();
+  const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
+  const acts: Act[] = [];
+  const outcomes: ApplyOutcome[] = [];
+  for (const item of items) {
+    const cur = await store.get<Deployment>(keys.deployment(item.name));
+    const prev = cur?.value;
+    const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec);
+    const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : 1;
+    const next: Deployment = {
+      apiVersion: API_VERSION,
+      kind: 'Deployment',
+      metadata: {
+        name: item.name,
+        uid: prev?.metadata.uid ?? randomUUID(),
+        creationTimestamp: prev?.metadata.creationTimestamp ?? iso,
+        generation,
+        ...(item.labels ? { labels: item.labels } : {}),
+        ...(item.annotations ? { annotations: item.annotations } : {}),
+      },
+      spec: item.spec,
+    };
+    const metaChanged = !!prev && JSON.stringify([prev.metadata.labels, prev.metadata.annotations]) !== JSON.stringify([next.metadata.labels, next.metadata.annotations]);
+    const result = !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
+    const summary = specChanged ? summarizeChange(prev?.spec, item.spec) : '';
+    outcomes.push({ name: item.name, result, revision: generation, summary });
+    if (result === 'unchanged') continue;
+
+    const ops: Act['ops'] = [cur ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
+    if (specChanged) {
+      const rev: DeploymentRevision = {
+        apiVersion: API_VERSION,
+        kind: 'DeploymentRevision',
+        metadata: { name: `${item.name}-${generation}` },
+        spec: { deployment: item.name, revision: generation, appliedAt: iso, cause: item.cause, summary, template: item.spec },
+      };
+      ops.push({ op: 'put', key: keys.revision(item.name, generation), value: rev });
+      const { kvs } = await store.listRaw(keys.revisions(item.name));
+      const old = kvs.map((kv) => kv.key.toString('utf8').slice(store.prefix.length)).filter((k) => revisionNumberOfKey(k) !== generation);
+      for (const k of old.slice(0, Math.max(0, old.length - (REVISION_HISTORY_LIMIT - 1)))) ops.push({ op: 'delete', key: k });
+      ops.push(await audit.op({ type: 'deployment_applied', time: now, deployment: item.name, payload: { revision: generation, result, cause: item.cause, summary } }));
+    }
+    // Both the deployment and its revision record travel in the one request.
+    const bytes = Buffer.byteLength(encodeJson(next)) * (specChanged ? 2 : 1);
+    if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''}, with its revision record,`, bytes, MAX_REQUEST_BYTES);
+    acts.push({ label: `apply ${item.name}`, ops });
+  }
+  if (!opts.dryRun && acts.length) await commitAtomic(store, acts);
+  return outcomes;
+}
+
+/** Deletes deployments with their revision records, in one transaction. */
+export async function deleteDeployments(store: Store, names: string[], opts: { now?: number; ignoreMissing?: boolean } = {}): Promise<string[]> {
+  const now = opts.now ?? Date.now();
+  const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
+  const acts: Act[] = [];
+  const deleted: string[] = [];
+  const missing: string[] = [];
+  for (const name of names) {
+    const cur: Versioned<Deployment> | undefined = await store.get<Deployment>(keys.deployment(name));
+    if (!cur) {
+      missing.push(name);
+      continue;
+    }
+    const { kvs } = await store.listRaw(keys.revisions(name));
+    acts.push({
+      label: `delete ${name}`,
+      ops: [
+        { op: 'delete', key: keys.deployment(name), modRevision: cur.modRevision },
+        ...kvs.map((kv) => ({ op: 'delete' as const, key: kv.key.toString('utf8').slice(store.prefix.length) })),
+        await audit.op({ type: 'deployment_deleted', time: now, deployment: name, payload: { revision: cur.value.metadata.generation } }),
+      ],
+    });
+    deleted.push(name);
+  }
+  if (missing.length && !opts.ignoreMissing) throw new Error(`deployment ${missing.map((m) => `"${m}"`).join(', ')} not found; nothing was deleted`);
+  if (acts.length) await commitAtomic(store, acts);
+  return deleted;
+}

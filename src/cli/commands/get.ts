@@ -1,0 +1,179 @@
+// jaco get / describe: read the cluster, kubectl-style.
+import type { Command } from 'commander';
+import { keys } from '../../api/keys.js';
+import { nodeReady, nodeStatusText } from '../../api/nodes.js';
+import { placementMode } from '../../api/spec.js';
+import type { AuditEvent, PlacementDecision } from '../../api/types.js';
+import { formatBytes } from '../../api/units.js';
+import { readAudit } from '../../store/audit.js';
+import type { Store } from '../../store/store.js';
+import { desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { action, CliError, parseOutput, withStore } from '../common.js';
+import { age, printObjects, printTable, table, toYaml } from '../output.js';
+
+type Kind = 'deployments' | 'nodes' | 'replicas';
+const ALIASES: Record<string, Kind> = {
+  deployment: 'deployments',
+  deployments: 'deployments',
+  deploy: 'deployments',
+  node: 'nodes',
+  nodes: 'nodes',
+  no: 'nodes',
+  replica: 'replicas',
+  replicas: 'replicas',
+};
+
+function kindOf(t: string): Kind {
+  const k = ALIASES[t];
+  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes or replicas`);
+  return k;
+}
+
+const readyNodeCount = (v: ClusterView, now: number) => [...v.nodes.keys()].filter((n) => nodeReady(v.heartbeats.get(n), now)).length;
+
+function replicaObject(r: ReplicaRow): Record<string, unknown> {
+  const { template: _t, ...spec } = r.desired.spec;
+  return { apiVersion: 'jaco.dev/v1', kind: 'Replica', metadata: { name: r.id }, spec, status: r.observed?.status ?? replicaState(r) };
+}
+
+function getDeployments(v: ClusterView, name: string | undefined, out: string, now: number): void {
+  const deps = [...v.deployments.values()].filter((d) => !name || d.value.metadata.name === name);
+  if (name && !deps.length) throw new CliError(`deployment "${name}" not found`);
+  if (out !== 'table' && out !== 'wide') return printObjects(out, deps.map((d) => d.value), !!name, v.revision);
+  const ready = readyNodeCount(v, now);
+  const rows = deps.map(({ value: d }) => {
+    const mine = v.replicas.filter((r) => r.desired.spec.deployment === d.metadata.name);
+    const want = Object.keys(d.spec.services).reduce((s, svc) => s + desiredCount(d, svc, ready), 0);
+    const row: (string | number)[] = [d.metadata.name, Object.keys(d.spec.services).length, `${runningCount(mine)}/${want}`, d.metadata.generation ?? 1, age(d.metadata.creationTimestamp, now)];
+    if (out === 'wide') row.push(Object.entries(d.spec.services).map(([n, s]) => `${n}=${s.image}`).join(','));
+    return row;
+  });
+  printTable(['NAME', 'SERVICES', 'RUNNING', 'REVISION', 'AGE', ...(out === 'wide' ? ['IMAGES'] : [])], rows);
+}
+
+function getNodes(v: ClusterView, name: string | undefined, out: string, now: number): void {
+  const nodes = [...v.nodes.values()].filter((n) => !name || n.value.metadata.name === name);
+  if (name && !nodes.length) throw new CliError(`node "${name}" not found`);
+  if (out !== 'table' && out !== 'wide') return printObjects(out, nodes.map((n) => n.value), !!name, v.revision);
+  const rows = nodes.map(({ value: n }) => {
+    const host = n.metadata.name;
+    const hb = v.heartbeats.get(host);
+    const c = n.status?.capacity;
+    const count = new Set(v.replicas.filter((r) => r.node === host).map((r) => r.id)).size;
+    const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host), now), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
+    if (out === 'wide') {
+      const p = hb?.spec.pressure;
+      row.push(p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
+    }
+    return row;
+  });
+  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['CPU%', 'MEM%', 'LABELS'] : [])], rows);
+}
+
+function getReplicas(v: ClusterView, name: string | undefined, out: string, now: number, deployment?: string): void {
+  const rows = v.replicas.filter((r) => (!name || r.id === name) && (!deployment || r.desired.spec.deployment === deployment));
+  if (name && !rows.length) throw new CliError(`replica "${name}" not found`);
+  if (out !== 'table' && out !== 'wide') return printObjects(out, rows.map(replicaObject), !!name && rows.length === 1, v.revision);
+  printTable(
+      ['NAME', 'DEPLOYMENT', 'SERVICE', 'NODE', 'REVISION', 'STATE', 'CODE', 'RESTARTS', 'AGE', ...(out === 'wide' ? ['IMAGE', 'CONTAINER', 'MOVE'] : [])],
+      rows.map((r) => {
+        const s = replicaState(r);
+        const row: (string | number | undefined)[] = [r.id, r.desired.spec.deployment, r.desired.spec.service, r.node, r.desired.spec.revision, s.state, s.code ?? '', r.command?.status?.restarts ?? 0, age(r.observed?.status?.startedAt ?? r.desired.spec.placedAt, now)];
+        if (out === 'wide') row.push(r.desired.spec.template.image, r.observed?.status?.containerId?.slice(0, 12) ?? '', r.desired.spec.move ? `from ${r.desired.spec.move.from} (${r.desired.spec.move.by})` : '');
+        return row;
+      }),
+  );
+}
+
+async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n = 10): Promise<string> {
+  const { events } = await readAudit(store, {});
+  const mine = events.filter((e) => match(e.value)).slice(-n);
+  if (!mine.length) return 'Events: <none>\n';
+  return 'Events:\n' + table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])).replace(/^/gm, '  ');
+}
+
+async function describe(store: Store, kind: Kind, name: string, now: number): Promise<string> {
+  const v = await readClusterView(store);
+  let out = '';
+  if (kind === 'deployments') {
+    const d = v.deployments.get(name)?.value;
+    if (!d) throw new CliError(`deployment "${name}" not found`);
+    const st = v.statuses.get(name)?.status;
+    out += `Name:         ${name}\nRevision:     ${d.metadata.generation}\nCreated:      ${d.metadata.creationTimestamp}\nServices:\n`;
+    const ready = readyNodeCount(v, now);
+    for (const [svc, s] of Object.entries(d.spec.services)) {
+      const rows = v.replicas.filter((r) => r.desired.spec.deployment === name && r.desired.spec.service === svc);
+      out += `  ${svc}:\n    Image:      ${s.image}\n    Placement:  ${placementMode(s)}\n    Replicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, ready)} desired\n`;
+      const sch = st?.scheduling?.services[svc];
+      if (sch?.unschedulable) out += `    Unschedulable: ${sch.unschedulable.count} (${sch.unschedulable.reason}): ${sch.unschedulable.message}\n`;
+      const ro = st?.rollout?.services[svc];
+      if (ro) out += `    Rollout:    ${ro.state} revision ${ro.fromRevision} → ${ro.toRevision}, step ${ro.currentStep}/${ro.totalSteps}${ro.failureReason ? ` (${ro.failureReason})` : ''}\n`;
+    }
+    out += 'Replicas:\n';
+    out += table(
+      ['NAME', 'NODE', 'REVISION', 'STATE', 'CODE'],
+      v.replicas.filter((r) => r.desired.spec.deployment === name).map((r) => [r.id, r.node, r.desired.spec.revision, replicaState(r).state, replicaState(r).code ?? '']),
+    ).replace(/^/gm, '  ');
+    out += await recentEvents(store, (e) => e.spec.deployment === name);
+  } else if (kind === 'nodes') {
+    const n = v.nodes.get(name)?.value;
+    if (!n) throw new CliError(`node "${name}" not found`);
+    const hb = v.heartbeats.get(name);
+    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(', ') || '<none>'}\n`;
+    out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
+    out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
+    out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;
+    const p = hb?.spec.pressure;
+    if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time}\n`;
+    const drain = v.drains.get(name);
+    if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
+    out += 'Replicas:\n' + table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])).replace(/^/gm, '  ');
+    out += await recentEvents(store, (e) => JSON.stringify(e.spec.payload).includes(`"${name}"`));
+  } else {
+    const rows = v.replicas.filter((r) => r.id === name);
+    if (!rows.length) throw new CliError(`replica "${name}" not found`);
+    for (const r of rows) out += toYaml(replicaObject(r));
+    const decision = await store.get<PlacementDecision>(keys.decision(rows[0]!.desired.spec.deployment, name));
+    if (decision) out += `Placement: ${decision.value.spec.why}\n`;
+    out += await recentEvents(store, (e) => e.spec.payload.replica === name || e.spec.payload.replica_id === name);
+  }
+  return out;
+}
+
+export function registerGet(program: Command): void {
+  program
+    .command('get')
+    .description('List deployments, nodes or replicas')
+    .argument('<type>', 'deployments (deploy), nodes (no) or replicas')
+    .argument('[name]', 'one object by name')
+    .option('-o, --output <format>', 'yaml, json or wide')
+    .option('-d, --deployment <name>', 'replicas: only this deployment')
+    .addHelpText('after', '\nExamples:\n  jaco get nodes\n  jaco get replicas -d hello -o wide\n  jaco get deployment hello -o yaml\n')
+    .action(
+      action(async (type: string, name: string | undefined, opts: { output?: string; deployment?: string }, cmd: Command) => {
+        const kind = kindOf(type);
+        const out = parseOutput(opts.output, ['table', 'wide', 'yaml', 'json']);
+        await withStore(cmd, async (store) => {
+          const v = await readClusterView(store);
+          const now = Date.now();
+          if (kind === 'deployments') getDeployments(v, name, out, now);
+          else if (kind === 'nodes') getNodes(v, name, out, now);
+          else getReplicas(v, name, out, now, opts.deployment);
+        });
+      }),
+    );
+
+  program
+    .command('describe')
+    .description('Show one deployment, node or replica in detail, with its recent audit events')
+    .argument('<type>', 'deployment, node or replica')
+    .argument('<name>', 'its name')
+    .action(
+      action(async (type: string, name: string, _opts: unknown, cmd: Command) => {
+        const kind = kindOf(type);
+        const text = await withStore(cmd, (store) => describe(store, kind, name, Date.now()));
+        process.stdout.write(text);
+      }),
+    );
+}
+

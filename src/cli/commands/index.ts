@@ -1,0 +1,19 @@
+// Every `jaco` subcommand, in the order `jaco --help` lists them.
+import type { Command } from 'commander';
+import { registerApply } from './apply.js';
+import { registerAudit } from './audit.js';
+import { registerController } from './controller.js';
+import { registerGet } from './get.js';
+import { registerNode } from './node.js';
+import { registerUp } from './up.js';
+import { registerVersion } from './version.js';
+
+export function registerCommands(program: Command): void {
+  registerApply(program);
+  registerGet(program);
+  registerNode(program);
+  registerAudit(program);
+  registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
+  registerController(program);
+  registerVersion(program);
+}

@@ -1,0 +1,90 @@
+// What every jaco command shares: global options, connecting to etcd, and the exit codes
+// (0 success, 1 invalid input or usage or a failed operation, 2 etcd unreachable).
+import type { Command } from 'commander';
+import { ManifestError } from '../api/manifest.js';
+import { EtcdUnreachableError } from '../store/errors.js';
+import { Store } from '../store/store.js';
+import { timingsByName, type Timings } from '../timings.js';
+
+export const EXIT_OK = 0;
+export const EXIT_INVALID = 1;
+export const EXIT_UNREACHABLE = 2;
+
+export interface GlobalOptions {
+  endpoints?: string;
+  prefix?: string;
+  timings?: string;
+}
+
+/** An error the CLI reports as one line, with its exit code. */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(message: string, readonly exitCode = EXIT_INVALID) {
+    super(message);
+  }
+}
+
+export function globals(cmd: Command): GlobalOptions {
+  return cmd.optsWithGlobals<GlobalOptions>();
+}
+
+export function timingsOf(cmd: Command): Timings {
+  return timingsByName(globals(cmd).timings);
+}
+
+/** Connects and checks etcd answers (exit 2 with the endpoint and what to check if not). */
+export async function connect(cmd: Command): Promise<Store> {
+  const g = globals(cmd);
+  const store = new Store({ endpoints: g.endpoints, prefix: g.prefix });
+  try {
+    await store.ping();
+  } catch (e) {
+    store.close();
+    throw e;
+  }
+  return store;
+}
+
+/** Runs a command body with a store, closing it afterwards. */
+export async function withStore<T>(cmd: Command, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await connect(cmd);
+  try {
+    return await fn(store);
+  } catch (e) {
+    throw store.unreachable(e);
+  } finally {
+    store.close();
+  }
+}
+
+export function exitCodeOf(e: unknown): number {
+  if (e instanceof EtcdUnreachableError) return EXIT_UNREACHABLE;
+  if (e instanceof CliError) return e.exitCode;
+  return EXIT_INVALID;
+}
+
+export function reportError(e: unknown): number {
+  const err = e as Error;
+  if (e instanceof ManifestError) process.stderr.write(`error: invalid manifest (nothing was written):\n${err.message}\n`);
+  else process.stderr.write(`error: ${err?.message ?? String(e)}\n`);
+  if (process.env.JACO_DEBUG && err?.stack) process.stderr.write(`${err.stack}\n`);
+  return exitCodeOf(e);
+}
+
+/** Wraps an async action so errors become a message and an exit code. */
+export function action<A extends unknown[]>(fn: (...args: A) => Promise<void | number>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
+    try {
+      const code = await fn(...args);
+      if (typeof code === 'number') process.exitCode = code;
+    } catch (e) {
+      process.exitCode = reportError(e);
+    }
+  };
+}
+
+export function parseOutput(o: string | undefined, allowed: string[]): string {
+  const v = o ?? 'table';
+  if (!allowed.includes(v)) throw new CliError(`unknown output format ${JSON.stringify(v)}; use ${allowed.filter((x) => x !== 'table').join(', ')}`);
+  return v;
+}

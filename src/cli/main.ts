@@ -1,0 +1,35 @@
+// The `jaco` command: global options, then one subcommand per verb (src/cli/commands/).
+import { Command, CommanderError } from 'commander';
+import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from '../store/store.js';
+import { VERSION } from '../version.js';
+import { registerCommands } from './commands/index.js';
+import { EXIT_INVALID } from './common.js';
+
+export function buildProgram(): Command {
+  const program = new Command('jaco')
+    .description('jaco: a container orchestrator for clusters of a handful to a few dozen hosts')
+    .version(VERSION, '--version')
+    .option('--endpoints <urls>', `etcd endpoints, comma-separated (env JACO_ENDPOINTS, default ${DEFAULT_ENDPOINTS})`)
+    .option('--prefix <prefix>', `key prefix in etcd (env JACO_PREFIX, default ${DEFAULT_PREFIX})`)
+    .option('--timings <name>', 'production (default) or fast: intervals scaled down for tests and demos, NOT for production (env JACO_TIMINGS)')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  registerCommands(program);
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // --help and --version exit 0; usage errors exit 1 (invalid input or usage).
+      process.exitCode = e.exitCode === 0 ? 0 : EXIT_INVALID;
+      return;
+    }
+    throw e;
+  }
+}

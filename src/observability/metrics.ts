@@ -1,0 +1,27 @@
+// The prom-client registry of a jaco process, and the metrics shared by every controller.
+// Controller-specific metrics live beside their controller and register here too. All names
+// start with jaco_; the label values are the same closed reason codes the audit log uses.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'jaco_process_' });
+
+export const metrics = {
+  leader: new Gauge({ name: 'jaco_leader', help: '1 while this process leads the controller', labelNames: ['controller'], registers: [registry] }),
+  malformedKeys: new Counter({
+    name: 'jaco_malformed_keys_total',
+    help: 'Stored values that failed to decode or validate, by key prefix',
+    labelNames: ['prefix'],
+    registers: [registry],
+  }),
+  reconcileDuration: new Histogram({
+    name: 'jaco_reconcile_duration_seconds',
+    help: 'Duration of one controller pass (snapshot, decide, write)',
+    labelNames: ['controller'],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  }),
+  reconcileErrors: new Counter({ name: 'jaco_reconcile_errors_total', help: 'Controller passes that failed, by kind of error', labelNames: ['controller', 'error'], registers: [registry] }),
+  writeConflicts: new Counter({ name: 'jaco_write_conflicts_total', help: 'Transactions that failed a compare-and-swap precondition', labelNames: ['controller'], registers: [registry] }),
+  informerRelists: new Counter({ name: 'jaco_informer_relists_total', help: 'Informer relists (watch compacted or failed)', labelNames: ['prefix'], registers: [registry] }),
+};

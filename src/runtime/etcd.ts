@@ -1,0 +1,131 @@
+// Starting real etcd members as child processes: the embedded single member of `jaco up`, and
+// the members tests start on free loopback ports (one, or three for fault tests).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { Store } from '../store/store.js';
+
+export interface EtcdMemberSpec {
+  name: string;
+  dataDir: string;
+  clientPort: number;
+  peerPort: number;
+  /** name=peerURL,… for a multi-member cluster; defaults to this member alone. */
+  initialCluster?: string;
+  logFile?: string;
+  /** Extra flags, e.g. ['--auto-compaction-retention', '1h']. */
+  extraArgs?: string[];
+}
+
+export interface EtcdMember {
+  spec: EtcdMemberSpec;
+  endpoint: string;
+  process: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export class EtcdNotInstalledError extends Error {
+  override name = 'EtcdNotInstalledError';
+  constructor() {
+    super('etcd is not installed (no `etcd` on PATH). Install it with `apt-get install -y etcd-server etcd-client` or run `make up`, which does.');
+  }
+}
+
+export function etcdBinary(): string {
+  const bin = process.env.JACO_ETCD_BIN ?? 'etcd';
+  const r = spawnSync(bin, ['--version'], { stdio: 'ignore' });
+  if (r.error || r.status !== 0) throw new EtcdNotInstalledError();
+  return bin;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(true));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(false)));
+  });
+}
+
+export function etcdArgs(s: EtcdMemberSpec): string[] {
+  const peer = `http://127.0.0.1:${s.peerPort}`;
+  const client = `http://127.0.0.1:${s.clientPort}`;
+  return [
+    '--name', s.name,
+    '--data-dir', s.dataDir,
+    '--listen-client-urls', client,
+    '--advertise-client-urls', client,
+    '--listen-peer-urls', peer,
+    '--initial-advertise-peer-urls', peer,
+    '--initial-cluster', s.initialCluster ?? `${s.name}=${peer}`,
+    '--initial-cluster-state', 'new',
+    '--initial-cluster-token', `jaco-${s.name}`,
+    '--log-level', 'warn',
+    '--logger', 'zap',
+    ...(s.extraArgs ?? []),
+  ];
+}
+
+/** Starts one member; does not wait for it to answer (see waitForEtcd). */
+export function startEtcdMember(s: EtcdMemberSpec, opts: { detached?: boolean } = {}): EtcdMember {
+  const bin = etcdBinary();
+  mkdirSync(s.dataDir, { recursive: true });
+  const out = s.logFile ? createWriteStream(s.logFile, { flags: 'a' }) : undefined;
+  const child = spawn(bin, etcdArgs(s), { stdio: ['ignore', out ? 'pipe' : 'ignore', out ? 'pipe' : 'ignore'], detached: opts.detached });
+  if (out) {
+    child.stdout?.pipe(out);
+    child.stderr?.pipe(out);
+  }
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  return {
+    spec: s,
+    endpoint: `http://127.0.0.1:${s.clientPort}`,
+    process: child,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Waits until etcd at the endpoints answers (or the deadline passes). */
+export async function waitForEtcd(endpoints: string[], timeoutMs = 20_000, child?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const store = new Store({ endpoints, dialTimeoutMs: 1000 });
+  try {
+    for (;;) {
+      if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`etcd exited (code ${child.exitCode ?? child.signalCode}) before answering`);
+      try {
+        await store.ping(1000);
+        return;
+      } catch (e) {
+        if (Date.now() > deadline) throw new Error(`etcd at ${endpoints.join(',')} did not answer within ${timeoutMs} ms: ${(e as Error).message}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  } finally {
+    store.close();
+  }
+}
+
+/** A single-member etcd on free ports under dataDir, answering when this resolves. */
+export async function startEtcd(dataDir: string, name = 'jaco'): Promise<EtcdMember> {
+  const member = startEtcdMember({ name, dataDir, clientPort: await freePort(), peerPort: await freePort() });
+  await waitForEtcd([member.endpoint], 20_000, member.process);
+  return member;
+}

@@ -1,0 +1,78 @@
+// The audit log: audit/<sortable id> records written in the same transaction as the act they
+// record. Records are bound to a lease granted per time bucket and never renewed, so they expire
+// after the retention period without a cleaner process.
+import { randomBytes } from 'node:crypto';
+import { API_VERSION, type AuditEvent } from '../api/types.js';
+import type { AuditType } from '../api/audit-types.js';
+import { keys } from '../api/keys.js';
+import type { Op } from './writer.js';
+import type { Store, Versioned } from './store.js';
+
+/** An audit event as decide code produces it: data, with its time from the injected clock. */
+export interface AuditRecord {
+  type: AuditType;
+  time: number;
+  deployment?: string;
+  payload: Record<string, unknown>;
+}
+
+export class AuditLog {
+  private seq = 0;
+  private readonly nonce = randomBytes(2).toString('hex');
+  private bucket?: { lease: string; until: number };
+
+  constructor(private readonly store: Store, readonly actor: string, private readonly retentionMs: number) {}
+
+  /** Sortable by time: <epoch ms, 15 digits>-<process nonce>-<sequence>. */
+  nextId(time: number): string {
+    return `${String(Math.floor(time)).padStart(15, '0')}-${this.nonce}-${String(this.seq++).padStart(8, '0')}`;
+  }
+
+  private async lease(): Promise<string> {
+    const now = Date.now();
+    if (this.bucket && now < this.bucket.until) return this.bucket.lease;
+    // One lease per quarter of the retention period; each lives a full retention past its bucket.
+    const bucketMs = Math.max(60_000, this.retentionMs / 4);
+    const lease = await this.store.grantLease(Math.ceil((this.retentionMs + bucketMs) / 1000));
+    this.bucket = { lease, until: now + bucketMs };
+    return lease;
+  }
+
+  event(r: AuditRecord): AuditEvent {
+    const id = this.nextId(r.time);
+    return {
+      apiVersion: API_VERSION,
+      kind: 'AuditEvent',
+      metadata: { name: id },
+      spec: { type: r.type, time: new Date(r.time).toISOString(), actor: this.actor, ...(r.deployment ? { deployment: r.deployment } : {}), payload: r.payload },
+    };
+  }
+
+  /** The op that writes a record; put it in the same act as what it records. */
+  async op(r: AuditRecord): Promise<Op> {
+    const ev = this.event(r);
+    return { op: 'create', key: keys.audit(ev.metadata.name), value: ev, lease: await this.lease() };
+  }
+
+  async ops(records: AuditRecord[]): Promise<Op[]> {
+    return Promise.all(records.map((r) => this.op(r)));
+  }
+}
+
+export interface AuditQuery {
+  types?: string[];
+  deployment?: string;
+  /** Only the newest n. */
+  limit?: number;
+}
+
+export function auditMatches(ev: AuditEvent, q: AuditQuery): boolean {
+  return (!q.types?.length || q.types.includes(ev.spec.type)) && (!q.deployment || ev.spec.deployment === q.deployment);
+}
+
+/** Audit records in time order, filtered, and the revision they were read at. */
+export async function readAudit(store: Store, q: AuditQuery): Promise<{ events: Versioned<AuditEvent>[]; revision: number }> {
+  const { items, revision } = await store.list<AuditEvent>(keys.audits());
+  const events = items.filter((i) => auditMatches(i.value, q));
+  return { events: q.limit ? events.slice(-q.limit) : events, revision };
+}

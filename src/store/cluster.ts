@@ -1,0 +1,19 @@
+// The cluster's identity: a uid created once per store prefix (whoever asks first creates it).
+// It labels containers, so two clusters sharing a Docker engine never touch each other's.
+import { randomUUID } from 'node:crypto';
+import { keys } from '../api/keys.js';
+import type { Store } from './store.js';
+
+export interface ClusterInfo {
+  uid: string;
+  createdAt: string;
+}
+
+export async function clusterInfo(store: Store): Promise<ClusterInfo> {
+  const key = keys.cluster();
+  const fresh: ClusterInfo = { uid: randomUUID(), createdAt: new Date().toISOString() };
+  const res = await store.ns.if(key, 'Create', '==', 0).then(store.ns.put(key).value(JSON.stringify(fresh))).else(store.ns.get(key)).commit();
+  if (res.succeeded) return fresh;
+  const kv = res.responses?.[0]?.response_range?.kvs?.[0];
+  return JSON.parse(kv!.value.toString('utf8')) as ClusterInfo;
+}

@@ -1,0 +1,204 @@
+// The etcd layer: connection, typed reads, and compare-and-swap writes under the key prefix.
+// Nothing outside src/store/ imports etcd3. Every write is a transaction of Ops (writer.ts);
+// metadata.resourceVersion of what we return is the key's mod_revision.
+import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
+import { Etcd3, isRecoverableError, type IKeyValue, type Namespace } from 'etcd3';
+import { EtcdUnreachableError, isUnavailable, NotFoundError } from './errors.js';
+
+export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
+export const DEFAULT_PREFIX = '/jaco/';
+/** etcd's default --max-request-bytes. */
+export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
+/** etcd's default --max-txn-ops. */
+export const MAX_TXN_OPS = 128;
+/** Page size of paginated lists (keeps each response far below gRPC's message limit). */
+export const LIST_PAGE = 2000;
+
+export interface StoreOptions {
+  endpoints?: string[] | string;
+  prefix?: string;
+  dialTimeoutMs?: number;
+}
+
+export interface Versioned<T> {
+  /** Key relative to the prefix. */
+  key: string;
+  value: T;
+  modRevision: number;
+  createRevision: number;
+  version: number;
+  lease?: string;
+}
+
+export interface ListResult<T> {
+  items: Versioned<T>[];
+  /** The store revision the list was read at. */
+  revision: number;
+}
+
+/** Resolves endpoints and prefix from flags, then environment, then defaults. */
+export function storeOptionsFrom(flags: { endpoints?: string; prefix?: string }): Required<Pick<StoreOptions, 'prefix'>> & { endpoints: string[] } {
+  const endpoints = (flags.endpoints ?? process.env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  let prefix = flags.prefix ?? process.env.JACO_PREFIX ?? DEFAULT_PREFIX;
+  if (!prefix.endsWith('/')) prefix += '/';
+  return { endpoints, prefix };
+}
+
+export function decodeJson<T>(kv: IKeyValue, prefixLength: number): Versioned<T> {
+  const value = JSON.parse(kv.value.toString('utf8')) as T;
+  stampVersion(value, kv.mod_revision);
+  return {
+    key: kv.key.toString('utf8').slice(prefixLength),
+    value,
+    modRevision: Number(kv.mod_revision),
+    createRevision: Number(kv.create_revision),
+    version: Number(kv.version),
+    lease: kv.lease === '0' ? undefined : kv.lease,
+  };
+}
+
+/** Sets metadata.resourceVersion on an object read from the store. */
+export function stampVersion(value: unknown, modRevision: string | number): void {
+  const meta = (value as { metadata?: { resourceVersion?: string } } | null)?.metadata;
+  if (meta && typeof meta === 'object') meta.resourceVersion = String(modRevision);
+}
+
+/** The JSON stored for an object: resourceVersion is the key's mod_revision, never stored. */
+export function encodeJson(value: unknown): string {
+  const meta = (value as { metadata?: Record<string, unknown> } | null)?.metadata;
+  if (meta && typeof meta === 'object' && 'resourceVersion' in meta) {
+    const { resourceVersion: _rv, ...rest } = meta;
+    return JSON.stringify({ ...(value as object), metadata: rest });
+  }
+  return JSON.stringify(value);
+}
+
+export class Store {
+  readonly client: Etcd3;
+  readonly ns: Namespace;
+  readonly prefix: string;
+  readonly endpoints: string[];
+
+  constructor(opts: StoreOptions = {}) {
+    const resolved = storeOptionsFrom({
+      endpoints: Array.isArray(opts.endpoints) ? opts.endpoints.join(',') : opts.endpoints,
+      prefix: opts.prefix,
+    });
+    this.endpoints = resolved.endpoints;
+    this.prefix = resolved.prefix;
+    this.client = new Etcd3({
+      hosts: this.endpoints,
+      dialTimeout: opts.dialTimeoutMs ?? 3000,
+      grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+      // etcd3's default breaker holds a host off for 5 s after 3 failures; after an etcd restart
+      // or a network blip jaco wants to be back within a second.
+      faultHandling: {
+        host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
+      },
+    });
+    this.ns = this.client.namespace(this.prefix);
+  }
+
+  /** Fails fast with EtcdUnreachableError when no endpoint answers within timeoutMs. */
+  async ping(timeoutMs = 3000): Promise<number> {
+    try {
+      const res = await withTimeout(this.client.maintenance.status(), timeoutMs, 'no answer');
+      return Number(res.header.revision);
+    } catch (e) {
+      throw this.unreachable(e);
+    }
+  }
+
+  unreachable(e: unknown): Error {
+    if (e instanceof EtcdUnreachableError) return e;
+    if (isUnavailable(e) || (e as Error)?.message === 'no answer') {
+      const msg = (e as Error)?.message ?? String(e);
+      const cause = /connect E[A-Z]+ [^\s.]+(?:\.[^\s.]+)*(?::\d+)?/.exec(msg)?.[0] ?? msg.split('\n')[0]!;
+      return new EtcdUnreachableError(this.endpoints, cause);
+    }
+    return e as Error;
+  }
+
+  async get<T>(key: string): Promise<Versioned<T> | undefined> {
+    const res = await this.ns.get(key).exec();
+    const kv = res.kvs[0];
+    return kv ? decodeJson<T>(kv, this.prefix.length) : undefined;
+  }
+
+  async mustGet<T>(key: string): Promise<Versioned<T>> {
+    const v = await this.get<T>(key);
+    if (!v) throw new NotFoundError(key);
+    return v;
+  }
+
+  /** Raw list of a prefix, paginated, all pages at one revision. */
+  async listRaw(prefix: string, atRevision?: number): Promise<{ kvs: IKeyValue[]; revision: number }> {
+    const end = prefixEnd(this.prefix + prefix);
+    let start = this.prefix + prefix;
+    let revision = atRevision ?? 0;
+    const kvs: IKeyValue[] = [];
+    for (;;) {
+      let q = this.client.getAll().inRange({ start, end }).limit(LIST_PAGE);
+      if (revision) q = q.revision(revision);
+      const res = await q.exec();
+      if (!revision) revision = Number(res.header.revision);
+      kvs.push(...res.kvs);
+      if (!res.more || res.kvs.length === 0) break;
+      start = res.kvs[res.kvs.length - 1]!.key.toString('utf8') + '\0';
+    }
+    return { kvs, revision };
+  }
+
+  async list<T>(prefix: string): Promise<ListResult<T>> {
+    const { kvs, revision } = await this.listRaw(prefix);
+    return { items: kvs.map((kv) => decodeJson<T>(kv, this.prefix.length)), revision };
+  }
+
+  async countPrefix(prefix: string): Promise<number> {
+    return this.ns.getAll().prefix(prefix).count();
+  }
+
+  /** Grants a lease (TTL in seconds) that is not kept alive: values bound to it expire. */
+  async grantLease(ttlSec: number): Promise<string> {
+    const res = await this.client.leaseClient.leaseGrant({ TTL: ttlSec, ID: 0 });
+    return res.ID;
+  }
+
+  async revokeLease(id: string): Promise<void> {
+    await this.client.leaseClient.leaseRevoke({ ID: id }).catch(() => undefined);
+  }
+
+  /** Compacts the store up to rev (tests use it to exercise informer relists). */
+  async compact(rev: number): Promise<void> {
+    await this.client.kv.compact({ revision: String(rev), physical: true });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** The exclusive end of a prefix range (etcd's "prefix end"). */
+export function prefixEnd(prefix: string): string {
+  const buf = Buffer.from(prefix, 'utf8');
+  for (let i = buf.length - 1; i >= 0; i--) {
+    if (buf[i]! < 0xff) {
+      buf[i] = buf[i]! + 1;
+      return buf.subarray(0, i + 1).toString('latin1');
+    }
+  }
+  return '\0';
+}
+
+export function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p.finally(() => clearTimeout(timer)),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(message)), ms);
+    }),
+  ]);
+}

@@ -1,0 +1,163 @@
+// The CLI as an operator runs it (./bin/jaco) against a real etcd: apply semantics, revisions,
+// all-or-nothing, bad input that writes nothing, exit codes, output formats.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { BAD_CORPUS } from '../fixtures/manifests/bad-corpus.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { jaco } from '../support/cli.js';
+
+let etcd: TestEtcd;
+beforeAll(async () => {
+  etcd = await startTestEtcd();
+});
+afterAll(async () => {
+  await etcd?.stop();
+});
+
+const BAD = join(PACKAGE_ROOT, 'test/fixtures/manifests/bad');
+const GOOD = join(PACKAGE_ROOT, 'test/fixtures/manifests/good');
+const tmp = mkdtempSync(join(tmpdir(), 'jaco-cli-'));
+
+function manifest(name: string, services: Record<string, unknown>): string {
+  return JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services } });
+}
+
+/** Everything under the prefix, and the store revision: to prove nothing was written. */
+async function snapshot(prefix: string) {
+  const store = etcd.store(prefix);
+  const { kvs, revision } = await store.listRaw('');
+  return { keys: kvs.map((k) => k.key.toString()), revision };
+}
+
+describe('jaco apply', () => {
+  it('creates, reports unchanged, configures, and keeps a revision per spec change', async () => {
+    const prefix = uniquePrefix();
+    const f = join(tmp, 'web.yaml');
+    writeFileSync(f, `# web\napiVersion: jaco.dev/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  services:\n    web:\n      image: jaco-demo/busybox:1\n      replicas: 2\n`);
+    let r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('deployment/web created (revision 1: created with web)\n');
+    r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
+    expect(r.stdout).toBe('deployment/web unchanged\n');
+    // A comment and reordering are not a change.
+    writeFileSync(f, `apiVersion: jaco.dev/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  services:\n    web:\n      replicas: 2 # two\n      image: jaco-demo/busybox:1\n`);
+    expect((await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix })).stdout).toBe('deployment/web unchanged\n');
+    writeFileSync(f, manifest('web', { web: { image: 'jaco-demo/busybox:2', replicas: 3 } }));
+    r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
+    expect(r.stdout).toBe('deployment/web configured (revision 2: web: image jaco-demo/busybox:1 → jaco-demo/busybox:2, replicas 2 → 3)\n');
+
+    const got = await jaco(['get', 'deployment', 'web', '-o', 'json'], { endpoint: etcd.endpoint, prefix });
+    const d = JSON.parse(got.stdout);
+    expect(d.metadata.generation).toBe(2);
+    expect(Number(d.metadata.resourceVersion)).toBeGreaterThan(0);
+    const store = etcd.store(prefix);
+    const revs = await store.list<{ spec: { revision: number; template: { services: { web: { image: string } } } } }>('revisions/web/');
+    expect(revs.items.map((i) => [i.value.spec.revision, i.value.spec.template.services.web.image])).toEqual([
+      [1, 'jaco-demo/busybox:1'],
+      [2, 'jaco-demo/busybox:2'],
+    ]);
+    const audit = await jaco(['audit', '--type', 'deployment_applied', '-o', 'json'], { endpoint: etcd.endpoint, prefix });
+    expect(audit.stdout.trim().split('\n').map((l) => JSON.parse(l).payload.revision)).toEqual([1, 2]);
+  });
+
+  it('is all-or-nothing: a bad second document leaves the first unwritten', async () => {
+    const prefix = uniquePrefix();
+    const before = await snapshot(prefix);
+    const r = await jaco(['apply', '-f', join(BAD, 'second-doc-bad.yaml')], { endpoint: etcd.endpoint, prefix });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('nothing was written');
+    expect(r.stderr).toContain('second-doc-bad.yaml:18:24: document 2 (Deployment "bad-one"): spec.services.web.stopGracePeriod');
+    expect(await snapshot(prefix)).toEqual(before);
+  });
+
+  it.each(BAD_CORPUS)('refuses %s with file:line, exit 1, and writes nothing', async (file, expected) => {
+    const prefix = uniquePrefix();
+    const before = await snapshot(prefix);
+    const r = await jaco(['apply', '-f', join(BAD, file)], { endpoint: etcd.endpoint, prefix });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    for (const e of expected) expect(r.stderr).toContain(e.replace(`${file}:`, `${join(BAD, file)}:`));
+    expect(await snapshot(prefix)).toEqual(before);
+  });
+
+  it('refuses an object too large for one etcd request up front, with its size and the limit', async () => {
+    const prefix = uniquePrefix();
+    const f = join(tmp, 'huge.yaml');
+    writeFileSync(f, manifest('huge', { web: { image: 'x', env: { BLOB: 'x'.repeat(1_000_000) } } }));
+    const r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/deployment "huge" .* is [0-9.]+ MiB \([0-9]+ bytes\); etcd accepts at most 1\.50 MiB \(1572864 bytes\) per request/);
+    expect((await snapshot(prefix)).keys).toEqual([]);
+  });
+
+  it('refuses a file over the manifest size limit before parsing it', async () => {
+    const f = join(tmp, 'enormous.yaml');
+    writeFileSync(f, '#'.repeat(17 * 1024 * 1024));
+    const r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix: uniquePrefix() });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('file is 17.0 MiB; manifests are limited to 16 MiB');
+  });
+
+  it('reads stdin and directories', async () => {
+    const prefix = uniquePrefix();
+    const r1 = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('fromstdin', { s: { image: 'x' } }) });
+    expect(r1.stdout).toContain('deployment/fromstdin created');
+    const r2 = await jaco(['apply', '-f', GOOD], { endpoint: etcd.endpoint, prefix });
+    expect(r2.stdout).toBe('deployment/alpha created (revision 1: created with web)\ndeployment/beta created (revision 1: created with worker)\n');
+  });
+});
+
+describe('jaco get, diff, delete', () => {
+  it('lists as a kubectl-style List, diffs, and deletes with revisions', async () => {
+    const prefix = uniquePrefix();
+    await jaco(['apply', '-f', GOOD], { endpoint: etcd.endpoint, prefix });
+    const list = JSON.parse((await jaco(['get', 'deployments', '-o', 'json'], { endpoint: etcd.endpoint, prefix })).stdout);
+    expect(list.kind).toBe('List');
+    expect(list.items.map((i: { metadata: { name: string } }) => i.metadata.name)).toEqual(['alpha', 'beta']);
+    const yamlList = parse((await jaco(['get', 'deploy', '-o', 'yaml'], { endpoint: etcd.endpoint, prefix })).stdout);
+    expect(yamlList.items).toHaveLength(2);
+    const tableOut = (await jaco(['get', 'deployments'], { endpoint: etcd.endpoint, prefix })).stdout;
+    expect(tableOut.split('\n')[0]).toMatch(/^NAME\s+SERVICES\s+RUNNING\s+REVISION\s+AGE$/);
+
+    const f = join(tmp, 'alpha2.yaml');
+    writeFileSync(f, manifest('alpha', { web: { image: 'jaco-demo/busybox:2', command: ['sh', '-c', 'sleep 100000'], replicas: 2 } }));
+    const diff = await jaco(['diff', '-f', f], { endpoint: etcd.endpoint, prefix });
+    expect(diff.code).toBe(1);
+    expect(diff.stdout).toMatch(/^--- deployment\/alpha \(live\)/);
+    expect(diff.stdout).toContain('\n-    image: jaco-demo/busybox:1\n+    image: jaco-demo/busybox:2\n');
+    expect((await jaco(['diff', '-f', join(GOOD, 'two-deployments.yaml')], { endpoint: etcd.endpoint, prefix })).code).toBe(0);
+
+    const del = await jaco(['delete', 'deployment', 'alpha'], { endpoint: etcd.endpoint, prefix });
+    expect(del.stdout).toBe('deployment/alpha deleted\n');
+    const store = etcd.store(prefix);
+    expect(await store.countPrefix('revisions/alpha/')).toBe(0);
+    const missing = await jaco(['delete', 'deployment', 'alpha'], { endpoint: etcd.endpoint, prefix });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('deployment "alpha" not found');
+    expect((await jaco(['get', 'deployment', 'nope'], { endpoint: etcd.endpoint, prefix })).stderr).toContain('deployment "nope" not found');
+  });
+});
+
+describe('exit codes', () => {
+  it('exits 2 naming the endpoint when etcd is unreachable', async () => {
+    const r = await jaco(['get', 'nodes'], { endpoint: 'http://127.0.0.1:1', prefix: uniquePrefix() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('cannot reach etcd at http://127.0.0.1:1');
+    expect(r.stderr).toContain('--endpoints');
+  });
+
+  it('exits 1 on usage errors and 0 on --help for every command', async () => {
+    expect((await jaco(['get'])).code).toBe(1);
+    expect((await jaco(['frobnicate'])).code).toBe(1);
+    expect((await jaco(['get', 'pods'], { endpoint: etcd.endpoint })).code).toBe(1);
+    for (const c of ['apply', 'get', 'describe', 'delete', 'diff', 'audit', 'up', 'down', 'controller', 'version', 'node cordon']) {
+      const r = await jaco([...c.split(' '), '--help']);
+      expect(r.code, c).toBe(0);
+      expect(r.stdout, c).toContain('Usage: jaco');
+    }
+  });
+});
