@@ -346,7 +346,7 @@ const KINDS: KindDef[] = [
         finishedAt: time('Rollout end.'),
         steps: arr(
           obj(
-            { replica: str(), node: str(), startedAt: time('Step start.'), finishedAt: time('Step end.'), result: str({ enum: ['done', 'reverted', 'superseded'] }) },
+            { replica: str(), node: str(), startedAt: time('Step start.'), finishedAt: time('Step end.'), result: str({ enum: ['done', 'failed', 'reverted', 'superseded'] }) },
             ['replica', 'node', 'startedAt'],
           ),
         ),

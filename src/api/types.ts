@@ -213,7 +213,7 @@ export interface ReplicaObservedStatus {
   observedAt: string;
 }
 /** observed/<host>/<replica>: only the node-agent of <host> writes it. */
-export type ReplicaObserved = JacoObject<'ReplicaObserved', never, ReplicaObservedStatus>;
+export type ReplicaObserved = StatusObject<'ReplicaObserved', ReplicaObservedStatus>;
 
 export interface ReplicaCommandSpec {
   replica: string;
@@ -247,6 +247,14 @@ export interface AuditEventSpec {
 export type AuditEvent = JacoObject<'AuditEvent', AuditEventSpec, never>;
 
 export type AnyObject = JacoObject<string, unknown, unknown>;
+
+/** A kind with only a status (what a component observes), no spec. */
+export interface StatusObject<K extends string, St> {
+  apiVersion: typeof API_VERSION;
+  kind: K;
+  metadata: ObjectMeta;
+  status: St;
+}
 
 // ---------------------------------------------------------------- Scheduler bookkeeping
 
@@ -323,7 +331,7 @@ export interface DeploymentStatusStatus {
   rollout?: { appliedRevision: number; updatedAt: string; services: Record<string, ServiceRolloutStatus> };
 }
 /** deploymentstatus/<name>: scheduler and rollout each write their own field. */
-export type DeploymentStatus = JacoObject<'DeploymentStatus', never, DeploymentStatusStatus>;
+export type DeploymentStatus = StatusObject<'DeploymentStatus', DeploymentStatusStatus>;
 
 // ---------------------------------------------------------------- Rollouts
 
@@ -334,7 +342,9 @@ export interface RolloutStep {
   node: string;
   startedAt: string;
   finishedAt?: string;
-  result?: 'done' | 'reverted' | 'superseded';
+  /** done: ready at the new revision; failed: the step that aborted the rollout; reverted: a
+   *  step back to fromRevision after an abort; superseded: a newer apply replaced the plan. */
+  result?: 'done' | 'failed' | 'reverted' | 'superseded';
 }
 
 export interface RolloutPlanSpec {

@@ -1,0 +1,163 @@
+import { describe, expect, it } from 'vitest';
+import { specHash, withDefaults } from '../../src/api/spec.js';
+import type { ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import { advanceMoves, indexReplicas, startMove, unavailable, type MoveRequest, type VersionedDesired } from './move.js';
+
+const T0 = Date.parse('2026-11-21T10:00:00Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const web: ServiceSpec = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3 });
+
+function desired(id: string, node: string, spec: ServiceSpec = web, extra: Partial<ReplicaDesired['spec']> = {}): VersionedDesired {
+  return {
+    key: `desired/${node}/${id}`,
+    modRevision: 10,
+    value: {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'ReplicaDesired',
+      metadata: { name: id },
+      spec: { replica: id, deployment: 'd', service: id.split('-')[1]!, node, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...extra },
+    },
+  };
+}
+
+function observed(d: VersionedDesired, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}): ReplicaObserved {
+  const s = d.value.spec;
+  return {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'ReplicaObserved',
+    metadata: { name: s.replica },
+    status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state, revision: s.revision, specHash: s.specHash, startedAt: iso(T0 - 60_000), health: 'none', observedAt: iso(T0), ...extra } as ReplicaObserved['status'],
+  };
+}
+
+function world(entries: [VersionedDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]) {
+  const obs = new Map(entries.filter(([, s]) => s).map(([d, s, x]) => [`${d.value.spec.node}/${d.value.spec.replica}`, observed(d, s!, x)]));
+  return indexReplicas(
+    entries.map(([d]) => d),
+    (h, r) => obs.get(`${h}/${r}`),
+  );
+}
+
+const move = (replica: string, src: string, dst: string, extra: Partial<MoveRequest> = {}): MoveRequest => ({ replica, src, dst, by: 'drain', id: `m-${replica}`, now: T0, timeoutMs: 300_000, ...extra });
+
+describe('startMove', () => {
+  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [VersionedDesired, ObservedState];
+
+  it('creates the destination copy with a marker and guards the source', () => {
+    const r = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b')]), move('d-web-0', 'a', 'c'));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.ops[0]).toEqual({ op: 'check', key: 'desired/a/d-web-0', modRevision: 10 });
+    expect(r.ops[1]).toMatchObject({ op: 'create', key: 'desired/c/d-web-0', value: { spec: { node: 'c', move: { from: 'a', by: 'drain', id: 'm-d-web-0', deadline: iso(T0 + 300_000) } } } });
+  });
+
+  it.each<[string, [VersionedDesired, ObservedState | undefined][], MoveRequest, string]>([
+    ['a move already in flight', [running('d-web-0', 'a'), [desired('d-web-0', 'c', web, { move: { id: 'x', from: 'a', by: 'rebalancer', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']], move('d-web-0', 'a', 'b'), 'move_in_flight'],
+    ['budget: another replica of the service is moving', [running('d-web-0', 'a'), running('d-web-1', 'b'), [desired('d-web-1', 'c', web, { move: { id: 'x', from: 'b', by: 'rebalancer', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']], move('d-web-0', 'a', 'c'), 'budget_exceeded'],
+    ['budget: another replica of the service is down', [running('d-web-0', 'a'), [desired('d-web-1', 'b'), 'exited']], move('d-web-0', 'a', 'c'), 'budget_exceeded'],
+    ['the replica itself is not running', [[desired('d-web-0', 'a'), 'pending']], move('d-web-0', 'a', 'c'), 'replica_not_running'],
+    ['stateful', [running('d-db-0', 'a', withDefaults({ image: 'x', volumes: [{ type: 'volume', source: 'data', target: '/d' }] }))], move('d-db-0', 'a', 'c'), 'stateful_replica'],
+    ['global', [running('d-agent-a', 'a', withDefaults({ image: 'x', placement: { mode: 'global' } }))], move('d-agent-a', 'a', 'c'), 'global_replica'],
+    ['unknown replica', [], move('d-web-9', 'a', 'c'), 'unknown_replica'],
+    ['same node', [running('d-web-0', 'a')], move('d-web-0', 'a', 'a'), 'same_node'],
+  ])('refuses: %s', (_n, entries, m, refusal) => {
+    const r = startMove(world(entries), m);
+    expect(r).toMatchObject({ ok: false, refusal });
+  });
+
+  it('the budget is shared: a drain move and a rebalancer move of one service never run together', () => {
+    const idx = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
+    const first = startMove(idx, move('d-web-0', 'a', 'd', { by: 'drain' }));
+    expect(first.ok).toBe(true);
+    // Apply the first move to the world, as the store would after the commit.
+    const after = world([running('d-web-0', 'a'), [first.ok ? { key: 'desired/d/d-web-0', modRevision: 11, value: (first.ops[1] as { value: ReplicaDesired }).value } : desired('x', 'x'), 'starting'], running('d-web-1', 'b'), running('d-web-2', 'c')]);
+    expect(unavailable(after, 'd', 'web')).toEqual({ moving: ['d-web-0'], down: [] });
+    expect(startMove(after, move('d-web-1', 'b', 'e', { by: 'rebalancer' }))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
+  });
+
+  it('maxUnavailable 2 allows two at once', () => {
+    const spec = withDefaults({ image: 'x', replicas: 3, update: { maxUnavailable: 2 } });
+    const idx = world([running('d-web-0', 'a', spec), running('d-web-1', 'b', spec), [desired('d-web-1', 'c', spec, { move: { id: 'x', from: 'b', by: 'drain', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']]);
+    expect(startMove(idx, move('d-web-0', 'a', 'd')).ok).toBe(true);
+  });
+});
+
+describe('advanceMoves', () => {
+  const marker = (by: 'drain' | 'rebalancer', deadline = T0 + 300_000) => ({ move: { id: 'm1', from: 'a', by, startedAt: iso(T0 - 10_000), deadline: iso(deadline) } });
+
+  it('completes once the destination runs healthy: deletes the source, clears the marker', () => {
+    const idx = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('drain')), 'running', { startedAt: iso(T0 - 9_000) }],
+    ]);
+    const [step] = advanceMoves(idx, T0, { by: 'drain' });
+    expect(step).toMatchObject({ outcome: 'completed', src: 'a', dst: 'c', durationMs: 10_000 });
+    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/a/d-web-0', modRevision: 10 });
+    const updated = (step!.ops[1] as { value: ReplicaDesired }).value;
+    expect(updated.spec.move).toBeUndefined();
+    expect(updated.spec.placedAt).toBe(iso(T0));
+  });
+
+  it.each<[string, ObservedState | undefined, Partial<ReplicaObserved['status']>]>([
+    ['not observed yet', undefined, {}],
+    ['starting', 'starting', {}],
+    ['running but not for the minimum ready time', 'running', { startedAt: iso(T0 - 1000) }],
+    ['running an older spec', 'running', { specHash: 'old' }],
+  ])('waits while the destination is %s', (_n, state, extra) => {
+    const idx = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('drain')), state, extra],
+    ]);
+    expect(advanceMoves(idx, T0, { by: 'drain' })).toEqual([]);
+  });
+
+  it('waits for a passing health check when the service has one', () => {
+    const hc = withDefaults({ image: 'x', healthcheck: { test: ['CMD', 'true'] } });
+    const mk = (health: 'starting' | 'healthy') =>
+      world([
+        [desired('d-web-0', 'a', hc), 'running'],
+        [desired('d-web-0', 'c', hc, marker('drain')), 'running', { health }],
+      ]);
+    expect(advanceMoves(mk('starting'), T0, { by: 'drain' })).toEqual([]);
+    expect(advanceMoves(mk('healthy'), T0, { by: 'drain' })[0]!.outcome).toBe('completed');
+  });
+
+  it('abandons at the deadline: only the destination copy goes, the source keeps serving', () => {
+    const idx = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('drain', T0)), 'starting'],
+    ]);
+    const [step] = advanceMoves(idx, T0, { by: 'drain' });
+    expect(step).toMatchObject({ outcome: 'abandoned', reason: 'move_timeout', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 }] });
+  });
+
+  it('abandons at once when the destination copy failed or its node is lost', () => {
+    const failed = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('drain')), 'failed'],
+    ]);
+    expect(advanceMoves(failed, T0, { by: 'drain' })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_failed' });
+    const lost = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('drain')), 'starting'],
+    ]);
+    expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) })[0]).toMatchObject({ outcome: 'abandoned' });
+  });
+
+  it("advances only the caller's own moves", () => {
+    const idx = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, marker('rebalancer', T0)), 'starting'],
+    ]);
+    expect(advanceMoves(idx, T0, { by: 'drain' })).toEqual([]);
+    expect(advanceMoves(idx, T0, { by: 'rebalancer' })).toHaveLength(1);
+  });
+
+  it('completes even when the source copy is already gone', () => {
+    const idx = world([[desired('d-web-0', 'c', web, marker('drain')), 'running']]);
+    const [step] = advanceMoves(idx, T0, { by: 'drain' });
+    expect(step!.ops).toHaveLength(1);
+    expect(step!.ops[0]!.op).toBe('update');
+  });
+});

@@ -1,0 +1,36 @@
+// Builds the placement core's input from stored objects, so every controller that places or
+// moves (scheduler, drain, rebalancer) sees nodes and their occupancy the same way.
+import { unschedulableBecause } from '../../src/api/nodes.js';
+import type { Heartbeat, Node, NodeDrain, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import { footprintOf, type PlacedReplica, type PlacementInput } from './placement.js';
+
+export interface StoredState {
+  nodes: Iterable<Node>;
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  drains: ReadonlyMap<string, NodeDrain>;
+  desired: Iterable<ReplicaDesired>;
+  volumeHomes: Iterable<VolumeHome>;
+}
+
+/** What a desired key occupies on its node; a suspended replica (stopped by a forced drain) occupies nothing. */
+export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
+  if (d.spec.suspended) return undefined;
+  return { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template) };
+}
+
+export function placementInputFrom(s: StoredState, now: number): PlacementInput {
+  const nodes = [...s.nodes].map((n) => ({
+    name: n.metadata.name,
+    capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
+    labels: n.metadata.labels ?? {},
+    ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
+  }));
+  const placed: PlacedReplica[] = [];
+  for (const d of s.desired) {
+    const p = placedReplicaOf(d);
+    if (p) placed.push(p);
+  }
+  const volumeHomes: Record<string, string> = {};
+  for (const v of s.volumeHomes) volumeHomes[`${v.spec.deployment}/${v.spec.volume}`] = v.spec.node;
+  return { nodes, placed, volumeHomes };
+}

@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest';
+import type { ServiceSpec } from '../../src/api/types.js';
+import { Placer, type NodeInfo, type PlacedReplica, type PlacementInput, type PlacementRequest } from './placement.js';
+
+const Gi = 1024 ** 3;
+const Mi = 1024 ** 2;
+const node = (name: string, extra: Partial<NodeInfo> = {}): NodeInfo => ({ name, capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0 }, labels: {}, ...extra });
+const placed = (id: string, n: string, extra: Partial<PlacedReplica> = {}): PlacedReplica => ({ id, deployment: 'd', service: 'other', node: n, cpuMillis: 0, memoryBytes: 0, gpus: 0, ports: [], ...extra });
+const req = (spec: Partial<ServiceSpec> = {}, i = 0, extra: Partial<PlacementRequest> = {}): PlacementRequest => ({ replica: `d-web-${i}`, deployment: 'd', service: 'web', index: i, spec: { image: 'x', ...spec }, ...extra });
+const input = (nodes: NodeInfo[], p: PlacedReplica[] = [], volumeHomes: Record<string, string> = {}): PlacementInput => ({ nodes, placed: p, volumeHomes });
+
+/** Places `count` replicas of one service in order and returns the chosen nodes. */
+function placeAll(inp: PlacementInput, spec: Partial<ServiceSpec>, count: number): (string | undefined)[] {
+  const placer = new Placer(inp);
+  return Array.from({ length: count }, (_, i) => placer.place(req(spec, i)).chosen);
+}
+
+describe('hard filters: each records its reason per node', () => {
+  it.each<[string, PlacementInput, Partial<ServiceSpec>, string, string]>([
+    ['NotReady node', input([node('a', { ineligible: 'NotReady (no fresh heartbeat)' })]), {}, 'eligibility', 'no_nodes_ready'],
+    ['memory (request + overhead over capacity)', input([node('a')], [placed('x', 'a', { memoryBytes: 1900 * Mi })]), { resources: { memory: '100Mi' } }, 'memory', 'no_capacity_memory'],
+    ['gpus', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 1 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 1 } }, 'gpus', 'no_capacity_gpu'],
+    ['host port taken', input([node('a')], [placed('x', 'a', { ports: [8080] })]), { ports: [8080] }, 'ports', 'port_conflict'],
+    ['node selector', input([node('a', { labels: { zone: 'b' } })]), { placement: { nodeSelector: { zone: 'a' } } }, 'node_selector', 'node_selector_mismatch'],
+    ['hosts list', input([node('a')]), { placement: { mode: 'hosts', hosts: ['b'] } }, 'hosts', 'cannot_satisfy_host_placement'],
+    ['volume locality', input([node('a'), node('b', { ineligible: 'cordoned' })], [], { 'd/data': 'b' }), { volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, 'volume_locality', 'volume_locality_no_node'],
+    ['hosts: one replica per host', input([node('a')], [placed('d-web-9', 'a', { service: 'web' })]), { placement: { mode: 'hosts', hosts: ['a'] } }, 'anti_affinity', 'cannot_satisfy_host_placement'],
+  ])('%s', (_name, inp, spec, filter, reason) => {
+    const d = new Placer(inp).decide(req(spec));
+    expect(d.chosen).toBeUndefined();
+    expect(d.reason).toBe(reason);
+    expect(d.verdicts.find((v) => v.node === 'a')?.rejected?.filter).toBe(filter);
+    expect(d.why).toContain(reason);
+  });
+
+  it('memory accounting includes the per-replica overhead of every replica', () => {
+    // 2 GiB node, 32 MiB overhead: 63 replicas of 0 bytes fit, the 64th… also (64 × 32 MiB = 2 GiB), the 65th not.
+    const placer = new Placer(input([node('a')]));
+    const chosen = Array.from({ length: 65 }, (_, i) => placer.place(req({ placement: { mode: 'pack' } }, i)).chosen);
+    expect(chosen.filter(Boolean)).toHaveLength(64);
+    expect(chosen[64]).toBeUndefined();
+  });
+
+  it('records the most advanced filter as the service-level reason', () => {
+    const d = new Placer(input([node('a', { ineligible: 'cordoned' }), node('b')], [placed('x', 'b', { memoryBytes: 2 * Gi })])).decide(req({ resources: { memory: '1Gi' } }));
+    expect(d.reason).toBe('no_capacity_memory');
+    expect(d.verdicts.map((v) => [v.node, v.rejected?.filter])).toEqual([
+      ['a', 'eligibility'],
+      ['b', 'memory'],
+    ]);
+    expect(d.verdicts[1]!.rejected!.detail).toBe('needs 1.0Gi (with 32Mi overhead); 0 of 2Gi free');
+  });
+
+  it('no nodes at all is no_nodes_ready', () => expect(new Placer(input([])).decide(req()).reason).toBe('no_nodes_ready'));
+
+  it('excludes a move source', () => {
+    const d = new Placer(input([node('a'), node('b')])).decide(req({}, 0, { exclude: ['a'] }));
+    expect(d.chosen).toBe('b');
+    expect(d.verdicts[0]!.rejected!.filter).toBe('excluded');
+  });
+});
+
+describe('modes', () => {
+  const three = [node('n1'), node('n2'), node('n3')];
+
+  it('spread: one replica per node while nodes allow, then as even as capacity allows', () => {
+    const got = placeAll(input(three), {}, 5);
+    expect(new Set(got.slice(0, 3)).size).toBe(3);
+    const counts = new Map<string, number>();
+    for (const n of got) counts.set(n!, (counts.get(n!) ?? 0) + 1);
+    expect(Math.max(...counts.values()) - Math.min(...counts.values())).toBeLessThanOrEqual(1);
+  });
+
+  it('spread: relaxing anti-affinity is said in the decision', () => {
+    const placer = new Placer(input([node('n1')]));
+    placer.place(req({}, 0));
+    const d = placer.place(req({}, 1));
+    expect(d.chosen).toBe('n1');
+    expect(d.why).toContain('spread was relaxed');
+  });
+
+  it('pack: lowest replica count first, ties by node name', () => {
+    const inp = input(three, [placed('x', 'n1'), placed('y', 'n1'), placed('z', 'n2')]);
+    expect(placeAll(inp, { placement: { mode: 'pack' } }, 4)).toEqual(['n3', 'n2', 'n3', 'n1']);
+    const d = new Placer(input(three)).decide(req({ placement: { mode: 'pack' } }));
+    expect(d.chosen).toBe('n1');
+    expect(d.why).toContain('tie broken by name');
+  });
+
+  it('hosts: only the listed hosts, one each', () => {
+    expect(new Set(placeAll(input(three), { placement: { mode: 'hosts', hosts: ['n3', 'n1'] } }, 2))).toEqual(new Set(['n1', 'n3']));
+    expect(placeAll(input(three), { placement: { mode: 'hosts', hosts: ['n3', 'n1'] } }, 3)[2]).toBeUndefined();
+    expect(new Placer(input(three)).candidates(req({ placement: { mode: 'hosts', hosts: ['n3', 'n1', 'gone'] } }))).toEqual(['n1', 'n3']);
+  });
+
+  it('global: check() says whether a given host can take its replica', () => {
+    const placer = new Placer(input(three, [placed('x', 'n2', { ports: [80] })]));
+    const g = (host: string) => placer.check({ replica: `d-agent-${host}`, deployment: 'd', service: 'agent', spec: { image: 'x', placement: { mode: 'global' }, ports: [80] } }, host);
+    expect(g('n1')).toBeUndefined();
+    expect(g('n2')).toMatchObject({ filter: 'ports', reason: 'port_conflict', detail: 'host port 80 is taken' });
+  });
+
+  it('CPU is soft: an overcommitted node still fits, but scores lower', () => {
+    const inp = input([node('a'), node('b')], [placed('x', 'a', { cpuMillis: 4000 })]);
+    const d = new Placer(inp).decide(req({ resources: { cpu: '500m' } }));
+    expect(d.chosen).toBe('b');
+    expect(d.verdicts.find((v) => v.node === 'a')!.score!.parts.cpu).toBe(0);
+    expect(new Placer(input([node('a')], [placed('x', 'a', { cpuMillis: 4000 })])).decide(req({ resources: { cpu: '500m' } })).chosen).toBe('a');
+  });
+
+  it('priority order is the caller\'s: a high-priority service placed first takes the last slot', () => {
+    const placer = new Placer(input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: 600 * Mi, gpus: 0 } })]));
+    expect(placer.place({ ...req({ resources: { memory: '500Mi' }, priority: 10 }), service: 'important', replica: 'd-important-0' }).chosen).toBe('a');
+    expect(placer.place(req({ resources: { memory: '500Mi' } })).reason).toBe('no_capacity_memory');
+  });
+});
+
+describe('determinism and stability', () => {
+  const nodes = Array.from({ length: 7 }, (_, i) => node(`node-${i}`, { capacity: { cpuMillis: 2000, memoryBytes: 4 * Gi, gpus: 0 }, labels: { zone: i % 2 ? 'a' : 'b' } }));
+  const existing = [placed('p1', 'node-1', { cpuMillis: 500 }), placed('p2', 'node-4', { memoryBytes: Gi, ports: [9000] })];
+
+  function shuffle<T>(xs: T[], seed: number): T[] {
+    const a = [...xs];
+    let s = seed;
+    for (let i = a.length - 1; i > 0; i--) {
+      s = (s * 1103515245 + 12345) % 2 ** 31;
+      const j = s % (i + 1);
+      [a[i], a[j]] = [a[j]!, a[i]!];
+    }
+    return a;
+  }
+
+  it('shuffled inputs give the same plan', () => {
+    const want = placeAll(input(nodes, existing), { ports: [9000], resources: { cpu: '300m', memory: '256Mi' } }, 6);
+    for (let seed = 1; seed <= 20; seed++) expect(placeAll(input(shuffle(nodes, seed), shuffle(existing, seed + 1)), { ports: [9000], resources: { cpu: '300m', memory: '256Mi' } }, 6)).toEqual(want);
+  });
+
+  it('the same index keeps choosing the same node for the same eligible set', () => {
+    const a = new Placer(input(nodes)).decide(req({}, 3)).chosen;
+    const b = new Placer(input([...nodes].reverse())).decide(req({}, 3)).chosen;
+    expect(a).toBe(b);
+  });
+
+  it('spread stability: removing a node that holds no replica moves nothing else', () => {
+    const before = placeAll(input(nodes), {}, 4);
+    const unused = nodes.map((n) => n.name).filter((n) => !before.includes(n));
+    for (const gone of unused) expect(placeAll(input(nodes.filter((n) => n.name !== gone)), {}, 4)).toEqual(before);
+  });
+
+  it('node loss: the lost replica is re-placed beside the survivors, which stay put', () => {
+    const before = placeAll(input(nodes), {}, 4);
+    const gone = before[2]!;
+    const survivors = before.map((n, i) => ({ n, i })).filter(({ i }) => i !== 2);
+    const placer = new Placer(input(nodes.filter((n) => n.name !== gone), survivors.map(({ n, i }) => placed(`d-web-${i}`, n!, { service: 'web' }))));
+    const again = placer.place(req({}, 2)).chosen!;
+    expect(again).not.toBe(gone);
+    expect(survivors.map(({ n }) => n)).not.toContain(again);
+  });
+});
+
+describe('explanations', () => {
+  it('keeps every verdict on small clusters and a summary on large ones', () => {
+    const small = new Placer(input([node('a'), node('b', { ineligible: 'cordoned' })])).decide(req());
+    expect(small.verdicts).toHaveLength(2);
+    expect(small.why).toMatch(/^a: highest score .* among 1 candidate\(s\)$/);
+    const many = Array.from({ length: 200 }, (_, i) => node(`n${String(i).padStart(3, '0')}`, i % 2 ? { ineligible: 'NotReady' } : {}));
+    const big = new Placer(input(many)).decide(req());
+    expect(big.verdicts.length).toBe(15); // 10 rejections, the winner and the next 4
+    expect(big.omitted).toEqual({ eligibility: 90, scored: 95 });
+  });
+});

@@ -1,0 +1,422 @@
+// The placement core: which node a replica goes to, and why. Pure and deterministic (nodes are
+// ordered by name, ties broken by name; inputs in any order give the same answer). The scheduler
+// places new replicas with it, the drain controller finds a move's destination with it, and the
+// rebalancer checks destinations with its filters: one code path for placing and moving.
+//
+// Pipeline, per node, in this order (the first failing filter is the node's recorded reason):
+//   eligibility      — NotReady/cordoned/draining nodes are out before anything is computed
+//   excluded         — the caller's exclusions (a move's source)
+//   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
+//   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
+//   ports            — host ports are a per-node resource under host networking
+//   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
+//                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
+// Survivors are scored by mode: spread/hosts by (service spread, CPU headroom in quarter steps,
+// rendezvous hash of deployment/service/index), pack by fewest replicas; the best total wins.
+import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
+import { placementMode } from '../../src/api/spec.js';
+import type { Capacity, NodeVerdict, PlacementMode, ServiceSpec } from '../../src/api/types.js';
+import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from './reasons.js';
+
+const MiB = 1024 * 1024;
+
+export interface PlacementConfig {
+  /** CPU is soft: a node's CPU is scored against capacity × this ratio (seed 004: 4.0). */
+  cpuOvercommit: number;
+  /** Memory accounted per replica on top of its request (runtime overhead; seed 004). */
+  memoryOverheadBytes: number;
+  /** Up to this many nodes every verdict is kept in a decision; beyond, a summary. */
+  explainNodes: number;
+}
+
+export const DEFAULT_PLACEMENT_CONFIG: PlacementConfig = { cpuOvercommit: 4, memoryOverheadBytes: 32 * MiB, explainNodes: 64 };
+
+export interface NodeInfo {
+  name: string;
+  capacity: Capacity;
+  labels: Record<string, string>;
+  /** Why the node takes no new placements (NotReady, cordoned, draining…); absent when eligible. */
+  ineligible?: string;
+}
+
+/** A replica that occupies a node (every desired key counts, both copies of a moving replica). */
+export interface PlacedReplica {
+  id: string;
+  deployment: string;
+  service: string;
+  node: string;
+  cpuMillis: number;
+  memoryBytes: number;
+  gpus: number;
+  ports: number[];
+}
+
+export interface PlacementInput {
+  nodes: NodeInfo[];
+  placed: PlacedReplica[];
+  /** Home node of each named volume, keyed "<deployment>/<volume>". */
+  volumeHomes: Record<string, string>;
+}
+
+export interface PlacementRequest {
+  replica: string;
+  deployment: string;
+  service: string;
+  /** The service spec (defaults applied or not). */
+  spec: ServiceSpec;
+  /** Position in the service: the rendezvous-hash key, so an index keeps choosing the same node. */
+  index?: number;
+  /** Nodes that must not be chosen (e.g. the source of a move). */
+  exclude?: string[];
+}
+
+export interface Decision {
+  replica: string;
+  deployment: string;
+  service: string;
+  mode: PlacementMode;
+  chosen?: string;
+  reason?: UnschedulableReason;
+  why: string;
+  verdicts: NodeVerdict[];
+  /** On large clusters: rejections not listed in verdicts, by filter. */
+  omitted?: Record<string, number>;
+}
+
+export interface Rejection {
+  filter: FilterName;
+  reason: UnschedulableReason;
+  detail: string;
+}
+
+/** The resources a replica of this spec occupies. */
+export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports'> {
+  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: spec.ports ?? [] };
+}
+
+// 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
+// 10,000 × 1,000 placement.
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+function mix(a: number, b: number): number {
+  let h = (a ^ Math.imul(b, 0x9e3779b1)) >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return (h >>> 0) / 0x100000000;
+}
+
+/** Per-request constants, computed once per placement. */
+interface Req {
+  r: PlacementRequest;
+  mode: PlacementMode;
+  hosts?: Set<string>;
+  selector: [string, string][];
+  /** Node index every named volume lives on; -1 none yet; -2 the volumes live apart. */
+  home: number;
+  homeName?: string;
+  mem: number;
+  cpu: number;
+  gpus: number;
+  ports: number[];
+  svc: string;
+  svcCounts: Int32Array;
+  excluded: Set<number>;
+  hashKey: number;
+}
+
+const round = (x: number) => Math.round(x * 1000) / 1000;
+
+export class Placer {
+  readonly names: string[];
+  private readonly index = new Map<string, number>();
+  private readonly nodes: NodeInfo[];
+  private readonly memUsed: Float64Array;
+  private readonly cpuUsed: Float64Array;
+  private readonly gpuUsed: Float64Array;
+  private readonly count: Int32Array;
+  private readonly ports: Map<number, number>[];
+  /** Replicas per node of each service ("<deployment>/<service>" → count by node index). */
+  private readonly svcCount = new Map<string, Int32Array>();
+  private readonly nodeHash: number[];
+  private readonly placed = new Map<string, PlacedReplica[]>();
+  private readonly volumeHomes: Record<string, string>;
+
+  constructor(input: PlacementInput, readonly config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG) {
+    this.nodes = [...input.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.names = this.nodes.map((n) => n.name);
+    this.names.forEach((n, i) => this.index.set(n, i));
+    const n = this.nodes.length;
+    this.memUsed = new Float64Array(n);
+    this.cpuUsed = new Float64Array(n);
+    this.gpuUsed = new Float64Array(n);
+    this.count = new Int32Array(n);
+    this.ports = Array.from({ length: n }, () => new Map());
+    this.nodeHash = this.names.map(fnv1a);
+    this.volumeHomes = input.volumeHomes;
+    for (const p of input.placed) this.assume(p);
+  }
+
+  /** Counts a replica against its node (later placements in this pass see it). */
+  assume(p: PlacedReplica): void {
+    const i = this.index.get(p.node);
+    if (i === undefined) return; // a replica on an unknown node occupies nothing we place on
+    this.memUsed[i]! += p.memoryBytes + this.config.memoryOverheadBytes;
+    this.cpuUsed[i]! += p.cpuMillis;
+    this.gpuUsed[i]! += p.gpus;
+    this.count[i]!++;
+    for (const port of p.ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
+    this.serviceCounts(`${p.deployment}/${p.service}`)[i]!++;
+    const list = this.placed.get(p.node) ?? [];
+    list.push(p);
+    this.placed.set(p.node, list);
+  }
+
+  /** Takes a replica off its node (a removal planned in the same pass). */
+  forget(id: string, node: string): void {
+    const i = this.index.get(node);
+    const list = this.placed.get(node);
+    const at = list?.findIndex((p) => p.id === id) ?? -1;
+    if (i === undefined || !list || at < 0) return;
+    const [p] = list.splice(at, 1);
+    this.memUsed[i]! -= p!.memoryBytes + this.config.memoryOverheadBytes;
+    this.cpuUsed[i]! -= p!.cpuMillis;
+    this.gpuUsed[i]! -= p!.gpus;
+    this.count[i]!--;
+    for (const port of p!.ports) {
+      const c = (this.ports[i]!.get(port) ?? 1) - 1;
+      if (c) this.ports[i]!.set(port, c);
+      else this.ports[i]!.delete(port);
+    }
+    this.serviceCounts(`${p!.deployment}/${p!.service}`)[i]!--;
+  }
+
+  private serviceCounts(key: string): Int32Array {
+    let m = this.svcCount.get(key);
+    if (!m) this.svcCount.set(key, (m = new Int32Array(this.names.length)));
+    return m;
+  }
+
+  /** Replicas of a service per node (names), as the placer currently accounts them. */
+  serviceCount(deployment: string, service: string, node: string): number {
+    const i = this.index.get(node);
+    return i === undefined ? 0 : (this.svcCount.get(`${deployment}/${service}`)?.[i] ?? 0);
+  }
+
+  replicaCount(node: string): number {
+    const i = this.index.get(node);
+    return i === undefined ? 0 : this.count[i]!;
+  }
+
+  private prepare(r: PlacementRequest): Req {
+    const mode = placementMode(r.spec);
+    const f = footprintOf(r.spec);
+    let home = -1;
+    let homeName: string | undefined;
+    for (const v of r.spec.volumes ?? []) {
+      if (v.type !== 'volume') continue;
+      const h = this.volumeHomes[`${r.deployment}/${v.source}`];
+      if (h === undefined) continue;
+      const hi = this.index.get(h) ?? -3;
+      if (home === -1) {
+        home = hi;
+        homeName = h;
+      } else if (home !== hi) home = -2;
+    }
+    return {
+      r,
+      mode,
+      hosts: mode === 'hosts' ? new Set(r.spec.placement?.hosts ?? []) : undefined,
+      selector: Object.entries(r.spec.placement?.nodeSelector ?? {}),
+      home,
+      homeName,
+      mem: f.memoryBytes + this.config.memoryOverheadBytes,
+      cpu: f.cpuMillis,
+      gpus: f.gpus,
+      ports: f.ports,
+      svc: `${r.deployment}/${r.service}`,
+      svcCounts: this.serviceCounts(`${r.deployment}/${r.service}`),
+      excluded: new Set((r.exclude ?? []).map((x) => this.index.get(x)).filter((x): x is number => x !== undefined)),
+      hashKey: fnv1a(`${r.deployment}/${r.service}/${r.index ?? r.replica}`),
+    };
+  }
+
+  /** The first hard filter node i fails, or undefined. */
+  private failing(q: Req, i: number, antiAffinity: boolean): FilterName | undefined {
+    const node = this.nodes[i]!;
+    if (node.ineligible) return 'eligibility';
+    if (q.excluded.size && q.excluded.has(i)) return 'excluded';
+    if (q.hosts && !q.hosts.has(node.name)) return 'hosts';
+    for (const [k, v] of q.selector) if (node.labels[k] !== v) return 'node_selector';
+    if (q.home !== -1 && q.home !== i) return 'volume_locality';
+    if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
+    if (q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
+    for (const p of q.ports) if (this.ports[i]!.has(p)) return 'ports';
+    if (antiAffinity && q.mode !== 'pack' && q.svcCounts[i]! > 0) return 'anti_affinity';
+    return undefined;
+  }
+
+  private detail(q: Req, i: number, f: FilterName): string {
+    const node = this.nodes[i]!;
+    switch (f) {
+      case 'eligibility':
+        return node.ineligible!;
+      case 'excluded':
+        return 'excluded by the caller (source of the move)';
+      case 'hosts':
+        return `not in placement.hosts [${[...(q.hosts ?? [])].join(', ')}]`;
+      case 'node_selector': {
+        const miss = q.selector.find(([k, v]) => node.labels[k] !== v)!;
+        return `label ${miss[0]}=${miss[1]} missing${node.labels[miss[0]] !== undefined ? ` (has ${miss[0]}=${node.labels[miss[0]]})` : ''}`;
+      }
+      case 'volume_locality':
+        return q.home === -2 ? 'the service\'s volumes live on different nodes' : `the service's volumes live on ${q.homeName}`;
+      case 'memory': {
+        const free = Math.max(0, node.capacity.memoryBytes - this.memUsed[i]!);
+        return `needs ${formatBytes(q.mem)} (with ${formatBytes(this.config.memoryOverheadBytes)} overhead); ${formatBytes(free)} of ${formatBytes(node.capacity.memoryBytes)} free`;
+      }
+      case 'gpus':
+        return `needs ${q.gpus} GPU(s); ${node.capacity.gpus - this.gpuUsed[i]!} of ${node.capacity.gpus} free`;
+      case 'ports':
+        return `host port ${q.ports.find((p) => this.ports[i]!.has(p))} is taken`;
+      case 'anti_affinity':
+        return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}`;
+    }
+  }
+
+  /** Why node fails a hard filter for this request, or undefined when it passes them all. */
+  check(r: PlacementRequest, node: string, opts: { antiAffinity?: boolean } = {}): Rejection | undefined {
+    const i = this.index.get(node);
+    if (i === undefined) return { filter: 'eligibility', reason: 'no_nodes_ready', detail: 'unknown node' };
+    const q = this.prepare(r);
+    const f = this.failing(q, i, opts.antiAffinity ?? true);
+    return f ? { filter: f, reason: FILTER_REASON[f], detail: this.detail(q, i, f) } : undefined;
+  }
+
+  /** Nodes passing every hard filter (anti-affinity included), by name. */
+  candidates(r: PlacementRequest): string[] {
+    const q = this.prepare(r);
+    return this.names.filter((_, i) => !this.failing(q, i, true));
+  }
+
+  /** A node's score: hot path, no allocation. */
+  private total(q: Req, i: number): number {
+    if (q.mode === 'pack') return -this.count[i]!;
+    const spread = 1 / (1 + q.svcCounts[i]!);
+    return spread * 100 + this.cpuScore(q, i) * 10 + mix(q.hashKey, this.nodeHash[i]!);
+  }
+
+  /** CPU headroom against capacity × overcommit, in quarter steps: small load differences must not move a replica's choice (stability). */
+  private cpuScore(q: Req, i: number): number {
+    const alloc = this.nodes[i]!.capacity.cpuMillis * this.config.cpuOvercommit;
+    const raw = alloc > 0 ? 1 - Math.min(1, (this.cpuUsed[i]! + q.cpu) / alloc) : 0;
+    return Math.floor(raw * 4) / 4;
+  }
+
+  /** The same score with its parts, for explanations. */
+  private score(q: Req, i: number): { total: number; parts: Record<string, number> } {
+    if (q.mode === 'pack') return { total: -this.count[i]!, parts: { replicas: this.count[i]! } };
+    const parts = { spread: round(1 / (1 + q.svcCounts[i]!)), cpu: this.cpuScore(q, i), hash: round(mix(q.hashKey, this.nodeHash[i]!)) };
+    return { total: round(this.total(q, i)), parts };
+  }
+
+  /**
+   * Chooses a node for the request and accounts the replica there (later placements in the
+   * same pass see it). An unschedulable request changes nothing.
+   */
+  place(r: PlacementRequest): Decision {
+    const d = this.decide(r);
+    if (d.chosen) this.assume({ id: r.replica, deployment: r.deployment, service: r.service, node: d.chosen, ...footprintOf(r.spec) });
+    return d;
+  }
+
+  /** Chooses without accounting (explain, what-if). */
+  decide(r: PlacementRequest): Decision {
+    const q = this.prepare(r);
+    const n = this.nodes.length;
+    const full = n <= this.config.explainNodes;
+    const rejected: (FilterName | undefined)[] = new Array(n);
+    const totals = new Float64Array(n);
+    // The best five, best first (ties keep the earlier name): the winner, its runner-up and, on
+    // large clusters, the few others an explanation shows. No sort of every node.
+    let top: number[] = [];
+    let passed = 0;
+    const run = (antiAffinity: boolean) => {
+      top = [];
+      passed = 0;
+      for (let i = 0; i < n; i++) {
+        const f = this.failing(q, i, antiAffinity);
+        rejected[i] = f;
+        if (f) continue;
+        passed++;
+        const t = this.total(q, i);
+        totals[i] = t;
+        if (top.length < 5 || t > totals[top[4]!]!) {
+          let at = top.length < 5 ? top.length : 4;
+          if (top.length === 5) top.pop();
+          while (at > 0 && totals[top[at - 1]!]! < t) at--;
+          top.splice(at, 0, i);
+        }
+      }
+    };
+    run(true);
+    let relaxed = false;
+    if (!top.length && q.mode === 'spread' && rejected.includes('anti_affinity')) {
+      // Every node that fits already runs this service: spread as evenly as capacity allows.
+      run(false);
+      relaxed = top.length > 0;
+    }
+    const best = top[0] ?? -1;
+    const runnerUp = top[1] ?? -1;
+    const shown = full ? [] : top.slice(1);
+
+    const verdicts: NodeVerdict[] = [];
+    const omitted: Record<string, number> = {};
+    let listed = 0;
+    for (let i = 0; i < n; i++) {
+      const f = rejected[i];
+      if (f) {
+        if (full || listed++ < 10) verdicts.push({ node: this.names[i]!, rejected: { filter: f, reason: FILTER_REASON[f], detail: this.detail(q, i, f) } });
+        else omitted[f] = (omitted[f] ?? 0) + 1;
+      } else if (full || i === best || shown.includes(i)) verdicts.push({ node: this.names[i]!, score: this.score(q, i) });
+    }
+    if (!full && passed > 1 + shown.length) omitted.scored = passed - 1 - shown.length;
+    const base = { replica: r.replica, deployment: r.deployment, service: r.service, mode: q.mode, verdicts, ...(Object.keys(omitted).length ? { omitted } : {}) };
+    if (best >= 0) return { ...base, chosen: this.names[best], why: this.whyChosen(q, best, runnerUp, passed, relaxed) };
+    const reason = this.unschedulableReason(rejected);
+    return { ...base, reason, why: `no node can take it (${reason}): ${summarize(rejected)}` };
+  }
+
+  private whyChosen(q: Req, best: number, runnerUp: number, passed: number, relaxed: boolean): string {
+    const s = this.score(q, best);
+    const parts = Object.entries(s.parts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ');
+    const how = q.mode === 'pack' ? `fewest replicas (${s.parts.replicas})` : `highest score ${s.total} (${parts})`;
+    const next = runnerUp >= 0 ? `; runner-up ${this.names[runnerUp]} (${this.score(q, runnerUp).total})` : '';
+    const tie = runnerUp >= 0 && this.total(q, runnerUp) === this.total(q, best) ? ', tie broken by name' : '';
+    return `${this.names[best]}: ${how} among ${passed} candidate(s)${tie}${next}${relaxed ? '; every fitting node already ran the service, so spread was relaxed' : ''}`;
+  }
+
+  /** The reason of the filter that stopped the nodes which got furthest down the pipeline. */
+  private unschedulableReason(rejected: (FilterName | undefined)[]): UnschedulableReason {
+    let furthest = -1;
+    for (const f of rejected) if (f) furthest = Math.max(furthest, FILTER_ORDER.indexOf(f));
+    return furthest < 0 ? 'no_nodes_ready' : FILTER_REASON[FILTER_ORDER[furthest]!];
+  }
+}
+
+function summarize(rejected: (FilterName | undefined)[]): string {
+  if (!rejected.length) return 'there are no nodes';
+  const counts = new Map<string, number>();
+  for (const f of rejected) if (f) counts.set(f, (counts.get(f) ?? 0) + 1);
+  return [...counts].map(([f, c]) => `${c} node(s) rejected by ${f}`).join(', ');
+}

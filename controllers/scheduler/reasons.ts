@@ -1,0 +1,44 @@
+// Why a node was rejected for a replica, and why a replica is unschedulable: closed unions with
+// their descriptions. The same strings appear in deploymentstatus, `jaco status`/`explain`, audit
+// records and the jaco_scheduler_unschedulable_replicas{reason} metric.
+
+/** Service-level reasons a replica cannot be placed (seed 004 and issue 4). */
+export const UNSCHEDULABLE_REASONS = {
+  no_nodes_ready: 'no node is Ready and schedulable (all NotReady, cordoned, draining or without capacity)',
+  no_capacity_memory: 'no eligible node has the memory left for this replica (memory is never overcommitted)',
+  no_capacity_gpu: 'no eligible node has enough free GPUs',
+  port_conflict: 'every eligible node already has one of its host ports taken',
+  node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
+  cannot_satisfy_host_placement: 'fewer of the listed hosts are eligible than replicas are wanted',
+  volume_locality_no_node: "the node holding the service's volumes is not eligible",
+} as const;
+export type UnschedulableReason = keyof typeof UNSCHEDULABLE_REASONS;
+
+/** The filters, in pipeline order; each rejects a node with one node-level reason. */
+export const FILTERS = {
+  eligibility: 'node is NotReady, cordoned, draining or has no capacity',
+  excluded: 'node excluded by the caller (the source of a move)',
+  hosts: 'node is not in placement.hosts',
+  node_selector: 'node lacks a label in placement.nodeSelector',
+  volume_locality: "node is not the home of the service's volumes",
+  memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
+  gpus: 'not enough free GPUs',
+  ports: 'a host port of the service is taken on the node',
+  anti_affinity: 'the node already runs a replica of this service',
+} as const;
+export type FilterName = keyof typeof FILTERS;
+
+/** The service-level reason a filter's rejection stands for. */
+export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
+  eligibility: 'no_nodes_ready',
+  excluded: 'no_nodes_ready',
+  hosts: 'cannot_satisfy_host_placement',
+  node_selector: 'node_selector_mismatch',
+  volume_locality: 'volume_locality_no_node',
+  memory: 'no_capacity_memory',
+  gpus: 'no_capacity_gpu',
+  ports: 'port_conflict',
+  anti_affinity: 'cannot_satisfy_host_placement',
+};
+
+export const FILTER_ORDER = Object.keys(FILTERS) as FilterName[];

@@ -1,0 +1,34 @@
+// When a replica copy counts as "running and healthy" at its desired spec: the condition a
+// make-before-break move waits for before the source stops, and a rolling-update step waits for
+// before the next one starts.
+import { SERVICE_DEFAULTS } from './spec.js';
+import type { ReplicaDesired, ReplicaObserved } from './types.js';
+import { durationMs } from './units.js';
+
+export type NotReadyBecause = 'not_observed' | 'other_revision' | 'not_running' | 'health_starting' | 'unhealthy' | 'min_ready_time';
+
+/** Undefined when the observed copy runs the desired revision and spec and is healthy; else why not. */
+export function notReadyBecause(d: ReplicaDesired, o: ReplicaObserved | undefined, now: number): NotReadyBecause | undefined {
+  const s = o?.status;
+  if (!s) return 'not_observed';
+  if (s.revision !== d.spec.revision || s.specHash !== d.spec.specHash) return 'other_revision';
+  if (s.state !== 'running') return s.state === 'degraded' ? 'unhealthy' : 'not_running';
+  if (d.spec.template.healthcheck) {
+    if (s.health === 'healthy') return undefined;
+    return s.health === 'unhealthy' ? 'unhealthy' : 'health_starting';
+  }
+  // No health check: running for the service's minimum ready time.
+  const minReady = durationMs(d.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime);
+  const started = s.startedAt ? Date.parse(s.startedAt) : NaN;
+  return Number.isFinite(started) && now - started >= minReady ? undefined : 'min_ready_time';
+}
+
+export function replicaReady(d: ReplicaDesired, o: ReplicaObserved | undefined, now: number): boolean {
+  return notReadyBecause(d, o, now) === undefined;
+}
+
+/** Running at all (either the described container or the one it replaces still serves). */
+export function replicaRunning(o: ReplicaObserved | undefined): boolean {
+  const s = o?.status;
+  return !!s && (s.state === 'running' || s.replacing?.state === 'running');
+}

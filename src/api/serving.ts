@@ -1,0 +1,39 @@
+// Which revision a service's NEW replicas are created at: the rule the scheduler (which creates
+// replicas) and the rollout controller (which moves existing replicas between revisions) share.
+//
+// Normally it is the deployment's current revision (metadata.generation). When the service's
+// last rollout toward that revision was aborted, the previous revision keeps serving: new
+// replicas are created at the rollout's fromRevision, until the next apply (a new generation)
+// starts over. Services whose spec hash did not change keep their replicas' revision as is.
+import { specHash, withDefaults } from './spec.js';
+import type { Deployment, DeploymentRevision, RolloutPlan, ServiceSpec } from './types.js';
+
+export interface ServingTemplate {
+  revision: number;
+  specHash: string;
+  /** The service spec with defaults applied (what ReplicaDesired.spec.template carries). */
+  template: ServiceSpec;
+}
+
+/**
+ * The template new replicas of `service` get. `revisionSpec(n)` returns the stored spec of
+ * revision n (revisions/<name>/<n>), or undefined when it is gone.
+ */
+export function servingTemplate(
+  deployment: Deployment,
+  service: string,
+  plan: RolloutPlan | undefined,
+  revisionSpec: (n: number) => DeploymentRevision | undefined,
+): ServingTemplate | undefined {
+  const generation = deployment.metadata.generation ?? 1;
+  if (plan && plan.spec.state === 'aborted' && plan.spec.toRevision === generation) {
+    const prev = revisionSpec(plan.spec.fromRevision)?.spec.template.services[service];
+    if (prev) return templateOf(plan.spec.fromRevision, prev);
+  }
+  const cur = deployment.spec.services[service];
+  return cur ? templateOf(generation, cur) : undefined;
+}
+
+export function templateOf(revision: number, spec: ServiceSpec): ServingTemplate {
+  return { revision, specHash: specHash(spec), template: withDefaults(spec) };
+}

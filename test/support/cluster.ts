@@ -1,0 +1,214 @@
+// End-to-end test clusters: a real etcd, real `jaco controller` and `jaco agent` processes (fast
+// timings) and the real local Docker engine. Each cluster has its own etcd and cluster uid, so its
+// containers are labelled apart from any other cluster's; stop() removes them all.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { keys } from '../../src/api/keys.js';
+import { LABELS } from '../../src/api/labels.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import { clusterInfo } from '../../src/store/cluster.js';
+import type { Store } from '../../src/store/store.js';
+import { jaco, JACO_BIN, type CliResult } from './cli.js';
+import { startTestEtcd, type TestEtcd } from './etcd.js';
+import { eventually } from './wait.js';
+
+export interface Proc {
+  name: string;
+  args: string[];
+  child: ChildProcess;
+  logFile: string;
+  /** Sends a signal and waits for the exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  exited(): boolean;
+}
+
+export interface ClusterOptions {
+  nodes?: number;
+  capacity?: string;
+  /** Controllers to run in one process ('all'), a list, or none (false). */
+  controllers?: 'all' | string[] | false;
+  timings?: 'fast' | 'production';
+}
+
+/** Throws (never skips) when the Docker engine does not answer. */
+export async function requireDocker(): Promise<Docker> {
+  const docker = new Docker();
+  try {
+    await docker.ping();
+  } catch (e) {
+    throw new Error(`Docker is not reachable at /var/run/docker.sock (${(e as Error).message}); make test starts dockerd with scripts/ensure-system.sh`);
+  }
+  return docker;
+}
+
+export class TestCluster {
+  readonly procs: Proc[] = [];
+  readonly logDir = mkdtempSync(join(tmpdir(), 'jaco-e2e-'));
+  uid = '';
+  store!: Store;
+  docker!: Docker;
+  etcd!: TestEtcd;
+  readonly prefix = '/jaco/';
+
+  constructor(readonly opts: ClusterOptions = {}) {}
+
+  get endpoint(): string {
+    return this.etcd.endpoint;
+  }
+
+  get timings(): string {
+    return this.opts.timings ?? 'fast';
+  }
+
+  async start(): Promise<this> {
+    this.docker = await requireDocker();
+    this.etcd = await startTestEtcd();
+    this.store = this.etcd.store(this.prefix);
+    this.uid = (await clusterInfo(this.store)).uid;
+    const n = this.opts.nodes ?? 3;
+    await Promise.all(Array.from({ length: n }, (_, i) => this.startAgent(`node-${i + 1}`)));
+    if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
+    return this;
+  }
+
+  spawn(name: string, args: string[]): Proc {
+    const logFile = join(this.logDir, `${name}.log`);
+    const out = createWriteStream(logFile, { flags: 'a' });
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', this.timings, ...args], {
+      env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'debug' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.pipe(out);
+    child.stderr!.pipe(out);
+    const exit = new Promise<void>((r) => child.once('exit', () => r()));
+    const proc: Proc = {
+      name,
+      args,
+      child,
+      logFile,
+      exited: () => child.exitCode !== null || child.signalCode !== null,
+      async kill(signal: NodeJS.Signals = 'SIGTERM') {
+        if (proc.exited()) return;
+        child.kill(signal);
+        const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
+        await exit;
+        clearTimeout(t);
+      },
+    };
+    this.procs.push(proc);
+    return proc;
+  }
+
+  /** Starts `jaco agent --node NAME` and waits until its node is Ready. */
+  async startAgent(node: string, extra: string[] = []): Promise<Proc> {
+    const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', ...extra]);
+    await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now()) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
+      what: `node ${node} Ready`,
+      timeoutMs: 30_000,
+    });
+    return p;
+  }
+
+  agent(node: string): Proc | undefined {
+    return [...this.procs].reverse().find((p) => p.name === node && !p.exited());
+  }
+
+  /** Starts one `jaco controller` process and waits until each of its controllers has a candidate. */
+  async startControllers(which: 'all' | string[] = 'all', name = `controllers-${this.procs.filter((p) => p.name.startsWith('controllers')).length + 1}`): Promise<Proc> {
+    const list = which === 'all' ? ['all'] : which;
+    const procs = list.map((c, i) => this.spawn(list.length > 1 ? `${name}-${i}` : name, ['controller', c, '--metrics-addr', '127.0.0.1:0']));
+    await eventually(async () => {
+      for (const p of procs) if (p.exited()) throw new Error(`${p.name} exited:\n${this.tail(p)}`);
+      return (await this.store.countPrefix('leaders/')) > 0;
+    }, { what: 'a controller campaigning', timeoutMs: 30_000 });
+    return procs[0]!;
+  }
+
+  jaco(args: string[], input?: string): Promise<CliResult> {
+    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoint, prefix: this.prefix, input });
+  }
+
+  /** Applies a manifest given as YAML text. */
+  async apply(yaml: string): Promise<string> {
+    const r = await this.jaco(['apply', '-f', '-'], yaml);
+    if (r.code !== 0) throw new Error(`apply failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  }
+
+  async desired(): Promise<ReplicaDesired[]> {
+    return (await this.store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value);
+  }
+
+  async observed(): Promise<ReplicaObserved[]> {
+    return (await this.store.list<ReplicaObserved>(keys.observedOf())).items.map((i) => i.value);
+  }
+
+  /** Containers of this cluster, optionally on one simulated node. */
+  async containers(node?: string): Promise<Docker.ContainerInfo[]> {
+    const label = [`${LABELS.cluster}=${this.uid}`, ...(node ? [`${LABELS.node}=${node}`] : [])];
+    return this.docker.listContainers({ all: true, filters: { label } });
+  }
+
+  tail(p: Proc, lines = 40): string {
+    try {
+      return readFileSync(p.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+
+  /** Log tails of every process: print them when a test fails. */
+  logs(lines = 30): string {
+    return this.procs.map((p) => `---- ${p.name} (${p.logFile})\n${this.tail(p, lines)}`).join('\n');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.procs.map((p) => p.kill('SIGTERM')));
+    if (this.docker && this.uid) {
+      const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.cluster}=${this.uid}`] } });
+      await Promise.all(list.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    }
+    await this.etcd?.stop();
+  }
+}
+
+export async function startCluster(opts: ClusterOptions = {}): Promise<TestCluster> {
+  const c = new TestCluster(opts);
+  try {
+    return await c.start();
+  } catch (e) {
+    const logs = c.logs();
+    await c.stop().catch(() => undefined);
+    throw new Error(`${(e as Error).message}\n${logs}`);
+  }
+}
+
+/**
+ * Samples a value every intervalMs until stopped: for invariants that must hold throughout
+ * (e.g. "never more than one replica not running").
+ */
+export function sampler<T>(fn: () => Promise<T>, intervalMs = 100): { stop(): Promise<T[]> } {
+  const samples: T[] = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      try {
+        samples.push(await fn());
+      } catch {
+        // a failed read is not a sample
+      }
+      await new Promise((r) => setTimeout(r, intervalMs));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
