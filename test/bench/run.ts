@@ -16,7 +16,7 @@ const files = readdirSync(dir)
 let failed = 0;
 for (const f of files) {
   console.log(`\n### ${f}`);
-  const r = spawnSync(process.execPath, ['--import', 'tsx', join(dir, f)], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(dir, f)], { stdio: 'inherit' });
   if (r.status !== 0) failed++;
 }
 if (!files.length) console.log('no benchmark matched');
