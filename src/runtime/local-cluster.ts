@@ -171,6 +171,13 @@ export class LocalCluster {
     c.info.pid = proc.pid;
     proc.once('exit', (code, signal) => {
       if (this.stopping) return;
+      // Exit 0 is a decision (an agent whose node was removed), not a crash: leave it down.
+      if (code === 0) {
+        this.log.info({ child: c.info.name }, 'child exited cleanly; not restarting it');
+        c.info.pid = undefined;
+        this.save();
+        return;
+      }
       c.restarts++;
       const delay = Math.min(1000 * c.restarts, 10_000);
       this.log.warn({ child: c.info.name, code, signal, restartInMs: delay }, 'child exited; restarting it');

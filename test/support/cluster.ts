@@ -14,6 +14,7 @@ import { clusterInfo } from '../../src/store/cluster.js';
 import type { Store } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from './cli.js';
 import { startTestEtcd, type TestEtcd } from './etcd.js';
+import { noteCluster } from './leaks.js';
 import { eventually } from './wait.js';
 
 export interface Proc {
@@ -69,6 +70,7 @@ export class TestCluster {
     this.etcd = await startTestEtcd();
     this.store = this.etcd.store(this.prefix);
     this.uid = (await clusterInfo(this.store)).uid;
+    noteCluster(this.uid);
     const n = this.opts.nodes ?? 3;
     await Promise.all(Array.from({ length: n }, (_, i) => this.startAgent(`node-${i + 1}`)));
     if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');

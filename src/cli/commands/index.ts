@@ -1,5 +1,6 @@
 // Every `jaco` subcommand, in the order `jaco --help` lists them.
 import type { Command } from 'commander';
+import { registerAgent } from './agent.js';
 import { registerApply } from './apply.js';
 import { registerAudit } from './audit.js';
 import { registerController } from './controller.js';
@@ -15,5 +16,6 @@ export function registerCommands(program: Command): void {
   registerAudit(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);
+  registerAgent(program);
   registerVersion(program);
 }

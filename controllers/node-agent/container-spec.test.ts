@@ -1,0 +1,183 @@
+// How a desired replica becomes `docker create` options, and how `docker inspect` becomes the
+// facts decide() reads: every field, as tables.
+import type Docker from 'dockerode';
+import { describe, expect, it } from 'vitest';
+import { LABELS } from '../../src/api/labels.js';
+import { templateOf } from '../../src/api/serving.js';
+import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
+import { containerName, createOptions, imageWithTag, ownerLabels, stopTimeoutSec, volumeName } from './container-spec.js';
+import { factsFromInspect, portsOf } from './facts.js';
+
+const owner = { clusterUid: '0123456789abcdef-uid', node: 'node-2' };
+
+function spec(s: ServiceSpec, revision = 3): ReplicaDesiredSpec {
+  const t = templateOf(revision, s);
+  return { replica: 'shop-api-4', deployment: 'shop', service: 'api', node: 'node-2', revision, specHash: t.specHash, template: t.template, placedAt: '2026-01-01T00:00:00Z' };
+}
+
+describe('createOptions', () => {
+  const full = spec({
+    image: 'jaco-demo/busybox:2',
+    command: ['sh', '-c'],
+    args: ['httpd -f -p 127.0.0.1:8080'],
+    env: { COLOR: 'blue', JACO_NODE: 'spoofed' },
+    resources: { cpu: '500m', memory: '64Mi', gpus: 1 },
+    ports: [8080, 8443],
+    healthcheck: { test: ['CMD-SHELL', 'wget -q -O- http://127.0.0.1:8080/'], interval: '2s', timeout: '1500ms', retries: 2, startPeriod: '1s' },
+    stopSignal: 'SIGINT',
+    stopGracePeriod: '1500ms',
+    volumes: [
+      { type: 'volume', source: 'data', target: '/data' },
+      { type: 'bind', source: '/etc/hosts', target: '/etc/outer-hosts', readOnly: true },
+    ],
+  });
+  const o = createOptions(full, owner);
+
+  it('names the container after cluster, node, replica, revision and spec hash', () => {
+    expect(o.name).toBe(`jaco-01234567-node-2-shop-api-4-r3-${full.specHash.slice(0, 8)}`);
+    expect(o.name).toBe(containerName(owner, 'shop-api-4', 3, full.specHash));
+  });
+
+  it('labels it with the cluster, node, deployment, service, replica, spec hash and revision', () => {
+    expect(o.Labels).toEqual({
+      [LABELS.cluster]: owner.clusterUid,
+      [LABELS.node]: 'node-2',
+      [LABELS.deployment]: 'shop',
+      [LABELS.service]: 'api',
+      [LABELS.replica]: 'shop-api-4',
+      [LABELS.specHash]: full.specHash,
+      [LABELS.revision]: '3',
+    });
+    expect(ownerLabels(owner)).toEqual([`${LABELS.cluster}=${owner.clusterUid}`, `${LABELS.node}=node-2`]);
+  });
+
+  it('command → Entrypoint, args → Cmd, env plus the JACO_ variables (which win)', () => {
+    expect(o.Image).toBe('jaco-demo/busybox:2');
+    expect(o.Entrypoint).toEqual(['sh', '-c']);
+    expect(o.Cmd).toEqual(['httpd -f -p 127.0.0.1:8080']);
+    expect(o.Env).toEqual(['COLOR=blue', 'JACO_DEPLOYMENT=shop', 'JACO_NODE=node-2', 'JACO_REPLICA=shop-api-4', 'JACO_SERVICE=api']);
+  });
+
+  it('host networking, no Docker restarts, CPU and memory limits, GPUs as device requests', () => {
+    expect(o.HostConfig).toMatchObject({
+      NetworkMode: 'host',
+      RestartPolicy: { Name: 'no' },
+      NanoCpus: 500_000_000,
+      Memory: 64 * 1024 * 1024,
+      MemorySwap: 64 * 1024 * 1024,
+      DeviceRequests: [{ Driver: '', Count: 1, Capabilities: [['gpu']] }],
+    });
+    expect(o.ExposedPorts).toEqual({ '8080/tcp': {}, '8443/tcp': {} });
+  });
+
+  it('health check durations in nanoseconds; stop signal and grace (whole seconds, rounded up)', () => {
+    expect(o.Healthcheck).toEqual({ Test: ['CMD-SHELL', 'wget -q -O- http://127.0.0.1:8080/'], Interval: 2e9, Timeout: 1.5e9, Retries: 2, StartPeriod: 1e9 });
+    expect(o.StopSignal).toBe('SIGINT');
+    expect(o.StopTimeout).toBe(2);
+  });
+
+  it('named volumes per cluster, node and deployment; binds as given', () => {
+    expect(o.HostConfig?.Mounts).toEqual([
+      {
+        Type: 'volume',
+        Source: 'jaco-01234567-node-2-shop-data',
+        Target: '/data',
+        ReadOnly: false,
+        VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: 'node-2', [LABELS.deployment]: 'shop' } },
+      },
+      { Type: 'bind', Source: '/etc/hosts', Target: '/etc/outer-hosts', ReadOnly: true },
+    ]);
+    expect(volumeName(owner, 'shop', 'data')).toBe('jaco-01234567-node-2-shop-data');
+  });
+
+  it('a minimal service: defaults only (SIGTERM, 10 s), no limits, no health check, no mounts', () => {
+    const m = createOptions(spec({ image: 'jaco-demo/busybox:1' }), owner);
+    expect(m.StopSignal).toBe('SIGTERM');
+    expect(m.StopTimeout).toBe(10);
+    expect(m.Entrypoint).toBeUndefined();
+    expect(m.Cmd).toBeUndefined();
+    expect(m.Healthcheck).toBeUndefined();
+    expect(m.ExposedPorts).toBeUndefined();
+    expect(m.HostConfig).toEqual({ NetworkMode: 'host', RestartPolicy: { Name: 'no' } });
+  });
+
+  it('stopTimeoutSec rounds up', () => {
+    expect(stopTimeoutSec({ image: 'x', stopGracePeriod: '0s' })).toBe(0);
+    expect(stopTimeoutSec({ image: 'x', stopGracePeriod: '100ms' })).toBe(1);
+    expect(stopTimeoutSec({ image: 'x', stopGracePeriod: '1m' })).toBe(60);
+  });
+});
+
+describe('imageWithTag', () => {
+  it.each([
+    ['busybox', 'busybox:latest'],
+    ['jaco-demo/busybox:1', 'jaco-demo/busybox:1'],
+    ['127.0.0.1:5999/nothing', '127.0.0.1:5999/nothing:latest'],
+    ['127.0.0.1:5999/nothing:1', '127.0.0.1:5999/nothing:1'],
+    ['repo/img@sha256:abc', 'repo/img@sha256:abc'],
+  ])('%s → %s', (image, want) => expect(imageWithTag(image)).toBe(want));
+});
+
+describe('factsFromInspect', () => {
+  const base = {
+    Id: 'abc123',
+    Name: '/jaco-01234567-node-2-shop-api-4-r3-deadbeef',
+    Created: '2026-01-01T00:00:00.5Z',
+    Config: {
+      Image: 'jaco-demo/busybox:1',
+      Labels: { [LABELS.replica]: 'shop-api-4', [LABELS.deployment]: 'shop', [LABELS.service]: 'api', [LABELS.revision]: '3', [LABELS.specHash]: 'deadbeef' },
+      ExposedPorts: { '8080/tcp': {} },
+      Healthcheck: { Test: ['CMD', 'true'] },
+    },
+    State: {
+      Status: 'running',
+      Running: true,
+      OOMKilled: false,
+      Pid: 4242,
+      ExitCode: 0,
+      Error: '',
+      StartedAt: '2026-01-01T00:00:01Z',
+      FinishedAt: '0001-01-01T00:00:00Z',
+      Health: { Status: 'unhealthy', FailingStreak: 3, Log: [{ Start: '2026-01-01T00:00:02Z', End: '2026-01-01T00:00:03Z', ExitCode: 1, Output: ' boom \n' }] },
+    },
+  } as unknown as Docker.ContainerInspectInfo;
+
+  it('reads labels, state, health, ports and times', () => {
+    expect(factsFromInspect(base)).toEqual({
+      id: 'abc123',
+      name: 'jaco-01234567-node-2-shop-api-4-r3-deadbeef',
+      replica: 'shop-api-4',
+      deployment: 'shop',
+      service: 'api',
+      revision: 3,
+      specHash: 'deadbeef',
+      image: 'jaco-demo/busybox:1',
+      state: 'running',
+      health: 'unhealthy',
+      healthOutput: 'boom',
+      lastHealthAt: '2026-01-01T00:00:03.000Z',
+      exitCode: 0,
+      oomKilled: false,
+      createdAt: '2026-01-01T00:00:00.500Z',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      ports: [8080],
+      pid: 4242,
+    });
+  });
+
+  it('a container without a health check has health none; one never started has no startedAt', () => {
+    const f = factsFromInspect({
+      ...base,
+      Config: { ...base.Config, Healthcheck: undefined },
+      State: { ...base.State, Status: 'created', Running: false, Pid: 0, StartedAt: '0001-01-01T00:00:00Z', Health: undefined, Error: 'exec failed', ExitCode: 127 },
+    } as unknown as Docker.ContainerInspectInfo);
+    expect(f).toMatchObject({ state: 'created', health: 'none', exitCode: 127, error: 'exec failed' });
+    expect(f.startedAt).toBeUndefined();
+    expect(f.lastHealthAt).toBeUndefined();
+  });
+
+  it('portsOf skips what is not a port number', () => {
+    expect(portsOf({ '53/udp': {}, '8080/tcp': {}, junk: {} })).toEqual([53, 8080]);
+    expect(portsOf(undefined)).toEqual([]);
+  });
+});

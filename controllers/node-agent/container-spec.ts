@@ -1,0 +1,122 @@
+// How a ReplicaDesired becomes a Docker container: its name, labels and create options (host
+// networking, env, command, limits, health check, stop signal and grace, volumes, GPUs). Pure,
+// so every field is table-tested; the shell only hands the result to Docker.
+import type Docker from 'dockerode';
+import { LABELS } from '../../src/api/labels.js';
+import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
+import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
+
+/** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
+export interface Owner {
+  clusterUid: string;
+  node: string;
+}
+
+const short = (s: string) => s.slice(0, 8);
+
+/**
+ * Unique per engine (cluster, node and replica: a replica being moved between two simulated nodes
+ * of one engine has a copy on each) and carrying the revision and spec hash, so the old and the
+ * new container of a start-first replacement coexist.
+ */
+export function containerName(owner: Owner, replica: string, revision: number, specHash: string): string {
+  return `jaco-${short(owner.clusterUid)}-${owner.node}-${replica}-r${revision}-${short(specHash)}`;
+}
+
+/** A named volume of a deployment on this node (Docker volume names are per engine). */
+export function volumeName(owner: Owner, deployment: string, source: string): string {
+  return `jaco-${short(owner.clusterUid)}-${owner.node}-${deployment}-${source}`;
+}
+
+/** The label filter that selects exactly one agent's containers. */
+export function ownerLabels(owner: Owner): string[] {
+  return [`${LABELS.cluster}=${owner.clusterUid}`, `${LABELS.node}=${owner.node}`];
+}
+
+const NS_PER_MS = 1_000_000;
+
+function healthcheck(t: ServiceSpec): Docker.HealthConfig | undefined {
+  const h = t.healthcheck;
+  if (!h) return undefined;
+  return {
+    Test: h.test,
+    Interval: durationMs(h.interval) * NS_PER_MS,
+    Timeout: durationMs(h.timeout) * NS_PER_MS,
+    Retries: h.retries,
+    StartPeriod: durationMs(h.startPeriod) * NS_PER_MS,
+  };
+}
+
+/** Docker's StopTimeout is whole seconds: a grace of 1500ms waits 2 s, never less than declared. */
+export function stopTimeoutSec(t: ServiceSpec): number {
+  return Math.ceil(durationMs(t.stopGracePeriod, 10_000) / 1000);
+}
+
+/** Everything `docker create` needs for a desired replica. Throws UnitError on a bad quantity. */
+export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.ContainerCreateOptions {
+  const t = d.template;
+  const env: Record<string, string> = {
+    ...t.env,
+    JACO_NODE: owner.node,
+    JACO_DEPLOYMENT: d.deployment,
+    JACO_SERVICE: d.service,
+    JACO_REPLICA: d.replica,
+  };
+  const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
+  const memory = memoryBytes(t.resources?.memory);
+  const gpus = t.resources?.gpus ?? 0;
+  const mounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
+    v.type === 'volume'
+      ? ({
+          Type: 'volume',
+          Source: volumeName(owner, d.deployment, v.source),
+          Target: v.target,
+          ReadOnly: !!v.readOnly,
+          // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
+          VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } },
+        } as unknown as Docker.MountSettings)
+      : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
+  );
+  const hostConfig: Docker.HostConfig = {
+    NetworkMode: 'host',
+    // The scheduler owns restarts (seed 001): Docker must never restart a container by itself.
+    RestartPolicy: { Name: 'no' },
+    ...(nanoCpus ? { NanoCpus: nanoCpus } : {}),
+    // A hard cap: no swap beyond the limit.
+    ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
+    ...(mounts.length ? { Mounts: mounts } : {}),
+    ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus, Capabilities: [['gpu']] }] } : {}),
+  };
+  const hc = healthcheck(t);
+  return {
+    name: containerName(owner, d.replica, d.revision, d.specHash),
+    Image: t.image,
+    ...(t.command ? { Entrypoint: t.command } : {}),
+    ...(t.args ? { Cmd: t.args } : {}),
+    Env: Object.entries(env)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${k}=${v}`),
+    Labels: {
+      [LABELS.cluster]: owner.clusterUid,
+      [LABELS.node]: owner.node,
+      [LABELS.deployment]: d.deployment,
+      [LABELS.service]: d.service,
+      [LABELS.replica]: d.replica,
+      [LABELS.specHash]: d.specHash,
+      [LABELS.revision]: String(d.revision),
+    },
+    // Declared so that `docker ps` shows them and a later replacement can see a shared host port.
+    ...(t.ports?.length ? { ExposedPorts: Object.fromEntries(t.ports.map((p) => [`${p}/tcp`, {}])) } : {}),
+    ...(hc ? { Healthcheck: hc } : {}),
+    StopSignal: t.stopSignal ?? 'SIGTERM',
+    StopTimeout: stopTimeoutSec(t),
+    HostConfig: hostConfig,
+  };
+}
+
+/** Docker pulls every tag of a repository given without one: always name the tag. */
+export function imageWithTag(image: string): string {
+  if (image.includes('@')) return image;
+  const lastSlash = image.lastIndexOf('/');
+  return image.slice(lastSlash + 1).includes(':') ? image : `${image}:latest`;
+}

@@ -1,0 +1,454 @@
+// Tables for the node-agent's pure core: what it starts, stops, cancels and reports given the
+// desired replicas of its node, its containers, the starts under way and what it last reported.
+import { describe, expect, it } from 'vitest';
+import { templateOf } from '../../src/api/serving.js';
+import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObservedStatus, type ServiceSpec } from '../../src/api/types.js';
+import { decide, readiness, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
+import type { ContainerFacts } from './facts.js';
+
+const NOW = Date.parse('2026-03-01T12:00:00.000Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+const CONFIG = { healthRefreshMs: 30_000 };
+const BASE: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sleep', '3600'] };
+
+function des(replica: string, spec: Partial<ServiceSpec> = {}, revision = 1, extra: Partial<ReplicaDesired['spec']> = {}): ReplicaDesired {
+  const t = templateOf(revision, { ...BASE, ...spec });
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ReplicaDesired',
+    metadata: { name: replica },
+    spec: { replica, deployment: 'demo', service: 'web', node: 'n1', revision, specHash: t.specHash, template: t.template, placedAt: iso(NOW - 60_000), ...extra },
+  };
+}
+
+let nextId = 0;
+/** A container of a desired replica (its labels), running and started a minute ago unless told. */
+function ctr(d: ReplicaDesired, o: Partial<ContainerFacts> = {}): ContainerFacts {
+  const id = o.id ?? `c${String(++nextId).padStart(3, '0')}`;
+  return {
+    id,
+    name: `jaco-x-n1-${d.spec.replica}-r${d.spec.revision}-${d.spec.specHash.slice(0, 8)}`,
+    replica: d.spec.replica,
+    deployment: 'demo',
+    service: 'web',
+    revision: d.spec.revision,
+    specHash: d.spec.specHash,
+    image: d.spec.template.image,
+    state: 'running',
+    health: 'none',
+    exitCode: 0,
+    oomKilled: false,
+    createdAt: iso(NOW - 61_000),
+    startedAt: iso(NOW - 60_000),
+    ports: [],
+    pid: 100,
+    ...o,
+  };
+}
+
+function cmd(replica: string, seq: number): ReplicaCommand {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ReplicaCommand',
+    metadata: { name: replica },
+    spec: { replica, op: 'restart', seq, issuedAt: iso(NOW), reason: 'degraded' },
+    status: { restarts: 1, generation: 1 },
+  };
+}
+
+function snap(p: {
+  desired?: ReplicaDesired[];
+  containers?: ContainerFacts[];
+  observed?: ReplicaObservedStatus[];
+  starts?: Record<string, StartProgress>;
+  commands?: ReplicaCommand[];
+  acked?: Record<string, number>;
+  invalid?: Record<string, { reason: string; deployment?: string; service?: string }>;
+  stopping?: string[];
+}): AgentSnapshot {
+  return {
+    node: 'n1',
+    desired: new Map((p.desired ?? []).map((d) => [d.spec.replica, d])),
+    invalid: new Map(Object.entries(p.invalid ?? {})),
+    commands: new Map((p.commands ?? []).map((c) => [c.spec.replica, c])),
+    observed: new Map((p.observed ?? []).map((o) => [o.replica, o])),
+    acked: new Map(Object.entries(p.acked ?? {})),
+    containers: p.containers ?? [],
+    starts: new Map(Object.entries(p.starts ?? {})),
+    stopping: new Set(p.stopping ?? []),
+  };
+}
+
+const run = (s: AgentSnapshot, now = NOW) => decide(s, now, CONFIG);
+const obs = (plan: ReturnType<typeof run>, replica: string) => plan.observe.find((o) => o.replica === replica);
+
+describe('starting replicas', () => {
+  it('starts a new desired replica and reports it starting', () => {
+    const d = des('demo-web-1');
+    const plan = run(snap({ desired: [d] }));
+    expect(plan.starts).toEqual([{ replica: 'demo-web-1', kind: 'create', desired: d, stopFirst: [] }]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', revision: 1, specHash: d.spec.specHash, deployment: 'demo', service: 'web', node: 'n1', image: BASE.image });
+  });
+
+  it('adopts a running container of the desired spec: nothing started or stopped', () => {
+    const d = des('demo-web-1');
+    const c = ctr(d);
+    const plan = run(snap({ desired: [d], containers: [c] }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'running', containerId: c.id, containerName: c.name, health: 'none', startedAt: c.startedAt });
+  });
+
+  it('writes nothing when the report has not changed (only observedAt would)', () => {
+    const d = des('demo-web-1');
+    const c = ctr(d);
+    const first = obs(run(snap({ desired: [d], containers: [c] })), 'demo-web-1')!;
+    const again = run(snap({ desired: [d], containers: [c], observed: [first] }), NOW + 5000);
+    expect(again.observe).toEqual([]);
+  });
+
+  it('does not start a replica whose start is already under way, and reports the start', () => {
+    const d = des('demo-web-1');
+    const cases: [StartProgress['phase'], Partial<ReplicaObservedStatus>][] = [
+      ['queued', { state: 'starting' }],
+      ['pulling', { state: 'pulling', code: 'pulling' }],
+      ['pull_failed', { state: 'pending', code: 'image_pull_failed', details: 'img: connection refused' }],
+      ['create_failed', { state: 'pending', code: 'create_failed', details: 'img: connection refused' }],
+      ['creating', { state: 'starting' }],
+      ['starting', { state: 'starting', containerId: 'c-new' }],
+    ];
+    for (const [phase, want] of cases) {
+      const code = phase === 'pull_failed' ? 'image_pull_failed' : phase === 'create_failed' ? 'create_failed' : undefined;
+      const start: StartProgress = {
+        revision: 1,
+        specHash: d.spec.specHash,
+        kind: 'create',
+        phase,
+        ...(code ? { code, details: 'img: connection refused' } : {}),
+        ...(phase === 'starting' ? { containerId: 'c-new' } : {}),
+      };
+      const plan = run(snap({ desired: [d], starts: { 'demo-web-1': start } }));
+      expect(plan.starts, phase).toEqual([]);
+      expect(plan.cancels, phase).toEqual([]);
+      expect(obs(plan, 'demo-web-1'), phase).toMatchObject(want);
+    }
+  });
+
+  it('leaves a terminally failed start alone until the desired state changes', () => {
+    const d = des('demo-web-1');
+    const failed: StartProgress = { revision: 1, specHash: d.spec.specHash, kind: 'create', phase: 'failed', code: 'invalid_spec', details: 'invalid mount config' };
+    const plan = run(snap({ desired: [d], starts: { 'demo-web-1': failed } }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'failed', code: 'invalid_spec', details: 'invalid mount config' });
+    const d2 = des('demo-web-1', { env: { A: '1' } }, 2);
+    const next = run(snap({ desired: [d2], starts: { 'demo-web-1': failed } }));
+    expect(next.cancels).toEqual([{ replica: 'demo-web-1', reason: 'superseded' }]);
+    expect(next.starts.map((s) => s.desired)).toEqual([d2]);
+  });
+
+  it('a newer desired revision cancels and supersedes the start in flight', () => {
+    const d1 = des('demo-web-1');
+    const d2 = des('demo-web-1', { image: 'jaco-demo/busybox:2' }, 2);
+    const plan = run(snap({ desired: [d2], starts: { 'demo-web-1': { revision: 1, specHash: d1.spec.specHash, kind: 'create', phase: 'pulling' } } }));
+    expect(plan.cancels).toEqual([{ replica: 'demo-web-1', reason: 'superseded' }]);
+    expect(plan.starts).toMatchObject([{ replica: 'demo-web-1', kind: 'create', desired: d2 }]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', revision: 2 });
+  });
+
+  it('resumes a container that was created but never started (the agent stopped in between)', () => {
+    const d = des('demo-web-1');
+    const c = ctr(d, { state: 'created', startedAt: undefined });
+    const plan = run(snap({ desired: [d], containers: [c] }));
+    expect(plan.starts).toEqual([{ replica: 'demo-web-1', kind: 'resume', desired: d, stopFirst: [], resume: c.id }]);
+  });
+
+  it('does not retry a container Docker could not start: it is reported exited with start_failed', () => {
+    const d = des('demo-web-1');
+    const c = ctr(d, { state: 'created', startedAt: undefined, exitCode: 127, error: 'exec: "nope": executable file not found' });
+    const plan = run(snap({ desired: [d], containers: [c] }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'exited', code: 'start_failed', exitCode: 127, details: c.error });
+  });
+});
+
+describe('what containers show', () => {
+  const d = des('demo-web-1', { healthcheck: { test: ['CMD', 'true'] } });
+  const cases: [string, Partial<ContainerFacts>, Partial<ReplicaObservedStatus>][] = [
+    ['healthy', { health: 'healthy', lastHealthAt: iso(NOW - 1000) }, { state: 'running', health: 'healthy', lastHealthAt: iso(NOW - 1000) }],
+    ['health starting', { health: 'starting' }, { state: 'running', health: 'starting' }],
+    ['unhealthy', { health: 'unhealthy', healthOutput: 'wget: server returned 500' }, { state: 'degraded', code: 'unhealthy', details: 'wget: server returned 500', health: 'unhealthy' }],
+    ['exited', { state: 'exited', exitCode: 3 }, { state: 'exited', exitCode: 3, details: 'exited with code 3' }],
+    ['oom killed', { state: 'exited', exitCode: 137, oomKilled: true }, { state: 'exited', code: 'oom_killed', exitCode: 137 }],
+    ['paused', { state: 'paused' }, { state: 'degraded', code: 'paused' }],
+    ['dead', { state: 'dead', exitCode: 1 }, { state: 'exited', exitCode: 1 }],
+  ];
+  for (const [name, facts, want] of cases)
+    it(`${name} → ${want.state}${want.code ? `/${want.code}` : ''}`, () => {
+      const plan = run(snap({ desired: [d], containers: [ctr(d, facts)] }));
+      expect(plan.starts).toEqual([]);
+      expect(plan.stops).toEqual([]);
+      expect(obs(plan, 'demo-web-1')).toMatchObject(want);
+    });
+
+  it('never restarts an exited container by itself (the scheduler decides)', () => {
+    const plan = run(snap({ desired: [d], containers: [ctr(d, { state: 'exited', exitCode: 1 })] }));
+    expect(plan.starts).toEqual([]);
+  });
+});
+
+describe('replacing a container when the spec changes', () => {
+  const d1 = des('demo-web-1');
+  const d2 = des('demo-web-1', { env: { COLOR: 'blue' } }, 2);
+
+  it('starts the new container first and keeps the old one serving (start-first)', () => {
+    const old = ctr(d1);
+    const plan = run(snap({ desired: [d2], containers: [old] }));
+    expect(plan.starts).toEqual([{ replica: 'demo-web-1', kind: 'create', desired: d2, stopFirst: [] }]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', revision: 2, specHash: d2.spec.specHash, replacing: { revision: 1, specHash: d1.spec.specHash, containerId: old.id, state: 'running' } });
+  });
+
+  it('stops the old one once the new one has run for minReadyTime (no health check)', () => {
+    const old = ctr(d1);
+    const fresh = ctr(d2, { startedAt: iso(NOW - 2000) });
+    const early = run(snap({ desired: [d2], containers: [old, fresh] }));
+    expect(early.stops).toEqual([]);
+    expect(early.recheckAt).toBe(NOW - 2000 + 5000);
+    expect(obs(early, 'demo-web-1')).toMatchObject({ state: 'running', revision: 2, containerId: fresh.id, replacing: { containerId: old.id } });
+    const later = run(snap({ desired: [d2], containers: [old, fresh] }), NOW + 3000);
+    expect(later.stops).toEqual([{ replica: 'demo-web-1', containerId: old.id, name: old.name, remove: true, reason: 'replaced' }]);
+  });
+
+  it('with a health check, waits for healthy', () => {
+    const h1 = des('demo-web-1', { healthcheck: { test: ['CMD', 'true'] } });
+    const h2 = des('demo-web-1', { healthcheck: { test: ['CMD', 'true'] }, env: { A: '1' } }, 2);
+    const old = ctr(h1, { health: 'healthy' });
+    expect(run(snap({ desired: [h2], containers: [old, ctr(h2, { health: 'starting' })] }), NOW + 600_000).stops).toEqual([]);
+    expect(run(snap({ desired: [h2], containers: [old, ctr(h2, { health: 'unhealthy' })] })).stops).toEqual([]);
+    expect(run(snap({ desired: [h2], containers: [old, ctr(h2, { health: 'healthy' })] })).stops).toMatchObject([{ containerId: old.id, reason: 'replaced' }]);
+  });
+
+  it('keeps `replacing` while the old container is being stopped, and drops it once it is gone', () => {
+    const old = ctr(d1);
+    const fresh = ctr(d2);
+    const stopping = run(snap({ desired: [d2], containers: [old, fresh], stopping: [old.id] }));
+    expect(stopping.stops).toEqual([]);
+    expect(obs(stopping, 'demo-web-1')?.replacing?.containerId).toBe(old.id);
+    const prev = obs(stopping, 'demo-web-1')!;
+    const gone = run(snap({ desired: [d2], containers: [fresh], observed: [prev] }));
+    expect(obs(gone, 'demo-web-1')).toBeDefined();
+    expect(obs(gone, 'demo-web-1')?.replacing).toBeUndefined();
+  });
+
+  it('removes old containers that no longer run without waiting', () => {
+    const old = ctr(d1, { state: 'exited', exitCode: 0 });
+    const plan = run(snap({ desired: [d2], containers: [old] }));
+    expect(plan.stops).toEqual([{ replica: 'demo-web-1', containerId: old.id, name: old.name, remove: true, reason: 'superseded' }]);
+    expect(plan.starts).toMatchObject([{ kind: 'create', stopFirst: [] }]);
+    expect(obs(plan, 'demo-web-1')?.replacing).toBeUndefined();
+  });
+
+  it('stops first with update.order stop-first, a shared host port, or volumes', () => {
+    const cases: [string, Partial<ServiceSpec>, Partial<ContainerFacts>, boolean][] = [
+      ['stop-first order', { update: { order: 'stop-first' } }, {}, true],
+      ['shared host port', { ports: [8080] }, { ports: [8080] }, true],
+      ['disjoint ports', { ports: [8081] }, { ports: [8080] }, false],
+      ['named volume', { volumes: [{ type: 'volume', source: 'data', target: '/data' }] }, {}, true],
+      ['default', {}, {}, false],
+    ];
+    for (const [name, spec, oldFacts, stopFirst] of cases) {
+      const nd = des('demo-web-1', { ...spec, env: { V: '2' } }, 2);
+      const old = ctr(d1, oldFacts);
+      const plan = run(snap({ desired: [nd], containers: [old] }));
+      expect(plan.starts[0]?.stopFirst, name).toEqual(stopFirst ? [old.id] : []);
+      expect(plan.stops, name).toEqual([]);
+      if (stopFirst) expect(obs(plan, 'demo-web-1')?.code, name).toBe('stop_first');
+    }
+  });
+
+  it('a rollback to the running revision cancels the start of the newer one', () => {
+    const cur = ctr(d1);
+    const plan = run(snap({ desired: [d1], containers: [cur], starts: { 'demo-web-1': { revision: 2, specHash: d2.spec.specHash, kind: 'create', phase: 'pulling' } } }));
+    expect(plan.cancels).toEqual([{ replica: 'demo-web-1', reason: 'superseded' }]);
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'running', revision: 1 });
+  });
+});
+
+describe('removing replicas', () => {
+  const d = des('demo-web-1');
+
+  it('stops and removes the containers of a replica with no desired key, then forgets it', () => {
+    const c = ctr(d);
+    const prev: ReplicaObservedStatus = { replica: 'demo-web-1', node: 'n1', deployment: 'demo', service: 'web', state: 'running', observedAt: iso(NOW - 1000) };
+    const plan = run(snap({ containers: [c], observed: [prev] }));
+    expect(plan.stops).toEqual([{ replica: 'demo-web-1', containerId: c.id, name: c.name, remove: true, reason: 'orphaned' }]);
+    expect(plan.forget).toEqual([]);
+    expect(plan.observe).toEqual([]);
+    const after = run(snap({ observed: [prev] }));
+    expect(after.forget).toEqual(['demo-web-1']);
+  });
+
+  it('does not order a second stop of a container already stopping', () => {
+    const c = ctr(d);
+    expect(run(snap({ containers: [c], stopping: [c.id] })).stops).toEqual([]);
+  });
+
+  it('cancels a start in flight when the desired key goes', () => {
+    const plan = run(snap({ starts: { 'demo-web-1': { revision: 1, specHash: d.spec.specHash, kind: 'create', phase: 'pull_failed' } } }));
+    expect(plan.cancels).toEqual([{ replica: 'demo-web-1', reason: 'desired_removed' }]);
+  });
+});
+
+describe('restart commands', () => {
+  const d = des('demo-web-1');
+
+  it('executes a command whose seq is above the acknowledged one: stop everything, start fresh', () => {
+    const c = ctr(d, { state: 'exited', exitCode: 1 });
+    const plan = run(snap({ desired: [d], containers: [c], commands: [cmd('demo-web-1', 3)], acked: { 'demo-web-1': 2 } }));
+    expect(plan.starts).toEqual([{ replica: 'demo-web-1', kind: 'restart', desired: d, stopFirst: [c.id], command: 3 }]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', code: 'restarting', ackedCommand: 2 });
+  });
+
+  it('executes it once: an acknowledged seq does nothing', () => {
+    const c = ctr(d);
+    expect(run(snap({ desired: [d], containers: [c], commands: [cmd('demo-web-1', 3)], acked: { 'demo-web-1': 3 } })).starts).toEqual([]);
+    const prev: ReplicaObservedStatus = { replica: 'demo-web-1', node: 'n1', deployment: 'demo', service: 'web', state: 'running', ackedCommand: 3, observedAt: iso(NOW) };
+    expect(run(snap({ desired: [d], containers: [c], commands: [cmd('demo-web-1', 3)], observed: [prev] })).starts).toEqual([]);
+  });
+
+  it('a first command (no ack yet) runs, even with seq 0', () => {
+    expect(run(snap({ desired: [d], containers: [ctr(d)], commands: [cmd('demo-web-1', 0)] })).starts).toMatchObject([{ kind: 'restart', command: 0 }]);
+  });
+
+  it('reports the acknowledged seq', () => {
+    const plan = run(snap({ desired: [d], containers: [ctr(d)], acked: { 'demo-web-1': 4 } }));
+    expect(obs(plan, 'demo-web-1')?.ackedCommand).toBe(4);
+  });
+
+  it('waits for a start in flight before executing a command', () => {
+    const plan = run(snap({ desired: [d], commands: [cmd('demo-web-1', 1)], starts: { 'demo-web-1': { revision: 1, specHash: d.spec.specHash, kind: 'create', phase: 'pulling' } } }));
+    expect(plan.starts).toEqual([]);
+  });
+});
+
+describe('a container removed behind the agent’s back', () => {
+  const d = des('demo-web-1');
+  const reported: ReplicaObservedStatus = {
+    replica: 'demo-web-1',
+    node: 'n1',
+    deployment: 'demo',
+    service: 'web',
+    state: 'running',
+    revision: 1,
+    specHash: d.spec.specHash,
+    containerId: 'c-gone',
+    containerName: 'jaco-x-n1-demo-web-1-r1-abc',
+    observedAt: iso(NOW - 1000),
+  };
+
+  it('is reported exited with container_removed, not restarted', () => {
+    const plan = run(snap({ desired: [d], observed: [reported] }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'exited', code: 'container_removed', containerId: 'c-gone' });
+  });
+
+  it('a restart command brings it back', () => {
+    expect(run(snap({ desired: [d], observed: [reported], commands: [cmd('demo-web-1', 1)] })).starts).toMatchObject([{ kind: 'restart', stopFirst: [], command: 1 }]);
+  });
+
+  it('a container of an older spec that went is no reason to wait: the desired one starts', () => {
+    const d2 = des('demo-web-1', { env: { A: '2' } }, 2);
+    expect(run(snap({ desired: [d2], observed: [reported] })).starts).toMatchObject([{ kind: 'create' }]);
+  });
+});
+
+describe('bad input', () => {
+  it('reports a malformed desired key as failed/invalid_spec, and leaves its container running', () => {
+    const d = des('demo-web-1');
+    const c = ctr(d);
+    const plan = run(snap({ containers: [c], invalid: { 'demo-web-1': { reason: 'spec.revision: is required', deployment: 'demo', service: 'web' } } }));
+    expect(plan.stops).toEqual([]);
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'failed', code: 'invalid_spec', details: 'spec.revision: is required', deployment: 'demo', service: 'web' });
+  });
+
+  it('goes on with the other replicas', () => {
+    const ok = des('demo-web-2');
+    const plan = run(snap({ desired: [ok], invalid: { 'demo-web-1': { reason: 'bad' } } }));
+    expect(plan.starts.map((s) => s.replica)).toEqual(['demo-web-2']);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'failed', code: 'invalid_spec', deployment: '', service: '' });
+  });
+
+  it('cancels a start in flight when its key turns malformed', () => {
+    const d = des('demo-web-1');
+    const plan = run(snap({ invalid: { 'demo-web-1': { reason: 'bad' } }, starts: { 'demo-web-1': { revision: 1, specHash: d.spec.specHash, kind: 'create', phase: 'pulling' } } }));
+    expect(plan.cancels).toEqual([{ replica: 'demo-web-1', reason: 'invalid' }]);
+  });
+});
+
+describe('suspended replicas', () => {
+  const at = iso(NOW - 5000);
+  const d = des('demo-web-1', {}, 1, { suspended: { reason: 'drain_forced', at } });
+
+  it('stops (and keeps) the container; reports stopped, with the reason as code, once it has stopped', () => {
+    const c = ctr(d);
+    const plan = run(snap({ desired: [d], containers: [c] }));
+    expect(plan.stops).toEqual([{ replica: 'demo-web-1', containerId: c.id, name: c.name, remove: false, reason: 'suspended' }]);
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'running', code: 'drain_forced', containerId: c.id });
+    const exited = ctr(d, { state: 'exited', exitCode: 143 });
+    const stopped = run(snap({ desired: [d], containers: [exited] }));
+    expect(stopped.stops).toEqual([]);
+    expect(obs(stopped, 'demo-web-1')).toMatchObject({ state: 'stopped', code: 'drain_forced', containerId: exited.id });
+  });
+
+  it('starts nothing while suspended, and resumes the stopped container afterwards', () => {
+    const stopped = ctr(d, { state: 'exited', exitCode: 143 });
+    const plan = run(snap({ desired: [d], containers: [stopped] }));
+    expect(plan.stops).toEqual([]);
+    expect(plan.starts).toEqual([]);
+    const resumed = des('demo-web-1');
+    const next = run(snap({ desired: [resumed], containers: [stopped], observed: [obs(plan, 'demo-web-1')!] }));
+    expect(next.starts).toEqual([{ replica: 'demo-web-1', kind: 'resume', desired: resumed, stopFirst: [], resume: stopped.id }]);
+  });
+});
+
+describe('determinism', () => {
+  it('the same snapshot gives the same plan, replicas in id order', () => {
+    const ds = ['demo-web-3', 'demo-web-1', 'demo-web-2'].map((r) => des(r));
+    const orphan = ctr(des('demo-web-0'));
+    const s = snap({ desired: ds, containers: [orphan] });
+    const a = run(s);
+    expect(run(s)).toEqual(a);
+    expect(a.starts.map((x) => x.replica)).toEqual(['demo-web-1', 'demo-web-2', 'demo-web-3']);
+    expect(a.stops.map((x) => x.replica)).toEqual(['demo-web-0']);
+  });
+});
+
+describe('helpers', () => {
+  it('readiness: healthy, or running for minReadyTime without a health check', () => {
+    const t = des('r', { update: { minReadyTime: '10s' } }).spec.template;
+    const d = des('r');
+    expect(readiness(ctr(d, { startedAt: iso(NOW - 11_000) }), t, NOW)).toEqual({ ready: true });
+    expect(readiness(ctr(d, { startedAt: iso(NOW - 1000) }), t, NOW)).toEqual({ ready: false, at: NOW + 9000 });
+    expect(readiness(ctr(d, { health: 'healthy' }), t, NOW)).toEqual({ ready: true });
+    expect(readiness(ctr(d, { health: 'starting' }), t, NOW)).toEqual({ ready: false });
+    expect(readiness(ctr(d, { state: 'exited' }), t, NOW)).toEqual({ ready: false });
+  });
+
+  it('stopFirstFor: nothing to stop when nothing serves', () => {
+    expect(stopFirstFor(des('r', { update: { order: 'stop-first' } }).spec.template, [])).toEqual([]);
+  });
+
+  it('statusChanged ignores observedAt and small lastHealthAt moves', () => {
+    const a: ReplicaObservedStatus = { replica: 'r', node: 'n1', deployment: 'd', service: 's', state: 'running', health: 'healthy', lastHealthAt: iso(NOW), observedAt: iso(NOW) };
+    expect(statusChanged(a, { ...a, observedAt: iso(NOW + 1) }, 30_000)).toBe(false);
+    expect(statusChanged(a, { ...a, lastHealthAt: iso(NOW + 1000) }, 30_000)).toBe(false);
+    expect(statusChanged(a, { ...a, lastHealthAt: iso(NOW + 30_000) }, 30_000)).toBe(true);
+    expect(statusChanged(a, { ...a, state: 'degraded' }, 30_000)).toBe(true);
+    expect(statusChanged(undefined, a, 30_000)).toBe(true);
+  });
+});

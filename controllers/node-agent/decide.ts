@@ -1,0 +1,348 @@
+// The node-agent's pure core: given the desired replicas of this node, its containers, the starts
+// in flight and what it last reported, decide what to start, stop, cancel and report. No I/O, no
+// clock but `now`; the shell (agent.ts) carries the plan out. Replicas are visited in id order, so
+// the same snapshot always yields the same plan.
+import { canonicalJson, isStateful, SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
+import { durationMs } from '../../src/api/units.js';
+import type { CancelReason, ObservedCode, StartKind, StopReason } from './codes.js';
+import type { ContainerFacts } from './facts.js';
+
+/** Where an in-flight start is. 'failed' is terminal and kept, so the start is not retried until
+ * the desired state changes or a restart command comes. */
+export type StartPhase = 'queued' | 'stopping' | 'pulling' | 'pull_failed' | 'creating' | 'create_failed' | 'starting' | 'failed';
+
+export interface StartProgress {
+  revision: number;
+  specHash: string;
+  kind: StartKind;
+  phase: StartPhase;
+  code?: ObservedCode;
+  details?: string;
+  /** Set once the container is created. */
+  containerId?: string;
+}
+
+/** A desired key that could not be used: malformed, or not meant for this node. */
+export interface InvalidDesired {
+  reason: string;
+  deployment?: string;
+  service?: string;
+}
+
+export interface AgentSnapshot {
+  node: string;
+  /** Valid desired keys of this node, by replica id. */
+  desired: ReadonlyMap<string, ReplicaDesired>;
+  invalid: ReadonlyMap<string, InvalidDesired>;
+  commands: ReadonlyMap<string, ReplicaCommand>;
+  /** What the agent last wrote to observed/<node>/<replica>. */
+  observed: ReadonlyMap<string, ReplicaObservedStatus>;
+  /** The highest command seq executed per replica (newer than `observed` when a write is pending). */
+  acked: ReadonlyMap<string, number>;
+  /** This agent's containers (labelled with its cluster and node). */
+  containers: readonly ContainerFacts[];
+  /** Starts in flight (or terminally failed), by replica. */
+  starts: ReadonlyMap<string, StartProgress>;
+  /** Containers a stop is already under way for. */
+  stopping: ReadonlySet<string>;
+}
+
+export interface DecideConfig {
+  /** An unchanged status is rewritten when its lastHealthAt moved by at least this much. */
+  healthRefreshMs: number;
+}
+
+export interface StartOrder {
+  replica: string;
+  kind: StartKind;
+  desired: ReplicaDesired;
+  /** Containers to stop and remove before the new one is created (stop-first, restart). */
+  stopFirst: string[];
+  /** kind resume: the existing container to start. */
+  resume?: string;
+  /** kind restart: the command seq acknowledged once the fresh container is up. */
+  command?: number;
+}
+
+export interface StopOrder {
+  replica: string;
+  containerId: string;
+  name: string;
+  /** Remove after stopping (all but suspended replicas). */
+  remove: boolean;
+  reason: StopReason;
+}
+
+export interface CancelOrder {
+  replica: string;
+  reason: CancelReason;
+}
+
+export interface AgentPlan {
+  starts: StartOrder[];
+  stops: StopOrder[];
+  cancels: CancelOrder[];
+  /** observed/<node>/<replica> values that changed. */
+  observe: ReplicaObservedStatus[];
+  /** observed/<node>/<replica> keys to delete (no desired key, no container left). */
+  forget: string[];
+  /** Decide again at this time even if nothing changes (a minReadyTime running out). */
+  recheckAt?: number;
+}
+
+type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt'>;
+
+const SERVING = new Set(['running', 'paused', 'restarting']);
+export const isServing = (c: ContainerFacts) => SERVING.has(c.state);
+
+/** What a container shows, as an observed state. */
+export function observeContainer(c: ContainerFacts): Observation {
+  const base = { health: c.health, ...(c.lastHealthAt ? { lastHealthAt: c.lastHealthAt } : {}), ...(c.startedAt ? { startedAt: c.startedAt } : {}) };
+  switch (c.state) {
+    case 'running':
+      return c.health === 'unhealthy' ? { ...base, state: 'degraded', code: 'unhealthy', details: c.healthOutput ?? 'health check failing' } : { ...base, state: 'running' };
+    case 'paused':
+      return { ...base, state: 'degraded', code: 'paused', details: 'the container is paused' };
+    case 'restarting':
+      return { ...base, state: 'starting' };
+    case 'created':
+      // A created container either never got started (the agent resumes it) or failed to start.
+      return c.error ? { ...base, state: 'exited', code: 'start_failed', exitCode: c.exitCode, details: c.error } : { ...base, state: 'starting' };
+    default: {
+      if (c.oomKilled) return { ...base, state: 'exited', code: 'oom_killed', exitCode: c.exitCode, details: 'killed for exceeding its memory limit' };
+      if (c.error) return { ...base, state: 'exited', code: 'start_failed', exitCode: c.exitCode, details: c.error };
+      return { ...base, state: 'exited', exitCode: c.exitCode, details: `exited with code ${c.exitCode}` };
+    }
+  }
+}
+
+/** What a start in flight shows. */
+export function observeStart(p: Pick<StartProgress, 'phase' | 'code' | 'details'>): Observation {
+  const extra = { ...(p.code ? { code: p.code } : {}), ...(p.details ? { details: p.details } : {}) };
+  switch (p.phase) {
+    case 'pulling':
+      return { state: 'pulling', code: 'pulling', health: 'none' };
+    case 'pull_failed':
+    case 'create_failed':
+      return { state: 'pending', health: 'none', ...extra };
+    case 'failed':
+      return { state: 'failed', health: 'none', ...extra };
+    default:
+      return { state: 'starting', health: 'none', ...extra };
+  }
+}
+
+function minReadyMs(t: ServiceSpec): number {
+  const fallback = durationMs(SERVICE_DEFAULTS.minReadyTime);
+  try {
+    return durationMs(t.update?.minReadyTime, fallback);
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * When a container of the desired spec counts as ready to take over from an old one: healthy, or
+ * (without a health check) running for the service's minReadyTime. Returns the time it will be
+ * ready when that is only a matter of time.
+ */
+export function readiness(c: ContainerFacts, t: ServiceSpec, now: number): { ready: boolean; at?: number } {
+  if (c.state !== 'running') return { ready: false };
+  if (c.health === 'healthy') return { ready: true };
+  if (c.health !== 'none' || !c.startedAt) return { ready: false };
+  const at = Date.parse(c.startedAt) + minReadyMs(t);
+  return now >= at ? { ready: true } : { ready: false, at };
+}
+
+/** Stop-first when asked for, when the old container holds a host port the new one needs, or when the
+ * service has volumes (two copies of a stateful workload must not write the same data). */
+export function stopFirstFor(t: ServiceSpec, serving: ContainerFacts[]): ContainerFacts[] {
+  if (!serving.length) return [];
+  if (t.update?.order === 'stop-first' || isStateful(t)) return serving;
+  const ports = new Set(t.ports ?? []);
+  return serving.some((c) => c.ports.some((p) => ports.has(p))) ? serving : [];
+}
+
+/** Newest first: the container that started (or was created) last. */
+function newest(cs: ContainerFacts[]): ContainerFacts | undefined {
+  return [...cs].sort((a, b) => ((b.startedAt ?? b.createdAt) > (a.startedAt ?? a.createdAt) ? 1 : -1) || (a.id < b.id ? -1 : 1))[0];
+}
+
+/** True when two statuses differ in anything but observedAt (and a lastHealthAt that moved little). */
+export function statusChanged(prev: ReplicaObservedStatus | undefined, next: ReplicaObservedStatus, healthRefreshMs: number): boolean {
+  if (!prev) return true;
+  const strip = ({ observedAt: _o, lastHealthAt: _l, ...rest }: ReplicaObservedStatus) => canonicalJson(rest);
+  if (strip(prev) !== strip(next)) return true;
+  if (prev.lastHealthAt === next.lastHealthAt) return false;
+  if (!prev.lastHealthAt || !next.lastHealthAt) return true;
+  return Date.parse(next.lastHealthAt) - Date.parse(prev.lastHealthAt) >= healthRefreshMs;
+}
+
+interface ReplicaView {
+  id: string;
+  desired?: ReplicaDesired;
+  invalid?: InvalidDesired;
+  command?: ReplicaCommand;
+  prev?: ReplicaObservedStatus;
+  acked?: number;
+  containers: ContainerFacts[];
+  start?: StartProgress;
+}
+
+/** The plan for one snapshot. */
+export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): AgentPlan {
+  const plan: AgentPlan = { starts: [], stops: [], cancels: [], observe: [], forget: [] };
+  const byReplica = new Map<string, ContainerFacts[]>();
+  for (const c of snap.containers) byReplica.set(c.replica, [...(byReplica.get(c.replica) ?? []), c]);
+  const ids = new Set([...snap.desired.keys(), ...snap.invalid.keys(), ...byReplica.keys(), ...snap.starts.keys(), ...snap.observed.keys()]);
+  for (const id of [...ids].sort()) {
+    const view: ReplicaView = {
+      id,
+      desired: snap.desired.get(id),
+      invalid: snap.invalid.get(id),
+      command: snap.commands.get(id),
+      prev: snap.observed.get(id),
+      acked: snap.acked.get(id),
+      containers: byReplica.get(id) ?? [],
+      start: snap.starts.get(id),
+    };
+    decideReplica(view, snap, now, config, plan);
+  }
+  return plan;
+}
+
+const inFlight = (s: StartProgress | undefined) => !!s && s.phase !== 'failed';
+
+function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config: DecideConfig, plan: AgentPlan): void {
+  const emit = (status: ReplicaObservedStatus) => {
+    if (statusChanged(v.prev, status, config.healthRefreshMs)) plan.observe.push(status);
+  };
+  const stop = (c: ContainerFacts, reason: StopReason, remove = true) => {
+    if (!snap.stopping.has(c.id)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason });
+  };
+  const acked = v.acked ?? v.prev?.ackedCommand;
+  const common = { replica: v.id, node: snap.node, ...(acked !== undefined ? { ackedCommand: acked } : {}), observedAt: new Date(now).toISOString() };
+
+  // 1. A desired key the agent cannot use: report it, start nothing, leave running containers be
+  //    (bad input never stops a workload).
+  if (!v.desired && v.invalid) {
+    if (v.start) plan.cancels.push({ replica: v.id, reason: 'invalid' });
+    const c0 = v.containers[0];
+    emit({
+      ...common,
+      deployment: v.invalid.deployment ?? c0?.deployment ?? '',
+      service: v.invalid.service ?? c0?.service ?? '',
+      state: 'failed',
+      code: 'invalid_spec',
+      details: v.invalid.reason,
+    });
+    return;
+  }
+
+  // 2. No desired key: stop and remove what runs, then forget the observed key.
+  if (!v.desired) {
+    if (v.start) plan.cancels.push({ replica: v.id, reason: 'desired_removed' });
+    for (const c of v.containers) stop(c, 'orphaned');
+    if (!v.containers.length && v.prev) plan.forget.push(v.id);
+    return;
+  }
+
+  const spec = v.desired.spec;
+  const t = spec.template;
+  const matches = (x: { revision?: number; specHash?: string }) => x.revision === spec.revision && x.specHash === spec.specHash;
+  const cur = newest(v.containers.filter(matches));
+  const olds = v.containers.filter((c) => c !== cur);
+  let start = v.start;
+  if (start && !matches(start)) {
+    plan.cancels.push({ replica: v.id, reason: 'superseded' });
+    start = undefined;
+  }
+  const base = {
+    ...common,
+    deployment: spec.deployment,
+    service: spec.service,
+    revision: spec.revision,
+    specHash: spec.specHash,
+    image: t.image,
+  };
+
+  // 3. Suspended: stop every container of the replica and keep them stopped.
+  if (spec.suspended) {
+    if (start) plan.cancels.push({ replica: v.id, reason: 'suspended' });
+    const serving = v.containers.filter(isServing);
+    for (const c of serving) stop(c, 'suspended', false);
+    // Stopped only once Docker says so: a drain waits on this before it removes the node.
+    const state = serving.length ? 'running' : 'stopped';
+    const details = serving.length ? `suspended since ${spec.suspended.at}; stopping` : `suspended since ${spec.suspended.at}`;
+    emit({ ...base, state, code: spec.suspended.reason, details, health: 'none', ...(cur ? { containerId: cur.id, containerName: cur.name } : {}) });
+    return;
+  }
+
+  // 4. What to start, if anything.
+  const seq = v.command?.spec.op === 'restart' ? v.command.spec.seq : undefined;
+  const commandPending = seq !== undefined && seq > (acked ?? -1);
+  const servingOlds = olds.filter(isServing);
+  let order: StartOrder | undefined;
+  let removedBehind = false;
+  if (!inFlight(start)) {
+    if (commandPending) {
+      order = { replica: v.id, kind: 'restart', desired: v.desired, stopFirst: v.containers.map((c) => c.id), command: seq };
+    } else if (start?.phase === 'failed') {
+      // Terminal until the desired state changes or a restart command comes.
+    } else if (!cur) {
+      removedBehind = !!v.prev?.containerId && matches(v.prev) && v.prev.state !== 'stopped';
+      if (!removedBehind) order = { replica: v.id, kind: 'create', desired: v.desired, stopFirst: stopFirstFor(t, servingOlds).map((c) => c.id) };
+    } else if ((cur.state === 'created' && !cur.error) || (cur.state === 'exited' && v.prev?.state === 'stopped' && matches(v.prev))) {
+      // Never started (the agent stopped between create and start), or resumed after a suspension.
+      order = { replica: v.id, kind: 'resume', desired: v.desired, stopFirst: [], resume: cur.id };
+    }
+  }
+  if (order) plan.starts.push(order);
+  const stoppedFirst = new Set(order?.stopFirst ?? []);
+
+  // 5. Old containers: removed once they no longer run, stopped once the new one is ready.
+  const ready = cur && !order ? readiness(cur, t, now) : { ready: false };
+  for (const o of olds) {
+    if (stoppedFirst.has(o.id)) continue;
+    if (!isServing(o)) stop(o, 'superseded');
+    else if (ready.ready) stop(o, 'replaced');
+  }
+  if (!ready.ready && ready.at !== undefined && servingOlds.length) plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, ready.at);
+
+  // 6. Report: the start under way, else the current container, else why nothing runs.
+  let obs: Observation;
+  let containerId: string | undefined;
+  let containerName: string | undefined;
+  if (order) {
+    const code: ObservedCode | undefined = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
+    obs = observeStart({ phase: 'queued', code });
+  } else if (start) {
+    obs = observeStart(start);
+    containerId = start.containerId;
+  } else if (cur) {
+    obs = observeContainer(cur);
+  } else if (removedBehind) {
+    obs = { state: 'exited', code: 'container_removed', details: `container ${v.prev!.containerName ?? v.prev!.containerId} was removed outside jaco`, health: 'none' };
+    containerId = v.prev!.containerId;
+    containerName = v.prev!.containerName;
+  } else {
+    obs = { state: 'starting', health: 'none' };
+  }
+  if (cur && !order && !start) {
+    containerId = cur.id;
+    containerName = cur.name;
+  }
+  // The old container still serving (until it is gone, even while it is being stopped).
+  const serving = newest(servingOlds);
+  const replacing = serving
+    ? { revision: serving.revision, specHash: serving.specHash, containerId: serving.id, state: observeContainer(serving).state as ObservedState }
+    : undefined;
+  emit({
+    ...base,
+    ...obs,
+    ...(containerId ? { containerId } : {}),
+    ...(containerName ? { containerName } : {}),
+    ...(replacing ? { replacing } : {}),
+  });
+}

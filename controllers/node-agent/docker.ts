@@ -1,0 +1,203 @@
+// The agent's narrow door to Docker (dockerode): list and inspect its own containers, pull, create,
+// start, stop (always with the container's own StopSignal and StopTimeout), remove, stats and the
+// event stream. It only ever addresses containers labelled with its cluster and node.
+import Docker from 'dockerode';
+import type { CgroupUsage } from './cgroup.js';
+import { dockerConnection } from './capacity.js';
+import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
+import { factsFromInspect, type ContainerFacts } from './facts.js';
+import { usageFromDockerStats } from './pressure.js';
+
+/** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
+export class DockerUnreachableError extends Error {
+  override name = 'DockerUnreachableError';
+  readonly recoverable = true;
+  constructor(readonly host: string, cause: string) {
+    super(`cannot reach Docker at ${host}: ${cause}. Is dockerd running, and may this user use its socket? (--docker-host)`);
+  }
+}
+
+/** Docker answered with an error status (statusCode: 400 bad spec, 404 missing, 409 conflict, 500 …). */
+export class DockerApiError extends Error {
+  override name = 'DockerApiError';
+  constructor(message: string, readonly statusCode: number) {
+    super(message);
+  }
+}
+
+const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up/;
+
+/** Normalises dockerode's errors into the two kinds above. */
+export function dockerError(host: string, e: unknown): Error {
+  if (e instanceof DockerUnreachableError || e instanceof DockerApiError) return e;
+  const err = e as { statusCode?: number; json?: { message?: string } | string | null; message?: string; code?: string; reason?: string };
+  if (typeof err?.statusCode === 'number') {
+    // Streamed calls (pull) carry no json; their message is "(HTTP code 500) server error - <why>".
+    const fromMessage = /^\(HTTP code \d+\) [^-]*- (.+)$/s.exec(err.message ?? '')?.[1];
+    const msg = (typeof err.json === 'object' && err.json?.message) || (typeof err.json === 'string' && err.json) || fromMessage || err.reason || err.message || 'error';
+    return new DockerApiError(String(msg).trim(), err.statusCode);
+  }
+  const text = `${err?.code ?? ''} ${err?.message ?? String(e)}`;
+  if (UNREACHABLE.test(text)) return new DockerUnreachableError(host, (err?.message ?? text).trim());
+  return e as Error;
+}
+
+export const statusOf = (e: unknown): number | undefined => (e instanceof DockerApiError ? e.statusCode : undefined);
+
+export class DockerRuntime {
+  readonly docker: Docker;
+
+  constructor(readonly host: string, readonly owner: Owner) {
+    this.docker = new Docker(dockerConnection(host));
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw dockerError(this.host, e);
+    }
+  }
+
+  ping(): Promise<void> {
+    return this.call(async () => {
+      await this.docker.ping();
+    });
+  }
+
+  /** Ids of every container (any state) labelled with this agent's cluster and node. */
+  listOwn(): Promise<string[]> {
+    return this.call(async () => (await this.docker.listContainers({ all: true, filters: { label: ownerLabels(this.owner) } })).map((c) => c.Id));
+  }
+
+  /** Facts of a container, or undefined when it is gone. */
+  async inspect(id: string): Promise<ContainerFacts | undefined> {
+    try {
+      return factsFromInspect(await this.call(() => this.docker.getContainer(id).inspect()));
+    } catch (e) {
+      if (statusOf(e) === 404) return undefined;
+      throw e;
+    }
+  }
+
+  async imagePresent(image: string): Promise<boolean> {
+    try {
+      await this.call(() => this.docker.getImage(imageWithTag(image)).inspect());
+      return true;
+    } catch (e) {
+      if (statusOf(e) === 404) return false;
+      throw e;
+    }
+  }
+
+  /** Pulls an image to the end of its progress stream; an abort ends the stream. */
+  pull(image: string, signal?: AbortSignal): Promise<void> {
+    return this.call(async () => {
+      const stream = (await this.docker.pull(imageWithTag(image))) as NodeJS.ReadableStream & { destroy?: () => void };
+      const onAbort = () => stream.destroy?.();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        await new Promise<void>((resolve, reject) =>
+          this.docker.modem.followProgress(stream, (err: Error | null, output: { error?: string; errorDetail?: { message?: string } }[]) => {
+            const failed = output?.find((o) => o.error || o.errorDetail);
+            if (err) reject(err);
+            else if (failed) reject(new DockerApiError(failed.errorDetail?.message ?? failed.error ?? 'pull failed', 500));
+            else resolve();
+          }),
+        );
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+      }
+    });
+  }
+
+  create(opts: Docker.ContainerCreateOptions): Promise<string> {
+    return this.call(async () => (await this.docker.createContainer(opts)).id);
+  }
+
+  start(id: string): Promise<void> {
+    return this.call(async () => {
+      try {
+        await this.docker.getContainer(id).start();
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode === 304) return; // already running
+        throw e;
+      }
+    });
+  }
+
+  /**
+   * Stops with the container's own StopSignal and StopTimeout (no `t`: Docker then uses the values
+   * persisted at create, seed 001 #114). Already stopped or gone is fine.
+   */
+  async stop(id: string): Promise<void> {
+    try {
+      await this.call(() => this.docker.getContainer(id).stop());
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 304 || s === 404) return;
+      throw e;
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    try {
+      // v: anonymous volumes go with the container; named volumes (data) are never removed.
+      await this.call(() => this.docker.getContainer(id).remove({ v: true, force: true }));
+    } catch (e) {
+      const s = statusOf(e);
+      if (s === 404 || (s === 409 && /already in progress/.test((e as Error).message))) return;
+      throw e;
+    }
+  }
+
+  /** Docker's one-shot stats (the fallback when cgroup files are not readable). */
+  async stats(id: string): Promise<CgroupUsage | undefined> {
+    const s = await this.call(() => this.docker.getContainer(id).stats({ stream: false, 'one-shot': true }));
+    return usageFromDockerStats(s);
+  }
+
+  /**
+   * Opens the event stream of this agent's containers; onEvent gets the container id and the
+   * action (start, die, destroy, health_status: …). `ended` resolves when the stream ends (Docker
+   * went away) or the signal aborts.
+   */
+  async watchEvents(onEvent: (id: string, action: string) => void, signal: AbortSignal): Promise<{ ended: Promise<void> }> {
+    const stream = (await this.call(() => this.docker.getEvents({ filters: { type: ['container'], label: ownerLabels(this.owner) } }))) as NodeJS.ReadableStream & {
+      destroy?: () => void;
+    };
+    const ended = new Promise<void>((resolve) => {
+      let buf = '';
+      const done = () => {
+        signal.removeEventListener('abort', abort);
+        resolve();
+      };
+      const abort = () => {
+        stream.destroy?.();
+        done();
+      };
+      if (signal.aborted) return abort();
+      signal.addEventListener('abort', abort, { once: true });
+      stream.on('data', (d: Buffer) => {
+        buf += d.toString('utf8');
+        let nl: number;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          try {
+            const ev = JSON.parse(line) as { id?: string; Action?: string; Actor?: { ID?: string } };
+            const id = ev.Actor?.ID ?? ev.id;
+            if (id && ev.Action) onEvent(id, ev.Action);
+          } catch {
+            // a torn line: the periodic resync covers whatever it was
+          }
+        }
+      });
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    return { ended };
+  }
+}

@@ -1,0 +1,95 @@
+// What the agent knows about one of its containers: the plain data decide() reads, extracted from
+// `docker inspect` once (labels, state, health, exit code, ports). Pure: no Docker calls here.
+import type Docker from 'dockerode';
+import { LABELS } from '../../src/api/labels.js';
+import type { HealthState } from '../../src/api/types.js';
+
+export type DockerState = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
+
+export interface ContainerFacts {
+  id: string;
+  /** Without Docker's leading slash. */
+  name: string;
+  /** From the jaco labels ('' / 0 when a label is missing). */
+  replica: string;
+  deployment: string;
+  service: string;
+  revision: number;
+  specHash: string;
+  image: string;
+  state: DockerState;
+  health: HealthState;
+  /** The last health check's output, trimmed. */
+  healthOutput?: string;
+  lastHealthAt?: string;
+  exitCode: number;
+  oomKilled: boolean;
+  /** Docker's State.Error (e.g. why a start failed). */
+  error?: string;
+  createdAt: string;
+  /** Absent when the container never started. */
+  startedAt?: string;
+  finishedAt?: string;
+  /** Host ports the container declares (Config.ExposedPorts; host networking). */
+  ports: number[];
+  /** The main process, for its cgroup (0 when not running). */
+  pid: number;
+}
+
+const DOCKER_STATES: DockerState[] = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'];
+/** Docker's zero time: a container that never started or never finished. */
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+function time(t: string | undefined): string | undefined {
+  if (!t || t.startsWith('0001-01-01')) return undefined;
+  const ms = Date.parse(t);
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
+}
+
+function trim(s: string | undefined, max = 300): string | undefined {
+  const t = s?.trim();
+  if (!t) return undefined;
+  return t.length > max ? `${t.slice(0, max)}…` : t;
+}
+
+export function portsOf(exposed: Record<string, unknown> | undefined | null): number[] {
+  return Object.keys(exposed ?? {})
+    .map((p) => Number(p.split('/')[0]))
+    .filter((p) => Number.isInteger(p) && p > 0)
+    .sort((a, b) => a - b);
+}
+
+export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts {
+  const labels = i.Config?.Labels ?? {};
+  const st = i.State;
+  const status = (DOCKER_STATES as string[]).includes(st.Status) ? (st.Status as DockerState) : st.Running ? 'running' : 'exited';
+  const h = st.Health;
+  const last = h?.Log?.[h.Log.length - 1];
+  const health: HealthState = !h || !i.Config?.Healthcheck || i.Config.Healthcheck.Test?.[0] === 'NONE' ? 'none' : (['starting', 'healthy', 'unhealthy'].includes(h.Status) ? h.Status : 'starting') as HealthState;
+  const facts: ContainerFacts = {
+    id: i.Id,
+    name: i.Name.replace(/^\//, ''),
+    replica: labels[LABELS.replica] ?? '',
+    deployment: labels[LABELS.deployment] ?? '',
+    service: labels[LABELS.service] ?? '',
+    revision: Number(labels[LABELS.revision]) || 0,
+    specHash: labels[LABELS.specHash] ?? '',
+    image: i.Config?.Image ?? '',
+    state: status,
+    health,
+    exitCode: st.ExitCode ?? 0,
+    oomKilled: !!st.OOMKilled,
+    createdAt: time(i.Created) ?? ZERO_TIME,
+    ports: portsOf(i.Config?.ExposedPorts),
+    pid: st.Pid ?? 0,
+  };
+  const opt = {
+    healthOutput: health === 'none' ? undefined : trim(last?.Output),
+    lastHealthAt: health === 'none' ? undefined : time(last?.End),
+    error: trim(st.Error),
+    startedAt: time(st.StartedAt),
+    finishedAt: time(st.FinishedAt),
+  };
+  for (const [k, v] of Object.entries(opt)) if (v !== undefined) (facts as unknown as Record<string, unknown>)[k] = v;
+  return facts;
+}

@@ -1,0 +1,26 @@
+// The node-agent's Prometheus metrics (jaco_agent_*), on the process registry. Label values are
+// the closed vocabularies of codes.ts.
+import { Counter, Gauge, Histogram } from 'prom-client';
+import { registry } from '../../src/observability/metrics.js';
+
+const registers = [registry];
+
+export const agentMetrics = {
+  dockerUp: new Gauge({ name: 'jaco_agent_docker_up', help: '1 while the Docker engine answers, 0 while it does not', registers }),
+  containers: new Gauge({ name: 'jaco_agent_containers', help: "This agent's containers by Docker state", labelNames: ['state'], registers }),
+  pressure: new Gauge({ name: 'jaco_agent_pressure', help: "The node's latest utilisation sample (container usage over capacity)", labelNames: ['dimension'], registers }),
+  imagePulls: new Counter({ name: 'jaco_agent_image_pulls_total', help: 'Image pull attempts by result (success, failure)', labelNames: ['result'], registers }),
+  starts: new Counter({ name: 'jaco_agent_starts_total', help: 'Container starts by result (started, start_failed, invalid_spec, cancelled)', labelNames: ['result'], registers }),
+  stops: new Counter({ name: 'jaco_agent_stops_total', help: 'Containers stopped or removed, by reason', labelNames: ['reason'], registers }),
+  commands: new Counter({ name: 'jaco_agent_commands_total', help: 'Replica commands executed, by op', labelNames: ['op'], registers }),
+  malformedDesired: new Counter({ name: 'jaco_agent_malformed_desired_total', help: 'Desired keys of this node that were malformed or not meant for it (observed as failed, invalid_spec)', registers }),
+  sampleDuration: new Histogram({
+    name: 'jaco_agent_sample_duration_seconds',
+    help: 'Time to sample the pressure of all running containers',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers,
+  }),
+  sampleFallbacks: new Counter({ name: 'jaco_agent_sample_fallbacks_total', help: "Container readings taken through Docker's stats API because cgroup files were not readable", registers }),
+  heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
+  observedWrites: new Counter({ name: 'jaco_agent_observed_writes_total', help: 'observed/<node>/<replica> writes by result (ok, failed)', labelNames: ['result'], registers }),
+};

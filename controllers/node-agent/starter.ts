@@ -1,0 +1,240 @@
+// One asynchronous start of one replica at one (revision, spec hash): pull the image if missing
+// (observed pulling, then pending/image_pull_failed with back-off), stop what must go first
+// (stop-first, restart), create, start. Each replica's start runs on its own, so a stuck pull
+// never holds up another replica or the reconcile loop; a newer desired state cancels it.
+import type { Logger } from '../../src/observability/log.js';
+import { UnitError } from '../../src/api/units.js';
+import type { Timings } from '../../src/timings.js';
+import type { ObservedCode, StartResult, StopReason } from './codes.js';
+import { containerName, createOptions, type Owner } from './container-spec.js';
+import type { StartOrder, StartProgress } from './decide.js';
+import { DockerApiError, DockerUnreachableError, statusOf, type DockerRuntime } from './docker.js';
+import { agentMetrics } from './metrics.js';
+
+/** Docker refused the spec (400) or a quantity did not parse: retrying cannot help. */
+export class InvalidSpecError extends Error {
+  override name = 'InvalidSpecError';
+  readonly recoverable = false;
+}
+
+class CancelledError extends Error {
+  override name = 'CancelledError';
+}
+
+/** Bounds the create+start calls in flight: Docker serialises much of them anyway, and a bound
+ * gets the first containers running sooner. Pulls are not bounded (a stuck pull holds no slot). */
+export class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+export interface StarterDeps {
+  docker: DockerRuntime;
+  /** Shared by every start of the agent. */
+  slots: Slots;
+  owner: Owner;
+  timings: Timings;
+  log: Logger;
+  /** Inspects a container into the agent's cache. */
+  refresh(id: string): Promise<void>;
+  /** Stops (and removes) a container, sharing a stop already under way. */
+  stop(id: string, reason: StopReason, replica: string): Promise<void>;
+  /** Something observable changed: decide again. */
+  changed(): void;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export class StartWorker {
+  readonly progress: StartProgress;
+  /** Ended by an unexpected error (not a cancel, not a terminal refusal): retry after a back-off. */
+  interrupted = false;
+  private readonly abort = new AbortController();
+  private readonly log: Logger;
+  /** What the whole start is reported as, unless a phase says more (pulling, a failure). */
+  private readonly baseCode?: ObservedCode;
+
+  constructor(readonly order: StartOrder, private readonly deps: StarterDeps) {
+    const s = order.desired.spec;
+    this.baseCode = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
+    this.progress = { revision: s.revision, specHash: s.specHash, kind: order.kind, phase: 'queued', ...(this.baseCode ? { code: this.baseCode } : {}) };
+    this.log = deps.log.child({ replica: order.replica, revision: s.revision, specHash: s.specHash.slice(0, 8), start: order.kind });
+  }
+
+  get cancelled(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  cancel(): void {
+    this.abort.abort();
+  }
+
+  private update(p: Omit<StartProgress, 'revision' | 'specHash' | 'kind'>): void {
+    if (this.cancelled) return;
+    delete this.progress.code;
+    delete this.progress.details;
+    const code = p.code ?? this.baseCode;
+    Object.assign(this.progress, p, code ? { code } : {});
+    this.deps.changed();
+  }
+
+  private check(): void {
+    if (this.cancelled) throw new CancelledError('cancelled');
+  }
+
+  /** Runs the start to its end; never throws. */
+  async run(): Promise<StartResult> {
+    let result: StartResult;
+    try {
+      result = this.order.kind === 'resume' ? await this.resume() : await this.createAndStart();
+    } catch (e) {
+      if (this.cancelled || e instanceof CancelledError) result = 'cancelled';
+      else if (e instanceof InvalidSpecError) {
+        result = 'invalid_spec';
+        this.log.error({ err: e.message }, 'Docker refused the container spec; not retrying until the desired state changes');
+        this.update({ phase: 'failed', code: 'invalid_spec', details: e.message });
+      } else {
+        // Docker went away, or something unexpected: drop the start; the next pass starts over.
+        result = 'cancelled';
+        this.interrupted = true;
+        const level = e instanceof DockerUnreachableError ? 'warn' : 'error';
+        this.log[level]({ err: (e as Error).message }, 'start interrupted; it will be retried');
+      }
+    }
+    agentMetrics.starts.inc({ result });
+    if (result === 'started') this.log.info({ kind: this.order.kind }, 'container started');
+    return result;
+  }
+
+  private async resume(): Promise<StartResult> {
+    const id = this.order.resume!;
+    this.update({ phase: 'starting', containerId: id });
+    try {
+      await this.deps.docker.start(id);
+    } catch (e) {
+      if (!(e instanceof DockerApiError)) throw e;
+      this.log.warn({ err: e.message }, 'Docker could not start the container');
+      await this.deps.refresh(id);
+      return 'start_failed';
+    }
+    await this.deps.refresh(id);
+    return 'started';
+  }
+
+  private async createAndStart(): Promise<StartResult> {
+    const { order, deps } = this;
+    const spec = order.desired.spec;
+    let opts;
+    try {
+      opts = createOptions(spec, deps.owner);
+    } catch (e) {
+      if (e instanceof UnitError) throw new InvalidSpecError(e.message);
+      throw e;
+    }
+    // The image comes first, so a stop-first replacement or a restart is not down while pulling.
+    await this.ensureImage(spec.template.image);
+    this.check();
+    if (order.stopFirst.length) {
+      this.update({ phase: 'stopping' });
+      const reason: StopReason = order.kind === 'restart' ? 'restart' : 'stop_first';
+      await Promise.all(order.stopFirst.map((id) => deps.stop(id, reason, order.replica)));
+      this.check();
+    }
+    this.update({ phase: 'creating' });
+    const id = await this.create(opts);
+    // Cancelled after create: the container stays; the next pass removes it as superseded.
+    this.check();
+    this.update({ phase: 'starting', containerId: id });
+    try {
+      await deps.slots.run(() => deps.docker.start(id));
+    } catch (e) {
+      if (!(e instanceof DockerApiError)) throw e;
+      this.log.warn({ err: e.message, container: opts.name }, 'Docker could not start the container');
+      await deps.refresh(id);
+      return 'start_failed';
+    }
+    await deps.refresh(id);
+    return 'started';
+  }
+
+  /** Pulls a missing image, retrying with back-off until it succeeds or the start is cancelled. */
+  private async ensureImage(image: string): Promise<void> {
+    const { docker, timings } = this.deps;
+    if (await docker.imagePresent(image)) return;
+    let backoff = timings.backoffMinMs;
+    for (let attempt = 1; ; attempt++) {
+      this.check();
+      if (attempt === 1) this.update({ phase: 'pulling', code: 'pulling' });
+      try {
+        this.log.info({ image, attempt }, 'pulling image');
+        await docker.pull(image, this.abort.signal);
+        this.check();
+        agentMetrics.imagePulls.inc({ result: 'success' });
+        this.log.info({ image }, 'image pulled');
+        return;
+      } catch (e) {
+        if (e instanceof DockerUnreachableError || e instanceof CancelledError || this.cancelled) throw e;
+        agentMetrics.imagePulls.inc({ result: 'failure' });
+        const msg = (e as Error).message;
+        this.log.warn({ image, attempt, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
+        this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `${image}: ${msg}` });
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+      }
+    }
+  }
+
+  /** Creates the container; 400 is terminal, a name already taken by this very spec is adopted. */
+  private async create(opts: ReturnType<typeof createOptions>): Promise<string> {
+    const { docker, timings, owner } = this.deps;
+    const spec = this.order.desired.spec;
+    let backoff = timings.backoffMinMs;
+    for (;;) {
+      this.check();
+      try {
+        return await this.deps.slots.run(() => docker.create(opts));
+      } catch (e) {
+        const status = statusOf(e);
+        if (status === undefined) throw e;
+        if (status === 400) throw new InvalidSpecError((e as Error).message);
+        if (status === 409) {
+          // Same name = same cluster, node, replica, revision and spec hash: ours already.
+          const name = containerName(owner, spec.replica, spec.revision, spec.specHash);
+          const existing = await docker.inspect(name);
+          if (existing && existing.replica === spec.replica && existing.specHash === spec.specHash) return existing.id;
+        }
+        const msg = (e as Error).message;
+        this.log.warn({ err: msg, retryInMs: backoff }, 'Docker could not create the container; will retry');
+        this.update({ phase: 'create_failed', code: 'create_failed', details: msg });
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+      }
+    }
+  }
+}

@@ -1,0 +1,92 @@
+// jaco agent: run the node-agent of one host (one per host, like a DaemonSet; `jaco up` runs
+// several on one engine as simulated nodes).
+import type { Command } from 'commander';
+import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
+import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
+import { logger } from '../../observability/log.js';
+import { serveObservability } from '../../observability/server.js';
+import { untilSignal } from '../../runtime/process.js';
+import { Store } from '../../store/store.js';
+import { action, CliError, EXIT_INVALID, globals, timingsOf } from '../common.js';
+
+interface AgentFlags {
+  node: string;
+  capacity?: string;
+  labels?: string;
+  dockerHost: string;
+  metricsAddr: string;
+  statusInterval?: string;
+  rejoin?: boolean;
+}
+
+const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+const EXAMPLES = `
+Examples:
+  jaco agent --node node-1
+  jaco agent --node gpu-1 --capacity cpu=16,memory=64Gi,gpus=2 --labels zone=a,gpu=true
+  jaco --timings fast agent --node node-1 --capacity cpu=1,memory=2Gi --metrics-addr 127.0.0.1:0
+  jaco agent --node node-3 --rejoin          # after jaco node remove node-3
+
+The agent registers nodes/<node>, heartbeats on its own etcd lease with the node's pressure, runs
+the replicas of desired/<node>/ on Docker and reports them in observed/<node>/. It stops nothing
+when etcd or Docker is briefly away. When nodes/<node> is deleted while it runs (jaco node
+remove), it stops and removes its containers and exits 0. See docs/node-agent.md.
+`;
+
+export function registerAgent(program: Command): void {
+  program
+    .command('agent')
+    .description("Run a host's node-agent: register the node, heartbeat with pressure, run its desired replicas on Docker, report them")
+    .requiredOption('--node <name>', 'the node this agent runs (its key is nodes/<name>)')
+    .option('--capacity <spec>', 'declared capacity, e.g. cpu=2,memory=4Gi,gpus=0 (parts left out are detected: cores, total memory, nvidia-smi GPUs)')
+    .option('--labels <k=v,...>', 'node labels (placement.nodeSelector matches them); they replace the labels of nodes/<name>')
+    .option('--docker-host <url>', 'the Docker engine (env DOCKER_HOST)', process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock')
+    .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9465')
+    .option('--status-interval <duration>', 'heartbeat and pressure sampling period, 5s…5m (default 30s; 1s with --timings fast)')
+    .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
+    .addHelpText('after', EXAMPLES)
+    .action(
+      action(async (f: AgentFlags, cmd: Command) => {
+        if (!NODE_NAME.test(f.node) || f.node.length > 253) throw new CliError(`--node: "${f.node}" is not a valid node name (lower-case letters, digits, - and .)`);
+        const timings = timingsOf(cmd);
+        let statusIntervalMs: number;
+        let labels: Record<string, string>;
+        let declared;
+        try {
+          statusIntervalMs = parseStatusInterval(f.statusInterval, timings);
+          labels = parseLabels(f.labels);
+          declared = parseCapacity(f.capacity ?? '');
+          dockerConnection(f.dockerHost);
+        } catch (e) {
+          if (e instanceof AgentFlagError) throw new CliError(e.message);
+          throw e;
+        }
+        const capacity = await resolveCapacity(declared);
+        const g = globals(cmd);
+        const store = new Store({ endpoints: g.endpoints, prefix: g.prefix });
+        const log = logger('node-agent', { node: f.node });
+        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log });
+        const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
+        const close = async () => {
+          await agent.stop();
+          await new Promise<void>((r) => server.close(() => r()));
+          store.close();
+          // A lingering socket (Docker keep-alive, gRPC) must not keep a stopped agent alive.
+          setTimeout(() => process.exit(), 2000).unref();
+        };
+        try {
+          await agent.start();
+        } catch (e) {
+          await close();
+          if (e instanceof NodeRemovedError) throw new CliError(e.message, EXIT_INVALID);
+          throw e;
+        }
+        log.info({ metrics: `${url}/metrics`, healthz: `${url}/healthz` }, 'node-agent running');
+        const outcome = await Promise.race<AgentExit | NodeJS.Signals>([agent.exited, untilSignal()]);
+        if (typeof outcome === 'string') log.info({ signal: outcome }, 'stopping; containers keep running');
+        await close();
+        return typeof outcome === 'string' ? 0 : outcome.code;
+      }),
+    );
+}

@@ -1,0 +1,13 @@
+// Global setup of the e2e project: Docker must answer (the run fails loudly otherwise), and no
+// container of an earlier, interrupted run may linger; the same sweep runs at teardown.
+import { requireDocker } from './cluster.js';
+import { removeNotedClusters } from './leaks.js';
+
+export async function setup(): Promise<() => Promise<void>> {
+  await requireDocker();
+  const stale = await removeNotedClusters();
+  if (stale) console.warn(`removed ${stale} container(s) left by an interrupted test run`);
+  return async () => {
+    await removeNotedClusters();
+  };
+}
