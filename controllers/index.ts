@@ -1,6 +1,7 @@
 // The controllers a `jaco controller <name>|all` process can run. Each entry starts one
 // leader-elected controller and returns a handle to stop it.
 import type { ControllerContext } from '../src/runtime/controller.js';
+import { startScheduler } from './scheduler/controller.js';
 
 export interface ControllerHandle {
   name: string;
@@ -12,4 +13,6 @@ export interface ControllerHandle {
 export type ControllerFactory = (ctx: ControllerContext) => Promise<ControllerHandle>;
 
 /** Controllers in start order. */
-export const CONTROLLERS: Record<string, ControllerFactory> = {};
+export const CONTROLLERS: Record<string, ControllerFactory> = {
+  scheduler: startScheduler,
+};

@@ -12,10 +12,16 @@ export interface StoredState {
   volumeHomes: Iterable<VolumeHome>;
 }
 
+// Parsing the quantities of every desired key on every pass is most of building the input: the
+// answer for a stored object never changes (informers replace objects, they never mutate them).
+const placedOf = new WeakMap<ReplicaDesired, PlacedReplica>();
+
 /** What a desired key occupies on its node; a suspended replica (stopped by a forced drain) occupies nothing. */
 export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
   if (d.spec.suspended) return undefined;
-  return { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template) };
+  let p = placedOf.get(d);
+  if (!p) placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template) }));
+  return p;
 }
 
 export function placementInputFrom(s: StoredState, now: number): PlacementInput {

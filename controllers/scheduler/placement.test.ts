@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../../src/api/types.js';
+import { shuffled } from '../../test/support/scheduler-world.js';
 import { Placer, type NodeInfo, type PlacedReplica, type PlacementInput, type PlacementRequest } from './placement.js';
 
 const Gi = 1024 ** 3;
@@ -119,20 +120,9 @@ describe('determinism and stability', () => {
   const nodes = Array.from({ length: 7 }, (_, i) => node(`node-${i}`, { capacity: { cpuMillis: 2000, memoryBytes: 4 * Gi, gpus: 0 }, labels: { zone: i % 2 ? 'a' : 'b' } }));
   const existing = [placed('p1', 'node-1', { cpuMillis: 500 }), placed('p2', 'node-4', { memoryBytes: Gi, ports: [9000] })];
 
-  function shuffle<T>(xs: T[], seed: number): T[] {
-    const a = [...xs];
-    let s = seed;
-    for (let i = a.length - 1; i > 0; i--) {
-      s = (s * 1103515245 + 12345) % 2 ** 31;
-      const j = s % (i + 1);
-      [a[i], a[j]] = [a[j]!, a[i]!];
-    }
-    return a;
-  }
-
   it('shuffled inputs give the same plan', () => {
     const want = placeAll(input(nodes, existing), { ports: [9000], resources: { cpu: '300m', memory: '256Mi' } }, 6);
-    for (let seed = 1; seed <= 20; seed++) expect(placeAll(input(shuffle(nodes, seed), shuffle(existing, seed + 1)), { ports: [9000], resources: { cpu: '300m', memory: '256Mi' } }, 6)).toEqual(want);
+    for (let seed = 1; seed <= 20; seed++) expect(placeAll(input(shuffled(nodes, seed), shuffled(existing, seed + 1)), { ports: [9000], resources: { cpu: '300m', memory: '256Mi' } }, 6)).toEqual(want);
   });
 
   it('the same index keeps choosing the same node for the same eligible set', () => {

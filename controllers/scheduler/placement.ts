@@ -11,8 +11,9 @@
 //   ports            — host ports are a per-node resource under host networking
 //   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
 //                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
-// Survivors are scored by mode: spread/hosts by (service spread, CPU headroom in quarter steps,
-// rendezvous hash of deployment/service/index), pack by fewest replicas; the best total wins.
+// Survivors are scored by mode: spread/hosts lexicographically by (fewest replicas of the service
+// already there, CPU headroom in quarter steps, rendezvous hash of deployment/service/index), pack
+// by fewest replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
 import { placementMode } from '../../src/api/spec.js';
 import type { Capacity, NodeVerdict, PlacementMode, ServiceSpec } from '../../src/api/types.js';
@@ -161,7 +162,7 @@ export class Placer {
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
     this.nodeHash = this.names.map(fnv1a);
-    this.volumeHomes = input.volumeHomes;
+    this.volumeHomes = { ...input.volumeHomes };
     for (const p of input.placed) this.assume(p);
   }
 
@@ -203,6 +204,14 @@ export class Placer {
     let m = this.svcCount.get(key);
     if (!m) this.svcCount.set(key, (m = new Int32Array(this.names.length)));
     return m;
+  }
+
+  /**
+   * Records the home node of a named volume chosen in this pass (the first placement of a service
+   * with volumes), so later requests of the same pass are held to it.
+   */
+  recordVolumeHome(deployment: string, volume: string, node: string): void {
+    this.volumeHomes[`${deployment}/${volume}`] = node;
   }
 
   /** Replicas of a service per node (names), as the placer currently accounts them. */
@@ -255,11 +264,15 @@ export class Placer {
     if (node.ineligible) return 'eligibility';
     if (q.excluded.size && q.excluded.has(i)) return 'excluded';
     if (q.hosts && !q.hosts.has(node.name)) return 'hosts';
-    for (const [k, v] of q.selector) if (node.labels[k] !== v) return 'node_selector';
+    // Indexed loops: this runs for every (request, node) pair, and most requests have no selector or ports.
+    for (let s = 0; s < q.selector.length; s++) if (node.labels[q.selector[s]![0]] !== q.selector[s]![1]) return 'node_selector';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
     if (q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
-    for (const p of q.ports) if (this.ports[i]!.has(p)) return 'ports';
+    if (q.ports.length) {
+      const taken = this.ports[i]!;
+      if (taken.size) for (let p = 0; p < q.ports.length; p++) if (taken.has(q.ports[p]!)) return 'ports';
+    }
     if (antiAffinity && q.mode !== 'pack' && q.svcCounts[i]! > 0) return 'anti_affinity';
     return undefined;
   }
@@ -310,8 +323,9 @@ export class Placer {
   /** A node's score: hot path, no allocation. */
   private total(q: Req, i: number): number {
     if (q.mode === 'pack') return -this.count[i]!;
-    const spread = 1 / (1 + q.svcCounts[i]!);
-    return spread * 100 + this.cpuScore(q, i) * 10 + mix(q.hashKey, this.nodeHash[i]!);
+    // Each replica of the service already on the node costs more than any CPU or hash difference
+    // can make up (cpu ≤ 10, hash < 1): spread stays even at any count.
+    return -q.svcCounts[i]! * 100 + this.cpuScore(q, i) * 10 + mix(q.hashKey, this.nodeHash[i]!);
   }
 
   /** CPU headroom against capacity × overcommit, in quarter steps: small load differences must not move a replica's choice (stability). */
@@ -324,7 +338,7 @@ export class Placer {
   /** The same score with its parts, for explanations. */
   private score(q: Req, i: number): { total: number; parts: Record<string, number> } {
     if (q.mode === 'pack') return { total: -this.count[i]!, parts: { replicas: this.count[i]! } };
-    const parts = { spread: round(1 / (1 + q.svcCounts[i]!)), cpu: this.cpuScore(q, i), hash: round(mix(q.hashKey, this.nodeHash[i]!)) };
+    const parts = { peers: q.svcCounts[i]!, cpu: this.cpuScore(q, i), hash: round(mix(q.hashKey, this.nodeHash[i]!)) };
     return { total: round(this.total(q, i)), parts };
   }
 

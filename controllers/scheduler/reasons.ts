@@ -42,3 +42,36 @@ export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
 };
 
 export const FILTER_ORDER = Object.keys(FILTERS) as FilterName[];
+
+/** What made the scheduler place a replica (decisions/<dep>/<replica>.spec.trigger, audit, metrics). */
+export const PLACE_TRIGGERS = {
+  scale_up: 'the service wants more replicas than exist (new deployment, scale up, replica removed)',
+  global_node: 'a global service gained an eligible node without its replica',
+  node_lost: "the replica's node was NotReady past the grace period: re-placed, same id",
+} as const;
+export type PlaceTrigger = keyof typeof PLACE_TRIGGERS;
+
+/** Why the scheduler removes a replica (every copy of it). */
+export const REMOVE_REASONS = {
+  scale_down: 'the service wants fewer replicas: the highest indexes go, not-running ones first',
+  deployment_deleted: 'its deployment was deleted',
+  service_removed: 'its service is no longer in the deployment',
+  mode_changed: 'the service changed to or from placement global (ids differ between the two)',
+  node_gone: 'the node of a global replica no longer exists',
+} as const;
+export type RemoveReason = keyof typeof REMOVE_REASONS;
+
+/** The observed states that make the scheduler restart a replica (seed 001, health and restart policy). */
+export const RESTART_CAUSES = {
+  degraded: 'the health check is failing (or the container is paused)',
+  exited: 'the container exited, was OOM-killed or was removed behind the agent',
+  failed: 'the agent gave up starting it (e.g. Docker could not start the container)',
+} as const;
+export type RestartCause = keyof typeof RESTART_CAUSES;
+
+/** Replica conditions the scheduler reports in deploymentstatus and `jaco status`. */
+export const REPLICA_CONDITIONS = {
+  restart_exhausted: 'failed 3 times in a row without running in between: no more restarts until the next apply',
+  node_lost: 'its node is NotReady past the grace period and it has volumes, so it stays there',
+} as const;
+export type ReplicaCondition = keyof typeof REPLICA_CONDITIONS;

@@ -273,6 +273,8 @@ const KINDS: KindDef[] = [
             ['node'],
           ),
         ),
+        omitted: map(int({ minimum: 0 }), { description: 'Nodes not listed in verdicts (large clusters), by filter; "scored" counts passing nodes.' }),
+        trigger: str({ description: 'What made the scheduler place it: scale_up, global_node or node_lost.' }),
       },
       ['replica', 'deployment', 'service', 'at', 'actor', 'mode', 'why', 'verdicts'],
     ),
@@ -370,7 +372,13 @@ const KINDS: KindDef[] = [
         finishedAt: time('Drain end.'),
         replicas: map(
           obj(
-            { state: str({ enum: ['pending', 'moving', 'done', 'blocked', 'dropped', 'stopped'] }), reason: str(), dst: str(), at: time('Last change.') },
+            {
+              state: str({ enum: ['pending', 'moving', 'done', 'blocked', 'dropped', 'stopped'] }),
+              reason: str(),
+              dst: str(),
+              at: time('Last change.'),
+              deadline: time('Set at the first move attempt: the replica must be moved by then or the drain aborts with drain_timeout.'),
+            },
             ['state'],
           ),
         ),

@@ -294,6 +294,10 @@ export interface PlacementDecisionSpec {
   why: string;
   reason?: string;
   verdicts: NodeVerdict[];
+  /** On large clusters: how many rejected or scored nodes are not listed in verdicts, by filter ("scored" for passing nodes). */
+  omitted?: Record<string, number>;
+  /** What made the scheduler place it: scale_up, global_node or node_lost (controllers/scheduler/reasons.ts). */
+  trigger?: string;
 }
 /** decisions/<deployment>/<replica>: stored with the decision, not recomputed later. */
 export type PlacementDecision = JacoObject<'PlacementDecision', PlacementDecisionSpec, never>;
@@ -383,7 +387,17 @@ export interface NodeDrainStatus {
   reason?: string;
   startedAt?: string;
   finishedAt?: string;
-  replicas: Record<string, { state: DrainReplicaState; reason?: string; dst?: string; at?: string }>;
+  replicas: Record<string, DrainReplicaStatus>;
+}
+
+export interface DrainReplicaStatus {
+  state: DrainReplicaState;
+  reason?: string;
+  dst?: string;
+  /** When the state, reason or dst last changed. */
+  at?: string;
+  /** Set at the replica's first move attempt: it must be moved by then or the drain aborts (drain_timeout). */
+  deadline?: string;
 }
 /** drains/<host>: the CLI creates it, the drain controller advances it. */
 export type NodeDrain = JacoObject<'NodeDrain', NodeDrainSpec, NodeDrainStatus>;

@@ -36,6 +36,20 @@ export interface ClusterView {
 
 const lastPart = (k: string) => k.slice(k.lastIndexOf('/') + 1);
 
+/** The stored objects a view is joined from (what readClusterView lists, or informers hold). */
+export interface ClusterParts {
+  revision: number;
+  deployments: Versioned<Deployment>[];
+  statuses: Versioned<DeploymentStatus>[];
+  nodes: Versioned<Node>[];
+  heartbeats: Versioned<Heartbeat>[];
+  drains: Versioned<NodeDrain>[];
+  desired: Versioned<ReplicaDesired>[];
+  observed: Versioned<ReplicaObserved>[];
+  commands: Versioned<ReplicaCommand>[];
+  rollouts: Versioned<RolloutPlan>[];
+}
+
 export async function readClusterView(store: Store): Promise<ClusterView> {
   const [deps, statuses, nodes, hbs, drains, desired, observed, commands, rollouts] = await Promise.all([
     store.list<Deployment>(keys.deployments()),
@@ -48,23 +62,39 @@ export async function readClusterView(store: Store): Promise<ClusterView> {
     store.list<ReplicaCommand>(keys.commandsOf()),
     store.list<RolloutPlan>(keys.rollouts()),
   ]);
-  const obs = new Map(observed.items.map((o) => [o.key.slice('observed/'.length), o.value]));
-  const cmds = new Map(commands.items.map((c) => [c.key.slice('commands/'.length), c.value]));
-  const replicas = desired.items
+  return joinClusterView({
+    revision: Math.max(deps.revision, desired.revision),
+    deployments: deps.items,
+    statuses: statuses.items,
+    nodes: nodes.items,
+    heartbeats: hbs.items,
+    drains: drains.items,
+    desired: desired.items,
+    observed: observed.items,
+    commands: commands.items,
+    rollouts: rollouts.items,
+  });
+}
+
+/** Joins stored objects into a view: desired + observed + command per replica copy. */
+export function joinClusterView(p: ClusterParts): ClusterView {
+  const obs = new Map(p.observed.map((o) => [o.key.slice('observed/'.length), o.value]));
+  const cmds = new Map(p.commands.map((c) => [c.key.slice('commands/'.length), c.value]));
+  const replicas = p.desired
     .map((d) => {
       const rel = d.key.slice('desired/'.length);
       return { id: d.value.spec.replica, node: d.value.spec.node, desired: d.value, observed: obs.get(rel), command: cmds.get(rel) };
     })
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.node < b.node ? -1 : 1));
   return {
-    revision: Math.max(deps.revision, desired.revision),
-    deployments: new Map(deps.items.map((d) => [lastPart(d.key), d])),
-    statuses: new Map(statuses.items.map((s) => [lastPart(s.key), s.value])),
-    nodes: new Map(nodes.items.map((n) => [lastPart(n.key), n])),
-    heartbeats: new Map(hbs.items.map((h) => [lastPart(h.key), h.value])),
-    drains: new Map(drains.items.map((d) => [lastPart(d.key), d.value])),
+    revision: p.revision,
+    deployments: new Map(p.deployments.map((d) => [lastPart(d.key), d])),
+    statuses: new Map(p.statuses.map((s) => [lastPart(s.key), s.value])),
+    nodes: new Map(p.nodes.map((n) => [lastPart(n.key), n])),
+    heartbeats: new Map(p.heartbeats.map((h) => [lastPart(h.key), h.value])),
+    drains: new Map(p.drains.map((d) => [lastPart(d.key), d.value])),
     replicas,
-    rollouts: rollouts.items.map((r) => r.value),
+    rollouts: p.rollouts.map((r) => r.value),
   };
 }
 

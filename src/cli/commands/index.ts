@@ -4,14 +4,18 @@ import { registerAgent } from './agent.js';
 import { registerApply } from './apply.js';
 import { registerAudit } from './audit.js';
 import { registerController } from './controller.js';
+import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
 import { registerNode } from './node.js';
+import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
 import { registerVersion } from './version.js';
 
 export function registerCommands(program: Command): void {
   registerApply(program);
+  registerStatus(program);
   registerGet(program);
+  registerExplain(program);
   registerNode(program);
   registerAudit(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));

@@ -1,0 +1,628 @@
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { specHash } from '../../src/api/spec.js';
+import type {
+  DeploymentRevision,
+  DeploymentStatus,
+  Endpoints,
+  PlacementDecision,
+  ReplicaCommand,
+  ReplicaCounter,
+  ReplicaDesired,
+  RolloutPlan,
+  ServiceSpec,
+  VolumeHome,
+} from '../../src/api/types.js';
+import { MAX_TXN_OPS } from '../../src/store/store.js';
+import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
+import { decide, type SchedulerPlan } from './decide.js';
+
+const IMG = 'jaco-demo/busybox:1';
+const svc = (x: Partial<ServiceSpec> = {}): ServiceSpec => ({ image: IMG, ...x });
+
+function threeNodes(o: Parameters<World['node']>[1] = {}): World {
+  const w = new World();
+  for (const n of ['node-1', 'node-2', 'node-3']) w.node(n, o);
+  return w;
+}
+
+const status = (w: World, dep: string) => w.get<DeploymentStatus>(keys.deploymentStatus(dep))?.status;
+const scheduling = (w: World, dep: string, s: string) => status(w, dep)?.scheduling?.services[s];
+const labels = (p: SchedulerPlan) => p.acts.map((a) => a.label);
+
+describe('apply → desired keys', () => {
+  it('places every replica with its decision, audit, counter, status and endpoints; the next pass is idle', () => {
+    const w = threeNodes();
+    w.deploy('hello', { web: svc({ replicas: 3, ports: [8080] }) });
+    const p = w.pass();
+    expect(p.place.map((x) => x.replica)).toEqual(['hello-web-0', 'hello-web-1', 'hello-web-2']);
+    expect(new Set(Object.values(w.placement('hello')))).toEqual(new Set(['node-1', 'node-2', 'node-3']));
+    const d = w.desired()[0]!;
+    expect(d.spec).toMatchObject({ deployment: 'hello', service: 'web', revision: 1, specHash: specHash(svc({ replicas: 3, ports: [8080] })), placedAt: iso(T0) });
+    expect(d.spec.template.stopSignal).toBe('SIGTERM'); // defaults applied
+    expect(w.get<ReplicaCounter>(keys.counter('hello', 'web'))!.spec.next).toBe(3);
+    const dec = w.get<PlacementDecision>(keys.decision('hello', 'hello-web-0'))!;
+    expect(dec.spec).toMatchObject({ replica: 'hello-web-0', chosen: w.placement('hello')['hello-web-0'], trigger: 'scale_up', mode: 'spread', actor: 'scheduler' });
+    expect(dec.spec.verdicts).toHaveLength(3);
+    expect(w.auditOf('replica_placed')).toHaveLength(3);
+    expect(scheduling(w, 'hello', 'web')).toEqual({ desired: 3, placed: 3 });
+    expect(status(w, 'hello')!.scheduling!.observedGeneration).toBe(1);
+    expect(w.get<Endpoints>(keys.endpoints('hello', 'web'))!.spec.addresses).toEqual([]);
+    // Nothing changed: nothing written (no churn on an idle cluster).
+    expect(labels(w.pass())).toEqual([]);
+  });
+
+  it('the replicas, decisions and counter land in one act with the counter CAS', () => {
+    const w = threeNodes();
+    w.deploy('hello', { web: svc({ replicas: 2 }) });
+    const act = decideOnce(w).acts.find((a) => a.label.startsWith('place'))!;
+    expect(act.ops[0]).toMatchObject({ op: 'create', key: keys.counter('hello', 'web') });
+    expect(act.ops.filter((o) => o.op === 'create' && o.key.startsWith('desired/'))).toHaveLength(2);
+    expect(act.ops.filter((o) => o.key.startsWith('decisions/'))).toHaveLength(2);
+    expect(act.audit).toHaveLength(2);
+  });
+
+  it('a big service is placed over several passes, each act within one transaction, every index once', () => {
+    const w = new World();
+    for (let i = 0; i < 10; i++) w.node(`n${i}`, { memory: '64Gi' });
+    w.deploy('big', { web: svc({ replicas: 200 }) });
+    const passes = w.converge();
+    expect(passes.length).toBeGreaterThan(4);
+    for (const p of passes) for (const a of p.acts) expect(a.ops.length + a.audit.length).toBeLessThanOrEqual(MAX_TXN_OPS - 1);
+    const ids = w.desired().map((d) => d.spec.index).sort((a, b) => a! - b!);
+    expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => i));
+    expect(w.get<ReplicaCounter>(keys.counter('big', 'web'))!.spec.next).toBe(200);
+    // Spread: 20 per node.
+    const per = new Map<string, number>();
+    for (const d of w.desired()) per.set(d.spec.node, (per.get(d.spec.node) ?? 0) + 1);
+    expect([...per.values()]).toEqual(Array(10).fill(20));
+    expect(passes[0]!.waiting[0]!.note).toContain('more replica(s) next pass');
+  });
+
+  it('new replicas carry the serving template: after an aborted rollout, the previous revision', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 1 }) });
+    w.converge();
+    w.deploy('d', { web: svc({ replicas: 2, image: 'jaco-demo/busybox:2' }) }); // generation 2
+    const rev1: DeploymentRevision = {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'DeploymentRevision',
+      metadata: { name: 'd-1' },
+      spec: { deployment: 'd', revision: 1, appliedAt: iso(T0), cause: 'apply', summary: '', template: { services: { web: svc({ replicas: 1 }) } } },
+    };
+    w.put(keys.revision('d', 1), rev1);
+    const plan: RolloutPlan = {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'RolloutPlan',
+      metadata: { name: 'd-web' },
+      spec: { deployment: 'd', service: 'web', fromRevision: 1, toRevision: 2, fromHash: 'a', toHash: 'b', totalSteps: 1, currentStep: 1, state: 'aborted', startedAt: iso(T0), steps: [] },
+    };
+    w.put(keys.rollout('d', 'web'), plan);
+    w.pass();
+    const added = w.desired().find((d) => d.spec.index === 1)!;
+    expect(added.spec).toMatchObject({ revision: 1, specHash: specHash(svc({ replicas: 1 })) });
+    expect(added.spec.template.image).toBe(IMG);
+    // Without the aborted plan: the current revision.
+    w.kv.delete(keys.rollout('d', 'web'));
+    w.deploy('d', { web: svc({ replicas: 3, image: 'jaco-demo/busybox:2' }) });
+    w.pass();
+    expect(w.desired().find((d) => d.spec.index === 2)!.spec).toMatchObject({ revision: 3, template: { image: 'jaco-demo/busybox:2' } });
+  });
+});
+
+describe('scale and membership', () => {
+  it('scale down removes the highest indexes, not-running ones first, with their commands and decisions', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 5 }) });
+    w.converge();
+    w.runAll();
+    w.observe('d-web-1', 'exited');
+    w.deploy('d', { web: svc({ replicas: 3 }) });
+    const p = w.pass();
+    expect(p.stop.map((s) => [s.replica, s.reason])).toEqual([
+      ['d-web-1', 'scale_down'],
+      ['d-web-4', 'scale_down'],
+    ]);
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-web-0', 'd-web-2', 'd-web-3']);
+    expect(w.get(keys.decision('d', 'd-web-1'))).toBeUndefined();
+    expect(w.auditOf('replica_removed').map((a) => a.payload.replica)).toEqual(['d-web-1', 'd-web-4']);
+    // Indexes are never reused: scaling up again continues at 5.
+    w.deploy('d', { web: svc({ replicas: 4 }) });
+    w.pass();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-web-0', 'd-web-2', 'd-web-3', 'd-web-5']);
+  });
+
+  it('deleting a deployment removes every replica (every copy), command, decision, counter, endpoints and status; volume homes stay', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2 }), db: svc({ volumes: [{ type: 'volume', source: 'data', target: '/data' }] }) });
+    w.converge();
+    const web0 = w.desired({ service: 'web' })[0]!;
+    const other = ['node-1', 'node-2', 'node-3'].find((n) => n !== web0.spec.node)!;
+    w.replica('d', 'web', 0, other, { move: { id: 'm1', from: web0.spec.node, by: 'drain', startedAt: iso(T0), deadline: iso(T0 + 60_000) } });
+    w.put(keys.command(web0.spec.node, 'd-web-0'), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'd-web-0' }, spec: { replica: 'd-web-0', op: 'restart', seq: 1, issuedAt: iso(T0), reason: 'x' }, status: { restarts: 1, generation: 1 } });
+    w.undeploy('d');
+    w.converge();
+    for (const prefix of ['desired/', 'commands/', 'decisions/', 'counters/', 'endpoints/', 'deploymentstatus/']) expect(w.list(prefix)).toEqual([]);
+    expect(w.list<VolumeHome>(keys.volumeHomes())).toHaveLength(1);
+    expect(w.auditOf('replica_removed').map((a) => [a.payload.replica, a.payload.reason])).toEqual([
+      ['d-db-0', 'deployment_deleted'],
+      ['d-web-0', 'deployment_deleted'],
+      ['d-web-1', 'deployment_deleted'],
+    ]);
+  });
+
+  it('a replica the deployments informer may not know yet is not treated as an orphan', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    w.undeploy('d');
+    w.seen = { deployments: 50, desired: w.revision, nodes: w.revision };
+    expect(decideOnce(w).stop).toEqual([]);
+  });
+
+  it('removing a service removes its replicas, counter and endpoints only', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc(), api: svc() });
+    w.converge();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    expect(Object.keys(w.placement('d'))).toEqual(['d-web-0']);
+    expect(w.list(keys.counters()).map((c) => c.key)).toEqual([keys.counter('d', 'web')]);
+    expect(w.list(keys.endpointsAll()).map((c) => c.key)).toEqual([keys.endpoints('d', 'web')]);
+    expect(Object.keys(status(w, 'd')!.scheduling!.services)).toEqual(['web']);
+    expect(w.auditOf('replica_removed')[0]!.payload.reason).toBe('service_removed');
+  });
+
+  it('a change to or from global replaces the replicas (ids differ)', () => {
+    const w = threeNodes();
+    w.deploy('d', { agent: svc({ replicas: 1 }) });
+    w.converge();
+    w.deploy('d', { agent: svc({ placement: { mode: 'global' } }) });
+    w.converge();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3']);
+    expect(w.auditOf('replica_removed')[0]!.payload).toMatchObject({ replica: 'd-agent-0', reason: 'mode_changed' });
+  });
+
+  it('a move in flight (two desired keys) counts once: no extra placement, placed once, no restart', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.converge();
+    const r = w.desired()[0]!;
+    const dst = ['node-1', 'node-2', 'node-3'].find((n) => !Object.values(w.placement('d')).includes(n))!;
+    w.replica('d', 'web', r.spec.index!, dst, { move: { id: 'm', from: r.spec.node, by: 'rebalancer', startedAt: iso(T0), deadline: iso(T0 + 60_000) } });
+    w.observe(r.spec.replica, 'exited');
+    const p = decideOnce(w);
+    expect(p.place).toEqual([]);
+    expect(p.stop).toEqual([]);
+    expect(p.restart).toEqual([]);
+    expect(p.status.get('d')!.web).toEqual({ desired: 2, placed: 2 });
+  });
+
+  it('a suspended replica counts as existing and is never restarted or re-placed', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    const r = w.desired()[0]!;
+    w.replica('d', 'web', 0, r.spec.node, { suspended: { reason: 'node_drained', at: iso(T0) } });
+    w.observe('d-web-0', 'stopped', { code: 'node_drained' });
+    w.nodeDown(r.spec.node);
+    w.pass();
+    w.advance(10_000);
+    const p = w.pass();
+    expect(p.place).toEqual([]);
+    expect(p.replaceLost).toEqual([]);
+    expect(p.restart).toEqual([]);
+    expect(w.desired()).toHaveLength(1);
+  });
+});
+
+describe('modes, filters and reason codes', () => {
+  it('pack: fills the lowest-loaded node first, ties by node name', () => {
+    const w = threeNodes();
+    w.deploy('d', { w: svc({ replicas: 4, placement: { mode: 'pack' } }) });
+    w.pass();
+    expect(w.placement('d')).toEqual({ 'd-w-0': 'node-1', 'd-w-1': 'node-2', 'd-w-2': 'node-3', 'd-w-3': 'node-1' });
+  });
+
+  it('global: one per eligible node; NotReady and cordoned nodes keep theirs; a new node gets one; a removed node loses its', () => {
+    const w = threeNodes();
+    w.deploy('d', { agent: svc({ placement: { mode: 'global' } }) });
+    w.converge();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3']);
+    expect(w.desired()[0]!.spec.index).toBeUndefined();
+    w.nodeDown('node-2');
+    w.node('node-3', { cordoned: true });
+    w.node('node-4');
+    w.advance(60_000);
+    w.converge();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3', 'd-agent-node-4']);
+    expect(scheduling(w, 'd', 'agent')).toEqual({ desired: 4, placed: 4 });
+    w.kv.delete(keys.node('node-2'));
+    w.converge();
+    expect(w.placement('d')['d-agent-node-2']).toBeUndefined();
+    expect(w.auditOf('replica_removed').at(-1)!.payload.reason).toBe('node_gone');
+  });
+
+  it('global: nodes outside the node selector are not wanted; a port conflict is unschedulable with its node', () => {
+    const w = new World();
+    w.node('a', { labels: { role: 'edge' } });
+    w.node('b', { labels: { role: 'edge' } });
+    w.node('c');
+    w.deploy('x', { other: svc({ ports: [80], priority: 1, placement: { mode: 'hosts', hosts: ['b'] } }) });
+    w.deploy('d', { edge: svc({ ports: [80], placement: { mode: 'global', nodeSelector: { role: 'edge' } } }) });
+    w.converge();
+    expect(Object.keys(w.placement('d'))).toEqual(['d-edge-a']);
+    expect(scheduling(w, 'd', 'edge')).toMatchObject({ desired: 2, placed: 1, unschedulable: { reason: 'port_conflict', count: 1, nodes: { b: 'ports: host port 80 is taken' } } });
+  });
+
+  const cases: [string, (w: World) => void, Partial<ServiceSpec>, string, Record<string, string>?][] = [
+    ['no_nodes_ready', (w) => w.node('a', { ready: false }), {}, 'no_nodes_ready', { a: 'eligibility: NotReady (no fresh heartbeat)' }],
+    ['no_nodes_ready (cordoned)', (w) => w.node('a', { cordoned: true }), {}, 'no_nodes_ready', { a: 'eligibility: cordoned' }],
+    ['no_capacity_memory', (w) => w.node('a', { memory: '256Mi' }), { resources: { memory: '512Mi' } }, 'no_capacity_memory'],
+    ['no_capacity_gpu', (w) => w.node('a'), { resources: { gpus: 1 } }, 'no_capacity_gpu'],
+    ['node_selector_mismatch', (w) => w.node('a', { labels: { zone: 'b' } }), { placement: { nodeSelector: { zone: 'a' } } }, 'node_selector_mismatch'],
+    ['cannot_satisfy_host_placement', (w) => w.node('a'), { placement: { mode: 'hosts', hosts: ['z'] } }, 'cannot_satisfy_host_placement'],
+  ];
+  it.each(cases)('%s: status carries the reason and per-node breakdown; placement_failed audited once', (_n, setup, spec, reason, nodes) => {
+    const w = new World();
+    setup(w);
+    w.deploy('d', { s: svc(spec) });
+    const p = w.pass();
+    expect(p.place).toEqual([]);
+    const u = scheduling(w, 'd', 's')!.unschedulable!;
+    expect(u).toMatchObject({ reason, count: 1 });
+    expect(Object.keys(u.nodes)).toEqual(['a']);
+    if (nodes) expect(u.nodes).toEqual(nodes);
+    expect(p.unschedulable).toEqual({ [reason]: 1 });
+    expect(w.auditOf('placement_failed')).toHaveLength(1);
+    expect(w.auditOf('placement_failed')[0]!.payload).toMatchObject({ service: 's', reason });
+    // Not audited again while the reason stays; nothing written.
+    expect(labels(w.pass())).toEqual([]);
+    expect(w.auditOf('placement_failed')).toHaveLength(1);
+  });
+
+  it('port_conflict: the host port is taken on every node', () => {
+    const w = new World();
+    w.node('a');
+    w.deploy('x', { first: svc({ ports: [9000] }) });
+    w.deploy('y', { second: svc({ ports: [9000] }) });
+    w.converge();
+    expect(scheduling(w, 'y', 'second')!.unschedulable).toMatchObject({ reason: 'port_conflict', nodes: { a: 'ports: host port 9000 is taken' } });
+  });
+
+  it('hosts: fewer listed hosts eligible than replicas wanted → none placed, with the missing hosts', () => {
+    const w = threeNodes();
+    w.node('node-3', { cordoned: true });
+    w.deploy('d', { pinned: svc({ replicas: 2, placement: { mode: 'hosts', hosts: ['node-1', 'node-3', 'node-9'] } }) });
+    w.deploy('e', { pinned: svc({ replicas: 2, placement: { mode: 'hosts', hosts: ['node-1', 'node-2', 'node-3'] } }) });
+    w.converge();
+    expect(w.placement('d')).toEqual({});
+    // node-1 could take one, but 2 are wanted: all or nothing.
+    expect(scheduling(w, 'd', 'pinned')!.unschedulable).toMatchObject({ reason: 'cannot_satisfy_host_placement', count: 2, missing: ['node-3', 'node-9'] });
+    expect(new Set(Object.values(w.placement('e')))).toEqual(new Set(['node-1', 'node-2']));
+  });
+
+  it('volume locality: the first placement records the home in the same act; later placements only there', () => {
+    const w = threeNodes();
+    const db = svc({ volumes: [{ type: 'volume', source: 'data', target: '/data' }] });
+    w.deploy('d', { db });
+    const p = w.pass();
+    const act = p.acts.find((a) => a.label.startsWith('place'))!;
+    expect(act.ops.some((o) => o.op === 'create' && o.key === keys.volumeHome('d', 'data'))).toBe(true);
+    const home = w.get<VolumeHome>(keys.volumeHome('d', 'data'))!.spec.node;
+    expect(w.placement('d')).toEqual({ 'd-db-0': home });
+    // Replica gone (scaled to 0 and back): it comes back on the home, and when the home is
+    // cordoned it cannot be placed at all.
+    w.deploy('d', { db: { ...db, replicas: 0 } });
+    w.converge();
+    w.node(home, { cordoned: true });
+    w.deploy('d', { db: { ...db, replicas: 1 } });
+    w.converge();
+    expect(w.placement('d')).toEqual({});
+    expect(scheduling(w, 'd', 'db')!.unschedulable).toMatchObject({ reason: 'volume_locality_no_node', count: 1 });
+    w.node(home);
+    w.converge();
+    expect(w.placement('d')).toEqual({ 'd-db-1': home });
+  });
+
+  it('priority: services place in descending priority across deployments; the higher one takes the last slot', () => {
+    const w = new World();
+    w.node('a', { memory: '600Mi' });
+    w.deploy('aaa', { low: svc({ resources: { memory: '400Mi' } }) });
+    w.deploy('zzz', { high: svc({ resources: { memory: '400Mi' }, priority: 10 }) });
+    w.pass();
+    expect(w.placement('zzz')).toEqual({ 'zzz-high-0': 'a' });
+    expect(w.placement('aaa')).toEqual({});
+    expect(scheduling(w, 'aaa', 'low')!.unschedulable!.reason).toBe('no_capacity_memory');
+  });
+
+  it('a counter ahead of the desired informer waits instead of placing twice', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.converge();
+    w.deploy('d', { web: svc({ replicas: 4 }) });
+    w.seen = { deployments: w.revision, desired: w.get<ReplicaCounter>(keys.counter('d', 'web')) ? 1 : 0, nodes: w.revision };
+    const p = decideOnce(w);
+    expect(p.place).toEqual([]);
+    expect(p.waiting[0]!.note).toContain('waiting for the desired informer');
+  });
+});
+
+describe('determinism', () => {
+  const shuffleMap = <K, V>(m: ReadonlyMap<K, V>, seed: number) => new Map(shuffled([...m], seed));
+
+  it('shuffled inputs give the same plan', () => {
+    const w = new World();
+    for (let i = 0; i < 6; i++) w.node(`n${i}`, { labels: { zone: i % 2 ? 'a' : 'b' }, memory: '2Gi' });
+    w.node('n6', { ready: false });
+    w.deploy('a', { web: svc({ replicas: 4, ports: [80] }), worker: svc({ replicas: 5, placement: { mode: 'pack' }, resources: { memory: '300Mi' } }) });
+    w.deploy('b', { agent: svc({ placement: { mode: 'global', nodeSelector: { zone: 'a' } } }), api: svc({ replicas: 3, priority: 5, placement: { nodeSelector: { zone: 'b' } } }) });
+    w.converge();
+    w.runAll();
+    w.observe('a-web-1', 'exited');
+    w.deploy('a', { web: svc({ replicas: 2, ports: [80] }), worker: svc({ replicas: 7, placement: { mode: 'pack' }, resources: { memory: '300Mi' } }) });
+    const snap = w.snapshot();
+    const want = JSON.stringify(decide(snap, w.now, w.config));
+    for (let seed = 1; seed <= 15; seed++) {
+      const s = {
+        ...snap,
+        deployments: shuffleMap(snap.deployments, seed),
+        nodes: shuffleMap(snap.nodes, seed + 1),
+        heartbeats: shuffleMap(snap.heartbeats, seed + 2),
+        desired: shuffled([...snap.desired], seed + 3),
+        observed: shuffleMap(snap.observed, seed + 4),
+        counters: shuffleMap(snap.counters, seed + 5),
+        endpoints: shuffleMap(snap.endpoints, seed + 6),
+        decisions: shuffleMap(snap.decisions, seed + 7),
+        statuses: shuffleMap(snap.statuses, seed + 8),
+      };
+      expect(JSON.stringify(decide(s, w.now, w.config))).toBe(want);
+    }
+  });
+
+  it('spread stability: removing a node that holds no replica changes no placement', () => {
+    const build = (without?: string) => {
+      const w = new World();
+      for (let i = 0; i < 8; i++) if (`n${i}` !== without) w.node(`n${i}`);
+      w.deploy('d', { web: svc({ replicas: 5 }) });
+      w.pass();
+      return w.placement('d');
+    };
+    const before = build();
+    const unused = Array.from({ length: 8 }, (_, i) => `n${i}`).filter((n) => !Object.values(before).includes(n));
+    expect(unused.length).toBe(3);
+    for (const n of unused) expect(build(n)).toEqual(before);
+  });
+
+  it('a leader failover re-deciding from scratch writes nothing new', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 3 }), agent: svc({ placement: { mode: 'global' } }) });
+    w.converge();
+    w.runAll();
+    w.converge();
+    w.notReadySince.clear();
+    expect(labels(decideOnce(w))).toEqual([]);
+  });
+});
+
+describe('health and restarts', () => {
+  function oneReplica(spec: Partial<ServiceSpec> = {}) {
+    const w = threeNodes();
+    w.deploy('d', { web: svc(spec) });
+    w.converge();
+    w.runAll();
+    w.converge();
+    return w;
+  }
+  const cmd = (w: World) => w.list<ReplicaCommand>(keys.commandsOf())[0]?.value;
+
+  it('exited → restart command; waits for the ack; backs off; 3 restarts then restart_exhausted; next apply restores the budget', () => {
+    const w = oneReplica();
+    w.observe('d-web-0', 'exited', { exitCode: 1, details: 'exited with code 1' });
+    let p = w.pass();
+    expect(p.restart).toMatchObject([{ replica: 'd-web-0', cause: 'exited', restarts: 1, seq: 1 }]);
+    expect(cmd(w)).toMatchObject({ spec: { op: 'restart', seq: 1 }, status: { restarts: 1, generation: 1, lastRestartAt: iso(w.now) } });
+    expect(cmd(w)!.spec.reason).toContain('exited: exited with code');
+    // Not executed yet: nothing more, however long.
+    w.advance(100);
+    expect(w.pass().acts).toEqual([]);
+    // Executed, and it failed again: the back-off (500 ms after the first restart) must pass.
+    w.ack('d-web-0', 'exited');
+    p = w.pass();
+    expect(p.restart).toEqual([]);
+    expect(p.wakeAt).toBe(Date.parse(cmd(w)!.status!.lastRestartAt!) + 500);
+    w.advance(400);
+    expect(w.pass().restart).toMatchObject([{ restarts: 2, seq: 2 }]);
+    w.ack('d-web-0', 'degraded');
+    w.advance(999);
+    expect(w.pass().restart).toEqual([]);
+    w.advance(1);
+    expect(w.pass().restart).toMatchObject([{ cause: 'degraded', restarts: 3, seq: 3 }]);
+    w.ack('d-web-0', 'exited');
+    w.advance(5_000);
+    p = w.pass();
+    expect(p.restart).toEqual([]);
+    expect(p.commandStatus).toMatchObject([{ kind: 'exhaust', status: { exhausted: true, restarts: 3, generation: 1 } }]);
+    expect(scheduling(w, 'd', 'web')!.restartExhausted).toEqual(['d-web-0']);
+    expect(w.auditOf('replica_restarted')).toHaveLength(3);
+    expect(w.auditOf('restart_exhausted')).toHaveLength(1);
+    w.advance(60_000);
+    expect(labels(w.pass())).toEqual([]);
+    // The next apply: restarted at once, with a fresh budget.
+    w.deploy('d', { web: svc({ env: { A: '1' } }) });
+    p = w.pass();
+    expect(p.restart).toMatchObject([{ restarts: 1, seq: 4 }]);
+    expect(scheduling(w, 'd', 'web')!.restartExhausted).toBeUndefined();
+  });
+
+  it('running past its minimum ready time clears the counter', () => {
+    const w = oneReplica();
+    w.observe('d-web-0', 'exited');
+    w.pass();
+    w.ack('d-web-0', 'running');
+    const p = w.pass();
+    expect(p.commandStatus).toEqual([]);
+    expect(p.wakeAt).toBe(w.now + 5_000); // minReadyTime 5s by default
+    w.advance(5_000);
+    expect(w.pass().commandStatus).toMatchObject([{ kind: 'recover', status: { restarts: 0 } }]);
+    expect(cmd(w)!.status).toEqual({ restarts: 0, generation: 1 });
+  });
+
+  it.each<[string, string, string | undefined, boolean]>([
+    ['degraded (health check failing)', 'degraded', 'unhealthy', true],
+    ['exited (container removed behind the agent)', 'exited', 'container_removed', true],
+    ['failed to start', 'failed', 'start_failed', true],
+    ['failed: invalid spec (a restart cannot help)', 'failed', 'invalid_spec', false],
+    ['pulling', 'pulling', 'pulling', false],
+    ['pending image pull', 'pending', 'image_pull_failed', false],
+    ['starting', 'starting', undefined, false],
+  ])('%s → restart: %s', (_n, state, code, restarts) => {
+    const w = oneReplica();
+    w.observe('d-web-0', state as never, code ? { code } : {});
+    expect(decideOnce(w).restart.length).toBe(restarts ? 1 : 0);
+  });
+
+  it('a replica on a NotReady node is not restarted (its observation is stale)', () => {
+    const w = oneReplica();
+    const node = w.desired()[0]!.spec.node;
+    w.observe('d-web-0', 'exited');
+    w.nodeDown(node);
+    expect(decideOnce(w).restart).toEqual([]);
+  });
+
+  it('endpoints list only ready replicas on Ready nodes, with host and ports', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 3, ports: [8080] }) });
+    w.converge();
+    w.runAll();
+    w.pass();
+    const eps = () => w.get<Endpoints>(keys.endpoints('d', 'web'))!.spec.addresses;
+    expect(eps().map((a) => a.replica)).toEqual(['d-web-0', 'd-web-1', 'd-web-2']);
+    expect(eps()[0]!.ports).toEqual([8080]);
+    w.observe('d-web-1', 'degraded', { code: 'unhealthy' });
+    w.nodeDown(w.placement('d')['d-web-2']!);
+    w.pass();
+    expect(eps().map((a) => a.replica)).toEqual(['d-web-0']);
+  });
+});
+
+describe('node lost', () => {
+  function spreadOnThree() {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 3 }), db: svc({ volumes: [{ type: 'volume', source: 'data', target: '/data' }] }), agent: svc({ placement: { mode: 'global' } }) });
+    w.converge();
+    w.runAll();
+    w.converge();
+    return w;
+  }
+
+  it('within the grace nothing moves; after it, stateless replicas are re-placed in one act (same id); stateful stay as node_lost; global stay', () => {
+    const w = spreadOnThree();
+    const lostNode = w.placement('d', 'db')['d-db-0']!;
+    const victim = Object.entries(w.placement('d', 'web')).find(([, n]) => n === lostNode)![0];
+    w.nodeDown(lostNode);
+    let p = w.pass();
+    expect(p.replaceLost).toEqual([]);
+    expect(p.wakeAt).toBe(w.now + 3_000);
+    w.advance(2_999);
+        expect(w.pass().replaceLost).toEqual([]);
+    w.advance(1);
+        p = w.pass();
+    expect(p.replaceLost).toMatchObject([{ replica: victim, from: [lostNode], notReadyForMs: 3_000 }]);
+    const act = p.acts.find((a) => a.label === `replace ${victim}`)!;
+    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'create', 'put']);
+    expect(act.audit[0]).toMatchObject({ type: 'node_lost', payload: { replica: victim, node: lostNode } });
+    const moved = w.desired().find((d) => d.spec.replica === victim)!;
+    expect(moved.spec.node).not.toBe(lostNode);
+    expect(moved.spec.index).toBeDefined();
+    expect(w.get<PlacementDecision>(keys.decision('d', victim))!.spec.trigger).toBe('node_lost');
+    expect(w.placement('d', 'db')).toEqual({ 'd-db-0': lostNode });
+    expect(w.placement('d', 'agent')[`d-agent-${lostNode}`]).toBe(lostNode);
+    expect(scheduling(w, 'd', 'db')!.nodeLost).toEqual(['d-db-0']);
+    expect(w.auditOf('node_lost').filter((a) => a.payload.stranded)).toHaveLength(1);
+    w.converge();
+    expect(w.auditOf('node_lost').filter((a) => a.payload.stranded)).toHaveLength(1);
+    // The node comes back: nothing is moved back; the stranded replica is no longer node_lost.
+    w.heartbeat(lostNode);
+    w.pass();
+    expect(scheduling(w, 'd', 'db')!.nodeLost).toBeUndefined();
+    expect(w.desired().find((d) => d.spec.replica === victim)!.spec.node).toBe(moved.spec.node);
+  });
+
+  it('a replica with one copy on a lost node and one on a live node (a move) is left to the move mechanism', () => {
+    const w = spreadOnThree();
+    const r = w.desired({ service: 'web' })[0]!;
+    const dst = ['node-1', 'node-2', 'node-3'].find((n) => n !== r.spec.node)!;
+    w.replica('d', 'web', r.spec.index!, dst, { move: { id: 'm', from: r.spec.node, by: 'drain', startedAt: iso(w.now), deadline: iso(w.now + 60_000) } });
+    w.nodeDown(r.spec.node);
+    w.pass();
+    w.advance(10_000);
+    expect(w.pass().replaceLost.filter((x) => x.replica === r.spec.replica)).toEqual([]);
+  });
+
+  it('a node that no longer exists is lost at once', () => {
+    const w = spreadOnThree();
+    const n = w.placement('d', 'web')['d-web-0']!;
+    w.kv.delete(keys.node(n));
+    w.nodeDown(n);
+    expect(w.pass().replaceLost.map((x) => x.replica)).toContain('d-web-0');
+  });
+
+  it('a node the nodes informer may not know yet is not treated as gone', () => {
+    const w = spreadOnThree();
+    const n = w.placement('d', 'web')['d-web-0']!;
+    w.kv.delete(keys.node(n));
+    w.seen = { deployments: w.revision, desired: w.revision, nodes: 50 };
+    const p = decideOnce(w);
+    expect(p.replaceLost).toEqual([]);
+    expect(p.stop).toEqual([]);
+  });
+
+  it('with nowhere to go, the lost replica stays and the service says why', () => {
+    const w = new World();
+    w.node('a');
+    w.deploy('d', { web: svc() });
+    w.converge();
+    w.nodeDown('a');
+    w.pass();
+    w.advance(5_000);
+    const p = w.pass();
+    expect(p.replaceLost).toEqual([]);
+    expect(scheduling(w, 'd', 'web')).toMatchObject({ desired: 1, placed: 1, unschedulable: { reason: 'no_nodes_ready', count: 1 } });
+  });
+});
+
+describe('status', () => {
+  it('keeps the rollout controller\'s field and is written only when it changed', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    const cur = w.get<DeploymentStatus>(keys.deploymentStatus('d'))!;
+    const rollout = { appliedRevision: 1, updatedAt: iso(T0), services: {} };
+    w.put(keys.deploymentStatus('d'), { ...cur, status: { ...cur.status, rollout } });
+    w.advance(1000);
+    expect(labels(w.pass())).toEqual([]);
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.pass();
+    const st = w.get<DeploymentStatus>(keys.deploymentStatus('d'))!.status;
+    expect(st.rollout).toEqual(rollout);
+    expect(st.scheduling).toMatchObject({ observedGeneration: 2, services: { web: { desired: 2, placed: 2 } } });
+  });
+
+  it('cleans up commands whose desired key is gone (e.g. after a move completed)', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    w.put(keys.command('node-9', 'd-web-0'), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'd-web-0' }, spec: { replica: 'd-web-0', op: 'restart', seq: 1, issuedAt: iso(T0), reason: 'x' }, status: { restarts: 0, generation: 1 } });
+    const p = w.pass();
+    expect(p.cleanup).toEqual([{ key: 'commands/node-9/d-web-0', why: 'its replica has no desired key on that node' }]);
+  });
+
+  it('every desired key is created, never overwritten', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 6 }), agent: svc({ placement: { mode: 'global' } }) });
+    const p = w.pass();
+    for (const a of p.acts) for (const o of a.ops) if (o.key.startsWith('desired/')) expect(o.op).toBe('create');
+    expect(w.desired().every((d: ReplicaDesired) => d.spec.placedAt === iso(T0))).toBe(true);
+  });
+});

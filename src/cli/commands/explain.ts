@@ -1,0 +1,134 @@
+// jaco explain REPLICA | DEPLOYMENT/SERVICE: why the scheduler placed a replica where it did (or
+// could not place a service's replicas). It prints the decision as it was stored when it was
+// made — every node's verdict, the winner's score and why it won — never a recomputation.
+import type { Command } from 'commander';
+import { keys } from '../../api/keys.js';
+import type { Deployment, DeploymentStatus, NodeVerdict, PlacementDecision, ReplicaDesired } from '../../api/types.js';
+import type { Store } from '../../store/store.js';
+import { action, CliError, parseOutput, withStore } from '../common.js';
+import { age, printObjects, table } from '../output.js';
+
+function verdictRows(d: PlacementDecision['spec']): (string | number)[][] {
+  const score = (v: NodeVerdict) => `${v.score!.total} (${Object.entries(v.score!.parts).map(([k, x]) => `${k} ${x}`).join(', ') || 'no scoring'})`;
+  return d.verdicts.map((v) =>
+    v.rejected ? [v.node, 'rejected', v.rejected.filter, v.rejected.detail] : [v.node, v.node === d.chosen ? 'chosen' : 'scored', score(v), '-'],
+  );
+}
+
+const indent = (text: string) => text.replace(/^(?=.)/gm, '  ');
+
+function omittedText(o: Record<string, number> | undefined): string {
+  if (!o || !Object.keys(o).length) return '';
+  const parts = Object.entries(o).map(([f, n]) => (f === 'scored' ? `${n} other candidate(s) scored lower` : `${n} rejected by ${f}`));
+  return `Not listed (large cluster): ${parts.join(', ')}\n`;
+}
+
+/** The text of one stored decision, with where the replica is now. */
+export function renderDecision(dec: PlacementDecision, now: number, current: ReplicaDesired[]): string {
+  const d = dec.spec;
+  let out = `Replica:     ${d.replica}\nDeployment:  ${d.deployment}\nService:     ${d.service} (placement ${d.mode})\n`;
+  out += `Decided:     ${d.at} (${age(d.at, now)} ago) by ${d.actor}${d.trigger ? `, trigger ${d.trigger}` : ''}\n`;
+  out += `Chosen:      ${d.chosen ?? `none (${d.reason})`}\nWhy:         ${d.why}\n`;
+  const nodes = current.map((c) => c.spec.node);
+  if (d.chosen && nodes.length && !nodes.includes(d.chosen))
+    out += `Now:         on ${nodes.join(' and ')}: moved since this decision (drain or rebalancer; see jaco audit --type replica_moved,rebalance_moved)\n`;
+  else if (!nodes.length) out += 'Now:         the replica no longer exists\n';
+  out += '\n' + table(['NODE', 'VERDICT', 'FILTER / SCORE', 'DETAIL'], verdictRows(d));
+  return out + omittedText(d.omitted);
+}
+
+/** Finds a replica's stored decision: deployments are few, so try each whose name prefixes the id. */
+async function findDecision(store: Store, replica: string): Promise<PlacementDecision | undefined> {
+  const deps = (await store.list<Deployment>(keys.deployments())).items.map((d) => d.value.metadata.name);
+  for (const dep of deps.filter((n) => replica.startsWith(`${n}-`)).sort((a, b) => b.length - a.length)) {
+    const dec = await store.get<PlacementDecision>(keys.decision(dep, replica));
+    if (dec) return dec.value;
+  }
+  // A deleted deployment's decisions are cleaned up with it; a leftover is still worth showing.
+  return (await store.list<PlacementDecision>(keys.decisions())).items.find((d) => d.value.spec.replica === replica)?.value;
+}
+
+async function explainReplica(store: Store, replica: string, format: string, now: number): Promise<string | undefined> {
+  const dec = await findDecision(store, replica);
+  const copies = (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((d) => d.value).filter((d) => d.spec.replica === replica);
+  if (!dec) {
+    if (copies.length) throw new CliError(`replica "${replica}" exists on ${copies.map((c) => c.spec.node).join(', ')} but has no stored placement decision (placed before decisions were recorded, or by another tool)`);
+    throw new CliError(`replica "${replica}" not found (no placement decision stored for it); see jaco get replicas`);
+  }
+  if (format !== 'table') return void printObjects(format, [dec], true);
+  return renderDecision(dec, now, copies);
+}
+
+async function explainService(store: Store, dep: string, svc: string, format: string, now: number): Promise<string | undefined> {
+  const d = await store.get<Deployment>(keys.deployment(dep));
+  if (!d) throw new CliError(`deployment "${dep}" not found`);
+  const spec = d.value.spec.services[svc];
+  if (!spec) throw new CliError(`deployment "${dep}" has no service "${svc}"; it has ${Object.keys(d.value.spec.services).join(', ')}`);
+  const st = (await store.get<DeploymentStatus>(keys.deploymentStatus(dep)))?.value.status?.scheduling;
+  const sch = st?.services[svc];
+  const decisions = (await store.list<PlacementDecision>(keys.decisions(dep))).items.map((x) => x.value).filter((x) => x.spec.service === svc);
+  const copies = (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((x) => x.value).filter((x) => x.spec.deployment === dep && x.spec.service === svc);
+  if (format !== 'table') return void printObjects(format, [{ deployment: dep, service: svc, scheduling: sch ?? null, decisions }], true);
+
+  let out = `Service:     ${dep}/${svc} (placement ${spec.placement?.mode ?? 'spread'})\n`;
+  out += sch ? `Scheduling:  ${sch.placed} placed of ${sch.desired} desired (as of generation ${st!.observedGeneration}, ${st!.updatedAt})\n` : 'Scheduling:  no status yet (is the scheduler running? jaco controller scheduler)\n';
+  const u = sch?.unschedulable;
+  if (u) {
+    out += `\nUnschedulable: ${u.count} replica(s), reason ${u.reason}\n  ${u.message}\n`;
+    if (u.missing?.length) out += `  missing hosts: ${u.missing.join(', ')}\n`;
+    out += indent(table(['NODE', 'REJECTED BY'], Object.entries(u.nodes).map(([n, why]) => [n, why])));
+  }
+  if (sch?.restartExhausted?.length) out += `\nRestart exhausted: ${sch.restartExhausted.join(', ')} (no more restarts until the next apply)\n`;
+  if (sch?.nodeLost?.length) out += `\nNode lost: ${sch.nodeLost.join(', ')} (stateful: kept on their node)\n`;
+  const where = new Map<string, string[]>();
+  for (const c of copies) where.set(c.spec.replica, [...(where.get(c.spec.replica) ?? []), c.spec.node]);
+  const ids = [...new Set([...decisions.map((x) => x.spec.replica), ...where.keys()])].sort();
+  if (ids.length) {
+    out += '\nReplicas (the decision stored when each was placed; jaco explain REPLICA for every node):\n';
+    const byId = new Map(decisions.map((x) => [x.spec.replica, x.spec]));
+    out += indent(table(
+      ['REPLICA', 'NOW ON', 'DECIDED', 'TRIGGER', 'WHY'],
+      ids.map((id) => {
+        const x = byId.get(id);
+        return [id, where.get(id)?.join(',') ?? '(gone)', x ? `${age(x.at, now)} ago` : '-', x?.trigger ?? '-', x?.why ?? 'no stored decision'];
+      }),
+    ));
+  }
+  return out;
+}
+
+export function registerExplain(program: Command): void {
+  program
+    .command('explain')
+    .description('Explain a placement as it was decided: per node the filter that rejected it or its score, and why the chosen node won')
+    .argument('<target>', 'a replica id (hello-web-0), or DEPLOYMENT/SERVICE for a service and its unschedulable replicas')
+    .option('-o, --output <format>', 'yaml or json (the stored decision objects)')
+    .addHelpText(
+      'after',
+      `
+Filters, in pipeline order: eligibility (NotReady, cordoned, draining, no capacity), excluded,
+hosts, node_selector, volume_locality, memory, gpus, ports, anti_affinity. Scores: spread and
+hosts prefer the node with the fewest replicas of the service (peers), then CPU headroom against
+capacity × 4 in quarter steps (cpu), then a stable per-replica hash (hash); pack prefers the node
+with the fewest replicas. Decisions are stored when made (decisions/<deployment>/<replica>).
+
+Examples:
+  jaco explain hello-web-0
+  jaco explain hello/web
+  jaco explain hello-web-0 -o yaml
+`,
+    )
+    .action(
+      action(async (target: string, opts: { output?: string }, cmd: Command) => {
+        const format = parseOutput(opts.output, ['table', 'yaml', 'json']);
+        const text = await withStore(cmd, (store) => {
+          const slash = target.indexOf('/');
+          if (slash < 0) return explainReplica(store, target, format, Date.now());
+          const [dep, svc] = [target.slice(0, slash), target.slice(slash + 1)];
+          if (!dep || !svc || svc.includes('/')) throw new CliError(`"${target}" is neither a replica id nor DEPLOYMENT/SERVICE`);
+          return explainService(store, dep, svc, format, Date.now());
+        });
+        if (text) process.stdout.write(text);
+      }),
+    );
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../api/keys.js';
+import { templateOf } from '../../api/serving.js';
+import type { Deployment, DeploymentStatus, Heartbeat, Node, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../../api/types.js';
+import type { Versioned } from '../../store/store.js';
+import { joinClusterView, type ClusterParts } from '../cluster-view.js';
+import { renderStatus, statusRows } from './status.js';
+
+const NOW = Date.parse('2026-11-21T10:00:00Z');
+const iso = (ms: number) => new Date(ms).toISOString();
+let rev = 1;
+const v = <T>(key: string, value: T): Versioned<T> => ({ key, value, modRevision: ++rev, createRevision: rev, version: 1 });
+
+const web: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 3 };
+const db: ServiceSpec = { image: 'jaco-demo/busybox:1', volumes: [{ type: 'volume', source: 'data', target: '/data' }] };
+
+function desired(id: string, svc: string, node: string, spec: ServiceSpec, extra: Partial<ReplicaDesired['spec']> = {}): Versioned<ReplicaDesired> {
+  const t = templateOf(2, spec);
+  return v(keys.desired(node, id), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: id }, spec: { replica: id, deployment: 'shop', service: svc, node, revision: 2, specHash: t.specHash, template: t.template, placedAt: iso(NOW - 300_000), ...extra } });
+}
+function observed(id: string, node: string, state: ReplicaObserved['status']['state'], extra: Partial<ReplicaObserved['status']> = {}): Versioned<ReplicaObserved> {
+  return v(keys.observed(node, id), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: id }, status: { replica: id, node, deployment: 'shop', service: id.split('-')[1]!, state, startedAt: iso(NOW - 90_000), observedAt: iso(NOW), ...extra } });
+}
+const node = (name: string): Versioned<Node> => v(keys.node(name), { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 2 ** 31, gpus: 0 }, agentVersion: 't', registeredAt: iso(NOW) } });
+const hb = (name: string): Versioned<Heartbeat> => v(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(NOW), intervalMs: 1000, agentVersion: 't', dockerUp: true } });
+
+function parts(): ClusterParts {
+  const dep: Deployment = { apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name: 'shop', generation: 2, creationTimestamp: iso(NOW - 600_000) }, spec: { services: { web, db } } };
+  const status: DeploymentStatus = {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'DeploymentStatus',
+    metadata: { name: 'shop' },
+    status: { scheduling: { observedGeneration: 2, updatedAt: iso(NOW), services: { web: { desired: 4, placed: 3, unschedulable: { reason: 'no_capacity_memory', count: 1, message: 'no node can take it', nodes: { 'node-1': 'memory: full' } }, restartExhausted: ['shop-web-2'] }, db: { desired: 1, placed: 1, nodeLost: ['shop-db-0'] } } } },
+  };
+  const plan: RolloutPlan = {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'RolloutPlan',
+    metadata: { name: 'shop-web' },
+    spec: { deployment: 'shop', service: 'web', fromRevision: 1, toRevision: 2, fromHash: 'a', toHash: 'b', totalSteps: 3, currentStep: 1, state: 'in_progress', startedAt: iso(NOW), steps: [] },
+  };
+  const cmd: ReplicaCommand = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'shop-web-2' }, spec: { replica: 'shop-web-2', op: 'restart', seq: 3, issuedAt: iso(NOW), reason: 'x' }, status: { restarts: 3, exhausted: true, generation: 2 } };
+  return {
+    revision: 100,
+    deployments: [v(keys.deployment('shop'), dep)],
+    statuses: [v(keys.deploymentStatus('shop'), status)],
+    nodes: ['node-1', 'node-2', 'node-3'].map(node),
+    heartbeats: ['node-1', 'node-2'].map(hb), // node-3 is NotReady
+    drains: [],
+    desired: [
+      desired('shop-web-0', 'web', 'node-1', web),
+      desired('shop-web-0', 'web', 'node-2', web, { move: { id: 'm', from: 'node-1', by: 'drain', startedAt: iso(NOW), deadline: iso(NOW + 60_000) } }),
+      desired('shop-web-1', 'web', 'node-3', web),
+      desired('shop-web-2', 'web', 'node-2', web),
+      desired('shop-db-0', 'db', 'node-3', db),
+    ],
+    observed: [observed('shop-web-0', 'node-1', 'running'), observed('shop-web-0', 'node-2', 'starting'), observed('shop-web-1', 'node-3', 'running'), observed('shop-web-2', 'node-2', 'exited'), observed('shop-db-0', 'node-3', 'running')],
+    commands: [v(keys.command('node-2', 'shop-web-2'), cmd)],
+    rollouts: [v(keys.rollout('shop', 'web'), plan)],
+  };
+}
+
+describe('jaco status rows', () => {
+  const rows = statusRows(joinClusterView(parts()), undefined, NOW);
+  const web = rows[0]!.services.find((s) => s.name === 'web')!;
+  const dbRow = rows[0]!.services.find((s) => s.name === 'db')!;
+
+  it('counts a moving replica once, and running by replica id', () => {
+    expect(web).toMatchObject({ desired: 4, running: 1, placed: 3 });
+    expect(web.moves).toEqual([{ replica: 'shop-web-0', from: 'node-1', to: 'node-2', by: 'drain' }]);
+  });
+
+  it('shows restart_exhausted, node_not_ready and node_lost where the control plane knows better than the observation', () => {
+    const state = (s: typeof web, r: string, n: string) => s.replicas.find((x) => x.replica === r && x.node === n)!;
+    expect(state(web, 'shop-web-2', 'node-2')).toMatchObject({ state: 'failed', code: 'restart_exhausted', restarts: 3 });
+    expect(state(web, 'shop-web-1', 'node-3')).toMatchObject({ state: 'unknown', code: 'node_not_ready' });
+    expect(state(dbRow, 'shop-db-0', 'node-3')).toMatchObject({ state: 'unknown', code: 'node_lost' });
+    expect(state(web, 'shop-web-0', 'node-1')).toMatchObject({ state: 'running', age: '90s' });
+  });
+
+  it('renders rollout step, moves, unschedulable nodes, exhausted and lost replicas', () => {
+    const text = renderStatus(rows, 'table');
+    expect(text).toMatch(/^web +spread +4 +1 +in_progress r1→r2 1\/3 +shop-web-0 node-1→node-2 \(drain\) +1 no_capacity_memory$/m);
+    expect(text).toMatch(/^shop-web-0 +web +node-2 +starting +- +0 +2 +90s +from node-1 \(drain\)$/m);
+    expect(text).toContain('web: 1 replica(s) unschedulable: no_capacity_memory\n  no node can take it\n  node-1: memory: full\n');
+    expect(text).toContain('web: restart_exhausted (no more restarts until the next apply): shop-web-2');
+    expect(text).toContain('db: node_lost (stateful, kept on their node): shop-db-0');
+    expect(JSON.parse(renderStatus(rows, 'json')).deployments[0].services[1].rollout).toEqual({ state: 'in_progress', fromRevision: 1, toRevision: 2, currentStep: 1, totalSteps: 3 });
+  });
+});

@@ -1,0 +1,290 @@
+// jaco status [DEPLOYMENT] [-w] [-o json]: what the scheduler made of each deployment — per
+// service desired and running counts, unschedulable reasons, rollout state and moves in flight;
+// per replica its node, state, code, restarts and age. -w redraws on every change (informers).
+import type { Command } from 'commander';
+import { keys } from '../../api/keys.js';
+import { nodeReady } from '../../api/nodes.js';
+import { placementMode } from '../../api/spec.js';
+import type {
+  Deployment,
+  DeploymentStatus,
+  Heartbeat,
+  Node,
+  NodeDrain,
+  ReplicaCommand,
+  ReplicaDesired,
+  ReplicaObserved,
+  RolloutPlan,
+  ServiceSchedulingStatus,
+  Unschedulable,
+} from '../../api/types.js';
+import { logger } from '../../observability/log.js';
+import { Informer } from '../../store/informer.js';
+import type { Store } from '../../store/store.js';
+import { desiredCount, joinClusterView, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { action, CliError, connect, parseOutput } from '../common.js';
+import { age, table, toJson } from '../output.js';
+
+export interface ReplicaStatusRow {
+  replica: string;
+  node: string;
+  state: string;
+  code?: string;
+  restarts: number;
+  revision: number;
+  startedAt?: string;
+  placedAt: string;
+  age: string;
+  move?: { from: string; by: string; deadline: string };
+}
+
+export interface ServiceStatusRow {
+  name: string;
+  mode: string;
+  desired: number;
+  running: number;
+  placed?: number;
+  unschedulable?: Unschedulable;
+  restartExhausted?: string[];
+  nodeLost?: string[];
+  rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string };
+  moves: { replica: string; from: string; to: string; by: string }[];
+  replicas: ReplicaStatusRow[];
+}
+
+export interface DeploymentStatusRow {
+  name: string;
+  revision: number;
+  /** The generation the scheduler last reported on (behind revision while it catches up). */
+  observedGeneration?: number;
+  age: string;
+  services: ServiceStatusRow[];
+}
+
+/** A replica's state as `jaco status` shows it: what the node-agent observed, corrected by what the control plane knows. */
+function shownState(r: ReplicaRow, ready: boolean, nodeLost: boolean): { state: string; code?: string } {
+  const s = replicaState(r);
+  if (nodeLost) return { state: s.state === 'running' ? 'unknown' : s.state, code: 'node_lost' };
+  if (!ready && s.code !== 'restart_exhausted' && !r.desired.spec.suspended) return { state: 'unknown', code: 'node_not_ready' };
+  return s;
+}
+
+/** The status of every deployment (or one), computed from a cluster view. */
+export function statusRows(v: ClusterView, name: string | undefined, now: number): DeploymentStatusRow[] {
+  const ready = (n: string) => nodeReady(v.heartbeats.get(n), now);
+  const readyNodes = [...v.nodes.keys()].filter(ready).length;
+  const deps = [...v.deployments.values()].filter((d) => !name || d.value.metadata.name === name).sort((a, b) => (a.value.metadata.name < b.value.metadata.name ? -1 : 1));
+  return deps.map(({ value: d }) => {
+    const dep = d.metadata.name;
+    const st: DeploymentStatus['status'] | undefined = v.statuses.get(dep)?.status;
+    const services = Object.keys(d.spec.services)
+      .sort()
+      .map((svc): ServiceStatusRow => {
+        const spec = d.spec.services[svc]!;
+        const sch: ServiceSchedulingStatus | undefined = st?.scheduling?.services[svc];
+        const rows = v.replicas.filter((r) => r.desired.spec.deployment === dep && r.desired.spec.service === svc);
+        const plan = v.rollouts.find((p) => p.spec.deployment === dep && p.spec.service === svc)?.spec;
+        const lost = new Set(sch?.nodeLost ?? []);
+        const moves = rows
+          .filter((r) => r.desired.spec.move)
+          .map((r) => ({ replica: r.id, from: r.desired.spec.move!.from, to: r.node, by: r.desired.spec.move!.by }));
+        return {
+          name: svc,
+          mode: placementMode(spec),
+          desired: sch?.desired ?? desiredCount(d, svc, readyNodes),
+          // What a NotReady node last reported is stale: its replicas do not count as running.
+          running: runningCount(rows.filter((r) => ready(r.node))),
+          ...(sch ? { placed: sch.placed } : {}),
+          ...(sch?.unschedulable ? { unschedulable: sch.unschedulable } : {}),
+          ...(sch?.restartExhausted ? { restartExhausted: sch.restartExhausted } : {}),
+          ...(sch?.nodeLost ? { nodeLost: sch.nodeLost } : {}),
+          ...(plan
+            ? {
+                rollout: {
+                  state: plan.state,
+                  fromRevision: plan.fromRevision,
+                  toRevision: plan.toRevision,
+                  currentStep: plan.currentStep,
+                  totalSteps: plan.totalSteps,
+                  ...(plan.failureReason ? { failureReason: plan.failureReason } : {}),
+                },
+              }
+            : {}),
+          moves,
+          replicas: rows.map((r) => {
+            const s = shownState(r, ready(r.node), lost.has(r.id));
+            const startedAt = r.observed?.status?.startedAt;
+            const m = r.desired.spec.move;
+            return {
+              replica: r.id,
+              node: r.node,
+              state: s.state,
+              ...(s.code ? { code: s.code } : {}),
+              restarts: r.command?.status?.restarts ?? 0,
+              revision: r.desired.spec.revision,
+              ...(startedAt ? { startedAt } : {}),
+              placedAt: r.desired.spec.placedAt,
+              age: age(startedAt ?? r.desired.spec.placedAt, now),
+              ...(m ? { move: { from: m.from, by: m.by, deadline: m.deadline } } : {}),
+            };
+          }),
+        };
+      });
+    return {
+      name: dep,
+      revision: d.metadata.generation ?? 1,
+      ...(st?.scheduling ? { observedGeneration: st.scheduling.observedGeneration } : {}),
+      age: age(d.metadata.creationTimestamp, now),
+      services,
+    };
+  });
+}
+
+function rolloutText(r: ServiceStatusRow['rollout']): string {
+  if (!r) return '-';
+  return `${r.state} r${r.fromRevision}→r${r.toRevision} ${r.currentStep}/${r.totalSteps}${r.failureReason ? ` (${r.failureReason})` : ''}`;
+}
+
+/** The table form of one deployment's status. */
+export function renderDeployment(d: DeploymentStatusRow): string {
+  let out = `Deployment ${d.name}: revision ${d.revision}${d.observedGeneration !== undefined && d.observedGeneration !== d.revision ? ` (scheduler at ${d.observedGeneration})` : ''}, age ${d.age}\n`;
+  out += table(
+    ['SERVICE', 'MODE', 'DESIRED', 'RUNNING', 'ROLLOUT', 'MOVES', 'UNSCHEDULABLE'],
+    d.services.map((s) => [
+      s.name,
+      s.mode,
+      s.desired,
+      s.running,
+      rolloutText(s.rollout),
+      s.moves.length ? s.moves.map((m) => `${m.replica} ${m.from}→${m.to} (${m.by})`).join(', ') : '-',
+      s.unschedulable ? `${s.unschedulable.count} ${s.unschedulable.reason}` : '-',
+    ]),
+  );
+  const replicas = d.services.flatMap((s) => s.replicas.map((r) => ({ s, r })));
+  if (replicas.length)
+    out +=
+      '\n' +
+      table(
+        ['REPLICA', 'SERVICE', 'NODE', 'STATE', 'CODE', 'RESTARTS', 'REVISION', 'AGE', 'MOVE'],
+        replicas.map(({ s, r }) => [r.replica, s.name, r.node, r.state, r.code ?? '-', r.restarts, r.revision, r.age, r.move ? `from ${r.move.from} (${r.move.by})` : '-']),
+      );
+  for (const s of d.services) {
+    const u = s.unschedulable;
+    if (!u) continue;
+    out += `\n${s.name}: ${u.count} replica(s) unschedulable: ${u.reason}\n  ${u.message}\n`;
+    if (u.missing?.length) out += `  missing hosts: ${u.missing.join(', ')}\n`;
+    for (const [node, why] of Object.entries(u.nodes)) out += `  ${node}: ${why}\n`;
+  }
+  for (const s of d.services) {
+    if (s.restartExhausted?.length) out += `\n${s.name}: restart_exhausted (no more restarts until the next apply): ${s.restartExhausted.join(', ')}\n`;
+    if (s.nodeLost?.length) out += `\n${s.name}: node_lost (stateful, kept on their node): ${s.nodeLost.join(', ')}\n`;
+  }
+  return out;
+}
+
+export function renderStatus(rows: DeploymentStatusRow[], format: string): string {
+  if (format === 'json') return toJson({ deployments: rows });
+  if (!rows.length) return 'No deployments.\n';
+  return rows.map(renderDeployment).join('\n');
+}
+
+const WATCHED = {
+  deployments: keys.deployments(),
+  statuses: keys.deploymentStatuses(),
+  nodes: keys.nodes(),
+  heartbeats: keys.heartbeats(),
+  drains: keys.drains(),
+  desired: keys.desiredOf(),
+  observed: keys.observedOf(),
+  commands: keys.commandsOf(),
+  rollouts: keys.rollouts(),
+} as const;
+
+/** Redraws on every change until SIGINT/SIGTERM (table: clears the screen; json: one line per change). */
+async function watchStatus(store: Store, name: string | undefined, format: string): Promise<void> {
+  const log = logger('status');
+  const infs = Object.fromEntries(Object.entries(WATCHED).map(([k, prefix]) => [k, new Informer<unknown>(store, prefix, { log })])) as Record<keyof typeof WATCHED, Informer<unknown>>;
+  await Promise.all(Object.values(infs).map((i) => i.start()));
+  const items = <T>(k: keyof typeof WATCHED) => [...(infs[k] as Informer<T>).items.values()];
+  let last = '';
+  const draw = () => {
+    const view = joinClusterView({
+      revision: Math.max(...Object.values(infs).map((i) => i.revision)),
+      deployments: items<Deployment>('deployments'),
+      statuses: items<DeploymentStatus>('statuses'),
+      nodes: items<Node>('nodes'),
+      heartbeats: items<Heartbeat>('heartbeats'),
+      drains: items<NodeDrain>('drains'),
+      desired: items<ReplicaDesired>('desired'),
+      observed: items<ReplicaObserved>('observed'),
+      commands: items<ReplicaCommand>('commands'),
+      rollouts: items<RolloutPlan>('rollouts'),
+    });
+    const rows = statusRows(view, name, Date.now());
+    if (format === 'json') {
+      const line = JSON.stringify({ time: new Date().toISOString(), deployments: rows });
+      if (line.slice(line.indexOf(',')) !== last) process.stdout.write(line + '\n');
+      last = line.slice(line.indexOf(','));
+      return;
+    }
+    const text = name && !rows.length ? `deployment "${name}" not found (waiting for it)\n` : renderStatus(rows, format);
+    process.stdout.write((process.stdout.isTTY ? '\x1b[2J\x1b[H' : '\n') + `Every change; ${new Date().toISOString()}  (Ctrl-C to stop)\n\n` + text);
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = () => {
+    if (!timer) timer = setTimeout(() => ((timer = undefined), draw()), 100);
+  };
+  for (const i of Object.values(infs)) {
+    i.on('change', schedule);
+    i.on('relisted', schedule);
+  }
+  draw();
+  // Ages and heartbeat freshness change without events: redraw now and then too (table only).
+  const tick = format === 'json' ? undefined : setInterval(schedule, 2000);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  clearInterval(tick);
+  clearTimeout(timer);
+  await Promise.all(Object.values(infs).map((i) => i.stop()));
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .description('Show deployments as the scheduler sees them: per service desired/running, unschedulable reasons, rollouts and moves; per replica node, state, code, restarts, age')
+    .argument('[deployment]', 'one deployment (default: all)')
+    .option('-w, --watch', 'redraw on every change until Ctrl-C')
+    .option('-o, --output <format>', 'json')
+    .addHelpText(
+      'after',
+      `
+States and codes: STATE is what the node-agent observes (pulling, pending, starting, running,
+degraded, exited, failed, stopped); CODE says why. The scheduler adds: failed/restart_exhausted
+(3 restarts in a row without becoming ready: no more until the next apply), unknown/node_not_ready
+(the node's heartbeat lapsed), node_lost (a stateful replica kept on a node that is gone).
+
+Examples:
+  jaco status
+  jaco status hello -w
+  jaco status hello -o json | jq '.deployments[0].services[] | {name, desired, running}'
+`,
+    )
+    .action(
+      action(async (name: string | undefined, opts: { watch?: boolean; output?: string }, cmd: Command) => {
+        const format = parseOutput(opts.output, ['table', 'json']);
+        const store = await connect(cmd);
+        try {
+          if (opts.watch) return await watchStatus(store, name, format);
+          const rows = statusRows(await readClusterView(store), name, Date.now());
+          if (name && !rows.length) throw new CliError(`deployment "${name}" not found`);
+          process.stdout.write(renderStatus(rows, format));
+        } catch (e) {
+          throw store.unreachable(e);
+        } finally {
+          store.close();
+        }
+      }),
+    );
+}
