@@ -2,6 +2,7 @@
 // leader-elected controller and returns a handle to stop it.
 import type { ControllerContext } from '../src/runtime/controller.js';
 import { startScheduler } from './scheduler/controller.js';
+import { startRolloutController } from './rollout/index.js';
 
 export interface ControllerHandle {
   name: string;
@@ -15,4 +16,5 @@ export type ControllerFactory = (ctx: ControllerContext) => Promise<ControllerHa
 /** Controllers in start order. */
 export const CONTROLLERS: Record<string, ControllerFactory> = {
   scheduler: startScheduler,
+  rollout: startRolloutController,
 };

@@ -26,8 +26,6 @@ export interface Timings {
   restartBackoffMs: number;
   /** Default rolling-update step timeout (seed 001: 60 s; per service: update.stepTimeout). */
   stepTimeoutMs: number;
-  /** Default minimum ready time of a replica without a health check (update.minReadyTime per service). */
-  minReadyTimeMs: number;
   /** Default per-replica drain move timeout (seed 001: 5 min; per drain: --timeout). */
   drainTimeoutMs: number;
   /** Rebalancer (seed 000). */
@@ -53,7 +51,6 @@ export const PRODUCTION: Timings = {
   nodeLostGraceMs: 60_000,
   restartBackoffMs: 10_000,
   stepTimeoutMs: 60_000,
-  minReadyTimeMs: 5_000,
   drainTimeoutMs: 5 * 60_000,
   rebalanceCycleMs: 30_000,
   ewmaWindowMs: 5 * 60_000,
@@ -77,7 +74,6 @@ export const FAST: Timings = {
   nodeLostGraceMs: 3_000,
   restartBackoffMs: 500,
   stepTimeoutMs: 15_000,
-  minReadyTimeMs: 1_000,
   drainTimeoutMs: 30_000,
   rebalanceCycleMs: 2_000,
   ewmaWindowMs: 6_000,

@@ -38,11 +38,11 @@ export function summarizeChange(prev: DeploymentSpec | undefined, next: Deployme
   return parts.join('; ');
 }
 
-/** A unified diff of two objects rendered as YAML. */
-export function yamlDiff(name: string, before: unknown, after: unknown): string {
+/** A unified diff of two objects rendered as YAML; `labels` name the two sides (default live / manifest). */
+export function yamlDiff(name: string, before: unknown, after: unknown, labels: { from: string; to: string } = { from: 'live', to: 'manifest' }): string {
   const a = before === undefined ? '' : stringify(before, { lineWidth: 0, sortMapEntries: true });
   const b = after === undefined ? '' : stringify(after, { lineWidth: 0, sortMapEntries: true });
   if (a === b) return '';
-  const patch = createTwoFilesPatch(`${name} (live)`, `${name} (manifest)`, a, b, undefined, undefined, { context: 3 });
+  const patch = createTwoFilesPatch(`${name} (${labels.from})`, `${name} (${labels.to})`, a, b, undefined, undefined, { context: 3 });
   return patch.replace(/^=+\n/, '');
 }

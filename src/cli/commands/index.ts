@@ -7,12 +7,14 @@ import { registerController } from './controller.js';
 import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
 import { registerNode } from './node.js';
+import { registerRollout } from './rollout.js';
 import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
 import { registerVersion } from './version.js';
 
 export function registerCommands(program: Command): void {
   registerApply(program);
+  registerRollout(program);
   registerStatus(program);
   registerGet(program);
   registerExplain(program);

@@ -1,0 +1,836 @@
+// Table tests of the rollout core, driven through a small world: stored objects in maps, acts
+// applied with their compare-and-swap preconditions (as the writer does), and agents simulated by
+// setting observed state. Every plan decide returns is recorded, so invariants can be checked on
+// each step it starts.
+import { describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { servingTemplate } from '../../src/api/serving.js';
+import { specHash } from '../../src/api/spec.js';
+import {
+  API_VERSION,
+  type Deployment,
+  type DeploymentRevision,
+  type DeploymentStatus,
+  type Heartbeat,
+  type ReplicaCommand,
+  type ReplicaDesired,
+  type ReplicaObserved,
+  type ReplicaObservedStatus,
+  type RolloutPlan,
+  type ServiceSpec,
+} from '../../src/api/types.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import { MemoryKv } from '../../test/support/memory-kv.js';
+import { replicaRunning as observedRunning } from '../../src/api/readiness.js';
+import { decide, type MetricEvent, type RolloutConfig, type RolloutDecision, type RolloutSnapshot } from './decide.js';
+
+const T0 = Date.parse('2025-01-01T00:00:00Z');
+const CFG: RolloutConfig = { stepTimeoutMs: 60_000 };
+const MIN_READY = 5_000; // SERVICE_DEFAULTS.minReadyTime
+const HC = { test: ['CMD', 'true'], interval: '1s' };
+const svc = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({ image, replicas: 3, healthcheck: HC, ...extra });
+
+/** The stored objects (a MemoryKv), and the acts decide plans applied to them as the writer would. */
+class World extends MemoryKv {
+  now = T0;
+  readonly audit: AuditRecord[] = [];
+  readonly metrics: MetricEvent[] = [];
+  readonly decisions: { snapshot: RolloutSnapshot; decision: RolloutDecision }[] = [];
+
+  constructor(readonly cfg: RolloutConfig = CFG) {
+    super();
+  }
+
+  /** What `jaco apply` does: a new generation and its revision record. */
+  apply(name: string, services: Record<string, ServiceSpec>): number {
+    const cur = this.get<Deployment>(keys.deployment(name));
+    const generation = (cur?.metadata.generation ?? 0) + 1;
+    const dep: Deployment = { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation }, spec: { services } };
+    this.put(keys.deployment(name), dep);
+    const rec: DeploymentRevision = {
+      apiVersion: API_VERSION,
+      kind: 'DeploymentRevision',
+      metadata: { name: `${name}-${generation}` },
+      spec: { deployment: name, revision: generation, appliedAt: new Date(this.now).toISOString(), cause: 'apply', summary: '', template: { services } },
+    };
+    this.put(keys.revision(name, generation), rec);
+    return generation;
+  }
+
+  heartbeat(node: string, up = true): void {
+    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: node }, spec: { node, time: new Date(this.now).toISOString(), intervalMs: up ? 1e12 : 1, agentVersion: 't', dockerUp: up } };
+    this.put(keys.heartbeat(node), hb);
+  }
+
+  /** What the scheduler does: a new replica at the service's serving template. */
+  place(dep: string, service: string, index: number | undefined, node: string, extra: Partial<ReplicaDesired['spec']> = {}): string {
+    const d = this.get<Deployment>(keys.deployment(dep))!;
+    const plan = this.get<RolloutPlan>(keys.rollout(dep, service));
+    const t = servingTemplate(d, service, plan, (n) => this.get<DeploymentRevision>(keys.revision(dep, n)))!;
+    const id = `${dep}-${service}-${index ?? node}`;
+    if (!this.kv.has(keys.heartbeat(node))) this.heartbeat(node);
+    const rd: ReplicaDesired = {
+      apiVersion: API_VERSION,
+      kind: 'ReplicaDesired',
+      metadata: { name: id },
+      spec: { replica: id, deployment: dep, service, node, ...(index !== undefined ? { index } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: new Date(this.now).toISOString(), ...extra },
+    };
+    this.put(keys.desired(node, id), rd);
+    return id;
+  }
+
+  desiredOf(id: string): ReplicaDesired[] {
+    return this.under<ReplicaDesired>('desired/').map((v) => v.value).filter((d) => d.spec.replica === id);
+  }
+
+  /** What an agent reports. */
+  observe(id: string, status: Partial<ReplicaObservedStatus>, node?: string): void {
+    const d = this.desiredOf(id).find((x) => !node || x.spec.node === node)!;
+    const o: ReplicaObserved = {
+      apiVersion: API_VERSION,
+      kind: 'ReplicaObserved',
+      metadata: { name: id },
+      status: { replica: id, node: d.spec.node, deployment: d.spec.deployment, service: d.spec.service, state: 'running', specHash: d.spec.specHash, revision: d.spec.revision, health: d.spec.template.healthcheck ? 'healthy' : 'none', startedAt: new Date(this.now).toISOString(), observedAt: new Date(this.now).toISOString(), ...status },
+    };
+    this.put(keys.observed(d.spec.node, id), o);
+  }
+
+  /** Every replica running and healthy at its desired spec (a converged cluster). */
+  converge(): void {
+    for (const { value: d } of this.under<ReplicaDesired>('desired/')) {
+      const o = this.get<ReplicaObserved>(keys.observed(d.spec.node, d.spec.replica))?.status;
+      if (o?.specHash !== d.spec.specHash || o.revision !== d.spec.revision || o.state !== 'running') this.observe(d.spec.replica, {}, d.spec.node);
+    }
+  }
+
+  snapshot(): RolloutSnapshot {
+    const last = (k: string) => k.slice(k.lastIndexOf('/') + 1);
+    const rel = (k: string, p: string) => k.slice(p.length);
+    return {
+      deployments: new Map(this.under<Deployment>('deployments/').map((v) => [last(v.key), structuredClone(v)])),
+      revisions: new Map(this.under<DeploymentRevision>('revisions/').map((v) => [v.key, structuredClone(v.value)])),
+      desired: this.under<ReplicaDesired>('desired/').map((v) => structuredClone(v)),
+      observed: new Map(this.under<ReplicaObserved>('observed/').map((v) => [rel(v.key, 'observed/'), structuredClone(v.value)])),
+      commands: new Map(this.under<ReplicaCommand>('commands/').map((v) => [rel(v.key, 'commands/'), structuredClone(v.value)])),
+      heartbeats: new Map(this.under<Heartbeat>('heartbeats/').map((v) => [last(v.key), structuredClone(v.value)])),
+      plans: new Map(this.under<RolloutPlan>('rollouts/').map((v) => [rel(v.key, 'rollouts/'), structuredClone(v)])),
+      statuses: new Map(this.under<DeploymentStatus>('deploymentstatus/').map((v) => [last(v.key), structuredClone(v)])),
+    };
+  }
+
+  /** One controller pass: decide, then commit each act all-or-nothing on its preconditions. */
+  pass(): RolloutDecision {
+    const snapshot = this.snapshot();
+    const decision = decide(snapshot, this.now, this.cfg);
+    this.decisions.push({ snapshot, decision });
+    this.commit(decision);
+    return decision;
+  }
+
+  commit(decision: RolloutDecision): void {
+    for (const act of decision.acts) {
+      if (!this.applyAct(act.ops)) continue;
+      this.audit.push(...act.audit);
+      this.metrics.push(...act.metrics);
+    }
+  }
+
+  /** n rounds of agents converging, then a controller pass. */
+  rounds(n: number): void {
+    for (let i = 0; i < n; i++) {
+      this.converge();
+      this.pass();
+    }
+  }
+
+  /** The scheduler's restart_exhausted mark on a replica, for a generation. */
+  exhaust(replica: string, node: string, generation: number): void {
+    const cmd: ReplicaCommand = {
+      apiVersion: API_VERSION,
+      kind: 'ReplicaCommand',
+      metadata: { name: replica },
+      spec: { replica, op: 'restart', seq: 3, issuedAt: new Date(this.now).toISOString(), reason: 'exited' },
+      status: { restarts: 3, exhausted: true, generation },
+    };
+    this.put(keys.command(node, replica), cmd);
+  }
+
+  plan(dep = 'app', service = 'web'): RolloutPlan['spec'] | undefined {
+    return this.get<RolloutPlan>(keys.rollout(dep, service))?.spec;
+  }
+
+  status(dep = 'app'): DeploymentStatus['status'] | undefined {
+    return this.get<DeploymentStatus>(keys.deploymentStatus(dep))?.status;
+  }
+
+  hashes(dep = 'app', service = 'web'): string[] {
+    return this.under<ReplicaDesired>('desired/')
+      .map((v) => v.value)
+      .filter((d) => d.spec.deployment === dep && d.spec.service === service)
+      .sort((a, b) => (a.spec.replica < b.spec.replica ? -1 : 1))
+      .map((d) => d.spec.specHash);
+  }
+
+  auditTypes(): string[] {
+    return this.audit.map((a) => a.type);
+  }
+
+  /** Replica ids whose desired spec each pass changed, in order. */
+  steppedReplicas(): string[] {
+    return this.decisions.flatMap((d) => d.decision.acts.flatMap((a) => a.ops.filter((o) => o.op === 'update' && o.key.startsWith('desired/')).map((o) => o.key.slice(o.key.lastIndexOf('/') + 1))));
+  }
+}
+
+/** A running 3-replica service at revision 1 on three nodes. */
+function running(spec: ServiceSpec = svc('img:1'), n = 3): World {
+  const w = new World();
+  w.apply('app', { web: spec });
+  for (let i = 0; i < n; i++) w.place('app', 'web', i, `node-${(i % 3) + 1}`);
+  w.converge();
+  w.pass();
+  return w;
+}
+
+/** Two single-replica services, web (img:1) and db (db:1), running at revision 1. */
+function webAndDb(): World {
+  const w = new World();
+  w.apply('app', { web: svc('img:1', { replicas: 1 }), db: svc('db:1', { replicas: 1 }) });
+  w.place('app', 'web', 0, 'node-1');
+  w.place('app', 'db', 0, 'node-2');
+  w.converge();
+  return w;
+}
+
+const H1 = specHash(svc('img:1'));
+const H2 = specHash(svc('img:2'));
+const H3 = specHash(svc('img:3'));
+
+describe('step progression', () => {
+  it('needs no rollout while every replica runs the current spec hash', () => {
+    const w = running();
+    expect(w.plan()).toBeUndefined();
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: {} });
+    expect(w.pass().acts).toEqual([]);
+  });
+
+  it('rolls one replica per step, waiting for each to be running and healthy at the new revision', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    expect(w.plan()).toMatchObject({ fromRevision: 1, toRevision: 2, fromHash: H1, toHash: H2, totalSteps: 3, currentStep: 1, state: 'in_progress' });
+    expect(w.hashes()).toEqual([H2, H1, H1]);
+    expect(w.auditTypes()).toEqual(['rollout_started', 'rollout_step']);
+    expect(w.audit[1]!.payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 1, to_revision: 2, replica: 'app-web-0', node: 'node-1', step: 1, total_steps: 3, reason: 'forward' });
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: { web: { state: 'in_progress', fromRevision: 1, toRevision: 2, currentStep: 1, totalSteps: 3 } } });
+
+    // Nothing changes until the replica is observed at the new hash, running and healthy.
+    w.now += 1000;
+    expect(w.pass().acts).toEqual([]);
+    w.observe('app-web-0', { state: 'running', health: 'starting' });
+    expect(w.pass().acts).toEqual([]);
+    w.observe('app-web-0', { state: 'running', health: 'healthy' });
+    w.now += 1000;
+    w.pass();
+    expect(w.hashes()).toEqual([H2, H2, H1]);
+    expect(w.plan()?.steps[0]).toMatchObject({ replica: 'app-web-0', result: 'done', finishedAt: new Date(w.now).toISOString() });
+    expect(w.plan()?.currentStep).toBe(2);
+
+    w.rounds(2);
+    expect(w.hashes()).toEqual([H2, H2, H2]);
+    expect(w.plan()).toMatchObject({ state: 'completed', currentStep: 3, totalSteps: 3 });
+    expect(w.plan()?.steps.map((s) => [s.replica, s.result])).toEqual([
+      ['app-web-0', 'done'],
+      ['app-web-1', 'done'],
+      ['app-web-2', 'done'],
+    ]);
+    expect(w.auditTypes()).toEqual(['rollout_started', 'rollout_step', 'rollout_step', 'rollout_step', 'rollout_completed']);
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 2, services: { web: { state: 'completed', currentStep: 3, totalSteps: 3 } } });
+    expect(w.metrics.filter((m) => m.metric === 'rollout')).toEqual([{ metric: 'rollout', result: 'completed' }]);
+    expect(w.metrics.filter((m) => m.metric === 'step').map((m) => m.result)).toEqual(['done', 'done', 'done']);
+    expect(w.pass().acts).toEqual([]);
+  });
+
+  it('rolls a single-replica service in one step', () => {
+    const w = running(svc('img:1', { replicas: 1 }), 1);
+    w.apply('app', { web: svc('img:2', { replicas: 1 }) });
+    w.pass();
+    expect(w.plan()).toMatchObject({ totalSteps: 1, currentStep: 1 });
+    w.converge();
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 1 });
+  });
+
+  it('without a health check, a replica is ready after running for the minimum ready time', () => {
+    const w = running(svc('img:1', { healthcheck: undefined }));
+    w.apply('app', { web: svc('img:2', { healthcheck: undefined }) });
+    w.pass();
+    w.observe('app-web-0', { health: 'none' });
+    const d = w.pass();
+    expect(d.acts).toEqual([]);
+    expect(d.wakeAt).toBe(w.now + MIN_READY);
+    w.now += MIN_READY - 1;
+    expect(w.pass().acts).toEqual([]);
+    w.now += 1;
+    w.pass();
+    expect(w.plan()?.currentStep).toBe(2);
+  });
+
+  it('update.minReadyTime of the service overrides the default', () => {
+    const w = running(svc('img:1', { healthcheck: undefined }));
+    w.apply('app', { web: svc('img:2', { healthcheck: undefined, update: { minReadyTime: '30s' } }) });
+    w.pass();
+    w.observe('app-web-0', { health: 'none' });
+    w.now += MIN_READY;
+    expect(w.pass().acts).toEqual([]);
+    w.now += 25_000;
+    w.pass();
+    expect(w.plan()?.currentStep).toBe(2);
+  });
+
+  it('is deterministic: the same snapshot and clock give the same plan', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    const s = w.snapshot();
+    expect(decide(s, w.now, CFG)).toEqual(decide(structuredClone(s), w.now, CFG));
+  });
+
+  it('rolls a global service node by node', () => {
+    const w = new World();
+    const g = (image: string): ServiceSpec => ({ image, placement: { mode: 'global' }, healthcheck: HC });
+    w.apply('app', { agent: g('img:1') });
+    for (const n of ['node-c', 'node-a', 'node-b']) w.place('app', 'agent', undefined, n);
+    w.converge();
+    w.apply('app', { agent: g('img:2') });
+    for (let i = 0; i < 4; i++) {
+      w.pass();
+      w.converge();
+    }
+    expect(w.steppedReplicas()).toEqual(['app-agent-node-a', 'app-agent-node-b', 'app-agent-node-c']);
+    expect(w.plan('app', 'agent')).toMatchObject({ state: 'completed', totalSteps: 3 });
+  });
+
+  it('leaves the other services of the deployment alone', () => {
+    const w = webAndDb();
+    w.apply('app', { web: svc('img:2', { replicas: 1 }), db: svc('db:1', { replicas: 1 }) });
+    w.pass();
+    expect(w.plan('app', 'db')).toBeUndefined();
+    expect(w.plan('app', 'web')?.state).toBe('in_progress');
+    w.converge();
+    w.pass();
+    expect(w.status()?.rollout?.appliedRevision).toBe(2);
+  });
+
+  it('a scale-up during a rollout creates replicas at the target, and totalSteps follows', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2', { replicas: 4 }) });
+    w.pass();
+    w.place('app', 'web', 3, 'node-1');
+    expect(w.hashes()[3]).toBe(H2);
+    w.rounds(3);
+    expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 3, currentStep: 3 });
+  });
+});
+
+describe('step timeout, abort and revert', () => {
+  it('aborts at the step timeout and reverts the replica in the same act', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.observe('app-web-0', { state: 'starting', health: 'starting', replacing: { revision: 1, specHash: H1, containerId: 'c', state: 'running' } });
+    w.now += CFG.stepTimeoutMs - 1;
+    const before = w.pass();
+    expect(before.acts).toEqual([]);
+    expect(before.wakeAt).toBe(T0 + CFG.stepTimeoutMs);
+    w.now += 1;
+    const d = w.pass();
+    expect(d.acts).toHaveLength(2); // the plan with the revert, and the status
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'step_timeout', currentStep: 1, finishedAt: new Date(w.now).toISOString() });
+    expect(w.plan()?.steps.map((s) => [s.replica, s.result])).toEqual([
+      ['app-web-0', 'failed'],
+      ['app-web-0', undefined],
+    ]);
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    expect(w.desiredOf('app-web-0')[0]!.spec).toMatchObject({ revision: 1, specHash: H1, template: { image: 'img:1' } });
+    expect(w.auditTypes()).toEqual(['rollout_started', 'rollout_step', 'rollout_aborted', 'rollout_step']);
+    expect(w.audit[2]!.payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 1, to_revision: 2, replica: 'app-web-0', reason: 'step_timeout' });
+    expect(w.audit[3]!.payload).toMatchObject({ replica: 'app-web-0', revision: 1, reason: 'revert' });
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: { web: { state: 'aborted', failureReason: 'step_timeout' } } });
+    expect(w.metrics).toContainEqual({ metric: 'rollout', result: 'aborted' });
+    expect(w.metrics).toContainEqual({ metric: 'step', result: 'failed' });
+
+    // The revert finishes when the replica runs the old revision again; the rollout is not retried.
+    w.converge();
+    w.now += 1000;
+    w.pass();
+    expect(w.plan()?.steps[1]?.result).toBe('reverted');
+    for (let i = 0; i < 3; i++) {
+      w.now += CFG.stepTimeoutMs;
+      expect(w.pass().acts).toEqual([]);
+    }
+    expect(w.plan()?.state).toBe('aborted');
+  });
+
+  it('update.stepTimeout of the service overrides the default', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2', { update: { stepTimeout: '5s' } }) });
+    w.pass();
+    w.now += 5000;
+    w.pass();
+    expect(w.plan()?.state).toBe('aborted');
+  });
+
+  it.each<[string, Partial<ReplicaObservedStatus>, boolean, string]>([
+    ['image_pull_failed', { state: 'pending', code: 'image_pull_failed', details: 'img:2: connection refused' }, false, 'image_pull_failed'],
+    ['degraded', { state: 'degraded', health: 'unhealthy' }, false, 'health_check_failed'],
+    ['starting for ever', { state: 'starting', health: 'starting' }, false, 'step_timeout'],
+    ['restart exhausted at this generation', { state: 'exited', exitCode: 1 }, true, 'restart_exhausted'],
+  ])('failure reason: %s', (_n, status, exhausted, reason) => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.observe('app-web-0', status);
+    if (exhausted) {
+      w.exhaust('app-web-0', 'node-1', 2);
+      // restart_exhausted is terminal: no need to wait for the timeout.
+      w.now += 1000;
+    } else w.now += CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: reason });
+    expect(w.audit.find((a) => a.type === 'rollout_aborted')?.payload.reason).toBe(reason);
+  });
+
+  it('ignores a restart_exhausted flag left from an older generation', () => {
+    const w = running();
+    w.exhaust('app-web-0', 'node-1', 1);
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.now += 1000;
+    w.pass();
+    expect(w.plan()?.state).toBe('in_progress');
+  });
+
+  it('after an abort at step 3, reverts every moved replica one at a time, the failed one first', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.rounds(2);
+    expect(w.hashes()).toEqual([H2, H2, H2]);
+    w.observe('app-web-2', { state: 'degraded', health: 'unhealthy' });
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'health_check_failed' });
+    expect(w.hashes()).toEqual([H2, H2, H1]);
+    // One revert at a time: the next waits until the previous one is ready.
+    w.now += 1000;
+    expect(w.pass().acts).toEqual([]);
+    w.converge();
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H2, H1]);
+    w.converge();
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    w.converge();
+    w.pass();
+    expect(w.plan()?.steps.map((s) => [s.replica, s.result])).toEqual([
+      ['app-web-0', 'done'],
+      ['app-web-1', 'done'],
+      ['app-web-2', 'failed'],
+      ['app-web-2', 'reverted'],
+      ['app-web-0', 'reverted'],
+      ['app-web-1', 'reverted'],
+    ]);
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: { web: { state: 'aborted', currentStep: 3 } } });
+  });
+
+  it('the scheduler places new replicas at the old revision after an abort (servingTemplate)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2', { replicas: 4 }) });
+    w.pass();
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    w.place('app', 'web', 3, 'node-1');
+    expect(w.hashes()[3]).toBe(H1);
+    w.converge();
+    w.pass();
+    expect(w.plan()?.state).toBe('aborted');
+  });
+
+  it('a revert that never becomes ready does not hold the others back for ever', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.converge();
+    w.pass();
+    w.now += CFG.stepTimeoutMs;
+    w.pass(); // abort at step 2: app-web-1 goes back first
+    expect(w.hashes()).toEqual([H2, H1, H1]);
+    w.observe('app-web-1', { state: 'exited' });
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    // app-web-1 is not running, so app-web-0 (running) may not go down too.
+    expect(w.hashes()).toEqual([H2, H1, H1]);
+    w.observe('app-web-1', { state: 'running' });
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+  });
+
+  it('a new apply after an abort starts a new rollout from the revision that kept serving', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    w.converge();
+    w.pass();
+    w.apply('app', { web: svc('img:3') });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 3, fromHash: H1, toHash: H3 });
+  });
+});
+
+describe('supersede by a newer apply', () => {
+  it('restarts the plan toward the newest revision, keeping the last fully rolled revision as from', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.converge();
+    w.pass(); // step 2 in flight on app-web-1
+    expect(w.hashes()).toEqual([H2, H2, H1]);
+    w.observe('app-web-1', { state: 'starting', health: 'starting', replacing: { revision: 1, specHash: H1, containerId: 'c', state: 'running' } });
+    w.apply('app', { web: svc('img:3') });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 3, fromHash: H1, toHash: H3, currentStep: 1, totalSteps: 3 });
+    // The replica caught mid-step goes first: it is not ready anyway.
+    expect(w.hashes()).toEqual([H2, H3, H1]);
+    expect(w.audit.filter((a) => a.type === 'rollout_started').map((a) => a.payload.reason)).toEqual(['new_revision', 'superseded']);
+    expect(w.audit.filter((a) => a.type === 'rollout_started')[1]!.payload).toMatchObject({ superseded_revision: 2, from_revision: 1, to_revision: 3 });
+    expect(w.metrics).toContainEqual({ metric: 'rollout', result: 'superseded' });
+    w.rounds(3);
+    expect(w.hashes()).toEqual([H3, H3, H3]);
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3 });
+    expect(w.status()?.rollout?.appliedRevision).toBe(3);
+  });
+
+  it('an apply that does not change the service keeps its rollout going toward the new revision number', () => {
+    const w = new World();
+    w.apply('app', { web: svc('img:1'), db: svc('db:1', { replicas: 1 }) });
+    for (let i = 0; i < 3; i++) w.place('app', 'web', i, `node-${i + 1}`);
+    w.place('app', 'db', 0, 'node-1');
+    w.converge();
+    w.apply('app', { web: svc('img:2'), db: svc('db:1', { replicas: 1 }) });
+    w.pass();
+    w.converge();
+    w.pass();
+    w.apply('app', { web: svc('img:2'), db: svc('db:1', { replicas: 2 }) }); // generation 3, web unchanged
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 3, currentStep: 2 });
+    expect(w.audit.filter((a) => a.type === 'rollout_started')).toHaveLength(1);
+    w.rounds(2);
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3 });
+    expect(w.status()?.rollout?.appliedRevision).toBe(3);
+  });
+
+  it('an apply back to the running spec in the middle of a rollout reverts the moved replicas as a new rollout', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.converge();
+    w.pass();
+    w.apply('app', { web: svc('img:1') }); // revision 3 = revision 1's spec (what jaco rollback does)
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 3, toHash: H1 });
+    w.rounds(3);
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    expect(w.plan()).toMatchObject({ state: 'completed' });
+    expect(w.status()?.rollout?.appliedRevision).toBe(3);
+  });
+
+  it('an apply back to the running spec before any step landed completes at once', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.remove(keys.heartbeat('node-1'));
+    w.remove(keys.heartbeat('node-2'));
+    w.remove(keys.heartbeat('node-3'));
+    w.pass(); // every node NotReady: the plan waits with no step
+    expect(w.plan()).toMatchObject({ state: 'in_progress', currentStep: 0 });
+    w.apply('app', { web: svc('img:1') });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3, totalSteps: 0 });
+  });
+});
+
+describe('the invariant and what the rollout leaves alone', () => {
+  it('does not step a running replica while another replica is not running; steps the broken one first', () => {
+    const w = running();
+    w.observe('app-web-2', { state: 'exited', exitCode: 1 });
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H1, H2]);
+    w.observe('app-web-1', { state: 'exited', exitCode: 1 });
+    w.observe('app-web-2', { state: 'running' });
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H2, H2]);
+    // app-web-1 is still starting at the new revision: app-web-0 waits.
+    w.observe('app-web-1', { state: 'starting', health: 'starting' });
+    w.now += 1000;
+    w.pass();
+    expect(w.hashes()).toEqual([H1, H2, H2]);
+  });
+
+  it('skips a replica with a move in flight and steps it once the move finished', () => {
+    const w = running();
+    w.place('app', 'web', 1, 'node-3', { move: { id: 'm1', from: 'node-2', by: 'drain', startedAt: new Date(w.now).toISOString(), deadline: new Date(w.now + 60_000).toISOString() } });
+    w.converge();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.rounds(2);
+    expect(w.steppedReplicas()).toEqual(['app-web-0', 'app-web-2']);
+    expect(w.plan()).toMatchObject({ state: 'in_progress', currentStep: 2, totalSteps: 3 });
+    w.remove(keys.desired('node-2', 'app-web-1'));
+    w.remove(keys.observed('node-2', 'app-web-1'));
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-web-0', 'app-web-2', 'app-web-1']);
+    expect(w.desiredOf('app-web-1').map((d) => [d.spec.node, d.spec.specHash])).toEqual([['node-3', H2]]);
+    w.converge();
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 3 });
+  });
+
+  it('leaves suspended replicas and replicas on NotReady nodes alone', () => {
+    const w = running();
+    const d = w.under<ReplicaDesired>('desired/node-2/')[0]!;
+    w.put(d.key, { ...d.value, spec: { ...d.value.spec, suspended: { reason: 'drain --force', at: new Date(w.now).toISOString() } } });
+    w.heartbeat('node-3', false);
+    w.apply('app', { web: svc('img:2') });
+    for (let i = 0; i < 3; i++) {
+      w.pass();
+      w.converge();
+    }
+    // app-web-2's node is down: it is not running, so it holds the others back until the scheduler replaces it.
+    expect(w.steppedReplicas()).toEqual([]);
+    w.remove(keys.desired('node-3', 'app-web-2'));
+    w.place('app', 'web', 3, 'node-1');
+    w.rounds(2);
+    expect(w.steppedReplicas()).toEqual(['app-web-0']);
+    // The suspended replica stays at the old hash; it rolls when it is resumed.
+    expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 1 });
+    expect(w.desiredOf('app-web-1')[0]!.spec.specHash).toBe(H1);
+    const s = w.get<ReplicaDesired>(keys.desired('node-2', 'app-web-1'))!;
+    w.put(keys.desired('node-2', 'app-web-1'), { ...s, spec: { ...s.spec, suspended: undefined } });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 2, totalSteps: 1 });
+    expect(w.desiredOf('app-web-1')[0]!.spec.specHash).toBe(H2);
+  });
+
+  it('does nothing to a service scaled to zero', () => {
+    const w = new World();
+    w.apply('app', { web: svc('img:1', { replicas: 0 }) });
+    w.apply('app', { web: svc('img:2', { replicas: 0 }) });
+    w.pass();
+    expect(w.plan()).toBeUndefined();
+    expect(w.status()?.rollout?.appliedRevision).toBe(2);
+  });
+});
+
+describe('deleted deployments and services, and the status record', () => {
+  it('deletes the plan of a deleted service and of a deleted deployment, and its status field', () => {
+    const w = webAndDb();
+    w.apply('app', { web: svc('img:2', { replicas: 1 }), db: svc('db:2', { replicas: 1 }) });
+    w.pass();
+    expect(w.plan('app', 'db')).toBeDefined();
+    w.apply('app', { web: svc('img:2', { replicas: 1 }) });
+    w.pass();
+    expect(w.plan('app', 'db')).toBeUndefined();
+    expect(Object.keys(w.status()?.rollout?.services ?? {})).toEqual(['web']);
+    w.remove(keys.deployment('app'));
+    w.pass();
+    expect(w.plan('app', 'web')).toBeUndefined();
+    expect(w.status()).toBeUndefined();
+  });
+
+  it("keeps the scheduler's field of the status: creates, updates and trims only its own", () => {
+    const w = running();
+    const st = w.get<DeploymentStatus>(keys.deploymentStatus('app'))!;
+    const scheduling = { observedGeneration: 1, updatedAt: new Date(w.now).toISOString(), services: { web: { desired: 3, placed: 3 } } };
+    w.put(keys.deploymentStatus('app'), { ...st, status: { ...st.status, scheduling } });
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    expect(w.status()).toMatchObject({ scheduling, rollout: { appliedRevision: 1, services: { web: { state: 'in_progress' } } } });
+    w.remove(keys.deployment('app'));
+    w.pass();
+    expect(w.status()).toEqual({ scheduling });
+  });
+
+  it('writes the status only when it changed', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    const rev = w.kv.get(keys.deploymentStatus('app'))!.modRevision;
+    w.now += 1000;
+    w.pass();
+    expect(w.kv.get(keys.deploymentStatus('app'))!.modRevision).toBe(rev);
+  });
+
+  it('acts decided from a stale snapshot (a deposed leader, a lagging informer) never land', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    const stale = w.snapshot();
+    w.pass();
+    w.converge();
+    w.pass();
+    const hashes = w.hashes();
+    const conflicts = w.conflicts;
+    w.commit(decide(stale, w.now, CFG));
+    expect(w.conflicts).toBeGreaterThan(conflicts);
+    expect(w.hashes()).toEqual(hashes);
+    expect(w.plan()?.currentStep).toBe(2);
+  });
+});
+
+// ---------------------------------------------------------------- generated observed-state sequences
+
+/** Deterministic PRNG (mulberry32) so every generated sequence can be replayed from its seed. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface SimOptions {
+  order: 'start-first' | 'stop-first';
+  replicas: number;
+  /** Per tick, the chance that a running replica crashes for a while. */
+  crash: number;
+  /** The new image cannot be pulled. */
+  badImage: boolean;
+  /** A newer apply lands mid-rollout at this tick. */
+  supersedeAt?: number;
+}
+
+/**
+ * Agents that take a random number of ticks to start a container, with start-first or stop-first
+ * replacement, random crashes, and an unpullable image. Returns the world and, per tick, how many
+ * replicas of the service were not running.
+ */
+function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[] } {
+  const rnd = prng(seed);
+  const w = new World({ stepTimeoutMs: 20_000 });
+  const spec = (image: string): ServiceSpec => ({ image, replicas: o.replicas, healthcheck: HC, update: { order: o.order } });
+  w.apply('app', { web: spec('img:1') });
+  for (let i = 0; i < o.replicas; i++) w.place('app', 'web', i, `node-${(i % 3) + 1}`);
+  w.converge();
+  w.apply('app', { web: spec(o.badImage ? 'bad:1' : 'img:2') });
+  const bad = specHash(spec('bad:1'));
+  const starting = new Map<string, number>();
+  const downFor = new Map<string, number>();
+  const notRunning: number[] = [];
+  let quiet = 0;
+  for (let tick = 0; tick < 400 && quiet < 3; tick++) {
+    if (tick === o.supersedeAt) w.apply('app', { web: spec('img:3') });
+    w.pass();
+    w.now += 1000;
+    for (const { value: d } of w.under<ReplicaDesired>('desired/')) {
+      const id = d.spec.replica;
+      const hash = d.spec.specHash;
+      const cur = w.get<ReplicaObserved>(keys.observed(d.spec.node, id))?.status;
+      const down = downFor.get(id) ?? 0;
+      if (down > 0) {
+        // A crashed container comes back as it was (the scheduler restarts it).
+        downFor.set(id, down - 1);
+        if (down === 1) w.observe(id, { specHash: cur?.specHash, revision: cur?.revision });
+        continue;
+      }
+      const key = `${id}@${d.spec.revision}/${hash}`;
+      if (cur?.specHash !== hash || cur.revision !== d.spec.revision || starting.has(key)) {
+        const oldServes = !!cur && (cur.state === 'running' || cur.replacing?.state === 'running');
+        const replacing = o.order === 'start-first' && oldServes ? { replacing: cur.replacing ?? { revision: cur.revision ?? 0, specHash: cur.specHash ?? '', containerId: 'old', state: 'running' as const } } : {};
+        if (hash === bad) {
+          w.observe(id, { state: 'pending', code: 'image_pull_failed', health: 'none', ...replacing });
+          continue;
+        }
+        if (!starting.has(key)) starting.set(key, 1 + Math.floor(rnd() * 6));
+        const left = starting.get(key)!;
+        if (left > 0) {
+          starting.set(key, left - 1);
+          w.observe(id, { state: 'starting', health: 'starting', ...replacing });
+          continue;
+        }
+        starting.delete(key);
+        w.observe(id, {});
+      } else if (cur.state === 'running' && rnd() < o.crash) {
+        downFor.set(id, 1 + Math.floor(rnd() * 4));
+        w.observe(id, { state: 'exited', exitCode: 1, specHash: cur.specHash, revision: cur.revision });
+      }
+    }
+    const obs = w.under<ReplicaObserved>('observed/').map((v) => v.value);
+    notRunning.push(obs.filter((x) => !observedRunning(x)).length);
+    const plan = w.plan();
+    const terminal = plan && plan.state !== 'in_progress' && !plan.steps.some((s) => !s.finishedAt);
+    const converged = !starting.size && ![...downFor.values()].some((v) => v > 0) && obs.every((x) => x.status?.state === 'running' || x.status?.code === 'image_pull_failed');
+    quiet = terminal && converged && tick > (o.supersedeAt ?? 0) ? quiet + 1 : 0;
+  }
+  return { w, notRunning };
+}
+
+/** The invariant on every step decide started: the stepped replica was not running, or all others were. */
+function checkStepsKeepInvariant(w: World): void {
+  for (const { snapshot, decision } of w.decisions) {
+    const running = new Map<string, boolean>();
+    for (const d of snapshot.desired) {
+      const o = snapshot.observed.get(`${d.value.spec.node}/${d.value.spec.replica}`);
+      running.set(d.value.spec.replica, (running.get(d.value.spec.replica) ?? false) || observedRunning(o));
+    }
+    for (const act of decision.acts)
+      for (const op of act.ops) {
+        if (op.op !== 'update' || !op.key.startsWith('desired/')) continue;
+        const id = op.key.slice(op.key.lastIndexOf('/') + 1);
+        const others = [...running].filter(([k]) => k !== id);
+        if (running.get(id)) expect(others.filter(([, r]) => !r).map(([k]) => k), `a step of running ${id} while others are down`).toEqual([]);
+      }
+  }
+}
+
+describe('the invariant over generated observed-state sequences', () => {
+  const seeds = Array.from({ length: 40 }, (_, i) => i + 1);
+
+  it.each(seeds)('seed %i: start-first and stop-first, no crashes: never more than one replica down, and it completes', (seed) => {
+    for (const order of ['start-first', 'stop-first'] as const) {
+      const { w, notRunning } = simulate(seed, { order, replicas: 2 + (seed % 5), crash: 0, badImage: false });
+      checkStepsKeepInvariant(w);
+      expect(Math.max(...notRunning)).toBeLessThanOrEqual(1);
+      expect(w.plan()?.state).toBe('completed');
+      expect(new Set(w.hashes())).toEqual(new Set([specHash({ image: 'img:2', replicas: 2 + (seed % 5), healthcheck: HC, update: { order } })]));
+    }
+  });
+
+  it.each(seeds)('seed %i: with random crashes, a step never takes a running replica down while another is down', (seed) => {
+    const { w } = simulate(seed, { order: seed % 2 ? 'start-first' : 'stop-first', replicas: 3 + (seed % 4), crash: 0.05, badImage: false });
+    checkStepsKeepInvariant(w);
+    expect(w.plan()?.state).toMatch(/completed|aborted/);
+  });
+
+  it.each(seeds.slice(0, 15))('seed %i: an unpullable image aborts and every replica ends back on the old revision', (seed) => {
+    const order = seed % 2 ? 'start-first' : 'stop-first';
+    const { w, notRunning } = simulate(seed, { order, replicas: 2 + (seed % 4), crash: 0, badImage: true });
+    checkStepsKeepInvariant(w);
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', currentStep: 1 });
+    const h1 = specHash({ image: 'img:1', replicas: 2 + (seed % 4), healthcheck: HC, update: { order } });
+    expect(new Set(w.hashes())).toEqual(new Set([h1]));
+    expect(notRunning[notRunning.length - 1]).toBe(0);
+    expect(Math.max(...notRunning)).toBeLessThanOrEqual(1);
+  });
+
+  it.each(seeds.slice(0, 15))('seed %i: a newer apply mid-rollout ends with every replica on the newest revision', (seed) => {
+    const order = seed % 2 ? 'start-first' : 'stop-first';
+    const { w, notRunning } = simulate(seed, { order, replicas: 3 + (seed % 3), crash: 0, badImage: false, supersedeAt: 3 + (seed % 10) });
+    checkStepsKeepInvariant(w);
+    expect(Math.max(...notRunning)).toBeLessThanOrEqual(1);
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3 });
+    expect(new Set(w.hashes())).toEqual(new Set([specHash({ image: 'img:3', replicas: 3 + (seed % 3), healthcheck: HC, update: { order } })]));
+  });
+});

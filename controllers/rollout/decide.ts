@@ -1,0 +1,534 @@
+// The rollout controller's pure core (seed 001, "Rolling updates"): from one snapshot of
+// deployments, revisions, replicas, plans and statuses, decide the next move of every service's
+// rolling update — start, step, complete, abort and revert, supersede — as CAS-guarded acts.
+// No I/O, no clock (`now` comes in), deterministic: ties by index, then node, then replica id.
+import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import { notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
+import { canonicalJson, SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import { servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
+import {
+  API_VERSION,
+  type Deployment,
+  type DeploymentRevision,
+  type DeploymentStatus,
+  type Heartbeat,
+  type ReplicaCommand,
+  type ReplicaDesired,
+  type ReplicaObserved,
+  type RolloutPlan,
+  type RolloutPlanSpec,
+  type RolloutStep,
+  type ServiceRolloutStatus,
+  type ServiceSpec,
+} from '../../src/api/types.js';
+import { durationMs } from '../../src/api/units.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import type { Versioned } from '../../src/store/store.js';
+import type { Op } from '../../src/store/writer.js';
+import type { FailureReason, RolloutResult, StartReason, StepDirection, StepResult } from './reasons.js';
+
+/** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
+export interface RolloutSnapshot {
+  /** By deployment name. */
+  deployments: ReadonlyMap<string, Versioned<Deployment>>;
+  /** By key (keys.revision(name, n)). */
+  revisions: ReadonlyMap<string, DeploymentRevision>;
+  desired: readonly Versioned<ReplicaDesired>[];
+  /** By `<node>/<replica>`. */
+  observed: ReadonlyMap<string, ReplicaObserved>;
+  /** By `<node>/<replica>`. */
+  commands: ReadonlyMap<string, ReplicaCommand>;
+  /** By node name. */
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  /** By `<deployment>/<service>`. */
+  plans: ReadonlyMap<string, Versioned<RolloutPlan>>;
+  /** By deployment name. */
+  statuses: ReadonlyMap<string, Versioned<DeploymentStatus>>;
+}
+
+export interface RolloutConfig {
+  /** Step timeout of a service that does not set update.stepTimeout (timings.stepTimeoutMs). */
+  stepTimeoutMs: number;
+}
+
+export type MetricEvent = { metric: 'rollout'; result: RolloutResult } | { metric: 'step'; result: StepResult; seconds?: number };
+
+export interface RolloutAct {
+  label: string;
+  ops: Op[];
+  audit: AuditRecord[];
+  /** Counted only once the act has landed. */
+  metrics: MetricEvent[];
+}
+
+/** Why a service is waiting: for logs, never for decisions. */
+export interface Note {
+  deployment: string;
+  service: string;
+  note: string;
+}
+
+export interface RolloutDecision {
+  acts: RolloutAct[];
+  /** Plans in progress once the acts land (jaco_rollout_in_progress). */
+  inProgress: number;
+  /** The earliest time a pass could decide something new without any event (a ready time, a timeout). */
+  wakeAt?: number;
+  notes: Note[];
+}
+
+// ---------------------------------------------------------------- replicas as the rollout sees them
+
+/** One replica id of a service: one desired copy, or two while a move is in flight. */
+export interface ReplicaGroup {
+  id: string;
+  index?: number;
+  /** Sorted by node. */
+  copies: Versioned<ReplicaDesired>[];
+  observed: (ReplicaObserved | undefined)[];
+  moving: boolean;
+  suspended: boolean;
+  /** The copy's node is NotReady: leave the replica to the scheduler's node-lost handling. */
+  nodeDown: boolean;
+}
+
+/**
+ * When the copy counts as ready at `hash` (src/api/readiness.ts: running at its desired revision
+ * and spec, healthy, or up for update.minReadyTime without a health check): `now` or earlier when
+ * ready, a later time when only the minimum ready time is missing, undefined when not on its way.
+ */
+export function readyAt(d: ReplicaDesired, o: ReplicaObserved | undefined, hash: string, now: number): number | undefined {
+  if (d.spec.specHash !== hash) return undefined;
+  const why = notReadyBecause(d, o, now);
+  if (why === undefined) return now;
+  if (why !== 'min_ready_time') return undefined;
+  return Date.parse(o!.status!.startedAt!) + durationMs(d.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime);
+}
+
+function groupReady(g: ReplicaGroup, hash: string, now: number): { ready: boolean; at?: number } {
+  let soonest: number | undefined;
+  g.copies.forEach((c, i) => {
+    const at = readyAt(c.value, g.observed[i], hash, now);
+    if (at !== undefined) soonest = Math.min(soonest ?? at, at);
+  });
+  return { ready: soonest !== undefined && soonest <= now, at: soonest };
+}
+
+const groupRunning = (g: ReplicaGroup) => !g.nodeDown && g.observed.some(replicaRunning);
+const groupStale = (g: ReplicaGroup, hash: string) => g.copies.some((c) => c.value.spec.specHash !== hash);
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Groups a service's desired copies by replica id, joined with what the agents observe. */
+export function replicaGroups(s: RolloutSnapshot, now: number): Map<string, ReplicaGroup[]> {
+  const byService = new Map<string, Map<string, ReplicaGroup>>();
+  for (const d of s.desired) {
+    const sp = d.value.spec;
+    const svcKey = `${sp.deployment}/${sp.service}`;
+    let ids = byService.get(svcKey);
+    if (!ids) byService.set(svcKey, (ids = new Map()));
+    let g = ids.get(sp.replica);
+    if (!g) ids.set(sp.replica, (g = { id: sp.replica, index: sp.index, copies: [], observed: [], moving: false, suspended: false, nodeDown: false }));
+    g.copies.push(d);
+  }
+  const out = new Map<string, ReplicaGroup[]>();
+  for (const [svcKey, ids] of byService) {
+    const groups = [...ids.values()];
+    for (const g of groups) {
+      g.copies.sort((a, b) => cmp(a.value.spec.node, b.value.spec.node));
+      g.observed = g.copies.map((c) => s.observed.get(`${c.value.spec.node}/${g.id}`));
+      // In flight while both copies exist; a finished move may leave its marker on the destination.
+      g.moving = g.copies.length > 1;
+      g.suspended = g.copies.every((c) => !!c.value.spec.suspended);
+      g.nodeDown = g.copies.every((c) => !nodeReady(s.heartbeats.get(c.value.spec.node), now));
+    }
+    out.set(svcKey, groups.sort(byPosition));
+  }
+  return out;
+}
+
+/** Step order: by index (spread, pack, hosts), then node (global replicas are node by node), then id. */
+function byPosition(a: ReplicaGroup, b: ReplicaGroup): number {
+  const ia = a.index ?? Number.MAX_SAFE_INTEGER;
+  const ib = b.index ?? Number.MAX_SAFE_INTEGER;
+  return ia - ib || cmp(a.copies[0]?.value.spec.node ?? '', b.copies[0]?.value.spec.node ?? '') || cmp(a.id, b.id);
+}
+
+// ---------------------------------------------------------------- per-service decision
+
+interface ServiceCtx {
+  now: number;
+  iso: string;
+  deployment: Versioned<Deployment>;
+  name: string;
+  service: string;
+  generation: number;
+  groups: ReplicaGroup[];
+  plan?: Versioned<RolloutPlan>;
+  snapshot: RolloutSnapshot;
+  stepTimeoutMs: number;
+}
+
+/** What one pass does to one service: the plan after it, and the act that gets it there. */
+class ServicePass {
+  plan?: RolloutPlanSpec;
+  readonly ops: Op[] = [];
+  readonly audit: AuditRecord[] = [];
+  readonly metrics: MetricEvent[] = [];
+  readonly notes: string[] = [];
+  wakeAt?: number;
+  /** Every replica runs the current generation's target and no rollout is pending or aborted. */
+  settled = false;
+
+  constructor(readonly c: ServiceCtx) {
+    this.plan = c.plan ? structuredClone(c.plan.value.spec) : undefined;
+  }
+
+  wake(t: number): void {
+    this.wakeAt = Math.min(this.wakeAt ?? t, t);
+  }
+
+  record(type: AuditRecord['type'], payload: Record<string, unknown>): void {
+    const p = this.plan!;
+    this.audit.push({
+      type,
+      time: this.c.now,
+      deployment: this.c.name,
+      payload: { deployment: this.c.name, service: this.c.service, from_revision: p.fromRevision, to_revision: p.toRevision, ...payload },
+    });
+  }
+}
+
+/** The previous revision's template of a service, for reverts: its revision record, else a replica still at it. */
+function fromTemplate(c: ServiceCtx, plan: RolloutPlanSpec): ServingTemplate | undefined {
+  const rev = c.snapshot.revisions.get(keys.revision(c.name, plan.fromRevision))?.spec.template.services[c.service];
+  if (rev) return templateOf(plan.fromRevision, rev);
+  for (const g of c.groups)
+    for (const d of g.copies)
+      if (d.value.spec.specHash === plan.fromHash) return { revision: d.value.spec.revision, specHash: d.value.spec.specHash, template: d.value.spec.template };
+  return undefined;
+}
+
+function revisionSpec(c: ServiceCtx) {
+  return (n: number) => c.snapshot.revisions.get(keys.revision(c.name, n));
+}
+
+function decideService(c: ServiceCtx): ServicePass {
+  const pass = new ServicePass(c);
+  const prev = pass.plan;
+  // An aborted rollout to this generation is not tried again until the next apply: only revert.
+  if (prev?.state === 'aborted' && prev.toRevision === c.generation) {
+    const from = fromTemplate(c, prev);
+    if (!from) pass.notes.push(`cannot revert: revision ${prev.fromRevision} is gone and no replica runs it`);
+    else runSteps(pass, from, 'revert');
+    return pass;
+  }
+  const target = servingTemplate(c.deployment.value, c.service, c.plan?.value, revisionSpec(c))!;
+  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
+  if (prev?.state === 'in_progress' && prev.toHash === target.specHash && prev.toRevision <= c.generation) {
+    // A new apply that did not change this service's container keeps its rollout going.
+    prev.toRevision = target.revision;
+    runSteps(pass, target, 'forward');
+    return pass;
+  }
+  if (!stale.length && prev?.state !== 'in_progress') {
+    pass.settled = true;
+    return pass;
+  }
+  startPlan(pass, target, stale);
+  return pass;
+}
+
+/** Creates a plan toward `target` (superseding one in progress) and takes its first step. */
+function startPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGroup[]): void {
+  const { c } = pass;
+  const prev = pass.plan;
+  const superseding = prev?.state === 'in_progress';
+  // Until a rollout completes, the revision that last served everywhere stays the one to go back to.
+  const keepFrom = prev && prev.state !== 'completed' && prev.toRevision <= c.generation;
+  const from = keepFrom ? { revision: prev.fromRevision, specHash: prev.fromHash } : commonRevision(stale);
+  if (superseding) {
+    pass.metrics.push({ metric: 'rollout', result: 'superseded' });
+    if (activeStep(prev)) pass.metrics.push({ metric: 'step', result: 'superseded' });
+  }
+  pass.plan = {
+    deployment: c.name,
+    service: c.service,
+    fromRevision: from.revision,
+    toRevision: target.revision,
+    fromHash: from.specHash,
+    toHash: target.specHash,
+    totalSteps: stale.length,
+    currentStep: 0,
+    state: 'in_progress',
+    startedAt: c.iso,
+    steps: [],
+  };
+  const reason: StartReason = superseding ? 'superseded' : 'new_revision';
+  pass.record('rollout_started', { reason, total_steps: stale.length, ...(superseding ? { superseded_revision: prev.toRevision } : {}) });
+  runSteps(pass, target, 'forward');
+}
+
+/** The (revision, hash) most stale replicas run; ties to the lower revision. */
+function commonRevision(stale: ReplicaGroup[]): { revision: number; specHash: string } {
+  const counts = new Map<string, { revision: number; specHash: string; n: number }>();
+  for (const g of stale)
+    for (const d of g.copies) {
+      const k = `${d.value.spec.revision}/${d.value.spec.specHash}`;
+      const e = counts.get(k) ?? { revision: d.value.spec.revision, specHash: d.value.spec.specHash, n: 0 };
+      e.n++;
+      counts.set(k, e);
+    }
+  const best = [...counts.values()].sort((a, b) => b.n - a.n || a.revision - b.revision || cmp(a.specHash, b.specHash))[0];
+  return best ?? { revision: 0, specHash: '' };
+}
+
+const activeStep = (p: RolloutPlanSpec): RolloutStep | undefined => {
+  const last = p.steps[p.steps.length - 1];
+  return last && !last.finishedAt ? last : undefined;
+};
+
+function finishStep(pass: ServicePass, step: RolloutStep, result: StepResult): void {
+  step.finishedAt = pass.c.iso;
+  step.result = result;
+  const seconds = (pass.c.now - Date.parse(step.startedAt)) / 1000;
+  pass.metrics.push({ metric: 'step', result, ...(result === 'done' ? { seconds } : {}) });
+}
+
+/** Which failure a step that did not become ready shows (the reason codes of seed 001). */
+function failureOf(c: ServiceCtx, g: ReplicaGroup, hash: string, toRevision: number): FailureReason | undefined {
+  const atTarget = g.copies.map((d, i) => ({ d: d.value, o: g.observed[i]?.status })).filter((x) => x.d.spec.specHash === hash);
+  // Exhaustion counts only for this generation: older flags are cleared by the scheduler on apply.
+  const exhausted = (node: string) => {
+    const st = c.snapshot.commands.get(`${node}/${g.id}`)?.status;
+    return !!st?.exhausted && st.generation >= toRevision;
+  };
+  if (atTarget.some((x) => exhausted(x.d.spec.node))) return 'restart_exhausted';
+  if (atTarget.some((x) => x.o?.code === 'image_pull_failed')) return 'image_pull_failed';
+  if (atTarget.some((x) => x.o?.specHash === hash && (x.o.state === 'degraded' || x.o.health === 'unhealthy'))) return 'health_check_failed';
+  return undefined;
+}
+
+/**
+ * The step machine, forward (toward the plan's target) or revert (back to fromRevision after an
+ * abort): finish the active step when its replica is ready, abort it at the step timeout, then
+ * start the next step when the invariant allows, or complete.
+ */
+function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDirection): void {
+  const { c } = pass;
+  const plan = pass.plan!;
+  const active = activeStep(plan);
+  if (active) {
+    const g = c.groups.find((x) => x.id === active.replica);
+    const ready = g ? groupReady(g, target.specHash, c.now) : { ready: true };
+    const deadline = Date.parse(active.startedAt) + c.stepTimeoutMs;
+    if (!g) pass.notes.push(`replica ${active.replica} of step ${plan.currentStep} is gone; next step`);
+    if (ready.ready) finishStep(pass, active, direction === 'forward' ? 'done' : 'reverted');
+    else if (direction === 'forward') {
+      const exhausted = failureOf(c, g!, target.specHash, plan.toRevision) === 'restart_exhausted';
+      if (c.now < deadline && !exhausted) {
+        pass.wake(deadline);
+        if (ready.at !== undefined) pass.wake(ready.at);
+        pass.notes.push(`waiting for ${active.replica} to be ready at revision ${plan.toRevision}`);
+        updateTotals(pass, target, active.replica);
+        return;
+      }
+      return abort(pass, active, failureOf(c, g!, target.specHash, plan.toRevision) ?? 'step_timeout');
+    } else if (c.now < deadline) {
+      pass.wake(deadline);
+      if (ready.at !== undefined) pass.wake(ready.at);
+      pass.notes.push(`waiting for ${active.replica} to be ready back at revision ${target.revision}`);
+      return;
+    } else {
+      // A revert that does not come up is not retried forever: the next one may go when the invariant allows.
+      pass.notes.push(`revert of ${active.replica} did not become ready within the step timeout`);
+      finishStep(pass, active, 'reverted');
+    }
+  }
+
+  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
+  if (!stale.length) {
+    if (direction === 'forward') complete(pass);
+    return;
+  }
+  const next = pickNext(pass, stale);
+  if (next) startStep(pass, next, target);
+  if (direction === 'forward') {
+    if (next) plan.currentStep++;
+    updateTotals(pass, target, next?.id);
+  }
+  if (next) {
+    const step = plan.steps[plan.steps.length - 1]!;
+    pass.record('rollout_step', { replica: next.id, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
+  }
+}
+
+/** totalSteps = steps taken + stale replicas still to go (follows scaling during the rollout). */
+function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: string | undefined): void {
+  const plan = pass.plan!;
+  const remaining = pass.c.groups.filter((g) => !g.suspended && g.id !== inFlight && groupStale(g, target.specHash)).length;
+  plan.totalSteps = plan.currentStep + remaining;
+}
+
+/**
+ * The next replica to step, or undefined when none may go now. Replicas that are not ready go first
+ * (stepping them cannot cost availability), then by position. The invariant: a running replica is
+ * stepped only while every other replica of the service runs, so at most the one being replaced is
+ * down; a replica that is not running may always be stepped (it cannot take anything further down).
+ */
+function pickNext(pass: ServicePass, stale: ReplicaGroup[]): ReplicaGroup | undefined {
+  const { c } = pass;
+  const notRunning = c.groups.filter((g) => !g.suspended && !groupRunning(g));
+  const readyNow = (g: ReplicaGroup) => g.copies.every((d, i) => (readyAt(d.value, g.observed[i], d.value.spec.specHash, c.now) ?? Infinity) <= c.now);
+  const candidates = stale
+    .filter((g) => {
+      if (g.moving) pass.notes.push(`${g.id} has a move in flight; stepping it after the move`);
+      else if (g.nodeDown) pass.notes.push(`${g.id} is on a NotReady node; left to the scheduler`);
+      return !g.moving && !g.nodeDown;
+    })
+    .sort((a, b) => Number(readyNow(a)) - Number(readyNow(b)) || byPosition(a, b));
+  for (const g of candidates) {
+    if (!groupRunning(g) || notRunning.length === 0) return g;
+  }
+  if (candidates.length) pass.notes.push(`waiting: ${notRunning.map((g) => g.id).join(', ')} not running`);
+  return undefined;
+}
+
+function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate): void {
+  const { c } = pass;
+  for (const d of g.copies) {
+    if (d.value.spec.specHash === target.specHash) continue;
+    const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template: target.template } };
+    pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
+  }
+  pass.plan!.steps.push({ replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso });
+  pass.wake(c.now + c.stepTimeoutMs);
+}
+
+function complete(pass: ServicePass): void {
+  const plan = pass.plan!;
+  plan.state = 'completed';
+  plan.finishedAt = pass.c.iso;
+  plan.totalSteps = plan.currentStep;
+  pass.settled = true;
+  pass.metrics.push({ metric: 'rollout', result: 'completed' });
+  pass.record('rollout_completed', { total_steps: plan.totalSteps, duration_seconds: (pass.c.now - Date.parse(plan.startedAt)) / 1000 });
+}
+
+/** Aborts at the failing step and starts reverting in the same act: no half-rolled state stays. */
+function abort(pass: ServicePass, step: RolloutStep, reason: FailureReason): void {
+  const { c } = pass;
+  const plan = pass.plan!;
+  finishStep(pass, step, 'failed');
+  plan.state = 'aborted';
+  plan.failureReason = reason;
+  plan.finishedAt = c.iso;
+  pass.metrics.push({ metric: 'rollout', result: 'aborted' });
+  pass.record('rollout_aborted', { replica: step.replica, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, reason });
+  const from = fromTemplate(c, plan);
+  if (from) runSteps(pass, from, 'revert');
+  else pass.notes.push(`cannot revert: revision ${plan.fromRevision} is gone and no replica runs it`);
+}
+
+// ---------------------------------------------------------------- the whole pass
+
+function serviceRolloutStatus(p: RolloutPlanSpec): ServiceRolloutStatus {
+  return {
+    state: p.state,
+    fromRevision: p.fromRevision,
+    toRevision: p.toRevision,
+    currentStep: p.currentStep,
+    totalSteps: p.totalSteps,
+    ...(p.failureReason ? { failureReason: p.failureReason } : {}),
+  };
+}
+
+function planObject(spec: RolloutPlanSpec): RolloutPlan {
+  return { apiVersion: API_VERSION, kind: 'RolloutPlan', metadata: { name: `${spec.deployment}-${spec.service}` }, spec };
+}
+
+/** The service's update.stepTimeout, or the timings' default (60 s in production; documented in docs/rollout.md). */
+function stepTimeoutOf(raw: ServiceSpec | undefined, cfg: RolloutConfig): number {
+  return durationMs(raw?.update?.stepTimeout, cfg.stepTimeoutMs);
+}
+
+export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): RolloutDecision {
+  const iso = new Date(now).toISOString();
+  const groups = replicaGroups(s, now);
+  const acts: RolloutAct[] = [];
+  const notes: Note[] = [];
+  let inProgress = 0;
+  let wakeAt: number | undefined;
+
+  for (const [name, dv] of [...s.deployments].sort(([a], [b]) => cmp(a, b))) {
+    const generation = dv.value.metadata.generation ?? 1;
+    const services: Record<string, ServiceRolloutStatus> = {};
+    let settled = true;
+    for (const service of Object.keys(dv.value.spec.services).sort()) {
+      const plan = s.plans.get(`${name}/${service}`);
+      const ctx: ServiceCtx = {
+        now,
+        iso,
+        deployment: dv,
+        name,
+        service,
+        generation,
+        groups: groups.get(`${name}/${service}`) ?? [],
+        plan,
+        snapshot: s,
+        stepTimeoutMs: stepTimeoutOf(dv.value.spec.services[service], cfg),
+      };
+      const pass = decideService(ctx);
+      for (const note of pass.notes) notes.push({ deployment: name, service, note });
+      if (pass.wakeAt !== undefined) wakeAt = Math.min(wakeAt ?? pass.wakeAt, pass.wakeAt);
+      settled &&= pass.settled;
+      if (pass.plan) {
+        services[service] = serviceRolloutStatus(pass.plan);
+        if (pass.plan.state === 'in_progress') inProgress++;
+      }
+      const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(plan?.value.spec);
+      if (!planChanged && !pass.ops.length) continue;
+      const key = keys.rollout(name, service);
+      const planOp: Op = plan ? { op: 'update', key, value: planObject(pass.plan!), modRevision: plan.modRevision } : { op: 'create', key, value: planObject(pass.plan!) };
+      acts.push({ label: `rollout ${name}/${service}`, ops: [planOp, ...pass.ops], audit: pass.audit, metrics: pass.metrics });
+    }
+    const st = s.statuses.get(name);
+    const prevApplied = st?.value.status?.rollout?.appliedRevision ?? 0;
+    const appliedRevision = settled ? generation : prevApplied <= generation ? prevApplied : 0;
+    const statusAct = rolloutStatusAct(name, st, { appliedRevision, services }, iso);
+    if (statusAct) acts.push(statusAct);
+  }
+
+  // Plans (and status fields) of deployments and services that are gone.
+  for (const [k, p] of [...s.plans].sort(([a], [b]) => cmp(a, b))) {
+    const { deployment, service } = p.value.spec;
+    if (s.deployments.get(deployment)?.value.spec.services[service]) continue;
+    acts.push({ label: `rollout ${k} (deleted)`, ops: [{ op: 'delete', key: p.key, modRevision: p.modRevision }], audit: [], metrics: [] });
+  }
+  for (const [name, st] of [...s.statuses].sort(([a], [b]) => cmp(a, b))) {
+    if (s.deployments.has(name) || !st.value.status?.rollout) continue;
+    const { rollout: _r, ...rest } = st.value.status;
+    const op: Op = Object.keys(rest).length
+      ? { op: 'update', key: st.key, value: { ...st.value, status: rest }, modRevision: st.modRevision }
+      : { op: 'delete', key: st.key, modRevision: st.modRevision };
+    acts.push({ label: `rollout status ${name} (deleted)`, ops: [op], audit: [], metrics: [] });
+  }
+  return { acts, inProgress, wakeAt, notes };
+}
+
+/** deploymentstatus/<name>.status.rollout, read-modify-write preserving the scheduler's field. */
+function rolloutStatusAct(
+  name: string,
+  cur: Versioned<DeploymentStatus> | undefined,
+  want: { appliedRevision: number; services: Record<string, ServiceRolloutStatus> },
+  iso: string,
+): RolloutAct | undefined {
+  const have = cur?.value.status?.rollout;
+  if (have && canonicalJson({ a: have.appliedRevision, s: have.services }) === canonicalJson({ a: want.appliedRevision, s: want.services })) return undefined;
+  const rollout = { ...want, updatedAt: iso };
+  const key = keys.deploymentStatus(name);
+  const op: Op = cur
+    ? { op: 'update', key, value: { ...cur.value, status: { ...cur.value.status, rollout } }, modRevision: cur.modRevision }
+    : { op: 'create', key, value: { apiVersion: API_VERSION, kind: 'DeploymentStatus', metadata: { name }, status: { rollout } } satisfies DeploymentStatus };
+  return { label: `rollout status ${name}`, ops: [op], audit: [], metrics: [] };
+}

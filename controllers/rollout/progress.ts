@@ -1,0 +1,71 @@
+// How far a deployment's rollout has got, as `jaco rollout status` reports it: one line per
+// service, and a phase — complete when the rollout controller has applied the current revision
+// everywhere (status.rollout.appliedRevision) and every replica runs healthy at its desired spec;
+// aborted when a rollout to the current revision was aborted. Pure: the CLI feeds it informers.
+import { replicaReady } from '../../src/api/readiness.js';
+import { placementMode } from '../../src/api/spec.js';
+import type { Deployment, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
+import { FAILURE_REASONS, type FailureReason } from './reasons.js';
+
+export interface ProgressInput {
+  deployment?: Deployment;
+  status?: DeploymentStatus;
+  /** The deployment's plans (rollouts/<name>/…). */
+  plans: RolloutPlan[];
+  /** The deployment's desired replicas with what their agents observe. */
+  replicas: { desired: ReplicaDesired; observed?: ReplicaObserved }[];
+  now: number;
+}
+
+export type RolloutPhase = 'progressing' | 'complete' | 'aborted' | 'missing';
+
+export interface Progress {
+  phase: RolloutPhase;
+  revision: number;
+  /** Per service, in name order: what it is doing now. */
+  lines: { service: string; text: string }[];
+}
+
+function describeFailure(reason: string | undefined): string {
+  return reason && Object.hasOwn(FAILURE_REASONS, reason) ? `${reason}: ${FAILURE_REASONS[reason as FailureReason]}` : (reason ?? 'unknown reason');
+}
+
+export function rolloutProgress(i: ProgressInput): Progress {
+  const d = i.deployment;
+  if (!d) return { phase: 'missing', revision: 0, lines: [] };
+  const revision = d.metadata.generation ?? 1;
+  const scheduling = i.status?.status?.scheduling;
+  const schedulingCurrent = !!scheduling && scheduling.observedGeneration >= revision;
+  let aborted = false;
+  let settled = (i.status?.status?.rollout?.appliedRevision ?? 0) === revision;
+  const lines: Progress['lines'] = [];
+  for (const service of Object.keys(d.spec.services).sort()) {
+    const plan = i.plans.find((p) => p.spec.service === service)?.spec;
+    const reps = i.replicas.filter((r) => r.desired.spec.service === service && !r.desired.spec.suspended);
+    const ids = new Set(reps.map((r) => r.desired.spec.replica));
+    const ready = new Set(reps.filter((r) => replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
+    const sch = scheduling?.services[service];
+    const spec = d.spec.services[service]!;
+    const want = schedulingCurrent && sch ? sch.desired : placementMode(spec) === 'global' ? ids.size : (spec.replicas ?? 1);
+    const parts: string[] = [];
+    if (plan?.state === 'in_progress') {
+      settled = false;
+      const step = plan.steps[plan.steps.length - 1];
+      const active = step && !step.finishedAt ? ` (${step.replica} on ${step.node})` : ' (waiting for every replica to run before the next step)';
+      const updated = new Set(reps.filter((r) => r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
+      parts.push(`rolling revision ${plan.fromRevision} → ${plan.toRevision}: step ${plan.currentStep} of ${plan.totalSteps}${active}, ${updated.size} of ${want} updated`);
+    } else if (plan?.state === 'aborted' && plan.toRevision === revision) {
+      aborted = true;
+      const reverting = reps.filter((r) => r.desired.spec.specHash !== plan.fromHash).length;
+      parts.push(
+        `rollout to revision ${plan.toRevision} aborted at step ${plan.currentStep} of ${plan.totalSteps} (${describeFailure(plan.failureReason)}); ` +
+          `revision ${plan.fromRevision} keeps serving${reverting ? `, ${reverting} replica(s) going back` : ''}`,
+      );
+    } else if (plan?.state === 'completed' && plan.toRevision === revision) parts.push(`rolled out revision ${plan.toRevision} in ${plan.totalSteps} step(s)`);
+    if (plan?.state !== 'in_progress') parts.push(`${ready.size} of ${want} replicas ready`);
+    if (sch?.unschedulable && schedulingCurrent) parts.push(`${sch.unschedulable.count} unschedulable (${sch.unschedulable.reason}): ${sch.unschedulable.message}`);
+    if (ready.size < want || ready.size < ids.size) settled = false;
+    lines.push({ service, text: parts.join('; ') });
+  }
+  return { phase: aborted ? 'aborted' : settled ? 'complete' : 'progressing', revision, lines };
+}

@@ -1,0 +1,40 @@
+// The rollout controller's closed vocabularies: why a rollout aborted, why one started, which way a
+// step goes, how a rollout ended. The same strings appear in RolloutPlan.failureReason, audit
+// payloads (`reason`), metric labels and `jaco rollout status`.
+
+export const FAILURE_REASONS = {
+  step_timeout: 'the replica of the current step was not running and healthy at the new revision within the step timeout',
+  image_pull_failed: 'the new image could not be pulled (the node-agent reported image_pull_failed)',
+  health_check_failed: 'the replica started at the new revision but its health check failed (state degraded)',
+  restart_exhausted: 'the replica failed 3 times in a row at the new revision; the scheduler stopped restarting it',
+} as const;
+export type FailureReason = keyof typeof FAILURE_REASONS;
+
+export const START_REASONS = {
+  new_revision: "the service's spec hash differs from what its replicas run",
+  superseded: 'a newer apply replaced a rollout that was still in progress',
+} as const;
+export type StartReason = keyof typeof START_REASONS;
+
+export const STEP_DIRECTIONS = {
+  forward: 'a replica moves to the new revision',
+  revert: 'after an abort, a replica goes back to the previous revision',
+} as const;
+export type StepDirection = keyof typeof STEP_DIRECTIONS;
+
+/** jaco_rollouts_total{result}. */
+export const ROLLOUT_RESULTS = {
+  completed: 'every replica runs the new revision',
+  aborted: 'a step failed; the replicas went back to the previous revision',
+  superseded: 'a newer apply replaced the rollout before it finished',
+} as const;
+export type RolloutResult = keyof typeof ROLLOUT_RESULTS;
+
+/** jaco_rollout_steps_total{result}: how a step ended (RolloutStep.result). */
+export const STEP_RESULTS = {
+  done: 'the replica ran healthy at the new revision',
+  failed: 'the step that aborted the rollout',
+  reverted: 'a replica went back to the previous revision after an abort',
+  superseded: 'the step was in flight when a newer apply replaced the rollout',
+} as const;
+export type StepResult = keyof typeof STEP_RESULTS;
