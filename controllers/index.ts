@@ -2,6 +2,7 @@
 // leader-elected controller and returns a handle to stop it.
 import type { ControllerContext } from '../src/runtime/controller.js';
 import { startScheduler } from './scheduler/controller.js';
+import { startDrainController } from './drain/index.js';
 import { startRolloutController } from './rollout/index.js';
 
 export interface ControllerHandle {
@@ -17,4 +18,5 @@ export type ControllerFactory = (ctx: ControllerContext) => Promise<ControllerHa
 export const CONTROLLERS: Record<string, ControllerFactory> = {
   scheduler: startScheduler,
   rollout: startRolloutController,
+  drain: startDrainController,
 };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { advanceMoves, indexReplicas, startMove, unavailable, type MoveRequest, type VersionedDesired } from './move.js';
+import { advanceMoves, assumeStarted, cancelMove, indexReplicas, moveWakeAt, startMove, unavailable, type MoveRequest, type VersionedDesired } from './move.js';
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -142,7 +142,7 @@ describe('advanceMoves', () => {
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('drain')), 'starting'],
     ]);
-    expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) })[0]).toMatchObject({ outcome: 'abandoned' });
+    expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_lost' });
   });
 
   it("advances only the caller's own moves", () => {
@@ -159,5 +159,66 @@ describe('advanceMoves', () => {
     const [step] = advanceMoves(idx, T0, { by: 'drain' });
     expect(step!.ops).toHaveLength(1);
     expect(step!.ops[0]!.op).toBe('update');
+  });
+});
+
+describe('the budget and a leaving source (drain)', () => {
+  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [VersionedDesired, ObservedState];
+  const marker = { id: 'x', from: 'b', by: 'rebalancer' as const, startedAt: iso(T0), deadline: iso(T0 + 1000) };
+
+  it.each<[string, [VersionedDesired, ObservedState | undefined][], Partial<MoveRequest>, true | string]>([
+    ['a crashed replica may not be moved by the rebalancer', [[desired('d-web-0', 'a'), 'exited'], running('d-web-1', 'b')], {}, 'replica_not_running'],
+    ['a crashed replica leaves a draining node: it counts once, not twice', [[desired('d-web-0', 'a'), 'exited'], running('d-web-1', 'b')], { sourceLeaving: true }, true],
+    ['a never-observed replica leaves a draining node', [[desired('d-web-0', 'a'), undefined]], { sourceLeaving: true }, true],
+    ['…but not when another replica of the service is down too', [[desired('d-web-0', 'a'), 'exited'], [desired('d-web-1', 'b'), 'exited']], { sourceLeaving: true }, 'budget_exceeded'],
+    ['a suspended sibling (forced drain) is not counted as down', [running('d-web-0', 'a'), [desired('d-web-1', 'b', web, { suspended: { reason: 'node_drained', at: iso(T0) } }), 'stopped']], {}, true],
+    ['a suspended replica itself is never moved', [[desired('d-web-0', 'a', web, { suspended: { reason: 'node_drained', at: iso(T0) } }), 'stopped']], { sourceLeaving: true }, 'replica_suspended'],
+    ['an in-flight move of another replica is counted', [running('d-web-0', 'a'), running('d-web-1', 'b'), [desired('d-web-1', 'c', web, { move: marker }), 'starting']], { sourceLeaving: true }, 'budget_exceeded'],
+  ])('%s', (_n, entries, extra, want) => {
+    const r = startMove(world(entries), move('d-web-0', 'a', 'c', extra));
+    if (want === true) expect(r.ok).toBe(true);
+    else expect(r).toMatchObject({ ok: false, refusal: want });
+  });
+
+  it('a refusal says what the budget counted', () => {
+    const r = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b'), [desired('d-web-1', 'c', web, { move: marker }), 'starting'], [desired('d-web-2', 'c'), 'exited']]), move('d-web-0', 'a', 'd'));
+    expect(r).toEqual({ ok: false, refusal: 'budget_exceeded', detail: 'web: 1 moving (d-web-1), 1 down (d-web-2), maxUnavailable 1' });
+  });
+
+  it('assumeStarted: a second move of the same service in the same pass is refused', () => {
+    const idx = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
+    const first = startMove(idx, move('d-web-0', 'a', 'd'));
+    if (!first.ok) throw new Error(first.detail);
+    assumeStarted(idx, 'd-web-0', first);
+    expect(idx.get('d-web-0')!.map((c) => c.desired.spec.node)).toEqual(['a', 'd']);
+    expect(startMove(idx, move('d-web-1', 'b', 'd'))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
+    expect(startMove(idx, move('d-web-0', 'a', 'e'))).toMatchObject({ ok: false, refusal: 'move_in_flight' });
+  });
+});
+
+describe('cancelMove and moveWakeAt', () => {
+  const noHc = withDefaults({ image: 'x', update: { minReadyTime: '5s' } });
+  const mark = (by: 'drain' | 'rebalancer', deadline: number) => ({ move: { id: 'm1', from: 'a', by, startedAt: iso(T0 - 10_000), deadline: iso(deadline) } });
+
+  it('cancel deletes only the destination copy', () => {
+    const idx = world([
+      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'c', web, mark('drain', T0 + 60_000)), 'running'],
+    ]);
+    expect(cancelMove(idx, 'd-web-0', T0)).toMatchObject({ outcome: 'abandoned', reason: 'cancelled', src: 'a', dst: 'c', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 }] });
+    expect(cancelMove(world([[desired('d-web-0', 'a'), 'running']]), 'd-web-0', T0)).toBeUndefined();
+  });
+
+  it.each<[string, ServiceSpec, ObservedState | undefined, Partial<ReplicaObserved['status']>, 'drain' | 'rebalancer', number | undefined]>([
+    ['the deadline while the destination starts', noHc, 'starting', {}, 'drain', T0 + 60_000],
+    ['the minimum ready time when it is sooner', noHc, 'running', { startedAt: iso(T0 - 2000) }, 'drain', T0 + 3000],
+    ['only the deadline with a health check (its result is an event)', withDefaults({ image: 'x', healthcheck: { test: ['CMD', 'true'] } }), 'running', { health: 'starting' }, 'drain', T0 + 60_000],
+    ["nothing for another actor's move", noHc, 'starting', {}, 'rebalancer', undefined],
+  ])('wakes at %s', (_n, spec, state, extra, by, want) => {
+    const idx = world([
+      [desired('d-web-0', 'a', spec), 'running'],
+      [desired('d-web-0', 'c', spec, mark(by, T0 + 60_000)), state, extra],
+    ]);
+    expect(moveWakeAt(idx, 'drain')).toBe(want);
   });
 });

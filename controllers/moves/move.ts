@@ -6,12 +6,14 @@
 //              source keeps running. Refused with a typed reason when the budget would be exceeded.
 //   complete — once the dst copy is observed running and healthy at its spec, desired/<src>/<R>
 //              is deleted and the marker cleared (placedAt = now), in one transaction.
-//   abandon  — past the deadline (or when dst is gone) desired/<dst>/<R> is deleted; src serves.
+//   abandon  — past the deadline, when the dst copy failed or its node is lost, or when the actor
+//              cancels it: desired/<dst>/<R> is deleted; src keeps serving.
 // While a move is in flight, R has two desired keys: every controller counts it once.
 import { keys } from '../../src/api/keys.js';
 import { notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode, SERVICE_DEFAULTS } from '../../src/api/spec.js';
 import type { MoveActor, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import { durationMs } from '../../src/api/units.js';
 import type { Op } from '../../src/store/writer.js';
 
 /** Why a move may not start: closed union, the same strings in drain status, audit and metrics. */
@@ -63,14 +65,39 @@ export function inFlight(copies: Copy[]): Copy | undefined {
   return copies.find((c) => c.desired.spec.move);
 }
 
-/** Replicas of one service that are moving or not running: what the budget counts. */
+// Replica ids by "<deployment>/<service>", built once per index: a pass that checks the budget
+// for every replica of a draining node must not scan the whole cluster each time. Rebuilt when
+// the index changed size (assumeStarted adds copies to existing ids only).
+const byService = new WeakMap<ReplicaIndex, { size: number; ids: Map<string, string[]> }>();
+function serviceReplicas(idx: ReplicaIndex): Map<string, string[]> {
+  const cached = byService.get(idx);
+  if (cached && cached.size === idx.size) return cached.ids;
+  const ids = new Map<string, string[]>();
+  for (const [id, copies] of idx) {
+    const s = copies[0]?.desired.spec;
+    if (!s) continue;
+    const k = `${s.deployment}/${s.service}`;
+    const list = ids.get(k);
+    if (list) list.push(id);
+    else ids.set(k, [id]);
+  }
+  byService.set(idx, { size: idx.size, ids });
+  return ids;
+}
+
+/**
+ * Replicas of one service that are moving or not running: what the budget counts. A suspended
+ * replica (stopped on purpose by a forced drain) is not counted as down: it is not coming back
+ * by itself, and counting it would freeze every other move of its service.
+ */
 export function unavailable(idx: ReplicaIndex, deployment: string, service: string): { moving: string[]; down: string[] } {
   const moving: string[] = [];
   const down: string[] = [];
-  for (const [id, copies] of idx) {
-    const s = copies[0]!.desired.spec;
-    if (s.deployment !== deployment || s.service !== service) continue;
+  for (const id of serviceReplicas(idx).get(`${deployment}/${service}`) ?? []) {
+    const copies = idx.get(id);
+    if (!copies?.length) continue;
     if (inFlight(copies)) moving.push(id);
+    else if (copies.every((c) => c.desired.spec.suspended)) continue;
     else if (!copies.some((c) => replicaRunning(c.observed))) down.push(id);
   }
   return { moving: moving.sort(), down: down.sort() };
@@ -85,9 +112,36 @@ export interface MoveRequest {
   id: string;
   now: number;
   timeoutMs: number;
+  /**
+   * The source node is leaving (drain): the replica must go even if it is not running. It is
+   * then already unavailable, so the budget counts it once, not twice.
+   */
+  sourceLeaving?: boolean;
 }
 
-export type MoveStart = { ok: true; ops: Op[]; marker: NonNullable<ReplicaDesired['spec']['move']> } | { ok: false; refusal: MoveRefusal; detail: string };
+export type MoveStart =
+  | { ok: true; ops: Op[]; marker: NonNullable<ReplicaDesired['spec']['move']>; /** The destination's desired value. */ dst: ReplicaDesired }
+  | { ok: false; refusal: MoveRefusal; detail: string };
+
+/**
+ * The disruption budget alone: refuses when moving `replica` now would leave its service with more
+ * than update.maxUnavailable replicas moving or down. The replica itself is not counted as down
+ * (a move of a replica that is not running takes nothing further down). Cheap: a caller may ask
+ * before computing a destination.
+ */
+export function budgetRefusal(idx: ReplicaIndex, replica: string): { ok: false; refusal: 'budget_exceeded'; detail: string } | undefined {
+  const spec = idx.get(replica)?.[0]?.desired.spec;
+  if (!spec) return undefined;
+  const budget = spec.template.update?.maxUnavailable ?? SERVICE_DEFAULTS.maxUnavailable;
+  const { moving, down: allDown } = unavailable(idx, spec.deployment, spec.service);
+  const down = allDown.filter((id) => id !== replica);
+  if (moving.length + down.length + 1 <= budget) return undefined;
+  return {
+    ok: false,
+    refusal: 'budget_exceeded',
+    detail: `${spec.service}: ${moving.length} moving (${moving.join(', ') || '-'}), ${down.length} down (${down.join(', ') || '-'}), maxUnavailable ${budget}`,
+  };
+}
 
 /** Starts a move if the replica and its service's disruption budget allow it. */
 export function startMove(idx: ReplicaIndex, m: MoveRequest): MoveStart {
@@ -101,11 +155,9 @@ export function startMove(idx: ReplicaIndex, m: MoveRequest): MoveStart {
   if (placementMode(spec.template) === 'global') return refuse('global_replica');
   if (isStateful(spec.template)) return refuse('stateful_replica');
   if (spec.suspended) return refuse('replica_suspended');
-  if (!replicaRunning(src.observed)) return refuse('replica_not_running');
-  const budget = spec.template.update?.maxUnavailable ?? SERVICE_DEFAULTS.maxUnavailable;
-  const { moving, down } = unavailable(idx, spec.deployment, spec.service);
-  if (moving.length + down.length + 1 > budget)
-    return refuse('budget_exceeded', `${spec.service}: ${moving.length} moving (${moving.join(', ') || '-'}), ${down.length} down (${down.join(', ') || '-'}), maxUnavailable ${budget}`);
+  if (!m.sourceLeaving && !replicaRunning(src.observed)) return refuse('replica_not_running');
+  const over = budgetRefusal(idx, m.replica);
+  if (over) return over;
   const marker = { id: m.id, from: m.src, by: m.by, startedAt: new Date(m.now).toISOString(), deadline: new Date(m.now + m.timeoutMs).toISOString() };
   const dst: ReplicaDesired = {
     ...src.desired,
@@ -113,10 +165,30 @@ export function startMove(idx: ReplicaIndex, m: MoveRequest): MoveStart {
     spec: { ...spec, node: m.dst, placedAt: marker.startedAt, move: marker },
   };
   // The source must still be what we decided on; the destination must not exist yet.
-  return { ok: true, marker, ops: [{ op: 'check', key: src.key, modRevision: src.modRevision }, { op: 'create', key: keys.desired(m.dst, m.replica), value: dst }] };
+  return { ok: true, marker, dst, ops: [{ op: 'check', key: src.key, modRevision: src.modRevision }, { op: 'create', key: keys.desired(m.dst, m.replica), value: dst }] };
+}
+
+/**
+ * Counts a move planned in this pass in the index, as if it had landed, so that later
+ * startMove calls of the same pass see it in the budget (a pass may start several moves).
+ */
+export function assumeStarted(idx: ReplicaIndex, replica: string, start: Extract<MoveStart, { ok: true }>): void {
+  const copies = idx.get(replica) ?? [];
+  copies.push({ key: keys.desired(start.dst.spec.node, replica), modRevision: 0, desired: start.dst });
+  copies.sort((a, b) => (a.desired.spec.node < b.desired.spec.node ? -1 : 1));
+  idx.set(replica, copies);
 }
 
 export type MoveOutcome = 'completed' | 'abandoned';
+
+/** Why a move was abandoned: closed union, the same strings in drain status, audit and metrics. */
+export const ABANDON_REASONS = {
+  move_timeout: 'the destination copy was not running and healthy by the deadline',
+  dst_failed: 'the destination copy failed (restart budget exhausted)',
+  dst_lost: 'the destination node went NotReady or away before the copy was ready',
+  cancelled: 'the actor withdrew the move (e.g. its drain aborted)',
+} as const;
+export type AbandonReason = keyof typeof ABANDON_REASONS;
 
 export interface MoveStep {
   replica: string;
@@ -127,8 +199,8 @@ export interface MoveStep {
   by: MoveActor;
   moveId: string;
   outcome: MoveOutcome;
-  /** For abandoned moves: why (timeout, or the destination's copy failed). */
-  reason?: 'move_timeout' | 'dst_failed';
+  /** For abandoned moves: why. */
+  reason?: AbandonReason;
   durationMs: number;
   ops: Op[];
 }
@@ -140,24 +212,38 @@ export interface AdvanceOptions {
   lostNodes?: ReadonlySet<string>;
 }
 
+function stepBase(replica: string, dst: Copy, now: number): Omit<MoveStep, 'outcome' | 'ops' | 'reason'> {
+  const marker = dst.desired.spec.move!;
+  return {
+    replica,
+    deployment: dst.desired.spec.deployment,
+    service: dst.desired.spec.service,
+    src: marker.from,
+    dst: dst.desired.spec.node,
+    by: marker.by,
+    moveId: marker.id,
+    durationMs: now - Date.parse(marker.startedAt),
+  };
+}
+
+/** Withdraws the replica's in-flight move: the destination copy goes, the source keeps serving. */
+export function cancelMove(idx: ReplicaIndex, replica: string, now: number): MoveStep | undefined {
+  const dst = inFlight(idx.get(replica) ?? []);
+  if (!dst) return undefined;
+  return { ...stepBase(replica, dst, now), outcome: 'abandoned', reason: 'cancelled', ops: [{ op: 'delete', key: dst.key, modRevision: dst.modRevision }] };
+}
+
 /** Completes or abandons the actor's in-flight moves that are due; the rest wait. */
 export function advanceMoves(idx: ReplicaIndex, now: number, opts: AdvanceOptions): MoveStep[] {
   const steps: MoveStep[] = [];
-  for (const [id, copies] of [...idx].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  // Only replicas with a move in flight, in id order (sorting every replica would dominate a large cluster's pass).
+  const moving = [...idx].filter(([, copies]) => inFlight(copies)?.desired.spec.move?.by === opts.by).sort(([a], [b]) => (a < b ? -1 : 1));
+  for (const [id, copies] of moving) {
     const dst = inFlight(copies);
     const marker = dst?.desired.spec.move;
-    if (!dst || !marker || marker.by !== opts.by) continue;
+    if (!dst || !marker) continue;
     const src = copies.find((c) => c !== dst && c.desired.spec.node === marker.from);
-    const base = {
-      replica: id,
-      deployment: dst.desired.spec.deployment,
-      service: dst.desired.spec.service,
-      src: marker.from,
-      dst: dst.desired.spec.node,
-      by: marker.by,
-      moveId: marker.id,
-      durationMs: now - Date.parse(marker.startedAt),
-    };
+    const base = stepBase(id, dst, now);
     if (!notReadyBecause(dst.desired, dst.observed, now)) {
       const { move: _m, ...rest } = dst.desired.spec;
       const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: new Date(now).toISOString() } };
@@ -168,9 +254,29 @@ export function advanceMoves(idx: ReplicaIndex, now: number, opts: AdvanceOption
       });
       continue;
     }
-    const failed = dst.observed?.status?.state === 'failed';
-    if (now >= Date.parse(marker.deadline) || failed || opts.lostNodes?.has(base.dst))
-      steps.push({ ...base, outcome: 'abandoned', reason: failed ? 'dst_failed' : 'move_timeout', ops: [{ op: 'delete', key: dst.key, modRevision: dst.modRevision }] });
+    const reason: AbandonReason | undefined =
+      now >= Date.parse(marker.deadline) ? 'move_timeout' : dst.observed?.status?.state === 'failed' ? 'dst_failed' : opts.lostNodes?.has(base.dst) ? 'dst_lost' : undefined;
+    if (reason) steps.push({ ...base, outcome: 'abandoned', reason, ops: [{ op: 'delete', key: dst.key, modRevision: dst.modRevision }] });
   }
   return steps;
+}
+
+/**
+ * The earliest time one of the actor's in-flight moves could complete or be abandoned without any
+ * watch event: a deadline, or the moment a destination without a health check has run for its
+ * minimum ready time. The shell wakes itself then instead of waiting for the safety tick.
+ */
+export function moveWakeAt(idx: ReplicaIndex, by: MoveActor): number | undefined {
+  let at: number | undefined;
+  const soonest = (t: number) => (at = Math.min(at ?? t, t));
+  for (const copies of idx.values()) {
+    const dst = inFlight(copies);
+    const marker = dst?.desired.spec.move;
+    if (!dst || !marker || marker.by !== by) continue;
+    soonest(Date.parse(marker.deadline));
+    const s = dst.observed?.status;
+    if (!dst.desired.spec.template.healthcheck && s?.state === 'running' && s.startedAt)
+      soonest(Date.parse(s.startedAt) + durationMs(dst.desired.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime));
+  }
+  return at;
 }

@@ -4,6 +4,7 @@ import { registerAgent } from './agent.js';
 import { registerApply } from './apply.js';
 import { registerAudit } from './audit.js';
 import { registerController } from './controller.js';
+import { registerDrain } from './drain.js';
 import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
 import { registerNode } from './node.js';
@@ -18,7 +19,7 @@ export function registerCommands(program: Command): void {
   registerStatus(program);
   registerGet(program);
   registerExplain(program);
-  registerNode(program);
+  registerDrain(registerNode(program));
   registerAudit(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);

@@ -1,0 +1,437 @@
+// The drain controller's pure core (seed 001, "Drain on graceful node remove"): from one snapshot
+// of drains, nodes, replicas and volume homes, decide what every drain does next — drop global
+// replicas, block or (with force) stop stateful ones, move the rest make-before-break through the
+// shared move mechanism to a node the scheduler's own placement core picks, complete, abort on
+// timeout, remove the node — and resume replicas a forced drain stopped once their node is
+// schedulable again. No I/O, no clock (`now` comes in); deterministic: drains by host, replicas by id.
+import { keys } from '../../src/api/keys.js';
+import { drainActive, nodeReady } from '../../src/api/nodes.js';
+import { canonicalJson, isStateful, placementMode } from '../../src/api/spec.js';
+import type { DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
+import { durationMs, formatDuration } from '../../src/api/units.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import type { Versioned } from '../../src/store/store.js';
+import type { Op } from '../../src/store/writer.js';
+import { advanceMoves, assumeStarted, budgetRefusal, cancelMove, inFlight, indexReplicas, moveWakeAt, startMove, type Copy, type MoveStep, type ReplicaIndex } from '../moves/move.js';
+import { DEFAULT_PLACEMENT_CONFIG, Placer, type PlacementConfig } from '../scheduler/placement.js';
+import { placementInputFrom } from '../scheduler/placement-input.js';
+import type { DrainAbortReason, DrainMoveResult, DrainReplicaReason } from './reasons.js';
+
+/** Everything decide reads; the shell builds it from its informers. */
+export interface DrainSnapshot {
+  drains: readonly Versioned<NodeDrain>[];
+  /** By host. */
+  nodes: ReadonlyMap<string, Versioned<Node>>;
+  /** By host. */
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  desired: readonly Versioned<ReplicaDesired>[];
+  /** By `<node>/<replica>`. */
+  observed: ReadonlyMap<string, ReplicaObserved>;
+  volumeHomes: readonly VolumeHome[];
+}
+
+export interface DrainConfig {
+  /** Per-replica timeout of a drain whose spec.timeout does not parse (timings.drainTimeoutMs). */
+  drainTimeoutMs: number;
+  placement?: PlacementConfig;
+}
+
+export type DrainMetricEvent = { result: DrainMoveResult; seconds?: number };
+
+export interface DrainAct {
+  label: string;
+  ops: Op[];
+  audit: AuditRecord[];
+  /** Counted only once the act has landed. */
+  metrics: DrainMetricEvent[];
+}
+
+/** Why a replica waits: for logs, never for decisions. */
+export interface DrainNote {
+  node: string;
+  replica: string;
+  note: string;
+}
+
+export interface DrainDecision {
+  acts: DrainAct[];
+  /** Drains pending or draining once the acts land (jaco_drains_in_progress). */
+  inProgress: number;
+  /** The earliest time a pass could decide something new without any event (a deadline, a ready time). */
+  wakeAt?: number;
+  notes: DrainNote[];
+}
+
+/** The reason every replica of a forced drain is suspended with (and the only one resumed). */
+export const SUSPEND_REASON = 'node_drained';
+
+type ReplicaStates = Record<string, DrainReplicaStatus>;
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const inProgress = (d: NodeDrain) => !d.status || d.status.state === 'pending' || d.status.state === 'draining';
+const settled = (s: DrainReplicaStatus) => s.state === 'done' || s.state === 'dropped' || s.state === 'stopped';
+
+/** A drain's spec.timeout in ms; a malformed one falls back to the default rather than stalling the drain. */
+function timeoutOf(d: NodeDrain, fallbackMs: number): number {
+  try {
+    const ms = durationMs(d.spec.timeout);
+    return ms > 0 ? ms : fallbackMs;
+  } catch {
+    return fallbackMs;
+  }
+}
+
+/** A copy's move marker, when it is the destination of a move onto `host`. */
+function inboundTo(host: string, copy: Copy): boolean {
+  return copy.desired.spec.node === host && !!copy.desired.spec.move;
+}
+
+/** The state of one pass: shared by every drain (one index, one placer, one list of acts). */
+class Pass {
+  readonly acts: DrainAct[] = [];
+  readonly notes: DrainNote[] = [];
+  readonly idx: ReplicaIndex;
+  readonly steps = new Map<string, MoveStep>();
+  private placerCache?: Placer;
+
+  constructor(readonly s: DrainSnapshot, readonly now: number, readonly config: DrainConfig) {
+    this.idx = indexReplicas(s.desired, (h, r) => s.observed.get(`${h}/${r}`));
+  }
+
+  get placer(): Placer {
+    this.placerCache ??= new Placer(
+      placementInputFrom(
+        {
+          nodes: [...this.s.nodes.values()].map((n) => n.value),
+          heartbeats: this.s.heartbeats,
+          drains: new Map(this.s.drains.map((d) => [d.value.spec.node, d.value])),
+          desired: this.s.desired.map((d) => d.value),
+          volumeHomes: this.s.volumeHomes,
+        },
+        this.now,
+      ),
+      this.config.placement ?? DEFAULT_PLACEMENT_CONFIG,
+    );
+    return this.placerCache;
+  }
+
+  /** Completes, abandons (deadline, failed, lost destination) every drain move that is due. */
+  advance(): void {
+    // Only a move's destination matters; every other node is judged once, not per replica.
+    const lost = new Set<string>();
+    for (const d of this.s.desired) {
+      const node = d.value.spec.node;
+      if (d.value.spec.move && !lost.has(node) && (!this.s.nodes.has(node) || !nodeReady(this.s.heartbeats.get(node), this.now))) lost.add(node);
+    }
+    for (const step of advanceMoves(this.idx, this.now, { by: 'drain', lostNodes: lost })) this.addStep(step);
+  }
+
+  addStep(step: MoveStep): void {
+    this.steps.set(step.replica, step);
+    const result: DrainMoveResult = step.outcome === 'completed' ? 'completed' : step.reason!;
+    const audit: AuditRecord[] =
+      step.outcome === 'completed'
+        ? [
+            {
+              type: 'replica_moved',
+              time: this.now,
+              deployment: step.deployment,
+              payload: { replica: step.replica, deployment: step.deployment, service: step.service, src: step.src, dst: step.dst, by: 'drain', moveId: step.moveId, duration: formatDuration(step.durationMs), durationMs: step.durationMs },
+            },
+          ]
+        : [];
+    this.acts.push({
+      label: `move ${step.replica} ${step.src}→${step.dst}: ${result}`,
+      ops: step.ops,
+      audit,
+      metrics: [{ result, ...(step.outcome === 'completed' ? { seconds: step.durationMs / 1000 } : {}) }],
+    });
+  }
+
+  note(node: string, replica: string, note: string): void {
+    this.notes.push({ node, replica, note });
+  }
+}
+
+/** One drain's pass: the replica states after it, the acts it adds, whether it aborts or finishes. */
+class DrainPass {
+  readonly host: string;
+  readonly spec: NodeDrain['spec'];
+  readonly states: ReplicaStates;
+  readonly timeoutMs: number;
+  /** Acts planned for this node's replicas in this pass (a drain finishes only in a pass with none). */
+  private work = 0;
+  private abort?: { replica: string; cause: DrainReplicaReason };
+
+  constructor(readonly p: Pass, readonly drain: Versioned<NodeDrain>) {
+    this.spec = drain.value.spec;
+    this.host = this.spec.node;
+    this.states = structuredClone(drain.value.status?.replicas ?? {});
+    this.timeoutMs = timeoutOf(drain.value, p.config.drainTimeoutMs);
+  }
+
+  private set(id: string, state: DrainReplicaStatus['state'], reason?: DrainReplicaReason, dst?: string, deadline?: string): void {
+    const cur = this.states[id];
+    const next: DrainReplicaStatus = { state, ...(reason ? { reason } : {}), ...(dst ? { dst } : {}) };
+    const changed = !cur || cur.state !== state || cur.reason !== next.reason || cur.dst !== next.dst;
+    next.at = changed ? iso(this.p.now) : (cur?.at ?? iso(this.p.now));
+    const dl = deadline ?? cur?.deadline;
+    if (dl && !settled(next)) next.deadline = dl;
+    this.states[id] = next;
+  }
+
+  /** Replica ids with a copy on the draining node, by id. */
+  private onNode(): [string, Copy[]][] {
+    return [...this.p.idx].filter(([, copies]) => copies.some((c) => c.desired.spec.node === this.host)).sort(([a], [b]) => (a < b ? -1 : 1));
+  }
+
+  /** The replica must still leave the node by moving (not global, not stateful, not suspended). */
+  private movable(copy: Copy): boolean {
+    const t = copy.desired.spec.template;
+    return placementMode(t) !== 'global' && !isStateful(t) && !copy.desired.spec.suspended;
+  }
+
+  run(): { status: NodeDrainStatus; audit: AuditRecord[]; extraOps: Op[] } {
+    const replicas = this.onNode();
+    this.findAbort(replicas);
+    for (const [id, copies] of replicas) this.replica(id, copies);
+    this.settleDeparted(new Set(replicas.map(([id]) => id)));
+    return this.status();
+  }
+
+  /** A drain aborts when one of its moves timed out, or a replica it could not move is past its deadline. */
+  private findAbort(replicas: [string, Copy[]][]): void {
+    for (const [id, copies] of replicas) {
+      const step = this.p.steps.get(id);
+      if (step?.src === this.host && step.reason === 'move_timeout') {
+        this.abort = { replica: id, cause: 'move_timeout' };
+        return;
+      }
+      const here = copies.find((c) => c.desired.spec.node === this.host)!;
+      const deadline = this.states[id]?.deadline;
+      if (!step && !inFlight(copies) && this.movable(here) && deadline && this.p.now >= Date.parse(deadline)) {
+        this.abort = { replica: id, cause: (this.states[id]?.reason as DrainReplicaReason | undefined) ?? 'move_timeout' };
+        return;
+      }
+    }
+  }
+
+  private replica(id: string, copies: Copy[]): void {
+    const here = copies.find((c) => c.desired.spec.node === this.host)!;
+    const step = this.p.steps.get(id);
+    const moving = inFlight(copies);
+    if (inboundTo(this.host, here)) {
+      this.set(id, 'pending', 'inbound_move');
+      return this.p.note(this.host, id, `a move onto ${this.host} (by ${here.desired.spec.move!.by}) finishes first`);
+    }
+    if (step && step.src === this.host) {
+      this.work++;
+      if (step.outcome === 'completed') return this.set(id, 'done', undefined, step.dst);
+      return this.set(id, step.reason === 'move_timeout' ? 'blocked' : 'pending', step.reason);
+    }
+    if (moving) {
+      const marker = moving.desired.spec.move!;
+      if (marker.by === 'drain' && marker.from === this.host) {
+        if (this.abort) {
+          this.work++;
+          this.p.addStep(cancelMove(this.p.idx, id, this.p.now)!);
+          return this.set(id, 'pending', 'drain_aborted');
+        }
+        return this.set(id, 'moving', undefined, moving.desired.spec.node);
+      }
+      this.set(id, 'pending', 'move_in_flight');
+      return this.p.note(this.host, id, `moving to ${moving.desired.spec.node} by ${marker.by}; it finishes first`);
+    }
+    if (this.abort) {
+      // An aborting drain starts nothing new; the replica that timed out shows why.
+      if (this.abort.replica === id) this.set(id, 'blocked', this.abort.cause);
+      return;
+    }
+    const t = here.desired.spec.template;
+    if (placementMode(t) === 'global') return this.drop(id, here);
+    if (here.desired.spec.suspended) return this.set(id, 'stopped', here.desired.spec.suspended.reason as DrainReplicaReason);
+    if (isStateful(t)) {
+      if (!this.spec.force) {
+        this.set(id, 'blocked', 'stateful_replica');
+        return this.p.note(this.host, id, 'stateful: waits for --force');
+      }
+      return this.suspend(id, here);
+    }
+    this.move(id, here);
+  }
+
+  private drop(id: string, here: Copy): void {
+    this.work++;
+    this.p.acts.push({ label: `drop ${id} from ${this.host}`, ops: [{ op: 'delete', key: here.key, modRevision: here.modRevision }], audit: [], metrics: [] });
+    this.set(id, 'dropped', 'global_replica');
+  }
+
+  private suspend(id: string, here: Copy): void {
+    this.work++;
+    const value: ReplicaDesired = { ...here.desired, spec: { ...here.desired.spec, suspended: { reason: SUSPEND_REASON, at: iso(this.p.now) } } };
+    this.p.acts.push({ label: `stop ${id} on ${this.host}`, ops: [{ op: 'update', key: here.key, value, modRevision: here.modRevision }], audit: [], metrics: [] });
+    this.set(id, 'stopped', SUSPEND_REASON);
+  }
+
+  /** Picks a destination with the scheduler's placement core and starts a make-before-break move. */
+  private move(id: string, here: Copy): void {
+    const sp = here.desired.spec;
+    // The budget first: no destination is worth computing for a replica that may not move yet.
+    const over = budgetRefusal(this.p.idx, id);
+    if (over) {
+      this.set(id, 'pending', over.refusal);
+      return this.p.note(this.host, id, over.detail);
+    }
+    const deadline = this.states[id]?.deadline ?? iso(this.p.now + this.timeoutMs);
+    const d = this.p.placer.place({ replica: id, deployment: sp.deployment, service: sp.service, spec: sp.template, index: sp.index, exclude: [this.host] });
+    if (!d.chosen) {
+      this.set(id, 'blocked', d.reason, undefined, deadline);
+      return this.p.note(this.host, id, d.why);
+    }
+    const r = startMove(this.p.idx, {
+      replica: id,
+      src: this.host,
+      dst: d.chosen,
+      by: 'drain',
+      id: `drain-${this.host}-${id}-${this.p.now}`,
+      now: this.p.now,
+      timeoutMs: Math.max(1, Date.parse(deadline) - this.p.now),
+      sourceLeaving: true,
+    });
+    if (!r.ok) {
+      this.p.placer.forget(id, d.chosen);
+      this.set(id, 'pending', r.refusal);
+      return this.p.note(this.host, id, r.detail);
+    }
+    this.work++;
+    assumeStarted(this.p.idx, id, r);
+    this.p.acts.push({ label: `move ${id} ${this.host}→${d.chosen}: start`, ops: r.ops, audit: [], metrics: [] });
+    this.set(id, 'moving', undefined, d.chosen, deadline);
+  }
+
+  /** Replicas the status lists that are no longer on the node: moved, or gone altogether. */
+  private settleDeparted(present: Set<string>): void {
+    for (const [id, st] of Object.entries(this.states)) {
+      if (present.has(id) || st.state === 'done' || st.state === 'dropped') continue;
+      const elsewhere = this.p.idx.get(id);
+      if (elsewhere?.length) this.set(id, 'done', undefined, elsewhere[0]!.desired.spec.node);
+      else this.set(id, 'dropped', 'replica_removed');
+    }
+  }
+
+  private status(): { status: NodeDrainStatus; audit: AuditRecord[]; extraOps: Op[] } {
+    const old = this.drain.value.status;
+    const now = this.p.now;
+    const audit: AuditRecord[] = [];
+    const extraOps: Op[] = [];
+    const base: NodeDrainStatus = { state: 'draining', startedAt: old?.startedAt ?? iso(now), replicas: this.states };
+    if (!old || old.state === 'pending') {
+      const n = Object.keys(this.states).length;
+      audit.push({ type: 'drain_started', time: now, payload: { node: this.host, replicas: n, timeout: this.spec.timeout, force: this.spec.force, remove: this.spec.remove } });
+    }
+    if (this.abort) {
+      const reason: DrainAbortReason = 'drain_timeout';
+      audit.push({ type: 'drain_aborted', time: now, payload: { node: this.host, reason, replica: this.abort.replica, cause: this.abort.cause, ...this.counts() } });
+      return { status: { ...base, state: 'aborted', reason, finishedAt: iso(now) }, audit, extraOps };
+    }
+    // Finish only in a pass that found nothing left to do: the previous pass's writes have landed.
+    const done = old?.state === 'draining' && this.work === 0 && Object.values(this.states).every(settled);
+    if (!done) return { status: base, audit, extraOps };
+    const took = formatDuration(now - Date.parse(base.startedAt!));
+    audit.push({ type: 'drain_completed', time: now, payload: { node: this.host, duration: took, remove: this.spec.remove, ...this.counts() } });
+    if (!this.spec.remove) return { status: { ...base, state: 'completed', finishedAt: iso(now) }, audit, extraOps };
+    // The node object and its heartbeat go whatever they hold now: the drain decided the node leaves.
+    extraOps.push({ op: 'delete', key: keys.node(this.host) }, { op: 'delete', key: keys.heartbeat(this.host) });
+    audit.push({ type: 'node_removed', time: now, payload: { node: this.host, ...this.counts() } });
+    return { status: { ...base, state: 'removed', finishedAt: iso(now) }, audit, extraOps };
+  }
+
+  private counts(): { moved: number; dropped: number; stopped: number } {
+    const v = Object.values(this.states);
+    return { moved: v.filter((s) => s.state === 'done').length, dropped: v.filter((s) => s.state === 'dropped').length, stopped: v.filter((s) => s.state === 'stopped').length };
+  }
+}
+
+/** The drain's status changed in anything but the order of its keys. */
+function statusChanged(a: NodeDrainStatus | undefined, b: NodeDrainStatus): boolean {
+  return canonicalJson(a ?? null) !== canonicalJson(b);
+}
+
+/**
+ * Resumes replicas a forced drain stopped once their node takes placements again (uncordoned, no
+ * drain in progress): their data is there, and nothing else will ever start them.
+ */
+function resumeSuspended(p: Pass): void {
+  const drains = new Map(p.s.drains.map((d) => [d.value.spec.node, d.value]));
+  const suspended = p.s.desired.filter((d) => d.value.spec.suspended?.reason === SUSPEND_REASON).sort((a, b) => (a.key < b.key ? -1 : 1));
+  for (const d of suspended) {
+    const sp = d.value.spec;
+    if (!sp.suspended) continue;
+    const node = p.s.nodes.get(sp.node)?.value;
+    if (!node || node.spec?.unschedulable || drainActive(drains.get(sp.node))) continue;
+    const { suspended: _s, ...rest } = sp;
+    p.acts.push({
+      label: `resume ${sp.replica} on ${sp.node}`,
+      ops: [{ op: 'update', key: d.key, value: { ...d.value, spec: rest }, modRevision: d.modRevision }],
+      audit: [{ type: 'replica_resumed', time: p.now, deployment: sp.deployment, payload: { replica: sp.replica, deployment: sp.deployment, service: sp.service, node: sp.node, suspendedAt: sp.suspended.at } }],
+      metrics: [],
+    });
+  }
+}
+
+/**
+ * A removed node that registered again (its agent started with --rejoin) is back in the cluster:
+ * its removed drain would otherwise keep it unschedulable forever. The node must have been created
+ * after the removal, so a node object the informers still hold from before it is never mistaken.
+ */
+function retireRejoined(p: Pass): void {
+  for (const d of p.s.drains) {
+    if (d.value.status?.state !== 'removed') continue;
+    const node = p.s.nodes.get(d.value.spec.node);
+    if (node && node.createRevision > d.modRevision)
+      p.acts.push({ label: `retire drain ${d.value.spec.node}: node rejoined`, ops: [{ op: 'delete', key: d.key, modRevision: d.modRevision }], audit: [], metrics: [] });
+  }
+}
+
+export function decide(s: DrainSnapshot, now: number, config: DrainConfig): DrainDecision {
+  const active = s.drains.filter((d) => inProgress(d.value)).sort((a, b) => (a.value.spec.node < b.value.spec.node ? -1 : 1));
+  const drainMoves = s.desired.some((d) => d.value.spec.move?.by === 'drain');
+  const suspended = s.desired.some((d) => d.value.spec.suspended?.reason === SUSPEND_REASON);
+  const removed = s.drains.some((d) => d.value.status?.state === 'removed');
+  // Nothing drains, nothing is moving, nothing waits to resume: the common case costs nothing.
+  if (!active.length && !drainMoves && !suspended && !removed) return { acts: [], inProgress: 0, notes: [] };
+
+  const p = new Pass(s, now, config);
+  // Due moves first: a completed or abandoned move changes what each drain sees.
+  p.advance();
+  const drainedHosts = new Set<string>();
+  let still = 0;
+  let wakeAt = moveWakeAt(p.idx, 'drain');
+  for (const drain of active) {
+    const dp = new DrainPass(p, drain);
+    drainedHosts.add(dp.host);
+    const { status, audit, extraOps } = dp.run();
+    if (status.state === 'draining') {
+      still++;
+      for (const r of Object.values(status.replicas)) if (r.deadline && !settled(r)) wakeAt = Math.min(wakeAt ?? Infinity, Date.parse(r.deadline));
+    }
+    if (!statusChanged(drain.value.status, status) && !audit.length && !extraOps.length) continue;
+    const value: NodeDrain = { ...drain.value, status };
+    p.acts.push({
+      label: `drain ${dp.host}: ${status.state}`,
+      ops: [{ op: 'update', key: drain.key, value, modRevision: drain.modRevision }, ...extraOps],
+      audit,
+      metrics: [],
+    });
+  }
+  // A drain move whose drain is no longer in progress (aborted, cancelled) is withdrawn.
+  const orphans: string[] = [];
+  for (const [id, copies] of p.idx) {
+    const m = inFlight(copies)?.desired.spec.move;
+    if (m?.by === 'drain' && !drainedHosts.has(m.from) && !p.steps.has(id)) orphans.push(id);
+  }
+  for (const id of orphans.sort()) p.addStep(cancelMove(p.idx, id, now)!);
+  retireRejoined(p);
+  resumeSuspended(p);
+  return { acts: p.acts, inProgress: still, wakeAt, notes: p.notes };
+}
