@@ -4,6 +4,7 @@ import type { ControllerContext } from '../src/runtime/controller.js';
 import { startScheduler } from './scheduler/controller.js';
 import { startDrainController } from './drain/index.js';
 import { startRolloutController } from './rollout/index.js';
+import { startRebalancer } from './rebalancer/controller.js';
 
 export interface ControllerHandle {
   name: string;
@@ -19,4 +20,5 @@ export const CONTROLLERS: Record<string, ControllerFactory> = {
   scheduler: startScheduler,
   rollout: startRolloutController,
   drain: startDrainController,
+  rebalancer: startRebalancer,
 };

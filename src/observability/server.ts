@@ -8,6 +8,10 @@ export interface HealthSource {
   (): { ok: boolean; detail?: Record<string, unknown> };
 }
 
+/** Extra JSON endpoints a controller serves beside /metrics (e.g. the rebalancer's /rebalance/plan). */
+export type JsonRoute = () => Promise<{ status: number; body: unknown }>;
+export const jsonRoutes = new Map<string, JsonRoute>();
+
 export function parseAddr(addr: string): { host: string; port: number } {
   const m = /^(.*):(\d+)$/.exec(addr);
   if (!m) throw new Error(`invalid address ${JSON.stringify(addr)}; use HOST:PORT, e.g. 127.0.0.1:9464`);
@@ -33,6 +37,17 @@ export async function serveObservability(addr: string, health: HealthSource = ()
       const h = health();
       res.writeHead(h.ok ? 200 : 503, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ ok: h.ok, ...h.detail }));
+    } else if (jsonRoutes.has(req.url?.split('?')[0] ?? '')) {
+      jsonRoutes.get(req.url!.split('?')[0]!)!().then(
+        ({ status, body }) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(body));
+        },
+        (e: Error) => {
+          res.writeHead(500, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: e.message }));
+        },
+      );
     } else {
       res.writeHead(404);
       res.end('not found: try /metrics or /healthz\n');

@@ -21,7 +21,6 @@ export function registerController(program: Command): void {
         for (const n of names) if (!CONTROLLERS[n]) throw new CliError(`unknown controller ${JSON.stringify(n)}; one of ${Object.keys(CONTROLLERS).join(', ')}, all`);
         const log = logger('controller');
         const store = await connect(cmd);
-        const ctx = { store, timings: timingsOf(cmd), log, identity: opts.identity ?? processIdentity() };
         const handles: ControllerHandle[] = [];
         const stops: (() => Promise<void>)[] = [async () => store.close()];
         const { server, url } = await serveObservability(opts.metricsAddr, () => {
@@ -29,6 +28,8 @@ export function registerController(program: Command): void {
           return { ok: handles.every((h) => h.health().synced), detail: { controllers: detail } };
         });
         stops.push(() => new Promise((r) => server.close(() => r())));
+        // The election keys advertise where this process serves /metrics (and e.g. /rebalance/plan).
+        const ctx = { store, timings: timingsOf(cmd), log, identity: `${opts.identity ?? processIdentity()} metrics=${url}` };
         for (const n of names) {
           const h = await CONTROLLERS[n]!(ctx);
           handles.push(h);

@@ -8,6 +8,7 @@ import { registerDrain } from './drain.js';
 import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
 import { registerNode } from './node.js';
+import { registerRebalance } from './rebalance.js';
 import { registerRollout } from './rollout.js';
 import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
@@ -20,6 +21,7 @@ export function registerCommands(program: Command): void {
   registerGet(program);
   registerExplain(program);
   registerDrain(registerNode(program));
+  registerRebalance(program);
   registerAudit(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);

@@ -1,0 +1,617 @@
+// The rebalancer's cycle (seed 000, ADR 0002): decide(state, snapshot, now, config) folds fresh
+// pressure samples into the leader-local EWMAs, advances the rebalancer's own in-flight moves,
+// checks the cluster gates, scores the candidates on the most pressured node and returns at most
+// one move, the audit records of every per-candidate skip, the next leader-local state and the
+// explanation `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
+// name, then replica id). Effects of acts that must land first (cooldowns, the ping-pong
+// exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
+import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
+import { replicaRunning } from '../../src/api/readiness.js';
+import { isStateful, placementMode } from '../../src/api/spec.js';
+import type { Capacity, Heartbeat, Node, NodeDrain, PressureSample, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
+import { durationMs, formatDuration } from '../../src/api/units.js';
+import type { PlannedAct } from '../../src/runtime/controller.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import { advanceMoves, indexReplicas, inFlight, startMove, type Copy, type MoveRefusal, type VersionedDesired } from '../moves/move.js';
+import type { Placer, PlacementRequest } from '../scheduler/placement.js';
+import { atLeast, EPSILON, type Config } from './config.js';
+import { layoutOf, placerFor, serviceKey } from './derived.js';
+import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
+import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from './reasons.js';
+import {
+  clearsReliefFloor,
+  dimShare,
+  dstStage,
+  estimateSrc,
+  evaluateDst,
+  footprintEstimate,
+  PASS_RANK,
+  shareOn,
+  softRankBound,
+  STAGE_RANK,
+  type DstFacts,
+  type DstInput,
+  type DstVerdict,
+  type Footprint,
+  type ReliefSource,
+  type Utilisation,
+} from './scorer.js';
+
+// ---------------------------------------------------------------- state and snapshot
+
+export interface NodeState {
+  ewma: NodeEwma;
+  /** Consecutive cycles at or over the trigger (reset by a cycle under it or without a sample). */
+  over: number;
+}
+
+export interface RebalancerState {
+  cycles: number;
+  /** When the last counted cycle ran; passes closer than half a cycle re-evaluate it. */
+  lastCycleAt?: number;
+  nodes: ReadonlyMap<string, NodeState>;
+  /** Node → when it last received a move (node cooldown). */
+  received: ReadonlyMap<string, number>;
+  /** Replica → its last move (the ping-pong exclusion: not moved back to `from` for an hour). */
+  moved: ReadonlyMap<string, { from: string; to: string; at: number }>;
+  /** Skip key → the reason last recorded in the audit log, and when (no flooding). */
+  audited: ReadonlyMap<string, { reason: SkipReason; at: number }>;
+  /** Set on a state rebuilt outside the leader: counters and cooldowns are assumptions. */
+  seeded?: boolean;
+}
+
+export function initialState(): RebalancerState {
+  return { cycles: 0, nodes: new Map(), received: new Map(), moved: new Map(), audited: new Map() };
+}
+
+/** Plain data the cycle reads: the informers' contents and the source's fresh samples. */
+export interface Snapshot {
+  /** Fresh samples by node (PressureSource.samples(now)). */
+  samples: ReadonlyMap<string, PressureSample>;
+  nodes: readonly Node[];
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  drains: ReadonlyMap<string, NodeDrain>;
+  desired: readonly VersionedDesired[];
+  /** Keyed "<host>/<replica>". */
+  observed: ReadonlyMap<string, ReplicaObserved>;
+  volumeHomes: readonly VolumeHome[];
+}
+
+// ---------------------------------------------------------------- the plan (explanation)
+
+export interface NodeView {
+  node: string;
+  cpu: number;
+  memory: number;
+  pressure: number;
+  dominant: Dimension;
+  /** Consecutive cycles at or over the trigger. */
+  over: number;
+  sampleAt: string;
+  /** Why it takes no moves (NotReady, cordoned, draining…), if so. */
+  ineligible?: string;
+  /** It received a move this long ago, within the node cooldown. */
+  cooldownMs?: number;
+}
+
+export interface GateView {
+  gate: Gate;
+  /** null: not evaluated (an earlier gate has no data to evaluate it on). */
+  holds: boolean | null;
+  detail: string;
+}
+
+export type Verdict = 'move' | 'movable' | 'skipped' | 'refused';
+
+export interface CandidateView {
+  replica: string;
+  deployment: string;
+  service: string;
+  verdict: Verdict;
+  reason?: SkipReason;
+  refusal?: MoveRefusal;
+  detail: string;
+  dominant: Dimension;
+  relief: number;
+  reliefSource: ReliefSource;
+  score: number;
+  srcBefore: number;
+  srcAfter: number;
+  dst?: string;
+  dstBefore?: number;
+  dstAfter?: number;
+  /** For skips: whether this cycle writes an audit record (false: same reason recorded recently). */
+  audited?: boolean;
+  /** On small clusters: every destination's verdict, coolest first. */
+  dsts?: { node: string; stage?: string; reason?: SkipReason; detail: string; after: number }[];
+}
+
+export interface ExcludedView {
+  replica: string;
+  reason: Exclusion;
+  detail: string;
+}
+
+export interface MoveView {
+  replica: string;
+  deployment: string;
+  service: string;
+  src: string;
+  dst: string;
+  dominant: Dimension;
+  relief: number;
+  score: number;
+  srcBefore: number;
+  srcAfter: number;
+  dstBefore: number;
+  dstAfter: number;
+  moveId: string;
+}
+
+export interface InFlightView {
+  replica: string;
+  src: string;
+  dst: string;
+  startedAt: string;
+  deadline: string;
+  /** What this cycle does with it, if anything. */
+  outcome?: 'completed' | 'abandoned';
+}
+
+export interface RebalancePlan {
+  at: string;
+  cycle: number;
+  /** False when this pass re-evaluated the current cycle (or only explained it): counters did not advance. */
+  countedCycle: boolean;
+  thresholds: Pick<Config, 'trigger' | 'consecutiveCycles' | 'imbalanceGap' | 'reliefFloor' | 'dstCap' | 'dstFit' | 'moveCost'>;
+  nodes: NodeView[];
+  silent: { node: string; why: string }[];
+  src?: string;
+  gates: GateView[];
+  /** The gate that stopped the cycle; 'none' when it chose a move. */
+  stoppedBy: Gate;
+  candidates: CandidateView[];
+  excluded: ExcludedView[];
+  move?: MoveView;
+  inFlight: InFlightView[];
+  /** Set on a plan recomputed outside the leader: what was assumed. */
+  assumptions?: string[];
+}
+
+/** What landing an act means for leader-local state (applied by afterCommit). */
+export type Effect = { kind: 'move'; replica: string; src: string; dst: string } | { kind: 'skip'; key: string; reason: SkipReason };
+
+export interface RebalanceAct extends PlannedAct {
+  effect?: Effect;
+}
+
+export interface Cycle {
+  state: RebalancerState;
+  acts: RebalanceAct[];
+  plan: RebalancePlan;
+}
+
+// ---------------------------------------------------------------- helpers
+
+const r4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? (x ?? null) : Math.round(x * 10_000) / 10_000);
+const f2 = (x: number) => x.toFixed(2);
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** How often a skip that keeps its reason is recorded again: every 120 cycles (1 h in production). */
+export const SKIP_REPEAT_CYCLES = 120;
+
+function exclusionOf(copies: Copy[], srcCopy: Copy): Exclusion | undefined {
+  const spec = srcCopy.desired.spec;
+  if (inFlight(copies)) return 'moving';
+  if (placementMode(spec.template) === 'global') return 'global';
+  if (isStateful(spec.template)) return 'stateful';
+  if (spec.template.rebalance === 'disabled') return 'opted_out';
+  if (spec.suspended) return 'suspended';
+  if (!replicaRunning(srcCopy.observed)) return 'not_running';
+  return undefined;
+}
+
+/** The audit payload of seed 000, the same for rebalance_moved and rebalance_skipped. */
+export function auditPayload(c: CandidateView | undefined, src: NodeView, config: Pick<Config, 'moveCost'>, reason?: SkipReason): Record<string, unknown> {
+  return {
+    replica_id: c?.replica ?? null,
+    deployment: c?.deployment ?? null,
+    service: c?.service ?? null,
+    src: src.node,
+    dst: c?.dst ?? null,
+    dominant: c?.dominant ?? src.dominant,
+    relief: r4(c?.relief),
+    score: r4(c?.score),
+    move_cost: config.moveCost,
+    src_pressure_before: r4(c?.srcBefore ?? src.pressure),
+    dst_pressure_before: r4(c?.dstBefore),
+    src_pressure_after: r4(c?.srcAfter),
+    dst_pressure_after: r4(c?.dstAfter),
+    ...(reason ? { reason } : {}),
+    ...(c ? { relief_source: c.reliefSource } : {}),
+    detail: c?.detail ?? null,
+  };
+}
+
+// ---------------------------------------------------------------- the cycle
+
+export interface DecideOptions {
+  /** Explain only (`jaco rebalance plan`): never counts as a cycle, whatever the time. */
+  explainOnly?: boolean;
+}
+
+export function decide(state: RebalancerState, snap: Snapshot, now: number, config: Config, opts: DecideOptions = {}): Cycle {
+  const countedCycle = !opts.explainOnly && (state.lastCycleAt === undefined || now - state.lastCycleAt >= config.cycleMs / 2);
+
+  // 1. Signal: fold each fresh sample into its node's EWMA; a node without one is silent.
+  const nodeObjs = new Map(snap.nodes.map((n) => [n.metadata.name, n]));
+  // Why each node takes no moves (NotReady, cordoned, draining…), as the scheduler judges it.
+  const ineligible = snap.nodes.map((n) => unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now));
+  const whyIneligible = new Map(snap.nodes.map((n, i) => [n.metadata.name, ineligible[i]]));
+  const nextNodes = new Map<string, NodeState>();
+  const views: NodeView[] = [];
+  const silent: { node: string; why: string }[] = [];
+  const received = prune(state.received, (t) => now - t < config.cooldownNodeMs);
+  for (const name of [...new Set([...nodeObjs.keys(), ...snap.samples.keys()])].sort(byName)) {
+    const prev = state.nodes.get(name);
+    const sample = snap.samples.get(name);
+    const node = nodeObjs.get(name);
+    if (!sample || !node) {
+      silent.push({ node: name, why: !node ? 'not registered' : 'no fresh pressure sample' });
+      if (prev) nextNodes.set(name, { ewma: prev.ewma, over: countedCycle ? 0 : prev.over });
+      continue;
+    }
+    const ewma = fold(prev?.ewma, readingOf(sample), now, config.ewmaWindowMs);
+    const c = composite(ewma);
+    const over = countedCycle ? (atLeast(c.pressure, config.trigger) ? (prev?.over ?? 0) + 1 : 0) : (prev?.over ?? 0);
+    nextNodes.set(name, { ewma, over });
+    const got = received.get(name);
+    const why = whyIneligible.get(name);
+    views.push({
+      node: name,
+      cpu: ewma.cpu,
+      memory: ewma.memory,
+      pressure: c.pressure,
+      dominant: c.dominant,
+      over,
+      sampleAt: sample.time,
+      ...(why ? { ineligible: why } : {}),
+      ...(got !== undefined ? { cooldownMs: now - got } : {}),
+    });
+  }
+
+  // 2. The rebalancer's own in-flight moves: complete or abandon those that are due.
+  // Only replicas with a move in flight are indexed here (10,000 replicas, a handful moving).
+  const observedOf = (h: string, r: string) => snap.observed.get(`${h}/${r}`);
+  const layout = layoutOf(snap.desired);
+  const at = (ix: readonly number[]) => ix.map((i) => snap.desired[i]!);
+  const moveIdx = indexReplicas(at(layout.moving), observedOf);
+  // A move toward a node that is NotReady or gone is abandoned at once.
+  const lost = new Set<string>();
+  for (const c of moveIdx.values())
+    for (const x of c) {
+      const n = x.desired.spec.node;
+      if (x.desired.spec.move && (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now))) lost.add(n);
+    }
+  const steps = advanceMoves(moveIdx, now, { by: 'rebalancer', lostNodes: lost });
+  const acts: RebalanceAct[] = steps.map((s) => ({
+    label: `rebalance move ${s.outcome} ${s.replica} ${s.src}→${s.dst}`,
+    ops: s.ops,
+    audit: [
+      {
+        type: s.outcome === 'completed' ? 'rebalance_completed' : 'rebalance_abandoned',
+        time: now,
+        deployment: s.deployment,
+        payload: { replica_id: s.replica, deployment: s.deployment, service: s.service, src: s.src, dst: s.dst, move_id: s.moveId, duration_ms: s.durationMs, ...(s.reason ? { reason: s.reason } : {}) },
+      },
+    ],
+  }));
+  const outcome = new Map(steps.map((s) => [s.replica, s.outcome]));
+  const inFlightViews: InFlightView[] = [];
+  for (const [id, copies] of moveIdx) {
+    const m = inFlight(copies)?.desired.spec;
+    if (m?.move?.by !== 'rebalancer') continue;
+    const o = outcome.get(id);
+    inFlightViews.push({ replica: id, src: m.move.from, dst: m.node, startedAt: m.move.startedAt, deadline: m.move.deadline, ...(o ? { outcome: o } : {}) });
+  }
+  inFlightViews.sort((a, b) => byName(a.replica, b.replica));
+
+  // 3. Cluster gates, cheapest first; the first that does not hold stops the cycle.
+  const gates: GateView[] = [];
+  let src: NodeView | undefined;
+  let min: NodeView | undefined;
+  for (const v of views) {
+    if (!src || v.pressure > src.pressure) src = v;
+    if (!min || v.pressure < min.pressure) min = v;
+  }
+  if (!src || !min) {
+    gates.push({ gate: 'pressure_data', holds: false, detail: `no node has a fresh pressure sample (${silent.length} silent)` });
+    for (const g of ['trigger_threshold', 'consecutive_cycles', 'imbalance_gap'] as const) gates.push({ gate: g, holds: null, detail: 'no data' });
+  } else {
+    gates.push({ gate: 'pressure_data', holds: true, detail: `${views.length} node(s) with fresh samples, ${silent.length} silent` });
+    gates.push({ gate: 'trigger_threshold', holds: atLeast(src.pressure, config.trigger), detail: `max pressure ${f2(src.pressure)} (${src.node}, ${src.dominant}) vs trigger ${config.trigger}` });
+    gates.push({ gate: 'consecutive_cycles', holds: src.over >= config.consecutiveCycles, detail: `${src.node} at or over the trigger for ${src.over} consecutive cycle(s), ${config.consecutiveCycles} needed` });
+    const gap = src.pressure - min.pressure;
+    gates.push({ gate: 'imbalance_gap', holds: atLeast(gap, config.imbalanceGap), detail: `max − min = ${f2(src.pressure)} (${src.node}) − ${f2(min.pressure)} (${min.node}) = ${f2(gap)} vs ${config.imbalanceGap}` });
+  }
+  const moving = inFlightViews.length;
+  gates.push({ gate: 'move_in_flight', holds: moving === 0, detail: moving ? `${moving} rebalancer move(s) in flight: ${inFlightViews.map((m) => `${m.replica} ${m.src}→${m.dst}`).join(', ')}` : 'no rebalancer move in flight' });
+  const closed = gates.find((g) => g.holds !== true);
+
+  const candidates: CandidateView[] = [];
+  const excluded: ExcludedView[] = [];
+  const skipRepeatMs = config.cycleMs * SKIP_REPEAT_CYCLES;
+  const audited = new Map<string, { reason: SkipReason; at: number }>();
+  // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
+  if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
+  let move: MoveView | undefined;
+  let stoppedBy: Gate = closed?.gate ?? 'candidates';
+
+  // 4. Candidates on the most pressured node: evaluated only when every cluster gate holds.
+  if (!closed && src) {
+    const hot = src;
+    const srcNode = nodeObjs.get(hot.node)!;
+    const srcCap = capacityOf(srcNode);
+    const sample = snap.samples.get(hot.node)!;
+    const placer = placerFor(snap, now, ineligible);
+    // Destinations: every other node with a fresh sample, coolest first (ties by name).
+    const dsts = views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
+    const table: DstTable = {
+      views: dsts,
+      capacity: dsts.map((d) => capacityOf(nodeObjs.get(d.node)!)),
+      receivedAgo: dsts.map((d) => (received.has(d.node) ? now - received.get(d.node)! : undefined)),
+    };
+    const full = dsts.length <= config.explainDsts;
+    // Index every replica of the services on src (the move budget counts per service) and the moving ones.
+    const onSrc = at(layout.byNode.get(hot.node) ?? []);
+    const services = new Set(onSrc.map((d) => serviceKey(d.value)));
+    const subset = new Set(layout.moving);
+    for (const k of services) for (const i of layout.byService.get(k)!) subset.add(i);
+    const idx = indexReplicas(at([...subset].sort((a, b) => a - b)), observedOf);
+    for (const id of [...new Set(onSrc.map((d) => d.value.spec.replica))].sort(byName)) {
+      const copies = idx.get(id)!;
+      const copy = copies.find((c) => c.desired.spec.node === hot.node)!;
+      const ex = exclusionOf(copies, copy);
+      if (ex) {
+        excluded.push({ replica: id, reason: ex, detail: EXCLUSIONS[ex] });
+        continue;
+      }
+      const spec = copy.desired.spec;
+      const fp = footprintEstimate(spec.template, sample.replicas[id], config);
+      const est = estimateSrc(hot, shareOn(fp, srcCap), fp, config);
+      const c: CandidateView = {
+        replica: id,
+        deployment: spec.deployment,
+        service: spec.service,
+        verdict: 'skipped',
+        detail: '',
+        dominant: est.dominant,
+        relief: est.relief,
+        reliefSource: est.reliefSource,
+        score: est.score,
+        srcBefore: est.before,
+        srcAfter: est.after,
+      };
+      candidates.push(c);
+      // Candidate-level gates first: the lasting one (relief floor) before the passing one.
+      if (!clearsReliefFloor(est, config)) {
+        Object.assign(c, { reason: 'relief_floor', detail: `${est.dominant} relief ${f2(est.relief)} (${est.reliefSource}): src ${f2(est.before)} → ${f2(est.after)}, needs a drop of ${config.reliefFloor}` });
+        continue;
+      }
+      const placedAgo = now - Date.parse(spec.placedAt);
+      if (placedAgo < config.cooldownReplicaMs) {
+        Object.assign(c, { reason: 'cooldown_replica', detail: `placed or moved ${formatDuration(Math.max(0, placedAgo))} ago; replica cooldown ${formatDuration(config.cooldownReplicaMs)}` });
+        continue;
+      }
+      if (!dsts.length) {
+        Object.assign(c, { reason: 'no_eligible_dst', detail: 'no other node has a fresh pressure sample' });
+        continue;
+      }
+      const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
+      const moved = state.moved.get(id);
+      const movedAway = moved && now - moved.at < config.pingPongMs ? { from: moved.from, agoMs: now - moved.at } : undefined;
+      const { best, furthest, all } = destinations(table, fp, req, placer, movedAway, full, config);
+      const shown = best ?? furthest!;
+      Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
+      if (all) c.dsts = all.map((v) => ({ node: v.node, ...(v.stage ? { stage: v.stage, reason: v.reason } : {}), detail: v.detail, after: v.after }));
+      if (best) Object.assign(c, { verdict: 'movable', detail: `to ${best.node}: src ${f2(est.before)} → ${f2(est.after)}, dst ${f2(best.before)} → ${f2(best.after)}` });
+      else Object.assign(c, { reason: furthest!.reason, detail: `best destination ${furthest!.node}: ${furthest!.detail}` });
+    }
+    if (!candidates.length) stoppedBy = 'candidates';
+
+    // 5. The winner: highest score, ties by replica id, through the shared move mechanism.
+    const movable = candidates.filter((c) => c.verdict === 'movable').sort((a, b) => b.score - a.score || byName(a.replica, b.replica));
+    for (const c of movable) {
+      if (move) {
+        c.detail = `${c.detail}; not chosen: one move per cycle (${move.replica} scores higher)`;
+        continue;
+      }
+      const spec = idx.get(c.replica)!.find((x) => x.desired.spec.node === hot.node)!.desired.spec;
+      const moveId = `rb-${now}-${c.replica}`;
+      const timeoutMs = durationMs(spec.template.update?.stepTimeout, config.moveTimeoutMs);
+      const started = startMove(idx, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs });
+      if (!started.ok) {
+        Object.assign(c, { verdict: 'refused', refusal: started.refusal, detail: `${c.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
+        continue;
+      }
+      c.verdict = 'move';
+      move = { replica: c.replica, deployment: c.deployment, service: c.service, src: hot.node, dst: c.dst!, dominant: c.dominant, relief: c.relief, score: c.score, srcBefore: c.srcBefore, srcAfter: c.srcAfter, dstBefore: c.dstBefore!, dstAfter: c.dstAfter!, moveId };
+      stoppedBy = 'none';
+      acts.push({
+        label: `rebalance move ${c.replica} ${hot.node}→${c.dst}`,
+        ops: started.ops,
+        audit: [{ type: 'rebalance_moved', time: now, deployment: c.deployment, payload: { ...auditPayload(c, hot, config), move_id: moveId } }],
+        effect: { kind: 'move', replica: c.replica, src: hot.node, dst: c.dst! },
+      });
+    }
+
+    // 6. Skips: one record per candidate, unless the same reason was recorded recently.
+    const skip = (key: string, reason: SkipReason, c: CandidateView | undefined, view: { audited?: boolean }) => {
+      const last = state.audited.get(key);
+      if (last && last.reason === reason && now - last.at < skipRepeatMs) {
+        audited.set(key, last);
+        view.audited = false;
+        return;
+      }
+      view.audited = true;
+      const record: AuditRecord = { type: 'rebalance_skipped', time: now, ...(c ? { deployment: c.deployment } : {}), payload: auditPayload(c, hot, config, reason) };
+      acts.push({ label: `rebalance skip ${key}`, ops: [], audit: [record], effect: { kind: 'skip', key, reason } });
+    };
+    for (const c of candidates) if (c.verdict === 'skipped') skip(c.replica, c.reason!, c, c);
+    if (!candidates.length) {
+      const noCandidate: { audited?: boolean } = {};
+      skip(`node:${hot.node}`, 'no_candidate', undefined, noCandidate);
+      gates.push({ gate: 'candidates', holds: false, detail: `no candidate on ${hot.node}: ${excluded.length} replica(s) excluded${noCandidate.audited === false ? ' (already recorded)' : ''}` });
+    } else {
+      const n = candidates.filter((c) => c.verdict === 'movable' || c.verdict === 'move').length;
+      gates.push({ gate: 'candidates', holds: !!move, detail: `${n} of ${candidates.length} candidate(s) on ${hot.node} can move${move ? `; chosen ${move.replica} → ${move.dst}` : ''}` });
+    }
+  } else {
+    gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
+  }
+
+  const plan: RebalancePlan = {
+    at: new Date(now).toISOString(),
+    cycle: state.cycles + (countedCycle ? 1 : 0),
+    countedCycle,
+    thresholds: { trigger: config.trigger, consecutiveCycles: config.consecutiveCycles, imbalanceGap: config.imbalanceGap, reliefFloor: config.reliefFloor, dstCap: config.dstCap, dstFit: config.dstFit, moveCost: config.moveCost },
+    nodes: views,
+    silent,
+    ...(src ? { src: src.node } : {}),
+    gates,
+    stoppedBy,
+    candidates,
+    excluded,
+    ...(move ? { move } : {}),
+    inFlight: inFlightViews,
+  };
+  const next: RebalancerState = {
+    cycles: plan.cycle,
+    ...(countedCycle ? { lastCycleAt: now } : state.lastCycleAt !== undefined ? { lastCycleAt: state.lastCycleAt } : {}),
+    nodes: nextNodes,
+    received,
+    moved: prune(state.moved, (m) => now - m.at < config.pingPongMs),
+    audited,
+    ...(state.seeded ? { seeded: true } : {}),
+  };
+  return { state: next, acts, plan };
+}
+
+/** Leader-local effects of the acts that landed: node cooldown, ping-pong record, recorded skips. */
+export function afterCommit(state: RebalancerState, landed: readonly RebalanceAct[], now: number): RebalancerState {
+  const effects = landed.map((a) => a.effect).filter((e): e is Effect => !!e);
+  if (!effects.length) return state;
+  const received = new Map(state.received);
+  const moved = new Map(state.moved);
+  const audited = new Map(state.audited);
+  for (const e of effects) {
+    if (e.kind === 'move') {
+      received.set(e.dst, now);
+      moved.set(e.replica, { from: e.src, to: e.dst, at: now });
+    } else audited.set(e.key, { reason: e.reason, at: now });
+  }
+  return { ...state, received, moved, audited };
+}
+
+/**
+ * A state rebuilt outside the leader (`jaco rebalance plan` when the leader does not answer):
+ * EWMAs seeded from the latest samples, a node over the trigger assumed to have been over for
+ * the required cycles, cooldowns and ping-pong records from recent rebalance_moved audit records.
+ */
+export function seedState(samples: ReadonlyMap<string, PressureSample>, recentMoves: readonly { replica: string; src: string; dst: string; at: number }[], now: number, config: Config): RebalancerState {
+  const nodes = new Map<string, NodeState>();
+  for (const [name, s] of samples) {
+    const ewma = fold(undefined, readingOf(s), now, config.ewmaWindowMs);
+    nodes.set(name, { ewma, over: atLeast(composite(ewma).pressure, config.trigger) ? config.consecutiveCycles : 0 });
+  }
+  const received = new Map<string, number>();
+  const moved = new Map<string, { from: string; to: string; at: number }>();
+  for (const m of [...recentMoves].sort((a, b) => a.at - b.at)) {
+    if (now - m.at < config.cooldownNodeMs) received.set(m.dst, m.at);
+    if (now - m.at < config.pingPongMs) moved.set(m.replica, { from: m.src, to: m.dst, at: m.at });
+  }
+  return { ...initialState(), nodes, received, moved, seeded: true };
+}
+
+/** The destinations of a cycle, coolest first, with what their verdicts need. */
+interface DstTable {
+  views: NodeView[];
+  capacity: Capacity[];
+  /** How long ago each received a move, when within the node cooldown. */
+  receivedAgo: (number | undefined)[];
+}
+
+/**
+ * Runs one candidate through every destination: the best that passes (lowest pressure after the
+ * move, ties by name) and the one that got furthest down the pipeline. The scheduler's filters
+ * run once over all nodes (Placer.candidates); Placer.check names a rejection only for a
+ * destination that could still beat the furthest one, and human details are written only for
+ * the two verdicts kept (every verdict on a cluster small enough to list them all).
+ */
+function destinations(
+  t: DstTable,
+  fp: Footprint,
+  req: PlacementRequest,
+  placer: Placer,
+  movedAway: { from: string; agoMs: number } | undefined,
+  full: boolean,
+  config: Config,
+): { best?: DstVerdict; furthest?: DstVerdict; all?: DstVerdict[] } {
+  const passing = new Set(placer.candidates(req));
+  const facts: DstFacts = { pingPong: false, postCpu: 0, postMemory: 0, post: 0, received: false };
+  let bestI = -1;
+  let furthestI = -1;
+  let furthestRank = -1;
+  for (let i = 0; i < t.views.length; i++) {
+    const v = t.views[i]!;
+    facts.pingPong = movedAway?.from === v.node;
+    facts.postCpu = v.cpu + dimShare(fp.cpu.millis, fp.cpu.share, t.capacity[i]!.cpuMillis);
+    facts.postMemory = v.memory + dimShare(fp.memory.bytes, fp.memory.share, t.capacity[i]!.memoryBytes);
+    facts.post = Math.max(facts.postCpu, facts.postMemory);
+    facts.received = t.receivedAgo[i] !== undefined;
+    // A destination that can neither pass nor get further than the furthest so far changes nothing.
+    const bound = softRankBound(facts, config);
+    if (!full && bound < PASS_RANK && bound <= furthestRank) continue;
+    const stage = dstStage(facts, passing.has(v.node) ? undefined : placer.check(req, v.node), config);
+    const rank = stage ? STAGE_RANK[stage] : PASS_RANK;
+    if (rank === PASS_RANK) {
+      const b = bestI >= 0 ? t.views[bestI]! : undefined;
+      const bPost = bestI >= 0 ? postOf(b!, fp, t.capacity[bestI]!) : Infinity;
+      if (!b || facts.post < bPost - EPSILON || (Math.abs(facts.post - bPost) <= EPSILON && v.node < b.node)) bestI = i;
+    } else if (rank > furthestRank) {
+      furthestI = i;
+      furthestRank = rank;
+    }
+  }
+  const verdict = (i: number): DstVerdict => {
+    const v = t.views[i]!;
+    const input: DstInput = {
+      node: v.node,
+      ewma: v,
+      capacity: t.capacity[i]!,
+      rejection: () => (passing.has(v.node) ? undefined : placer.check(req, v.node)),
+      ...(movedAway?.from === v.node ? { movedAwayAgoMs: movedAway.agoMs } : {}),
+      ...(t.receivedAgo[i] !== undefined ? { receivedAgoMs: t.receivedAgo[i] } : {}),
+    };
+    return evaluateDst(input, shareOn(fp, t.capacity[i]!), config);
+  };
+  return {
+    ...(bestI >= 0 ? { best: verdict(bestI) } : {}),
+    ...(furthestI >= 0 ? { furthest: verdict(furthestI) } : {}),
+    ...(full ? { all: t.views.map((_, i) => verdict(i)) } : {}),
+  };
+}
+
+function postOf(v: Utilisation, fp: Footprint, cap: Capacity): number {
+  return Math.max(v.cpu + dimShare(fp.cpu.millis, fp.cpu.share, cap.cpuMillis), v.memory + dimShare(fp.memory.bytes, fp.memory.share, cap.memoryBytes));
+}
+
+function capacityOf(n: Node): Capacity {
+  return n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
+}
+
+function prune<K, V>(m: ReadonlyMap<K, V>, keep: (v: V) => boolean): Map<K, V> {
+  const out = new Map<K, V>();
+  for (const [k, v] of m) if (keep(v)) out.set(k, v);
+  return out;
+}
+

@@ -1,0 +1,179 @@
+// A small harness that drives the pure rebalancer cycle for tests and the benchmark: a world of
+// nodes and replicas, samples per cycle, and a recorder of every plan. It commits every act (as if
+// the store accepted it) so leader-local effects follow, and applies landed moves to the world.
+import { withDefaults, specHash } from '../../src/api/spec.js';
+import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import type { VersionedDesired } from '../moves/move.js';
+import { defaultConfig, type Config } from './config.js';
+import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from './decide.js';
+
+export const T0 = Date.parse('2026-11-21T10:00:00Z');
+export const GiB = 1024 ** 3;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function service(extra: Partial<ServiceSpec> = {}): ServiceSpec {
+  return withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3, ...extra });
+}
+
+export interface NodeOpts {
+  cpuMillis?: number;
+  memoryBytes?: number;
+  labels?: Record<string, string>;
+  cordoned?: boolean;
+}
+
+export function nodeObj(name: string, o: NodeOpts = {}): Node {
+  return {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'Node',
+    metadata: { name, labels: o.labels ?? {} },
+    spec: { unschedulable: o.cordoned ?? false },
+    status: { capacity: { cpuMillis: o.cpuMillis ?? 1000, memoryBytes: o.memoryBytes ?? 4 * GiB, gpus: 0 }, agentVersion: 'test', registeredAt: iso(T0 - 86_400_000) },
+  };
+}
+
+export function heartbeat(name: string, now: number, pressure?: PressureSample, intervalMs = 30_000): Heartbeat {
+  return { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(now), intervalMs, agentVersion: 'test', dockerUp: true, ...(pressure ? { pressure } : {}) } };
+}
+
+export interface ReplicaOpts {
+  deployment?: string;
+  service?: string;
+  spec?: ServiceSpec;
+  placedAt?: number;
+  running?: boolean;
+  move?: MoveMarker;
+  index?: number;
+}
+
+export interface ReplicaCopy {
+  desired: VersionedDesired;
+  observed?: ReplicaObserved;
+}
+
+/** Mod revisions: deterministic per world (reset with resetRevisions). */
+let rev = 100;
+export function resetRevisions(): void {
+  rev = 100;
+}
+
+export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaCopy {
+  const spec = o.spec ?? service();
+  const deployment = o.deployment ?? id.split('-')[0]!;
+  const svc = o.service ?? id.split('-')[1]!;
+  const d: ReplicaDesired = {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'ReplicaDesired',
+    metadata: { name: id },
+    spec: {
+      replica: id,
+      deployment,
+      service: svc,
+      node,
+      revision: 1,
+      specHash: specHash(spec),
+      template: spec,
+      placedAt: iso(o.placedAt ?? T0 - 86_400_000),
+      ...(o.index !== undefined ? { index: o.index } : {}),
+      ...(o.move ? { move: o.move } : {}),
+    },
+  };
+  const observed: ReplicaObserved | undefined =
+    o.running === false
+      ? undefined
+      : {
+          apiVersion: 'jaco.dev/v1',
+          kind: 'ReplicaObserved',
+          metadata: { name: id },
+          status: { replica: id, node, deployment, service: svc, state: 'running', revision: 1, specHash: d.spec.specHash, startedAt: iso(T0 - 86_400_000), health: 'none', observedAt: iso(T0) },
+        };
+  return { desired: { key: `desired/${node}/${id}`, modRevision: rev++, value: d }, ...(observed ? { observed } : {}) };
+}
+
+/** Utilisation of one node in one sample, with optional per-replica footprints. */
+export interface Load {
+  cpu: number;
+  memory?: number;
+  replicas?: Record<string, Partial<ReplicaFootprint>>;
+}
+
+export function sample(now: number, l: Load): PressureSample {
+  const replicas: Record<string, ReplicaFootprint> = {};
+  for (const [id, f] of Object.entries(l.replicas ?? {})) replicas[id] = { cpuMillis: f.cpuMillis ?? 0, memoryBytes: f.memoryBytes ?? 0 };
+  return { time: iso(now), cpuUtil: l.cpu, memoryUtil: l.memory ?? 0.1, replicas };
+}
+
+export class World {
+  nodes = new Map<string, Node>();
+  replicas: ReplicaCopy[] = [];
+  notReady = new Set<string>();
+
+  addNode(name: string, o: NodeOpts = {}): this {
+    this.nodes.set(name, nodeObj(name, o));
+    return this;
+  }
+
+  add(...r: ReplicaCopy[]): this {
+    this.replicas.push(...r);
+    return this;
+  }
+
+  /** The snapshot at `now` with the given loads (a node without a load is silent). */
+  snapshot(now: number, loads: Record<string, Load>): Snapshot {
+    const samples = new Map<string, PressureSample>();
+    const heartbeats = new Map<string, Heartbeat>();
+    for (const name of this.nodes.keys()) {
+      const l = loads[name];
+      const s = l ? sample(now, l) : undefined;
+      if (s) samples.set(name, s);
+      if (!this.notReady.has(name)) heartbeats.set(name, heartbeat(name, now, s));
+    }
+    const observed = new Map<string, ReplicaObserved>();
+    for (const r of this.replicas) if (r.observed) observed.set(`${r.desired.value.spec.node}/${r.desired.value.spec.replica}`, r.observed);
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), desired: this.replicas.map((r) => r.desired), observed, volumeHomes: [] };
+  }
+
+  /** Applies a committed move to the world: the destination copy appears (not yet running). */
+  applyOps(cycle: Cycle): void {
+    for (const a of cycle.acts)
+      for (const op of a.ops) {
+        if (op.op === 'create' && op.key.startsWith('desired/')) this.replicas.push({ desired: { key: op.key, modRevision: rev++, value: op.value as ReplicaDesired } });
+        if (op.op === 'delete') this.replicas = this.replicas.filter((r) => r.desired.key !== op.key);
+        if (op.op === 'update' && op.key.startsWith('desired/')) {
+          const r = this.replicas.find((x) => x.desired.key === op.key);
+          if (r) r.desired = { key: op.key, modRevision: rev++, value: op.value as ReplicaDesired };
+        }
+      }
+  }
+}
+
+/** Runs cycles against a world, committing every act, and records each plan. */
+export class Harness {
+  state: RebalancerState = initialState();
+  now = T0;
+  readonly cycles: Cycle[] = [];
+
+  constructor(
+    readonly world: World,
+    readonly config: Config = defaultConfig(),
+  ) {}
+
+  /** One cycle at the current time, then the clock advances one cycle. */
+  cycle(loads: Record<string, Load>): Cycle {
+    const c = decide(this.state, this.world.snapshot(this.now, loads), this.now, this.config);
+    this.state = afterCommit(c.state, c.acts, this.now);
+    this.world.applyOps(c);
+    this.cycles.push(c);
+    this.now += this.config.cycleMs;
+    return c;
+  }
+
+  run(n: number, loads: Record<string, Load> | ((i: number) => Record<string, Load>)): Cycle[] {
+    return Array.from({ length: n }, (_, i) => this.cycle(typeof loads === 'function' ? loads(i) : loads));
+  }
+
+  /** Every audit record written so far, in order. */
+  audit(): { type: string; payload: Record<string, unknown> }[] {
+    return this.cycles.flatMap((c) => c.acts.flatMap((a) => a.audit ?? []));
+  }
+}

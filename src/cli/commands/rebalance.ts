@@ -1,0 +1,150 @@
+// jaco rebalance plan: what the rebalancer sees and would do, without moving anything. It asks the
+// leader (GET /rebalance/plan on the metrics address its election key advertises) and, when no
+// leader answers, recomputes the plan from the store and says so.
+import type { Command } from 'commander';
+import { defaultConfig, type Config } from '../../../controllers/rebalancer/config.js';
+import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
+import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
+import { snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
+import { keys } from '../../api/keys.js';
+import type { AuditEvent, Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../api/types.js';
+import { formatDuration } from '../../api/units.js';
+import { readAudit } from '../../store/audit.js';
+import type { Store } from '../../store/store.js';
+import { action, parseOutput, timingsOf, withStore } from '../common.js';
+import { table, toJson } from '../output.js';
+
+export interface PlanReport {
+  source: 'leader' | 'store';
+  /** The leader's election identity (source leader). */
+  identity?: string;
+  /** Why the leader was not asked or did not answer (source store). */
+  reason?: string;
+  lastCycle?: PlanResponse['lastCycle'];
+  plan: RebalancePlan;
+}
+
+/** The rebalancer leader's election value (identity, with "metrics=<url>"), or undefined. */
+export async function rebalancerLeader(store: Store): Promise<string | undefined> {
+  const { kvs } = await store.listRaw(keys.leaders('rebalancer'));
+  const first = [...kvs].sort((a, b) => Number(a.create_revision) - Number(b.create_revision))[0];
+  return first?.value.toString('utf8');
+}
+
+async function askLeader(store: Store, timeoutMs: number): Promise<PlanReport | string> {
+  const identity = await rebalancerLeader(store);
+  if (!identity) return 'no rebalancer is running (no election key under leaders/rebalancer/)';
+  const url = /\bmetrics=(\S+)/.exec(identity)?.[1];
+  if (!url) return `the leader (${identity}) does not advertise a metrics address`;
+  try {
+    const res = await fetch(`${url}${PLAN_PATH}`, { signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return `the leader at ${url} answered ${res.status}`;
+    const body = (await res.json()) as PlanResponse;
+    return { source: 'leader', identity: body.identity, ...(body.lastCycle ? { lastCycle: body.lastCycle } : {}), plan: body.plan };
+  } catch (e) {
+    return `the leader at ${url} did not answer (${(e as Error).message})`;
+  }
+}
+
+/** Recomputes the plan from one read of the store (EWMAs seeded from the latest samples). */
+export async function planFromStore(store: Store, config: Config, now = Date.now()): Promise<RebalancePlan> {
+  const [nodes, heartbeats, drains, desired, observed, volumes, moved] = await Promise.all([
+    store.list<Node>(keys.nodes()),
+    store.list<Heartbeat>(keys.heartbeats()),
+    store.list<NodeDrain>(keys.drains()),
+    store.list<ReplicaDesired>(keys.desiredOf()),
+    store.list<ReplicaObserved>(keys.observedOf()),
+    store.list<VolumeHome>(keys.volumeHomes()),
+    readAudit(store, { types: ['rebalance_moved'] }),
+  ]);
+  const snap = snapshotOf({ nodes: nodes.items, heartbeats: heartbeats.items, drains: drains.items, desired: desired.items, observed: observed.items, volumes: volumes.items }, now, config);
+  const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ replica: String(e.spec.payload.replica_id), src: String(e.spec.payload.src), dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
+  const plan = decide(seedState(snap.samples, recent, now, config), snap, now, config, { explainOnly: true }).plan;
+  return {
+    ...plan,
+    assumptions: [
+      'EWMAs seeded from the latest samples (the leader smooths them over 5 minutes)',
+      'a node at or over the trigger is assumed to have been so for the required consecutive cycles',
+      'node cooldowns and ping-pong exclusions rebuilt from recent rebalance_moved audit records',
+    ],
+  };
+}
+
+const n2 = (x: number | undefined | null) => (x === undefined || x === null ? '-' : x.toFixed(2));
+const dash = (rows: (string | number | undefined)[][]) => rows.map((r) => r.map((c) => (c === undefined || c === '' ? '-' : c)));
+
+export function renderPlan(r: PlanReport): string {
+  const p = r.plan;
+  const out: string[] = [];
+  out.push(r.source === 'leader' ? `Plan of the rebalancer leader (${r.identity}) at ${p.at}, cycle ${p.cycle}` : `Plan recomputed from the store at ${p.at}: ${r.reason}`);
+  if (r.lastCycle) out.push(`Last cycle ${r.lastCycle.cycle} at ${r.lastCycle.at}: ${r.lastCycle.move ? `moved ${r.lastCycle.move}` : `stopped by ${r.lastCycle.stoppedBy}`}`);
+  for (const a of p.assumptions ?? []) out.push(`Assumed: ${a}`);
+  out.push('');
+  const nodeRows = [
+    ...p.nodes.map((n) => {
+      const notes = [n.node === p.src ? 'most pressured' : '', n.ineligible ?? '', n.cooldownMs !== undefined ? `received a move ${formatDuration(n.cooldownMs)} ago` : ''].filter(Boolean).join('; ');
+      return [n.node, n2(n.cpu), n2(n.memory), n2(n.pressure), n.dominant, n.over, notes];
+    }),
+    ...p.silent.map((s) => [s.node, '-', '-', '-', '-', '-', `silent: ${s.why}`]),
+  ];
+  out.push(nodeRows.length ? table(['NODE', 'CPU', 'MEMORY', 'PRESSURE', 'DOMINANT', 'OVER', 'NOTE'], dash(nodeRows)).trimEnd() : 'No nodes.');
+  out.push('');
+  out.push(table(['GATE', 'HOLDS', 'DETAIL'], p.gates.map((g) => [g.gate, g.holds === null ? '-' : g.holds ? 'yes' : 'no', g.detail])).trimEnd());
+  if (p.candidates.length) {
+    out.push('');
+    const rows = p.candidates.map((c) => [
+      c.replica,
+      `${c.deployment}/${c.service}`,
+      `${n2(c.relief)} ${c.reliefSource}`,
+      n2(c.score),
+      c.verdict === 'skipped' ? `skip: ${c.reason}` : c.verdict === 'refused' ? `refused: ${c.refusal}` : c.verdict,
+      c.dst,
+      `${n2(c.srcBefore)}→${n2(c.srcAfter)}`,
+      c.dst ? `${n2(c.dstBefore)}→${n2(c.dstAfter)}` : '-',
+      c.detail,
+    ]);
+    out.push(table(['CANDIDATE', 'SERVICE', 'RELIEF', 'SCORE', 'VERDICT', 'DST', 'SRC', 'DST PRESSURE', 'DETAIL'], dash(rows)).trimEnd());
+  }
+  if (p.excluded.length) out.push('', `Not candidates: ${p.excluded.map((e) => `${e.replica} (${e.reason})`).join(', ')}`);
+  if (p.inFlight.length) out.push('', `In flight: ${p.inFlight.map((m) => `${m.replica} ${m.src}→${m.dst} (deadline ${m.deadline})`).join(', ')}`);
+  out.push('');
+  const m = p.move;
+  if (m) out.push(`Move: ${m.replica} ${m.src} → ${m.dst}: ${m.src} ${n2(m.srcBefore)} → ${n2(m.srcAfter)}, ${m.dst} ${n2(m.dstBefore)} → ${n2(m.dstAfter)} (${m.dominant} relief ${n2(m.relief)}, score ${n2(m.score)})`);
+  else out.push(`No move: stopped by ${p.stoppedBy} (${p.gates.find((g) => g.gate === p.stoppedBy)?.detail ?? ''})`);
+  return out.join('\n') + '\n';
+}
+
+export function registerRebalance(program: Command): void {
+  const rebalance = program.command('rebalance').description('Explain the pressure-based rebalancer (always on; it has no knobs)');
+  rebalance
+    .command('plan')
+    .description("Show each node's EWMA pressure, which gates hold, every candidate's verdict and the move the rebalancer would make, without moving anything")
+    .option('-o, --output <format>', 'json')
+    .option('--from-store', 'do not ask the leader: recompute from the store (EWMAs seeded from the latest samples)')
+    .option('--timeout <ms>', 'how long to wait for the leader', (v) => Number(v), 3000)
+    .addHelpText(
+      'after',
+      `
+The plan comes from the rebalancer leader's current state (its EWMAs, consecutive-cycle counters and
+cooldowns), fetched from the metrics address in its election key. When no leader answers, it is
+recomputed from the store and the output says what was assumed.
+
+Examples:
+  jaco rebalance plan
+  jaco rebalance plan -o json | jq '.plan.gates'
+  jaco rebalance plan --from-store
+  jaco audit -f --type rebalance_moved,rebalance_skipped   # what the rebalancer did and skipped
+`,
+    )
+    .action(
+      action(async (opts: { output?: string; fromStore?: boolean; timeout: number }, cmd: Command) => {
+        const out = parseOutput(opts.output, ['table', 'json']);
+        const report = await withStore(cmd, async (store) => {
+          const asked = opts.fromStore ? 'asked for with --from-store' : await askLeader(store, opts.timeout);
+          if (typeof asked !== 'string') return asked;
+          return { source: 'store' as const, reason: asked, plan: await planFromStore(store, defaultConfig(timingsOf(cmd))) };
+        });
+        process.stdout.write(out === 'json' ? toJson(report) : renderPlan(report));
+      }),
+    );
+}
