@@ -84,3 +84,25 @@ export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
   }
   return out;
 }
+
+/**
+ * Replica ids are <deployment>-<service>-<index>, or -<host> for global services: two services
+ * whose "<deployment>-<service>-" stems are equal would name replicas alike, and a global
+ * service's stem that begins another service's stem could, with the right host name. Checked at
+ * apply over every deployment that will exist; each conflict is described once.
+ */
+export function replicaIdConflicts(deployments: { name: string; spec: Deployment['spec'] }[]): string[] {
+  const stems = deployments
+    .flatMap((d) => Object.entries(d.spec.services).map(([svc, s]) => ({ d: d.name, svc, stem: `${d.name}-${svc}-`, global: s.placement?.mode === 'global' })))
+    .sort((a, b) => (a.stem < b.stem ? -1 : a.stem > b.stem ? 1 : a.d < b.d ? -1 : a.d > b.d ? 1 : 0));
+  const out: string[] = [];
+  for (let i = 0; i < stems.length; i++)
+    for (let j = i + 1; j < stems.length && stems[j]!.stem.startsWith(stems[i]!.stem); j++) {
+      const a = stems[i]!;
+      const b = stems[j]!;
+      if (a.d === b.d && a.svc === b.svc) continue;
+      if (a.stem === b.stem) out.push(`deployment "${a.d}" service "${a.svc}" and deployment "${b.d}" service "${b.svc}" would both name replicas "${a.stem}<n>"; rename one`);
+      else if (a.global) out.push(`global service "${a.svc}" of deployment "${a.d}" names replicas "${a.stem}<host>", which could equal replicas "${b.stem}<n>" of deployment "${b.d}" service "${b.svc}"; rename one`);
+    }
+  return out;
+}

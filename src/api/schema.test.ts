@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatPath, schemas } from './schema.js';
-import { deploymentRuleIssues } from './rules.js';
+import { deploymentRuleIssues, replicaIdConflicts } from './rules.js';
 import type { Deployment, ServiceSpec } from './types.js';
 
 const dep = (services: Record<string, unknown>, name = 'app'): Deployment => ({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services } }) as Deployment;
@@ -89,4 +89,30 @@ describe('cross-field rules', () => {
     ['CMD-SHELL health', { x: { image: 'i', healthcheck: { test: ['CMD-SHELL', 'wget -q -O- 127.0.0.1:8080'] } } }],
     ['absolute bind', { x: { image: 'i', volumes: [{ type: 'bind', source: '/srv/x', target: '/x', readOnly: true }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
+});
+
+describe('names', () => {
+  const desired = (name: string) => ({
+    apiVersion: 'jaco.dev/v1',
+    kind: 'ReplicaCounter',
+    metadata: { name },
+    spec: { next: 1 },
+  });
+  it('allows dots in the names of internal kinds (host names, global replica ids)', () => expect(issues(desired('app-agent-host.example.com'))).toEqual([]));
+  it('keeps deployment names to DNS labels', () => expect(issues(dep({ web: { image: 'x' } }, 'my.app'))[0]).toContain('metadata.name: "my.app" must match pattern'));
+});
+
+describe('replica id conflicts across deployments', () => {
+  const svc = (mode?: 'global') => ({ image: 'x', ...(mode ? { placement: { mode } } : {}) });
+  it('refuses equal stems', () => {
+    expect(replicaIdConflicts([{ name: 'a-b', spec: { services: { c: svc() } } }, { name: 'a', spec: { services: { 'b-c': svc() } } }])).toEqual([
+      'deployment "a" service "b-c" and deployment "a-b" service "c" would both name replicas "a-b-c-<n>"; rename one',
+    ]);
+  });
+  it('refuses a global stem that another stem begins with', () => {
+    expect(replicaIdConflicts([{ name: 'app', spec: { services: { agent: svc('global'), 'agent-node': svc() } } }])[0]).toContain('global service "agent"');
+  });
+  it('accepts services whose stems only share a prefix when neither is global', () => {
+    expect(replicaIdConflicts([{ name: 'app', spec: { services: { web: svc(), 'web-admin': svc() } } }, { name: 'app-web', spec: { services: { x: svc() } } }])).toEqual([]);
+  });
 });

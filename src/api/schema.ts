@@ -44,8 +44,12 @@ const metadataSchema = {
   },
 };
 
-/** Node names may carry dots (hostnames); everything else is a DNS label. */
-const nodeMetadataSchema = {
+/**
+ * Deployment names are DNS labels (they start replica ids and container names); every other
+ * kind's name may carry dots, because node names are host names and global replica ids
+ * (<deployment>-<service>-<host>) contain them.
+ */
+const subdomainMetadataSchema = {
   ...metadataSchema,
   properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' } },
 };
@@ -91,7 +95,7 @@ export class SchemaRegistry {
     const props = { ...(root.properties as Record<string, unknown>) };
     props.apiVersion = { type: 'string', const: API_VERSION };
     props.kind = { type: 'string', const: kind };
-    props.metadata = kind === 'Node' || kind === 'Heartbeat' ? nodeMetadataSchema : metadataSchema;
+    props.metadata = kind === 'Deployment' ? metadataSchema : subdomainMetadataSchema;
     const schema = strictObjects({ ...root, properties: props, required: [...((root.required as string[]) ?? []), 'apiVersion', 'kind', 'metadata'] });
     v = this.ajv.compile(schema as object);
     this.validators.set(kind, v);

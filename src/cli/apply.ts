@@ -4,6 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
+import { replicaIdConflicts } from '../api/rules.js';
 import { sameDeploymentSpec } from '../api/spec.js';
 import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
@@ -37,8 +38,21 @@ export function revisionNumberOfKey(key: string): number {
   return Number(key.slice(key.lastIndexOf('/') + 1));
 }
 
+export class ReplicaIdConflictError extends Error {
+  override name = 'ReplicaIdConflictError';
+}
+
+/** Refuses an apply after which two services would name replicas alike (see replicaIdConflicts). */
+async function checkReplicaIds(store: Store, items: ApplyItem[]): Promise<void> {
+  const applied = new Set(items.map((i) => i.name));
+  const existing = (await store.list<Deployment>(keys.deployments())).items.map((d) => d.value).filter((d) => !applied.has(d.metadata.name));
+  const conflicts = replicaIdConflicts([...existing.map((d) => ({ name: d.metadata.name, spec: d.spec })), ...items]);
+  if (conflicts.length) throw new ReplicaIdConflictError(`nothing was written: ${conflicts.join('; ')}`);
+}
+
 /** Plans and commits the apply of several deployments in one transaction. */
 export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
+  await checkReplicaIds(store, items);
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);

@@ -102,6 +102,16 @@ describe('jaco apply', () => {
     expect(r.stderr).toContain('file is 17.0 MiB; manifests are limited to 16 MiB');
   });
 
+  it('refuses a deployment whose replica ids would collide with an existing one', async () => {
+    const prefix = uniquePrefix();
+    expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('a-b', { c: { image: 'x' } }) })).code).toBe(0);
+    const before = await snapshot(prefix);
+    const r = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('a', { 'b-c': { image: 'x' } }) });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('would both name replicas "a-b-c-<n>"');
+    expect(await snapshot(prefix)).toEqual(before);
+  });
+
   it('reads stdin and directories', async () => {
     const prefix = uniquePrefix();
     const r1 = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('fromstdin', { s: { image: 'x' } }) });
