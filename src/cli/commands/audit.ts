@@ -12,6 +12,7 @@ function line(ev: AuditEvent, out: string): string {
   if (out === 'json') return JSON.stringify(ev.spec) + '\n';
   const s = ev.spec;
   const fields = Object.entries(s.payload)
+    .filter(([k, v]) => !(k === 'deployment' && v === s.deployment)) // already printed once
     .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
     .join(' ');
   return `${s.time}  ${s.type.padEnd(18)} ${s.actor.padEnd(10)} ${s.deployment ? `deployment=${s.deployment} ` : ''}${fields}\n`;
