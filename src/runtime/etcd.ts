@@ -1,6 +1,7 @@
 // Starting real etcd members as child processes: the embedded single member of `jaco up`, and
 // the members tests start on free loopback ports (one, or three for fault tests).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Store } from '../store/store.js';
@@ -71,7 +72,8 @@ export function etcdArgs(s: EtcdMemberSpec): string[] {
     '--initial-advertise-peer-urls', peer,
     '--initial-cluster', s.initialCluster ?? `${s.name}=${peer}`,
     '--initial-cluster-state', 'new',
-    '--initial-cluster-token', `jaco-${s.name}`,
+    // One token per cluster (every member must agree), derived from its member list.
+    '--initial-cluster-token', `jaco-${createHash('sha256').update(s.initialCluster ?? s.name).digest('hex').slice(0, 12)}`,
     '--log-level', 'warn',
     '--logger', 'zap',
     ...(s.extraArgs ?? []),

@@ -11,7 +11,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { commitActs } from '../../src/store/writer.js';
 import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
-import { deleteDesired, desired, IMAGE, IMAGE_2, metric, metricsUrl, observedStatus, putCommand, putDesired, SLEEPER, UNPULLABLE, waitObserved, withLogs } from './agent-fixtures.js';
+import { deleteDesired, desired, IMAGE, IMAGE_2, metric, metricsUrl, observedStatus, putCommand, putDesired, SLEEPER, UNPULLABLE, waitObserved } from './agent-fixtures.js';
 
 const NODE = 'node-1';
 let c: TestCluster;
@@ -39,7 +39,7 @@ const running = (replica: string) => waitObserved(c.store, NODE, replica, (s) =>
 
 describe('running desired replicas', () => {
   it('makes a running container with every field of the template applied', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const d = desired(NODE, 'demo-full-1', {
         image: IMAGE,
         command: ['sh', '-c'],
@@ -92,7 +92,7 @@ describe('running desired replicas', () => {
     }));
 
   it('passes GPUs as device requests, and reports Docker’s refusal to start without a GPU runtime', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired(NODE, 'demo-gpu-1', { ...SLEEPER, resources: { gpus: 1 } }, { service: 'gpu' }));
       const s = await waitObserved(c.store, NODE, 'demo-gpu-1', (x) => x.state === 'exited' && x.code === 'start_failed', 'exited/start_failed');
       expect(s.details).toMatch(/device driver|gpu/i);
@@ -102,7 +102,7 @@ describe('running desired replicas', () => {
     }));
 
   it('a pull from a closed registry reports image_pull_failed and does not block another replica', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const failuresBefore = (await metric(metrics, 'jaco_agent_image_pulls_total', 'result="failure"')) ?? 0;
       await putDesired(c.store, desired(NODE, 'demo-nopull-1', { image: UNPULLABLE }, { service: 'nopull' }), desired(NODE, 'demo-ok-1', { ...SLEEPER, image: IMAGE_2 }, { service: 'ok' }));
       const bad = await waitObserved(c.store, NODE, 'demo-nopull-1', (x) => x.state === 'pending' && x.code === 'image_pull_failed', 'pending/image_pull_failed');
@@ -118,7 +118,7 @@ describe('running desired replicas', () => {
     }));
 
   it('a failing health check shows degraded', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired(NODE, 'demo-sick-1', { ...SLEEPER, healthcheck: { test: ['CMD', 'false'], interval: '1s', timeout: '1s', retries: 1 } }, { service: 'sick' }));
       const s = await waitObserved(c.store, NODE, 'demo-sick-1', (x) => x.state === 'degraded', 'degraded');
       expect(s).toMatchObject({ code: 'unhealthy', health: 'unhealthy' });
@@ -129,7 +129,7 @@ describe('running desired replicas', () => {
 
 describe('stopping', () => {
   it('a removed replica is stopped with the service’s signal (the container traps it), removed, and forgotten', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const script = `trap 'echo got USR1 >> /out/signals; exit 0' USR1; while :; do sleep 0.2; done`;
       await putDesired(c.store, desired(NODE, 'demo-trap-1', { image: IMAGE, command: ['sh', '-c', script], stopSignal: 'SIGUSR1', stopGracePeriod: '20s', volumes: [{ type: 'bind', source: outDir, target: '/out' }] }, { service: 'trap' }));
       const s = await running('demo-trap-1');
@@ -140,7 +140,7 @@ describe('stopping', () => {
     }));
 
   it('a container trapping SIGTERM (the default stop signal) logs it and exits on its own', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const spec = { image: IMAGE, command: ['sh', '-c', `trap 'echo got SIGTERM; exit 0' TERM; echo ready; while :; do sleep 0.2; done`], stopGracePeriod: '20s' };
       await putDesired(c.store, desired(NODE, 'demo-term-1', spec, { service: 'term' }));
       const s = await running('demo-term-1');
@@ -157,7 +157,7 @@ describe('stopping', () => {
     }));
 
   it('a container ignoring the signal is killed after the grace (seen on a suspended replica, which keeps its container)', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const script = `trap '' TERM; while :; do date +%s > /out/alive; sleep 0.2; done`;
       const spec = { image: IMAGE, command: ['sh', '-c', script], stopGracePeriod: '2s', volumes: [{ type: 'bind' as const, source: outDir, target: '/out' }] };
       await putDesired(c.store, desired(NODE, 'demo-stubborn-1', spec, { service: 'stubborn' }));
@@ -184,7 +184,7 @@ describe('stopping', () => {
 
 describe('replacing and restarting', () => {
   it('a spec-hash change replaces the container start-first', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const spec = { ...SLEEPER, update: { minReadyTime: '2s' } };
       await putDesired(c.store, desired(NODE, 'demo-roll-1', spec, { service: 'roll' }));
       const v1 = await running('demo-roll-1');
@@ -206,7 +206,7 @@ describe('replacing and restarting', () => {
     }));
 
   it('a restart command is executed once and acknowledged', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired(NODE, 'demo-rs-1', SLEEPER, { service: 'rs' }));
       const first = await running('demo-rs-1');
       await putCommand(c.store, NODE, 'demo-rs-1', 1);
@@ -223,7 +223,7 @@ describe('replacing and restarting', () => {
     }));
 
   it('a container removed behind the agent’s back is reported (and not restarted by the agent)', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired(NODE, 'demo-gone-1', SLEEPER, { service: 'gone' }));
       const s = await running('demo-gone-1');
       await c.docker.getContainer(s.containerId!).remove({ force: true });
@@ -239,7 +239,7 @@ describe('replacing and restarting', () => {
 
 describe('bad input', () => {
   it('a malformed desired key is observed failed/invalid_spec, counted, and the others go on', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const before = (await metric(metrics, 'jaco_agent_malformed_desired_total')) ?? 0;
       const bad = desired(NODE, 'demo-bad-1', { image: IMAGE }, { service: 'bad' });
       const broken = { ...bad, spec: { ...bad.spec, revision: 'two' } };

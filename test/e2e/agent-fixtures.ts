@@ -114,12 +114,3 @@ export async function metric(url: string, name: string, labels = ''): Promise<nu
   return undefined;
 }
 
-/** Runs a test body; a failure carries the tail of every process log, so it says what the agents did. */
-export async function withLogs<T>(c: TestCluster, fn: () => Promise<T>, lines = 50): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${c.logs(lines)}`);
-  }
-}
-

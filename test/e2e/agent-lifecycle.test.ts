@@ -13,7 +13,7 @@ import { commitActs } from '../../src/store/writer.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { TcpProxy } from '../support/proxy.js';
 import { eventually } from '../support/wait.js';
-import { deleteDesired, desired, metric, metricsUrl, observedStatus, putDesired, SLEEPER, waitObserved, withLogs } from './agent-fixtures.js';
+import { deleteDesired, desired, metric, metricsUrl, observedStatus, putDesired, SLEEPER, waitObserved } from './agent-fixtures.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -30,7 +30,7 @@ const running = (node: string, replica: string) => waitObserved(c.store, node, r
 
 describe('agent restarts', () => {
   it('adopts its running containers without restarting them, and removes those whose desired key went meanwhile', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired('node-1', 'demo-keep-1', SLEEPER), desired('node-1', 'demo-drop-1', SLEEPER));
       const keep = await running('node-1', 'demo-keep-1');
       const drop = await running('node-1', 'demo-drop-1');
@@ -57,7 +57,7 @@ describe('agent restarts', () => {
 
 describe('etcd unreachable', () => {
   it('keeps containers running as they are, and resyncs when etcd returns', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired('node-1', 'demo-steady-1', SLEEPER));
       const s = await running('node-1', 'demo-steady-1');
       const started = (await inspect(s.containerId!)).State.StartedAt;
@@ -79,7 +79,7 @@ describe('etcd unreachable', () => {
 
 describe('Docker unreachable', () => {
   it('says which socket, reports dockerUp false and docker_up 0, and keeps trying', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const sock = 'unix:///tmp/jaco-no-docker-here.sock';
       const p = c.spawn('node-x', ['agent', '--node', 'node-x', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', sock]);
       try {
@@ -103,7 +103,7 @@ describe('Docker unreachable', () => {
 
 describe('Docker going away', () => {
   it('leaves containers and etcd as they are, decides nothing, and resyncs when Docker is back', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       // The agent reaches Docker through a proxy the test can cut; the engine stays up for the rest.
       const proxy = new TcpProxy('/var/run/docker.sock');
       const p = await c.startAgent('node-y', ['--docker-host', await proxy.start(join(tmpdir(), `jaco-docker-${process.pid}.sock`))]);
@@ -139,7 +139,7 @@ describe('Docker going away', () => {
 
 describe('node removal', () => {
   it('stops and removes its containers, deletes its observed keys and heartbeat, and exits 0', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await putDesired(c.store, desired('node-2', 'demo-leaving-1', SLEEPER));
       const s = await running('node-2', 'demo-leaving-1');
       const agent = c.agent('node-2')!;
@@ -157,7 +157,7 @@ describe('node removal', () => {
     }));
 
   it('a node removed with containers still on it stops them with their grace before exiting', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       await c.startAgent('node-2', ['--rejoin']);
       await putDesired(c.store, desired('node-2', 'demo-left-1', SLEEPER));
       const s = await running('node-2', 'demo-left-1');
@@ -170,7 +170,7 @@ describe('node removal', () => {
     }));
 
   it('refuses to start on a removed node without --rejoin, and registers again with it', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const drain: NodeDrain = {
         apiVersion: API_VERSION,
         kind: 'NodeDrain',
@@ -193,7 +193,7 @@ describe('node removal', () => {
 
 describe('registration', () => {
   it('updates status and labels, and keeps the CLI’s spec (cordon)', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const cur = (await c.store.get<Node>(keys.node('node-1')))!;
       await commitActs(c.store, [{ ops: [{ op: 'update', key: keys.node('node-1'), value: { ...cur.value, spec: { unschedulable: true } }, modRevision: cur.modRevision }] }]);
       await c.agent('node-1')!.kill('SIGTERM');

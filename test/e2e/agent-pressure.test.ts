@@ -6,7 +6,7 @@ import { keys } from '../../src/api/keys.js';
 import type { Heartbeat } from '../../src/api/types.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
-import { deleteDesired, desired, IMAGE, metric, metricsUrl, putDesired, SLEEPER, waitObserved, withLogs } from './agent-fixtures.js';
+import { deleteDesired, desired, IMAGE, metric, metricsUrl, putDesired, SLEEPER, waitObserved } from './agent-fixtures.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -26,7 +26,7 @@ describe('pressure', () => {
     await waitObserved(c.store, 'node-1', 'demo-burn-1', (s) => s.state === 'running', 'running');
     await waitObserved(c.store, 'node-2', 'demo-idle-1', (s) => s.state === 'running', 'running');
     try {
-      const [hot, cool] = await withLogs(c, () => eventually(
+      const [hot, cool] = await c.withLogs(() => eventually(
         async () => {
           const [p1, p2] = [await pressure('node-1'), await pressure('node-2')];
           const burn = p1?.replicas['demo-burn-1'];

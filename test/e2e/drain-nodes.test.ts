@@ -31,14 +31,6 @@ afterAll(async () => {
   await Promise.all((vols.Volumes ?? []).map((v) => c.docker.getVolume(v.Name).remove().catch(() => undefined)));
 });
 
-async function withLogs<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${c.logs(60)}`);
-  }
-}
-
 /** The CLI with a deadline long enough for a whole drain. */
 const cli = (args: string[], timeoutMs = 150_000): Promise<CliResult> => jaco(['--timings', 'fast', ...args], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs });
 
@@ -116,7 +108,7 @@ async function drainLeaderPid(): Promise<number> {
 
 describe('jaco node drain on real containers', () => {
   it('moves every movable replica off node-2 make-before-break (even across a leader failover); drops the global one', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       await c.apply(`apiVersion: jaco.dev/v1
 kind: Deployment
 metadata:
@@ -197,7 +189,7 @@ ${sleeper('')}`,
     }));
 
   it('aborts with drain_timeout when the replacement never becomes healthy; the old replica keeps running', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       await ok(['node', 'uncordon', 'node-2']);
       await applyOnto(
         'node-2',
@@ -232,7 +224,7 @@ ${sleeper('')}`,
     }));
 
   it('a stateful replica blocks the drain until --force stops it on the node; node remove then leaves nothing and the agent exits', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       await applyOnto(
         'node-3',
         `apiVersion: jaco.dev/v1

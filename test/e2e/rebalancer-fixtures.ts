@@ -32,10 +32,3 @@ export async function cli(c: TestCluster, args: string[]): Promise<string> {
   return r.stdout;
 }
 
-export async function withLogs<T>(c: TestCluster, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${c.logs(40)}`);
-  }
-}

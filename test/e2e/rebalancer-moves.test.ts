@@ -16,7 +16,7 @@ import { LABELS } from '../../src/api/labels.js';
 import type { AuditEvent } from '../../src/api/types.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
-import { cli, metric, rebalancerAudit, rebalancerMetricsUrl, withLogs } from './rebalancer-fixtures.js';
+import { cli, metric, rebalancerAudit, rebalancerMetricsUrl } from './rebalancer-fixtures.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -60,7 +60,7 @@ const moves = async () => (await rebalancerAudit(c)).filter((e) => e.type === 'r
 
 describe('rebalancer on real containers', () => {
   it('moves the movable replica off the hot node, once, and leaves the pinned burner', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       // Only node-1 takes placements while the deployment is applied.
       await cli(c, ['node', 'cordon', 'node-2']);
       await cli(c, ['node', 'cordon', 'node-3']);
@@ -129,7 +129,7 @@ describe('rebalancer on real containers', () => {
     }));
 
   it('jaco rebalance plan explains the leader’s current state, and recomputes without it', () =>
-    withLogs(c, async () => {
+    c.withLogs(async () => {
       const fromLeader = JSON.parse(await cli(c, ['rebalance', 'plan', '-o', 'json'])) as { source: string; identity: string; plan: { nodes: { node: string; pressure: number; dominant: string }[]; gates: { gate: string }[]; src?: string } };
       expect(fromLeader.source).toBe('leader');
       expect(fromLeader.identity).toMatch(/metrics=http/);

@@ -12,7 +12,7 @@ import { keys } from '../../src/api/keys.js';
 import type { Heartbeat } from '../../src/api/types.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
-import { cli, metric, rebalancerAudit, rebalancerMetricsUrl, withLogs } from './rebalancer-fixtures.js';
+import { cli, metric, rebalancerAudit, rebalancerMetricsUrl } from './rebalancer-fixtures.js';
 
 const clusters: TestCluster[] = [];
 afterAll(async () => {
@@ -54,7 +54,7 @@ describe('the rebalancer stays quiet', () => {
   it('uniform load on every node: the imbalance gap stops the cycles, nothing moves', async () => {
     const c = await startCluster({ nodes: 3, capacity: 'cpu=1,memory=100Mi', controllers: ['scheduler'] });
     clusters.push(c);
-    await withLogs(c, async () => {
+    await c.withLogs(async () => {
       await c.apply(UNIFORM);
       await eventually(
         async () => {
@@ -88,7 +88,7 @@ describe('the rebalancer stays quiet', () => {
   it('no pressure data anywhere (Docker unreachable on every node): zero audit events', async () => {
     const c = await startCluster({ nodes: 0, controllers: ['rebalancer'] });
     clusters.push(c);
-    await withLogs(c, async () => {
+    await c.withLogs(async () => {
       // Real agents whose Docker engine does not answer: they heartbeat without a pressure sample.
       for (const n of ['node-1', 'node-2', 'node-3'])
         c.spawn(n, ['agent', '--node', n, '--capacity', 'cpu=1,memory=1Gi', '--docker-host', 'unix:///nonexistent/docker.sock', '--metrics-addr', '127.0.0.1:0']);

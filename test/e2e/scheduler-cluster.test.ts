@@ -22,14 +22,6 @@ afterAll(async () => {
   await c?.stop();
 });
 
-async function withLogs<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${c.logs(60)}`);
-  }
-}
-
 const SHOP = `
 apiVersion: jaco.dev/v1
 kind: Deployment
@@ -84,7 +76,7 @@ async function status(dep: string): Promise<DeploymentStatusRow> {
 
 describe('scheduler end to end', () => {
   it('a spread, a pack and a global service all run after apply', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       const t0 = Date.now();
       await c.apply(SHOP);
       const all = await eventually(
@@ -117,7 +109,7 @@ describe('scheduler end to end', () => {
     }));
 
   it('a crashing container is restarted 3 times, then shows restart_exhausted and is left alone', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       await c.apply(CRASH);
       const row = await eventually(
         async () => {
@@ -144,7 +136,7 @@ describe('scheduler end to end', () => {
     }));
 
   it('an agent killed: after the grace its replicas run elsewhere, same ids; its global replica stays', () =>
-    withLogs(async () => {
+    c.withLogs(async () => {
       const before = await replicas('shop');
       const victims = before.filter(({ d }) => d.spec.node === 'node-2' && d.spec.service !== 'agent').map(({ d }) => d.spec.replica);
       expect(victims.length).toBeGreaterThan(0);

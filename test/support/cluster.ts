@@ -163,6 +163,15 @@ export class TestCluster {
     }
   }
 
+  /** Runs a test body; a failure carries the tail of every process log, so it says what they did. */
+  async withLogs<T>(fn: () => Promise<T>, lines = 50): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${this.logs(lines)}`);
+    }
+  }
+
   /** Log tails of every process: print them when a test fails. */
   logs(lines = 30): string {
     return this.procs.map((p) => `---- ${p.name} (${p.logFile})\n${this.tail(p, lines)}`).join('\n');
