@@ -10,6 +10,7 @@ command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

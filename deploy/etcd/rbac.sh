@@ -13,9 +13,11 @@ e user grant-role jaco-controller jaco-controller
 for node in "$@"; do
   role="jaco-agent-$node"
   e role add "$role"
-  for k in "desired/$node/" "commands/$node/" "leaders/" ; do e role grant-permission "$role" --prefix=true read "$prefix$k"; done
-  for k in "observed/$node/" ; do e role grant-permission "$role" --prefix=true readwrite "$prefix$k"; done
-  for k in "nodes/$node" "heartbeats/$node" "drains/$node" "cluster"; do e role grant-permission "$role" readwrite "$prefix$k"; done
+  # What a node-agent reads and writes, and nothing more (test/integration/etcd-security.test.ts).
+  for k in "desired/$node/" "commands/$node/"; do e role grant-permission "$role" --prefix=true read "$prefix$k"; done
+  e role grant-permission "$role" --prefix=true readwrite "${prefix}observed/$node/"
+  for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$role" readwrite "$prefix$k"; done
+  e role grant-permission "$role" read "${prefix}drains/$node"
   e user add "$role" --new-user-password="${JACO_AGENT_PASSWORD:?set JACO_AGENT_PASSWORD}"
   e user grant-role "$role" "$role"
 done

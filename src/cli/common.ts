@@ -3,16 +3,14 @@
 import type { Command } from 'commander';
 import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
-import { Store } from '../store/store.js';
+import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
 
 export const EXIT_OK = 0;
 export const EXIT_INVALID = 1;
 export const EXIT_UNREACHABLE = 2;
 
-export interface GlobalOptions {
-  endpoints?: string;
-  prefix?: string;
+export interface GlobalOptions extends ConnectionFlags {
   timings?: string;
 }
 
@@ -32,10 +30,19 @@ export function timingsOf(cmd: Command): Timings {
   return timingsByName(globals(cmd).timings);
 }
 
+/** A store from the global connection flags and the environment (no check that etcd answers). */
+export function storeOf(cmd: Command): Store {
+  try {
+    return new Store(storeOptionsFrom(globals(cmd)));
+  } catch (e) {
+    if (e instanceof StoreConfigError) throw new CliError(e.message);
+    throw e;
+  }
+}
+
 /** Connects and checks etcd answers (exit 2 with the endpoint and what to check if not). */
 export async function connect(cmd: Command): Promise<Store> {
-  const g = globals(cmd);
-  const store = new Store({ endpoints: g.endpoints, prefix: g.prefix });
+  const store = storeOf(cmd);
   try {
     await store.ping();
   } catch (e) {

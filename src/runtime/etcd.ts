@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { Store } from '../store/store.js';
+import { Store, type StoreOptions } from '../store/store.js';
 
 export interface EtcdMemberSpec {
   name: string;
@@ -16,6 +16,8 @@ export interface EtcdMemberSpec {
   logFile?: string;
   /** Extra flags, e.g. ['--auto-compaction-retention', '1h']. */
   extraArgs?: string[];
+  /** Serve clients over TLS (https://), requiring client certificates signed by `ca`. */
+  tls?: { cert: string; key: string; ca: string };
 }
 
 export interface EtcdMember {
@@ -62,7 +64,8 @@ export function portInUse(port: number): Promise<boolean> {
 
 export function etcdArgs(s: EtcdMemberSpec): string[] {
   const peer = `http://127.0.0.1:${s.peerPort}`;
-  const client = `http://127.0.0.1:${s.clientPort}`;
+  const client = `${s.tls ? 'https' : 'http'}://127.0.0.1:${s.clientPort}`;
+  const tls = s.tls ? ['--cert-file', s.tls.cert, '--key-file', s.tls.key, '--trusted-ca-file', s.tls.ca, '--client-cert-auth'] : [];
   return [
     '--name', s.name,
     '--data-dir', s.dataDir,
@@ -76,6 +79,7 @@ export function etcdArgs(s: EtcdMemberSpec): string[] {
     '--initial-cluster-token', `jaco-${createHash('sha256').update(s.initialCluster ?? s.name).digest('hex').slice(0, 12)}`,
     '--log-level', 'warn',
     '--logger', 'zap',
+    ...tls,
     ...(s.extraArgs ?? []),
   ];
 }
@@ -93,7 +97,7 @@ export function startEtcdMember(s: EtcdMemberSpec, opts: { detached?: boolean } 
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     spec: s,
-    endpoint: `http://127.0.0.1:${s.clientPort}`,
+    endpoint: `${s.tls ? 'https' : 'http'}://127.0.0.1:${s.clientPort}`,
     process: child,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -106,9 +110,9 @@ export function startEtcdMember(s: EtcdMemberSpec, opts: { detached?: boolean } 
 }
 
 /** Waits until etcd at the endpoints answers (or the deadline passes). */
-export async function waitForEtcd(endpoints: string[], timeoutMs = 20_000, child?: ChildProcess): Promise<void> {
+export async function waitForEtcd(endpoints: string[], timeoutMs = 20_000, child?: ChildProcess, storeOpts: StoreOptions = {}): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  const store = new Store({ endpoints, dialTimeoutMs: 1000 });
+  const store = new Store({ ...storeOpts, endpoints, dialTimeoutMs: 1000 });
   try {
     for (;;) {
       if (child && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`etcd exited (code ${child.exitCode ?? child.signalCode}) before answering`);

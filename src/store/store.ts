@@ -2,6 +2,7 @@
 // Nothing outside src/store/ imports etcd3. Every write is a transaction of Ops (writer.ts);
 // metadata.resourceVersion of what we return is the key's mod_revision.
 import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
+import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError } from './errors.js';
 
@@ -18,6 +19,28 @@ export interface StoreOptions {
   endpoints?: string[] | string;
   prefix?: string;
   dialTimeoutMs?: number;
+  /** etcd authentication (etcd RBAC: deploy/etcd/rbac.sh gives each agent only its own keys). */
+  user?: string;
+  password?: string;
+  /** TLS: CA bundle that signed the etcd servers (https:// endpoints), client certificate and key. */
+  caFile?: string;
+  certFile?: string;
+  keyFile?: string;
+}
+
+/** The connection flags every jaco command shares, before the environment and defaults apply. */
+export interface ConnectionFlags {
+  endpoints?: string;
+  prefix?: string;
+  /** NAME or NAME:PASSWORD, as etcdctl's --user. */
+  user?: string;
+  cacert?: string;
+  cert?: string;
+  key?: string;
+}
+
+export class StoreConfigError extends Error {
+  override name = 'StoreConfigError';
 }
 
 export interface Versioned<T> {
@@ -36,15 +59,38 @@ export interface ListResult<T> {
   revision: number;
 }
 
-/** Resolves endpoints and prefix from flags, then environment, then defaults. */
-export function storeOptionsFrom(flags: { endpoints?: string; prefix?: string }): Required<Pick<StoreOptions, 'prefix'>> & { endpoints: string[] } {
-  const endpoints = (flags.endpoints ?? process.env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS)
+/**
+ * Resolves connection options from flags, then the environment (JACO_ENDPOINTS, JACO_PREFIX,
+ * JACO_ETCD_USER, JACO_ETCD_PASSWORD, JACO_ETCD_CACERT, JACO_ETCD_CERT, JACO_ETCD_KEY), then defaults.
+ */
+export function storeOptionsFrom(flags: ConnectionFlags): StoreOptions & { endpoints: string[]; prefix: string } {
+  const env = process.env;
+  const endpoints = (flags.endpoints ?? env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS)
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  let prefix = flags.prefix ?? process.env.JACO_PREFIX ?? DEFAULT_PREFIX;
+  let prefix = flags.prefix ?? env.JACO_PREFIX ?? DEFAULT_PREFIX;
   if (!prefix.endsWith('/')) prefix += '/';
-  return { endpoints, prefix };
+  const userFlag = flags.user ?? env.JACO_ETCD_USER;
+  const [user, inlinePassword] = userFlag ? [userFlag.split(':')[0], userFlag.includes(':') ? userFlag.slice(userFlag.indexOf(':') + 1) : undefined] : [];
+  const password = inlinePassword ?? env.JACO_ETCD_PASSWORD;
+  if (user && password === undefined) throw new StoreConfigError(`etcd user ${user} needs a password: --user ${user}:PASSWORD or JACO_ETCD_PASSWORD`);
+  return {
+    endpoints,
+    prefix,
+    ...(user ? { user, password } : {}),
+    caFile: flags.cacert ?? env.JACO_ETCD_CACERT,
+    certFile: flags.cert ?? env.JACO_ETCD_CERT,
+    keyFile: flags.key ?? env.JACO_ETCD_KEY,
+  };
+}
+
+function readPem(file: string, what: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (e) {
+    throw new StoreConfigError(`cannot read the ${what} ${file}: ${(e as Error).message}`);
+  }
 }
 
 export function decodeJson<T>(kv: IKeyValue, prefixLength: number): Versioned<T> {
@@ -83,14 +129,20 @@ export class Store {
   readonly endpoints: string[];
 
   constructor(opts: StoreOptions = {}) {
-    const resolved = storeOptionsFrom({
-      endpoints: Array.isArray(opts.endpoints) ? opts.endpoints.join(',') : opts.endpoints,
-      prefix: opts.prefix,
-    });
-    this.endpoints = resolved.endpoints;
-    this.prefix = resolved.prefix;
+    this.endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',') : (opts.endpoints ?? [process.env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS]);
+    this.prefix = (opts.prefix ?? process.env.JACO_PREFIX ?? DEFAULT_PREFIX).replace(/\/?$/, '/');
+    if ((opts.certFile || opts.keyFile) && !(opts.certFile && opts.keyFile)) throw new StoreConfigError('a client certificate needs both --cert and --key');
     this.client = new Etcd3({
       hosts: this.endpoints,
+      ...(opts.user ? { auth: { username: opts.user, password: opts.password ?? '' } } : {}),
+      ...(opts.caFile
+        ? {
+            credentials: {
+              rootCertificate: readPem(opts.caFile, 'CA certificate'),
+              ...(opts.certFile ? { certChain: readPem(opts.certFile, 'client certificate'), privateKey: readPem(opts.keyFile!, 'client key') } : {}),
+            },
+          }
+        : {}),
       dialTimeout: opts.dialTimeoutMs ?? 3000,
       grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
       // etcd3's default breaker holds a host off for 5 s after 3 failures; after an etcd restart

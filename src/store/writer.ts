@@ -92,8 +92,9 @@ async function commitTxn(ns: Namespace, acts: Act[], fence?: Fence): Promise<boo
       const put = ns.put(w.key).value(encodeJson(w.value));
       return w.lease ? put.lease(w.lease) : put;
     });
-  // etcd3's builder needs one compare to start; an always-true one when the act has none.
-  const [first, ...rest] = compares.length ? compares : ([['\0', 'Mod', '>', -1]] as Cmp[]);
+  // etcd3's builder needs one compare to start; when the acts have none, an always-true one on a
+  // key they write anyway (an RBAC-restricted writer, such as an agent, may read nothing else).
+  const [first, ...rest] = compares.length ? compares : ([[ops[0]!.key, 'Mod', '>', -1]] as Cmp[]);
   let txn = ns.if(first![0], first![1], first![2], first![3]);
   for (const c of rest) txn = txn.and(c[0], c[1], c[2], c[3]);
   if (fence) txn = txn.else(ns.get(fence.key));

@@ -6,8 +6,7 @@ import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controller
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../runtime/process.js';
-import { Store } from '../../store/store.js';
-import { action, CliError, EXIT_INVALID, globals, timingsOf } from '../common.js';
+import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
 
 interface AgentFlags {
   node: string;
@@ -63,8 +62,7 @@ export function registerAgent(program: Command): void {
           throw e;
         }
         const capacity = await resolveCapacity(declared);
-        const g = globals(cmd);
-        const store = new Store({ endpoints: g.endpoints, prefix: g.prefix });
+        const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
         const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
