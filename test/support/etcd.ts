@@ -28,7 +28,10 @@ export async function startTestEtcd(): Promise<TestEtcd> {
   const dataDir = mkdtempSync(join(base, 'jaco-etcd-'));
   const spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort() };
   let member = startEtcdMember(spec);
-  await waitForEtcd([member.endpoint], 20_000, member.process);
+  await waitForEtcd([member.endpoint], 20_000, member.process).catch(async (e: unknown) => {
+    await member.stop();
+    throw e;
+  });
   const stores: Store[] = [];
   const t: TestEtcd = {
     endpoint: member.endpoint,
@@ -63,13 +66,19 @@ export async function startEtcdCluster(n = 3): Promise<{ members: EtcdMember[]; 
   const initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
   const members = specs.map((s) => startEtcdMember({ ...s, initialCluster }));
   const endpoints = members.map((m) => m.endpoint);
-  await waitForEtcd(endpoints, 30_000);
+  const cleanup = async () => {
+    await Promise.all(members.map((m) => m.stop()));
+    for (const s of specs) rmSync(s.dataDir, { recursive: true, force: true });
+  };
+  try {
+    await waitForEtcd(endpoints, 30_000);
+  } catch (e) {
+    await cleanup(); // a cluster that never formed must not outlive the test
+    throw e;
+  }
   return {
     members,
     endpoints,
-    async stop() {
-      await Promise.all(members.map((m) => m.stop()));
-      for (const s of specs) rmSync(s.dataDir, { recursive: true, force: true });
-    },
+    stop: cleanup,
   };
 }
