@@ -1,6 +1,6 @@
 // What the rebalancer reads, and how its snapshot is built from stored objects: one function for
 // the shell (informer contents) and for `jaco rebalance plan` recomputing from a store read.
-import { keys } from '../../src/api/keys.js';
+import { informersFor } from '../../src/runtime/informers.js';
 import type { Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Config } from './config.js';
@@ -8,14 +8,7 @@ import type { Snapshot } from './decide.js';
 import { StateBackedSource } from './pressure.js';
 
 /** The prefixes the rebalancer watches (its informers), and what `plan` reads without a leader. */
-export const REBALANCER_INFORMERS = {
-  nodes: { prefix: keys.nodes(), kind: 'Node' },
-  heartbeats: { prefix: keys.heartbeats(), kind: 'Heartbeat' },
-  drains: { prefix: keys.drains(), kind: 'NodeDrain' },
-  desired: { prefix: keys.desiredOf(), kind: 'ReplicaDesired' },
-  observed: { prefix: keys.observedOf(), kind: 'ReplicaObserved' },
-  volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
-} as const;
+export const REBALANCER_INFORMERS = informersFor('nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes');
 
 export interface StoredObjects {
   nodes: Iterable<Versioned<Node>>;

@@ -2,7 +2,7 @@
 // out through the shared Controller. It keeps the only leader-local state the scheduler has —
 // since when each node has been NotReady — and wakes itself for back-offs, ready times and grace
 // periods that end without any watch event.
-import { keys } from '../../src/api/keys.js';
+import { informersFor } from '../../src/runtime/informers.js';
 import type {
   Deployment,
   DeploymentRevision,
@@ -27,22 +27,22 @@ import type { ControllerHandle } from '../index.js';
 import { decide, schedulerConfig, trackNotReady, type ActMetrics, type SchedulerConfig, type SchedulerSnapshot } from './decide.js';
 import { countLanded, schedulerMetrics, setUnschedulable } from './metrics.js';
 
-export const SCHEDULER_INFORMERS = {
-  deployments: { prefix: keys.deployments(), kind: 'Deployment' },
-  revisions: { prefix: keys.revisions(), kind: 'DeploymentRevision' },
-  rollouts: { prefix: keys.rollouts(), kind: 'RolloutPlan' },
-  nodes: { prefix: keys.nodes(), kind: 'Node' },
-  heartbeats: { prefix: keys.heartbeats(), kind: 'Heartbeat' },
-  drains: { prefix: keys.drains(), kind: 'NodeDrain' },
-  desired: { prefix: keys.desiredOf(), kind: 'ReplicaDesired' },
-  observed: { prefix: keys.observedOf(), kind: 'ReplicaObserved' },
-  commands: { prefix: keys.commandsOf(), kind: 'ReplicaCommand' },
-  counters: { prefix: keys.counters(), kind: 'ReplicaCounter' },
-  volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
-  endpoints: { prefix: keys.endpointsAll(), kind: 'Endpoints' },
-  decisions: { prefix: keys.decisions(), kind: 'PlacementDecision' },
-  statuses: { prefix: keys.deploymentStatuses(), kind: 'DeploymentStatus' },
-} as const;
+export const SCHEDULER_INFORMERS = informersFor(
+  'deployments',
+  'revisions',
+  'rollouts',
+  'nodes',
+  'heartbeats',
+  'drains',
+  'desired',
+  'observed',
+  'commands',
+  'counters',
+  'volumes',
+  'endpoints',
+  'decisions',
+  'statuses',
+);
 
 type InformerName = keyof typeof SCHEDULER_INFORMERS;
 
@@ -105,34 +105,27 @@ export class SchedulerReconciler implements Reconciler {
     return this.c.informer<T>(name).items;
   }
 
-  /** Informer items keyed by the key without the informer's prefix, values as stored (or picked). */
-  private byRest<T, V = Versioned<T>>(name: InformerName, pick: (v: Versioned<T>) => V = (v) => v as V): Map<string, V> {
-    const cut = SCHEDULER_INFORMERS[name].prefix.length;
-    return new Map([...this.items<T>(name)].map(([k, v]) => [k.slice(cut), pick(v)]));
-  }
-
   snapshot(now: number): SchedulerSnapshot {
-    const value = <T>(v: Versioned<T>) => v.value;
-    const heartbeats = this.byRest<Heartbeat, Heartbeat>('heartbeats', value);
-    const nodes = this.byRest<Node, Node>('nodes', value);
+    const heartbeats = this.c.informer<Heartbeat>('heartbeats').valuesByRest();
+    const nodes = this.c.informer<Node>('nodes').valuesByRest();
     const desired = [...this.items<ReplicaDesired>('desired').values()];
     // Hosts with desired keys but no node object are lost at once (decide): only nodes need a clock.
     trackNotReady(this.notReadySince, nodes.keys(), heartbeats, now);
     return {
-      deployments: this.byRest<Deployment>('deployments'),
+      deployments: this.c.informer<Deployment>('deployments').versionedByRest(),
       revisions: new Map([...this.items<DeploymentRevision>('revisions')].map(([k, v]) => [k, v.value])),
-      rollouts: this.byRest<RolloutPlan, RolloutPlan>('rollouts', value),
+      rollouts: this.c.informer<RolloutPlan>('rollouts').valuesByRest(),
       nodes,
       heartbeats,
-      drains: this.byRest<NodeDrain, NodeDrain>('drains', value),
+      drains: this.c.informer<NodeDrain>('drains').valuesByRest(),
       desired,
       observed: this.observed.map,
       commands: this.items<ReplicaCommand>('commands'),
-      counters: this.byRest<ReplicaCounter>('counters'),
-      volumeHomes: this.byRest<VolumeHome>('volumes'),
-      endpoints: this.byRest<Endpoints>('endpoints'),
+      counters: this.c.informer<ReplicaCounter>('counters').versionedByRest(),
+      volumeHomes: this.c.informer<VolumeHome>('volumes').versionedByRest(),
+      endpoints: this.c.informer<Endpoints>('endpoints').versionedByRest(),
       decisions: this.items<PlacementDecision>('decisions'),
-      statuses: this.byRest<DeploymentStatus>('statuses'),
+      statuses: this.c.informer<DeploymentStatus>('statuses').versionedByRest(),
       notReadySince: this.notReadySince,
       seen: { deployments: this.c.informer('deployments').revision, desired: this.c.informer('desired').revision, nodes: this.c.informer('nodes').revision },
     };

@@ -162,6 +162,16 @@ export class Informer<T> extends EventEmitter<InformerEvents<T>> {
     return [...this.items.values()].map((v) => v.value);
   }
 
+  /** Values keyed by what follows the prefix (a host, `<node>/<replica>`, `<deployment>/<service>`). */
+  valuesByRest(): Map<string, T> {
+    return new Map([...this.items].map(([k, v]) => [k.slice(this.prefix.length), v.value]));
+  }
+
+  /** The same, keeping each value's versions (for compare-and-swap writes). */
+  versionedByRest(): Map<string, Versioned<T>> {
+    return new Map([...this.items].map(([k, v]) => [k.slice(this.prefix.length), v]));
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     const w = this.watcher;
