@@ -10,10 +10,9 @@
 //              cancels it: desired/<dst>/<R> is deleted; src keeps serving.
 // While a move is in flight, R has two desired keys: every controller counts it once.
 import { keys } from '../../src/api/keys.js';
-import { notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
+import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode, SERVICE_DEFAULTS } from '../../src/api/spec.js';
 import type { MoveActor, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import { durationMs } from '../../src/api/units.js';
 import type { Op } from '../../src/store/writer.js';
 
 /** Why a move may not start: closed union, the same strings in drain status, audit and metrics. */
@@ -274,9 +273,8 @@ export function moveWakeAt(idx: ReplicaIndex, by: MoveActor): number | undefined
     const marker = dst?.desired.spec.move;
     if (!dst || !marker || marker.by !== by) continue;
     soonest(Date.parse(marker.deadline));
-    const s = dst.observed?.status;
-    if (!dst.desired.spec.template.healthcheck && s?.state === 'running' && s.startedAt)
-      soonest(Date.parse(s.startedAt) + durationMs(dst.desired.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime));
+    const ready = minReadyAt(dst.desired, dst.observed);
+    if (ready !== undefined) soonest(ready);
   }
   return at;
 }

@@ -2,9 +2,9 @@
 // in flight and what it last reported, decide what to start, stop, cancel and report. No I/O, no
 // clock but `now`; the shell (agent.ts) carries the plan out. Replicas are visited in id order, so
 // the same snapshot always yields the same plan.
-import { canonicalJson, isStateful, SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import { minReadyMs } from '../../src/api/readiness.js';
+import { canonicalJson, isStateful } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
-import { durationMs } from '../../src/api/units.js';
 import type { CancelReason, ObservedCode, StartKind, StopReason } from './codes.js';
 import type { ContainerFacts } from './facts.js';
 
@@ -130,15 +130,6 @@ export function observeStart(p: Pick<StartProgress, 'phase' | 'code' | 'details'
       return { state: 'failed', health: 'none', ...extra };
     default:
       return { state: 'starting', health: 'none', ...extra };
-  }
-}
-
-function minReadyMs(t: ServiceSpec): number {
-  const fallback = durationMs(SERVICE_DEFAULTS.minReadyTime);
-  try {
-    return durationMs(t.update?.minReadyTime, fallback);
-  } catch {
-    return fallback;
   }
 }
 

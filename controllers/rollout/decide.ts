@@ -4,8 +4,8 @@
 // No I/O, no clock (`now` comes in), deterministic: ties by index, then node, then replica id.
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import { notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
-import { canonicalJson, SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
+import { canonicalJson } from '../../src/api/spec.js';
 import { servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
 import {
   API_VERSION,
@@ -103,7 +103,7 @@ export function readyAt(d: ReplicaDesired, o: ReplicaObserved | undefined, hash:
   const why = notReadyBecause(d, o, now);
   if (why === undefined) return now;
   if (why !== 'min_ready_time') return undefined;
-  return Date.parse(o!.status!.startedAt!) + durationMs(d.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime);
+  return minReadyAt(d, o);
 }
 
 function groupReady(g: ReplicaGroup, hash: string, now: number): { ready: boolean; at?: number } {

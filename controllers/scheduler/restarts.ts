@@ -3,10 +3,8 @@
 // waits for the agent to acknowledge it, backs off between restarts (doubling per consecutive
 // failure) and after 3 consecutive failures without the replica becoming ready marks it exhausted
 // until the deployment's next apply. The bookkeeping lives in commands/<host>/<replica>.status.
-import { replicaReady } from '../../src/api/readiness.js';
-import { SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import { minReadyAt, replicaReady } from '../../src/api/readiness.js';
 import type { ReplicaCommand, ReplicaCommandStatus, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import { durationMs } from '../../src/api/units.js';
 import type { RestartCause } from './reasons.js';
 
 /** Restarts in a row without the replica becoming ready, before it is marked restart_exhausted. */
@@ -78,7 +76,7 @@ export function judgeRestart(
   if (!cause) {
     if (replicaReady(d, o, now)) return st.restarts > 0 || st.exhausted ? { kind: 'recover', status: { restarts: 0, generation } } : NOTHING;
     if (newApply) return { kind: 'reset', status: st };
-    return { kind: 'none', wakeAt: st.restarts > 0 ? readyAt(d, o) : undefined };
+    return { kind: 'none', wakeAt: st.restarts > 0 ? minReadyAt(d, o) : undefined };
   }
   if (st.exhausted) return { kind: 'none', why: 'exhausted' };
   if (st.restarts >= policy.maxRestarts)
@@ -93,9 +91,3 @@ export function judgeRestart(
   };
 }
 
-/** When a running copy without a health check will count as ready (its minimum ready time). */
-function readyAt(d: ReplicaDesired, o: ReplicaObserved | undefined): number | undefined {
-  const s = o?.status;
-  if (d.spec.template.healthcheck || s?.state !== 'running' || !s.startedAt) return undefined;
-  return Date.parse(s.startedAt) + durationMs(d.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime);
-}

@@ -2,7 +2,7 @@
 // make-before-break move waits for before the source stops, and a rolling-update step waits for
 // before the next one starts.
 import { SERVICE_DEFAULTS } from './spec.js';
-import type { ReplicaDesired, ReplicaObserved } from './types.js';
+import type { ReplicaDesired, ReplicaObserved, ServiceSpec } from './types.js';
 import { durationMs } from './units.js';
 
 export type NotReadyBecause = 'not_observed' | 'other_revision' | 'not_running' | 'health_starting' | 'unhealthy' | 'min_ready_time';
@@ -18,9 +18,29 @@ export function notReadyBecause(d: ReplicaDesired, o: ReplicaObserved | undefine
     return s.health === 'unhealthy' ? 'unhealthy' : 'health_starting';
   }
   // No health check: running for the service's minimum ready time.
-  const minReady = durationMs(d.spec.template.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime);
-  const started = s.startedAt ? Date.parse(s.startedAt) : NaN;
-  return Number.isFinite(started) && now - started >= minReady ? undefined : 'min_ready_time';
+  const at = minReadyAt(d, o);
+  return at !== undefined && now >= at ? undefined : 'min_ready_time';
+}
+
+/** A service's minimum ready time (update.minReadyTime; the default where absent or unreadable). */
+export function minReadyMs(t: ServiceSpec): number {
+  const fallback = durationMs(SERVICE_DEFAULTS.minReadyTime);
+  try {
+    return durationMs(t.update?.minReadyTime, fallback);
+  } catch {
+    return fallback;
+  }
+}
+
+/**
+ * When a running copy of a service without a health check counts as ready (started + its minimum
+ * ready time); undefined when readiness is not a matter of time (a health check, not running).
+ */
+export function minReadyAt(d: ReplicaDesired, o: ReplicaObserved | undefined): number | undefined {
+  const s = o?.status;
+  if (d.spec.template.healthcheck || s?.state !== 'running' || !s.startedAt) return undefined;
+  const started = Date.parse(s.startedAt);
+  return Number.isFinite(started) ? started + minReadyMs(d.spec.template) : undefined;
 }
 
 export function replicaReady(d: ReplicaDesired, o: ReplicaObserved | undefined, now: number): boolean {
