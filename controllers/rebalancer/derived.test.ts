@@ -7,7 +7,7 @@ import type { PlacementRequest } from '../scheduler/placement.js';
 import { defaultConfig } from './config.js';
 import { decide } from './decide.js';
 import { layoutOf, placerFor, withoutKept } from './derived.js';
-import { Harness, replica, service, T0, World, type Load } from './harness.js';
+import { Harness, replica, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const config = defaultConfig();
 

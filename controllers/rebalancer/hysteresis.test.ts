@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { ReplicaObserved } from '../../src/api/types.js';
 import { defaultConfig } from './config.js';
 import { decide, initialState, seedState } from './decide.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from './harness.js';
+import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const config = defaultConfig();
 const MIN = 60_000;

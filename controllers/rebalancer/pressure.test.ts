@@ -1,7 +1,7 @@
 // Seed 000's pressure tests: composite math, EWMA decay, spike damping, backwards-clock invariance,
 // irregular intervals; and the StateBackedSource's freshness rule.
 import { describe, expect, it } from 'vitest';
-import { heartbeat, sample, T0 } from './harness.js';
+import { heartbeat, sample, T0 } from '../../test/support/rebalancer-world.js';
 import { composite, fold, NoopSource, StateBackedSource, type NodeEwma, type Reading } from './pressure.js';
 
 const W = 300_000; // the 5-minute window

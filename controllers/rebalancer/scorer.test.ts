@@ -5,7 +5,7 @@ import { Placer, type PlacementRequest } from '../scheduler/placement.js';
 import { placementInputFrom } from '../scheduler/placement-input.js';
 import type { ServiceSpec } from '../../src/api/types.js';
 import { defaultConfig } from './config.js';
-import { GiB, Harness, replica, service, T0, World } from './harness.js';
+import { GiB, Harness, replica, service, T0, World } from '../../test/support/rebalancer-world.js';
 import { clearsReliefFloor, DST_STAGES, estimateSrc, evaluateDst, footprintEstimate, FILTER_SKIP_REASON, postDst, shareOn, stageReason, type DstInput } from './scorer.js';
 
 const config = defaultConfig();

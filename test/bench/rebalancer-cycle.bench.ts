@@ -14,7 +14,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
 import { decide, initialState, type RebalancerState } from '../../controllers/rebalancer/decide.js';
-import { replica, service, T0, World, type Load } from '../../controllers/rebalancer/harness.js';
+import { replica, service, T0, World, type Load } from '../support/rebalancer-world.js';
 import { withoutKept } from '../../controllers/rebalancer/derived.js';
 import { snapshotOf, type StoredObjects } from '../../controllers/rebalancer/snapshot.js';
 import type { Heartbeat, ReplicaDesired } from '../../src/api/types.js';

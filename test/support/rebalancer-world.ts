@@ -3,9 +3,9 @@
 // the store accepted it) so leader-local effects follow, and applies landed moves to the world.
 import { withDefaults, specHash } from '../../src/api/spec.js';
 import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import type { VersionedDesired } from '../moves/move.js';
-import { defaultConfig, type Config } from './config.js';
-import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from './decide.js';
+import type { VersionedDesired } from '../../controllers/moves/move.js';
+import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
+import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from '../../controllers/rebalancer/decide.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 export const GiB = 1024 ** 3;
