@@ -15,5 +15,4 @@ function findRoot(): string {
 
 export const PACKAGE_ROOT = findRoot();
 export const CRDS_DIR = join(PACKAGE_ROOT, 'crds');
-export const SCRIPTS_DIR = join(PACKAGE_ROOT, 'scripts');
 export const EXAMPLES_DIR = join(PACKAGE_ROOT, 'examples');

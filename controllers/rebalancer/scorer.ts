@@ -230,7 +230,3 @@ function stageDetail(stage: DstStage, d: DstInput, f: DstFacts, rej: Rejection |
   }
 }
 
-/** Rank of a verdict: how far down the pipeline the destination got. */
-export function rankOf(v: { stage?: DstStage }): number {
-  return v.stage ? STAGE_RANK[v.stage] : PASS_RANK;
-}

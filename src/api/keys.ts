@@ -36,10 +36,6 @@ export const keys = {
   leaders: (controller: string) => `leaders/${controller}/`,
 } as const;
 
-/** Splits a two-level key such as desired/<host>/<replica> into its parts. */
-export function keyParts(key: string): string[] {
-  return key.split('/');
-}
 
 /** Replica ids: <deployment>-<service>-<index>, or <deployment>-<service>-<host> for global. */
 export function replicaId(deployment: string, service: string, indexOrHost: number | string): string {

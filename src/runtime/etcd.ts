@@ -129,12 +129,3 @@ export async function waitForEtcd(endpoints: string[], timeoutMs = 20_000, child
   }
 }
 
-/** A single-member etcd on free ports under dataDir, answering when this resolves. */
-export async function startEtcd(dataDir: string, name = 'jaco'): Promise<EtcdMember> {
-  const member = startEtcdMember({ name, dataDir, clientPort: await freePort(), peerPort: await freePort() });
-  await waitForEtcd([member.endpoint], 20_000, member.process).catch(async (e: unknown) => {
-    await member.stop();
-    throw e;
-  });
-  return member;
-}
