@@ -43,23 +43,25 @@ export class ReplicaIdConflictError extends Error {
 }
 
 /** Refuses an apply after which two services would name replicas alike (see replicaIdConflicts). */
-async function checkReplicaIds(store: Store, items: ApplyItem[]): Promise<void> {
+function checkReplicaIds(current: Map<string, Versioned<Deployment>>, items: ApplyItem[]): void {
   const applied = new Set(items.map((i) => i.name));
-  const existing = (await store.list<Deployment>(keys.deployments())).items.map((d) => d.value).filter((d) => !applied.has(d.metadata.name));
-  const conflicts = replicaIdConflicts([...existing.map((d) => ({ name: d.metadata.name, spec: d.spec })), ...items]);
+  const others = [...current.values()].map((d) => d.value).filter((d) => !applied.has(d.metadata.name));
+  const conflicts = replicaIdConflicts([...others.map((d) => ({ name: d.metadata.name, spec: d.spec })), ...items]);
   if (conflicts.length) throw new ReplicaIdConflictError(`nothing was written: ${conflicts.join('; ')}`);
 }
 
 /** Plans and commits the apply of several deployments in one transaction. */
 export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
-  await checkReplicaIds(store, items);
+  // One read of every deployment serves the id check and each item's compare-and-swap.
+  const current = new Map((await store.list<Deployment>(keys.deployments())).items.map((d) => [d.value.metadata.name, d]));
+  checkReplicaIds(current, items);
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const acts: Act[] = [];
   const outcomes: ApplyOutcome[] = [];
   for (const item of items) {
-    const cur = await store.get<Deployment>(keys.deployment(item.name));
+    const cur = current.get(item.name);
     const prev = cur?.value;
     const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec);
     const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : 1;
