@@ -1,24 +1,15 @@
-// The controllers a `jaco controller <name>|all` process can run. Each entry starts one
-// leader-elected controller and returns a handle to stop it.
-import type { ControllerContext } from '../src/runtime/controller.js';
-import { startScheduler } from './scheduler/controller.js';
-import { startDrainController } from './drain/index.js';
-import { startRolloutController } from './rollout/index.js';
-import { startRebalancer } from './rebalancer/controller.js';
+// The controllers a `jaco controller <name>|all` process can run, in start order: each is a spec
+// the runtime's manager runs on the process's one cache.
+import type { ControllerSpec } from '../src/runtime/runner.js';
+import type { Timings } from '../src/timings.js';
+import { drainController } from './drain/index.js';
+import { rebalancerController } from './rebalancer/controller.js';
+import { rolloutController } from './rollout/index.js';
+import { schedulerController } from './scheduler/controller.js';
 
-export interface ControllerHandle {
-  name: string;
-  stop(): Promise<void>;
-  /** For /healthz: informers synced, leading or standing by. */
-  health(): { synced: boolean; leader: boolean };
-}
-
-export type ControllerFactory = (ctx: ControllerContext) => Promise<ControllerHandle>;
-
-/** Controllers in start order. */
-export const CONTROLLERS: Record<string, ControllerFactory> = {
-  scheduler: startScheduler,
-  rollout: startRolloutController,
-  drain: startDrainController,
-  rebalancer: startRebalancer,
+export const CONTROLLERS: Record<string, (timings: Timings) => ControllerSpec<any, any, any, any>> = {
+  scheduler: (t) => schedulerController(t),
+  rollout: rolloutController,
+  drain: drainController,
+  rebalancer: (t) => rebalancerController(t),
 };

@@ -22,9 +22,11 @@ import {
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import { MemoryKv } from '../../test/support/memory-kv.js';
+import { MemoryStore } from '../../test/support/memory-store.js';
+import { Cache } from '../../src/runtime/cache.js';
+import { drainSnapshot } from './index.js';
 import { decide, type DrainDecision, type DrainMetricEvent, type DrainSnapshot } from './decide.js';
-import { ALL_REPLICA_REASONS, DRAIN_ABORT_REASONS, DRAIN_MOVE_RESULTS } from './reasons.js';
+import { ALL_REPLICA_REASONS, DRAIN_ABORT_REASONS, DRAIN_MOVE_RESULTS } from '../../src/api/reasons/drain.js';
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -37,7 +39,8 @@ const agent = withDefaults({ image: 'jaco-demo/busybox:1', placement: { mode: 'g
 const db = withDefaults({ image: 'jaco-demo/busybox:1', volumes: [{ type: 'volume', source: 'data', target: '/data' }] });
 const plain = withDefaults({ image: 'jaco-demo/busybox:1', update: { minReadyTime: '5s' } });
 
-class World extends MemoryKv {
+class World extends MemoryStore {
+  readonly cache = new Cache(this);
   now = T0;
   readonly audit: AuditRecord[] = [];
   readonly metrics: DrainMetricEvent[] = [];
@@ -116,15 +119,7 @@ class World extends MemoryKv {
   }
 
   snapshot(): DrainSnapshot {
-    const byRest = <T>(prefix: string) => this.under<T>(prefix).map((v) => [v.key.slice(prefix.length), v] as const);
-    return {
-      drains: this.under<NodeDrain>('drains/'),
-      nodes: new Map(byRest<Node>('nodes/')),
-      heartbeats: new Map(byRest<Heartbeat>('heartbeats/').map(([k, v]) => [k, v.value])),
-      desired: this.under<ReplicaDesired>('desired/'),
-      observed: new Map(byRest<ReplicaObserved>('observed/').map(([k, v]) => [k, v.value])),
-      volumeHomes: this.under<VolumeHome>('volumes/').map((v) => v.value),
-    };
+    return drainSnapshot(this.cache);
   }
 
   /** One pass: decide, then apply each act all-or-nothing with its preconditions. */
@@ -134,7 +129,7 @@ class World extends MemoryKv {
     for (const act of d.acts) {
       if (!this.applyAct(act.ops)) continue;
       // The agent of a node whose desired key went removes the container and its observed key.
-      for (const o of act.ops) if (o.op === 'delete' && o.key.startsWith('desired/')) this.kv.delete(o.key.replace(/^desired\//, 'observed/'));
+      for (const o of act.ops) if (o.op === 'delete' && o.key.startsWith('desired/')) this.remove(o.key.replace(/^desired\//, 'observed/'));
       this.audit.push(...act.audit);
       this.metrics.push(...act.metrics);
     }
@@ -245,7 +240,7 @@ describe('drain: a full drain, pass by pass', () => {
     w.drain('node-2');
     const s = w.snapshot();
     const a = decide(s, T0, { drainTimeoutMs: 300_000 });
-    const shuffled: DrainSnapshot = { ...s, desired: [...s.desired].reverse(), drains: [...s.drains].reverse(), nodes: new Map([...s.nodes].reverse()) };
+    const shuffled: DrainSnapshot = { ...s, drains: [...s.drains].reverse(), nodes: new Map([...s.nodes].reverse()), volumeHomes: [...s.volumeHomes].reverse() };
     expect(decide(shuffled, T0, { drainTimeoutMs: 300_000 })).toEqual(a);
   });
 
@@ -340,6 +335,10 @@ describe('drain: per-replica outcomes', () => {
     w.put(keys.drain('node-2'), { ...cur, spec: { ...cur.spec, force: true } });
     w.pass();
     w.pass();
+    // Not completed while the agent still reports the container running: completion is observed, not decided.
+    expect(w.drainOf('node-2').status).toMatchObject({ state: 'draining', stopping: ['d-db-0'], replicas: { 'd-db-0': { state: 'stopped', reason: 'node_drained' } } });
+    w.runAll(); // the agent stopped it
+    w.pass();
     expect(w.drainOf('node-2').status).toMatchObject({ state: 'completed', replicas: { 'd-db-0': { state: 'stopped', reason: 'node_drained' } } });
   });
 
@@ -350,9 +349,9 @@ describe('drain: per-replica outcomes', () => {
     w.drain('node-2');
     w.pass();
     // The scheduler re-placed one (node lost), the operator scaled the other away.
-    w.kv.delete(keys.desired('node-2', 'd-db-0'));
+    w.remove(keys.desired('node-2', 'd-db-0'));
     w.replica('d-db-0', 'node-3', db, { state: 'running', index: 0 });
-    w.kv.delete(keys.desired('node-2', 'd-db-1'));
+    w.remove(keys.desired('node-2', 'd-db-1'));
     w.pass();
     expect(w.drainOf('node-2').status!.replicas).toMatchObject({ 'd-db-0': { state: 'done', dst: 'node-3' }, 'd-db-1': { state: 'dropped', reason: 'replica_removed' } });
   });
@@ -376,12 +375,17 @@ describe('drain: moves complete, fail, time out', () => {
     return { w, dst: w.drainOf('node-2').status!.replicas['d-web-1']!.dst! };
   }
 
-  it('completes when the replacement runs healthy: source deleted, marker cleared, replica_moved audited', () => {
+  it('cuts over when the replacement runs healthy, completes once the source container is gone: marker cleared, replica_moved audited', () => {
     const { w, dst } = movingWeb();
     w.advance(3000);
     w.observe(dst, 'd-web-1', 'running', { startedAt: iso(w.now - 2000) });
-    w.pass();
+    // The world's agent of node-2 removes the container (and its observed key) in the same pass.
+    const cut = w.pass();
+    expect(cut.acts.map((a) => a.label)).toContain(`move d-web-1 node-2→${dst}: cutover`);
     expect(w.placement()['d-web-1']).toEqual([dst]);
+    expect(w.get<ReplicaDesired>(keys.desired(dst, 'd-web-1'))!.spec.move).toMatchObject({ from: 'node-2', cutoverAt: iso(w.now) });
+    expect(w.drainOf('node-2').status!.replicas['d-web-1']).toMatchObject({ state: 'moving', dst });
+    w.pass();
     expect(w.get<ReplicaDesired>(keys.desired(dst, 'd-web-1'))!.spec.move).toBeUndefined();
     expect(w.audit.find((a) => a.type === 'replica_moved')).toMatchObject({
       deployment: 'd',
@@ -494,12 +498,12 @@ describe('drain: moves complete, fail, time out', () => {
     expect(w.placement()['d-web-1']).toEqual([dst]);
   });
 
-  it('a malformed timeout falls back to the default', () => {
+  it('a drain whose stored value cannot be read (a malformed timeout) is not acted on', () => {
     const w = new World();
     w.replica('d-web-0', 'node-2', web, { state: 'running', index: 0 });
     w.drain('node-2', { timeout: 'soon' });
-    w.pass();
-    expect(w.drainOf('node-2').status!.replicas['d-web-0']!.deadline).toBe(iso(T0 + 300_000));
+    expect(w.pass().acts).toEqual([]);
+    expect(w.drainOf('node-2').status).toBeUndefined();
   });
 });
 
@@ -526,7 +530,7 @@ describe('drain: remove, cancel, resume', () => {
     expect(w.drainOf('node-2').status!.state).toBe('removed');
     // The informers may still hold the node from before the removal: that is no rejoin.
     const stale = w.snapshot();
-    stale.nodes = new Map([...stale.nodes, ['node-2', { ...w.kv.get(keys.node('node-1'))!, key: keys.node('node-2') } as Versioned<Node>]]);
+    stale.nodes = new Map([...stale.nodes, ['node-2', { ...w.versioned<Node>(keys.node('node-1'))!, key: keys.node('node-2') }]]);
     expect(decide(stale, w.now, { drainTimeoutMs: 300_000 }).acts).toEqual([]);
     w.addNode('node-2');
     w.pass();
@@ -539,7 +543,7 @@ describe('drain: remove, cancel, resume', () => {
     w.drain('node-2');
     w.pass();
     expect(w.placement()['d-web-0']).toHaveLength(2);
-    w.kv.delete(keys.drain('node-2'));
+    w.remove(keys.drain('node-2'));
     w.pass();
     expect(w.placement()['d-web-0']).toEqual(['node-2']);
     expect(w.metrics).toEqual([{ result: 'cancelled' }]);
@@ -562,6 +566,7 @@ describe('drain: remove, cancel, resume', () => {
     w.replica('d-db-0', 'node-2', db, { state: 'running', index: 0 });
     w.drain('node-2', { force: true });
     w.pass();
+    w.runAll(); // the agent reports it stopped
     w.pass();
     expect(w.drainOf('node-2').status!.state).toBe('completed');
     change(w);

@@ -7,26 +7,31 @@
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
 import { canonicalJson, isStateful, placementMode } from '../../src/api/spec.js';
-import type { DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
+import type { DisruptionLedger, DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
+import type { Act } from '../../src/runtime/acts.js';
+import type { Copy, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
-import { advanceMoves, assumeStarted, budgetRefusal, cancelMove, inFlight, indexReplicas, moveWakeAt, startMove, type Copy, type MoveStep, type ReplicaIndex } from '../moves/move.js';
-import { DEFAULT_PLACEMENT_CONFIG, Placer, type PlacementConfig } from '../scheduler/placement.js';
-import { placementInputFrom } from '../scheduler/placement-input.js';
-import type { DrainAbortReason, DrainMoveResult, DrainReplicaReason } from './reasons.js';
+import { advanceMoves, budgetRefusal, cancelMove, inFlight, MoveBook, moveWakeAt, startMove, type MoveStep } from '../moves/move.js';
+import type { Placer, PlacementConfig } from '../placement/placer.js';
+import { placerFor } from '../placement/input.js';
+import type { DrainAbortReason, DrainMoveResult, DrainReplicaReason } from '../../src/api/reasons/drain.js';
 
-/** Everything decide reads; the shell builds it from its informers. */
+/** Everything decide reads: the drain controller's view of the cache (index.ts builds it). */
 export interface DrainSnapshot {
   drains: readonly Versioned<NodeDrain>[];
   /** By host. */
   nodes: ReadonlyMap<string, Versioned<Node>>;
   /** By host. */
   heartbeats: ReadonlyMap<string, Heartbeat>;
-  desired: readonly Versioned<ReplicaDesired>[];
-  /** By `<node>/<replica>`. */
-  observed: ReadonlyMap<string, ReplicaObserved>;
+  /** Every replica with its copies and what their agents observe. */
+  replicas: ReplicaIndex;
+  /** Disruption ledgers by `<deployment>/<service>`. */
+  ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>;
+  /** Restart commands by store key (the disruption budget counts pending ones). */
+  commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   volumeHomes: readonly VolumeHome[];
 }
 
@@ -38,11 +43,8 @@ export interface DrainConfig {
 
 export type DrainMetricEvent = { result: DrainMoveResult; seconds?: number };
 
-export interface DrainAct {
-  label: string;
-  ops: Op[];
+export interface DrainAct extends Act<DrainMetricEvent> {
   audit: AuditRecord[];
-  /** Counted only once the act has landed. */
   metrics: DrainMetricEvent[];
 }
 
@@ -86,48 +88,51 @@ function inboundTo(host: string, copy: Copy): boolean {
   return copy.desired.spec.node === host && !!copy.desired.spec.move;
 }
 
-/** The state of one pass: shared by every drain (one index, one placer, one list of acts). */
+/** The state of one pass: shared by every drain (one move book, one placer, one list of acts). */
 class Pass {
   readonly acts: DrainAct[] = [];
   readonly notes: DrainNote[] = [];
-  readonly idx: ReplicaIndex;
+  readonly book: MoveBook;
   readonly steps = new Map<string, MoveStep>();
   private placerCache?: Placer;
 
   constructor(readonly s: DrainSnapshot, readonly now: number, readonly config: DrainConfig) {
-    this.idx = indexReplicas(s.desired, (h, r) => s.observed.get(`${h}/${r}`));
+    this.book = new MoveBook(s.replicas, s.ledgers, s.commands);
   }
 
   get placer(): Placer {
-    this.placerCache ??= new Placer(
-      placementInputFrom(
-        {
-          nodes: [...this.s.nodes.values()].map((n) => n.value),
-          heartbeats: this.s.heartbeats,
-          drains: new Map(this.s.drains.map((d) => [d.value.spec.node, d.value])),
-          desired: this.s.desired.map((d) => d.value),
-          volumeHomes: this.s.volumeHomes,
-        },
-        this.now,
-      ),
-      this.config.placement ?? DEFAULT_PLACEMENT_CONFIG,
+    const { s } = this;
+    this.placerCache ??= placerFor(
+      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes },
+      this.now,
+      this.config.placement,
     );
     return this.placerCache;
   }
 
-  /** Completes, abandons (deadline, failed, lost destination) every drain move that is due. */
+  nodeReady(node: string): boolean {
+    return this.s.nodes.has(node) && nodeReady(this.s.heartbeats.get(node), this.now);
+  }
+
+  /** Cuts over, completes, abandons (deadline, failed, lost destination) every drain move that is due. */
   advance(): void {
-    // Only a move's destination matters; every other node is judged once, not per replica.
+    // Only the nodes of moves matter; each is judged once, not per replica.
     const lost = new Set<string>();
-    for (const d of this.s.desired) {
-      const node = d.value.spec.node;
-      if (d.value.spec.move && !lost.has(node) && (!this.s.nodes.has(node) || !nodeReady(this.s.heartbeats.get(node), this.now))) lost.add(node);
+    for (const id of this.book.moving()) {
+      const dst = inFlight(this.book.copies(id))!;
+      for (const node of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!lost.has(node) && !this.nodeReady(node)) lost.add(node);
     }
-    for (const step of advanceMoves(this.idx, this.now, { by: 'drain', lostNodes: lost })) this.addStep(step);
+    const observed = (node: string, replica: string) => this.s.replicas.observed(node, replica);
+    for (const step of advanceMoves(this.book, this.now, { by: 'drain', lostNodes: lost }, observed)) this.addStep(step);
   }
 
   addStep(step: MoveStep): void {
     this.steps.set(step.replica, step);
+    if (step.outcome === 'cutover') {
+      // The replacement is ready: the source's desired key goes, its container stops; completion follows.
+      this.acts.push({ label: `move ${step.replica} ${step.src}→${step.dst}: cutover`, ops: step.ops, audit: [], metrics: [] });
+      return;
+    }
     const result: DrainMoveResult = step.outcome === 'completed' ? 'completed' : step.reason!;
     const audit: AuditRecord[] =
       step.outcome === 'completed'
@@ -181,8 +186,13 @@ class DrainPass {
   }
 
   /** Replica ids with a copy on the draining node, by id. */
-  private onNode(): [string, Copy[]][] {
-    return [...this.p.idx].filter(([, copies]) => copies.some((c) => c.desired.spec.node === this.host)).sort(([a], [b]) => (a < b ? -1 : 1));
+  private onNode(): [string, readonly Copy[]][] {
+    const out: [string, readonly Copy[]][] = [];
+    for (const id of this.p.s.replicas.byId.keys()) {
+      const copies = this.p.book.copies(id);
+      if (copies.some((c) => c.desired.spec.node === this.host)) out.push([id, copies]);
+    }
+    return out.sort(([a], [b]) => (a < b ? -1 : 1));
   }
 
   /** The replica must still leave the node by moving (not global, not stateful, not suspended). */
@@ -200,7 +210,7 @@ class DrainPass {
   }
 
   /** A drain aborts when one of its moves timed out, or a replica it could not move is past its deadline. */
-  private findAbort(replicas: [string, Copy[]][]): void {
+  private findAbort(replicas: [string, readonly Copy[]][]): void {
     for (const [id, copies] of replicas) {
       const step = this.p.steps.get(id);
       if (step?.src === this.host && step.reason === 'move_timeout') {
@@ -216,7 +226,7 @@ class DrainPass {
     }
   }
 
-  private replica(id: string, copies: Copy[]): void {
+  private replica(id: string, copies: readonly Copy[]): void {
     const here = copies.find((c) => c.desired.spec.node === this.host)!;
     const step = this.p.steps.get(id);
     const moving = inFlight(copies);
@@ -227,6 +237,7 @@ class DrainPass {
     if (step && step.src === this.host) {
       this.work++;
       if (step.outcome === 'completed') return this.set(id, 'done', undefined, step.dst);
+      if (step.outcome === 'cutover') return this.set(id, 'moving', undefined, step.dst);
       return this.set(id, step.reason === 'move_timeout' ? 'blocked' : 'pending', step.reason);
     }
     if (moving) {
@@ -234,7 +245,7 @@ class DrainPass {
       if (marker.by === 'drain' && marker.from === this.host) {
         if (this.abort) {
           this.work++;
-          this.p.addStep(cancelMove(this.p.idx, id, this.p.now)!);
+          this.p.addStep(cancelMove(this.p.book, id, this.p.now)!);
           return this.set(id, 'pending', 'drain_aborted');
         }
         return this.set(id, 'moving', undefined, moving.desired.spec.node);
@@ -277,7 +288,7 @@ class DrainPass {
   private move(id: string, here: Copy): void {
     const sp = here.desired.spec;
     // The budget first: no destination is worth computing for a replica that may not move yet.
-    const over = budgetRefusal(this.p.idx, id);
+    const over = budgetRefusal(this.p.book, id);
     if (over) {
       this.set(id, 'pending', over.refusal);
       return this.p.note(this.host, id, over.detail);
@@ -288,7 +299,7 @@ class DrainPass {
       this.set(id, 'blocked', d.reason, undefined, deadline);
       return this.p.note(this.host, id, d.why);
     }
-    const r = startMove(this.p.idx, {
+    const r = startMove(this.p.book, {
       replica: id,
       src: this.host,
       dst: d.chosen,
@@ -304,19 +315,41 @@ class DrainPass {
       return this.p.note(this.host, id, r.detail);
     }
     this.work++;
-    assumeStarted(this.p.idx, id, r);
+    this.p.book.assume(id, r);
     this.p.acts.push({ label: `move ${id} ${this.host}→${d.chosen}: start`, ops: r.ops, audit: [], metrics: [] });
     this.set(id, 'moving', undefined, d.chosen, deadline);
   }
 
-  /** Replicas the status lists that are no longer on the node: moved, or gone altogether. */
+  /** Replicas the status lists that are no longer on the node: moving still, moved, or gone altogether. */
   private settleDeparted(present: Set<string>): void {
     for (const [id, st] of Object.entries(this.states)) {
       if (present.has(id) || st.state === 'done' || st.state === 'dropped') continue;
-      const elsewhere = this.p.idx.get(id);
-      if (elsewhere?.length) this.set(id, 'done', undefined, elsewhere[0]!.desired.spec.node);
+      const step = this.p.steps.get(id);
+      if (step?.src === this.host && step.outcome === 'completed') {
+        this.work++;
+        this.set(id, 'done', undefined, step.dst);
+        continue;
+      }
+      const elsewhere = this.p.book.copies(id);
+      const cut = inFlight(elsewhere)?.desired.spec.move;
+      // Cut over but not complete: its container on this node is still stopping.
+      if (cut?.from === this.host) this.set(id, 'moving', undefined, inFlight(elsewhere)!.desired.spec.node);
+      else if (elsewhere.length) this.set(id, 'done', undefined, elsewhere[0]!.desired.spec.node);
       else this.set(id, 'dropped', 'replica_removed');
     }
+  }
+
+  /**
+   * What the node's agent still reports that should be gone: containers of replicas that left the
+   * node, and suspended ones not yet stopped. A drain completes on observed state, not on desired.
+   */
+  private stillRunning(): string[] {
+    const out: string[] = [];
+    for (const [replica, o] of this.p.s.replicas.observedOn(this.host)) {
+      const here = this.p.book.copies(replica).find((c) => c.desired.spec.node === this.host);
+      if (!here || (here.desired.spec.suspended && o.value.status.state !== 'stopped')) out.push(replica);
+    }
+    return out.sort();
   }
 
   private status(): { status: NodeDrainStatus; audit: AuditRecord[]; extraOps: Op[] } {
@@ -334,9 +367,20 @@ class DrainPass {
       audit.push({ type: 'drain_aborted', time: now, payload: { node: this.host, reason, replica: this.abort.replica, cause: this.abort.cause, ...this.counts() } });
       return { status: { ...base, state: 'aborted', reason, finishedAt: iso(now) }, audit, extraOps };
     }
-    // Finish only in a pass that found nothing left to do: the previous pass's writes have landed.
-    const done = old?.state === 'draining' && this.work === 0 && Object.values(this.states).every(settled);
-    if (!done) return { status: base, audit, extraOps };
+    // Finish only in a pass that found nothing left to do (the previous pass's writes have landed)
+    // and once the node's agent reports every container that left it gone. A NotReady node cannot
+    // report: its drain finishes with what it could not confirm.
+    const settledAll = old?.state === 'draining' && this.work === 0 && Object.values(this.states).every(settled);
+    const running = settledAll ? this.stillRunning() : [];
+    const ready = this.p.nodeReady(this.host);
+    if (!settledAll || (running.length && ready)) {
+      if (running.length) {
+        base.stopping = running;
+        this.p.note(this.host, running[0]!, `waiting for the agent of ${this.host} to report ${running.length} container(s) gone`);
+      }
+      return { status: base, audit, extraOps };
+    }
+    if (running.length) base.unconfirmed = running;
     const took = formatDuration(now - Date.parse(base.startedAt!));
     audit.push({ type: 'drain_completed', time: now, payload: { node: this.host, duration: took, remove: this.spec.remove, ...this.counts() } });
     if (!this.spec.remove) return { status: { ...base, state: 'completed', finishedAt: iso(now) }, audit, extraOps };
@@ -363,16 +407,16 @@ function statusChanged(a: NodeDrainStatus | undefined, b: NodeDrainStatus): bool
  */
 function resumeSuspended(p: Pass): void {
   const drains = new Map(p.s.drains.map((d) => [d.value.spec.node, d.value]));
-  const suspended = p.s.desired.filter((d) => d.value.spec.suspended?.reason === SUSPEND_REASON).sort((a, b) => (a.key < b.key ? -1 : 1));
+  const suspended = suspendedCopies(p.s.replicas);
   for (const d of suspended) {
-    const sp = d.value.spec;
+    const sp = d.desired.spec;
     if (!sp.suspended) continue;
     const node = p.s.nodes.get(sp.node)?.value;
     if (!node || node.spec?.unschedulable || drainActive(drains.get(sp.node))) continue;
     const { suspended: _s, ...rest } = sp;
     p.acts.push({
       label: `resume ${sp.replica} on ${sp.node}`,
-      ops: [{ op: 'update', key: d.key, value: { ...d.value, spec: rest }, modRevision: d.modRevision }],
+      ops: [{ op: 'update', key: d.key, value: { ...d.desired, spec: rest }, modRevision: d.modRevision }],
       audit: [{ type: 'replica_resumed', time: p.now, deployment: sp.deployment, payload: { replica: sp.replica, deployment: sp.deployment, service: sp.service, node: sp.node, suspendedAt: sp.suspended.at } }],
       metrics: [],
     });
@@ -393,10 +437,17 @@ function retireRejoined(p: Pass): void {
   }
 }
 
+/** Copies stopped by a forced drain, by key. */
+function suspendedCopies(replicas: ReplicaIndex): Copy[] {
+  const out: Copy[] = [];
+  for (const e of replicas.byId.values()) for (const c of e.copies) if (c.desired.spec.suspended?.reason === SUSPEND_REASON) out.push(c);
+  return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
 export function decide(s: DrainSnapshot, now: number, config: DrainConfig): DrainDecision {
   const active = s.drains.filter((d) => inProgress(d.value)).sort((a, b) => (a.value.spec.node < b.value.spec.node ? -1 : 1));
-  const drainMoves = s.desired.some((d) => d.value.spec.move?.by === 'drain');
-  const suspended = s.desired.some((d) => d.value.spec.suspended?.reason === SUSPEND_REASON);
+  const drainMoves = [...s.replicas.moving].some((id) => inFlight(s.replicas.byId.get(id)?.copies ?? [])?.desired.spec.move?.by === 'drain');
+  const suspended = suspendedCopies(s.replicas).length > 0;
   const removed = s.drains.some((d) => d.value.status?.state === 'removed');
   // Nothing drains, nothing is moving, nothing waits to resume: the common case costs nothing.
   if (!active.length && !drainMoves && !suspended && !removed) return { acts: [], inProgress: 0, notes: [] };
@@ -406,7 +457,7 @@ export function decide(s: DrainSnapshot, now: number, config: DrainConfig): Drai
   p.advance();
   const drainedHosts = new Set<string>();
   let still = 0;
-  let wakeAt = moveWakeAt(p.idx, 'drain');
+  let wakeAt = moveWakeAt(p.book, 'drain');
   for (const drain of active) {
     const dp = new DrainPass(p, drain);
     drainedHosts.add(dp.host);
@@ -426,11 +477,11 @@ export function decide(s: DrainSnapshot, now: number, config: DrainConfig): Drai
   }
   // A drain move whose drain is no longer in progress (aborted, cancelled) is withdrawn.
   const orphans: string[] = [];
-  for (const [id, copies] of p.idx) {
-    const m = inFlight(copies)?.desired.spec.move;
-    if (m?.by === 'drain' && !drainedHosts.has(m.from) && !p.steps.has(id)) orphans.push(id);
+  for (const id of p.book.moving()) {
+    const m = inFlight(p.book.copies(id))?.desired.spec.move;
+    if (m?.by === 'drain' && !m.cutoverAt && !drainedHosts.has(m.from) && !p.steps.has(id)) orphans.push(id);
   }
-  for (const id of orphans.sort()) p.addStep(cancelMove(p.idx, id, now)!);
+  for (const id of orphans.sort()) p.addStep(cancelMove(p.book, id, now)!);
   retireRejoined(p);
   resumeSuspended(p);
   return { acts: p.acts, inProgress: still, wakeAt, notes: p.notes };

@@ -1,35 +1,39 @@
-// The drain controller's shell: informers in, the pure core (decide.ts) in the middle, fenced CAS
-// writes out (src/runtime/decide-controller.ts). It owns drains/<host>.status, the host of replicas
-// on a draining node (through the move mechanism), their spec.suspended, and removing a drained node.
-import { informersFor } from '../../src/runtime/informers.js';
-import type { Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
-import type { Controller, ControllerContext } from '../../src/runtime/controller.js';
-import { startDecideController } from '../../src/runtime/decide-controller.js';
-import type { ControllerHandle } from '../index.js';
-import { decide, type DrainMetricEvent, type DrainSnapshot } from './decide.js';
+// The drain controller: the pure core (decide.ts) on the shared runtime. It owns drains/<host>.status,
+// the host of replicas on a draining node (through the move mechanism), their spec.suspended, and
+// removing a drained node.
+import type { DisruptionLedger, Heartbeat, Node, NodeDrain, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
+import type { Cache } from '../../src/runtime/cache.js';
+import { REPLICAS } from '../../src/runtime/replicas.js';
+import type { ControllerSpec } from '../../src/runtime/runner.js';
+import { byRest, valuesByRest } from '../../src/runtime/cache.js';
+import type { Timings } from '../../src/timings.js';
+import { decide, type DrainDecision, type DrainMetricEvent, type DrainSnapshot } from './decide.js';
 import { countDrainMetric, drainMetrics } from './metrics.js';
 
-const INFORMERS = informersFor('drains', 'nodes', 'heartbeats', 'desired', 'observed', 'volumes');
+const READS = ['drains', 'nodes', 'heartbeats', 'desired', 'observed', 'volumes', 'disruptions', 'commands'] as const;
 
-export function drainSnapshot(c: Controller): DrainSnapshot {
-  const all = <T>(name: keyof typeof INFORMERS) => [...c.informer<T>(name).items.values()];
+export function drainSnapshot(cache: Cache): DrainSnapshot {
   return {
-    drains: all<NodeDrain>('drains'),
-    nodes: c.informer<Node>('nodes').versionedByRest(),
-    heartbeats: c.informer<Heartbeat>('heartbeats').valuesByRest(),
-    desired: all<ReplicaDesired>('desired'),
-    observed: c.informer<ReplicaObserved>('observed').valuesByRest(),
-    volumeHomes: c.informer<VolumeHome>('volumes').values(),
+    drains: [...cache.kind<NodeDrain>('drains').items.values()],
+    nodes: byRest(cache.kind<Node>('nodes')),
+    heartbeats: valuesByRest(cache.kind<Heartbeat>('heartbeats')),
+    replicas: cache.index(REPLICAS),
+    ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
+    commands: cache.kind<ReplicaCommand>('commands').items,
+    volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
   };
 }
 
-/** The factory `jaco controller drain|all` runs. */
-export function startDrainController(ctx: ControllerContext): Promise<ControllerHandle> {
-  return startDecideController<DrainMetricEvent>(ctx, {
+/** The drain controller as the runtime runs it (`jaco controller drain|all`). */
+export function drainController(timings: Timings): ControllerSpec<undefined, DrainSnapshot, DrainMetricEvent, DrainDecision> {
+  return {
     name: 'drain',
-    informers: INFORMERS,
-    decide: (c, now) => decide(drainSnapshot(c), now, { drainTimeoutMs: ctx.timings.drainTimeoutMs }),
+    reads: READS,
+    initialState: () => undefined,
+    snapshot: ({ cache }) => drainSnapshot(cache),
+    decide: (_state, snap, now) => decide(snap, now, { drainTimeoutMs: timings.drainTimeoutMs }),
     countMetric: countDrainMetric,
-    setInProgress: (n) => drainMetrics.inProgress.set(n),
-  });
+    afterPass: (_state, d) => drainMetrics.inProgress.set(d.inProgress),
+    leadershipChanged: (leading) => leading || drainMetrics.inProgress.set(0),
+  };
 }

@@ -4,7 +4,7 @@ import { Counter, Gauge } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import { observeMoveDuration } from '../moves/metrics.js';
 import type { DrainMetricEvent } from './decide.js';
-import { DRAIN_MOVE_RESULTS } from './reasons.js';
+import { DRAIN_MOVE_RESULTS } from '../../src/api/reasons/drain.js';
 
 export const drainMetrics = {
   moves: new Counter({

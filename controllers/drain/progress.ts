@@ -3,7 +3,7 @@
 // output is tested by tables rather than by waiting on a cluster.
 import type { DrainReplicaStatus, NodeDrain } from '../../src/api/types.js';
 import { formatDuration } from '../../src/api/units.js';
-import { DRAIN_ABORT_REASONS, type DrainAbortReason, type DrainReplicaReason } from './reasons.js';
+import { DRAIN_ABORT_REASONS, type DrainAbortReason, type DrainReplicaReason } from '../../src/api/reasons/drain.js';
 
 export type DrainPhase = 'missing' | 'pending' | 'draining' | 'completed' | 'aborted' | 'removed';
 

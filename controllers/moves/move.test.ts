@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { advanceMoves, assumeStarted, cancelMove, indexReplicas, moveWakeAt, startMove, unavailable, type MoveRequest, type VersionedDesired } from './move.js';
+import { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Versioned } from '../../src/store/store.js';
+import { advanceMoves, cancelMove, MoveBook, moveWakeAt, startMove, type MoveRequest } from './move.js';
+
+type VersionedDesired = Versioned<ReplicaDesired>;
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -12,6 +16,8 @@ function desired(id: string, node: string, spec: ServiceSpec = web, extra: Parti
   return {
     key: `desired/${node}/${id}`,
     modRevision: 10,
+    createRevision: 10,
+    version: 1,
     value: {
       apiVersion: 'jaco.dev/v1',
       kind: 'ReplicaDesired',
@@ -31,25 +37,43 @@ function observed(d: VersionedDesired, state: ObservedState, extra: Partial<Repl
   };
 }
 
-function world(entries: [VersionedDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]) {
-  const obs = new Map(entries.filter(([, s]) => s).map(([d, s, x]) => [`${d.value.spec.node}/${d.value.spec.replica}`, observed(d, s!, x)]));
-  return indexReplicas(
-    entries.map(([d]) => d),
-    (h, r) => obs.get(`${h}/${r}`),
-  );
+/** The replica view of these copies (observed where a state is given), as a mover's pass sees it. */
+function world(entries: [VersionedDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]): MoveBook {
+  const idx = new ReplicaIndex();
+  for (const [d, state, extra] of entries) {
+    const s = d.value.spec;
+    if (state) idx.putObserved(s.node, s.replica, { key: `observed/${s.node}/${s.replica}`, modRevision: 10, createRevision: 10, version: 1, value: observed(d, state, extra) });
+    idx.putDesired(d);
+  }
+  return new MoveBook(idx, new Map());
 }
+
+/** What the source's agent reports after a cutover: nothing (the container is gone), or still a container. */
+const gone = () => undefined;
+const stillThere = () => ({});
 
 const move = (replica: string, src: string, dst: string, extra: Partial<MoveRequest> = {}): MoveRequest => ({ replica, src, dst, by: 'drain', id: `m-${replica}`, now: T0, timeoutMs: 300_000, ...extra });
 
 describe('startMove', () => {
   const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [VersionedDesired, ObservedState];
 
-  it('creates the destination copy with a marker and guards the source', () => {
+  it('writes the source (so competing starts conflict), creates the destination with a marker, records the disruption', () => {
     const r = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b')]), move('d-web-0', 'a', 'c'));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.ops[0]).toEqual({ op: 'check', key: 'desired/a/d-web-0', modRevision: 10 });
+    expect(r.ops[0]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: 10, value: { spec: { node: 'a', movingTo: { id: 'm-d-web-0', node: 'c', by: 'drain' } } } });
     expect(r.ops[1]).toMatchObject({ op: 'create', key: 'desired/c/d-web-0', value: { spec: { node: 'c', move: { from: 'a', by: 'drain', id: 'm-d-web-0', deadline: iso(T0 + 300_000) } } } });
+    expect(r.ops[2]).toMatchObject({ op: 'create', key: 'disruptions/d/web', value: { spec: { sequence: 1, last: { replica: 'd-web-0', by: 'drain', kind: 'move' } } } });
+  });
+
+  it('two movers deciding from one state both write the source at the revision they read: only one can land', () => {
+    const book = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
+    const drain = startMove(book, move('d-web-0', 'a', 'd', { by: 'drain' }));
+    const other = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]), move('d-web-0', 'a', 'e', { by: 'rebalancer' }));
+    if (!drain.ok || !other.ok) throw new Error('both start');
+    const src = (r: typeof drain) => r.ops.find((o) => o.key === 'desired/a/d-web-0');
+    expect(src(drain)).toMatchObject({ op: 'update', modRevision: 10 });
+    expect(src(other)).toMatchObject({ op: 'update', modRevision: 10 });
   });
 
   it.each<[string, [VersionedDesired, ObservedState | undefined][], MoveRequest, string]>([
@@ -67,12 +91,17 @@ describe('startMove', () => {
   });
 
   it('the budget is shared: a drain move and a rebalancer move of one service never run together', () => {
-    const idx = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
-    const first = startMove(idx, move('d-web-0', 'a', 'd', { by: 'drain' }));
-    expect(first.ok).toBe(true);
+    const book = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
+    const first = startMove(book, move('d-web-0', 'a', 'd', { by: 'drain' }));
+    if (!first.ok) throw new Error(first.detail);
     // Apply the first move to the world, as the store would after the commit.
-    const after = world([running('d-web-0', 'a'), [first.ok ? { key: 'desired/d/d-web-0', modRevision: 11, value: (first.ops[1] as { value: ReplicaDesired }).value } : desired('x', 'x'), 'starting'], running('d-web-1', 'b'), running('d-web-2', 'c')]);
-    expect(unavailable(after, 'd', 'web')).toEqual({ moving: ['d-web-0'], down: [] });
+    const after = world([
+      [{ ...desired('d-web-0', 'a'), value: first.src }, 'running'],
+      [{ ...desired('d-web-0', 'd'), value: first.dst }, 'starting'],
+      running('d-web-1', 'b'),
+      running('d-web-2', 'c'),
+    ]);
+    expect([...after.budget('d', 'web', web).disrupted]).toEqual([['d-web-0', 'moving']]);
     expect(startMove(after, move('d-web-1', 'b', 'e', { by: 'rebalancer' }))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
   });
 
@@ -86,17 +115,27 @@ describe('startMove', () => {
 describe('advanceMoves', () => {
   const marker = (by: 'drain' | 'rebalancer', deadline = T0 + 300_000) => ({ move: { id: 'm1', from: 'a', by, startedAt: iso(T0 - 10_000), deadline: iso(deadline) } });
 
-  it('completes once the destination runs healthy: deletes the source, clears the marker', () => {
+  it('cuts over once the destination runs healthy: deletes the source, records the cutover on the marker', () => {
     const idx = world([
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('drain')), 'running', { startedAt: iso(T0 - 9_000) }],
     ]);
-    const [step] = advanceMoves(idx, T0, { by: 'drain' });
-    expect(step).toMatchObject({ outcome: 'completed', src: 'a', dst: 'c', durationMs: 10_000 });
+    const [step] = advanceMoves(idx, T0, { by: 'drain' }, stillThere);
+    expect(step).toMatchObject({ outcome: 'cutover', src: 'a', dst: 'c', durationMs: 10_000 });
     expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/a/d-web-0', modRevision: 10 });
-    const updated = (step!.ops[1] as { value: ReplicaDesired }).value;
+    expect((step!.ops[1] as { value: ReplicaDesired }).value.spec.move).toMatchObject({ from: 'a', cutoverAt: iso(T0) });
+  });
+
+  it('completes only once the source container is gone (or its node lost): clears the marker', () => {
+    const cut = { move: { ...marker('drain').move, cutoverAt: iso(T0 - 1000) } };
+    const book = world([[desired('d-web-0', 'c', web, cut), 'running']]);
+    expect(advanceMoves(book, T0, { by: 'drain' }, stillThere)).toEqual([]);
+    const [step] = advanceMoves(book, T0, { by: 'drain' }, gone);
+    expect(step).toMatchObject({ outcome: 'completed', src: 'a', dst: 'c' });
+    const updated = (step!.ops[0] as { value: ReplicaDesired }).value;
     expect(updated.spec.move).toBeUndefined();
     expect(updated.spec.placedAt).toBe(iso(T0));
+    expect(advanceMoves(book, T0, { by: 'drain', lostNodes: new Set(['a']) }, stillThere)[0]).toMatchObject({ outcome: 'completed' });
   });
 
   it.each<[string, ObservedState | undefined, Partial<ReplicaObserved['status']>]>([
@@ -109,7 +148,7 @@ describe('advanceMoves', () => {
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('drain')), state, extra],
     ]);
-    expect(advanceMoves(idx, T0, { by: 'drain' })).toEqual([]);
+    expect(advanceMoves(idx, T0, { by: 'drain' }, stillThere)).toEqual([]);
   });
 
   it('waits for a passing health check when the service has one', () => {
@@ -119,17 +158,20 @@ describe('advanceMoves', () => {
         [desired('d-web-0', 'a', hc), 'running'],
         [desired('d-web-0', 'c', hc, marker('drain')), 'running', { health }],
       ]);
-    expect(advanceMoves(mk('starting'), T0, { by: 'drain' })).toEqual([]);
-    expect(advanceMoves(mk('healthy'), T0, { by: 'drain' })[0]!.outcome).toBe('completed');
+    expect(advanceMoves(mk('starting'), T0, { by: 'drain' }, stillThere)).toEqual([]);
+    expect(advanceMoves(mk('healthy'), T0, { by: 'drain' }, stillThere)[0]!.outcome).toBe('cutover');
   });
 
-  it('abandons at the deadline: only the destination copy goes, the source keeps serving', () => {
+  it('abandons at the deadline: the destination copy goes, the source keeps serving and forgets the move', () => {
     const idx = world([
-      [desired('d-web-0', 'a'), 'running'],
+      [desired('d-web-0', 'a', web, { movingTo: { id: 'm1', node: 'c', by: 'drain' } }), 'running'],
       [desired('d-web-0', 'c', web, marker('drain', T0)), 'starting'],
     ]);
-    const [step] = advanceMoves(idx, T0, { by: 'drain' });
-    expect(step).toMatchObject({ outcome: 'abandoned', reason: 'move_timeout', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 }] });
+    const [step] = advanceMoves(idx, T0, { by: 'drain' }, stillThere);
+    expect(step).toMatchObject({ outcome: 'abandoned', reason: 'move_timeout' });
+    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 });
+    expect(step!.ops[1]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: 10 });
+    expect((step!.ops[1] as { value: ReplicaDesired }).value.spec.movingTo).toBeUndefined();
   });
 
   it('abandons at once when the destination copy failed or its node is lost', () => {
@@ -137,12 +179,12 @@ describe('advanceMoves', () => {
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('drain')), 'failed'],
     ]);
-    expect(advanceMoves(failed, T0, { by: 'drain' })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_failed' });
+    expect(advanceMoves(failed, T0, { by: 'drain' }, stillThere)[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_failed' });
     const lost = world([
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('drain')), 'starting'],
     ]);
-    expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_lost' });
+    expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) }, stillThere)[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_lost' });
   });
 
   it("advances only the caller's own moves", () => {
@@ -150,13 +192,14 @@ describe('advanceMoves', () => {
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, marker('rebalancer', T0)), 'starting'],
     ]);
-    expect(advanceMoves(idx, T0, { by: 'drain' })).toEqual([]);
-    expect(advanceMoves(idx, T0, { by: 'rebalancer' })).toHaveLength(1);
+    expect(advanceMoves(idx, T0, { by: 'drain' }, stillThere)).toEqual([]);
+    expect(advanceMoves(idx, T0, { by: 'rebalancer' }, stillThere)).toHaveLength(1);
   });
 
-  it('completes even when the source copy is already gone', () => {
+  it('cuts over even when the source copy is already gone', () => {
     const idx = world([[desired('d-web-0', 'c', web, marker('drain')), 'running']]);
-    const [step] = advanceMoves(idx, T0, { by: 'drain' });
+    const [step] = advanceMoves(idx, T0, { by: 'drain' }, stillThere);
+    expect(step!.outcome).toBe('cutover');
     expect(step!.ops).toHaveLength(1);
     expect(step!.ops[0]!.op).toBe('update');
   });
@@ -182,15 +225,15 @@ describe('the budget and a leaving source (drain)', () => {
 
   it('a refusal says what the budget counted', () => {
     const r = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b'), [desired('d-web-1', 'c', web, { move: marker }), 'starting'], [desired('d-web-2', 'c'), 'exited']]), move('d-web-0', 'a', 'd'));
-    expect(r).toEqual({ ok: false, refusal: 'budget_exceeded', detail: 'web: 1 moving (d-web-1), 1 down (d-web-2), maxUnavailable 1' });
+    expect(r).toEqual({ ok: false, refusal: 'budget_exceeded', detail: 'web: 2 disrupted (d-web-1: a move of it is in flight, d-web-2: not running), maxUnavailable 1' });
   });
 
-  it('assumeStarted: a second move of the same service in the same pass is refused', () => {
+  it('assume: a second move of the same service in the same pass is refused', () => {
     const idx = world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]);
     const first = startMove(idx, move('d-web-0', 'a', 'd'));
     if (!first.ok) throw new Error(first.detail);
-    assumeStarted(idx, 'd-web-0', first);
-    expect(idx.get('d-web-0')!.map((c) => c.desired.spec.node)).toEqual(['a', 'd']);
+    idx.assume('d-web-0', first);
+    expect(idx.copies('d-web-0').map((c) => c.desired.spec.node)).toEqual(['a', 'd']);
     expect(startMove(idx, move('d-web-1', 'b', 'd'))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
     expect(startMove(idx, move('d-web-0', 'a', 'e'))).toMatchObject({ ok: false, refusal: 'move_in_flight' });
   });
@@ -200,13 +243,15 @@ describe('cancelMove and moveWakeAt', () => {
   const noHc = withDefaults({ image: 'x', update: { minReadyTime: '5s' } });
   const mark = (by: 'drain' | 'rebalancer', deadline: number) => ({ move: { id: 'm1', from: 'a', by, startedAt: iso(T0 - 10_000), deadline: iso(deadline) } });
 
-  it('cancel deletes only the destination copy', () => {
+  it('cancel deletes the destination copy (nothing after a cutover)', () => {
     const idx = world([
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, mark('drain', T0 + 60_000)), 'running'],
     ]);
     expect(cancelMove(idx, 'd-web-0', T0)).toMatchObject({ outcome: 'abandoned', reason: 'cancelled', src: 'a', dst: 'c', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 }] });
     expect(cancelMove(world([[desired('d-web-0', 'a'), 'running']]), 'd-web-0', T0)).toBeUndefined();
+    const cut = { move: { ...mark('drain', T0 + 60_000).move, cutoverAt: iso(T0) } };
+    expect(cancelMove(world([[desired('d-web-0', 'c', web, cut), 'running']]), 'd-web-0', T0)).toBeUndefined();
   });
 
   it.each<[string, ServiceSpec, ObservedState | undefined, Partial<ReplicaObserved['status']>, 'drain' | 'rebalancer', number | undefined]>([

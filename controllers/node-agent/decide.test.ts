@@ -62,6 +62,7 @@ function snap(p: {
   observed?: ReplicaObservedStatus[];
   starts?: Record<string, StartProgress>;
   commands?: ReplicaCommand[];
+  /** Acknowledged restart commands, as the agent last reported them (observed). */
   acked?: Record<string, number>;
   invalid?: Record<string, { reason: string; deployment?: string; service?: string }>;
   stopping?: string[];
@@ -71,8 +72,10 @@ function snap(p: {
     desired: new Map((p.desired ?? []).map((d) => [d.spec.replica, d])),
     invalid: new Map(Object.entries(p.invalid ?? {})),
     commands: new Map((p.commands ?? []).map((c) => [c.spec.replica, c])),
-    observed: new Map((p.observed ?? []).map((o) => [o.replica, o])),
-    acked: new Map(Object.entries(p.acked ?? {})),
+    observed: new Map([
+      ...Object.entries(p.acked ?? {}).map(([replica, ackedCommand]): [string, ReplicaObservedStatus] => [replica, { replica, node: 'n1', deployment: 'demo', service: 'web', state: 'running', ackedCommand, observedAt: iso(NOW - 1000) }]),
+      ...(p.observed ?? []).map((o): [string, ReplicaObservedStatus] => [o.replica, o]),
+    ]),
     containers: p.containers ?? [],
     starts: new Map(Object.entries(p.starts ?? {})),
     stopping: new Set(p.stopping ?? []),
@@ -309,7 +312,8 @@ describe('restart commands', () => {
     const plan = run(snap({ desired: [d], containers: [c], commands: [cmd('demo-web-1', 3)], acked: { 'demo-web-1': 2 } }));
     expect(plan.starts).toEqual([{ replica: 'demo-web-1', kind: 'restart', desired: d, stopFirst: [c.id], command: 3 }]);
     expect(plan.stops).toEqual([]);
-    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', code: 'restarting', ackedCommand: 2 });
+    // Acknowledged in the same write that reports the restart, before it runs (never run twice).
+    expect(obs(plan, 'demo-web-1')).toMatchObject({ state: 'starting', code: 'restarting', ackedCommand: 3 });
   });
 
   it('executes it once: an acknowledged seq does nothing', () => {

@@ -5,7 +5,7 @@
 import { minReadyMs } from '../../src/api/readiness.js';
 import { canonicalJson, isStateful } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
-import type { CancelReason, ObservedCode, StartKind, StopReason } from './codes.js';
+import type { CancelReason, ObservedCode, StartKind, StopReason } from '../../src/api/reasons/agent.js';
 import type { ContainerFacts } from './facts.js';
 
 /** Where an in-flight start is. 'failed' is terminal and kept, so the start is not retried until
@@ -36,10 +36,8 @@ export interface AgentSnapshot {
   desired: ReadonlyMap<string, ReplicaDesired>;
   invalid: ReadonlyMap<string, InvalidDesired>;
   commands: ReadonlyMap<string, ReplicaCommand>;
-  /** What the agent last wrote to observed/<node>/<replica>. */
+  /** What the agent last wrote to observed/<node>/<replica> (restart commands are acknowledged there). */
   observed: ReadonlyMap<string, ReplicaObservedStatus>;
-  /** The highest command seq executed per replica (newer than `observed` when a write is pending). */
-  acked: ReadonlyMap<string, number>;
   /** This agent's containers (labelled with its cluster and node). */
   containers: readonly ContainerFacts[];
   /** Starts in flight (or terminally failed), by replica. */
@@ -176,7 +174,6 @@ interface ReplicaView {
   invalid?: InvalidDesired;
   command?: ReplicaCommand;
   prev?: ReplicaObservedStatus;
-  acked?: number;
   containers: ContainerFacts[];
   start?: StartProgress;
 }
@@ -194,7 +191,6 @@ export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): 
       invalid: snap.invalid.get(id),
       command: snap.commands.get(id),
       prev: snap.observed.get(id),
-      acked: snap.acked.get(id),
       containers: byReplica.get(id) ?? [],
       start: snap.starts.get(id),
     };
@@ -212,7 +208,7 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   const stop = (c: ContainerFacts, reason: StopReason, remove = true) => {
     if (!snap.stopping.has(c.id)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason });
   };
-  const acked = v.acked ?? v.prev?.ackedCommand;
+  const acked = v.prev?.ackedCommand;
   const common = { replica: v.id, node: snap.node, ...(acked !== undefined ? { ackedCommand: acked } : {}), observedAt: new Date(now).toISOString() };
 
   // 1. A desired key the agent cannot use: report it, start nothing, leave running containers be
@@ -282,7 +278,9 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     } else if (start?.phase === 'failed') {
       // Terminal until the desired state changes or a restart command comes.
     } else if (!cur) {
-      removedBehind = !!v.prev?.containerId && matches(v.prev) && v.prev.state !== 'stopped';
+      // A container gone behind the agent's back is reported, not recreated (the scheduler decides);
+      // one the agent was itself replacing (a restart cut short by a crash) is recreated.
+      removedBehind = !!v.prev?.containerId && matches(v.prev) && v.prev.state !== 'stopped' && v.prev.code !== 'restarting';
       if (!removedBehind) order = { replica: v.id, kind: 'create', desired: v.desired, stopFirst: stopFirstFor(t, servingOlds).map((c) => c.id) };
     } else if ((cur.state === 'created' && !cur.error) || (cur.state === 'exited' && v.prev?.state === 'stopped' && matches(v.prev))) {
       // Never started (the agent stopped between create and start), or resumed after a suspension.
@@ -308,6 +306,9 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   if (order) {
     const code: ObservedCode | undefined = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
     obs = observeStart({ phase: 'queued', code });
+    // A restart is acknowledged in the same write that reports it, before it runs: an agent that
+    // crashes mid-restart never runs the same command twice.
+    if (order.command !== undefined) base.ackedCommand = order.command;
   } else if (start) {
     obs = observeStart(start);
     containerId = start.containerId;

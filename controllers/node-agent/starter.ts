@@ -5,7 +5,7 @@
 import type { Logger } from '../../src/observability/log.js';
 import { UnitError } from '../../src/api/units.js';
 import type { Timings } from '../../src/timings.js';
-import type { ObservedCode, StartResult, StopReason } from './codes.js';
+import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions, type Owner } from './container-spec.js';
 import type { StartOrder, StartProgress } from './decide.js';
 import { DockerApiError, DockerUnreachableError, statusOf, type DockerRuntime } from './docker.js';

@@ -8,16 +8,18 @@
 import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { Capacity, Heartbeat, Node, NodeDrain, PressureSample, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../src/api/types.js';
+import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
+import type { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Versioned } from '../../src/store/store.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
-import type { PlannedAct } from '../../src/runtime/controller.js';
+import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
-import { advanceMoves, indexReplicas, inFlight, startMove, type Copy, type MoveRefusal, type VersionedDesired } from '../moves/move.js';
-import type { Placer, PlacementRequest } from '../scheduler/placement.js';
+import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
+import type { Placer, PlacementRequest } from '../placement/placer.js';
+import { placerFor } from '../placement/input.js';
 import { atLeast, EPSILON, type Config } from './config.js';
-import { layoutOf, placerFor, serviceKey } from './derived.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
-import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from './reasons.js';
+import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
 import {
   clearsReliefFloor,
   dimShare,
@@ -64,16 +66,19 @@ export function initialState(): RebalancerState {
   return { cycles: 0, nodes: new Map(), received: new Map(), moved: new Map(), audited: new Map() };
 }
 
-/** Plain data the cycle reads: the informers' contents and the source's fresh samples. */
+/** What the cycle reads: the cache's view (snapshot.ts builds it) and the fresh pressure samples. */
 export interface Snapshot {
   /** Fresh samples by node (PressureSource.samples(now)). */
   samples: ReadonlyMap<string, PressureSample>;
   nodes: readonly Node[];
   heartbeats: ReadonlyMap<string, Heartbeat>;
   drains: ReadonlyMap<string, NodeDrain>;
-  desired: readonly VersionedDesired[];
-  /** Keyed "<host>/<replica>". */
-  observed: ReadonlyMap<string, ReplicaObserved>;
+  /** Every replica with its copies and what their agents observe. */
+  replicas: ReplicaIndex;
+  /** Disruption ledgers by `<deployment>/<service>`. */
+  ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>;
+  /** Restart commands by store key (the disruption budget counts pending ones). */
+  commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   volumeHomes: readonly VolumeHome[];
 }
 
@@ -155,7 +160,7 @@ export interface InFlightView {
   startedAt: string;
   deadline: string;
   /** What this cycle does with it, if anything. */
-  outcome?: 'completed' | 'abandoned';
+  outcome?: MoveOutcome;
 }
 
 export interface RebalancePlan {
@@ -181,7 +186,7 @@ export interface RebalancePlan {
 /** What landing an act means for leader-local state (applied by afterCommit). */
 export type Effect = { kind: 'move'; replica: string; src: string; dst: string } | { kind: 'skip'; key: string; reason: SkipReason };
 
-export interface RebalanceAct extends PlannedAct {
+export interface RebalanceAct extends Act {
   effect?: Effect;
 }
 
@@ -199,9 +204,9 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** How often a skip that keeps its reason is recorded again: every 120 cycles (1 h in production). */
 export const SKIP_REPEAT_CYCLES = 120;
 
-function exclusionOf(copies: Copy[], srcCopy: Copy): Exclusion | undefined {
+function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion | undefined {
   const spec = srcCopy.desired.spec;
-  if (inFlight(copies)) return 'moving';
+  if (inFlight(copies) || srcCopy.desired.spec.movingTo) return 'moving';
   if (placementMode(spec.template) === 'global') return 'global';
   if (isStateful(spec.template)) return 'stateful';
   if (spec.template.rebalance === 'disabled') return 'opted_out';
@@ -245,8 +250,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // 1. Signal: fold each fresh sample into its node's EWMA; a node without one is silent.
   const nodeObjs = new Map(snap.nodes.map((n) => [n.metadata.name, n]));
   // Why each node takes no moves (NotReady, cordoned, draining…), as the scheduler judges it.
-  const ineligible = snap.nodes.map((n) => unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now));
-  const whyIneligible = new Map(snap.nodes.map((n, i) => [n.metadata.name, ineligible[i]]));
+  const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now)]));
   const nextNodes = new Map<string, NodeState>();
   const views: NodeView[] = [];
   const silent: { node: string; why: string }[] = [];
@@ -279,36 +283,35 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     });
   }
 
-  // 2. The rebalancer's own in-flight moves: complete or abandon those that are due.
-  // Only replicas with a move in flight are indexed here (10,000 replicas, a handful moving).
-  const observedOf = (h: string, r: string) => snap.observed.get(`${h}/${r}`);
-  const layout = layoutOf(snap.desired);
-  const at = (ix: readonly number[]) => ix.map((i) => snap.desired[i]!);
-  const moveIdx = indexReplicas(at(layout.moving), observedOf);
-  // A move toward a node that is NotReady or gone is abandoned at once.
+  // 2. The rebalancer's own in-flight moves: cut over, complete or abandon those that are due.
+  const book = new MoveBook(snap.replicas, snap.ledgers, snap.commands);
+  // A move toward a node that is NotReady or gone is abandoned at once; one away from it completes.
   const lost = new Set<string>();
-  for (const c of moveIdx.values())
-    for (const x of c) {
-      const n = x.desired.spec.node;
-      if (x.desired.spec.move && (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now))) lost.add(n);
-    }
-  const steps = advanceMoves(moveIdx, now, { by: 'rebalancer', lostNodes: lost });
-  const acts: RebalanceAct[] = steps.map((s) => ({
-    label: `rebalance move ${s.outcome} ${s.replica} ${s.src}→${s.dst}`,
-    ops: s.ops,
-    audit: [
-      {
-        type: s.outcome === 'completed' ? 'rebalance_completed' : 'rebalance_abandoned',
-        time: now,
-        deployment: s.deployment,
-        payload: { replica_id: s.replica, deployment: s.deployment, service: s.service, src: s.src, dst: s.dst, move_id: s.moveId, duration_ms: s.durationMs, ...(s.reason ? { reason: s.reason } : {}) },
-      },
-    ],
-  }));
+  for (const id of book.moving()) {
+    const dst = inFlight(book.copies(id))!;
+    for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now)) lost.add(n);
+  }
+  const steps = advanceMoves(book, now, { by: 'rebalancer', lostNodes: lost }, (n, r) => snap.replicas.observed(n, r));
+  const acts: RebalanceAct[] = steps.map((s) =>
+    s.outcome === 'cutover'
+      ? { label: `rebalance move cutover ${s.replica} ${s.src}→${s.dst}`, ops: s.ops, audit: [] }
+      : {
+          label: `rebalance move ${s.outcome} ${s.replica} ${s.src}→${s.dst}`,
+          ops: s.ops,
+          audit: [
+            {
+              type: s.outcome === 'completed' ? 'rebalance_completed' : 'rebalance_abandoned',
+              time: now,
+              deployment: s.deployment,
+              payload: { replica_id: s.replica, deployment: s.deployment, service: s.service, src: s.src, dst: s.dst, move_id: s.moveId, duration_ms: s.durationMs, ...(s.reason ? { reason: s.reason } : {}) },
+            },
+          ],
+        },
+  );
   const outcome = new Map(steps.map((s) => [s.replica, s.outcome]));
   const inFlightViews: InFlightView[] = [];
-  for (const [id, copies] of moveIdx) {
-    const m = inFlight(copies)?.desired.spec;
+  for (const id of book.moving()) {
+    const m = inFlight(book.copies(id))?.desired.spec;
     if (m?.move?.by !== 'rebalancer') continue;
     const o = outcome.get(id);
     inFlightViews.push({ replica: id, src: m.move.from, dst: m.node, startedAt: m.move.startedAt, deadline: m.move.deadline, ...(o ? { outcome: o } : {}) });
@@ -352,7 +355,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     const srcNode = nodeObjs.get(hot.node)!;
     const srcCap = capacityOf(srcNode);
     const sample = snap.samples.get(hot.node)!;
-    const placer = placerFor(snap, now, ineligible);
+    const placer = placerFor(snap, now);
     // Destinations: every other node with a fresh sample, coolest first (ties by name).
     const dsts = views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
     const table: DstTable = {
@@ -361,14 +364,9 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       receivedAgo: dsts.map((d) => (received.has(d.node) ? now - received.get(d.node)! : undefined)),
     };
     const full = dsts.length <= config.explainDsts;
-    // Index every replica of the services on src (the move budget counts per service) and the moving ones.
-    const onSrc = at(layout.byNode.get(hot.node) ?? []);
-    const services = new Set(onSrc.map((d) => serviceKey(d.value)));
-    const subset = new Set(layout.moving);
-    for (const k of services) for (const i of layout.byService.get(k)!) subset.add(i);
-    const idx = indexReplicas(at([...subset].sort((a, b) => a - b)), observedOf);
-    for (const id of [...new Set(onSrc.map((d) => d.value.spec.replica))].sort(byName)) {
-      const copies = idx.get(id)!;
+    for (const e of snap.replicas.onNode(hot.node)) {
+      const id = e.id;
+      const copies = book.copies(id);
       const copy = copies.find((c) => c.desired.spec.node === hot.node)!;
       const ex = exclusionOf(copies, copy);
       if (ex) {
@@ -425,10 +423,10 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
         c.detail = `${c.detail}; not chosen: one move per cycle (${move.replica} scores higher)`;
         continue;
       }
-      const spec = idx.get(c.replica)!.find((x) => x.desired.spec.node === hot.node)!.desired.spec;
+      const spec = book.copies(c.replica).find((x) => x.desired.spec.node === hot.node)!.desired.spec;
       const moveId = `rb-${now}-${c.replica}`;
       const timeoutMs = durationMs(spec.template.update?.stepTimeout, config.moveTimeoutMs);
-      const started = startMove(idx, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs });
+      const started = startMove(book, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs });
       if (!started.ok) {
         Object.assign(c, { verdict: 'refused', refusal: started.refusal, detail: `${c.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
         continue;

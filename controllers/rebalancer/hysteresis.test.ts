@@ -71,7 +71,8 @@ describe('trigger and consecutive cycles', () => {
     expect(p).not.toHaveProperty('reason');
     // The move and its audit record are one act; the move goes through the shared mechanism.
     const act = second!.acts.find((a) => a.label.startsWith('rebalance move d-web-0'))!;
-    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['check desired/a/d-web-0', 'create desired/c/d-web-0']);
+    // The shared move mechanism: the source is written (competing movers conflict), the destination created, the disruption recorded.
+    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web']);
     expect((act.ops[1] as { value: { spec: { move: { by: string; from: string } } } }).value.spec.move).toMatchObject({ by: 'rebalancer', from: 'a' });
   });
 
@@ -164,8 +165,9 @@ describe('per-candidate gates: the SKIPPED record carries the right reason', () 
     const loads = { a: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 }, 'd-api-0': { cpuMillis: 200 } } }, b: { cpu: 0.1 } };
     h.run(2, loads);
     expect(h.audit().at(-1)).toMatchObject({ type: 'rebalance_moved', payload: { replica_id: 'd-web-0', dst: 'b' } });
-    // The move lands: web-0 runs on b, its source copy goes.
+    // The move lands: web-0 runs on b; the cutover deletes its source copy, whose container the world's agent removes.
     runMovedCopies(w, h.now);
+    expect(h.cycle(loads).acts.map((a) => a.label)).toEqual(['rebalance move cutover d-web-0 a→b']);
     const done = h.cycle(loads);
     expect(done.acts.map((a) => a.label)).toEqual(['rebalance move completed d-web-0 a→b']);
     expect(done.acts[0]!.audit![0]!.type).toBe('rebalance_completed');
@@ -270,7 +272,8 @@ describe('one move per cycle and the move mechanism', () => {
     h.now += 120_000; // the service's step timeout is 60 s
     const c = h.cycle(hotA());
     expect(c.acts.map((a) => a.label)).toEqual(['rebalance move abandoned d-web-0 a→c']);
-    expect(c.acts[0]!.ops).toEqual([expect.objectContaining({ op: 'delete', key: 'desired/c/d-web-0' })]);
+    // The destination goes; the source forgets it was moving and keeps serving.
+    expect(c.acts[0]!.ops).toEqual([expect.objectContaining({ op: 'delete', key: 'desired/c/d-web-0' }), expect.objectContaining({ op: 'update', key: 'desired/a/d-web-0' })]);
     expect(c.acts[0]!.audit![0]).toMatchObject({ type: 'rebalance_abandoned', payload: { reason: 'move_timeout' } });
   });
 });
@@ -282,6 +285,7 @@ describe('leader-local bookkeeping', () => {
     const load = (hot: string, cool: string) => ({ [hot]: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, [cool]: { cpu: 0.1 } });
     h.run(2, load('a', 'c'));
     runMovedCopies(w, h.now);
+    h.cycle(load('a', 'c')); // cuts over
     h.cycle(load('a', 'c')); // completes
     h.now += 11 * MIN; // past the replica cooldown
     const [, back] = h.run(2, load('c', 'a'));

@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import type { RebalancePlan } from './decide.js';
 import { DIMENSIONS } from './pressure.js';
-import { GATE_NAMES, SKIP_REASON_NAMES, type Gate, type SkipReason } from './reasons.js';
+import { GATE_NAMES, SKIP_REASON_NAMES, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
 
 export const rebalanceMetrics = {
   moves: new Counter({ name: 'jaco_rebalance_moves_total', help: 'Moves the rebalancer committed (rebalance_moved audit records)', registers: [registry] }),

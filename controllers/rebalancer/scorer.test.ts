@@ -1,8 +1,8 @@
 // Seed 000's scorer tests: relief estimate (measured, declared, default), hard-filter ordering and
 // reasons, anti-affinity per placement mode, post-move clamping.
 import { describe, expect, it } from 'vitest';
-import { Placer, type PlacementRequest } from '../scheduler/placement.js';
-import { placementInputFrom } from '../scheduler/placement-input.js';
+import type { PlacementRequest } from '../placement/placer.js';
+import { placerFor } from '../placement/input.js';
 import type { ServiceSpec } from '../../src/api/types.js';
 import { defaultConfig } from './config.js';
 import { GiB, Harness, replica, service, T0, World } from '../../test/support/rebalancer-world.js';
@@ -134,7 +134,7 @@ describe('anti-affinity per placement mode (the scheduler’s own filters)', () 
     const w = new World().addNode('a').addNode('b').addNode('c');
     w.add(replica('d-web-0', 'a', { spec, index: 0 }), replica('d-web-1', 'b', { spec, index: 1 }));
     const snap = w.snapshot(T0, {});
-    const placer = new Placer(placementInputFrom({ nodes: snap.nodes, heartbeats: snap.heartbeats, drains: snap.drains, desired: snap.desired.map((d) => d.value), volumeHomes: [] }, T0));
+    const placer = placerFor(snap, T0);
     const req: PlacementRequest = { replica: 'd-web-0', deployment: 'd', service: 'web', spec, index: 0, exclude: ['a'] };
     const v = evaluateDst({ node: dstNode, ewma: { cpu: 0.1, memory: 0.1 }, capacity: snap.nodes[0]!.status!.capacity, rejection: () => placer.check(req, dstNode) }, { cpu: 0.1, memory: 0.1 }, config);
     return v.reason ?? 'pass';

@@ -1,14 +1,14 @@
 // The scorer (seed 000, "Selection policy"): a candidate's relief estimate and score, the
 // predicted pressures after a move, and each destination's verdict through the hard filters (the
 // scheduler's own, then the post-move fit) and the soft gates (dst cap, node cooldown). Pure.
-import type { FilterName } from '../scheduler/reasons.js';
-import type { Rejection } from '../scheduler/placement.js';
-import { FILTER_ORDER } from '../scheduler/reasons.js';
+import type { FilterName } from '../../src/api/reasons/scheduling.js';
+import type { Rejection } from '../placement/placer.js';
+import { FILTER_ORDER } from '../../src/api/reasons/scheduling.js';
 import { cpuMillis, formatDuration, memoryBytes } from '../../src/api/units.js';
 import type { Capacity, ReplicaFootprint, ServiceSpec } from '../../src/api/types.js';
 import { atLeast, atMost, below, type Config } from './config.js';
 import { composite, type Dimension } from './pressure.js';
-import type { SkipReason } from './reasons.js';
+import type { SkipReason } from '../../src/api/reasons/rebalance.js';
 
 /** Where a relief estimate came from, most trusted first. */
 export type ReliefSource = 'measured' | 'declared' | 'default';

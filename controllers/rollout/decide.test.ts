@@ -20,7 +20,9 @@ import {
   type ServiceSpec,
 } from '../../src/api/types.js';
 import type { AuditRecord } from '../../src/store/audit.js';
-import { MemoryKv } from '../../test/support/memory-kv.js';
+import { MemoryStore } from '../../test/support/memory-store.js';
+import { Cache } from '../../src/runtime/cache.js';
+import { rolloutSnapshot } from './index.js';
 import { replicaRunning as observedRunning } from '../../src/api/readiness.js';
 import { decide, type MetricEvent, type RolloutConfig, type RolloutDecision, type RolloutSnapshot } from './decide.js';
 
@@ -31,11 +33,13 @@ const HC = { test: ['CMD', 'true'], interval: '1s' };
 const svc = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({ image, replicas: 3, healthcheck: HC, ...extra });
 
 /** The stored objects (a MemoryKv), and the acts decide plans applied to them as the writer would. */
-class World extends MemoryKv {
+class World extends MemoryStore {
+  readonly cache = new Cache(this);
   now = T0;
   readonly audit: AuditRecord[] = [];
   readonly metrics: MetricEvent[] = [];
-  readonly decisions: { snapshot: RolloutSnapshot; decision: RolloutDecision }[] = [];
+  /** Every decision, with which replicas were running when it was made. */
+  readonly decisions: { running: Map<string, boolean>; decision: RolloutDecision }[] = [];
 
   constructor(readonly cfg: RolloutConfig = CFG) {
     super();
@@ -68,7 +72,7 @@ class World extends MemoryKv {
     const plan = this.get<RolloutPlan>(keys.rollout(dep, service));
     const t = servingTemplate(d, service, plan, (n) => this.get<DeploymentRevision>(keys.revision(dep, n)))!;
     const id = `${dep}-${service}-${index ?? node}`;
-    if (!this.kv.has(keys.heartbeat(node))) this.heartbeat(node);
+    if (!this.has(keys.heartbeat(node))) this.heartbeat(node);
     const rd: ReplicaDesired = {
       apiVersion: API_VERSION,
       kind: 'ReplicaDesired',
@@ -104,25 +108,26 @@ class World extends MemoryKv {
   }
 
   snapshot(): RolloutSnapshot {
-    const last = (k: string) => k.slice(k.lastIndexOf('/') + 1);
-    const rel = (k: string, p: string) => k.slice(p.length);
-    return {
-      deployments: new Map(this.under<Deployment>('deployments/').map((v) => [last(v.key), structuredClone(v)])),
-      revisions: new Map(this.under<DeploymentRevision>('revisions/').map((v) => [v.key, structuredClone(v.value)])),
-      desired: this.under<ReplicaDesired>('desired/').map((v) => structuredClone(v)),
-      observed: new Map(this.under<ReplicaObserved>('observed/').map((v) => [rel(v.key, 'observed/'), structuredClone(v.value)])),
-      commands: new Map(this.under<ReplicaCommand>('commands/').map((v) => [rel(v.key, 'commands/'), structuredClone(v.value)])),
-      heartbeats: new Map(this.under<Heartbeat>('heartbeats/').map((v) => [last(v.key), structuredClone(v.value)])),
-      plans: new Map(this.under<RolloutPlan>('rollouts/').map((v) => [rel(v.key, 'rollouts/'), structuredClone(v)])),
-      statuses: new Map(this.under<DeploymentStatus>('deploymentstatus/').map((v) => [last(v.key), structuredClone(v)])),
-    };
+    return rolloutSnapshot(this.cache);
+  }
+
+  /** The snapshot as it is now, kept apart from later writes (a stale leader's view). */
+  frozenSnapshot(): RolloutSnapshot {
+    return rolloutSnapshot(new Cache(this.clone()));
+  }
+
+  /** Replica id → whether any copy is observed running, now. */
+  running(): Map<string, boolean> {
+    const out = new Map<string, boolean>();
+    for (const e of this.snapshot().replicas.byId.values()) out.set(e.id, e.copies.some((c) => observedRunning(c.observed)));
+    return out;
   }
 
   /** One controller pass: decide, then commit each act all-or-nothing on its preconditions. */
   pass(): RolloutDecision {
-    const snapshot = this.snapshot();
-    const decision = decide(snapshot, this.now, this.cfg);
-    this.decisions.push({ snapshot, decision });
+    const running = this.running();
+    const decision = decide(this.snapshot(), this.now, this.cfg);
+    this.decisions.push({ running, decision });
     this.commit(decision);
     return decision;
   }
@@ -291,7 +296,7 @@ describe('step progression', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });
     const s = w.snapshot();
-    expect(decide(s, w.now, CFG)).toEqual(decide(structuredClone(s), w.now, CFG));
+    expect(decide(s, w.now, CFG)).toEqual(decide(w.frozenSnapshot(), w.now, CFG));
   });
 
   it('rolls a global service node by node', () => {
@@ -577,23 +582,46 @@ describe('the invariant and what the rollout leaves alone', () => {
     expect(w.hashes()).toEqual([H1, H2, H2]);
   });
 
-  it('skips a replica with a move in flight and steps it once the move finished', () => {
+  it('a move in flight holds the service\'s disruption budget: no step until it completes, then every replica steps', () => {
     const w = running();
     w.place('app', 'web', 1, 'node-3', { move: { id: 'm1', from: 'node-2', by: 'drain', startedAt: new Date(w.now).toISOString(), deadline: new Date(w.now + 60_000).toISOString() } });
     w.converge();
     w.apply('app', { web: svc('img:2') });
     w.pass();
     w.rounds(2);
-    expect(w.steppedReplicas()).toEqual(['app-web-0', 'app-web-2']);
-    expect(w.plan()).toMatchObject({ state: 'in_progress', currentStep: 2, totalSteps: 3 });
+    // maxUnavailable 1, spent by the move: the rollout waits (moves and steps share one budget).
+    expect(w.steppedReplicas()).toEqual([]);
+    expect(w.decisions.at(-1)!.decision.notes.map((n) => n.note).join('; ')).toContain('app-web-1: a move of it is in flight');
+    // The move completes: the source goes, the destination's marker is cleared.
     w.remove(keys.desired('node-2', 'app-web-1'));
     w.remove(keys.observed('node-2', 'app-web-1'));
-    w.pass();
-    expect(w.steppedReplicas()).toEqual(['app-web-0', 'app-web-2', 'app-web-1']);
+    const dst = w.under<ReplicaDesired>('desired/node-3/').find((d) => d.value.spec.replica === 'app-web-1')!;
+    const { move: _m, ...spec } = dst.value.spec;
+    w.put(dst.key, { ...dst.value, spec });
+    w.rounds(4);
+    expect(w.steppedReplicas().sort()).toEqual(['app-web-0', 'app-web-1', 'app-web-2']);
     expect(w.desiredOf('app-web-1').map((d) => [d.spec.node, d.spec.specHash])).toEqual([['node-3', H2]]);
     w.converge();
     w.pass();
     expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 3 });
+  });
+
+  it('completes only once no agent reports an old container: status says so meanwhile', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.rounds(8);
+    expect(w.hashes()).toEqual([H2, H2, H2]);
+    // The last replica's agent still runs its old container beside the new one.
+    const d = w.desiredOf('app-web-2')[0]!;
+    w.observe('app-web-2', { replacing: { revision: 1, specHash: H1, containerId: 'old', state: 'running' } });
+    const plan = w.get<RolloutPlan>(keys.rollout('app', 'web'))!;
+    w.put(keys.rollout('app', 'web'), { ...plan, spec: { ...plan.spec, state: 'in_progress', finishedAt: undefined } });
+    w.pass();
+    expect(w.plan()!.state).toBe('in_progress');
+    expect(w.decisions.at(-1)!.decision.notes.map((n) => n.note).join('; ')).toContain('waiting for the old container(s) of app-web-2 to stop');
+    w.observe('app-web-2', {}, d.spec.node);
+    w.pass();
+    expect(w.plan()!.state).toBe('completed');
   });
 
   it('leaves suspended replicas and replicas on NotReady nodes alone', () => {
@@ -665,16 +693,16 @@ describe('deleted deployments and services, and the status record', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });
     w.pass();
-    const rev = w.kv.get(keys.deploymentStatus('app'))!.modRevision;
+    const rev = w.versioned(keys.deploymentStatus('app'))!.modRevision;
     w.now += 1000;
     w.pass();
-    expect(w.kv.get(keys.deploymentStatus('app'))!.modRevision).toBe(rev);
+    expect(w.versioned(keys.deploymentStatus('app'))!.modRevision).toBe(rev);
   });
 
   it('acts decided from a stale snapshot (a deposed leader, a lagging informer) never land', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });
-    const stale = w.snapshot();
+    const stale = w.frozenSnapshot();
     w.pass();
     w.converge();
     w.pass();
@@ -779,12 +807,7 @@ function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[]
 
 /** The invariant on every step decide started: the stepped replica was not running, or all others were. */
 function checkStepsKeepInvariant(w: World): void {
-  for (const { snapshot, decision } of w.decisions) {
-    const running = new Map<string, boolean>();
-    for (const d of snapshot.desired) {
-      const o = snapshot.observed.get(`${d.value.spec.node}/${d.value.spec.replica}`);
-      running.set(d.value.spec.replica, (running.get(d.value.spec.replica) ?? false) || observedRunning(o));
-    }
+  for (const { running, decision } of w.decisions) {
     for (const act of decision.acts)
       for (const op of act.ops) {
         if (op.op !== 'update' || !op.key.startsWith('desired/')) continue;

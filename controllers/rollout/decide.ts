@@ -12,6 +12,7 @@ import {
   type Deployment,
   type DeploymentRevision,
   type DeploymentStatus,
+  type DisruptionLedger,
   type Heartbeat,
   type ReplicaCommand,
   type ReplicaDesired,
@@ -23,10 +24,13 @@ import {
   type ServiceSpec,
 } from '../../src/api/types.js';
 import { durationMs } from '../../src/api/units.js';
+import type { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
-import type { FailureReason, RolloutResult, StartReason, StepDirection, StepResult } from './reasons.js';
+import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
+import type { FailureReason, RolloutResult, StartReason, StepDirection, StepResult } from '../../src/api/reasons/rollout.js';
 
 /** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
 export interface RolloutSnapshot {
@@ -34,11 +38,12 @@ export interface RolloutSnapshot {
   deployments: ReadonlyMap<string, Versioned<Deployment>>;
   /** By key (keys.revision(name, n)). */
   revisions: ReadonlyMap<string, DeploymentRevision>;
-  desired: readonly Versioned<ReplicaDesired>[];
-  /** By `<node>/<replica>`. */
-  observed: ReadonlyMap<string, ReplicaObserved>;
-  /** By `<node>/<replica>`. */
-  commands: ReadonlyMap<string, ReplicaCommand>;
+  /** Every replica with its copies and what their agents observe. */
+  replicas: ReplicaIndex;
+  /** Restart commands by store key. */
+  commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+  /** Disruption ledgers by `<deployment>/<service>`. */
+  ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>;
   /** By node name. */
   heartbeats: ReadonlyMap<string, Heartbeat>;
   /** By `<deployment>/<service>`. */
@@ -54,11 +59,8 @@ export interface RolloutConfig {
 
 export type MetricEvent = { metric: 'rollout'; result: RolloutResult } | { metric: 'step'; result: StepResult; seconds?: number };
 
-export interface RolloutAct {
-  label: string;
-  ops: Op[];
+export interface RolloutAct extends Act<MetricEvent> {
   audit: AuditRecord[];
-  /** Counted only once the act has landed. */
   metrics: MetricEvent[];
 }
 
@@ -119,32 +121,24 @@ const groupRunning = (g: ReplicaGroup) => !g.nodeDown && g.observed.some(replica
 const groupStale = (g: ReplicaGroup, hash: string) => g.copies.some((c) => c.value.spec.specHash !== hash);
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Groups a service's desired copies by replica id, joined with what the agents observe. */
-export function replicaGroups(s: RolloutSnapshot, now: number): Map<string, ReplicaGroup[]> {
-  const byService = new Map<string, Map<string, ReplicaGroup>>();
-  for (const d of s.desired) {
-    const sp = d.value.spec;
-    const svcKey = `${sp.deployment}/${sp.service}`;
-    let ids = byService.get(svcKey);
-    if (!ids) byService.set(svcKey, (ids = new Map()));
-    let g = ids.get(sp.replica);
-    if (!g) ids.set(sp.replica, (g = { id: sp.replica, index: sp.index, copies: [], observed: [], moving: false, suspended: false, nodeDown: false }));
-    g.copies.push(d);
-  }
-  const out = new Map<string, ReplicaGroup[]>();
-  for (const [svcKey, ids] of byService) {
-    const groups = [...ids.values()];
-    for (const g of groups) {
-      g.copies.sort((a, b) => cmp(a.value.spec.node, b.value.spec.node));
-      g.observed = g.copies.map((c) => s.observed.get(`${c.value.spec.node}/${g.id}`));
-      // In flight while both copies exist; a finished move may leave its marker on the destination.
-      g.moving = g.copies.length > 1;
-      g.suspended = g.copies.every((c) => !!c.value.spec.suspended);
-      g.nodeDown = g.copies.every((c) => !nodeReady(s.heartbeats.get(c.value.spec.node), now));
-    }
-    out.set(svcKey, groups.sort(byPosition));
-  }
-  return out;
+/** A service's replicas (the shared index) as the rollout reads them, joined with node readiness. */
+export function replicaGroups(s: RolloutSnapshot, deployment: string, service: string, now: number): ReplicaGroup[] {
+  return s.replicas
+    .service(deployment, service)
+    .map((e) => {
+      const copies = e.copies.map((c) => ({ key: c.key, modRevision: c.modRevision, createRevision: 0, version: 0, value: c.desired }));
+      return {
+        id: e.id,
+        index: e.index,
+        copies,
+        observed: e.copies.map((c) => c.observed),
+        // In flight while a move marker is on a copy (two copies until cutover, one until complete).
+        moving: e.copies.some((c) => c.desired.spec.move || c.desired.spec.movingTo),
+        suspended: e.copies.every((c) => !!c.desired.spec.suspended),
+        nodeDown: e.copies.every((c) => !nodeReady(s.heartbeats.get(c.desired.spec.node), now)),
+      };
+    })
+    .sort(byPosition);
 }
 
 /** Step order: by index (spread, pack, hosts), then node (global replicas are node by node), then id. */
@@ -157,6 +151,8 @@ function byPosition(a: ReplicaGroup, b: ReplicaGroup): number {
 // ---------------------------------------------------------------- per-service decision
 
 interface ServiceCtx {
+  /** The disruption ledgers of this pass (every rollout step records itself). */
+  ledger: LedgerBook;
   now: number;
   iso: string;
   deployment: Versioned<Deployment>;
@@ -300,7 +296,7 @@ function failureOf(c: ServiceCtx, g: ReplicaGroup, hash: string, toRevision: num
   const atTarget = g.copies.map((d, i) => ({ d: d.value, o: g.observed[i]?.status })).filter((x) => x.d.spec.specHash === hash);
   // Exhaustion counts only for this generation: older flags are cleared by the scheduler on apply.
   const exhausted = (node: string) => {
-    const st = c.snapshot.commands.get(`${node}/${g.id}`)?.status;
+    const st = c.snapshot.commands.get(keys.command(node, g.id))?.value.status;
     return !!st?.exhausted && st.generation >= toRevision;
   };
   if (atTarget.some((x) => exhausted(x.d.spec.node))) return 'restart_exhausted';
@@ -348,7 +344,7 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
 
   const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
   if (!stale.length) {
-    if (direction === 'forward') complete(pass);
+    if (direction === 'forward') complete(pass, target);
     return;
   }
   const next = pickNext(pass, stale);
@@ -387,11 +383,24 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[]): ReplicaGroup | unde
       return !g.moving && !g.nodeDown;
     })
     .sort((a, b) => Number(readyNow(a)) - Number(readyNow(b)) || byPosition(a, b));
+  // The shared disruption budget: moves, steps and pending restarts of the service all count.
+  const budget = serviceBudget(c);
   for (const g of candidates) {
-    if (!groupRunning(g) || notRunning.length === 0) return g;
+    // A replica that is not running may always be stepped (it cannot take anything further down).
+    if (!groupRunning(g)) return g;
+    if (notRunning.length === 0 && admits(budget, g.id).ok) return g;
   }
-  if (candidates.length) pass.notes.push(`waiting: ${notRunning.map((g) => g.id).join(', ')} not running`);
+  if (candidates.length) {
+    const held = admits(budget, candidates[0]!.id);
+    pass.notes.push(notRunning.length ? `waiting: ${notRunning.map((g) => g.id).join(', ')} not running` : `waiting: ${held.ok ? 'no room' : held.detail}`);
+  }
   return undefined;
+}
+
+/** The service's disruption budget as the snapshot shows it. */
+function serviceBudget(c: ServiceCtx): Budget {
+  const template = c.deployment.value.spec.services[c.service];
+  return budgetOf(c.snapshot.replicas.service(c.name, c.service), (id) => c.snapshot.replicas.byId.get(id)?.copies ?? [], template, { commands: c.snapshot.commands });
 }
 
 function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate): void {
@@ -401,12 +410,24 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate):
     const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template: target.template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
+  pass.ops.push(...c.ledger.record(c.name, c.service, { replica: g.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
   pass.plan!.steps.push({ replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso });
   pass.wake(c.now + c.stepTimeoutMs);
 }
 
-function complete(pass: ServicePass): void {
+/** Replicas an agent still reports with an old container, or not yet at the target spec. */
+function oldContainers(c: ServiceCtx, hash: string): string[] {
+  return c.groups.filter((g) => !g.suspended && !g.nodeDown && g.observed.some((o) => o && (o.status.specHash !== hash || o.status.replacing))).map((g) => g.id);
+}
+
+function complete(pass: ServicePass, target: ServingTemplate): void {
   const plan = pass.plan!;
+  // Completed on observed state: no agent still runs a container of an old revision.
+  const old = oldContainers(pass.c, target.specHash);
+  if (old.length) {
+    pass.notes.push(`every replica is at revision ${plan.toRevision}; waiting for the old container(s) of ${old.join(', ')} to stop`);
+    return;
+  }
   plan.state = 'completed';
   plan.finishedAt = pass.c.iso;
   plan.totalSteps = plan.currentStep;
@@ -454,7 +475,7 @@ function stepTimeoutOf(raw: ServiceSpec | undefined, cfg: RolloutConfig): number
 
 export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): RolloutDecision {
   const iso = new Date(now).toISOString();
-  const groups = replicaGroups(s, now);
+  const ledger = new LedgerBook(s.ledgers);
   const acts: RolloutAct[] = [];
   const notes: Note[] = [];
   let inProgress = 0;
@@ -467,13 +488,14 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
     for (const service of Object.keys(dv.value.spec.services).sort()) {
       const plan = s.plans.get(`${name}/${service}`);
       const ctx: ServiceCtx = {
+        ledger,
         now,
         iso,
         deployment: dv,
         name,
         service,
         generation,
-        groups: groups.get(`${name}/${service}`) ?? [],
+        groups: replicaGroups(s, name, service, now),
         plan,
         snapshot: s,
         stepTimeoutMs: stepTimeoutOf(dv.value.spec.services[service], cfg),

@@ -1,36 +1,39 @@
-// The rollout controller's shell: informers in, the pure core (decide.ts) in the middle, fenced
-// CAS writes out (src/runtime/decide-controller.ts). It owns the revision of existing replicas,
-// rollouts/<deployment>/<service>, and deploymentstatus/<name>.status.rollout.
-import { informersFor } from '../../src/runtime/informers.js';
-import type { Deployment, DeploymentRevision, DeploymentStatus, Heartbeat, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
-import type { Controller, ControllerContext } from '../../src/runtime/controller.js';
-import { startDecideController } from '../../src/runtime/decide-controller.js';
-import type { ControllerHandle } from '../index.js';
-import { decide, type MetricEvent, type RolloutSnapshot } from './decide.js';
+// The rollout controller: the pure core (decide.ts) on the shared runtime. It owns the revision of
+// existing replicas, rollouts/<deployment>/<service>, and deploymentstatus/<name>.status.rollout.
+import type { Deployment, DeploymentRevision, DeploymentStatus, DisruptionLedger, Heartbeat, ReplicaCommand, RolloutPlan } from '../../src/api/types.js';
+import { REPLICAS } from '../../src/runtime/replicas.js';
+import { byRest, frozenKeys, valuesByRest, type Cache } from '../../src/runtime/cache.js';
+import type { ControllerSpec } from '../../src/runtime/runner.js';
+import type { Timings } from '../../src/timings.js';
+import { decide, type MetricEvent, type RolloutDecision, type RolloutSnapshot } from './decide.js';
 import { countMetric, rolloutMetrics } from './metrics.js';
 
-const INFORMERS = informersFor('deployments', 'revisions', 'desired', 'observed', 'commands', 'heartbeats', 'rollouts', 'statuses');
+const READS = ['deployments', 'revisions', 'desired', 'observed', 'commands', 'heartbeats', 'rollouts', 'statuses', 'disruptions'] as const;
 
-export function rolloutSnapshot(c: Controller): RolloutSnapshot {
+
+export function rolloutSnapshot(cache: Cache): RolloutSnapshot {
   return {
-    deployments: c.informer<Deployment>('deployments').versionedByRest(),
-    revisions: new Map([...c.informer<DeploymentRevision>('revisions').items].map(([k, v]) => [k, v.value])),
-    desired: [...c.informer<ReplicaDesired>('desired').items.values()],
-    observed: c.informer<ReplicaObserved>('observed').valuesByRest(),
-    commands: c.informer<ReplicaCommand>('commands').valuesByRest(),
-    heartbeats: c.informer<Heartbeat>('heartbeats').valuesByRest(),
-    plans: c.informer<RolloutPlan>('rollouts').versionedByRest(),
-    statuses: c.informer<DeploymentStatus>('statuses').versionedByRest(),
+    deployments: byRest(cache.kind<Deployment>('deployments')),
+    revisions: new Map([...cache.kind<DeploymentRevision>('revisions').items].map(([k, v]) => [k, v.value])),
+    replicas: cache.index(REPLICAS),
+    commands: cache.kind<ReplicaCommand>('commands').items,
+    ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
+    heartbeats: valuesByRest(cache.kind<Heartbeat>('heartbeats')),
+    plans: byRest(cache.kind<RolloutPlan>('rollouts')),
+    statuses: byRest(cache.kind<DeploymentStatus>('statuses')),
   };
 }
 
-/** The factory `jaco controller rollout|all` runs. */
-export function startRolloutController(ctx: ControllerContext): Promise<ControllerHandle> {
-  return startDecideController<MetricEvent>(ctx, {
+/** The rollout controller as the runtime runs it (`jaco controller rollout|all`). */
+export function rolloutController(timings: Timings): ControllerSpec<undefined, RolloutSnapshot, MetricEvent, RolloutDecision> {
+  return {
     name: 'rollout',
-    informers: INFORMERS,
-    decide: (c, now) => decide(rolloutSnapshot(c), now, { stepTimeoutMs: ctx.timings.stepTimeoutMs }),
+    reads: READS,
+    initialState: () => undefined,
+    snapshot: ({ cache }) => rolloutSnapshot(cache),
+    decide: (_state, snap, now) => decide(snap, now, { stepTimeoutMs: timings.stepTimeoutMs }),
     countMetric,
-    setInProgress: (n) => rolloutMetrics.inProgress.set(n),
-  });
+    afterPass: (_state, d) => rolloutMetrics.inProgress.set(d.inProgress),
+    leadershipChanged: (leading) => leading || rolloutMetrics.inProgress.set(0),
+  };
 }

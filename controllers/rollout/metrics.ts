@@ -2,7 +2,7 @@
 // are the closed unions of reasons.ts, the same strings as the audit log and RolloutPlan.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
-import { ROLLOUT_RESULTS, STEP_RESULTS } from './reasons.js';
+import { ROLLOUT_RESULTS, STEP_RESULTS } from '../../src/api/reasons/rollout.js';
 import type { MetricEvent } from './decide.js';
 
 export const rolloutMetrics = {

@@ -5,7 +5,7 @@
 import { replicaReady } from '../../src/api/readiness.js';
 import { placementMode } from '../../src/api/spec.js';
 import type { Deployment, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
-import { FAILURE_REASONS, type FailureReason } from './reasons.js';
+import { FAILURE_REASONS, type FailureReason } from '../../src/api/reasons/rollout.js';
 
 export interface ProgressInput {
   deployment?: Deployment;

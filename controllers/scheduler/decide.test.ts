@@ -62,13 +62,17 @@ describe('apply → desired keys', () => {
     expect(act.audit).toHaveLength(2);
   });
 
-  it('a big service is placed over several passes, each act within one transaction, every index once', () => {
+  it('a big service is placed in one pass: acts chained on the counter, each within one transaction, every index once', () => {
     const w = new World();
     for (let i = 0; i < 10; i++) w.node(`n${i}`, { memory: '64Gi' });
     w.deploy('big', { web: svc({ replicas: 200 }) });
-    const passes = w.converge();
-    expect(passes.length).toBeGreaterThan(4);
-    for (const p of passes) for (const a of p.acts) expect(a.ops.length + a.audit.length).toBeLessThanOrEqual(MAX_TXN_OPS - 1);
+    const p = w.pass();
+    const places = p.acts.filter((a) => a.label.startsWith('place'));
+    expect(places.length).toBeGreaterThan(4);
+    for (const a of places) expect(a.ops.length + a.audit.length).toBeLessThanOrEqual(MAX_TXN_OPS - 1);
+    // The first compares the counter's revision; each next one its version, and moves it on.
+    expect(places[0]!.ops[0]).toMatchObject({ op: 'create', key: keys.counter('big', 'web') });
+    places.slice(1).forEach((a, k) => expect(a.ops[0]).toEqual({ op: 'check', key: keys.counter('big', 'web'), version: k + 1 }));
     const ids = w.desired().map((d) => d.spec.index).sort((a, b) => a! - b!);
     expect(ids).toEqual(Array.from({ length: 200 }, (_, i) => i));
     expect(w.get<ReplicaCounter>(keys.counter('big', 'web'))!.spec.next).toBe(200);
@@ -76,7 +80,33 @@ describe('apply → desired keys', () => {
     const per = new Map<string, number>();
     for (const d of w.desired()) per.set(d.spec.node, (per.get(d.spec.node) ?? 0) + 1);
     expect([...per.values()]).toEqual(Array(10).fill(20));
-    expect(passes[0]!.waiting[0]!.note).toContain('more replica(s) next pass');
+    expect(labels(w.pass()).filter((l) => l.startsWith('place'))).toEqual([]);
+  });
+
+  it('a chain broken in the middle leaves no index handed out twice: the next pass places the rest', () => {
+    const w = new World();
+    for (let i = 0; i < 4; i++) w.node(`n${i}`, { memory: '64Gi' });
+    w.deploy('big', { web: svc({ replicas: 100 }) });
+    const p = decideOnce(w);
+    const places = p.acts.filter((a) => a.label.startsWith('place'));
+    // Only the first act lands (as if the second lost to a conflict): the rest of the chain fails its version check.
+    w.harness.apply([places[0]!, ...places.slice(2)]);
+    expect(w.desired()).toHaveLength(places[0]!.audit.length);
+    w.converge();
+    const ids = w.desired().map((d) => d.spec.index!);
+    expect(ids).toHaveLength(100);
+    expect(new Set(ids).size).toBe(100);
+  });
+
+  it('a replica too large for one etcd request is refused at decide time with a reason, and other services still place', () => {
+    const w = threeNodes();
+    const huge = 'x'.repeat(1_600_000);
+    w.deploy('big', { web: svc({ replicas: 2, env: { BLOB: huge } }) });
+    w.deploy('small', { web: svc({ replicas: 2 }) });
+    const p = w.pass();
+    expect(p.place.filter((x) => x.deployment === 'big')).toEqual([]);
+    expect(p.status.get('big')!.web!.unschedulable).toMatchObject({ reason: 'spec_too_large', count: 2 });
+    expect(p.place.filter((x) => x.deployment === 'small')).toHaveLength(2);
   });
 
   it('new replicas carry the serving template: after an aborted rollout, the previous revision', () => {
@@ -103,7 +133,7 @@ describe('apply → desired keys', () => {
     expect(added.spec).toMatchObject({ revision: 1, specHash: specHash(svc({ replicas: 1 })) });
     expect(added.spec.template.image).toBe(IMG);
     // Without the aborted plan: the current revision.
-    w.kv.delete(keys.rollout('d', 'web'));
+    w.remove(keys.rollout('d', 'web'));
     w.deploy('d', { web: svc({ replicas: 3, image: 'jaco-demo/busybox:2' }) });
     w.pass();
     expect(w.desired().find((d) => d.spec.index === 2)!.spec).toMatchObject({ revision: 3, template: { image: 'jaco-demo/busybox:2' } });
@@ -151,13 +181,33 @@ describe('scale and membership', () => {
     ]);
   });
 
-  it('a replica the deployments informer may not know yet is not treated as an orphan', () => {
+  it('a deployment whose stored value cannot be read is not deleted: its replicas stay and nothing is cleaned up', () => {
     const w = threeNodes();
-    w.deploy('d', { web: svc() });
+    w.deploy('d', { web: svc({ replicas: 2 }) });
     w.converge();
-    w.undeploy('d');
-    w.seen = { deployments: 50, desired: w.revision, nodes: w.revision };
-    expect(decideOnce(w).stop).toEqual([]);
+    // Readable before: the last readable version stays in effect, and nothing changes.
+    w.store.putRaw(keys.deployment('d'), JSON.stringify({ ...w.get(keys.deployment('d'))!, spec: { services: 'not a map' } }));
+    expect(labels(decideOnce(w))).toEqual([]);
+    // Never readable (a hand-written key, or the cache started after it broke): present, frozen.
+    const fresh = threeNodes();
+    fresh.deploy('d', { web: svc({ replicas: 2 }) });
+    fresh.converge();
+    fresh.undeploy('d');
+    fresh.store.putRaw(keys.deployment('d'), '{"kind":"Deployment","spec":');
+    const p = decideOnce(fresh);
+    expect(p.stop).toEqual([]);
+    expect(p.cleanup).toEqual([]);
+  });
+
+  it('a deployment with an unknown field reads as the deployment it is (the field is ignored), not as deleted', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.converge();
+    const d = w.get<Record<string, unknown>>(keys.deployment('d'))!;
+    w.store.putRaw(keys.deployment('d'), JSON.stringify({ ...d, spec: { ...(d.spec as object), rollbackWindow: '5m' } }));
+    const p = decideOnce(w);
+    expect(p.stop).toEqual([]);
+    expect(labels(p)).toEqual([]);
   });
 
   it('removing a service removes its replicas, counter and endpoints only', () => {
@@ -237,7 +287,7 @@ describe('modes, filters and reason codes', () => {
     w.converge();
     expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3', 'd-agent-node-4']);
     expect(scheduling(w, 'd', 'agent')).toEqual({ desired: 4, placed: 4 });
-    w.kv.delete(keys.node('node-2'));
+    w.remove(keys.node('node-2'));
     w.converge();
     expect(w.placement('d')['d-agent-node-2']).toBeUndefined();
     expect(w.auditOf('replica_removed').at(-1)!.payload.reason).toBe('node_gone');
@@ -336,22 +386,22 @@ describe('modes, filters and reason codes', () => {
     expect(scheduling(w, 'aaa', 'low')!.unschedulable!.reason).toBe('no_capacity_memory');
   });
 
-  it('a counter ahead of the desired informer waits instead of placing twice', () => {
+  it('a service whose desired key cannot be read holds its membership: no scaling around it', () => {
     const w = threeNodes();
     w.deploy('d', { web: svc({ replicas: 2 }) });
     w.converge();
+    w.store.putRaw(keys.desired('node-1', 'd-web-7'), '{"kind":"ReplicaDesired","spec":{"deployment":"d","service":"web"');
     w.deploy('d', { web: svc({ replicas: 4 }) });
-    w.seen = { deployments: w.revision, desired: w.get<ReplicaCounter>(keys.counter('d', 'web')) ? 1 : 0, nodes: w.revision };
     const p = decideOnce(w);
     expect(p.place).toEqual([]);
-    expect(p.waiting[0]!.note).toContain('waiting for the desired informer');
+    expect(p.status.get('d')!.web!.unreadable).toEqual([keys.desired('node-1', 'd-web-7')]);
   });
 });
 
 describe('determinism', () => {
   const shuffleMap = <K, V>(m: ReadonlyMap<K, V>, seed: number) => new Map(shuffled([...m], seed));
 
-  it('shuffled inputs give the same plan', () => {
+  it('the same stored state in any order gives the same plan', () => {
     const w = new World();
     for (let i = 0; i < 6; i++) w.node(`n${i}`, { labels: { zone: i % 2 ? 'a' : 'b' }, memory: '2Gi' });
     w.node('n6', { ready: false });
@@ -361,22 +411,17 @@ describe('determinism', () => {
     w.runAll();
     w.observe('a-web-1', 'exited');
     w.deploy('a', { web: svc({ replicas: 2, ports: [80] }), worker: svc({ replicas: 7, placement: { mode: 'pack' }, resources: { memory: '300Mi' } }) });
-    const snap = w.snapshot();
-    const want = JSON.stringify(decide(snap, w.now, w.config));
+    const stored = w.list<unknown>('');
+    const want = JSON.stringify(decideOnce(w));
     for (let seed = 1; seed <= 15; seed++) {
-      const s = {
-        ...snap,
-        deployments: shuffleMap(snap.deployments, seed),
-        nodes: shuffleMap(snap.nodes, seed + 1),
-        heartbeats: shuffleMap(snap.heartbeats, seed + 2),
-        desired: shuffled([...snap.desired], seed + 3),
-        observed: shuffleMap(snap.observed, seed + 4),
-        counters: shuffleMap(snap.counters, seed + 5),
-        endpoints: shuffleMap(snap.endpoints, seed + 6),
-        decisions: shuffleMap(snap.decisions, seed + 7),
-        statuses: shuffleMap(snap.statuses, seed + 8),
-      };
-      expect(JSON.stringify(decide(s, w.now, w.config))).toBe(want);
+      // The same keys written in another order (revisions differ; the plan must not).
+      const v = new World();
+      v.now = w.now;
+      for (const kv of shuffled(stored, seed)) v.put(kv.key, kv.value);
+      const got = decideOnce(v);
+      // Revisions differ with the write order; nothing else may.
+      const strip = (p: unknown) => JSON.stringify(p, (k, v: unknown) => (k === 'modRevision' || k === 'version' || k === 'resourceVersion' ? undefined : v));
+      expect(strip(got)).toBe(strip(JSON.parse(want)));
     }
   });
 
@@ -400,7 +445,7 @@ describe('determinism', () => {
     w.converge();
     w.runAll();
     w.converge();
-    w.notReadySince.clear();
+    w.newTerm();
     expect(labels(decideOnce(w))).toEqual([]);
   });
 });
@@ -563,17 +608,21 @@ describe('node lost', () => {
   it('a node that no longer exists is lost at once', () => {
     const w = spreadOnThree();
     const n = w.placement('d', 'web')['d-web-0']!;
-    w.kv.delete(keys.node(n));
+    w.remove(keys.node(n));
     w.nodeDown(n);
     expect(w.pass().replaceLost.map((x) => x.replica)).toContain('d-web-0');
   });
 
-  it('a node the nodes informer may not know yet is not treated as gone', () => {
+  it('a node whose stored value cannot be read is not gone: its replicas stay, with no grace spent', () => {
     const w = spreadOnThree();
     const n = w.placement('d', 'web')['d-web-0']!;
-    w.kv.delete(keys.node(n));
-    w.seen = { deployments: w.revision, desired: w.revision, nodes: 50 };
-    const p = decideOnce(w);
+    w.store.putRaw(keys.node(n), JSON.stringify({ ...w.get(keys.node(n))!, spec: { unschedulable: 'yes' } }));
+    w.advance(10_000);
+    expect(w.pass().replaceLost).toEqual([]);
+    // Never readable: frozen, still not gone.
+    w.store.putRaw(keys.node(n), '{"kind":"Node","metadata":');
+    w.advance(10_000);
+    const p = w.pass();
     expect(p.replaceLost).toEqual([]);
     expect(p.stop).toEqual([]);
   });

@@ -2,7 +2,7 @@
 // closed unions of reasons.ts: the same strings as deploymentstatus, decisions and the audit log.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
-import { PLACE_TRIGGERS, UNSCHEDULABLE_REASONS, type UnschedulableReason } from './reasons.js';
+import { PLACE_TRIGGERS, UNSCHEDULABLE_REASONS, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import type { ActMetrics } from './decide.js';
 
 export const schedulerMetrics = {

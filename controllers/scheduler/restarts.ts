@@ -5,7 +5,7 @@
 // until the deployment's next apply. The bookkeeping lives in commands/<host>/<replica>.status.
 import { minReadyAt, replicaReady } from '../../src/api/readiness.js';
 import type { ReplicaCommand, ReplicaCommandStatus, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import type { RestartCause } from './reasons.js';
+import type { RestartCause } from '../../src/api/reasons/scheduling.js';
 
 /** Restarts in a row without the replica becoming ready, before it is marked restart_exhausted. */
 export const MAX_CONSECUTIVE_RESTARTS = 3;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../paths.js';
-import { AUDIT_TYPES } from './audit-types.js';
+import { AUDIT_TYPES } from './reasons/audit.js';
 
 describe('docs/audit.md', () => {
   const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'audit.md'), 'utf8');

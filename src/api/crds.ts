@@ -170,9 +170,17 @@ const KINDS: KindDef[] = [
         template: serviceSchema,
         placedAt: time('When the replica was placed on or moved to this node.'),
         move: obj(
-          { id: str(), from: str(), by: str({ enum: ['drain', 'rebalancer'] }), startedAt: time('Move start.'), deadline: time('Abandoned after this.') },
+          {
+            id: str(),
+            from: str(),
+            by: str({ enum: ['drain', 'rebalancer'] }),
+            startedAt: time('Move start.'),
+            deadline: time('Abandoned after this.'),
+            cutoverAt: time("The destination was ready and the source's desired key deleted; complete once the source's container is gone."),
+          },
           ['id', 'from', 'by', 'startedAt', 'deadline'],
         ),
+        movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
       },
       ['replica', 'deployment', 'service', 'node', 'revision', 'specHash', 'template', 'placedAt'],
@@ -228,6 +236,20 @@ const KINDS: KindDef[] = [
     plural: 'replicacounters',
     description: 'The next replica index of a service; indexes are never reused.',
     spec: obj({ next: int({ minimum: 0 }) }, ['next']),
+  },
+  {
+    kind: 'DisruptionLedger',
+    plural: 'disruptionledgers',
+    description: "The sequencer of a service's voluntary disruptions (moves, rollout steps): each writes it with compare-and-swap.",
+    spec: obj(
+      {
+        deployment: str(),
+        service: str(),
+        sequence: int({ minimum: 0 }),
+        last: obj({ replica: str(), by: str(), kind: str({ enum: ['move', 'rollout_step'] }), at: time('When.') }, ['replica', 'by', 'kind', 'at']),
+      },
+      ['deployment', 'service', 'sequence', 'last'],
+    ),
   },
   {
     kind: 'VolumeHome',
@@ -299,9 +321,23 @@ const KINDS: KindDef[] = [
                 ),
                 restartExhausted: arr(str()),
                 nodeLost: arr(str()),
+                unreadable: arr(str(), { description: 'Desired keys of the service whose value cannot be read: the service is held until they are fixed.' }),
               },
               ['desired', 'placed'],
             ),
+          ),
+          failingActs: arr(
+            obj(
+              {
+                act: str(),
+                reason: str({ enum: ['conflict', 'unreadable_key', 'too_large', 'too_many_ops'] }),
+                detail: str(),
+                since: time('First failure of this kind.'),
+                attempts: int({ minimum: 1 }),
+              },
+              ['act', 'reason', 'detail', 'since', 'attempts'],
+            ),
+            { description: "The scheduler's writes for this deployment that keep failing (held back with a growing delay)." },
           ),
         },
         ['observedGeneration', 'updatedAt', 'services'],
@@ -370,6 +406,8 @@ const KINDS: KindDef[] = [
         reason: str(),
         startedAt: time('Drain start.'),
         finishedAt: time('Drain end.'),
+        stopping: arr(str(), { description: "Replicas that left the node whose containers its agent still reports: the drain completes once they are gone." }),
+        unconfirmed: arr(str(), { description: 'The node was NotReady when the drain finished: these containers could not be confirmed stopped.' }),
         replicas: map(
           obj(
             {

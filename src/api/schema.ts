@@ -1,7 +1,13 @@
 // Validation of every jaco object against its CRD's openAPIV3Schema (crds/*.yaml), compiled by
-// ajv. The CLI and the controllers call the same validators. Unknown fields are errors (like
-// `kubectl apply --validate=strict`): every object schema with `properties` gets
-// additionalProperties: false at compile time, unless it preserves unknown fields.
+// ajv. Two modes over the same schemas:
+//   - write (`validate`): unknown fields are errors, like `kubectl apply --validate=strict`; every
+//     object schema with `properties` gets additionalProperties: false at compile time, unless it
+//     preserves unknown fields. The CLI refuses what would not pass.
+//   - read (`validateForRead`): what controllers and agents read from the store. Unknown fields are
+//     pruned, not refused (Kubernetes prunes on read): an object written by a newer jaco during a
+//     rolling upgrade, or hand-edited with etcdctl, still reads as what this version understands.
+//     Only a value this version cannot understand (a wrong type, a missing required field) is
+//     unreadable.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -62,16 +68,29 @@ function strictObjects(schema: unknown): unknown {
   return s;
 }
 
+/** What reading a stored value found: the issues that make it unreadable, and the unknown fields pruned. */
+export interface ReadCheck {
+  issues: ValidationIssue[];
+  pruned: string[];
+}
+
+function newAjv(pruning: boolean): Ajv {
+  // removeAdditional: true drops exactly the properties additionalProperties: false would refuse.
+  const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, ...(pruning ? { removeAdditional: true } : {}) });
+  addFormats(ajv);
+  ajv.addKeyword('x-kubernetes-int-or-string');
+  ajv.addKeyword('x-kubernetes-preserve-unknown-fields');
+  return ajv;
+}
+
 export class SchemaRegistry {
-  private readonly ajv: Ajv;
+  private readonly ajv = newAjv(false);
+  private readonly reader = newAjv(true);
   private readonly validators = new Map<string, ValidateFunction>();
+  private readonly readers = new Map<string, ValidateFunction>();
   readonly crds: V1CustomResourceDefinition[];
 
   constructor(dir = CRDS_DIR) {
-    this.ajv = new Ajv({ allErrors: true, strict: true, verbose: true });
-    addFormats(this.ajv);
-    this.ajv.addKeyword('x-kubernetes-int-or-string');
-    this.ajv.addKeyword('x-kubernetes-preserve-unknown-fields');
     this.crds = readdirSync(dir)
       .filter((f) => f.endsWith('.yaml'))
       .sort()
@@ -86,9 +105,7 @@ export class SchemaRegistry {
     return this.crds.find((c) => c.spec.names.kind === kind);
   }
 
-  private validator(kind: string): ValidateFunction | undefined {
-    let v = this.validators.get(kind);
-    if (v) return v;
+  private schemaOf(kind: string): object | undefined {
     const crd = this.crd(kind);
     const root = crd?.spec.versions[0]?.schema?.openAPIV3Schema as Record<string, unknown> | undefined;
     if (!root) return undefined;
@@ -96,10 +113,22 @@ export class SchemaRegistry {
     props.apiVersion = { type: 'string', const: API_VERSION };
     props.kind = { type: 'string', const: kind };
     props.metadata = kind === 'Deployment' ? metadataSchema : subdomainMetadataSchema;
-    const schema = strictObjects({ ...root, properties: props, required: [...((root.required as string[]) ?? []), 'apiVersion', 'kind', 'metadata'] });
-    v = this.ajv.compile(schema as object);
-    this.validators.set(kind, v);
+    return strictObjects({ ...root, properties: props, required: [...((root.required as string[]) ?? []), 'apiVersion', 'kind', 'metadata'] }) as object;
+  }
+
+  private compiled(kind: string, reading: boolean): ValidateFunction | undefined {
+    const cache = reading ? this.readers : this.validators;
+    let v = cache.get(kind);
+    if (v) return v;
+    const schema = this.schemaOf(kind);
+    if (!schema) return undefined;
+    v = (reading ? this.reader : this.ajv).compile(schema);
+    cache.set(kind, v);
     return v;
+  }
+
+  private validator(kind: string): ValidateFunction | undefined {
+    return this.compiled(kind, false);
   }
 
   /** Every schema violation of obj (all at once, not the first only). */
@@ -110,6 +139,25 @@ export class SchemaRegistry {
     const v = this.validator(kind);
     if (!v) return [{ path: ['kind'], message: `unknown kind ${JSON.stringify(kind)}; one of ${this.kinds().join(', ')}`, rule: 'enum' }];
     return v(obj) ? [] : toIssues(v.errors ?? []);
+  }
+
+  /**
+   * Checks a value read from the store, pruning (in place) the fields this version does not know;
+   * `expectKind` is the kind stored under the key's prefix. Issues mean the value is unreadable.
+   */
+  validateForRead(obj: unknown, expectKind?: string): ReadCheck {
+    if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return { issues: [{ path: [], message: 'must be an object', rule: 'type' }], pruned: [] };
+    const kind = (obj as { kind?: unknown }).kind;
+    if (expectKind && kind !== expectKind) return { issues: [{ path: ['kind'], message: `kind ${JSON.stringify(kind)} where ${expectKind} was expected`, rule: 'const' }], pruned: [] };
+    if (typeof kind !== 'string') return { issues: [{ path: ['kind'], message: 'is required', rule: 'required' }], pruned: [] };
+    const strict = this.validator(kind);
+    if (!strict) return { issues: [{ path: ['kind'], message: `unknown kind ${JSON.stringify(kind)}`, rule: 'enum' }], pruned: [] };
+    if (strict(obj)) return { issues: [], pruned: [] }; // the common case: one pass, nothing to prune
+    const pruned = toIssues(strict.errors ?? [])
+      .filter((i) => i.rule === 'additionalProperties')
+      .map((i) => formatPath(i.path));
+    const reader = this.compiled(kind, true)!;
+    return { issues: reader(obj) ? [] : toIssues(reader.errors ?? []), pruned };
   }
 }
 

@@ -2,6 +2,7 @@
 // (apiVersion, kind, metadata, spec, status). crds/ holds the schema of each kind; these types
 // mirror those schemas. Times are RFC 3339 strings; internal sizes are plain numbers.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { ActFailureReason } from './reasons/acts.js';
 
 export const GROUP = 'jaco.dev';
 export const API_VERSION = 'jaco.dev/v1';
@@ -163,6 +164,15 @@ export interface MoveMarker {
   by: MoveActor;
   startedAt: string;
   deadline: string;
+  /** When the destination was ready and the source's desired key was deleted; the move completes once the source's container is gone. */
+  cutoverAt?: string;
+}
+
+/** Set on the source's desired key while a move of it is in flight (moves of one replica conflict on it). */
+export interface MovingTo {
+  id: string;
+  node: string;
+  by: MoveActor;
 }
 
 export interface ReplicaDesiredSpec {
@@ -179,6 +189,7 @@ export interface ReplicaDesiredSpec {
   /** When the replica was placed on (or moved to) this node. */
   placedAt: string;
   move?: MoveMarker;
+  movingTo?: MovingTo;
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
 }
@@ -261,6 +272,20 @@ export interface StatusObject<K extends string, St> {
 /** counters/<deployment>/<service>: the next replica index; indexes are never reused. */
 export type ReplicaCounter = JacoObject<'ReplicaCounter', { next: number }, never>;
 
+/** What a voluntary disruption is (the disruption budget's vocabulary). */
+export type DisruptionKind = 'move' | 'rollout_step';
+
+/**
+ * disruptions/<deployment>/<service>: the sequencer of the service's voluntary disruptions. Every
+ * move start and rollout step writes it with compare-and-swap, so two controllers deciding from
+ * one state cannot both spend the last unit of the service's disruption budget.
+ */
+export type DisruptionLedger = JacoObject<
+  'DisruptionLedger',
+  { deployment: string; service: string; sequence: number; last: { replica: string; by: string; kind: DisruptionKind; at: string } },
+  never
+>;
+
 /** volumes/<deployment>/<volume>: the home node of a named volume, fixed on first placement. */
 export type VolumeHome = JacoObject<'VolumeHome', { deployment: string; volume: string; node: string; since: string }, never>;
 
@@ -317,6 +342,17 @@ export interface ServiceSchedulingStatus {
   unschedulable?: Unschedulable;
   restartExhausted?: string[];
   nodeLost?: string[];
+  /** Desired keys of the service whose value cannot be read: its membership is held until they are fixed. */
+  unreadable?: string[];
+}
+
+/** A write a controller keeps failing to make (src/runtime/acts.ts), as status reports it. */
+export interface FailingAct {
+  act: string;
+  reason: ActFailureReason;
+  detail: string;
+  since: string;
+  attempts: number;
 }
 
 export interface ServiceRolloutStatus {
@@ -330,7 +366,7 @@ export interface ServiceRolloutStatus {
 
 export interface DeploymentStatusStatus {
   /** Owned by the scheduler. */
-  scheduling?: { observedGeneration: number; updatedAt: string; services: Record<string, ServiceSchedulingStatus> };
+  scheduling?: { observedGeneration: number; updatedAt: string; services: Record<string, ServiceSchedulingStatus>; failingActs?: FailingAct[] };
   /** Owned by the rollout controller. */
   rollout?: { appliedRevision: number; updatedAt: string; services: Record<string, ServiceRolloutStatus> };
 }
@@ -387,6 +423,10 @@ export interface NodeDrainStatus {
   reason?: string;
   startedAt?: string;
   finishedAt?: string;
+  /** Replicas that left the node whose containers its agent still reports (the drain completes once they are gone). */
+  stopping?: string[];
+  /** The node was NotReady when the drain finished: these containers could not be confirmed stopped. */
+  unconfirmed?: string[];
   replicas: Record<string, DrainReplicaStatus>;
 }
 

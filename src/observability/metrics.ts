@@ -14,6 +14,24 @@ export const metrics = {
     labelNames: ['prefix'],
     registers: [registry],
   }),
+  unreadableKeys: new Gauge({
+    name: 'jaco_unreadable_keys',
+    help: 'Keys whose current value cannot be read (the last readable version stays in effect), by key prefix',
+    labelNames: ['prefix'],
+    registers: [registry],
+  }),
+  prunedFields: new Counter({
+    name: 'jaco_pruned_fields_total',
+    help: 'Unknown fields ignored when reading stored values (written by a newer jaco, or by hand), by key prefix',
+    labelNames: ['prefix'],
+    registers: [registry],
+  }),
+  informerInconsistencies: new Counter({
+    name: 'jaco_informer_inconsistencies_total',
+    help: 'Consistency checks that found held state different from the store (each relists), by key prefix',
+    labelNames: ['prefix'],
+    registers: [registry],
+  }),
   reconcileDuration: new Histogram({
     name: 'jaco_reconcile_duration_seconds',
     help: 'Duration of one controller pass (snapshot, decide, write)',
@@ -22,6 +40,12 @@ export const metrics = {
     registers: [registry],
   }),
   reconcileErrors: new Counter({ name: 'jaco_reconcile_errors_total', help: 'Controller passes that failed, by kind of error', labelNames: ['controller', 'error'], registers: [registry] }),
+  actFailures: new Counter({
+    name: 'jaco_act_failures_total',
+    help: 'Acts that did not land, by controller and reason (conflict, unreadable_key, too_large, too_many_ops)',
+    labelNames: ['controller', 'reason'],
+    registers: [registry],
+  }),
   writeConflicts: new Counter({ name: 'jaco_write_conflicts_total', help: 'Transactions that failed a compare-and-swap precondition', labelNames: ['controller'], registers: [registry] }),
   informerRelists: new Counter({ name: 'jaco_informer_relists_total', help: 'Informer relists (watch compacted or failed)', labelNames: ['prefix'], registers: [registry] }),
 };

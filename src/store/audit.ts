@@ -3,7 +3,7 @@
 // after the retention period without a cleaner process.
 import { randomBytes } from 'node:crypto';
 import { API_VERSION, type AuditEvent } from '../api/types.js';
-import type { AuditType } from '../api/audit-types.js';
+import type { AuditType } from '../api/reasons/audit.js';
 import { keys } from '../api/keys.js';
 import type { Op } from './writer.js';
 import type { Store, Versioned } from './store.js';

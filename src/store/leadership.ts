@@ -120,8 +120,10 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   }
 
   /** Drops leadership at once (e.g. a write came back FencedError); the loop campaigns again. */
-  depose(why: string): void {
+  depose(why: string, fence?: Fence): void {
     if (!this.current) return;
+    // Only the term that wrote can be deposed by its failure: a later term is not this write's business.
+    if (fence && fence.createRevision !== this.current.createRevision) return;
     this.current = undefined;
     metrics.leader.set({ controller: this.opts.controller }, 0);
     this.opts.log.warn({ why }, 'lost leadership; stopped writing');

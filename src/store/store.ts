@@ -186,22 +186,31 @@ export class Store {
     return v;
   }
 
-  /** Raw list of a prefix, paginated, all pages at one revision. */
-  async listRaw(prefix: string, atRevision?: number): Promise<{ kvs: IKeyValue[]; revision: number }> {
-    const end = prefixEnd(this.prefix + prefix);
-    let start = this.prefix + prefix;
+  /** Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values). */
+  async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean } = {}): Promise<{ kvs: IKeyValue[]; revision: number }> {
+    const end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
+    let start = Buffer.from(this.prefix + prefix);
     let revision = atRevision ?? 0;
     const kvs: IKeyValue[] = [];
     for (;;) {
-      let q = this.client.getAll().inRange({ start, end }).limit(LIST_PAGE);
-      if (revision) q = q.revision(revision);
-      const res = await q.exec();
+      const res = await this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
       if (!revision) revision = Number(res.header.revision);
       kvs.push(...res.kvs);
       if (!res.more || res.kvs.length === 0) break;
-      start = res.kvs[res.kvs.length - 1]!.key.toString('utf8') + '\0';
+      start = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
     }
     return { kvs, revision };
+  }
+
+  /** How many keys a prefix holds at a revision, and the newest mod revision among them (no values read). */
+  async rangeFacts(prefix: string, revision: number): Promise<{ count: number; newest: number }> {
+    const key = Buffer.from(this.prefix + prefix);
+    const range_end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
+    const [count, newest] = await Promise.all([
+      this.client.kv.range({ key, range_end, revision, count_only: true }),
+      this.client.kv.range({ key, range_end, revision, keys_only: true, limit: 1, sort_order: 'Descend', sort_target: 'Mod' }),
+    ]);
+    return { count: Number(count.count), newest: Number(newest.kvs[0]?.mod_revision ?? 0) };
   }
 
   async list<T>(prefix: string): Promise<ListResult<T>> {

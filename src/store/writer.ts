@@ -1,7 +1,12 @@
 // Transactional writes. A plan is a list of acts; an act is a group of ops that must land together
-// (a placement and its audit record, a move and its marker). Acts are packed into transactions of
-// at most MAX_TXN_OPS operations, never split across two, each all-or-nothing, each with its
-// compare-and-swap preconditions and, for controllers, the fence on the leader's election key.
+// (a placement and its audit record, a move and its marker). The compare-and-swap rules are stated
+// once, as data (`conditionsOf`), and evaluated by etcd here or by an in-memory key space in tests
+// and the simulation (`conditionsHold`), so both follow the same rules.
+//
+// Controllers commit with `commitEach`: acts are packed into transactions of at most MAX_TXN_OPS
+// operations and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by the leader's
+// election key; a transaction that fails a precondition is retried act by act, so one act that
+// cannot land never holds back the others. The CLI commits with `commitAtomic`: all or nothing.
 import type { Namespace } from 'etcd3';
 import { ConflictError, FencedError, TooLargeError } from './errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, MAX_TXN_OPS, type Store } from './store.js';
@@ -15,6 +20,8 @@ export type Op =
   | { op: 'delete'; key: string; modRevision?: number }
   /** Precondition only: the key is at modRevision (0: absent). Guards a read that decided the act. */
   | { op: 'check'; key: string; modRevision: number }
+  /** Precondition only: the key has been written `version` times (0: absent). Chains acts of one pass on one key. */
+  | { op: 'check'; key: string; version: number }
   /** Unconditional put: only for keys the writer alone owns (its heartbeat, its observed state). */
   | { op: 'put'; key: string; value: unknown; lease?: string };
 
@@ -24,21 +31,44 @@ export interface Act {
   label?: string;
 }
 
-/** A leader's fence: its election key and that key's create revision. */
+/** A writer's fence: a key only it holds (a leader's election key, an agent's claim) and that key's create revision. */
 export interface Fence {
   controller: string;
-  /** Election key, relative to the store prefix. */
+  /** Relative to the store prefix. */
   key: string;
   createRevision: number;
 }
 
-export interface CommitResult {
-  /** Acts that landed. */
-  committed: Act[];
-  /** Acts whose transaction failed a precondition (re-read and decide again). */
-  conflicted: Act[];
-  transactions: number;
+/** One precondition of a transaction: the key's create revision, mod revision or version equals `revision` (0: absent). */
+export interface Condition {
+  key: string;
+  target: 'create' | 'mod' | 'version';
+  revision: number;
 }
+
+/** The preconditions of a set of ops (and of the fence), in order. The one statement of jaco's CAS rules. */
+export function conditionsOf(ops: readonly Op[], fence?: Fence): Condition[] {
+  const out: Condition[] = [];
+  if (fence) out.push({ key: fence.key, target: 'create', revision: fence.createRevision });
+  for (const o of ops) {
+    if (o.op === 'create') out.push({ key: o.key, target: 'create', revision: 0 });
+    else if (o.op === 'check' && 'version' in o) out.push({ key: o.key, target: 'version', revision: o.version });
+    else if (o.op === 'update' || o.op === 'check') out.push({ key: o.key, target: 'mod', revision: o.modRevision });
+    else if (o.op === 'delete' && o.modRevision !== undefined) out.push({ key: o.key, target: 'mod', revision: o.modRevision });
+  }
+  return out;
+}
+
+/** Whether every condition holds against a key space (an absent key has revisions 0). */
+export function conditionsHold(conds: readonly Condition[], lookup: (key: string) => { createRevision: number; modRevision: number; version: number } | undefined): boolean {
+  return conds.every((c) => {
+    const cur = lookup(c.key);
+    const at = c.target === 'create' ? cur?.createRevision : c.target === 'mod' ? cur?.modRevision : cur?.version;
+    return (at ?? 0) === c.revision;
+  });
+}
+
+const COMPARE_TARGET = { create: 'Create', mod: 'Mod', version: 'Version' } as const;
 
 const TXN_OVERHEAD_BYTES = 64;
 
@@ -47,43 +77,60 @@ function opSize(o: Op): number {
   return Buffer.byteLength(o.key) * 2 + v + TXN_OVERHEAD_BYTES;
 }
 
-/** Packs acts into transactions of ≤ maxOps ops and compares, never splitting an act. */
-export function packActs(acts: Act[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): Act[][] {
+/** The bytes an act takes in a request (an estimate on the safe side). */
+export function actBytes(ops: readonly Op[]): number {
+  return ops.reduce((s, o) => s + opSize(o), 0);
+}
+
+/** Why an act can never fit one transaction, or undefined when it can. */
+export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_ops' | 'too_large'; detail: string } | undefined {
+  const budget = fenced ? MAX_TXN_OPS - 1 : MAX_TXN_OPS;
+  if (ops.length > budget) return { reason: 'too_many_ops', detail: `${ops.length} operations; one transaction holds at most ${budget}` };
+  const bytes = actBytes(ops);
+  if (bytes > MAX_REQUEST_BYTES) return { reason: 'too_large', detail: new TooLargeError('the act', bytes, MAX_REQUEST_BYTES).message };
+  return undefined;
+}
+
+const writtenKeys = (ops: readonly Op[]) => ops.filter((o) => o.op !== 'check').map((o) => o.key);
+
+/**
+ * Packs acts into transactions of ≤ maxOps ops and compares, never splitting an act, and never
+ * putting two acts that write one key into one transaction (etcd refuses a duplicate key, and the
+ * second act's precondition is meant for the first one's result).
+ */
+export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
   const budget = fenced ? maxOps - 1 : maxOps; // the fence takes one compare
-  const txns: Act[][] = [];
-  let cur: Act[] = [];
+  const txns: A[][] = [];
+  let cur: A[] = [];
   let n = 0;
   let bytes = 0;
+  let written = new Set<string>();
   for (const act of acts) {
     const size = act.ops.length;
-    const actBytes = act.ops.reduce((s, o) => s + opSize(o), 0);
+    const b = actBytes(act.ops);
     if (size > budget) throw new Error(`act ${act.label ?? ''} has ${size} ops; a transaction holds at most ${budget}`);
-    if (actBytes > maxBytes) throw new TooLargeError(`act ${act.label ?? ''}`, actBytes, maxBytes);
-    if (n + size > budget || bytes + actBytes > maxBytes) {
+    if (b > maxBytes) throw new TooLargeError(`act ${act.label ?? ''}`, b, maxBytes);
+    const keys = writtenKeys(act.ops);
+    if (cur.length && (n + size > budget || bytes + b > maxBytes || keys.some((k) => written.has(k)))) {
       txns.push(cur);
       cur = [];
       n = 0;
       bytes = 0;
+      written = new Set();
     }
     cur.push(act);
     n += size;
-    bytes += actBytes;
+    bytes += b;
+    for (const k of keys) written.add(k);
   }
   if (cur.length) txns.push(cur);
   return txns;
 }
 
-async function commitTxn(ns: Namespace, acts: Act[], fence?: Fence): Promise<boolean> {
-  const ops = acts.flatMap((a) => a.ops);
-  type Cmp = [string, 'Create' | 'Mod', '==' | '>', string | number];
-  const compares: Cmp[] = [];
-  if (fence) compares.push([fence.key, 'Create', '==', fence.createRevision]);
-  for (const o of ops) {
-    if (o.op === 'create') compares.push([o.key, 'Create', '==', 0]);
-    else if (o.op === 'update') compares.push([o.key, 'Mod', '==', o.modRevision]);
-    else if (o.op === 'delete' && o.modRevision !== undefined) compares.push([o.key, 'Mod', '==', o.modRevision]);
-    else if (o.op === 'check') compares.push([o.key, 'Mod', '==', o.modRevision]);
-  }
+/** Commits ops in one transaction; false when a precondition failed; FencedError when the fence did. */
+async function commitTxn(ns: Namespace, ops: Op[], fence?: Fence): Promise<boolean> {
+  type Cmp = [string, 'Create' | 'Mod' | 'Version', '==' | '>', number];
+  const compares: Cmp[] = conditionsOf(ops, fence).map((c) => [c.key, COMPARE_TARGET[c.target], '==', c.revision]);
   const writes = ops
     .filter((o) => o.op !== 'check')
     .map((o) => {
@@ -107,28 +154,84 @@ async function commitTxn(ns: Namespace, acts: Act[], fence?: Fence): Promise<boo
   return false;
 }
 
+export interface CommitResult<A extends Act = Act> {
+  /** Acts that landed. */
+  committed: A[];
+  /** Acts whose preconditions failed (re-read and decide again). */
+  conflicted: A[];
+  /** Acts refused before sending: they can never fit one transaction. */
+  refused: { act: A; reason: 'too_many_ops' | 'too_large'; detail: string }[];
+  transactions: number;
+}
+
 /**
- * Commits acts in as few transactions as the limits allow. A transaction that fails a
- * precondition is reported in `conflicted` (the others still land); a failed fence throws
- * FencedError at once and stops the rest.
+ * Commits acts in as few transactions as the limits allow, each act landing or failing on its own:
+ * a batch that fails a precondition is retried act by act. An act that can never fit is refused
+ * up front. A failed fence throws FencedError at once and stops the rest; any other error (etcd
+ * away, a lost response) throws too, and the caller decides again from what its cache shows.
  */
-export async function commitActs(store: Store, acts: Act[], fence?: Fence): Promise<CommitResult> {
-  const result: CommitResult = { committed: [], conflicted: [], transactions: 0 };
-  for (const group of packActs(acts, MAX_TXN_OPS, !!fence)) {
+export async function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
+  const result: CommitResult<A> = { committed: [], conflicted: [], refused: [], transactions: 0 };
+  const fit: A[] = [];
+  for (const act of acts) {
+    const why = unfit(act.ops, !!fence);
+    if (why) result.refused.push({ act, ...why });
+    else fit.push(act);
+  }
+  for (const group of packActs(fit, MAX_TXN_OPS, !!fence)) {
     result.transactions++;
-    const ok = await commitTxn(store.ns, group, fence);
-    (ok ? result.committed : result.conflicted).push(...group);
+    if (await commitTxn(store.ns, group.flatMap((a) => a.ops), fence)) {
+      result.committed.push(...group);
+      continue;
+    }
+    if (group.length === 1) {
+      result.conflicted.push(group[0]!);
+      continue;
+    }
+    // Which act failed is not said by etcd: try each alone, in order (an act may follow one it
+    // chains on), so the others still land.
+    for (const a of group) {
+      result.transactions++;
+      (await commitTxn(store.ns, a.ops, fence) ? result.committed : result.conflicted).push(a);
+    }
   }
   return result;
 }
 
+/** commitEach for writers that want only what landed and what conflicted (refusals throw). */
+export async function commitActs<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
+  const r = await commitEach(store, acts, fence);
+  const refused = r.refused[0];
+  if (refused) {
+    if (refused.reason === 'too_large') throw new TooLargeError(`act ${refused.act.label ?? ''}`, actBytes(refused.act.ops), MAX_REQUEST_BYTES);
+    throw new Error(`act ${refused.act.label ?? ''}: ${refused.detail}`);
+  }
+  return r;
+}
+
+export interface AtomicOptions {
+  /**
+   * After a conflict or an error that leaves the outcome unknown (a lost response, or the client
+   * retrying a commit that had landed), tells whether this very change is in the store: a write
+   * that landed is reported as landed, not as "nothing was written".
+   */
+  landed?: () => Promise<boolean>;
+}
+
 /** Commits a set of acts atomically in one transaction (CLI apply): all or nothing. */
-export async function commitAtomic(store: Store, acts: Act[]): Promise<void> {
+export async function commitAtomic(store: Store, acts: Act[], opts: AtomicOptions = {}): Promise<void> {
   const ops = acts.flatMap((a) => a.ops);
   if (ops.length > MAX_TXN_OPS)
     throw new Error(`this change needs ${ops.length} writes; one etcd transaction holds at most ${MAX_TXN_OPS} (--max-txn-ops): split it`);
-  const bytes = ops.reduce((s, o) => s + opSize(o), 0);
+  const bytes = actBytes(ops);
   if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError('this change', bytes, MAX_REQUEST_BYTES);
-  const ok = await commitTxn(store.ns, acts);
-  if (!ok) throw new ConflictError('the store changed while this change was prepared; nothing was written, try again', ops.map((o) => o.key));
+  let ok: boolean;
+  try {
+    ok = await commitTxn(store.ns, ops);
+  } catch (e) {
+    if (opts.landed && (await opts.landed().catch(() => false))) return;
+    throw e;
+  }
+  if (ok || (opts.landed && (await opts.landed()))) return;
+  throw new ConflictError('the store changed while this change was prepared; nothing was written, try again', ops.map((o) => o.key));
 }

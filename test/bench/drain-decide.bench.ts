@@ -1,16 +1,20 @@
 // Benchmark: one pass of the drain controller's pure core (controllers/drain/decide.ts) on large
-// synthetic clusters — the cost a leader pays per watch event while a drain runs. No I/O.
+// synthetic clusters — the cost a leader pays per watch event while a drain runs. No I/O: the
+// snapshot is read through the runtime's cache from an in-memory store, as in production.
 //
 //   npx tsx test/bench/drain-decide.bench.ts [--runs 20]
 //
 // Each cluster: N nodes (Ready, 64 GiB), S services of R replicas spread over them (plus one
 // global service), node-000 draining. "start" is the first pass (placement of one move per
-// service through the scheduler's placement core, under the budget); "steady" a pass with those
-// moves in flight and nothing new to decide; "idle" a pass with no drain at all.
+// service through the placement core, under the budget); "steady" a pass with those moves in
+// flight and nothing new to decide; "idle" a pass with no drain at all.
+import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type ReplicaDesired, type ReplicaObserved, type ServiceSpec } from '../../src/api/types.js';
-import type { Versioned } from '../../src/store/store.js';
-import { decide, type DrainSnapshot } from '../../controllers/drain/decide.js';
+import { Cache } from '../../src/runtime/cache.js';
+import { decide } from '../../controllers/drain/decide.js';
+import { drainSnapshot } from '../../controllers/drain/index.js';
+import { MemoryStore } from '../support/memory-store.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -20,18 +24,16 @@ const runs = Number(arg('runs', '20'));
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-let rev = 1;
-const v = <T>(key: string, value: T): Versioned<T> => ({ key, value, modRevision: ++rev, createRevision: rev, version: 1 });
+const CFG = { drainTimeoutMs: 300_000 };
 
-function cluster(nodes: number, services: number, replicas: number): DrainSnapshot {
+function cluster(nodes: number, services: number, replicas: number): MemoryStore {
+  const store = new MemoryStore();
   const names = Array.from({ length: nodes }, (_, i) => `node-${String(i).padStart(3, '0')}`);
-  const snap: DrainSnapshot = { drains: [], nodes: new Map(), heartbeats: new Map(), desired: [], observed: new Map(), volumeHomes: [] };
-  const desired: Versioned<ReplicaDesired>[] = [];
   for (const name of names) {
     const node: Node = { apiVersion: API_VERSION, kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 16_000, memoryBytes: 64 * 2 ** 30, gpus: 0 }, agentVersion: 'b', registeredAt: iso(T0) } };
-    (snap.nodes as Map<string, Versioned<Node>>).set(name, v(`nodes/${name}`, node));
+    store.put(keys.node(name), node);
     const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(T0), intervalMs: 30_000, agentVersion: 'b', dockerUp: true } };
-    (snap.heartbeats as Map<string, Heartbeat>).set(name, hb);
+    store.put(keys.heartbeat(name), hb);
   }
   const add = (id: string, dep: string, svc: string, node: string, spec: ServiceSpec, index?: number) => {
     const d: ReplicaDesired = {
@@ -40,14 +42,14 @@ function cluster(nodes: number, services: number, replicas: number): DrainSnapsh
       metadata: { name: id },
       spec: { replica: id, deployment: dep, service: svc, node, ...(index === undefined ? {} : { index }), revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000) },
     };
-    desired.push(v(`desired/${node}/${id}`, d));
+    store.put(keys.desired(node, id), d);
     const o: ReplicaObserved = {
       apiVersion: API_VERSION,
       kind: 'ReplicaObserved',
       metadata: { name: id },
       status: { replica: id, node, deployment: dep, service: svc, state: 'running', revision: 1, specHash: d.spec.specHash, startedAt: iso(T0 - 600_000), health: 'healthy', observedAt: iso(T0) },
     };
-    (snap.observed as Map<string, ReplicaObserved>).set(`${node}/${id}`, o);
+    store.put(keys.observed(node, id), o);
   };
   for (let s = 0; s < services; s++) {
     const spec = withDefaults({ image: 'x', replicas, resources: { cpu: '100m', memory: '64Mi' }, healthcheck: { test: ['CMD', 'true'] } });
@@ -55,27 +57,12 @@ function cluster(nodes: number, services: number, replicas: number): DrainSnapsh
   }
   const g = withDefaults({ image: 'x', placement: { mode: 'global' } });
   for (const n of names) add(`d-g-${n}`, 'd', 'g', n, g);
-  snap.desired = desired;
-  return snap;
+  return store;
 }
 
-function withDrain(s: DrainSnapshot): DrainSnapshot {
+function drainNode0(store: MemoryStore): void {
   const drain: NodeDrain = { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: 'node-000' }, spec: { node: 'node-000', timeout: '5m', force: false, remove: false, requestedAt: iso(T0) } };
-  return { ...s, drains: [v('drains/node-000', drain)] };
-}
-
-/** The snapshot after the first pass's acts landed (moves in flight, status written). */
-function afterFirstPass(s: DrainSnapshot): DrainSnapshot {
-  const d = decide(s, T0, { drainTimeoutMs: 300_000 });
-  const desired = new Map(s.desired.map((x) => [x.key, x]));
-  let drains = s.drains;
-  for (const a of d.acts)
-    for (const o of a.ops) {
-      if (o.op === 'delete') desired.delete(o.key);
-      else if ((o.op === 'create' || o.op === 'update') && o.key.startsWith('desired/')) desired.set(o.key, v(o.key, o.value as ReplicaDesired));
-      else if (o.op === 'update' && o.key.startsWith('drains/')) drains = [v(o.key, o.value as NodeDrain)];
-    }
-  return { ...s, drains, desired: [...desired.values()] };
+  store.put(keys.drain('node-000'), drain);
 }
 
 function time(fn: () => unknown): number {
@@ -91,16 +78,18 @@ for (const [nodes, services, replicas] of [
   [50, 100, 20],
   [200, 250, 40],
 ] as const) {
-  const base = cluster(nodes, services, replicas);
-  const draining = withDrain(base);
-  const steady = afterFirstPass(draining);
-  const first = decide(draining, T0, { drainTimeoutMs: 300_000 });
+  const store = cluster(nodes, services, replicas);
+  const cache = new Cache(store);
+  const m = () => median(Array.from({ length: runs }, () => time(() => decide(drainSnapshot(cache), T0 + 1000, CFG))));
+  const idle = m();
+  drainNode0(store);
+  const first = decide(drainSnapshot(cache), T0, CFG);
   const moves = first.acts.filter((a) => a.label.endsWith(': start')).length;
-  const onNode = base.desired.filter((d) => d.value.spec.node === 'node-000').length;
-  for (let i = 0; i < 3; i++) decide(draining, T0, { drainTimeoutMs: 300_000 }); // warm-up
-  const m = (s: DrainSnapshot) => median(Array.from({ length: runs }, () => time(() => decide(s, T0 + 1000, { drainTimeoutMs: 300_000 }))));
-  const total = base.desired.length;
-  console.log(
-    `${String(nodes).padStart(5)}  ${String(total).padStart(8)}  ${String(onNode).padStart(19)}  ${String(moves).padStart(13)}  ${m(draining).toFixed(2).padStart(6)}  ${m(steady).toFixed(2).padStart(6)}  ${m(base).toFixed(3).padStart(6)}`,
-  );
+  const start = m();
+  // The first pass's acts land: moves in flight, status written.
+  for (const a of first.acts) store.applyAct(a.ops);
+  const steady = m();
+  const total = store.keys('desired/').length;
+  const here = store.keys('desired/node-000/').length;
+  console.log(`${String(nodes).padStart(5)}  ${String(total).padStart(8)}  ${String(here).padStart(19)}  ${String(moves).padStart(13)}  ${start.toFixed(2).padStart(6)}  ${steady.toFixed(2).padStart(6)}  ${idle.toFixed(3).padStart(6)}`);
 }

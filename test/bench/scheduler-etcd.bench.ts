@@ -10,7 +10,8 @@ import { setRootLogger } from '../../src/observability/log.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
-import { startScheduler } from '../../controllers/scheduler/controller.js';
+import { schedulerController } from '../../controllers/scheduler/controller.js';
+import { startController } from '../../src/runtime/manager.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 
@@ -55,8 +56,8 @@ const etcd = await startTestEtcd();
 try {
   const store = etcd.store();
   await registerNodes(store);
-  const h = await startScheduler({ store, timings: FAST, log: testLogger(), identity: 'bench' });
-  while (!h.controller.leadership.isLeader()) await new Promise((r) => setTimeout(r, 20));
+  const h = await startController({ store, timings: FAST, log: testLogger(), identity: 'bench' }, schedulerController(FAST));
+  while (!h.runner.isLeader()) await new Promise((r) => setTimeout(r, 20));
   const shapes: [string, DeploymentSpec][] = [
     ['1 service × 1000 replicas', { services: { web: { image: 'jaco-demo/busybox:1', replicas: 1000 } } }],
     ['10 services × 100 replicas', { services: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`s${i}`, { image: 'jaco-demo/busybox:1', replicas: 100 }])) }],

@@ -6,7 +6,7 @@
 // 3. an idle reconcile of those 10,000 replicas, all running (goal ≤ 20 ms), and the RSS.
 import { World } from '../support/scheduler-world.js';
 import { decide } from '../../controllers/scheduler/decide.js';
-import { Placer, type NodeInfo, type PlacementRequest } from '../../controllers/scheduler/placement.js';
+import { Placer, type NodeInfo, type PlacementRequest } from '../../controllers/placement/placer.js';
 import type { ServiceSpec } from '../../src/api/types.js';
 
 const IMG = 'jaco-demo/busybox:1';
@@ -123,7 +123,7 @@ function bigWorld(): World {
   w.runAll();
   w.converge();
   const idle = w.snapshot();
-  const replicas = idle.desired.length;
+  const replicas = idle.replicas.byId.size;
   const idleRuns: number[] = [];
   for (let r = 0; r < 25; r++) {
     const t = timeIt(() => decide(idle, w.now, w.config));

@@ -9,7 +9,8 @@ import { registry } from '../../src/observability/metrics.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
-import { startScheduler, type SchedulerHandle } from '../../controllers/scheduler/controller.js';
+import { schedulerController } from '../../controllers/scheduler/controller.js';
+import { startController } from '../../src/runtime/manager.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
@@ -18,7 +19,7 @@ import { eventually } from '../support/wait.js';
 let etcd: TestEtcd;
 let store: Store;
 let prefix: string;
-let sched: SchedulerHandle;
+let sched: { stop(): Promise<void> };
 
 const SHOP = `apiVersion: jaco.dev/v1
 kind: Deployment
@@ -42,7 +43,7 @@ beforeAll(async () => {
     return [{ op: 'put' as const, key: keys.node(name), value: node }, { op: 'put' as const, key: keys.heartbeat(name), value: hb }];
   });
   await commitAtomic(store, [{ ops }]);
-  sched = await startScheduler({ store, timings: FAST, log: testLogger(), identity: 'cli-test' });
+  sched = await startController({ store, timings: FAST, log: testLogger(), identity: 'cli-test' }, schedulerController(FAST));
   const r = await cli(['apply', '-f', '-'], SHOP);
   expect(r.code, r.stderr).toBe(0);
   await eventually(async () => (await store.countPrefix(keys.desiredOf())) === 3 && (await store.get(keys.deploymentStatus('shop'))) !== undefined, { what: 'shop placed' });

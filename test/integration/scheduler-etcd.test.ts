@@ -5,18 +5,20 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type DeploymentSpec, type DeploymentStatus, type Endpoints, type Heartbeat, type Node, type PlacementDecision, type ReplicaCounter, type ReplicaDesired } from '../../src/api/types.js';
 import { applyDeployments, deleteDeployments } from '../../src/cli/apply.js';
-import type { PlannedAct } from '../../src/runtime/controller.js';
+import type { Act } from '../../src/runtime/acts.js';
+import { startController } from '../../src/runtime/manager.js';
 import { metrics } from '../../src/observability/metrics.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import type { Store } from '../../src/store/store.js';
 import { FAST } from '../../src/timings.js';
-import { startScheduler, type SchedulerHandle } from '../../controllers/scheduler/controller.js';
+import { schedulerController } from '../../controllers/scheduler/controller.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 import { eventually } from '../support/wait.js';
 
 let etcd: TestEtcd;
-const handles: SchedulerHandle[] = [];
+type SchedulerHandle = Awaited<ReturnType<typeof scheduler>>;
+const handles: { stop(): Promise<void> }[] = [];
 beforeAll(async () => {
   etcd = await startTestEtcd();
 });
@@ -39,8 +41,8 @@ async function cluster(store: Store, nodes: string[]): Promise<void> {
   await commitAtomic(store, [{ ops: nodes.flatMap((n) => [{ op: 'put' as const, key: keys.node(n), value: nodeObj(n) }, { op: 'put' as const, key: keys.heartbeat(n), value: heartbeat(n) }]) }]);
 }
 
-async function scheduler(store: Store, identity: string, beforeCommit?: (acts: PlannedAct[]) => Promise<void>): Promise<SchedulerHandle> {
-  const h = await startScheduler({ store, timings: FAST, log: testLogger(), identity }, { beforeCommit });
+async function scheduler(store: Store, identity: string, beforeCommit?: (acts: readonly Act[]) => Promise<void>) {
+  const h = await startController({ store, timings: FAST, log: testLogger(), identity, beforeCommit }, schedulerController(FAST));
   handles.push(h);
   return h;
 }
@@ -120,7 +122,7 @@ describe('scheduler on etcd', () => {
     expect(audit[0]!.value.spec.payload).toMatchObject({ replica: victim.spec.replica, node: 'node-2', to: 'node-1' });
     const rec = (await store.get<ReplicaDesired>(keys.desired('node-1', victim.spec.replica)))!;
     expect(rec.createRevision).toBe(audit[0]!.createRevision);
-    expect(h.reconciler.notReadySince.has('node-2')).toBe(true);
+    expect(h.runner.state.notReadySince.has('node-2')).toBe(true);
   });
 
   it('a leader change in the middle of a pass writes nothing twice', async () => {
@@ -132,12 +134,12 @@ describe('scheduler on etcd', () => {
     let placePasses = 0;
     const a = await scheduler(store, 'a', async (acts) => {
       if (!acts.some((x) => x.label.startsWith('place'))) return;
-      // Hold the second placing pass: by then A has written one batch of replicas.
-      if (++placePasses !== 2) return;
+      // Hold the placing pass (all 100 replicas are decided in one pass): A has decided, not written.
+      if (++placePasses !== 1) return;
       gate?.reached();
       await gate?.release;
     });
-    await eventually(() => a.controller.leadership.isLeader(), { what: 'A leading' });
+    await eventually(() => a.runner.leadership!.isLeader(), { what: 'A leading' });
     const b = await scheduler(store, 'b');
     reached = new Promise<void>((r) => {
       gate = { reached: r, release: new Promise<void>((rel) => (release = rel)) };
@@ -145,9 +147,9 @@ describe('scheduler on etcd', () => {
     await apply(store, 'big', { services: { web: { image: 'jaco-demo/busybox:1', replicas: 100 } } });
     await reached;
     // A has decided its second batch but not written it: its lease goes (as if it had expired).
-    const fence = a.controller.leadership.fence()!;
+    const fence = a.runner.leadership!.fence()!;
     await store.revokeLease(fence.key.slice(fence.key.lastIndexOf('/') + 1));
-    await eventually(() => b.controller.leadership.isLeader(), { what: 'B leading', timeoutMs: 15_000 });
+    await eventually(() => b.runner.leadership!.isLeader(), { what: 'B leading', timeoutMs: 15_000 });
     // B finishes the job.
     await eventually(async () => (await desired(store)).length === 100, { what: '100 replicas', timeoutMs: 30_000 });
     // Now A's held pass commits with its stale fence: refused, nothing lands.

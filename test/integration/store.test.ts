@@ -6,7 +6,7 @@ import { ConflictError, FencedError } from '../../src/store/errors.js';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
-import { commitActs, commitAtomic, type Act } from '../../src/store/writer.js';
+import { commitActs, commitAtomic, commitEach, type Act } from '../../src/store/writer.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 import { TcpProxy } from '../support/proxy.js';
@@ -70,13 +70,40 @@ describe('batched writer', () => {
     for (let i = 0; i < 100; i++) expect(new Set(items.filter((x) => x.key.startsWith(`a/${i}/`)).map((x) => x.modRevision)).size).toBe(1);
   });
 
-  it('a conflicting transaction is reported; the other transactions still land', async () => {
+  it('an act that cannot land does not hold back the others, not even those batched with it', async () => {
     const store = etcd.store();
     await commitAtomic(store, [{ ops: [{ op: 'create', key: 'k/000', value: counter(0) }] }]);
-    const acts: Act[] = Array.from({ length: 200 }, (_, i) => ({ ops: [{ op: 'create', key: `k/${String(i).padStart(3, '0')}`, value: counter(i) }] }));
-    const res = await commitActs(store, acts);
-    expect(res.conflicted).toHaveLength(128); // the first transaction held k/000
-    expect(res.committed).toHaveLength(72);
+    const acts: Act[] = Array.from({ length: 200 }, (_, i) => ({ label: `k${i}`, ops: [{ op: 'create', key: `k/${String(i).padStart(3, '0')}`, value: counter(i) }] }));
+    const res = await commitEach(store, acts);
+    // The first transaction held k/000: it failed, and its other 127 acts were retried one by one.
+    expect(res.conflicted.map((a) => a.label)).toEqual(['k0']);
+    expect(res.committed).toHaveLength(199);
+    expect(await store.countPrefix('k/')).toBe(200);
+  });
+
+  it('an act too large for one request is refused before sending; the others land', async () => {
+    const store = etcd.store();
+    const big = { ...counter(1), metadata: { name: 'big', annotations: { blob: 'x'.repeat(2 * 1024 * 1024) } } };
+    const res = await commitEach(store, [
+      { label: 'small', ops: [{ op: 'create', key: 'k/small', value: counter(1) }] },
+      { label: 'big', ops: [{ op: 'create', key: 'k/big', value: big }] },
+    ]);
+    expect(res.committed.map((a) => a.label)).toEqual(['small']);
+    expect(res.refused).toMatchObject([{ act: { label: 'big' }, reason: 'too_large' }]);
+    expect(await store.get('k/big')).toBeUndefined();
+  });
+
+  it('acts chained on a key by its version land in order, and the chain breaks where one fails', async () => {
+    const store = etcd.store();
+    const chain = (k: number): Act => ({
+      label: `c${k}`,
+      ops: [...(k === 0 ? [{ op: 'create' as const, key: 'seq', value: counter(0) }] : [{ op: 'check' as const, key: 'seq', version: k }, { op: 'put' as const, key: 'seq', value: counter(k) }])],
+    });
+    const ok = await commitEach(store, [chain(0), chain(1), chain(2)]);
+    expect(ok.committed.map((a) => a.label)).toEqual(['c0', 'c1', 'c2']);
+    const broken = await commitEach(store, [chain(5), chain(3)]);
+    expect(broken.committed.map((a) => a.label)).toEqual(['c3']);
+    expect(broken.conflicted.map((a) => a.label)).toEqual(['c5']);
   });
 });
 

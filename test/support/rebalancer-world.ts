@@ -3,7 +3,8 @@
 // the store accepted it) so leader-local effects follow, and applies landed moves to the world.
 import { withDefaults, specHash } from '../../src/api/spec.js';
 import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import type { VersionedDesired } from '../../controllers/moves/move.js';
+import { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Versioned } from '../../src/store/store.js';
 import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
 import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from '../../controllers/rebalancer/decide.js';
 
@@ -46,6 +47,8 @@ export interface ReplicaOpts {
   index?: number;
 }
 
+export type VersionedDesired = Versioned<ReplicaDesired>;
+
 export interface ReplicaCopy {
   desired: VersionedDesired;
   observed?: ReplicaObserved;
@@ -55,6 +58,11 @@ export interface ReplicaCopy {
 let rev = 100;
 export function resetRevisions(): void {
   rev = 100;
+}
+
+function versioned<T>(key: string, value: T): Versioned<T> {
+  const r = rev++;
+  return { key, value, modRevision: r, createRevision: r, version: 1 };
 }
 
 export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaCopy {
@@ -87,7 +95,7 @@ export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaC
           metadata: { name: id },
           status: { replica: id, node, deployment, service: svc, state: 'running', revision: 1, specHash: d.spec.specHash, startedAt: iso(T0 - 86_400_000), health: 'none', observedAt: iso(T0) },
         };
-  return { desired: { key: `desired/${node}/${id}`, modRevision: rev++, value: d }, ...(observed ? { observed } : {}) };
+  return { desired: versioned(`desired/${node}/${id}`, d), ...(observed ? { observed } : {}) };
 }
 
 /** Utilisation of one node in one sample, with optional per-replica footprints. */
@@ -128,20 +136,24 @@ export class World {
       if (s) samples.set(name, s);
       if (!this.notReady.has(name)) heartbeats.set(name, heartbeat(name, now, s));
     }
-    const observed = new Map<string, ReplicaObserved>();
-    for (const r of this.replicas) if (r.observed) observed.set(`${r.desired.value.spec.node}/${r.desired.value.spec.replica}`, r.observed);
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), desired: this.replicas.map((r) => r.desired), observed, volumeHomes: [] };
+    const replicas = new ReplicaIndex();
+    for (const r of this.replicas) {
+      const s = r.desired.value.spec;
+      if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
+      replicas.putDesired(r.desired);
+    }
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [] };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */
   applyOps(cycle: Cycle): void {
     for (const a of cycle.acts)
       for (const op of a.ops) {
-        if (op.op === 'create' && op.key.startsWith('desired/')) this.replicas.push({ desired: { key: op.key, modRevision: rev++, value: op.value as ReplicaDesired } });
+        if (op.op === 'create' && op.key.startsWith('desired/')) this.replicas.push({ desired: versioned(op.key, op.value as ReplicaDesired) });
         if (op.op === 'delete') this.replicas = this.replicas.filter((r) => r.desired.key !== op.key);
         if (op.op === 'update' && op.key.startsWith('desired/')) {
           const r = this.replicas.find((x) => x.desired.key === op.key);
-          if (r) r.desired = { key: op.key, modRevision: rev++, value: op.value as ReplicaDesired };
+          if (r) r.desired = versioned(op.key, op.value as ReplicaDesired);
         }
       }
   }

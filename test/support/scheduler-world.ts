@@ -1,7 +1,8 @@
-// A harness for the scheduler's pure core: an in-memory key space with etcd's compare-and-swap
-// rules, from which snapshots are read and into which plans are applied act by act. Table tests
-// and benchmarks drive decide() through it pass after pass and record every plan; it stands in
-// for nothing real (integration and e2e tests use real etcd and Docker).
+// A harness for the scheduler's pure core: an in-memory store with etcd's compare-and-swap rules,
+// read through the runtime's cache by the scheduler's own snapshot function, into which plans are
+// applied act by act (test/support/harness.ts). Table tests and benchmarks drive decide() through
+// it pass after pass and record every plan; it stands in for nothing real (integration and e2e
+// tests use real etcd and Docker).
 import { keys, replicaId } from '../../src/api/keys.js';
 import { templateOf } from '../../src/api/serving.js';
 import {
@@ -18,8 +19,10 @@ import {
 import { memoryBytes, cpuMillis } from '../../src/api/units.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
-import type { Op } from '../../src/store/writer.js';
-import { byNode, decide, schedulerConfig, trackNotReady, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/decide.js';
+import { schedulerController, type SchedulerState } from '../../controllers/scheduler/controller.js';
+import { decide, schedulerConfig, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/decide.js';
+import { Harness } from './harness.js';
+import { MemoryStore } from './memory-store.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 export const iso = (ms: number) => new Date(ms).toISOString();
@@ -37,32 +40,49 @@ export interface NodeOpts {
 }
 
 export class World {
-  readonly kv = new Map<string, Versioned<unknown>>();
-  revision = 100;
+  readonly store = new MemoryStore();
+  readonly harness: Harness<SchedulerState, SchedulerSnapshot, ActMetrics, SchedulerPlan>;
   now = T0;
-  readonly audit: AuditRecord[] = [];
   readonly plans: SchedulerPlan[] = [];
-  readonly notReadySince = new Map<string, number>();
   /** Nodes whose agent is down: advance() does not keep their heartbeat fresh. */
   readonly down = new Set<string>();
-  /** Overrides of the informers' seen revisions (default: caught up). */
-  seen?: { deployments: number; desired: number; nodes: number };
 
-  constructor(readonly config: SchedulerConfig = TEST_CONFIG) {}
+  constructor(readonly config: SchedulerConfig = TEST_CONFIG) {
+    this.harness = new Harness(this.store, schedulerController({} as never, { config }));
+  }
+
+  get audit(): AuditRecord[] {
+    return this.harness.audit;
+  }
+
+  get revision(): number {
+    return this.store.rev;
+  }
+
+  /** The leader's NotReady clocks. */
+  get notReadySince(): ReadonlyMap<string, number> {
+    return this.harness.state.notReadySince;
+  }
+
+  /** A new term: the leader-local memory starts afresh. */
+  newTerm(): void {
+    this.harness.state = { notReadySince: new Map() };
+  }
 
   put(key: string, value: unknown): Versioned<unknown> {
-    const prev = this.kv.get(key);
-    const v = { key, value, modRevision: ++this.revision, createRevision: prev?.createRevision ?? this.revision, version: (prev?.version ?? 0) + 1 };
-    this.kv.set(key, v);
-    return v;
+    return this.store.put(key, value);
+  }
+
+  remove(key: string): void {
+    this.store.remove(key);
   }
 
   get<T>(key: string): T | undefined {
-    return this.kv.get(key)?.value as T | undefined;
+    return this.store.get<T>(key);
   }
 
   list<T>(prefix: string): Versioned<T>[] {
-    return [...this.kv.values()].filter((v) => v.key.startsWith(prefix)).sort((a, b) => (a.key < b.key ? -1 : 1)) as Versioned<T>[];
+    return this.store.under<T>(prefix);
   }
 
   deploy(name: string, services: Record<string, ServiceSpec>, generation?: number): Deployment {
@@ -78,8 +98,7 @@ export class World {
   }
 
   undeploy(name: string): void {
-    this.kv.delete(keys.deployment(name));
-    this.revision++;
+    this.store.remove(keys.deployment(name));
   }
 
   node(name: string, o: NodeOpts = {}): void {
@@ -102,9 +121,8 @@ export class World {
   }
 
   nodeDown(name: string): void {
-    this.kv.delete(keys.heartbeat(name));
+    this.store.remove(keys.heartbeat(name));
     this.down.add(name);
-    this.revision++;
   }
 
   /** A desired key as the scheduler would have written it, at the deployment's current revision. */
@@ -150,72 +168,19 @@ export class World {
   }
 
   snapshot(): SchedulerSnapshot {
-    const rest = <T>(prefix: string) => new Map(this.list<T>(prefix).map((v) => [v.key.slice(prefix.length), v] as const));
-    const vals = <T>(prefix: string) => new Map(this.list<T>(prefix).map((v) => [v.key.slice(prefix.length), v.value] as const));
-    return {
-      deployments: rest(keys.deployments()),
-      revisions: new Map(this.list(keys.revisions()).map((v) => [v.key, v.value as never])),
-      rollouts: vals(keys.rollouts()),
-      nodes: vals(keys.nodes()),
-      heartbeats: vals(keys.heartbeats()),
-      drains: vals(keys.drains()),
-      desired: this.list(keys.desiredOf()),
-      observed: byNode(this.list<ReplicaObserved>(keys.observedOf()).map((v) => v.value)),
-      commands: new Map(this.list(keys.commandsOf()).map((v) => [v.key, v])),
-      counters: rest(keys.counters()),
-      volumeHomes: rest(keys.volumeHomes()),
-      endpoints: rest(keys.endpointsAll()),
-      decisions: new Map(this.list(keys.decisions()).map((v) => [v.key, v])),
-      statuses: rest(keys.deploymentStatuses()),
-      notReadySince: this.notReadySince,
-      seen: this.seen ?? { deployments: this.revision, desired: this.revision, nodes: this.revision },
-    } as SchedulerSnapshot;
-  }
-
-  /** Whether an op's precondition holds now. */
-  private holds(o: Op): boolean {
-    const cur = this.kv.get(o.key);
-    switch (o.op) {
-      case 'create':
-        return !cur;
-      case 'update':
-      case 'check':
-        return (cur?.modRevision ?? 0) === o.modRevision;
-      case 'delete':
-        return o.modRevision === undefined || (cur?.modRevision ?? 0) === o.modRevision;
-      case 'put':
-        return true;
-    }
+    return this.harness.snapshot(this.now);
   }
 
   /** Applies a plan act by act, each all-or-nothing; returns the labels that conflicted. */
   apply(plan: SchedulerPlan): string[] {
-    const conflicted: string[] = [];
-    for (const act of plan.acts) {
-      if (!act.ops.every((o) => this.holds(o))) {
-        conflicted.push(act.label);
-        continue;
-      }
-      this.revision++;
-      for (const o of act.ops) {
-        if (o.op === 'delete') this.kv.delete(o.key);
-        else if (o.op !== 'check') {
-          const prev = this.kv.get(o.key);
-          this.kv.set(o.key, { key: o.key, value: structuredClone(o.value), modRevision: this.revision, createRevision: prev?.createRevision ?? this.revision, version: (prev?.version ?? 0) + 1 });
-        }
-      }
-      this.audit.push(...act.audit);
-    }
-    return conflicted;
+    this.harness.apply(plan.acts);
+    return this.harness.conflicted;
   }
 
   /** One pass: decide over the current state and apply the plan. */
   pass(): SchedulerPlan {
-    const snap = this.snapshot();
-    trackNotReady(this.notReadySince, snap.nodes.keys(), snap.heartbeats, this.now);
-    const plan = decide(snap, this.now, this.config);
+    const plan = this.harness.pass(this.now);
     this.plans.push(plan);
-    this.apply(plan);
     return plan;
   }
 
@@ -233,7 +198,7 @@ export class World {
   /** Time passes; the agents that are up keep their heartbeats fresh. */
   advance(ms: number): void {
     this.now += ms;
-    for (const n of this.list<Node>(keys.nodes())) if (!this.down.has(n.value.metadata.name)) this.heartbeat(n.value.metadata.name);
+    for (const n of this.list<Node>(keys.nodes())) if (typeof n.value === 'object' && !this.down.has(n.value.metadata.name)) this.heartbeat(n.value.metadata.name);
   }
 
   desired(filter: { deployment?: string; service?: string } = {}): ReplicaDesired[] {

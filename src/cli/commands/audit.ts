@@ -1,6 +1,6 @@
 // jaco audit: read and follow the audit log (every decision jaco records).
 import type { Command } from 'commander';
-import { AUDIT_TYPES, isAuditType } from '../../api/audit-types.js';
+import { AUDIT_TYPES, isAuditType } from '../../api/reasons/audit.js';
 import { keys } from '../../api/keys.js';
 import type { AuditEvent } from '../../api/types.js';
 import { auditMatches, readAudit, type AuditQuery } from '../../store/audit.js';

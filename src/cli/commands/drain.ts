@@ -3,7 +3,7 @@
 // work; the CLI owns the node's spec and the drain's spec, never its status.
 import type { Command } from 'commander';
 import { drainProgress, type DrainProgress } from '../../../controllers/drain/progress.js';
-import type { DrainAbortReason } from '../../../controllers/drain/reasons.js';
+import type { DrainAbortReason } from '../../api/reasons/drain.js';
 import { keys } from '../../api/keys.js';
 import { API_VERSION, type Node, type NodeDrain, type NodeDrainSpec } from '../../api/types.js';
 import { durationMs, formatDuration } from '../../api/units.js';

@@ -5,9 +5,11 @@ import type { Command } from 'commander';
 import { defaultConfig, type Config } from '../../../controllers/rebalancer/config.js';
 import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
 import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
-import { snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
+import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
+import { Cache } from '../../runtime/cache.js';
+import { logger } from '../../observability/log.js';
 import { keys } from '../../api/keys.js';
-import type { AuditEvent, Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, VolumeHome } from '../../api/types.js';
+import type { AuditEvent } from '../../api/types.js';
 import { formatDuration } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
@@ -48,16 +50,8 @@ async function askLeader(store: Store, timeoutMs: number): Promise<PlanReport | 
 
 /** Recomputes the plan from one read of the store (EWMAs seeded from the latest samples). */
 export async function planFromStore(store: Store, config: Config, now = Date.now()): Promise<RebalancePlan> {
-  const [nodes, heartbeats, drains, desired, observed, volumes, moved] = await Promise.all([
-    store.list<Node>(keys.nodes()),
-    store.list<Heartbeat>(keys.heartbeats()),
-    store.list<NodeDrain>(keys.drains()),
-    store.list<ReplicaDesired>(keys.desiredOf()),
-    store.list<ReplicaObserved>(keys.observedOf()),
-    store.list<VolumeHome>(keys.volumeHomes()),
-    readAudit(store, { types: ['rebalance_moved'] }),
-  ]);
-  const snap = snapshotOf({ nodes: nodes.items, heartbeats: heartbeats.items, drains: drains.items, desired: desired.items, observed: observed.items, volumes: volumes.items }, now, config);
+  const [cache, moved] = await Promise.all([Cache.read(store, REBALANCER_READS, logger('rebalance')), readAudit(store, { types: ['rebalance_moved'] })]);
+  const snap = snapshotOf(cache, now, config);
   const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ replica: String(e.spec.payload.replica_id), src: String(e.spec.payload.src), dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
   const plan = decide(seedState(snap.samples, recent, now, config), snap, now, config, { explainOnly: true }).plan;
   return {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../../src/api/types.js';
 import { shuffled } from '../../test/support/scheduler-world.js';
-import { Placer, type NodeInfo, type PlacedReplica, type PlacementInput, type PlacementRequest } from './placement.js';
+import { Placer, type NodeInfo, type PlacedReplica, type PlacementInput, type PlacementRequest } from './placer.js';
 
 const Gi = 1024 ** 3;
 const Mi = 1024 ** 2;

@@ -11,6 +11,7 @@ export const UNSCHEDULABLE_REASONS = {
   node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
   cannot_satisfy_host_placement: 'fewer of the listed hosts are eligible than replicas are wanted',
   volume_locality_no_node: "the node holding the service's volumes is not eligible",
+  spec_too_large: 'one replica of the service is larger than an etcd request can carry (--max-request-bytes): shrink its spec (env, command)',
 } as const;
 export type UnschedulableReason = keyof typeof UNSCHEDULABLE_REASONS;
 

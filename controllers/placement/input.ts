@@ -1,8 +1,9 @@
-// Builds the placement core's input from stored objects, so every controller that places or
-// moves (scheduler, drain, rebalancer) sees nodes and their occupancy the same way.
+// The one builder of a placer from stored state, so every controller that places or moves
+// (scheduler, drain, rebalancer) sees nodes, their eligibility and their occupancy the same way.
 import { unschedulableBecause } from '../../src/api/nodes.js';
 import type { Heartbeat, Node, NodeDrain, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
-import { footprintOf, type PlacedReplica, type PlacementInput } from './placement.js';
+import type { ReplicaIndex } from '../../src/runtime/replicas.js';
+import { DEFAULT_PLACEMENT_CONFIG, footprintOf, Placer, type PlacedReplica, type PlacementConfig, type PlacementInput } from './placer.js';
 
 export interface StoredState {
   nodes: Iterable<Node>;
@@ -10,6 +11,24 @@ export interface StoredState {
   drains: ReadonlyMap<string, NodeDrain>;
   desired: Iterable<ReplicaDesired>;
   volumeHomes: Iterable<VolumeHome>;
+}
+
+/** What a controller's snapshot holds that a placer is built from. */
+export interface PlacementView {
+  nodes: Iterable<Node>;
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  drains: ReadonlyMap<string, NodeDrain>;
+  replicas: ReplicaIndex;
+  volumeHomes: Iterable<VolumeHome>;
+}
+
+function* desiredOf(replicas: ReplicaIndex): Generator<ReplicaDesired> {
+  for (const e of replicas.byId.values()) for (const c of e.copies) yield c.desired;
+}
+
+/** A placer with every desired copy accounted on its node (both copies of a moving replica). */
+export function placerFor(v: PlacementView, now: number, config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): Placer {
+  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes }, now), config);
 }
 
 // Parsing the quantities of every desired key on every pass is most of building the input: the

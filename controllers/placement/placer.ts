@@ -17,7 +17,7 @@
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
 import { placementMode } from '../../src/api/spec.js';
 import type { Capacity, NodeVerdict, PlacementMode, ServiceSpec } from '../../src/api/types.js';
-import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from './reasons.js';
+import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 
 const MiB = 1024 * 1024;
 

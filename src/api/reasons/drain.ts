@@ -1,8 +1,8 @@
 // The drain controller's closed vocabularies: why a replica of a draining node is where it is,
 // why a drain aborted, how a drain move ended. The same strings appear in drains/<host>.status,
 // audit payloads, the jaco_drain_moves_total{result} label and `jaco node drain --wait`.
-import { ABANDON_REASONS, MOVE_REFUSALS } from '../moves/move.js';
-import { UNSCHEDULABLE_REASONS } from '../scheduler/reasons.js';
+import { ABANDON_REASONS, MOVE_REFUSALS } from './moves.js';
+import { UNSCHEDULABLE_REASONS } from './scheduling.js';
 
 /** Reasons a drain gives a replica, besides the move refusals and unschedulable reasons it passes on. */
 export const DRAIN_REPLICA_REASONS = {

@@ -1,8 +1,7 @@
-// The prefixes a controller can watch, each with the kind stored under it: one catalogue, so no
-// controller restates the key layout. A controller declares the informers it needs with
-// `informersFor('nodes', 'desired', …)`.
+// The prefixes a process can hold in its cache, each with the kind stored under it: one catalogue,
+// so no controller restates the key layout. A controller names the ones it reads (`reads`).
 import { keys } from '../api/keys.js';
-import type { InformerSpec } from './controller.js';
+import type { SourceSpec } from '../store/reflector.js';
 
 export const WATCHABLE = {
   deployments: { prefix: keys.deployments(), kind: 'Deployment' },
@@ -16,14 +15,11 @@ export const WATCHABLE = {
   observed: { prefix: keys.observedOf(), kind: 'ReplicaObserved' },
   commands: { prefix: keys.commandsOf(), kind: 'ReplicaCommand' },
   counters: { prefix: keys.counters(), kind: 'ReplicaCounter' },
+  disruptions: { prefix: keys.disruptionsAll(), kind: 'DisruptionLedger' },
   volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
   endpoints: { prefix: keys.endpointsAll(), kind: 'Endpoints' },
-  decisions: { prefix: keys.decisions(), kind: 'PlacementDecision' },
-} as const satisfies Record<string, InformerSpec>;
+  // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
+  decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
+} as const satisfies Record<string, SourceSpec>;
 
 export type Watchable = keyof typeof WATCHABLE;
-
-/** The informer specs of the named prefixes, as Controller's `informers` option takes them. */
-export function informersFor<N extends Watchable>(...names: N[]): Pick<typeof WATCHABLE, N> {
-  return Object.fromEntries(names.map((n) => [n, WATCHABLE[n]])) as Pick<typeof WATCHABLE, N>;
-}

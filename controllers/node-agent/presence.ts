@@ -1,0 +1,281 @@
+// The agent's presence in the cluster: it registers nodes/<host>, claims the node, keeps the claim
+// alive, publishes heartbeats with pressure samples, and notices when the node is removed.
+//
+// The claim is heartbeats/<host>, created (never overwritten) on the agent's own lease. Whoever
+// created it runs the node: its create revision is the fence every observed write carries, so a
+// second agent started for the same host stands by instead of fighting over the containers, and
+// an agent that lost its lease (paused past the TTL) cannot write until it claims the node again.
+// A lost lease is re-granted at once, not at the next heartbeat.
+import { hostname } from 'node:os';
+import type { Lease } from 'etcd3';
+import { keys } from '../../src/api/keys.js';
+import { API_VERSION, type Capacity, type Heartbeat, type Node, type NodeDrain, type PressureSample } from '../../src/api/types.js';
+import type { Logger } from '../../src/observability/log.js';
+import type { Store } from '../../src/store/store.js';
+import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
+import type { Timings } from '../../src/timings.js';
+import { VERSION } from '../../src/version.js';
+import { agentMetrics } from './metrics.js';
+
+/** The node was removed from the cluster (jaco node remove) and --rejoin was not given. */
+export class NodeRemovedError extends Error {
+  override name = 'NodeRemovedError';
+  readonly recoverable = false;
+  constructor(readonly node: string) {
+    super(`node ${node} was removed from the cluster; start with --rejoin to add it again`);
+  }
+}
+
+type Watcher = Awaited<ReturnType<ReturnType<Store['ns']['watch']>['create']>>;
+
+export interface PresenceOptions {
+  node: string;
+  store: Store;
+  timings: Timings;
+  statusIntervalMs: number;
+  capacity: Capacity;
+  labels: Record<string, string>;
+  rejoin: boolean;
+  log: Logger;
+  /** The latest pressure sample, when there is one (Docker up). */
+  pressure(): Promise<PressureSample | undefined>;
+  dockerUp(): boolean;
+  /** The node was deleted (jaco node remove). */
+  removed(): void;
+  /** The claim was gained or lost: the agent acts only while it holds it. */
+  claimChanged(held: boolean): void;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export class Presence {
+  private lease?: Lease;
+  private leaseId?: string;
+  private claim?: Fence;
+  private claiming?: Promise<void>;
+  private nodeWatch?: Watcher;
+  private heartbeatTimer?: NodeJS.Timeout;
+  private failing = false;
+  private stopped = false;
+  private standbyLogged = false;
+
+  constructor(private readonly opts: PresenceOptions) {}
+
+  get node(): string {
+    return this.opts.node;
+  }
+
+  /** The fence of this agent's writes while it holds the node. */
+  fence(): Fence | undefined {
+    return this.claim;
+  }
+
+  /** Registers the node and claims it (waiting while another agent holds it); starts the heartbeat. */
+  async start(): Promise<void> {
+    await this.register();
+    await this.claimNode();
+    await this.watchNode();
+    this.scheduleHeartbeat(0);
+  }
+
+  /** Stops; with revoke the heartbeat goes with its lease (the node turns NotReady at once). */
+  async stop(revoke = true): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    await this.nodeWatch?.cancel().catch(() => undefined);
+    if (revoke) await this.lease?.revoke().catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------ registration
+
+  /** Creates or updates nodes/<host>: status and labels are the agent's, spec (cordon) is kept. */
+  async register(): Promise<void> {
+    const { store, node, labels, capacity, rejoin } = this.opts;
+    for (;;) {
+      const [cur, drain] = await Promise.all([store.get<Node>(keys.node(node)), store.get<NodeDrain>(keys.drain(node))]);
+      if (!cur && drain?.value.status?.state === 'removed') {
+        if (!rejoin) throw new NodeRemovedError(node);
+        this.opts.log.warn({ drain: drain.value.spec }, `node ${node} was removed from the cluster; rejoining (--rejoin)`);
+      }
+      const now = new Date().toISOString();
+      const metadata = { ...(cur?.value.metadata ?? { name: node, creationTimestamp: now }) };
+      delete metadata.resourceVersion;
+      if (Object.keys(labels).length) metadata.labels = labels;
+      else delete metadata.labels;
+      const next: Node = {
+        apiVersion: API_VERSION,
+        kind: 'Node',
+        metadata,
+        spec: cur?.value.spec ?? {},
+        status: { capacity, agentVersion: VERSION, hostname: hostname(), registeredAt: cur?.value.status?.registeredAt ?? now },
+      };
+      const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };
+      const res = await commitActs(store, [{ label: `register ${node}`, ops: [op] }]);
+      if (res.committed.length) {
+        this.opts.log.info({ capacity, labels, created: !cur }, cur ? 'node registration updated' : 'node registered');
+        return;
+      }
+      // Someone (the CLI cordoning) wrote the node meanwhile: read it again.
+    }
+  }
+
+  // ------------------------------------------------------------------ the claim
+
+  private async heartbeatValue(): Promise<Heartbeat> {
+    const pressure = await this.opts.pressure();
+    return {
+      apiVersion: API_VERSION,
+      kind: 'Heartbeat',
+      metadata: { name: this.node },
+      spec: {
+        node: this.node,
+        time: new Date().toISOString(),
+        intervalMs: this.opts.statusIntervalMs,
+        agentVersion: VERSION,
+        dockerUp: this.opts.dockerUp(),
+        ...(pressure ? { pressure } : {}),
+      },
+    } as Heartbeat;
+  }
+
+  /** A lease kept alive by the client; on loss the claim goes and is made again at once. */
+  private async grantLease(): Promise<string> {
+    void this.lease?.revoke().catch(() => undefined);
+    const lease = this.opts.store.ns.lease(this.opts.timings.heartbeatTtlSec, { autoKeepAlive: true });
+    this.lease = lease;
+    lease.on('lost', (e: Error) => {
+      if (this.lease !== lease || this.stopped) return;
+      this.opts.log.warn({ err: e.message }, 'the node claim lease was lost; claiming the node again');
+      this.leaseId = undefined;
+      this.lost();
+      void this.claimNode();
+    });
+    this.leaseId = await lease.grant();
+    return this.leaseId;
+  }
+
+  private lost(): void {
+    if (!this.claim) return;
+    this.claim = undefined;
+    this.opts.claimChanged(false);
+  }
+
+  /** A write found the claim gone (another agent holds the node, or the key was re-created): claim again. */
+  reclaim(): void {
+    this.lost();
+    void this.claimNode();
+  }
+
+  /**
+   * Creates heartbeats/<host> on a fresh lease. If another agent's heartbeat holds the key, stands
+   * by until it goes (polling once per keepalive period). A create whose reply was lost is found
+   * again by its lease and adopted.
+   */
+  claimNode(): Promise<void> {
+    this.claiming ??= (async () => {
+      const { store, node, timings } = this.opts;
+      const key = keys.heartbeat(node);
+      let backoff = timings.backoffMinMs;
+      while (!this.stopped) {
+        try {
+          // One lease for the whole standby: a new one only after the last was lost.
+          const leaseId = this.leaseId ?? (await this.grantLease());
+          const hb = await this.heartbeatValue();
+          const res = await store.ns.if(key, 'Create', '==', 0).then(store.ns.put(key).value(JSON.stringify(hb)).lease(leaseId)).else(store.ns.get(key)).commit();
+          let createRevision = res.succeeded ? Number(res.header.revision) : undefined;
+          const kv = res.responses?.[0]?.response_range?.kvs?.[0];
+          // Our own create, landed before its reply was lost: adopt it.
+          if (createRevision === undefined && kv && kv.lease === leaseId) createRevision = Number(kv.create_revision);
+          if (createRevision !== undefined) {
+            this.claim = { controller: `agent ${node}`, key, createRevision };
+            this.standbyLogged = false;
+            this.opts.log.info({ key, revision: createRevision }, 'node claimed');
+            this.opts.claimChanged(true);
+            return;
+          }
+          if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv?.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
+          this.standbyLogged = true;
+          await sleep((timings.heartbeatTtlSec * 1000) / 3);
+          backoff = timings.backoffMinMs;
+        } catch (e) {
+          this.opts.log.warn({ err: this.opts.store.unreachable(e).message, retryInMs: backoff }, 'could not claim the node; retrying');
+          await sleep(backoff);
+          backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+        }
+      }
+    })().finally(() => (this.claiming = undefined));
+    return this.claiming;
+  }
+
+  // ------------------------------------------------------------------ heartbeat
+
+  /** Fixed rate: the time a heartbeat takes does not stretch the interval others judge freshness by. */
+  private scheduleHeartbeat(delayMs = this.opts.statusIntervalMs): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = setTimeout(() => {
+      const began = Date.now();
+      void this.heartbeat().finally(() => this.scheduleHeartbeat(Math.max(0, this.opts.statusIntervalMs - (Date.now() - began))));
+    }, delayMs);
+  }
+
+  /** Rewrites heartbeats/<host> (fenced by the claim), only while nodes/<host> exists. */
+  private async heartbeat(): Promise<void> {
+    if (this.stopped) return;
+    const fence = this.claim;
+    if (!fence || !this.leaseId) return; // claiming: the claim writes the first heartbeat
+    try {
+      const hb = await this.heartbeatValue();
+      for (let attempt = 0; ; attempt++) {
+        const node = await this.opts.store.get<Node>(keys.node(this.node));
+        if (!node) return this.opts.removed();
+        const ops: Op[] = [
+          { op: 'check', key: keys.node(this.node), modRevision: node.modRevision },
+          { op: 'put', key: keys.heartbeat(this.node), value: hb, lease: this.leaseId },
+        ];
+        // A conflict is the CLI cordoning the node meanwhile: read it again.
+        if ((await commitActs(this.opts.store, [{ label: 'heartbeat', ops }], fence)).committed.length || attempt >= 2) break;
+      }
+      await this.watchNode();
+      if (this.failing) this.opts.log.info('heartbeat written again; etcd is reachable');
+      this.failing = false;
+    } catch (e) {
+      agentMetrics.heartbeatFailures.inc();
+      if ((e as Error).name === 'FencedError' || /lease not found/i.test((e as Error).message ?? '')) {
+        // The claim is gone (the lease expired while we were away): claim the node again.
+        this.leaseId = undefined;
+        this.lost();
+        void this.claimNode();
+        return;
+      }
+      if (!this.failing) this.opts.log.warn({ err: this.opts.store.unreachable(e).message }, 'could not write the heartbeat; containers keep running, retrying every interval');
+      this.failing = true;
+    }
+  }
+
+  // ------------------------------------------------------------------ removal
+
+  /** Watches nodes/<host> alone (the agent reads no other node); a broken watch is re-made on the next heartbeat. */
+  private async watchNode(): Promise<void> {
+    if (this.nodeWatch || this.stopped) return;
+    const w = await this.opts.store.ns.watch().key(keys.node(this.node)).create();
+    this.nodeWatch = w;
+    w.on('delete', () => this.opts.removed());
+    w.on('error', (e: Error) => {
+      if (this.nodeWatch === w) this.nodeWatch = undefined;
+      this.opts.log.debug({ err: e.message }, 'node watch ended; the next heartbeat checks the node and watches again');
+    });
+  }
+
+  /** The heartbeat goes at once with its lease (a removed node gets no heartbeat back). */
+  async release(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.heartbeatTimer);
+    await this.nodeWatch?.cancel().catch(() => undefined);
+    await this.lease?.revoke().catch(() => undefined);
+    this.lease = undefined;
+  }
+
+  health(): Record<string, unknown> {
+    return { claimed: !!this.claim, heartbeatFailing: this.failing };
+  }
+}

@@ -1,0 +1,244 @@
+// Membership: which replicas a service has. Replicas of deleted deployments and services go; a
+// change to or from placement global replaces the replicas (their ids differ); spread, pack and
+// hosts scale down from the highest indexes (not-running ones first) and place new indexes with
+// the counter's compare-and-swap; global runs one replica per eligible node.
+import { keys, replicaId } from '../../src/api/keys.js';
+import { replicaRunning } from '../../src/api/readiness.js';
+import type { ServingTemplate } from '../../src/api/serving.js';
+import { placementMode } from '../../src/api/spec.js';
+import { API_VERSION, type ReplicaCounter, type ServiceSchedulingStatus, type ServiceSpec, type VolumeHome } from '../../src/api/types.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
+import { actBytes, type Op } from '../../src/store/writer.js';
+import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
+import { addUnschedulable, decisionValue, desiredValue, unschedulableOf } from './decide.js';
+import { cmp, type SchedulerPass } from './pass.js';
+
+/** Replicas whose deployment or service is gone (a deployment whose key is unreadable is not gone). */
+export function removeOrphanedReplicas(pass: SchedulerPass): void {
+  const { snap } = pass;
+  const services = [...snap.replicas.serviceKeys()].sort(cmp);
+  for (const k of services) {
+    const [dep, svc] = k.split('/') as [string, string];
+    const d = snap.deployments.get(dep);
+    if (d?.value.spec.services[svc] || (!d && snap.frozenDeployments.has(dep))) continue;
+    for (const e of snap.replicas.service(dep, svc)) pass.remove(e, d ? 'service_removed' : 'deployment_deleted');
+  }
+}
+
+/** A mode change replaces every replica; global replicas of removed nodes go. What is left stays. */
+export function keptReplicas(pass: SchedulerPass, replicas: readonly ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
+  const mode = placementMode(spec);
+  const kept: ReplicaEntry[] = [];
+  for (const e of replicas) {
+    // Indexed ids and host-keyed ids cannot be mixed: a change to or from global replaces them.
+    if ((mode === 'global') !== (e.index === undefined)) pass.remove(e, 'mode_changed');
+    else if (mode === 'global' && e.copies.every((c) => pass.nodeGone(c))) pass.remove(e, 'node_gone');
+    else kept.push(e);
+  }
+  return kept;
+}
+
+/** spread, pack and hosts over `want`: not-running replicas go first, then the highest indexes. */
+export function scaleDown(pass: SchedulerPass, kept: ReplicaEntry[], want: number): ReplicaEntry[] {
+  if (kept.length <= want) return kept;
+  const up = (e: ReplicaEntry) => e.copies.some((c) => pass.ready(c.desired.spec.node) && replicaRunning(c.observed));
+  const order = [...kept].sort((a, b) => Number(up(a)) - Number(up(b)) || (b.index ?? 0) - (a.index ?? 0) || cmp(a.id, b.id));
+  const gone = new Set(order.slice(0, kept.length - want));
+  for (const e of order) if (gone.has(e)) pass.remove(e, 'scale_down');
+  return kept.filter((e) => !gone.has(e));
+}
+
+/** The ops one transaction holds besides the fence. */
+const TXN_OPS = MAX_TXN_OPS - 1;
+/** Room left in a request for what a placement act carries besides its placements (counter, volumes). */
+const ACT_OVERHEAD_BYTES = 16 * 1024;
+/** An audit record's op, as the runtime adds it: its payload plus the event's envelope and key. */
+const auditBytes = (r: AuditRecord) => Buffer.byteLength(JSON.stringify(r.payload)) + 400;
+
+interface Chunk {
+  first: number;
+  end: number;
+  /** Placements in it. */
+  n: number;
+  ops: Op[];
+  audit: AuditRecord[];
+  bytes: number;
+}
+
+/**
+ * Places up to `count` new replicas, all in this pass: in acts that each fill one transaction,
+ * chained on the counter (the first compares its mod revision, each next one its version), so
+ * the indexes are this leader's alone and never handed out twice. Returns how many it placed.
+ */
+export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec: ServiceSpec, template: () => ServingTemplate, existing: ReplicaEntry[], count: number, st: ServiceSchedulingStatus): number {
+  const { snap, placer } = pass;
+  const counter = snap.counters.get(`${dep}/${svc}`);
+  let next = nextIndex(pass, dep, svc, counter?.value.spec.next ?? 0);
+  const mode = placementMode(spec);
+  // The footprint of what will run (the serving template), today's placement constraints.
+  const t = template();
+  const shape: ServiceSpec = { ...t.template, placement: spec.placement };
+  const request = (index: number): PlacementRequest => ({ replica: replicaId(dep, svc, index), deployment: dep, service: svc, index, spec: shape });
+
+  if (mode === 'hosts') {
+    // All or nothing (seed 001): fewer listed hosts able to take one than wanted → none placed.
+    const cands = placer.candidates(request(next));
+    if (cands.length < count) {
+      const listed = [...new Set(spec.placement?.hosts ?? [])].sort();
+      const holding = new Set(existing.flatMap((e) => e.copies.map((c) => c.desired.spec.node)));
+      const missing = listed.filter((h) => !cands.includes(h) && !holding.has(h));
+      const d = placer.decide(request(next));
+      const why = `${cands.length} of the ${listed.length} listed host(s) can take a replica and ${count} are wanted: none placed (all or nothing)${missing.length ? `; missing: ${missing.join(', ')}` : ''}`;
+      addUnschedulable(st, { ...unschedulableOf({ ...d, reason: 'cannot_satisfy_host_placement' }, count, missing), message: why });
+      return 0;
+    }
+  }
+
+  const volumes = volumesWithoutHome(pass, dep, spec);
+  const chunks: Chunk[] = [];
+  let cur: Chunk | undefined;
+  let placed = 0;
+  for (; placed < count; placed++) {
+    const index = next;
+    const decision = placer.place(request(index));
+    if (!decision.chosen) {
+      addUnschedulable(st, unschedulableOf(decision, count - placed));
+      break;
+    }
+    const id = decision.replica;
+    const ops: Op[] = [
+      { op: 'create', key: keys.desired(decision.chosen, id), value: desiredValue(id, dep, svc, decision.chosen, index, t, pass.now) },
+      { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'scale_up', pass.now, pass.cfg.actor) },
+    ];
+    const audit: AuditRecord = { type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: decision.chosen, revision: t.revision, trigger: 'scale_up', why: decision.why } };
+    const bytes = actBytes(ops) + auditBytes(audit);
+    if (bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
+      // No act can carry even one replica of this spec: refuse here, with a reason, rather than fail every pass.
+      placer.forget(id, decision.chosen);
+      addUnschedulable(st, {
+        reason: 'spec_too_large',
+        count: count - placed,
+        message: `one replica of ${svc} takes ${bytes} bytes in a request; etcd accepts at most ${MAX_REQUEST_BYTES} (--max-request-bytes): shrink its env or command`,
+        nodes: {},
+      });
+      break;
+    }
+    // Ops of an act: the counter (the first act one, the others two), the first act's volume
+    // homes, and three per placement (desired, decision, audit record).
+    const room = (k: number) => Math.floor((TXN_OPS - (k === 0 ? 1 + volumes.length : 2)) / 3);
+    if (!cur || cur.n + 1 > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
+      cur = { first: index, end: index, n: 0, ops: [], audit: [], bytes: 0 };
+      chunks.push(cur);
+      if (chunks.length === 1) for (const v of volumes) cur.ops.push(recordVolumeHome(pass, dep, v, decision.chosen));
+    }
+    cur.ops.push(...ops);
+    cur.audit.push(audit);
+    cur.bytes += bytes;
+    cur.n++;
+    cur.end = index + 1;
+    next++;
+    pass.plan.place.push({ replica: id, deployment: dep, service: svc, node: decision.chosen, index, trigger: 'scale_up', why: decision.why });
+  }
+  if (!placed) return 0;
+  const counterKey = keys.counter(dep, svc);
+  const version0 = counter?.version ?? 0;
+  chunks.forEach((c, k) => {
+    const value: ReplicaCounter = { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: `${dep}-${svc}` }, spec: { next: c.end } };
+    // The counter's CAS makes the indexes this leader's alone; later acts of the pass follow the first by its version.
+    const counterOps: Op[] =
+      k === 0
+        ? [counter ? { op: 'update', key: counterKey, value, modRevision: counter.modRevision } : { op: 'create', key: counterKey, value }]
+        : [
+            { op: 'check', key: counterKey, version: version0 + k },
+            { op: 'put', key: counterKey, value },
+          ];
+    const n = c.n;
+    pass.plan.acts.push({
+      label: `place ${dep}/${svc} ${c.first}..${c.end - 1}`,
+      subject: `deployment/${dep}`,
+      ops: [...counterOps, ...c.ops],
+      audit: c.audit,
+      metrics: [{ placements: { trigger: 'scale_up', count: n } }],
+    });
+  });
+  return placed;
+}
+
+/** The next index: past the counter and every replica of the service, including ones being removed (never reused). */
+function nextIndex(pass: SchedulerPass, dep: string, svc: string, counted: number): number {
+  let next = counted;
+  for (const e of pass.snap.replicas.service(dep, svc)) if (e.index !== undefined && e.index >= next) next = e.index + 1;
+  return next;
+}
+
+/** Named volumes of a service that have no home yet: the first placement records them. */
+function volumesWithoutHome(pass: SchedulerPass, dep: string, spec: ServiceSpec): string[] {
+  return [...new Set((spec.volumes ?? []).filter((v) => v.type === 'volume').map((v) => v.source))].filter((v) => !pass.snap.volumeHomes.has(`${dep}/${v}`)).sort();
+}
+
+function recordVolumeHome(pass: SchedulerPass, dep: string, volume: string, node: string): Op {
+  pass.placer.recordVolumeHome(dep, volume, node);
+  const value: VolumeHome = { apiVersion: API_VERSION, kind: 'VolumeHome', metadata: { name: `${dep}-${volume}` }, spec: { deployment: dep, volume, node, since: pass.iso } };
+  return { op: 'create', key: keys.volumeHome(dep, volume), value };
+}
+
+/**
+ * global: one replica per eligible node (Ready, schedulable, matching the node selector).
+ * Nodes that merely went NotReady, cordoned or draining keep theirs: no churn.
+ */
+export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec: ServiceSpec, template: () => ServingTemplate, kept: ReplicaEntry[], st: ServiceSchedulingStatus): void {
+  const { placer } = pass;
+  const holding = new Set(kept.flatMap((e) => e.copies.map((c) => c.desired.spec.node)));
+  let t: ServingTemplate | undefined;
+  let shape: ServiceSpec | undefined;
+  let wanted = kept.length;
+  const rejected: Decision[] = [];
+  for (const host of placer.names) {
+    if (holding.has(host)) continue;
+    t ??= template();
+    shape ??= { ...t.template, placement: spec.placement };
+    const id = replicaId(dep, svc, host);
+    const req: PlacementRequest = { replica: id, deployment: dep, service: svc, spec: shape };
+    const rej = placer.check(req, host, { antiAffinity: false });
+    // Not a node this service runs on at all (yet): not counted as wanted.
+    if (rej && (rej.filter === 'eligibility' || rej.filter === 'node_selector')) continue;
+    wanted++;
+    const verdict = rej ? { node: host, rejected: rej } : { node: host, score: { total: 0, parts: {} } };
+    const decision: Decision = {
+      replica: id,
+      deployment: dep,
+      service: svc,
+      mode: 'global',
+      verdicts: [verdict],
+      ...(rej
+        ? { reason: rej.reason, why: `global: ${host} is eligible but cannot run it (${rej.reason}): ${rej.detail}` }
+        : { chosen: host, why: `global: one replica per eligible node; ${host} is Ready, schedulable and passes every filter` }),
+    };
+    if (rej) {
+      rejected.push(decision);
+      continue;
+    }
+    placer.assume({ id, deployment: dep, service: svc, node: host, ...footprintOf(shape) });
+    pass.plan.place.push({ replica: id, deployment: dep, service: svc, node: host, trigger: 'global_node', why: decision.why });
+    pass.plan.acts.push({
+      label: `place ${id}`,
+      subject: `deployment/${dep}`,
+      ops: [
+        { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now) },
+        { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'global_node', pass.now, pass.cfg.actor) },
+      ],
+      audit: [{ type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: host, revision: t.revision, trigger: 'global_node', why: decision.why } }],
+      metrics: [{ placements: { trigger: 'global_node', count: 1 } }],
+    });
+    st.placed++;
+  }
+  st.desired = wanted;
+  st.placed += kept.length;
+  if (rejected.length) {
+    const first = rejected[0]!;
+    const nodes = Object.fromEntries(rejected.map((d) => [d.verdicts[0]!.node, `${d.verdicts[0]!.rejected!.filter}: ${d.verdicts[0]!.rejected!.detail}`]));
+    addUnschedulable(st, { reason: first.reason!, count: rejected.length, message: `${rejected.length} eligible node(s) cannot run their replica; first: ${first.why}`, nodes });
+  }
+}

@@ -1,0 +1,67 @@
+// Node loss: a stateless replica whose every copy is on a node NotReady past the grace period (or
+// removed) is re-placed in one act — its desired key leaves the lost node and appears on the new
+// one, same id, same revision; a stateful one stays and reports node_lost; a suspended one stays
+// where its drain left it.
+import { keys } from '../../src/api/keys.js';
+import { isStateful } from '../../src/api/spec.js';
+import type { ReplicaDesired, ServiceSchedulingStatus, ServiceSpec } from '../../src/api/types.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import type { PlacementRequest } from '../placement/placer.js';
+import { addUnschedulable, decisionValue, unschedulableOf } from './decide.js';
+import type { SchedulerPass } from './pass.js';
+
+export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: ServiceSpec, st: ServiceSchedulingStatus): ReplicaEntry[] {
+  const out: ReplicaEntry[] = [];
+  for (const e of kept) {
+    if (pass.allReady(e)) {
+      out.push(e); // the common case: nothing is lost
+      continue;
+    }
+    const live = e.copies.filter((c) => !c.desired.spec.suspended);
+    const lost = live.map((c) => pass.lostFor(c));
+    if (!live.length || lost.some((l) => l === undefined)) {
+      out.push(e);
+      continue;
+    }
+    const base = live.find((c) => !c.desired.spec.move) ?? live[0]!;
+    if (isStateful(base.desired.spec.template)) {
+      pass.condition(e).nodeLost.push(e.id);
+      pass.plan.stranded.push({ replica: e.id, node: base.desired.spec.node });
+      out.push(e);
+      continue;
+    }
+    // Its own revision and resources (the rollout owns those), today's placement constraints.
+    const req: PlacementRequest = { replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: { ...base.desired.spec.template, placement: spec.placement } };
+    const decision = pass.placer.place(req);
+    if (!decision.chosen) {
+      addUnschedulable(st, unschedulableOf(decision, 1));
+      out.push(e);
+      continue;
+    }
+    const notReadyForMs = Math.min(...(lost as number[]));
+    const from = e.copies.map((c) => c.desired.spec.node);
+    const { move: _m, suspended: _s, movingTo: _t, ...rest } = base.desired.spec;
+    const moved: ReplicaDesired = { ...base.desired, metadata: { name: e.id }, spec: { ...rest, node: decision.chosen, placedAt: pass.iso } };
+    const newKey = keys.desired(decision.chosen, e.id);
+    const ops = pass.deleteCopies(e);
+    ops.push({ op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
+    pass.plan.replaceLost.push({ replica: e.id, deployment: e.deployment, service: e.service, from, to: decision.chosen, notReadyForMs, why: decision.why });
+    pass.plan.acts.push({
+      label: `replace ${e.id}`,
+      subject: `deployment/${e.deployment}`,
+      ops,
+      audit: [
+        {
+          type: 'node_lost',
+          time: pass.now,
+          deployment: e.deployment,
+          payload: { replica: e.id, service: e.service, node: from.join(','), to: decision.chosen, notReadyForMs: Number.isFinite(notReadyForMs) ? notReadyForMs : null, why: decision.why },
+        },
+      ],
+      metrics: [{ placements: { trigger: 'node_lost', count: 1 } }],
+    });
+    // From here on the replica is its new copy (restarts and endpoints look at it there).
+    out.push({ ...e, copies: [{ key: newKey, modRevision: 0, desired: moved }] });
+  }
+  return out;
+}

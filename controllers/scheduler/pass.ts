@@ -1,0 +1,145 @@
+// What every job of one scheduler pass shares: the snapshot, the clock, the plan being built, the
+// placer (with this pass's placements and removals accounted), node readiness judged once per
+// host, and the few operations several jobs do (remove a replica, delete a key, ask to be woken).
+import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { ReplicaCommand } from '../../src/api/types.js';
+import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
+import type { Versioned } from '../../src/store/store.js';
+import type { Op } from '../../src/store/writer.js';
+import type { Placer } from '../placement/placer.js';
+import { placerFor } from '../placement/input.js';
+import type { RemoveReason } from '../../src/api/reasons/scheduling.js';
+import type { SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './decide.js';
+
+export const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+export const iso = (ms: number) => new Date(ms).toISOString();
+
+export class SchedulerPass {
+  readonly plan: SchedulerPlan = {
+    place: [],
+    stop: [],
+    replaceLost: [],
+    restart: [],
+    commandStatus: [],
+    stranded: [],
+    status: new Map(),
+    endpoints: [],
+    cleanup: [],
+    waiting: [],
+    unschedulable: {},
+    acts: [],
+  };
+  readonly iso: string;
+  /** Keys this pass deletes (so bookkeeping does not delete them twice). */
+  readonly deleted = new Set<string>();
+  /** Per service: replicas exhausted and stranded on lost nodes (status). */
+  private readonly conditions = new Map<string, { exhausted: string[]; nodeLost: string[] }>();
+  private placerCache?: Placer;
+  private readonly readyCache = new Map<string, boolean>();
+
+  constructor(
+    readonly snap: SchedulerSnapshot,
+    readonly now: number,
+    readonly cfg: SchedulerConfig,
+  ) {
+    this.iso = iso(now);
+  }
+
+  /** Built on first use: an idle pass never needs it. */
+  get placer(): Placer {
+    const { snap } = this;
+    this.placerCache ??= placerFor(
+      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value) },
+      this.now,
+      this.cfg.placement,
+    );
+    return this.placerCache;
+  }
+
+  // -------------------------------------------------------------- nodes
+
+  ready(host: string): boolean {
+    let r = this.readyCache.get(host);
+    if (r === undefined) this.readyCache.set(host, (r = nodeReady(this.snap.heartbeats.get(host), this.now)));
+    return r;
+  }
+
+  /** Every copy of the replica is on a Ready node (the common case, cheap). */
+  allReady(e: ReplicaEntry): boolean {
+    return e.copies.every((c) => this.ready(c.desired.spec.node));
+  }
+
+  /** A node that no longer exists (a node whose key is unreadable still exists). */
+  nodeGone(c: Copy): boolean {
+    const host = c.desired.spec.node;
+    return !this.snap.nodes.has(host) && !this.snap.frozenNodes.has(host);
+  }
+
+  /** How long a copy's node has been lost, or undefined while it is not (Ready, or within the grace). */
+  lostFor(c: Copy): number | undefined {
+    const host = c.desired.spec.node;
+    if (this.nodeGone(c)) return Infinity; // removed from the cluster: nothing runs there for us
+    if (!this.snap.nodes.has(host)) return undefined; // frozen: not judged
+    if (this.ready(host)) return undefined;
+    const since = this.snap.notReadySince.get(host);
+    if (since === undefined) return undefined;
+    const t = this.now - since;
+    if (t >= this.cfg.nodeLostGraceMs) return t;
+    this.wake(since + this.cfg.nodeLostGraceMs);
+    return undefined;
+  }
+
+  wake(at: number | undefined): void {
+    if (at !== undefined && at > this.now) this.plan.wakeAt = Math.min(this.plan.wakeAt ?? at, at);
+  }
+
+  // -------------------------------------------------------------- replicas
+
+  /** The restart command of a replica's copy on a node. */
+  command(e: ReplicaEntry, node: string): Versioned<ReplicaCommand> | undefined {
+    return this.snap.commands.get(keys.command(node, e.id));
+  }
+
+  condition(e: Pick<ReplicaEntry, 'deployment' | 'service'>): { exhausted: string[]; nodeLost: string[] } {
+    const k = `${e.deployment}/${e.service}`;
+    let c = this.conditions.get(k);
+    if (!c) this.conditions.set(k, (c = { exhausted: [], nodeLost: [] }));
+    return c;
+  }
+
+  conditionOf(dep: string, svc: string): { exhausted: string[]; nodeLost: string[] } | undefined {
+    return this.conditions.get(`${dep}/${svc}`);
+  }
+
+  deleteOp(v: { key: string; modRevision: number }): Op {
+    this.deleted.add(v.key);
+    return { op: 'delete', key: v.key, modRevision: v.modRevision };
+  }
+
+  /** Deletes of every desired key of a replica and of the restart command beside each. */
+  deleteCopies(e: ReplicaEntry): Op[] {
+    const ops: Op[] = [];
+    for (const c of e.copies) {
+      ops.push(this.deleteOp(c));
+      const cmd = this.command(e, c.desired.spec.node);
+      if (cmd) ops.push(this.deleteOp(cmd));
+    }
+    return ops;
+  }
+
+  /** Removes every copy of a replica, with its commands and decision. */
+  remove(e: ReplicaEntry, reason: RemoveReason): void {
+    const ops = this.deleteCopies(e);
+    const dec = this.snap.decisions.get(keys.decision(e.deployment, e.id));
+    if (dec) ops.push(this.deleteOp(dec));
+    const nodes = e.copies.map((c) => c.desired.spec.node);
+    this.plan.stop.push({ replica: e.id, deployment: e.deployment, service: e.service, nodes, reason });
+    this.plan.acts.push({
+      label: `remove ${e.id}`,
+      subject: `deployment/${e.deployment}`,
+      ops,
+      audit: [{ type: 'replica_removed', time: this.now, deployment: e.deployment, payload: { replica: e.id, service: e.service, nodes, reason } }],
+    });
+  }
+}

@@ -1,0 +1,57 @@
+// endpoints/<dep>/<svc>: the copies that are ready (replicaReady) on Ready nodes, with their host
+// ports — what an ingress routes to. Compared in place with the stored list, so an idle pass
+// allocates nothing here.
+import { keys } from '../../src/api/keys.js';
+import { replicaReady } from '../../src/api/readiness.js';
+import { API_VERSION, type EndpointAddress, type Endpoints, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import type { SchedulerPass } from './pass.js';
+
+export function endpoints(pass: SchedulerPass, dep: string, svc: string, kept: ReplicaEntry[]): void {
+  const cur = pass.snap.endpoints.get(`${dep}/${svc}`);
+  const stored = cur?.value.spec.addresses;
+  let addresses: EndpointAddress[] | undefined = stored ? undefined : [];
+  let n = 0;
+  for (const e of kept)
+    for (const c of e.copies) {
+      if (c.modRevision === 0 || c.observed?.status.state !== 'running' || !pass.ready(c.desired.spec.node) || !readyMemo(c.desired, c.observed, pass.now)) continue;
+      const ports = c.desired.spec.template.ports ?? [];
+      if (!addresses) {
+        const s = stored![n];
+        if (s && s.replica === e.id && s.node === c.desired.spec.node && samePorts(s.ports, ports)) {
+          n++;
+          continue;
+        }
+        addresses = stored!.slice(0, n);
+      }
+      addresses.push({ replica: e.id, node: c.desired.spec.node, ports: [...ports] });
+    }
+  if (!addresses && n === stored!.length) return;
+  addresses ??= stored!.slice(0, n);
+  pass.plan.endpoints.push({ deployment: dep, service: svc, addresses });
+  const key = keys.endpoints(dep, svc);
+  const value: Endpoints = { apiVersion: API_VERSION, kind: 'Endpoints', metadata: { name: `${dep}-${svc}` }, spec: { deployment: dep, service: svc, addresses } };
+  pass.plan.acts.push({ label: `endpoints ${dep}/${svc}`, subject: `deployment/${dep}`, ops: [cur ? { op: 'update', key, value, modRevision: cur.modRevision } : { op: 'create', key, value }], audit: [] });
+}
+
+/**
+ * replicaReady, remembered per (desired, observed) pair. Readiness of a fixed pair only ever turns
+ * true as time passes (the minimum ready time running out), so once ready at `t` it is ready at
+ * every later time: the memo answers exactly what replicaReady would, without re-parsing a start
+ * time for every running replica on every pass (the idle pass's biggest cost). Stored objects
+ * are never mutated (the cache replaces them), so identity is a safe key.
+ */
+const readySince = new WeakMap<ReplicaObserved, WeakMap<ReplicaDesired, number>>();
+function readyMemo(d: ReplicaDesired, o: ReplicaObserved, now: number): boolean {
+  const at = readySince.get(o)?.get(d);
+  if (at !== undefined && now >= at) return true;
+  if (!replicaReady(d, o, now)) return false;
+  let m = readySince.get(o);
+  if (!m) readySince.set(o, (m = new WeakMap()));
+  m.set(d, Math.min(at ?? now, now));
+  return true;
+}
+
+function samePorts(a: number[], b: number[]): boolean {
+  return a.length === b.length && a.every((p, i) => p === b[i]);
+}

@@ -1,0 +1,129 @@
+// The cache: a process's one copy of what it watches, shared by every controller in the process.
+// It is fed by one reflector on etcd (or, in the simulation and table tests, by an in-memory
+// store through the same SourceState reading code), and it keeps named indexes, each built once
+// and kept up to date from the feed's batches. Controllers read it synchronously inside a pass;
+// between passes it changes, so a pass never keeps references past its own end.
+import { EventEmitter } from 'node:events';
+import type { Logger } from '../observability/log.js';
+import { Reflector, type Change, type Feed, type SourceSpec, type SourceState, type Unreadable } from '../store/reflector.js';
+import type { Store, Versioned } from '../store/store.js';
+import { WATCHABLE, type Watchable } from './watchable.js';
+
+/** A source's values with their versions, keyed by what follows its prefix (a host, `<deployment>/<service>`). */
+export function byRest<T>(s: SourceState<T>): Map<string, Versioned<T>> {
+  return new Map([...s.items.values()].map((v) => [s.rest(v.key), v]));
+}
+
+/** A source's values keyed by what follows its prefix. */
+export function valuesByRest<T>(s: SourceState<T>): Map<string, T> {
+  return new Map([...s.items.values()].map((v) => [s.rest(v.key), v.value]));
+}
+
+/** Keys of a source whose value cannot be read and that have no readable version (present, but frozen), by rest. */
+export function frozenKeys(s: SourceState<unknown>): Set<string> {
+  return new Set([...s.unreadable.keys()].filter((k) => !s.items.has(k)).map((k) => s.rest(k)));
+}
+
+/** A named index: built from the cache once, then kept up to date batch by batch. */
+export interface IndexDef<I> {
+  name: string;
+  /** The sources it reads (the cache must hold them). */
+  sources: readonly Watchable[];
+  build(cache: Cache): I;
+  /** Applies one batch of changes (only batches touching its sources are passed). */
+  apply(index: I, changes: readonly Change[], cache: Cache): void;
+}
+
+export interface CacheEvents {
+  /** A batch was applied: the sources it touched. */
+  changed: [ReadonlySet<string>];
+  synced: [];
+  unsynced: [string];
+}
+
+export interface CacheOptions {
+  log: Logger;
+  /** Watched prefixes (default: one watch over all of them; see ReflectorOptions.watch). */
+  watch?: string[];
+  checkEveryMs?: number;
+  /** Source specs by name, overriding the catalogue's (e.g. an agent's own desired/<node>/). */
+  specs?: Partial<Record<Watchable, SourceSpec>>;
+}
+
+export class Cache extends EventEmitter<CacheEvents> {
+  private readonly indexes = new Map<string, { def: IndexDef<unknown>; index: unknown }>();
+
+  constructor(readonly feed: Feed) {
+    super();
+    this.setMaxListeners(100);
+    feed.on('batch', (changes) => this.onBatch(changes));
+    feed.on('synced', () => this.emit('synced'));
+    feed.on('unsynced', (why) => this.emit('unsynced', why));
+  }
+
+  /** A cache on etcd holding the named prefixes. */
+  static onStore(store: Store, names: readonly Watchable[], opts: CacheOptions): Cache {
+    const specs = Object.fromEntries(names.map((n) => [n, opts.specs?.[n] ?? WATCHABLE[n]]));
+    return new Cache(new Reflector(store, specs, { log: opts.log, watch: opts.watch, checkEveryMs: opts.checkEveryMs }));
+  }
+
+  /** A cache holding one consistent read of the named prefixes (no watch): for one-shot tools. */
+  static async read(store: Store, names: readonly Watchable[], log: Logger): Promise<Cache> {
+    const specs = Object.fromEntries(names.map((n) => [n, WATCHABLE[n]]));
+    const cache = new Cache(new Reflector(store, specs, { log, once: true }));
+    await cache.start();
+    return cache;
+  }
+
+  get revision(): number {
+    return this.feed.revision;
+  }
+
+  get synced(): boolean {
+    return this.feed.synced;
+  }
+
+  holds(name: Watchable): boolean {
+    return name in this.feed.sources;
+  }
+
+  /** What is stored under one prefix. */
+  kind<T>(name: Watchable): SourceState<T> {
+    const s = this.feed.sources[name];
+    if (!s) throw new Error(`the cache does not hold ${name} (watched: ${Object.keys(this.feed.sources).join(', ')})`);
+    return s as SourceState<T>;
+  }
+
+  /** The unreadable value at a key of any held source, if its newest value cannot be read. */
+  unreadableAt(key: string): Unreadable | undefined {
+    for (const s of Object.values(this.feed.sources)) if (key.startsWith(s.prefix)) return s.unreadable.get(key);
+    return undefined;
+  }
+
+  /** The named index, built on first use. */
+  index<I>(def: IndexDef<I>): I {
+    const have = this.indexes.get(def.name);
+    if (have) return have.index as I;
+    for (const s of def.sources) this.kind(s); // fails loudly when a source is not held
+    const index = def.build(this);
+    this.indexes.set(def.name, { def: def as IndexDef<unknown>, index });
+    return index;
+  }
+
+  start(): Promise<void> {
+    return this.feed.start();
+  }
+
+  stop(): Promise<void> {
+    return this.feed.stop();
+  }
+
+  private onBatch(changes: Change[]): void {
+    const touched = new Set(changes.map((c) => c.source));
+    for (const { def, index } of this.indexes.values()) {
+      if (!def.sources.some((s) => touched.has(s))) continue;
+      def.apply(index, changes.filter((c) => (def.sources as readonly string[]).includes(c.source)), this);
+    }
+    this.emit('changed', touched);
+  }
+}

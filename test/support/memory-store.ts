@@ -1,0 +1,159 @@
+// An in-memory key space with etcd's revision bookkeeping, for the table tests of pure controller
+// cores and for the simulation. It follows the writer's compare-and-swap rules (conditionsOf /
+// conditionsHold in src/store/writer.ts: one statement of them), and it is a Feed: the runtime's
+// cache reads it through the same SourceState code as it reads etcd, so a controller's snapshot
+// is built here exactly as in production. It never stands in for etcd in a test that claims to
+// test etcd (those use test/support/etcd.ts).
+import { EventEmitter } from 'node:events';
+import { WATCHABLE } from '../../src/runtime/watchable.js';
+import { SourceState, ValueReader, type Change, type Feed, type ReflectorEvents, type SourceSpec } from '../../src/store/reflector.js';
+import { encodeJson, type Versioned } from '../../src/store/store.js';
+import { conditionsHold, conditionsOf, type Fence, type Op } from '../../src/store/writer.js';
+import { testLogger } from './log.js';
+
+interface Stored {
+  key: string;
+  text: string;
+  modRevision: number;
+  createRevision: number;
+  version: number;
+  lease?: string;
+}
+
+export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
+  rev = 1;
+  private readonly data = new Map<string, Stored>();
+  readonly sources: Record<string, SourceState>;
+  private readonly ordered: SourceState[];
+  synced = true;
+  /** Acts refused because a precondition no longer held. */
+  conflicts = 0;
+  private pending: Change[] = [];
+
+  constructor(specs: Record<string, SourceSpec> = WATCHABLE) {
+    super();
+    this.setMaxListeners(100);
+    const reader = new ValueReader(testLogger());
+    this.sources = Object.fromEntries(Object.entries(specs).map(([n, s]) => [n, new SourceState(n, s, reader)]));
+    this.ordered = Object.values(this.sources);
+  }
+
+  get revision(): number {
+    return this.rev;
+  }
+
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+
+  // ------------------------------------------------------------------ reads
+
+  /** The stored value (decoded afresh: callers may change it freely); a value that is not JSON, as its text. */
+  get<T>(key: string): T | undefined {
+    const s = this.data.get(key);
+    return s ? decode<T>(s.text) : undefined;
+  }
+
+  versioned<T>(key: string): Versioned<T> | undefined {
+    const s = this.data.get(key);
+    return s ? { key, value: decode<T>(s.text), modRevision: s.modRevision, createRevision: s.createRevision, version: s.version, lease: s.lease } : undefined;
+  }
+
+  has(key: string): boolean {
+    return this.data.has(key);
+  }
+
+  /** Values under a prefix, in key order. */
+  under<T>(prefix: string): Versioned<T>[] {
+    return [...this.data.keys()]
+      .filter((k) => k.startsWith(prefix))
+      .sort()
+      .map((k) => this.versioned<T>(k)!);
+  }
+
+  keys(prefix = ''): string[] {
+    return [...this.data.keys()].filter((k) => k.startsWith(prefix)).sort();
+  }
+
+  /** Another store holding the same keys at the same revisions (a snapshot that later writes do not touch). */
+  clone(): MemoryStore {
+    const c = new MemoryStore(Object.fromEntries(Object.entries(this.sources).map(([n, src]) => [n, src.spec])));
+    c.rev = this.rev;
+    for (const s of [...this.data.values()].sort((a, b) => a.modRevision - b.modRevision)) c.write(s.key, s.text, s.modRevision, s.lease);
+    c.pending = [];
+    return c;
+  }
+
+  // ------------------------------------------------------------------ writes
+
+  /** An unconditional put, as its own revision. */
+  put(key: string, value: unknown): Versioned<unknown> {
+    this.commitOps([{ op: 'put', key, value }]);
+    return this.versioned(key)!;
+  }
+
+  /** A raw value (not JSON, or not valid), as a hand edit with etcdctl would leave it. */
+  putRaw(key: string, text: string): void {
+    this.rev++;
+    this.write(key, text, this.rev);
+    this.flush();
+  }
+
+  remove(key: string): void {
+    this.commitOps([{ op: 'delete', key }]);
+  }
+
+  /** Applies one act's ops if every precondition (and the fence) holds; true when it landed. */
+  applyAct(ops: Op[], fence?: Fence): boolean {
+    if (!conditionsHold(conditionsOf(ops, fence), (k) => this.data.get(k))) {
+      this.conflicts++;
+      return false;
+    }
+    this.commitOps(ops);
+    return true;
+  }
+
+  /** Writes ops as one revision (one transaction), and feeds the sources one batch. */
+  private commitOps(ops: Op[]): void {
+    const writes = ops.filter((o) => o.op !== 'check');
+    if (!writes.length) return;
+    this.rev++;
+    for (const o of writes) {
+      if (o.op === 'delete') {
+        if (!this.data.delete(o.key)) continue;
+        const src = this.sourceOf(o.key);
+        const c = src?.remove(o.key);
+        if (c) this.pending.push(c);
+      } else {
+        const w = o as Extract<Op, { value: unknown }>;
+        this.write(o.key, encodeJson(w.value), this.rev, w.lease);
+      }
+    }
+    this.flush();
+  }
+
+  private write(key: string, text: string, rev: number, lease?: string): void {
+    const prev = this.data.get(key);
+    const s: Stored = { key, text, modRevision: rev, createRevision: prev?.createRevision ?? rev, version: (prev?.version ?? 0) + 1, ...(lease ? { lease } : {}) };
+    this.data.set(key, s);
+    const src = this.sourceOf(key);
+    if (src) this.pending.push(src.put(key, { modRevision: s.modRevision, createRevision: s.createRevision, version: s.version, lease }, text));
+  }
+
+  private flush(): void {
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length) this.emit('batch', batch);
+  }
+
+  private sourceOf(key: string): SourceState | undefined {
+    return this.ordered.find((s) => key.startsWith(s.prefix));
+  }
+}
+
+function decode<T>(text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return text as T;
+  }
+}
