@@ -52,8 +52,11 @@ function checkReplicaIds(current: Map<string, Versioned<Deployment>>, items: App
 
 /** Plans and commits the apply of several deployments in one transaction. */
 export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
-  // One read of every deployment serves the id check and each item's compare-and-swap.
-  const current = new Map((await store.list<Deployment>(keys.deployments())).items.map((d) => [d.value.metadata.name, d]));
+  // One read of every deployment serves the id check and each item's compare-and-swap; the
+  // transaction compares that nothing under deployments/ changed since, so the id check holds
+  // for what lands (two concurrent applies cannot both add colliding ids).
+  const listed = await store.list<Deployment>(keys.deployments());
+  const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
   checkReplicaIds(current, items);
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
@@ -96,15 +99,28 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
       const { kvs } = await store.listRaw(keys.revisions(item.name));
       const old = kvs.map((kv) => kv.key.toString('utf8').slice(store.prefix.length)).filter((k) => revisionNumberOfKey(k) !== generation);
       for (const k of old.slice(0, Math.max(0, old.length - (REVISION_HISTORY_LIMIT - 1)))) ops.push({ op: 'delete', key: k });
-      ops.push(await audit.op({ type: 'deployment_applied', time: now, deployment: item.name, payload: { revision: generation, result, cause: item.cause, summary } }));
     }
+    // Every change is audited (a label change too): the record is also how a lost reply is resolved.
+    ops.push(await audit.op({ type: 'deployment_applied', time: now, deployment: item.name, payload: { revision: generation, result, cause: item.cause, summary } }));
     // Both the deployment and its revision record travel in the one request.
     const bytes = Buffer.byteLength(encodeJson(next)) * (specChanged ? 2 : 1);
     if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''}, with its revision record,`, bytes, MAX_REQUEST_BYTES);
     acts.push({ label: `apply ${item.name}`, ops });
   }
-  if (!opts.dryRun && acts.length) await commitAtomic(store, acts);
+  if (!opts.dryRun && acts.length) {
+    acts.push({ label: 'deployments unchanged since read', ops: [{ op: 'checkRange', key: keys.deployments(), unchangedSince: listed.revision }] });
+    await commitAtomic(store, acts, { landed: landedIf(store, acts) });
+  }
   return outcomes;
+}
+
+/**
+ * Whether a change that got no clear answer is in the store: its audit records have unique keys
+ * and land in the same transaction, so finding one proves the whole change landed.
+ */
+function landedIf(store: Store, acts: Act[]): () => Promise<boolean> {
+  const auditKey = acts.flatMap((a) => a.ops).find((o) => o.key.startsWith(keys.audits()))?.key;
+  return async () => !!auditKey && (await store.get(auditKey)) !== undefined;
 }
 
 /** Deletes deployments with their revision records, in one transaction. */
@@ -132,6 +148,6 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
     deleted.push(name);
   }
   if (missing.length && !opts.ignoreMissing) throw new Error(`deployment ${missing.map((m) => `"${m}"`).join(', ')} not found; nothing was deleted`);
-  if (acts.length) await commitAtomic(store, acts);
+  if (acts.length) await commitAtomic(store, acts, { landed: landedIf(store, acts) });
   return deleted;
 }

@@ -19,7 +19,7 @@
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { AuditLog } from '../store/audit.js';
-import { FencedError } from '../store/errors.js';
+import { FencedError, isLeaseNotFound } from '../store/errors.js';
 import { Leadership } from '../store/leadership.js';
 import type { Store } from '../store/store.js';
 import { commitEach, type Fence } from '../store/writer.js';
@@ -246,8 +246,20 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       else tryNow.push(act);
     }
     if (!tryNow.length) return landed;
-    const acts = await Promise.all(tryNow.map(async (a) => ({ act: a, label: a.label, ops: [...a.ops, ...(await this.audit.ops(a.audit ?? []))] })));
-    const res = await commitEach(store, acts, fence);
+    const withAudit = () => Promise.all(tryNow.map(async (a) => ({ act: a, label: a.label, ops: [...a.ops, ...(await this.audit.ops(a.audit ?? []))] })));
+    let acts = await withAudit();
+    let res;
+    try {
+      res = await commitEach(store, acts, fence);
+    } catch (e) {
+      if (!isLeaseNotFound(e)) throw e;
+      // The audit lease is gone (revoked, or etcd restored from a snapshot): records go on a new one.
+      const leases = new Set(acts.flatMap((a) => a.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))));
+      for (const l of leases) this.audit.leaseLost(l);
+      this.log.warn({ leases: [...leases] }, 'the audit lease is gone; writing on a new one');
+      acts = await withAudit();
+      res = await commitEach(store, acts, fence);
+    }
     for (const { act } of res.committed) {
       landed.add(act.label);
       this.failures.landed(act.label);

@@ -1,6 +1,8 @@
 // The audit log: audit/<sortable id> records written in the same transaction as the act they
 // record. Records are bound to a lease granted per time bucket and never renewed, so they expire
-// after the retention period without a cleaner process.
+// after the retention period without a cleaner process. A bucket's lease can still vanish early
+// (revoked by an operator, lost with a restore from a snapshot): whoever sees a commit fail with
+// isLeaseNotFound reports it with leaseLost(), and the next records go on a fresh lease.
 import { randomBytes } from 'node:crypto';
 import { API_VERSION, type AuditEvent } from '../api/types.js';
 import type { AuditType } from '../api/reasons/audit.js';
@@ -20,6 +22,10 @@ export class AuditLog {
   private seq = 0;
   private readonly nonce = randomBytes(2).toString('hex');
   private bucket?: { lease: string; until: number };
+  /** The grant in flight: records asked for together, or while it runs, share its lease. */
+  private granting?: Promise<string>;
+  /** Leases reported lost: never handed out again (a bounded memory of the latest). */
+  private readonly gone: string[] = [];
 
   constructor(private readonly store: Store, readonly actor: string, private readonly retentionMs: number) {}
 
@@ -28,14 +34,35 @@ export class AuditLog {
     return `${String(Math.floor(time)).padStart(15, '0')}-${this.nonce}-${String(this.seq++).padStart(8, '0')}`;
   }
 
-  private async lease(): Promise<string> {
+  private lease(): Promise<string> {
     const now = Date.now();
-    if (this.bucket && now < this.bucket.until) return this.bucket.lease;
+    const b = this.bucket;
+    if (b && now < b.until && !this.gone.includes(b.lease)) return Promise.resolve(b.lease);
+    this.granting ??= this.grant(now).finally(() => (this.granting = undefined));
+    return this.granting;
+  }
+
+  private async grant(now: number): Promise<string> {
     // One lease per quarter of the retention period; each lives a full retention past its bucket.
     const bucketMs = Math.max(60_000, this.retentionMs / 4);
     const lease = await this.store.grantLease(Math.ceil((this.retentionMs + bucketMs) / 1000));
     this.bucket = { lease, until: now + bucketMs };
     return lease;
+  }
+
+  /**
+   * A commit carrying records failed because etcd no longer has a lease (isLeaseNotFound): the
+   * given one, or, when the caller cannot tell which, the cached one. The cached lease is dropped
+   * if it is that lease, and is never handed out again. Returns whether it was dropped.
+   */
+  leaseLost(leaseId?: string): boolean {
+    const id = leaseId ?? this.bucket?.lease;
+    if (id === undefined) return false;
+    if (!this.gone.includes(id)) this.gone.push(id);
+    if (this.gone.length > 16) this.gone.shift();
+    if (this.bucket?.lease !== id) return false;
+    this.bucket = undefined;
+    return true;
   }
 
   event(r: AuditRecord): AuditEvent {

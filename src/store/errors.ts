@@ -1,6 +1,7 @@
 // Errors of the store layer, one class per kind. Conflict and Fenced are normal in a controller's
 // life (re-read and decide again; stop writing); Unreachable is retried with back-off by
 // long-running processes and reported with exit code 2 by the CLI.
+import { EtcdLeaseInvalidError } from 'etcd3';
 
 export class ConflictError extends Error {
   override name = 'ConflictError';
@@ -75,4 +76,14 @@ export function isUnavailable(e: unknown): boolean {
     name === 'GRPCCancelledError' ||
     /ECONNREFUSED|UNAVAILABLE|No connection established|Deadline exceeded|Failed to connect|circuit/i.test(msg)
   );
+}
+
+/**
+ * etcd refused a write bound to a lease it no longer has: revoked (`etcdctl lease revoke`),
+ * expired, or gone with a restore from a snapshot. Retrying on that lease can never succeed:
+ * whoever cached it must take a new one (AuditLog.leaseLost, KeptLease).
+ */
+export function isLeaseNotFound(e: unknown): boolean {
+  if (e instanceof EtcdLeaseInvalidError) return true;
+  return /requested lease not found/i.test((e as { message?: string } | undefined)?.message ?? '');
 }

@@ -4,26 +4,39 @@
 // Compare(CreateRevision(its key) == its revision) (writer.ts), so a deposed leader's write fails.
 // etcd3's Election class does the same dance but hides the create revision the fence needs and
 // fixes its own key layout, hence this small module on top of etcd3's Lease.
+//
+// It owns three rules that keep a controller from ending up with no leader, or with a healthy
+// term deposed: a campaign that fails after its lease was granted gives that lease up, and never
+// waits on a key of its own (a commit whose reply was lost still landed); only the current term's
+// fence can depose; a follower re-reads its predecessor on a timer, not only through a watch.
 import { EventEmitter } from 'node:events';
-import type { Lease } from 'etcd3';
+import type { IKeyValue, Lease, Watcher } from 'etcd3';
 import { keys } from '../api/keys.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import type { Fence } from './writer.js';
-import type { Store } from './store.js';
+import { withTimeout, type Store } from './store.js';
 
 export interface LeadershipOptions {
   controller: string;
-  /** Who is campaigning (shown by `jaco get leaders` and in logs). */
+  /**
+   * Who is campaigning (shown by `jaco get leaders` and in logs). It is also how a candidate
+   * recognises its own earlier keys, so it must be unique per candidate of one controller.
+   */
   identity: string;
   ttlSec: number;
   log: Logger;
+  /** How often a follower re-reads its predecessor besides watching it (default: half the TTL). */
+  recheckMs?: number;
 }
 
 export interface LeadershipEvents {
   elected: [Fence];
   deposed: [string];
 }
+
+/** A revoke that cannot reach etcd must not hold up a campaign or a stop: the TTL ends the lease anyway. */
+const REVOKE_TIMEOUT_MS = 2000;
 
 /**
  * Campaigns until stopped. `fence()` is the current fence while leading and undefined otherwise;
@@ -34,17 +47,23 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   private lease?: Lease;
   private current?: Fence;
   private stopped = false;
+  private running?: Promise<void>;
   private lastRenewal = 0;
   private renewalTimer?: NodeJS.Timeout;
-  private cancelWait?: () => void;
+  /** Ends the current term's wait (set just before `elected` is emitted). */
+  private endTerm?: (why: string) => void;
+  /** Ends whatever the campaign waits for now (a predecessor, a back-off pause), for stop(). */
+  private wake?: () => void;
+  private readonly recheckMs: number;
 
   constructor(private readonly store: Store, private readonly opts: LeadershipOptions) {
     super();
+    this.recheckMs = opts.recheckMs ?? Math.max(250, (opts.ttlSec * 1000) / 2);
   }
 
   fence(): Fence | undefined {
     // A lease not renewed for a whole TTL may already have expired on the server: stop writing.
-    if (this.current && Date.now() - this.lastRenewal > this.opts.ttlSec * 1000) this.depose('lease not renewed within its TTL');
+    if (this.current && Date.now() - this.lastRenewal > this.opts.ttlSec * 1000) this.depose('lease not renewed within its TTL', this.current);
     return this.current;
   }
 
@@ -54,7 +73,7 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
 
   /** Starts campaigning in the background. */
   start(): void {
-    void this.loop();
+    this.running ??= this.loop();
   }
 
   private async loop(): Promise<void> {
@@ -66,7 +85,7 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
       } catch (e) {
         if (this.stopped) return;
         this.opts.log.warn({ err: (e as Error).message }, 'leader election: campaign failed; retrying');
-        await sleep(backoff);
+        await this.pause(backoff);
         backoff = Math.min(backoff * 2, 5000);
       }
     }
@@ -78,93 +97,175 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
     this.lease = lease;
     const lost = new Promise<string>((resolve) => lease.once('lost', (e) => resolve(`lease lost: ${e.message}`)));
     lease.on('keepaliveSucceeded', () => (this.lastRenewal = Date.now()));
+    // A grant that fails granted nothing we keep alive; one whose reply was lost expires on its own.
     const leaseId = await lease.grant();
     this.lastRenewal = Date.now();
     const myKey = `${prefix}${leaseId}`;
-    const created = await this.store.ns
-      .if(myKey, 'Create', '==', 0)
-      .then(this.store.ns.put(myKey).value(this.opts.identity).lease(leaseId))
-      .commit();
-    if (!created.succeeded) throw new Error(`election key ${myKey} already exists`);
-    const myRev = Number(created.header.revision);
     try {
-      // Wait until no candidate created before us remains.
-      for (;;) {
-        if (this.stopped) return;
-        const res = await this.store.ns.getAll().prefix(prefix).maxCreateRevision(String(myRev - 1)).sort('Create', 'Descend').limit(1).exec();
-        const pred = res.kvs[0];
-        if (!pred) break;
-        const predGone = this.waitForDelete(pred.key.toString('utf8').slice(this.store.prefix.length), Number(res.header.revision));
-        const outcome = await Promise.race([predGone.then(() => 'gone'), lost]);
-        if (outcome !== 'gone') throw new Error(outcome);
-      }
-      this.current = { controller: this.opts.controller, key: myKey, createRevision: myRev };
-      this.lastRenewal = Date.now();
+      if (this.stopped) return;
+      const myRev = await this.createKey(myKey, leaseId);
+      if (!(await this.waitForPredecessors(prefix, myRev, lost))) return;
+      const fence: Fence = { controller: this.opts.controller, key: myKey, createRevision: myRev };
+      // The term's end is in place before anyone hears of it: an `elected` listener may depose.
+      const term = new Promise<string>((resolve) => (this.endTerm = resolve));
+      this.current = fence;
       metrics.leader.set({ controller: this.opts.controller }, 1);
       this.opts.log.info({ key: myKey, revision: myRev }, 'elected leader');
-      this.emit('elected', this.current);
       this.renewalTimer = setInterval(() => this.fence(), Math.max(250, (this.opts.ttlSec * 1000) / 4));
-      const why = await Promise.race([lost, this.untilDeposed()]);
-      this.depose(why);
+      this.emit('elected', fence);
+      const why = await Promise.race([lost, term]);
+      this.depose(why, fence);
     } finally {
       clearInterval(this.renewalTimer);
-      this.cancelWait?.();
-      await lease.revoke().catch(() => undefined);
+      this.endTerm = undefined;
+      // Whatever failed after the grant, the lease goes: kept alive, its key would hold the
+      // lowest create revision for as long as this process lives, and nobody would ever lead.
+      await this.giveUp(lease);
       if (this.lease === lease) this.lease = undefined;
     }
   }
 
-  private deposedResolve?: (why: string) => void;
-  private untilDeposed(): Promise<string> {
-    return new Promise((resolve) => (this.deposedResolve = resolve));
+  /**
+   * Creates this campaign's key and returns its create revision (the fence). A commit that fails
+   * may still have landed (its reply lost), and etcd3 re-sends a commit whose connection dropped,
+   * which then finds the key present: either way the key is read back, and if it carries this
+   * campaign's lease it is this campaign's key.
+   */
+  private async createKey(myKey: string, leaseId: string): Promise<number> {
+    let failure: unknown;
+    try {
+      const res = await this.store.ns
+        .if(myKey, 'Create', '==', 0)
+        .then(this.store.ns.put(myKey).value(this.opts.identity).lease(leaseId))
+        .commit();
+      if (res.succeeded) return Number(res.header.revision);
+    } catch (e) {
+      failure = e;
+    }
+    const kv = (await this.store.ns.get(myKey).exec()).kvs[0];
+    if (kv && kv.lease === leaseId && kv.value.toString('utf8') === this.opts.identity) {
+      this.opts.log.info({ key: myKey, revision: kv.create_revision }, 'election key found in place after a failed commit; it is ours');
+      return Number(kv.create_revision);
+    }
+    throw failure ?? new Error(`election key ${myKey} exists and is not this candidate's`);
   }
 
-  /** Drops leadership at once (e.g. a write came back FencedError); the loop campaigns again. */
-  depose(why: string, fence?: Fence): void {
-    if (!this.current) return;
-    // Only the term that wrote can be deposed by its failure: a later term is not this write's business.
-    if (fence && fence.createRevision !== this.current.createRevision) return;
-    this.current = undefined;
-    metrics.leader.set({ controller: this.opts.controller }, 0);
-    this.opts.log.warn({ why }, 'lost leadership; stopped writing');
-    this.emit('deposed', why);
-    this.deposedResolve?.(why);
+  /** Resolves true once no candidate created before `myRev` remains; false if stopped meanwhile. */
+  private async waitForPredecessors(prefix: string, myRev: number, lost: Promise<string>): Promise<boolean> {
+    for (;;) {
+      if (this.stopped) return false;
+      const res = await this.store.ns.getAll().prefix(prefix).maxCreateRevision(String(myRev - 1)).sort('Create', 'Descend').limit(1).exec();
+      const pred = res.kvs[0];
+      if (!pred) return true;
+      // Keys read through the namespace are already relative to the store prefix.
+      const predKey = pred.key.toString('utf8');
+      if (pred.value.toString('utf8') === this.opts.identity) {
+        await this.removeOwn(predKey, pred);
+        continue;
+      }
+      const outcome = await Promise.race([this.waitForDelete(predKey, Number(res.header.revision)).then(() => 'gone'), lost]);
+      if (outcome !== 'gone') throw new Error(outcome);
+    }
   }
 
+  /** An earlier key of this candidate (a campaign that could not give its lease up): never wait on it. */
+  private async removeOwn(key: string, kv: IKeyValue): Promise<void> {
+    this.opts.log.info({ key }, 'removing an election key left by an earlier campaign of this candidate');
+    await this.store.ns.if(key, 'Mod', '==', kv.mod_revision).then(this.store.ns.delete().key(key)).commit();
+    if (kv.lease !== '0') await withTimeout(this.store.client.leaseClient.leaseRevoke({ ID: kv.lease }), REVOKE_TIMEOUT_MS, 'revoke timed out').catch(() => undefined);
+  }
+
+  /**
+   * Resolves when `key` is gone: by its watch's delete event, or by a re-read, made after every
+   * (re)connection of the watch and every `recheckMs`. A watch can miss an event (etcd3 resumes
+   * after the revision of its creation reply, not of the last event delivered); the re-read makes
+   * that cost one interval instead of the rest of the process's life. A failing watch is no
+   * reason to give up our place in line either: the re-reads go on.
+   */
   private waitForDelete(key: string, fromRevision: number): Promise<void> {
-    return new Promise((resolve, reject) => {
+    return new Promise((resolve) => {
       let done = false;
-      const finish = (f: () => void) => {
-        if (done) return;
-        done = true;
-        f();
-      };
-      this.store.ns
+      const watcher: Watcher = this.store.ns
         .watch()
         .key(key)
         .startRevision(String(fromRevision + 1))
-        .create()
-        .then((w) => {
-          this.cancelWait = () => finish(() => void w.cancel().then(resolve));
-          w.on('delete', () => finish(() => void w.cancel().then(resolve, resolve)));
-          w.on('error', (e) => finish(() => void w.cancel().finally(() => reject(e))));
-          // The key may have gone between the read and the watch.
-          void this.store.ns.get(key).exists().then((exists) => {
-            if (!exists) finish(() => void w.cancel().then(resolve, resolve));
-          });
-        }, reject);
+        .watcher();
+      const finish = () => {
+        if (done) return;
+        done = true;
+        clearInterval(timer);
+        if (this.wake === finish) this.wake = undefined;
+        void watcher.cancel().catch(() => undefined);
+        resolve();
+      };
+      const recheck = () => {
+        void this.store.ns
+          .get(key)
+          .exists()
+          .then(
+            (exists) => !exists && finish(),
+            () => undefined, // etcd away: the next re-read, or the watch, tells
+          );
+      };
+      const timer = setInterval(recheck, this.recheckMs);
+      this.wake = finish;
+      watcher.on('delete', finish);
+      // The key may have gone between the read and the watch, or while the watch reconnected.
+      watcher.on('connected', recheck);
+      watcher.on('error', (e: Error) => this.opts.log.debug({ key, err: e.message }, 'predecessor watch failed; re-reading on a timer'));
     });
+  }
+
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        if (this.wake === done) this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+    });
+  }
+
+  /** Stops renewing the lease and revokes it; if etcd cannot be reached the TTL ends it. */
+  private async giveUp(lease: Lease): Promise<void> {
+    await withTimeout(lease.revoke(), REVOKE_TIMEOUT_MS, 'revoke timed out').catch((e: Error) =>
+      this.opts.log.debug({ err: e.message }, 'could not revoke the election lease; it expires with its TTL'),
+    );
+  }
+
+  /**
+   * Drops leadership at once; the loop campaigns again. A caller reacting to a refused write
+   * passes the fence it wrote under: a fence of an earlier term (a pass that began before a
+   * re-election) deposes nothing. Returns whether the current term ended.
+   */
+  depose(why: string, fence?: Fence): boolean {
+    const cur = this.current;
+    if (!cur) return false;
+    if (fence && (fence.key !== cur.key || fence.createRevision !== cur.createRevision)) {
+      this.opts.log.debug({ why, fence: fence.key, current: cur.key }, 'not deposed: the refused write was fenced by an earlier term');
+      return false;
+    }
+    this.current = undefined;
+    metrics.leader.set({ controller: this.opts.controller }, 0);
+    this.opts.log.warn({ why }, 'lost leadership; stopped writing');
+    const end = this.endTerm;
+    this.endTerm = undefined;
+    this.emit('deposed', why);
+    end?.(why);
+    return true;
   }
 
   /** Resigns (revokes the lease) and stops campaigning. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.depose('stopping');
-    this.cancelWait?.();
-    await this.lease?.revoke().catch(() => undefined);
+    this.wake?.();
+    // Resign at once even if the campaign is stuck in a call to an unreachable etcd...
+    const lease = this.lease;
+    if (lease) await this.giveUp(lease);
+    // ...and let the campaign finish its own clean-up, for as long as a revoke may take.
+    if (this.running) await withTimeout(this.running, REVOKE_TIMEOUT_MS * 2, 'campaign still running').catch(() => undefined);
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

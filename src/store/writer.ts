@@ -7,9 +7,9 @@
 // operations and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by the leader's
 // election key; a transaction that fails a precondition is retried act by act, so one act that
 // cannot land never holds back the others. The CLI commits with `commitAtomic`: all or nothing.
-import type { Namespace } from 'etcd3';
+import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3';
 import { ConflictError, FencedError, TooLargeError } from './errors.js';
-import { encodeJson, MAX_REQUEST_BYTES, MAX_TXN_OPS, type Store } from './store.js';
+import { encodeJson, MAX_REQUEST_BYTES, MAX_TXN_OPS, prefixEnd, type Store } from './store.js';
 
 export type Op =
   /** Create: the key must not exist. */
@@ -22,6 +22,11 @@ export type Op =
   | { op: 'check'; key: string; modRevision: number }
   /** Precondition only: the key has been written `version` times (0: absent). Chains acts of one pass on one key. */
   | { op: 'check'; key: string; version: number }
+  /**
+   * Precondition only: no key under the prefix `key` was created or changed after revision
+   * `unchangedSince` (deletes are not seen). Guards a decision made from a whole prefix.
+   */
+  | { op: 'checkRange'; key: string; unchangedSince: number }
   /** Unconditional put: only for keys the writer alone owns (its heartbeat, its observed state). */
   | { op: 'put'; key: string; value: unknown; lease?: string };
 
@@ -39,11 +44,15 @@ export interface Fence {
   createRevision: number;
 }
 
-/** One precondition of a transaction: the key's create revision, mod revision or version equals `revision` (0: absent). */
+/**
+ * One precondition of a transaction: the key's create revision, mod revision or version equals
+ * `revision` (0: absent) — or, for a range (every key under `key`), is below it.
+ */
 export interface Condition {
   key: string;
   target: 'create' | 'mod' | 'version';
   revision: number;
+  range?: true;
 }
 
 /** The preconditions of a set of ops (and of the fence), in order. The one statement of jaco's CAS rules. */
@@ -52,6 +61,7 @@ export function conditionsOf(ops: readonly Op[], fence?: Fence): Condition[] {
   if (fence) out.push({ key: fence.key, target: 'create', revision: fence.createRevision });
   for (const o of ops) {
     if (o.op === 'create') out.push({ key: o.key, target: 'create', revision: 0 });
+    else if (o.op === 'checkRange') out.push({ key: o.key, target: 'mod', revision: o.unchangedSince + 1, range: true });
     else if (o.op === 'check' && 'version' in o) out.push({ key: o.key, target: 'version', revision: o.version });
     else if (o.op === 'update' || o.op === 'check') out.push({ key: o.key, target: 'mod', revision: o.modRevision });
     else if (o.op === 'delete' && o.modRevision !== undefined) out.push({ key: o.key, target: 'mod', revision: o.modRevision });
@@ -59,16 +69,27 @@ export function conditionsOf(ops: readonly Op[], fence?: Fence): Condition[] {
   return out;
 }
 
-/** Whether every condition holds against a key space (an absent key has revisions 0). */
-export function conditionsHold(conds: readonly Condition[], lookup: (key: string) => { createRevision: number; modRevision: number; version: number } | undefined): boolean {
-  return conds.every((c) => {
-    const cur = lookup(c.key);
-    const at = c.target === 'create' ? cur?.createRevision : c.target === 'mod' ? cur?.modRevision : cur?.version;
-    return (at ?? 0) === c.revision;
-  });
+interface KeyRevisions {
+  createRevision: number;
+  modRevision: number;
+  version: number;
 }
 
-const COMPARE_TARGET = { create: 'Create', mod: 'Mod', version: 'Version' } as const;
+/** A key space conditions are evaluated against (etcd's, or an in-memory one). */
+export interface KeySpace {
+  get(key: string): KeyRevisions | undefined;
+  /** Every key under a prefix. */
+  under(prefix: string): Iterable<KeyRevisions>;
+}
+
+/** Whether every condition holds against a key space (an absent key has revisions 0). */
+export function conditionsHold(conds: readonly Condition[], space: KeySpace): boolean {
+  const at = (c: Condition, cur: KeyRevisions | undefined) => (c.target === 'create' ? cur?.createRevision : c.target === 'mod' ? cur?.modRevision : cur?.version) ?? 0;
+  return conds.every((c) => (c.range ? [...space.under(c.key)].every((cur) => at(c, cur) < c.revision) : at(c, space.get(c.key)) === c.revision));
+}
+
+const COMPARE_TARGET = { create: CompareTarget.Create, mod: CompareTarget.Mod, version: CompareTarget.Version } as const;
+const COMPARE_FIELD = { create: 'create_revision', mod: 'mod_revision', version: 'version' } as const;
 
 const TXN_OVERHEAD_BYTES = 64;
 
@@ -91,7 +112,8 @@ export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_
   return undefined;
 }
 
-const writtenKeys = (ops: readonly Op[]) => ops.filter((o) => o.op !== 'check').map((o) => o.key);
+const isWrite = (o: Op): o is Extract<Op, { op: 'create' | 'update' | 'delete' | 'put' }> => o.op !== 'check' && o.op !== 'checkRange';
+const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key);
 
 /**
  * Packs acts into transactions of ≤ maxOps ops and compares, never splitting an act, and never
@@ -128,24 +150,19 @@ export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced 
 }
 
 /** Commits ops in one transaction; false when a precondition failed; FencedError when the fence did. */
-async function commitTxn(ns: Namespace, ops: Op[], fence?: Fence): Promise<boolean> {
-  type Cmp = [string, 'Create' | 'Mod' | 'Version', '==' | '>', number];
-  const compares: Cmp[] = conditionsOf(ops, fence).map((c) => [c.key, COMPARE_TARGET[c.target], '==', c.revision]);
-  const writes = ops
-    .filter((o) => o.op !== 'check')
-    .map((o) => {
-      if (o.op === 'delete') return ns.delete().key(o.key);
-      const w = o as Extract<Op, { value: unknown }>;
-      const put = ns.put(w.key).value(encodeJson(w.value));
-      return w.lease ? put.lease(w.lease) : put;
-    });
-  // etcd3's builder needs one compare to start; when the acts have none, an always-true one on a
-  // key they write anyway (an RBAC-restricted writer, such as an agent, may read nothing else).
-  const [first, ...rest] = compares.length ? compares : ([[ops[0]!.key, 'Mod', '>', -1]] as Cmp[]);
-  let txn = ns.if(first![0], first![1], first![2], first![3]);
-  for (const c of rest) txn = txn.and(c[0], c[1], c[2], c[3]);
-  if (fence) txn = txn.else(ns.get(fence.key));
-  const res = await txn.then(...writes).commit();
+async function commitTxn(store: Store, ops: Op[], fence?: Fence): Promise<boolean> {
+  const key = (k: string) => Buffer.from(store.prefix + k);
+  const compare: ICompare[] = conditionsOf(ops, fence).map((c) => ({
+    key: key(c.key),
+    ...(c.range ? { range_end: Buffer.from(prefixEnd(store.prefix + c.key), 'latin1') } : {}),
+    target: COMPARE_TARGET[c.target],
+    result: c.range ? CompareResult.Less : CompareResult.Equal,
+    [COMPARE_FIELD[c.target]]: c.revision,
+  }));
+  const success: IRequestOp[] = ops.filter(isWrite).map((o) =>
+    o.op === 'delete' ? { request_delete_range: { key: key(o.key) } } : { request_put: { key: key(o.key), value: Buffer.from(encodeJson(o.value)), ...(o.lease ? { lease: o.lease } : {}) } },
+  );
+  const res = await store.client.kv.txn({ compare, success, failure: fence ? [{ request_range: { key: key(fence.key) } }] : [] });
   if (res.succeeded) return true;
   if (fence) {
     const kv = res.responses?.[0]?.response_range?.kvs?.[0];
@@ -180,7 +197,7 @@ export async function commitEach<A extends Act>(store: Store, acts: A[], fence?:
   }
   for (const group of packActs(fit, MAX_TXN_OPS, !!fence)) {
     result.transactions++;
-    if (await commitTxn(store.ns, group.flatMap((a) => a.ops), fence)) {
+    if (await commitTxn(store, group.flatMap((a) => a.ops), fence)) {
       result.committed.push(...group);
       continue;
     }
@@ -192,7 +209,7 @@ export async function commitEach<A extends Act>(store: Store, acts: A[], fence?:
     // chains on), so the others still land.
     for (const a of group) {
       result.transactions++;
-      (await commitTxn(store.ns, a.ops, fence) ? result.committed : result.conflicted).push(a);
+      (await commitTxn(store, a.ops, fence) ? result.committed : result.conflicted).push(a);
     }
   }
   return result;
@@ -227,11 +244,11 @@ export async function commitAtomic(store: Store, acts: Act[], opts: AtomicOption
   if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError('this change', bytes, MAX_REQUEST_BYTES);
   let ok: boolean;
   try {
-    ok = await commitTxn(store.ns, ops);
+    ok = await commitTxn(store, ops);
   } catch (e) {
     if (opts.landed && (await opts.landed().catch(() => false))) return;
     throw e;
   }
   if (ok || (opts.landed && (await opts.landed()))) return;
-  throw new ConflictError('the store changed while this change was prepared; nothing was written, try again', ops.map((o) => o.key));
+  throw new ConflictError('the store changed while this change was prepared; nothing was written, try again', ops.filter(isWrite).map((o) => o.key));
 }

@@ -104,7 +104,7 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
 
   /** Applies one act's ops if every precondition (and the fence) holds; true when it landed. */
   applyAct(ops: Op[], fence?: Fence): boolean {
-    if (!conditionsHold(conditionsOf(ops, fence), (k) => this.data.get(k))) {
+    if (!conditionsHold(conditionsOf(ops, fence), { get: (k) => this.data.get(k), under: (p) => [...this.data.values()].filter((d) => d.key.startsWith(p)) })) {
       this.conflicts++;
       return false;
     }
@@ -114,7 +114,7 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
 
   /** Writes ops as one revision (one transaction), and feeds the sources one batch. */
   private commitOps(ops: Op[]): void {
-    const writes = ops.filter((o) => o.op !== 'check');
+    const writes = ops.filter((o) => o.op !== 'check' && o.op !== 'checkRange');
     if (!writes.length) return;
     this.rev++;
     for (const o of writes) {
