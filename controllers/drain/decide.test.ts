@@ -256,6 +256,24 @@ describe('drain: a full drain, pass by pass', () => {
   });
 });
 
+describe('drain: the destination leaves between decision and commit', () => {
+  it('a cordon of the chosen destination refuses the move start; the next pass picks another node', () => {
+    const w = new World(['node-1', 'node-2', 'node-3', 'node-4']);
+    w.replica('d-web-0', 'node-2', web, { state: 'running', index: 0 });
+    w.drain('node-2');
+    const d = decide(drainSnapshot(w.cache), w.now, { drainTimeoutMs: 300_000 });
+    const start = d.acts.find((a) => a.label.startsWith('move d-web-0'))!;
+    const dst = /→(\S+):/.exec(start.label)![1]!;
+    w.addNode(dst, 4 * GiB, { unschedulable: true }); // `jaco node cordon` lands first
+    expect(w.applyAct(start.ops)).toBe(false);
+    expect(w.placement()['d-web-0']).toEqual(['node-2']);
+    w.pass();
+    const copies = w.placement()['d-web-0']!;
+    expect(copies).toHaveLength(2);
+    expect(copies).not.toContain(dst);
+  });
+});
+
 describe('drain: per-replica outcomes', () => {
   it.each<[string, (w: World) => void, Partial<NodeDrainSpec>, Record<string, unknown>]>([
     ['stateful without --force: blocked, stays', (w) => w.replica('d-db-0', 'node-2', db, { state: 'running', index: 0 }), {}, { state: 'blocked', reason: 'stateful_replica' }],

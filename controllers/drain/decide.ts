@@ -16,7 +16,7 @@ import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { advanceMoves, budgetRefusal, cancelMove, inFlight, MoveBook, moveWakeAt, startMove, type MoveStep } from '../moves/move.js';
 import type { Placer, PlacementConfig } from '../placement/placer.js';
-import { placerFor } from '../placement/input.js';
+import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import type { DrainAbortReason, DrainMoveResult, DrainReplicaReason } from '../../src/api/reasons/drain.js';
 
 /** Everything decide reads: the drain controller's view of the cache (index.ts builds it). */
@@ -33,6 +33,8 @@ export interface DrainSnapshot {
   /** Restart commands by store key (the disruption budget counts pending ones). */
   commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   volumeHomes: readonly VolumeHome[];
+  /** Mod revisions of the node and drain keys (a move start compares its destination's). */
+  eligibility: EligibilityRevisions;
 }
 
 export interface DrainConfig {
@@ -97,7 +99,7 @@ class Pass {
   private placerCache?: Placer;
 
   constructor(readonly s: DrainSnapshot, readonly now: number, readonly config: DrainConfig) {
-    this.book = new MoveBook(s.replicas, s.ledgers, s.commands);
+    this.book = new MoveBook(s);
   }
 
   get placer(): Placer {

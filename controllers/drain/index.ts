@@ -1,6 +1,7 @@
 // The drain controller: the pure core (decide.ts) on the shared runtime. It owns drains/<host>.status,
 // the host of replicas on a draining node (through the move mechanism), their spec.suspended, and
 // removing a drained node.
+import { eligibilityRevisions } from '../placement/input.js';
 import type { DisruptionLedger, Heartbeat, Node, NodeDrain, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
@@ -21,6 +22,7 @@ export function drainSnapshot(cache: Cache): DrainSnapshot {
     ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
     commands: cache.kind<ReplicaCommand>('commands').items,
     volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
+    eligibility: eligibilityRevisions(cache),
   };
 }
 

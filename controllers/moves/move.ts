@@ -3,7 +3,8 @@
 //
 // A move of replica R from src to dst:
 //   start    — desired/<src>/<R> gets movingTo {dst, id, by} and desired/<dst>/<R> is created with
-//              a move marker {id, from: src, by, deadline}, with the service's ledger, in one act.
+//              a move marker {id, from: src, by, deadline}, with the service's ledger, in one act
+//              that also compares dst's node and drain keys (a cordon or drain since refuses it).
 //              Writing the source makes competing starts conflict: two movers (or a mover and the
 //              scheduler replacing a lost node's replica) cannot both land. The source keeps
 //              running. Refused with a typed reason when the disruption budget has no room.
@@ -26,6 +27,7 @@ import type { Copy, ReplicaEntry, ReplicaIndex } from '../../src/runtime/replica
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
+import { eligibilityGuard, type EligibilityRevisions } from '../placement/input.js';
 
 export { ABANDON_REASONS, MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 export type { Copy } from '../../src/runtime/replicas.js';
@@ -37,6 +39,15 @@ export function inFlight(copies: readonly Copy[]): Copy | undefined {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** What a mover's snapshot holds that a move book is built from. */
+export interface MoveView {
+  replicas: ReplicaIndex;
+  ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>;
+  /** Restart commands by store key (the disruption budget counts pending ones). */
+  commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+  eligibility: EligibilityRevisions;
+}
+
 /**
  * The replicas as one pass of a mover sees them: the shared index, plus the moves this pass has
  * started (assumed landed, so later starts of the same pass count them in the budget), and the
@@ -46,12 +57,16 @@ export class MoveBook {
   private readonly assumed = new Map<string, Copy[]>();
   readonly ledger: LedgerBook;
 
-  constructor(
-    readonly replicas: ReplicaIndex,
-    ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>,
-    readonly commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>,
-  ) {
-    this.ledger = new LedgerBook(ledgers);
+  readonly replicas: ReplicaIndex;
+  readonly commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+  /** The node and drain keys' revisions: a move start compares its destination's (no cordon or drain since). */
+  readonly eligibility: EligibilityRevisions;
+
+  constructor(view: MoveView) {
+    this.replicas = view.replicas;
+    this.commands = view.commands;
+    this.eligibility = view.eligibility;
+    this.ledger = new LedgerBook(view.ledgers);
   }
 
   copies(id: string): readonly Copy[] {
@@ -134,10 +149,12 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
     src: srcValue,
     dst,
     ops: [
-      // The source must still be what we decided on (and now says it is moving); the destination must not exist yet.
+      // The source must still be what we decided on (and now says it is moving); the destination
+      // must not exist yet, and must still be schedulable as judged (no cordon or drain since).
       { op: 'update', key: src.key, value: srcValue, modRevision: src.modRevision },
       { op: 'create', key: keys.desired(m.dst, m.replica), value: dst },
       ...book.ledger.record(spec.deployment, spec.service, { replica: m.replica, by: m.by, kind: 'move', now: m.now }),
+      ...eligibilityGuard(book.eligibility, m.dst),
     ],
   };
 }

@@ -1,8 +1,11 @@
 // The one builder of a placer from stored state, so every controller that places or moves
 // (scheduler, drain, rebalancer) sees nodes, their eligibility and their occupancy the same way.
 import { unschedulableBecause } from '../../src/api/nodes.js';
+import { keys } from '../../src/api/keys.js';
 import type { Heartbeat, Node, NodeDrain, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Op } from '../../src/store/writer.js';
 import { DEFAULT_PLACEMENT_CONFIG, footprintOf, Placer, type PlacedReplica, type PlacementConfig, type PlacementInput } from './placer.js';
 
 export interface StoredState {
@@ -20,6 +23,32 @@ export interface PlacementView {
   drains: ReadonlyMap<string, NodeDrain>;
   replicas: ReplicaIndex;
   volumeHomes: Iterable<VolumeHome>;
+}
+
+/**
+ * The mod revisions of the keys a node's eligibility was judged from — `nodes/<host>` (cordon,
+ * capacity, labels) and `drains/<host>` — by store key; a key absent from the map is absent.
+ */
+export type EligibilityRevisions = ReadonlyMap<string, number>;
+
+export function eligibilityRevisions(cache: Cache): EligibilityRevisions {
+  const out = new Map<string, number>();
+  for (const kind of ['nodes', 'drains'] as const) {
+    const source = cache.kind(kind);
+    for (const v of source.items.values()) out.set(v.key, v.modRevision);
+    // A key whose newest value is unreadable is at that value's revision (the guard must hold against it).
+    for (const u of source.unreadable.values()) out.set(u.key, u.modRevision);
+  }
+  return out;
+}
+
+/**
+ * Preconditions for an act that puts a replica on `host`: the node and drain keys are as they were
+ * judged, so a cordon or drain that lands between the decision and the commit refuses the act
+ * (the next pass decides again) instead of a replica landing on a node that is leaving.
+ */
+export function eligibilityGuard(revisions: EligibilityRevisions, host: string): Op[] {
+  return [keys.node(host), keys.drain(host)].map((key) => ({ op: 'check', key, modRevision: revisions.get(key) ?? 0 }));
 }
 
 function* desiredOf(replicas: ReplicaIndex): Generator<ReplicaDesired> {

@@ -16,7 +16,7 @@ import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
-import { placerFor } from '../placement/input.js';
+import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import { atLeast, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
 import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
@@ -80,6 +80,8 @@ export interface Snapshot {
   /** Restart commands by store key (the disruption budget counts pending ones). */
   commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   volumeHomes: readonly VolumeHome[];
+  /** Mod revisions of the node and drain keys (a move start compares its destination's). */
+  eligibility: EligibilityRevisions;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -284,7 +286,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   }
 
   // 2. The rebalancer's own in-flight moves: cut over, complete or abandon those that are due.
-  const book = new MoveBook(snap.replicas, snap.ledgers, snap.commands);
+  const book = new MoveBook(snap);
   // A move toward a node that is NotReady or gone is abandoned at once; one away from it completes.
   const lost = new Set<string>();
   for (const id of book.moving()) {

@@ -72,7 +72,7 @@ describe('trigger and consecutive cycles', () => {
     // The move and its audit record are one act; the move goes through the shared mechanism.
     const act = second!.acts.find((a) => a.label.startsWith('rebalance move d-web-0'))!;
     // The shared move mechanism: the source is written (competing movers conflict), the destination created, the disruption recorded.
-    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web']);
+    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web', 'check nodes/c', 'check drains/c']);
     expect((act.ops[1] as { value: { spec: { move: { by: string; from: string } } } }).value.spec.move).toMatchObject({ by: 'rebalancer', from: 'a' });
   });
 

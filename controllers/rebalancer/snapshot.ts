@@ -1,5 +1,6 @@
 // What the rebalancer reads, and how its snapshot is built from the cache: one function for the
 // controller and for `jaco rebalance plan` recomputing from a one-shot read of the store.
+import { eligibilityRevisions } from '../placement/input.js';
 import type { DisruptionLedger, Heartbeat, Node, NodeDrain, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
@@ -23,5 +24,6 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
     commands: cache.kind<ReplicaCommand>('commands').items,
     volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
+    eligibility: eligibilityRevisions(cache),
   };
 }

@@ -19,6 +19,7 @@ import { byRest, frozenKeys, valuesByRest, type Cache } from '../../src/runtime/
 import { REPLICAS } from '../../src/runtime/replicas.js';
 import type { ControllerSpec, PassInput } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
+import { eligibilityRevisions } from '../placement/input.js';
 import { decide, schedulerConfig, trackNotReady, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from './decide.js';
 import { countLanded, schedulerMetrics, setUnschedulable } from './metrics.js';
 
@@ -60,6 +61,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     rollouts: valuesByRest(cache.kind<RolloutPlan>('rollouts')),
     nodes,
     frozenNodes: frozenKeys(cache.kind('nodes')),
+    eligibility: eligibilityRevisions(cache),
     heartbeats,
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     replicas: cache.index(REPLICAS),

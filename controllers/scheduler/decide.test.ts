@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { specHash } from '../../src/api/spec.js';
-import type {
-  DeploymentRevision,
-  DeploymentStatus,
-  Endpoints,
-  PlacementDecision,
-  ReplicaCommand,
-  ReplicaCounter,
-  ReplicaDesired,
-  RolloutPlan,
-  ServiceSpec,
-  VolumeHome,
+import {
+  API_VERSION,
+  type DeploymentRevision,
+  type DeploymentStatus,
+  type Endpoints,
+  type PlacementDecision,
+  type ReplicaCommand,
+  type ReplicaCounter,
+  type ReplicaDesired,
+  type RolloutPlan,
+  type ServiceSpec,
+  type VolumeHome,
 } from '../../src/api/types.js';
 import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
@@ -60,6 +61,23 @@ describe('apply → desired keys', () => {
     expect(act.ops.filter((o) => o.op === 'create' && o.key.startsWith('desired/'))).toHaveLength(2);
     expect(act.ops.filter((o) => o.key.startsWith('decisions/'))).toHaveLength(2);
     expect(act.audit).toHaveLength(2);
+  });
+
+  it.each([
+    ['a cordon', (w: World, n: string) => w.node(n, { cordoned: true })],
+    ['a drain', (w: World, n: string) => w.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '5m', force: false, remove: false, requestedAt: iso(w.now) } })],
+  ] as const)('%s landing between decision and commit refuses the placement on that node; the next pass places elsewhere', (_name, leave) => {
+    const w = threeNodes();
+    w.deploy('hello', { web: svc({ replicas: 3 }) });
+    const plan = decideOnce(w);
+    const act = plan.acts.find((a) => a.label.startsWith('place'))!;
+    expect(act.ops.filter((o) => o.op === 'check').map((o) => o.key).sort()).toEqual(['node-1', 'node-2', 'node-3'].flatMap((n) => [keys.drain(n), keys.node(n)]).sort());
+    leave(w, 'node-2');
+    expect(w.apply(plan)).toEqual([act.label]);
+    expect(w.desired()).toEqual([]);
+    w.converge();
+    expect(w.desired()).toHaveLength(3);
+    expect(Object.values(w.placement('hello'))).not.toContain('node-2');
   });
 
   it('a big service is placed in one pass: acts chained on the counter, each within one transaction, every index once', () => {
@@ -575,7 +593,7 @@ describe('node lost', () => {
         p = w.pass();
     expect(p.replaceLost).toMatchObject([{ replica: victim, from: [lostNode], notReadyForMs: 3_000 }]);
     const act = p.acts.find((a) => a.label === `replace ${victim}`)!;
-    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'create', 'put']);
+    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'create', 'put']); // the new node's eligibility is guarded
     expect(act.audit[0]).toMatchObject({ type: 'node_lost', payload: { replica: victim, node: lostNode } });
     const moved = w.desired().find((d) => d.spec.replica === victim)!;
     expect(moved.spec.node).not.toBe(lostNode);
@@ -638,6 +656,76 @@ describe('node lost', () => {
     const p = w.pass();
     expect(p.replaceLost).toEqual([]);
     expect(scheduling(w, 'd', 'web')).toMatchObject({ desired: 1, placed: 1, unschedulable: { reason: 'no_nodes_ready', count: 1 } });
+  });
+});
+
+describe('surplus copies', () => {
+  function twoCopies() {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 1 }) });
+    w.converge();
+    w.runAll();
+    w.converge();
+    const r = w.desired()[0]!;
+    const other = ['node-1', 'node-2', 'node-3'].find((n) => n !== r.spec.node)!;
+    return { w, id: r.spec.replica, home: r.spec.node, other };
+  }
+
+  it.each([
+    ['the serving copy stays, the one not running goes', 'home'],
+    ['a copy on a NotReady node goes, whatever its age', 'other'],
+  ] as const)('%s (audited replica_healed, removed as duplicate)', (_name, keeper) => {
+    const { w, id, home, other } = twoCopies();
+    w.advance(1_000);
+    w.replica('d', 'web', 0, other); // a second copy outside any move (a hand edit)
+    if (keeper === 'other') {
+      w.observe(id, 'running', {}, other);
+      w.nodeDown(home);
+    }
+    const p = w.pass();
+    const kept = keeper === 'home' ? home : other;
+    const gone = keeper === 'home' ? other : home;
+    expect(p.stop).toEqual([{ replica: id, deployment: 'd', service: 'web', nodes: [gone], reason: 'duplicate' }]);
+    expect(w.auditOf('replica_healed')).toMatchObject([{ payload: { replica: id, kept: [kept], removed: [gone] } }]);
+    expect(w.desired().map((d) => d.spec.node)).toEqual([kept]);
+    expect(p.place).toEqual([]); // counted once: nothing placed to make up for it
+    expect(labels(w.pass())).not.toContain(`heal ${id}`);
+  });
+
+  it('among equals the earliest placed copy stays', () => {
+    const { w, id, home, other } = twoCopies();
+    w.advance(1_000);
+    w.replica('d', 'web', 0, other);
+    w.observe(id, 'running', {}, other);
+    w.pass();
+    expect(w.desired().map((d) => d.spec.node)).toEqual([home]);
+  });
+
+  it('a source moving to a copy that does not exist forgets it; a real move is left alone', () => {
+    const { w, id, home, other } = twoCopies();
+    const src = w.desired()[0]!;
+    w.put(keys.desired(home, id), { ...src, spec: { ...src.spec, movingTo: { id: 'm1', node: other, by: 'drain' } } });
+    // With its destination present the move is its mover's business.
+    w.replica('d', 'web', 0, other, { move: { id: 'm1', from: home, by: 'drain', startedAt: iso(w.now), deadline: iso(w.now + 60_000) } });
+    expect(labels(w.pass())).not.toContain(`heal ${id}`);
+    w.remove(keys.desired(other, id)); // the destination deleted by hand: the marker is stale
+    const p = w.pass();
+    expect(labels(p)).toContain(`heal ${id}`);
+    expect(p.stop).toEqual([]);
+    expect(w.desired()[0]!.spec.movingTo).toBeUndefined();
+    expect(w.auditOf('replica_healed')).toMatchObject([{ payload: { replica: id, removed: [], staleMoveTo: [other] } }]);
+  });
+
+  it('a third copy beside a move in flight goes; the move keeps its source and destination', () => {
+    const { w, id, home } = twoCopies();
+    const [dst, third] = ['node-1', 'node-2', 'node-3'].filter((n) => n !== home) as [string, string];
+    const src = w.desired()[0]!;
+    w.put(keys.desired(home, id), { ...src, spec: { ...src.spec, movingTo: { id: 'm1', node: dst, by: 'rebalancer' } } });
+    w.replica('d', 'web', 0, dst, { move: { id: 'm1', from: home, by: 'rebalancer', startedAt: iso(w.now), deadline: iso(w.now + 60_000) } });
+    w.replica('d', 'web', 0, third);
+    const p = w.pass();
+    expect(p.stop).toEqual([{ replica: id, deployment: 'd', service: 'web', nodes: [third], reason: 'duplicate' }]);
+    expect(w.desired().map((d) => d.spec.node).sort()).toEqual([dst, home].sort());
   });
 });
 

@@ -34,9 +34,11 @@ import type { Act, ActFailure } from '../../src/runtime/acts.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
+import type { EligibilityRevisions } from '../placement/input.js';
 import { DEFAULT_PLACEMENT_CONFIG, type Decision, type PlacementConfig } from '../placement/placer.js';
 import { cleanup, writeStatuses } from './bookkeeping.js';
 import { health } from './health.js';
+import { healCopies } from './copies.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
 import { replaceLost } from './node-loss.js';
 import { cmp, iso, SchedulerPass } from './pass.js';
@@ -57,6 +59,8 @@ export interface SchedulerSnapshot {
   nodes: ReadonlyMap<string, Node>;
   /** Nodes whose key exists but cannot be read: neither gone nor schedulable. */
   frozenNodes: ReadonlySet<string>;
+  /** Mod revisions of the node and drain keys (an act placing on a node compares them). */
+  eligibility: EligibilityRevisions;
   heartbeats: ReadonlyMap<string, Heartbeat>;
   drains: ReadonlyMap<string, NodeDrain>;
   /** Every replica with its copies and what their agents observe (the shared index). */
@@ -307,7 +311,8 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
     st.unreadable = unreadable;
     pass.plan.waiting.push({ deployment: dep, service: svc, note: `membership held: unreadable desired key(s) ${unreadable.join(', ')}` });
   } else {
-    kept = keptReplicas(pass, replicas, spec);
+    // Surplus copies are healed first: everything after counts each replica once, as it will be.
+    kept = keptReplicas(pass, healCopies(pass, replicas), spec);
     if (placementMode(spec) === 'global') scaleGlobal(pass, dep, svc, spec, template, kept, st);
     else {
       // Scale down before re-placing lost replicas: a replica about to go is not worth moving.

@@ -63,6 +63,10 @@ interface Chunk {
   /** Placements in it. */
   n: number;
   ops: Op[];
+  /** Nodes it places on (each guarded once, by the act's last ops). */
+  nodes: Set<string>;
+  /** Ops it will hold besides the counter's: placements, volume homes, guards, audit records. */
+  count: number;
   audit: AuditRecord[];
   bytes: number;
 }
@@ -126,13 +130,19 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
       break;
     }
     // Ops of an act: the counter (the first act one, the others two), the first act's volume
-    // homes, and three per placement (desired, decision, audit record).
-    const room = (k: number) => Math.floor((TXN_OPS - (k === 0 ? 1 + volumes.length : 2)) / 3);
-    if (!cur || cur.n + 1 > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
-      cur = { first: index, end: index, n: 0, ops: [], audit: [], bytes: 0 };
+    // homes, three per placement (desired, decision, audit record) and two per node it places on
+    // (the node's eligibility guard).
+    const host = decision.chosen;
+    const need = (c: Chunk) => 3 + (c.nodes.has(host) ? 0 : 2);
+    const room = (k: number) => TXN_OPS - (k === 0 ? 1 : 2);
+    if (!cur || cur.count + need(cur) > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
+      cur = { first: index, end: index, n: 0, ops: [], nodes: new Set(), count: 0, audit: [], bytes: 0 };
       chunks.push(cur);
       if (chunks.length === 1) for (const v of volumes) cur.ops.push(recordVolumeHome(pass, dep, v, decision.chosen));
+      cur.count = cur.ops.length;
     }
+    cur.count += need(cur);
+    cur.nodes.add(host);
     cur.ops.push(...ops);
     cur.audit.push(audit);
     cur.bytes += bytes;
@@ -158,7 +168,7 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     pass.plan.acts.push({
       label: `place ${dep}/${svc} ${c.first}..${c.end - 1}`,
       subject: `deployment/${dep}`,
-      ops: [...counterOps, ...c.ops],
+      ops: [...counterOps, ...c.ops, ...[...c.nodes].sort().flatMap((n) => pass.guard(n))],
       audit: c.audit,
       metrics: [{ placements: { trigger: 'scale_up', count: n } }],
     });
@@ -226,6 +236,7 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
       label: `place ${id}`,
       subject: `deployment/${dep}`,
       ops: [
+        ...pass.guard(host),
         { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now) },
         { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'global_node', pass.now, pass.cfg.actor) },
       ],

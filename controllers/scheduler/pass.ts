@@ -8,7 +8,7 @@ import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import type { Placer } from '../placement/placer.js';
-import { placerFor } from '../placement/input.js';
+import { eligibilityGuard, placerFor } from '../placement/input.js';
 import type { RemoveReason } from '../../src/api/reasons/scheduling.js';
 import type { SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './decide.js';
 
@@ -88,6 +88,11 @@ export class SchedulerPass {
     if (t >= this.cfg.nodeLostGraceMs) return t;
     this.wake(since + this.cfg.nodeLostGraceMs);
     return undefined;
+  }
+
+  /** Preconditions of an act placing on `host`: its node and drain keys are as judged (no cordon or drain landed since). */
+  guard(host: string): Op[] {
+    return eligibilityGuard(this.snap.eligibility, host);
   }
 
   wake(at: number | undefined): void {

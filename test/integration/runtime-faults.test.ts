@@ -3,7 +3,8 @@
 //   1. an object that fails validation (or carries an unknown field) is not treated as deleted;
 //   2. one act that can never commit does not stall the controller: (a) an unreadable key under a
 //      prefix it creates, (b) a service too large for one request, (c) the audit lease revoked;
-//   3. two movers deciding from one state cannot both move one replica;
+//   3. two movers deciding from one state cannot both move one replica, and surplus copies
+//      (from an earlier release or a hand edit) are healed;
 //   8. two concurrent applies cannot both land replica ids that collide.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
@@ -17,6 +18,7 @@ import { Store } from '../../src/store/store.js';
 import { commitAtomic, commitEach } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { MoveBook, startMove } from '../../controllers/moves/move.js';
+import { eligibilityRevisions } from '../../controllers/placement/input.js';
 import { schedulerController } from '../../controllers/scheduler/controller.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
 import { TcpProxy } from '../support/proxy.js';
@@ -143,8 +145,8 @@ describe('3. two movers cannot both move one replica', () => {
     // The agent reports it running (no Docker here).
     const s = r!.value.spec;
     await store.ns.put(keys.observed(s.node, s.replica)).value(JSON.stringify({ apiVersion: API_VERSION, kind: 'ReplicaObserved', metadata: { name: s.replica }, status: { replica: s.replica, node: s.node, deployment: 'app', service: 'web', state: 'running', revision: s.revision, specHash: s.specHash, health: 'none', startedAt: new Date(Date.now() - 60_000).toISOString(), observedAt: new Date().toISOString() } }));
-    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands'], testLogger());
-    const book = () => new MoveBook(cache.index(REPLICAS), new Map());
+    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands', 'nodes', 'drains'], testLogger());
+    const book = () => new MoveBook({ replicas: cache.index(REPLICAS), ledgers: new Map(), eligibility: eligibilityRevisions(cache) });
     const [d1, d2] = ['node-1', 'node-2', 'node-3', 'node-4'].filter((n) => n !== s.node);
     const drain = startMove(book(), { replica: s.replica, src: s.node, dst: d1!, by: 'drain', id: 'm-drain', now: Date.now(), timeoutMs: 60_000, sourceLeaving: true });
     const rebalance = startMove(book(), { replica: s.replica, src: s.node, dst: d2!, by: 'rebalancer', id: 'm-rb', now: Date.now(), timeoutMs: 60_000 });
@@ -154,6 +156,27 @@ describe('3. two movers cannot both move one replica', () => {
     expect(a.conflicted.length + b.conflicted.length).toBe(1);
     const copies = (await store.list<ReplicaDesired>(keys.desiredOf())).items.filter((i) => i.value.spec.replica === s.replica);
     expect(copies).toHaveLength(2); // the source and one destination, never three
+  });
+});
+
+describe('3. surplus copies are healed', () => {
+  it('a second copy outside any move (left by an earlier release or a hand edit) is removed, audited, and the replica is counted once', async () => {
+    const store = etcd.store();
+    await cluster(store, ['node-1', 'node-2', 'node-3']);
+    await scheduler(store);
+    await apply(store, 'dup', web(1));
+    const [r] = await eventually(async () => ((await desiredOf(store, 'dup')).length === 1 ? desiredOf(store, 'dup') : undefined));
+    const s = r!.value.spec;
+    const other = ['node-1', 'node-2', 'node-3'].find((n) => n !== s.node)!;
+    // A later-placed copy on another node, written behind the scheduler's back.
+    await store.ns.put(keys.desired(other, s.replica)).value(JSON.stringify({ ...r!.value, spec: { ...s, node: other, placedAt: new Date(Date.now() + 1_000).toISOString() } }));
+    await eventually(async () => {
+      const copies = await desiredOf(store, 'dup');
+      return copies.length === 1 && copies[0]!.value.spec.node === s.node ? true : undefined;
+    });
+    const audit = (await store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec);
+    expect(audit.filter((a) => a.type === 'replica_healed')).toMatchObject([{ payload: { replica: s.replica, kept: [s.node], removed: [other] } }]);
+    expect(audit.filter((a) => a.type === 'replica_placed')).toHaveLength(1); // nothing placed to make up for it
   });
 });
 

@@ -142,7 +142,7 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [] };
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map() };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */

@@ -7,6 +7,7 @@ export const AUDIT_TYPES = {
   node_cordoned: 'a node was cordoned or uncordoned',
   replica_placed: 'the scheduler placed a new replica',
   replica_removed: 'the scheduler removed a replica (scale down, deployment deleted)',
+  replica_healed: 'the scheduler healed a replica with surplus copies (kept the best, removed the others) or a lost move marker',
   placement_failed: 'a replica could not be placed: reason code and per-node breakdown',
   replica_restarted: 'the scheduler restarted a degraded or exited replica',
   restart_exhausted: 'a replica failed 3 times in a row; no more restarts until the next apply',

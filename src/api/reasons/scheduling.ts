@@ -59,6 +59,7 @@ export const REMOVE_REASONS = {
   service_removed: 'its service is no longer in the deployment',
   mode_changed: 'the service changed to or from placement global (ids differ between the two)',
   node_gone: 'the node of a global replica no longer exists',
+  duplicate: 'a surplus copy of a replica outside any move (hand edit, older release): the best copy stays',
 } as const;
 export type RemoveReason = keyof typeof REMOVE_REASONS;
 
