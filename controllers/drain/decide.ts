@@ -222,7 +222,7 @@ class DrainPass {
       const here = copies.find((c) => c.desired.spec.node === this.host)!;
       const deadline = this.states[id]?.deadline;
       if (!step && !inFlight(copies) && this.movable(here) && deadline && this.p.now >= Date.parse(deadline)) {
-        this.abort = { replica: id, cause: (this.states[id]?.reason as DrainReplicaReason | undefined) ?? 'move_timeout' };
+        this.abort = { replica: id, cause: this.states[id]?.reason ?? 'move_timeout' };
         return;
       }
     }

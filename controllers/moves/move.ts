@@ -22,12 +22,14 @@ import { keys } from '../../src/api/keys.js';
 import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { DisruptionLedger, MoveActor, MoveMarker, ReplicaCommand, ReplicaDesired } from '../../src/api/types.js';
-import type { Copy, ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { DisruptionLedger, Heartbeat, MoveActor, MoveMarker, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
+import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { Watchable } from '../../src/runtime/watchable.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
-import { eligibilityGuard, type EligibilityRevisions } from '../placement/input.js';
+import { eligibilityGuard, eligibilityRevisions, type EligibilityRevisions } from '../placement/input.js';
 
 export { ABANDON_REASONS, MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 export type { Copy } from '../../src/runtime/replicas.js';
@@ -46,6 +48,21 @@ export interface MoveView {
   /** Restart commands by store key (the disruption budget counts pending ones). */
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   eligibility: EligibilityRevisions;
+}
+
+/** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
+export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands'] as const satisfies readonly Watchable[];
+
+/** A mover's view of the cache: the placement inputs and the move book's. */
+export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[] } {
+  return {
+    heartbeats: valuesByRest(cache.kind<Heartbeat>('heartbeats')),
+    replicas: cache.index(REPLICAS),
+    ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
+    commands: cache.kind<ReplicaCommand>('commands').items,
+    volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
+    eligibility: eligibilityRevisions(cache),
+  };
 }
 
 /**

@@ -328,7 +328,7 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
   if (c?.exhausted.length) st.restartExhausted = c.exhausted.sort();
   if (c?.nodeLost.length) st.nodeLost = c.nodeLost.sort();
   if (st.unschedulable) {
-    const r = st.unschedulable.reason as UnschedulableReason;
+    const r = st.unschedulable.reason;
     pass.plan.unschedulable[r] = (pass.plan.unschedulable[r] ?? 0) + st.unschedulable.count;
   }
   let bySvc = pass.plan.status.get(dep);

@@ -1,23 +1,53 @@
 #!/usr/bin/env bash
-# Gives each node-agent an etcd user that can write only its own keys (ARCHITECTURE.md: host-
-# prefixed replica keys), and the controllers a user for the whole prefix. Run once with an etcd
-# root user, then `etcdctl auth enable`. Usage: rbac.sh PREFIX NODE...
+# Gives each node-agent its own etcd user, with its own password, that can touch only its own
+# node's keys (ARCHITECTURE.md: host-prefixed replica keys), and the controllers one user for the
+# whole prefix. Run it with etcdctl pointed at the cluster (ETCDCTL_ENDPOINTS, and ETCDCTL_USER
+# once auth is on) before `etcdctl auth enable`, and again for each node that joins later.
+#
+#   rbac.sh [--out DIR] PREFIX NODE...
+#
+# Writes DIR/controller.env and DIR/agent-NODE.env (mode 600; DIR defaults to ./jaco-credentials):
+# JACO_ETCD_USER and JACO_ETCD_PASSWORD for that process. Copy agent-NODE.env to NODE as
+# /etc/jaco/agent.env (deploy/systemd/jaco-agent.service reads it) and controller.env to the
+# controller hosts as /etc/jaco/controller.env. A password is generated per user unless
+# JACO_CONTROLLER_PASSWORD is set (controller); a user that already exists keeps its password and
+# gets no file (delete the user to rotate it). A stolen agent password reaches one node's keys.
 set -euo pipefail
-prefix=${1:?usage: rbac.sh PREFIX NODE...}
+out=./jaco-credentials
+if [ "${1:-}" = "--out" ]; then out=${2:?--out needs a directory}; shift 2; fi
+prefix=${1:?usage: rbac.sh [--out DIR] PREFIX NODE...}
 shift
-e() { etcdctl "$@"; }
-e role add jaco-controller
+umask 077
+mkdir -p "$out"
+e() { etcdctl "$@" >/dev/null; }
+exists() { etcdctl "$1" get "$2" >/dev/null 2>&1; }
+password() { head -c 24 /dev/urandom | base64 | tr -d '/+=' ; }
+
+# user NAME ROLE PASSWORD FILE: the user with its role, and its env file (only when created now).
+user() {
+  if exists user "$1"; then
+    echo "rbac.sh: user $1 exists; kept (its password is unchanged, no file written)" >&2
+  else
+    e user add "$1" --new-user-password="$3"
+    printf 'JACO_ETCD_USER=%s\nJACO_ETCD_PASSWORD=%s\n' "$1" "$3" >"$4"
+  fi
+  e user grant-role "$1" "$2"
+}
+role() { exists role "$1" || e role add "$1"; }
+
+role jaco-controller
 e role grant-permission jaco-controller --prefix=true readwrite "$prefix"
-e user add jaco-controller --new-user-password="${JACO_CONTROLLER_PASSWORD:?set JACO_CONTROLLER_PASSWORD}"
-e user grant-role jaco-controller jaco-controller
+user jaco-controller jaco-controller "${JACO_CONTROLLER_PASSWORD:-$(password)}" "$out/controller.env"
+
 for node in "$@"; do
-  role="jaco-agent-$node"
-  e role add "$role"
+  name="jaco-agent-$node"
+  role "$name"
   # What a node-agent reads and writes, and nothing more (test/integration/etcd-security.test.ts).
-  for k in "desired/$node/" "commands/$node/"; do e role grant-permission "$role" --prefix=true read "$prefix$k"; done
-  e role grant-permission "$role" --prefix=true readwrite "${prefix}observed/$node/"
-  for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$role" readwrite "$prefix$k"; done
-  e role grant-permission "$role" read "${prefix}drains/$node"
-  e user add "$role" --new-user-password="${JACO_AGENT_PASSWORD:?set JACO_AGENT_PASSWORD}"
-  e user grant-role "$role" "$role"
+  for k in "desired/$node/" "commands/$node/"; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  e role grant-permission "$name" --prefix=true readwrite "${prefix}observed/$node/"
+  # cluster: the uid that labels containers, created by whichever process asks first.
+  for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
+  e role grant-permission "$name" read "${prefix}drains/$node"
+  user "$name" "$name" "$(password)" "$out/agent-$node.env"
 done
+echo "rbac.sh: credentials in $out (agent-NODE.env → /etc/jaco/agent.env on NODE)" >&2

@@ -3,6 +3,9 @@
 // mirror those schemas. Times are RFC 3339 strings; internal sizes are plain numbers.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { ActFailureReason } from './reasons/acts.js';
+import type { ObservedCode } from './reasons/agent.js';
+import type { DrainAbortReason, DrainReplicaReason } from './reasons/drain.js';
+import type { FilterName, PlaceTrigger, UnschedulableReason } from './reasons/scheduling.js';
 
 export const GROUP = 'jaco.dev';
 export const API_VERSION = 'jaco.dev/v1';
@@ -205,7 +208,8 @@ export interface ReplicaObservedStatus {
   deployment: string;
   service: string;
   state: ObservedState;
-  code?: string;
+  /** A code of src/api/reasons/agent.ts, or a suspended replica's drain reason. */
+  code?: ObservedCode | string;
   details?: string;
   /** Desired revision and spec hash of the container this status describes. */
   revision?: number;
@@ -301,7 +305,7 @@ export type Endpoints = JacoObject<'Endpoints', { deployment: string; service: s
 export interface NodeVerdict {
   node: string;
   /** The filter that rejected the node, or absent when it passed every filter. */
-  rejected?: { filter: string; reason: string; detail: string };
+  rejected?: { filter: FilterName; reason: UnschedulableReason; detail: string };
   /** Score components of a node that passed, and their total. */
   score?: { total: number; parts: Record<string, number> };
 }
@@ -317,18 +321,18 @@ export interface PlacementDecisionSpec {
   chosen?: string;
   /** Why the chosen node won, or why none could be chosen. */
   why: string;
-  reason?: string;
+  reason?: UnschedulableReason;
   verdicts: NodeVerdict[];
   /** On large clusters: how many rejected or scored nodes are not listed in verdicts, by filter ("scored" for passing nodes). */
   omitted?: Record<string, number>;
-  /** What made the scheduler place it: scale_up, global_node or node_lost (controllers/scheduler/reasons.ts). */
-  trigger?: string;
+  /** What made the scheduler place it: scale_up, global_node or node_lost (src/api/reasons/scheduling.ts). */
+  trigger?: PlaceTrigger;
 }
 /** decisions/<deployment>/<replica>: stored with the decision, not recomputed later. */
 export type PlacementDecision = JacoObject<'PlacementDecision', PlacementDecisionSpec, never>;
 
 export interface Unschedulable {
-  reason: string;
+  reason: UnschedulableReason;
   count: number;
   message: string;
   /** Per node: why it was rejected. */
@@ -420,7 +424,7 @@ export interface NodeDrainSpec {
 
 export interface NodeDrainStatus {
   state: 'pending' | 'draining' | 'completed' | 'aborted' | 'removed';
-  reason?: string;
+  reason?: DrainAbortReason;
   startedAt?: string;
   finishedAt?: string;
   /** Replicas that left the node whose containers its agent still reports (the drain completes once they are gone). */
@@ -432,7 +436,7 @@ export interface NodeDrainStatus {
 
 export interface DrainReplicaStatus {
   state: DrainReplicaState;
-  reason?: string;
+  reason?: DrainReplicaReason;
   dst?: string;
   /** When the state, reason or dst last changed. */
   at?: string;

@@ -55,6 +55,40 @@ describe('agent restarts', () => {
     }));
 });
 
+describe('two agents started for one node', () => {
+  it('the second stands by (writes nothing, starts nothing) and takes over when the first goes, adopting its containers', () =>
+    c.withLogs(async () => {
+      await putDesired(c.store, desired('node-1', 'demo-twin-1', SLEEPER));
+      const first = await running('node-1', 'demo-twin-1');
+      const holder = c.agent('node-1')!;
+      // Its own log file (and not `c.agent('node-1')`, which later tests use).
+      const second = c.spawn('node-1-twin', ['agent', '--node', 'node-1', '--capacity', 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0']);
+      await eventually(async () => /standing by until it goes/.test(readFileSync(second.logFile, 'utf8')) || (second.exited() ? Promise.reject(new Error(c.tail(second))) : false), {
+        what: 'the second agent standing by',
+      });
+      // A desired change while both run: exactly one container, written by the holder alone.
+      await putDesired(c.store, desired('node-1', 'demo-twin-2', SLEEPER));
+      await running('node-1', 'demo-twin-2');
+      const twins = async () => (await c.containers('node-1')).filter((x) => (x.Labels[LABELS.replica] ?? '').startsWith('demo-twin-'));
+      expect((await twins()).map((x) => x.Labels[LABELS.replica]).sort()).toEqual(['demo-twin-1', 'demo-twin-2']);
+      expect(readFileSync(second.logFile, 'utf8')).not.toMatch(/node claimed|container started/);
+
+      await holder.kill('SIGKILL'); // no clean exit: its claim goes only with its lease
+      await eventually(async () => /node claimed/.test(readFileSync(second.logFile, 'utf8')), { what: 'the second agent claiming node-1', timeoutMs: 30_000 });
+      await eventually(async () => nodeReady(await heartbeat('node-1'), Date.now()), { what: 'node-1 Ready again' });
+      // It adopts the running containers: the same container, never a second copy.
+      expect((await observedStatus(c.store, 'node-1', 'demo-twin-1'))?.containerId).toBe(first.containerId);
+      expect((await twins()).filter((x) => x.State === 'running')).toHaveLength(2);
+      await deleteDesired(c.store, 'node-1', 'demo-twin-1');
+      await deleteDesired(c.store, 'node-1', 'demo-twin-2');
+      await eventually(async () => (await twins()).length === 0, { what: 'the new holder acts on node-1: twins removed' });
+      // Back to the fixture: one agent of node-1, as the other tests expect.
+      await second.kill('SIGTERM');
+      await eventually(async () => !(await heartbeat('node-1')), { what: 'the twin gone' });
+      await c.startAgent('node-1');
+    }));
+});
+
 describe('etcd unreachable', () => {
   it('keeps containers running as they are, and resyncs when etcd returns', () =>
     c.withLogs(async () => {

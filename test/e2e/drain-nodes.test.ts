@@ -68,9 +68,10 @@ async function audit(type: string): Promise<AuditEvent['spec'][]> {
   return (await c.store.list<AuditEvent>(keys.audits())).items.map((i) => i.value.spec).filter((e) => e.type === type);
 }
 
-const sleeper = (extra: string) => `      image: jaco-demo/busybox:1
+// sleep ignores SIGTERM: each container takes its whole stopGracePeriod to stop.
+const sleeper = (extra: string, grace = '1s') => `      image: jaco-demo/busybox:1
       command: [sleep, '3600']
-      stopGracePeriod: 1s
+      stopGracePeriod: ${grace}
 ${extra}`;
 
 /** Applies a deployment while only `onto` takes placements: the way to put replicas on a chosen node. */
@@ -141,7 +142,7 @@ spec:
 ${sleeper('')}    solo:
       replicas: 1
       update: {minReadyTime: 1s}
-${sleeper('')}`,
+${sleeper('', '4s')}`,
       );
       const onNode2 = (await c.desired()).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica).sort();
       expect(onNode2).toEqual(expect.arrayContaining(['app-agent-node-2', 'side-pack-0', 'side-pack-1', 'side-solo-0']));
@@ -160,6 +161,9 @@ ${sleeper('')}`,
       const seen = await samples.stop();
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect(r.stdout).toMatch(/drain\/node-2 completed in \S+: 4 moved, 1 dropped, 0 stopped/);
+      // "Completed" means the node's containers are gone, not only their desired keys: solo's old
+      // container takes 4 s to stop, and the operator may power the host off the moment --wait exits.
+      expect((await c.containers('node-2')).map((x) => `${x.Labels[LABELS.replica]} ${x.State}`)).toEqual([]);
       expect(await drainLeaderPid()).not.toBe(pid);
 
       // Everything movable runs elsewhere; node-2 holds no desired replica; the global one is gone.

@@ -12,11 +12,12 @@ import { FAST } from '../../src/timings.js';
 import { sampler, startCluster, type Proc, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
 
-// A workload that exits at once on SIGTERM, with an exec health check (no network needed).
+// A workload that takes 2 s to stop on SIGTERM (so "completed" before its old containers are gone
+// would show), with an exec health check (no network needed).
 const web = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({
   image,
   replicas: 3,
-  command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
+  command: ['sh', '-c', 'trap "sleep 2; exit 0" TERM; sleep 3600 & wait'],
   // Generous timeout and retries: a loaded machine must not fail the check and restart replicas.
   healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3 },
   stopGracePeriod: '5s',
@@ -91,6 +92,9 @@ describe('rolling updates on real containers', () => {
     const inv = invariantSampler();
     await c.apply(manifest(web('jaco-demo/busybox:2')));
     const r = await rolloutStatus();
+    // Successful means no container of the old revision is left (observed), not only no desired key.
+    const old = (await c.containers()).filter((x) => x.Labels[LABELS.deployment] === 'app' && x.Image !== 'jaco-demo/busybox:2');
+    expect(old.map((x) => `${x.Labels[LABELS.replica]} ${x.Image} ${x.State}`)).toEqual([]);
     await eventually(() => allRunning('jaco-demo/busybox:2'), { what: '3 containers of busybox:2, the old ones gone', timeoutMs: 60_000 });
     const worst = await inv.stop();
     expect(r.code, fail(r.out)).toBe(0);

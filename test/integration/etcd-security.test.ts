@@ -1,36 +1,63 @@
-// jaco against a secured etcd, as production runs it: users and roles (each agent only its own
-// keys, deploy/etcd/rbac.sh) and TLS with client certificates. Real etcd members throughout.
-import { mkdtempSync, rmSync } from 'node:fs';
+// jaco against a secured etcd, as production runs it: users and roles (each agent its own user and
+// password, only its own keys: deploy/etcd/rbac.sh run for real, and a real `jaco agent` under it) and TLS with client certificates. Real etcd members throughout.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember } from '../../src/runtime/etcd.js';
 import { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
-import { jaco } from '../support/cli.js';
+import { jaco, JACO_BIN } from '../support/cli.js';
+import { eventually } from '../support/wait.js';
+import { keys } from '../../src/api/keys.js';
+import type { Heartbeat } from '../../src/api/types.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
 
 const counter = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next: 1 } };
 
-describe('etcd with authentication and per-agent roles', () => {
+describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run for real)', () => {
   let etcd: TestEtcd;
+  let creds: string;
+  const PREFIX = '/jaco/';
+  const envOf = (file: string) => Object.fromEntries(readFileSync(join(creds, file), 'utf8').trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const asAgent = (node: string) => {
+    const e = envOf(`agent-${node}.env`);
+    return new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: e.JACO_ETCD_USER, password: e.JACO_ETCD_PASSWORD });
+  };
   beforeAll(async () => {
     etcd = await startTestEtcd();
-    const admin = etcd.store('/jaco/');
-    const c = admin.client;
+    creds = mkdtempSync(join(tmpdir(), 'jaco-creds-'));
+    const c = etcd.store(PREFIX).client;
     await c.user('root').create('rootpw');
     await c.user('root').addRole('root');
-    // What deploy/etcd/rbac.sh grants the agent of node n1: its own observed keys, nothing else.
-    const role = await c.role('jaco-agent-n1').create();
-    await role.grant({ permission: 'Readwrite', range: c.range({ prefix: '/jaco/observed/n1/' }) });
-    await role.grant({ permission: 'Read', range: c.range({ prefix: '/jaco/desired/n1/' }) });
-    await c.user('agent-n1').create('agentpw');
-    await c.user('agent-n1').addRole('jaco-agent-n1');
+    const run = spawnSync(join(PACKAGE_ROOT, 'deploy', 'etcd', 'rbac.sh'), ['--out', creds, PREFIX, 'n1', 'n2'], { env: { ...process.env, ETCDCTL_API: '3', ETCDCTL_ENDPOINTS: etcd.endpoint }, encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
     await c.auth.authEnable({});
   });
   afterAll(async () => {
     await etcd?.stop();
+    if (creds) rmSync(creds, { recursive: true, force: true });
+  });
+
+  it('writes one env file per process, private, each agent with its own password', () => {
+    expect(readdirSync(creds).sort()).toEqual(['agent-n1.env', 'agent-n2.env', 'controller.env']);
+    for (const f of readdirSync(creds)) expect(statSync(join(creds, f)).mode & 0o077).toBe(0);
+    const [a, b] = [envOf('agent-n1.env'), envOf('agent-n2.env')];
+    expect([a.JACO_ETCD_USER, b.JACO_ETCD_USER]).toEqual(['jaco-agent-n1', 'jaco-agent-n2']);
+    expect(a.JACO_ETCD_PASSWORD!.length).toBeGreaterThanOrEqual(24);
+    expect(a.JACO_ETCD_PASSWORD).not.toBe(b.JACO_ETCD_PASSWORD);
+  });
+
+  it("one agent's password does not open another agent's user", async () => {
+    const stolen = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: 'jaco-agent-n2', password: envOf('agent-n1.env').JACO_ETCD_PASSWORD });
+    try {
+      await expect(stolen.get('observed/n2/r1')).rejects.toThrow(/authentication failed|invalid/i);
+    } finally {
+      stolen.close();
+    }
   });
 
   it('refuses an anonymous CLI with a clear error, and accepts --user or the environment', async () => {
@@ -39,22 +66,50 @@ describe('etcd with authentication and per-agent roles', () => {
     expect(anon.stderr).toMatch(/user name is empty|authentication/i);
     const flag = await jaco(['--user', 'root:rootpw', 'get', 'nodes'], { endpoint: etcd.endpoint });
     expect(flag.code, flag.stderr).toBe(0);
-    const env = await jaco(['get', 'nodes'], { endpoint: etcd.endpoint, env: { JACO_ETCD_USER: 'root', JACO_ETCD_PASSWORD: 'rootpw' } });
+    const env = await jaco(['get', 'nodes'], { endpoint: etcd.endpoint, env: envOf('controller.env') });
     expect(env.code, env.stderr).toBe(0);
     const noPassword = await jaco(['--user', 'root', 'get', 'nodes'], { endpoint: etcd.endpoint });
     expect(noPassword.code).toBe(1);
     expect(noPassword.stderr).toContain('etcd user root needs a password');
   });
 
-  it("an agent's user writes its own observed keys and is refused everything else", async () => {
-    const agent = new Store({ endpoints: etcd.endpoint, prefix: '/jaco/', user: 'agent-n1', password: 'agentpw' });
+  it("an agent's user writes its own node's keys and is refused every other node's", async () => {
+    const agent = asAgent('n1');
     try {
       await commitAtomic(agent, [{ ops: [{ op: 'put', key: 'observed/n1/r1', value: counter }] }]);
       expect(await agent.get('observed/n1/r1')).toBeDefined();
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'desired/n1/r1', value: counter }] }])).rejects.toThrow(/permission denied/i);
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'observed/n2/r1', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'heartbeats/n2', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(agent.list('desired/n2/')).rejects.toThrow(/permission denied/i);
+      await expect(agent.list('deployments/')).rejects.toThrow(/permission denied/i);
     } finally {
       agent.close();
+    }
+  });
+
+  it('a real `jaco agent` runs under its own user: registers, claims its heartbeat, reports; the controllers’ user sees it', async () => {
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`], {
+      env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, ...envOf('agent-n1.env') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stdout.on('data', (d: Buffer) => (log += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    try {
+      const hb = await eventually(async () => (await controller.get<Heartbeat>(keys.heartbeat('n1')))?.value ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), {
+        what: 'the agent of n1 heartbeating under its own user',
+        timeoutMs: 30_000,
+      });
+      expect(hb.spec).toMatchObject({ node: 'n1', dockerUp: false });
+      expect((await controller.get(keys.node('n1')))?.value).toMatchObject({ metadata: { name: 'n1' } });
+      expect(log).not.toMatch(/permission denied/i);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      controller.close();
     }
   });
 });

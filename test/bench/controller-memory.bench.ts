@@ -1,0 +1,100 @@
+// The memory of `jaco controller all` holding a big cluster: 1,000 nodes and 10,000 replicas
+// (50 deployments × 200, all observed running), through a real etcd. Run with
+//   npx tsc -p tsconfig.build.json && npx tsx test/bench/controller-memory.bench.ts
+// The controller process is the built CLI, as an operator runs it; nodes and heartbeats are
+// written directly (long-lived, no agents), the scheduler places every replica, and the agents'
+// observed writes are made here, as 1,000 agents would make them. The figure is the process's
+// resident set once the cluster is idle (goal ≤ 200 MiB: the runtime holds one copy of the state,
+// shared by every controller of the process), and its peak.
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { keys } from '../../src/api/keys.js';
+import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
+import { applyDeployments } from '../../src/cli/apply.js';
+import type { Store } from '../../src/store/store.js';
+import { commitActs, type Act } from '../../src/store/writer.js';
+import { JACO_BIN } from '../support/cli.js';
+import { startTestEtcd } from '../support/etcd.js';
+
+const NODES = 1000;
+const DEPLOYMENTS = 50;
+const PER_DEPLOYMENT = 200;
+const TOTAL = DEPLOYMENTS * PER_DEPLOYMENT;
+
+const iso = () => new Date().toISOString();
+
+/** Acts of `size` ops each (one etcd transaction per act, sent a few at a time). */
+async function putAll(store: Store, items: { key: string; value: unknown }[], size = 100): Promise<void> {
+  const acts: Act[] = [];
+  for (let i = 0; i < items.length; i += size) acts.push({ ops: items.slice(i, i + size).map((x) => ({ op: 'put' as const, ...x })) });
+  for (let i = 0; i < acts.length; i += 8) await commitActs(store, acts.slice(i, i + 8));
+}
+
+async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 300_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** VmRSS and VmHWM (peak) of a process, in MiB. */
+function memoryOf(pid: number): { rss: number; peak: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+}
+
+const etcd = await startTestEtcd();
+const store = etcd.store();
+let child: ReturnType<typeof spawn> | undefined;
+try {
+  const t0 = performance.now();
+  const cluster: { key: string; value: unknown }[] = [];
+  for (let i = 0; i < NODES; i++) {
+    const name = `node-${String(i).padStart(4, '0')}`;
+    const node: Node = { apiVersion: API_VERSION, kind: 'Node', metadata: { name, labels: { zone: `z${i % 3}` } }, spec: {}, status: { capacity: { cpuMillis: 8000, memoryBytes: 32 * 1024 ** 3, gpus: 0 }, agentVersion: 'bench', registeredAt: iso() } };
+    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(), intervalMs: 3_600_000, agentVersion: 'bench', dockerUp: true } };
+    cluster.push({ key: keys.node(name), value: node }, { key: keys.heartbeat(name), value: hb });
+  }
+  await putAll(store, cluster);
+
+  child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'controller', 'all', '--metrics-addr', '127.0.0.1:0'], {
+    env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: store.prefix, JACO_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const pid = child.pid!;
+  const spec = (d: number): DeploymentSpec => ({
+    services: {
+      web: { image: 'jaco-demo/busybox:1', replicas: PER_DEPLOYMENT / 2, env: { DEPLOYMENT: `d${d}` }, resources: { memory: '64Mi', cpu: '50m' } },
+      worker: { image: 'jaco-demo/busybox:1', replicas: PER_DEPLOYMENT / 2, command: ['sleep', '3600'], resources: { memory: '32Mi' } },
+    },
+  });
+  for (let d = 0; d < DEPLOYMENTS; d += 10) await applyDeployments(store, Array.from({ length: 10 }, (_, k) => ({ name: `d${d + k}`, spec: spec(d + k), cause: 'apply' as const })));
+  await until('every replica placed', async () => (await store.countPrefix(keys.desiredOf())) >= TOTAL);
+  const placedS = (performance.now() - t0) / 1000;
+
+  // The agents report every replica running and healthy.
+  const desired = (await store.list<ReplicaDesired>(keys.desiredOf())).items;
+  const observed = desired.map(({ value: d }) => {
+    const s = d.spec;
+    const o: ReplicaObserved = {
+      apiVersion: API_VERSION,
+      kind: 'ReplicaObserved',
+      metadata: { name: s.replica },
+      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, health: 'none', startedAt: new Date(Date.now() - 60_000).toISOString(), observedAt: iso(), containerId: `c-${s.replica}` },
+    };
+    return { key: keys.observed(s.node, s.replica), value: o };
+  });
+  await putAll(store, observed);
+  // Idle: every controller has seen everything and settled (nothing written for 5 s).
+  const revision = async () => (await store.list(keys.cluster())).revision;
+  for (let last = -1, now = await revision(); now !== last; last = now, now = await revision()) await new Promise((r) => setTimeout(r, 5_000));
+  const mem = memoryOf(pid);
+  console.log(`jaco controller all at ${TOTAL} replicas / ${NODES} nodes (real etcd, all observed running): RSS ${mem.rss.toFixed(0)} MiB idle, peak ${mem.peak.toFixed(0)} MiB (goal ≤ 200 MiB); every replica placed ${placedS.toFixed(1)} s after the first apply`);
+} finally {
+  child?.kill('SIGTERM');
+  await new Promise((r) => (child && child.exitCode === null ? child.once('exit', r) : r(undefined)));
+  store.close();
+  await etcd.stop();
+}
