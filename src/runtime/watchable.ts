@@ -11,7 +11,8 @@ export const WATCHABLE = {
   nodes: { prefix: keys.nodes(), kind: 'Node' },
   heartbeats: { prefix: keys.heartbeats(), kind: 'Heartbeat' },
   drains: { prefix: keys.drains(), kind: 'NodeDrain' },
-  desired: { prefix: keys.desiredOf(), kind: 'ReplicaDesired' },
+  // Every replica of a service at one revision carries the same template: held once.
+  desired: { prefix: keys.desiredOf(), kind: 'ReplicaDesired', share: [['spec', 'template']] },
   observed: { prefix: keys.observedOf(), kind: 'ReplicaObserved' },
   commands: { prefix: keys.commandsOf(), kind: 'ReplicaCommand' },
   counters: { prefix: keys.counters(), kind: 'ReplicaCounter' },

@@ -21,6 +21,7 @@ import type { IKeyValue, IWatchResponse, Watcher } from 'etcd3';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
+import { Interner, shareAt } from './interner.js';
 import { stampVersion, withTimeout, type Store, type Versioned } from './store.js';
 
 export interface SourceSpec {
@@ -29,6 +30,11 @@ export interface SourceSpec {
   kind?: string;
   /** Keep keys and revisions only: values are neither decoded nor held (value is undefined). */
   keysOnly?: boolean;
+  /**
+   * Paths of subtrees that many values share (a service's template in every desired key): held
+   * once, frozen (src/store/interner.ts).
+   */
+  share?: readonly (readonly string[])[];
   /** Skip schema validation (JSON decoding still applies). */
   validate?: boolean;
 }
@@ -40,6 +46,21 @@ export interface Unreadable {
   reason: string;
   /** The decoded JSON, when the value was JSON at all (for names in reports). */
   raw?: unknown;
+}
+
+/** What a stored value decodes to: its value, why it cannot be read, or nothing (keys only). */
+type Decoded = { value: unknown } | { reason: string; raw?: unknown } | undefined;
+
+/** A listed key before it is applied: its metadata and, unless already held, its decoded value. */
+interface Staged {
+  key: string;
+  meta: KeyMeta;
+  held: boolean;
+  read: Decoded;
+}
+
+function metaOf(kv: IKeyValue): KeyMeta {
+  return { modRevision: Number(kv.mod_revision), createRevision: Number(kv.create_revision), version: Number(kv.version), lease: kv.lease === '0' ? undefined : kv.lease };
 }
 
 export interface Change<T = unknown> {
@@ -101,13 +122,22 @@ export class SourceState<T = unknown> {
 
   /** Reads a stored value (its JSON text) into the source: readable, or unreadable beside what stays in effect. */
   put(key: string, meta: KeyMeta, text: string | undefined): Change<T> {
+    return this.apply(key, meta, this.decode(key, text));
+  }
+
+  /** Decodes a stored value without applying it (a list decodes page by page, applies at the end). */
+  decode(key: string, text: string | undefined): Decoded {
+    return this.spec.keysOnly || text === undefined ? undefined : this.reader.read(this, key, text);
+  }
+
+  /** Applies a decoded value: readable, or unreadable beside what stays in effect. */
+  apply(key: string, meta: KeyMeta, read: Decoded): Change<T> {
     const prev = this.items.get(key);
-    if (this.spec.keysOnly || text === undefined) {
+    if (!read) {
       const value = { key, ...meta, value: undefined as T };
       this.items.set(key, value);
       return { source: this.name, type: 'put', key, value, prev };
     }
-    const read = this.reader.read(this, key, text);
     if ('reason' in read) {
       const first = !this.unreadable.has(key);
       this.unreadable.set(key, { key, modRevision: meta.modRevision, reason: read.reason, ...(read.raw !== undefined ? { raw: read.raw } : {}) });
@@ -136,6 +166,7 @@ export class SourceState<T = unknown> {
  */
 export class ValueReader {
   private readonly prunedLogged = new Set<string>();
+  private readonly interner = new Interner();
 
   constructor(private readonly log: Logger) {}
 
@@ -159,6 +190,7 @@ export class ValueReader {
       this.prunedLogged.add(k);
       this.log.warn({ key, field }, 'unknown field ignored on read (written by a newer jaco, or by hand)');
     }
+    for (const path of src.spec.share ?? []) shareAt(this.interner, raw, path);
     return { value: raw };
   }
 
@@ -312,20 +344,32 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     this.setSynced(false, 'relisting');
     await Promise.all(this.streams.map((s) => this.closeStream(s)));
     let revision = 0;
-    const listed = new Map<SourceState, IKeyValue[]>();
+    // Each page is decoded as it arrives (the raw page is dropped at once, shared subtrees are
+    // shared already), and applied only once every source is listed: the cache never shows half a list.
+    const listed = new Map<SourceState, Staged[]>();
     for (const src of this.ordered) {
-      const r = await this.store.listRaw(src.prefix, revision || undefined, { keysOnly: src.spec.keysOnly });
+      const staged: Staged[] = [];
+      const r = await this.store.listRaw(src.prefix, revision || undefined, {
+        keysOnly: src.spec.keysOnly,
+        onPage: (kvs) => {
+          for (const kv of kvs) {
+            const key = this.keyOf(kv);
+            const meta = metaOf(kv);
+            const held = src.holds(key, meta.modRevision);
+            staged.push({ key, meta, held, read: held ? undefined : src.decode(key, kv.value.toString('utf8')) });
+          }
+        },
+      });
       revision ||= r.revision;
-      listed.set(src, r.kvs);
+      listed.set(src, staged);
     }
     if (this.stopped) return;
     const changes: Change[] = [];
-    for (const [src, kvs] of listed) {
+    for (const [src, staged] of listed) {
       const seen = new Set<string>();
-      for (const kv of kvs) {
-        const key = this.keyOf(kv);
+      for (const { key, meta, held, read } of staged) {
         seen.add(key);
-        if (!src.holds(key, Number(kv.mod_revision))) changes.push(this.put(src, key, kv));
+        if (!held) changes.push(src.apply(key, meta, read));
       }
       for (const key of [...src.items.keys(), ...src.unreadable.keys()]) {
         if (seen.has(key)) continue;
@@ -427,8 +471,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   }
 
   private put(src: SourceState, key: string, kv: IKeyValue): Change {
-    const meta: KeyMeta = { modRevision: Number(kv.mod_revision), createRevision: Number(kv.create_revision), version: Number(kv.version), lease: kv.lease === '0' ? undefined : kv.lease };
-    return src.put(key, meta, src.spec.keysOnly ? undefined : kv.value.toString('utf8'));
+    return src.put(key, metaOf(kv), src.spec.keysOnly ? undefined : kv.value.toString('utf8'));
   }
 
   private emitBatch(changes: Change[]): void {

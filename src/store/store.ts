@@ -13,7 +13,7 @@ export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 /** etcd's default --max-txn-ops. */
 export const MAX_TXN_OPS = 128;
 /** Page size of paginated lists (keeps each response far below gRPC's message limit). */
-export const LIST_PAGE = 2000;
+export const LIST_PAGE = 500;
 
 export interface StoreOptions {
   endpoints?: string[] | string;
@@ -187,7 +187,7 @@ export class Store {
   }
 
   /** Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values). */
-  async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean } = {}): Promise<{ kvs: IKeyValue[]; revision: number }> {
+  async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void } = {}): Promise<{ kvs: IKeyValue[]; revision: number }> {
     const end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
     let start = Buffer.from(this.prefix + prefix);
     let revision = atRevision ?? 0;
@@ -195,7 +195,9 @@ export class Store {
     for (;;) {
       const res = await this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
       if (!revision) revision = Number(res.header.revision);
-      kvs.push(...res.kvs);
+      // With onPage, each page is handed over and dropped: a big prefix is never held raw at once.
+      if (opts.onPage) opts.onPage(res.kvs);
+      else kvs.push(...res.kvs);
       if (!res.more || res.kvs.length === 0) break;
       start = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
     }

@@ -6,13 +6,14 @@
 // observed writes are made here, as 1,000 agents would make them. The figure is the process's
 // resident set once the cluster is idle (goal ≤ 200 MiB: the runtime holds one copy of the state,
 // shared by every controller of the process), and its peak.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type Act } from '../../src/store/writer.js';
+import { freePort } from '../../src/runtime/etcd.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd } from '../support/etcd.js';
 
@@ -38,16 +39,42 @@ async function until(what: string, cond: () => Promise<boolean>, timeoutMs = 300
   }
 }
 
-/** VmRSS and VmHWM (peak) of a process, in MiB. */
-function memoryOf(pid: number): { rss: number; peak: number } {
+/** VmRSS and VmHWM (peak) of a process, and its V8 heap in use (its own metrics), in MiB. */
+async function memoryOf(pid: number, metricsPort: number): Promise<string> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
-  return { rss: kb('VmRSS') / 1024, peak: kb('VmHWM') / 1024 };
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 1048576;
+  return `RSS ${kb('VmRSS').toFixed(0)} MiB (peak ${kb('VmHWM').toFixed(0)}), V8 heap used ${metric('jaco_process_nodejs_heap_size_used_bytes').toFixed(0)} of ${metric('jaco_process_nodejs_heap_size_total_bytes').toFixed(0)} MiB`;
+}
+
+/** `jaco controller all` as an operator runs it. */
+async function controller(store: Store, endpoint: string): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'controller', 'all', '--metrics-addr', `127.0.0.1:${port}`], {
+    env: { ...process.env, JACO_ENDPOINTS: endpoint, JACO_PREFIX: store.prefix, JACO_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return { child, port };
+}
+
+async function stop(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+/** Until nothing has been written for 5 s: every controller has seen everything and settled. */
+async function idle(store: Store): Promise<void> {
+  const revision = async () => (await store.list(keys.cluster())).revision;
+  for (let last = -1, now = await revision(); now !== last; last = now, now = await revision()) await new Promise((r) => setTimeout(r, 5_000));
+  await new Promise((r) => setTimeout(r, 5_000));
 }
 
 const etcd = await startTestEtcd();
 const store = etcd.store();
-let child: ReturnType<typeof spawn> | undefined;
+let child: ChildProcess | undefined;
 try {
   const t0 = performance.now();
   const cluster: { key: string; value: unknown }[] = [];
@@ -59,11 +86,8 @@ try {
   }
   await putAll(store, cluster);
 
-  child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'controller', 'all', '--metrics-addr', '127.0.0.1:0'], {
-    env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: store.prefix, JACO_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const pid = child.pid!;
+  const first = await controller(store, etcd.endpoint);
+  child = first.child;
   const spec = (d: number): DeploymentSpec => ({
     services: {
       web: { image: 'jaco-demo/busybox:1', replicas: PER_DEPLOYMENT / 2, env: { DEPLOYMENT: `d${d}` }, resources: { memory: '64Mi', cpu: '50m' } },
@@ -87,14 +111,19 @@ try {
     return { key: keys.observed(s.node, s.replica), value: o };
   });
   await putAll(store, observed);
-  // Idle: every controller has seen everything and settled (nothing written for 5 s).
-  const revision = async () => (await store.list(keys.cluster())).revision;
-  for (let last = -1, now = await revision(); now !== last; last = now, now = await revision()) await new Promise((r) => setTimeout(r, 5_000));
-  const mem = memoryOf(pid);
-  console.log(`jaco controller all at ${TOTAL} replicas / ${NODES} nodes (real etcd, all observed running): RSS ${mem.rss.toFixed(0)} MiB idle, peak ${mem.peak.toFixed(0)} MiB (goal ≤ 200 MiB); every replica placed ${placedS.toFixed(1)} s after the first apply`);
+  await idle(store);
+  const placing = await memoryOf(child.pid!, first.port);
+  // A controller started on the cluster as it now is (an upgrade, a failover): the steady state.
+  await stop(child);
+  const second = await controller(store, etcd.endpoint);
+  child = second.child;
+  await idle(store);
+  const restarted = await memoryOf(child.pid!, second.port);
+  console.log(`jaco controller all at ${TOTAL} replicas / ${NODES} nodes (real etcd, all observed running; goal RSS ≤ 200 MiB):`);
+  console.log(`  after placing them all (${placedS.toFixed(1)} s from the first apply), idle: ${placing}`);
+  console.log(`  started on that cluster, idle: ${restarted}`);
 } finally {
-  child?.kill('SIGTERM');
-  await new Promise((r) => (child && child.exitCode === null ? child.once('exit', r) : r(undefined)));
+  await stop(child);
   store.close();
   await etcd.stop();
 }
