@@ -7,10 +7,11 @@
 // an agent that lost its lease (paused past the TTL) cannot write until it claims the node again.
 // A lost lease is re-granted at once, not at the next heartbeat.
 import { hostname } from 'node:os';
-import type { Lease } from 'etcd3';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Capacity, type Heartbeat, type Node, type NodeDrain, type PressureSample } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
+import { isLeaseNotFound } from '../../src/store/errors.js';
+import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
 import type { Timings } from '../../src/timings.js';
@@ -49,7 +50,8 @@ export interface PresenceOptions {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Presence {
-  private lease?: Lease;
+  /** The claim's lease: kept alive, and replaced at once when lost (src/store/kept-lease.ts). */
+  private lease?: KeptLease;
   private leaseId?: string;
   private claim?: Fence;
   private claiming?: Promise<void>;
@@ -83,7 +85,7 @@ export class Presence {
     this.stopped = true;
     clearTimeout(this.heartbeatTimer);
     await this.nodeWatch?.cancel().catch(() => undefined);
-    if (revoke) await this.lease?.revoke().catch(() => undefined);
+    await this.lease?.stop({ revoke });
   }
 
   // ------------------------------------------------------------------ registration
@@ -138,19 +140,24 @@ export class Presence {
     } as Heartbeat;
   }
 
-  /** A lease kept alive by the client; on loss the claim goes and is made again at once. */
+  /** The claim's lease; a lost one takes the claim with it, and its replacement claims the node again. */
   private async grantLease(): Promise<string> {
-    void this.lease?.revoke().catch(() => undefined);
-    const lease = this.opts.store.ns.lease(this.opts.timings.heartbeatTtlSec, { autoKeepAlive: true });
-    this.lease = lease;
-    lease.on('lost', (e: Error) => {
-      if (this.lease !== lease || this.stopped) return;
-      this.opts.log.warn({ err: e.message }, 'the node claim lease was lost; claiming the node again');
-      this.leaseId = undefined;
-      this.lost();
-      void this.claimNode();
-    });
-    this.leaseId = await lease.grant();
+    if (!this.lease) {
+      const lease = new KeptLease(this.opts.store, { ttlSec: this.opts.timings.heartbeatTtlSec, log: this.opts.log });
+      lease.on('lost', (_old, why) => {
+        if (this.stopped) return;
+        this.opts.log.warn({ why }, 'the node claim lease was lost; claiming the node again');
+        this.leaseId = undefined;
+        this.lost();
+      });
+      lease.on('renewed', (id) => {
+        if (this.stopped) return;
+        this.leaseId = id;
+        void this.claimNode();
+      });
+      this.lease = lease;
+    }
+    this.leaseId = await this.lease.current();
     return this.leaseId;
   }
 
@@ -198,6 +205,12 @@ export class Presence {
           await sleep((timings.heartbeatTtlSec * 1000) / 3);
           backoff = timings.backoffMinMs;
         } catch (e) {
+          if (isLeaseNotFound(e) && this.leaseId) {
+            // The lease died before the claim was made: wait for its replacement.
+            this.lease?.gone(this.leaseId, 'the claim was refused: lease not found');
+            this.leaseId = undefined;
+            continue;
+          }
           this.opts.log.warn({ err: this.opts.store.unreachable(e).message, retryInMs: backoff }, 'could not claim the node; retrying');
           await sleep(backoff);
           backoff = Math.min(backoff * 2, timings.backoffMaxMs);
@@ -240,11 +253,14 @@ export class Presence {
       this.failing = false;
     } catch (e) {
       agentMetrics.heartbeatFailures.inc();
-      if ((e as Error).name === 'FencedError' || /lease not found/i.test((e as Error).message ?? '')) {
-        // The claim is gone (the lease expired while we were away): claim the node again.
-        this.leaseId = undefined;
-        this.lost();
-        void this.claimNode();
+      if (isLeaseNotFound(e)) {
+        // The lease expired while we were away: the kept lease replaces it and the claim follows.
+        if (this.leaseId) this.lease?.gone(this.leaseId, 'a heartbeat was refused: lease not found');
+        return;
+      }
+      if ((e as Error).name === 'FencedError') {
+        // The claim is gone (the key was re-created by another agent): claim the node again.
+        this.reclaim();
         return;
       }
       if (!this.failing) this.opts.log.warn({ err: this.opts.store.unreachable(e).message }, 'could not write the heartbeat; containers keep running, retrying every interval');
@@ -268,11 +284,7 @@ export class Presence {
 
   /** The heartbeat goes at once with its lease (a removed node gets no heartbeat back). */
   async release(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.heartbeatTimer);
-    await this.nodeWatch?.cancel().catch(() => undefined);
-    await this.lease?.revoke().catch(() => undefined);
-    this.lease = undefined;
+    await this.stop(true);
   }
 
   health(): Record<string, unknown> {

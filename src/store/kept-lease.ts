@@ -3,7 +3,7 @@
 // without an answered keepalive, a new lease is granted at once (with back-off while etcd is
 // away) and `renewed` tells the owner to put the keys bound to the lease again. Liveness then
 // lapses only for as long as etcd really is out of reach, not until the owner's next failed put.
-import { EventEmitter } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import type { Logger } from '../observability/log.js';
 import { isLeaseNotFound } from './errors.js';
 import { withTimeout, type Store } from './store.js';
@@ -65,6 +65,19 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
     // A start nobody awaits must not turn a stop() into an unhandled rejection.
     this.starting.catch(() => undefined);
     return this.starting;
+  }
+
+  /** The current lease, waiting while a lost one is being replaced (or the first is granted). */
+  async current(): Promise<string> {
+    if (this.leaseId) return this.leaseId;
+    if (!this.replacing) return this.start();
+    const [id] = (await once(this, 'renewed')) as [string, string];
+    return id;
+  }
+
+  /** The owner found the lease gone (a write refused: lease not found): replace it now, not at the next keepalive. */
+  gone(id: string, why: string): void {
+    if (id === this.leaseId) this.lose(why);
   }
 
   private schedule(ms: number): void {

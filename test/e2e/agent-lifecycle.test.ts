@@ -89,6 +89,30 @@ describe('two agents started for one node', () => {
     }));
 });
 
+describe('the claim lease', () => {
+  it('revoked under a running agent (etcdctl lease revoke, a snapshot restore): a new lease and the node claimed again at once, containers untouched', () =>
+    c.withLogs(async () => {
+      await putDesired(c.store, desired('node-2', 'demo-lease-1', SLEEPER));
+      const before = await running('node-2', 'demo-lease-1');
+      const startedAt = (await inspect(before.containerId!)).State.StartedAt;
+      const kv = (await c.store.ns.get(keys.heartbeat('node-2')).exec()).kvs[0]!;
+      await c.store.client.leaseClient.leaseRevoke({ ID: kv.lease });
+      // Within a keepalive (a third of the TTL), not at the next failed heartbeat.
+      const back = await eventually(async () => {
+        const now = (await c.store.ns.get(keys.heartbeat('node-2')).exec()).kvs[0];
+        return now && now.lease !== kv.lease ? now : undefined;
+      }, { what: 'heartbeats/node-2 back on a new lease', timeoutMs: 15_000 });
+      expect(Number(back.create_revision)).toBeGreaterThan(Number(kv.create_revision));
+      expect(readFileSync(c.agent('node-2')!.logFile, 'utf8')).toMatch(/the node claim lease was lost; claiming the node again/);
+      const after = await inspect(before.containerId!);
+      expect([after.State.Running, after.State.StartedAt]).toEqual([true, startedAt]);
+      expect((await observedStatus(c.store, 'node-2', 'demo-lease-1'))?.containerId).toBe(before.containerId);
+      // The agent acts again under the new claim.
+      await deleteDesired(c.store, 'node-2', 'demo-lease-1');
+      await eventually(async () => !(await observedStatus(c.store, 'node-2', 'demo-lease-1')), { what: 'the replica removed under the new claim' });
+    }));
+});
+
 describe('etcd unreachable', () => {
   it('keeps containers running as they are, and resyncs when etcd returns', () =>
     c.withLogs(async () => {
