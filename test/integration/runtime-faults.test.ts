@@ -11,6 +11,7 @@ import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Deployment, type DeploymentSpec, type DeploymentStatus, type Heartbeat, type Node, type ReplicaDesired } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
 import { metrics } from '../../src/observability/metrics.js';
+import type { Act } from '../../src/runtime/acts.js';
 import { Cache } from '../../src/runtime/cache.js';
 import { startController } from '../../src/runtime/manager.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
@@ -47,8 +48,8 @@ function heartbeat(name: string): Heartbeat {
 async function cluster(store: Store, nodes: string[]): Promise<void> {
   await commitAtomic(store, [{ ops: nodes.flatMap((n) => [{ op: 'put' as const, key: keys.node(n), value: nodeObj(n) }, { op: 'put' as const, key: keys.heartbeat(n), value: heartbeat(n) }]) }]);
 }
-async function scheduler(store: Store): Promise<void> {
-  const h = await startController({ store, timings: FAST, log: testLogger(), identity: 'faults' }, schedulerController(FAST));
+async function scheduler(store: Store, beforeCommit?: (acts: readonly Act[]) => Promise<void>): Promise<void> {
+  const h = await startController({ store, timings: FAST, log: testLogger(), identity: 'faults', beforeCommit }, schedulerController(FAST));
   stops.push(h.stop);
 }
 const apply = (store: Store, name: string, spec: DeploymentSpec) => applyDeployments(store, [{ name, spec, cause: 'apply' }]);
@@ -177,6 +178,26 @@ describe('3. surplus copies are healed', () => {
     const audit = (await store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec);
     expect(audit.filter((a) => a.type === 'replica_healed')).toMatchObject([{ payload: { replica: s.replica, kept: [s.node], removed: [other] } }]);
     expect(audit.filter((a) => a.type === 'replica_placed')).toHaveLength(1); // nothing placed to make up for it
+  });
+});
+
+describe('8. a placement compares the node it relied on', () => {
+  it('a cordon landing between the decision and the commit refuses the placement; the replica lands on another node', async () => {
+    const store = etcd.store();
+    await cluster(store, ['node-1', 'node-2']);
+    let cordoned: string | undefined;
+    await scheduler(store, async (acts) => {
+      const place = acts.flatMap((a) => a.ops).find((o) => o.op === 'create' && o.key.startsWith('desired/'));
+      if (cordoned || !place) return;
+      cordoned = place.key.split('/')[1]!;
+      // `jaco node cordon` lands after the scheduler decided and before its commit.
+      const n = (await store.get<Node>(keys.node(cordoned)))!;
+      await commitAtomic(store, [{ ops: [{ op: 'update', key: keys.node(cordoned), value: { ...n.value, spec: { unschedulable: true } }, modRevision: n.modRevision }] }]);
+    });
+    await apply(store, 'cordon', web(1));
+    const [r] = await eventually(async () => ((await desiredOf(store, 'cordon')).length === 1 ? desiredOf(store, 'cordon') : undefined));
+    expect(cordoned).toBeDefined();
+    expect(r!.value.spec.node).not.toBe(cordoned);
   });
 });
 
