@@ -17,10 +17,8 @@ import {
   type ReplicaObserved,
   type ReplicaObservedStatus,
   type ServiceSpec,
-  type VolumeHome,
 } from '../../src/api/types.js';
 import type { AuditRecord } from '../../src/store/audit.js';
-import type { Versioned } from '../../src/store/store.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { MemoryStore } from '../../test/support/memory-store.js';
 import { Cache } from '../../src/runtime/cache.js';

@@ -8,14 +8,13 @@
 // A lost lease is re-granted at once, not at the next heartbeat.
 import { hostname } from 'node:os';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type Heartbeat, type Node, type NodeDrain, type PressureSample } from '../../src/api/types.js';
-import type { Logger } from '../../src/observability/log.js';
+import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
-import type { Timings } from '../../src/timings.js';
 import { VERSION } from '../../src/version.js';
+import type { AgentOptions } from './agent.js';
 import { agentMetrics } from './metrics.js';
 
 /** The node was removed from the cluster (jaco node remove) and --rejoin was not given. */
@@ -29,15 +28,8 @@ export class NodeRemovedError extends Error {
 
 type Watcher = Awaited<ReturnType<ReturnType<Store['ns']['watch']>['create']>>;
 
-export interface PresenceOptions {
-  node: string;
-  store: Store;
-  timings: Timings;
-  statusIntervalMs: number;
-  capacity: Capacity;
-  labels: Record<string, string>;
-  rejoin: boolean;
-  log: Logger;
+/** The agent's options presence uses (registration, heartbeat), and what it asks of the agent. */
+export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | 'timings' | 'statusIntervalMs' | 'capacity' | 'labels' | 'rejoin' | 'log'> {
   /** The latest pressure sample, when there is one (Docker up). */
   pressure(): Promise<PressureSample | undefined>;
   dockerUp(): boolean;

@@ -2,7 +2,7 @@
 // existing replicas, rollouts/<deployment>/<service>, and deploymentstatus/<name>.status.rollout.
 import type { Deployment, DeploymentRevision, DeploymentStatus, DisruptionLedger, Heartbeat, ReplicaCommand, RolloutPlan } from '../../src/api/types.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
-import { byRest, frozenKeys, valuesByRest, type Cache } from '../../src/runtime/cache.js';
+import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import type { ControllerSpec } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
 import { decide, type MetricEvent, type RolloutDecision, type RolloutSnapshot } from './decide.js';

@@ -16,7 +16,7 @@ import {
 } from '../../src/api/types.js';
 import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
-import { decide, type SchedulerPlan } from './decide.js';
+import type { SchedulerPlan } from './decide.js';
 
 const IMG = 'jaco-demo/busybox:1';
 const svc = (x: Partial<ServiceSpec> = {}): ServiceSpec => ({ image: IMG, ...x });
@@ -417,7 +417,6 @@ describe('modes, filters and reason codes', () => {
 });
 
 describe('determinism', () => {
-  const shuffleMap = <K, V>(m: ReadonlyMap<K, V>, seed: number) => new Map(shuffled([...m], seed));
 
   it('the same stored state in any order gives the same plan', () => {
     const w = new World();

@@ -6,7 +6,7 @@ import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ServiceSpec } from '../../src/api/types.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs } from '../../src/store/writer.js';
-import type { Proc, TestCluster } from '../support/cluster.js';
+import type { Proc } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
 
 export const IMAGE = 'jaco-demo/busybox:1';

@@ -17,7 +17,6 @@ import { testLogger } from '../support/log.js';
 import { eventually } from '../support/wait.js';
 
 let etcd: TestEtcd;
-type SchedulerHandle = Awaited<ReturnType<typeof scheduler>>;
 const handles: { stop(): Promise<void> }[] = [];
 beforeAll(async () => {
   etcd = await startTestEtcd();
