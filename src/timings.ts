@@ -7,8 +7,15 @@ export interface Timings {
   name: 'production' | 'fast';
   /** Node-agent heartbeat and pressure sampling (seed 001: default 30 s, allowed 5 s … 5 m). */
   nodeStatusIntervalMs: number;
-  /** TTL of the heartbeat lease in seconds: three intervals, so one late refresh is not a lapse. */
+  /**
+   * TTL of the agent's liveness lease (heartbeats/<host> is bound to it), in seconds. Liveness is
+   * the lease, kept alive every `livenessKeepAliveMs`, not the pressure samples: a stopped agent's
+   * node turns NotReady one TTL after its last keepalive, while a pause shorter than
+   * TTL − keepalive (6 s in production) goes unnoticed.
+   */
   heartbeatTtlSec: number;
+  /** Keepalives of the liveness lease (etcd keepalives are cheap: one small message on one stream). */
+  livenessKeepAliveMs: number;
   /** Leader-election lease TTL (seconds). */
   leaderTtlSec: number;
   /** Watch events are coalesced for this long before a reconcile (seed 001: 50 ms). */
@@ -41,14 +48,16 @@ export interface Timings {
 export const PRODUCTION: Timings = {
   name: 'production',
   nodeStatusIntervalMs: 30_000,
-  heartbeatTtlSec: 90,
+  heartbeatTtlSec: 8,
+  livenessKeepAliveMs: 2_000,
   leaderTtlSec: 10,
   debounceMs: 50,
   safetyTickMs: 30_000,
   dockerResyncMs: 30_000,
   backoffMinMs: 500,
   backoffMaxMs: 30_000,
-  nodeLostGraceMs: 60_000,
+  // With the 8 s lease: a stopped agent's stateless replicas are re-placed ~12 s after its last keepalive.
+  nodeLostGraceMs: 4_000,
   restartBackoffMs: 10_000,
   stepTimeoutMs: 60_000,
   drainTimeoutMs: 5 * 60_000,
@@ -65,6 +74,7 @@ export const FAST: Timings = {
   name: 'fast',
   nodeStatusIntervalMs: 1_000,
   heartbeatTtlSec: 3,
+  livenessKeepAliveMs: 1_000,
   leaderTtlSec: 2,
   debounceMs: 50,
   safetyTickMs: 2_000,

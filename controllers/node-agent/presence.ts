@@ -135,7 +135,8 @@ export class Presence {
   /** The claim's lease; a lost one takes the claim with it, and its replacement claims the node again. */
   private async grantLease(): Promise<string> {
     if (!this.lease) {
-      const lease = new KeptLease(this.opts.store, { ttlSec: this.opts.timings.heartbeatTtlSec, log: this.opts.log });
+      const { heartbeatTtlSec, livenessKeepAliveMs } = this.opts.timings;
+      const lease = new KeptLease(this.opts.store, { ttlSec: heartbeatTtlSec, keepAliveMs: livenessKeepAliveMs, log: this.opts.log });
       lease.on('lost', (_old, why) => {
         if (this.stopped) return;
         this.opts.log.warn({ why }, 'the node claim lease was lost; claiming the node again');
@@ -194,7 +195,7 @@ export class Presence {
           }
           if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv?.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
           this.standbyLogged = true;
-          await sleep((timings.heartbeatTtlSec * 1000) / 3);
+          await sleep(timings.livenessKeepAliveMs);
           backoff = timings.backoffMinMs;
         } catch (e) {
           if (isLeaseNotFound(e) && this.leaseId) {

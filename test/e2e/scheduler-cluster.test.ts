@@ -135,6 +135,18 @@ describe('scheduler end to end', () => {
       expect((await c.store.get<{ spec: { addresses: unknown[] } }>(keys.endpoints('crash', 'crasher')))!.value.spec.addresses).toEqual([]);
     }));
 
+  it('an agent paused for less than its liveness lease allows (SIGSTOP, SIGCONT) replaces nothing', () =>
+    c.withLogs(async () => {
+      const before = (await replicas('shop')).map(({ d }) => `${d.spec.replica}@${d.spec.node}`).sort();
+      const agent = c.agent('node-2')!.child;
+      agent.kill('SIGSTOP');
+      await sleep(500); // the lease (3 s, kept alive every 1 s) outlives it by far
+      agent.kill('SIGCONT');
+      await sleep(6_000); // longer than TTL + grace: a lapse would have re-placed by now
+      expect((await replicas('shop')).map(({ d }) => `${d.spec.replica}@${d.spec.node}`).sort()).toEqual(before);
+      expect((await c.store.list<AuditEvent>(keys.audits())).items.filter((a) => a.value.spec.type === 'node_lost')).toEqual([]);
+    }));
+
   it('an agent killed: after the grace its replicas run elsewhere, same ids; its global replica stays', () =>
     c.withLogs(async () => {
       const before = await replicas('shop');
