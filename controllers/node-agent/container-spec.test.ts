@@ -90,6 +90,43 @@ describe('createOptions', () => {
     expect(volumeName(owner, 'shop', 'data')).toBe('jaco-01234567-node-2-shop-data');
   });
 
+  it('container options (compose: working_dir, user, labels, init, read_only, caps, extra_hosts, shm, tmpfs, ulimits, privileged) reach Docker; jaco labels win', () => {
+    const o = createOptions(
+      spec({
+        image: 'x',
+        container: {
+          workingDir: '/srv',
+          user: '1000:1000',
+          labels: { team: 'payments', [LABELS.replica]: 'spoofed' },
+          init: true,
+          readOnly: true,
+          capAdd: ['NET_BIND_SERVICE'],
+          capDrop: ['ALL'],
+          extraHosts: ['metadata:169.254.169.254'],
+          shmSize: 67108864,
+          tmpfs: ['/tmp', '/run/cache:size=64m'],
+          ulimits: { nofile: { soft: 65536, hard: 65536 } },
+          privileged: true,
+        },
+      }),
+      owner,
+    );
+    expect(o).toMatchObject({ WorkingDir: '/srv', User: '1000:1000' });
+    expect(o.Labels).toMatchObject({ team: 'payments', [LABELS.replica]: 'shop-api-4' });
+    expect(o.HostConfig).toMatchObject({
+      Init: true,
+      ReadonlyRootfs: true,
+      CapAdd: ['NET_BIND_SERVICE'],
+      CapDrop: ['ALL'],
+      ExtraHosts: ['metadata:169.254.169.254'],
+      ShmSize: 67108864,
+      Tmpfs: { '/tmp': '', '/run/cache': 'size=64m' },
+      Ulimits: [{ Name: 'nofile', Soft: 65536, Hard: 65536 }],
+      Privileged: true,
+      NetworkMode: 'host',
+    });
+  });
+
   it('a minimal service: defaults only (SIGTERM, 10 s), no limits, no health check, no mounts', () => {
     const m = createOptions(spec({ image: 'jaco-demo/busybox:1' }), owner);
     expect(m.StopSignal).toBe('SIGTERM');

@@ -86,6 +86,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
     ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
     ...(mounts.length ? { Mounts: mounts } : {}),
     ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus, Capabilities: [['gpu']] }] } : {}),
+    ...hostOptions(t.container),
   };
   const hc = healthcheck(t);
   return {
@@ -96,7 +97,10 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
     Env: Object.entries(env)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, v]) => `${k}=${v}`),
+    ...(t.container?.workingDir ? { WorkingDir: t.container.workingDir } : {}),
+    ...(t.container?.user ? { User: t.container.user } : {}),
     Labels: {
+      ...t.container?.labels,
       [LABELS.cluster]: owner.clusterUid,
       [LABELS.node]: owner.node,
       [LABELS.deployment]: d.deployment,
@@ -111,6 +115,22 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
     StopSignal: t.stopSignal ?? 'SIGTERM',
     StopTimeout: stopTimeoutSec(t),
     HostConfig: hostConfig,
+  };
+}
+
+/** HostConfig fields of a service's container options (compose's init, read_only, cap_add, …). */
+function hostOptions(c: ServiceSpec['container']): Partial<Docker.HostConfig> {
+  if (!c) return {};
+  return {
+    ...(c.init ? { Init: true } : {}),
+    ...(c.readOnly ? { ReadonlyRootfs: true } : {}),
+    ...(c.capAdd?.length ? { CapAdd: c.capAdd } : {}),
+    ...(c.capDrop?.length ? { CapDrop: c.capDrop } : {}),
+    ...(c.extraHosts?.length ? { ExtraHosts: c.extraHosts } : {}),
+    ...(c.shmSize ? { ShmSize: c.shmSize } : {}),
+    ...(c.tmpfs?.length ? { Tmpfs: Object.fromEntries(c.tmpfs.map((t) => [t.split(':')[0]!, t.split(':').slice(1).join(':')])) } : {}),
+    ...(c.ulimits ? { Ulimits: Object.entries(c.ulimits).map(([Name, u]) => ({ Name, Soft: u.soft, Hard: u.hard })) } : {}),
+    ...(c.privileged ? { Privileged: true } : {}),
   };
 }
 

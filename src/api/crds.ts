@@ -46,7 +46,9 @@ const serviceSchema: Schema = obj(
       nodeSelector: map(str(), { description: 'Node labels a node must carry.' }),
     }),
     resources: obj({
-      cpu: intOrString(CPU_PATTERN, 'CPU request and limit: "500m", "0.5", 2. Soft: scored, may be overcommitted.'),
+      // A quantity as Kubernetes and compose write it: a string, or a plain number — 0.5 too
+      // (Kubernetes' int-or-string admits integers only; jaco's validator admits any number).
+      cpu: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: CPU_PATTERN }], description: 'CPU request and limit: "500m", "0.5", 0.5, 2. Soft: scored, may be overcommitted.' },
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
       gpus: int({ minimum: 0, description: 'GPUs, passed to Docker as device requests.' }),
     }),
@@ -83,6 +85,24 @@ const serviceSchema: Schema = obj(
       maxUnavailable: int({ minimum: 1, description: 'Replicas that may be moved or down at once (default 1).' }),
       minReadyTime: duration('With no health check: how long a replica must run to count as ready (default 5s).'),
     }),
+    container: obj(
+      {
+        workingDir: str(),
+        user: str(),
+        labels: map(str(), { description: "Container labels (jaco's own labels win)." }),
+        init: bool(),
+        readOnly: bool(),
+        capAdd: arr(str()),
+        capDrop: arr(str()),
+        extraHosts: arr(str({ pattern: '^[^:]+:.+$' }), { description: '"host:ip" entries for /etc/hosts.' }),
+        shmSize: int({ minimum: 0, description: 'Bytes of /dev/shm.' }),
+        tmpfs: arr(str({ pattern: '^/' }), { description: '"path[:options]" tmpfs mounts.' }),
+        ulimits: map(obj({ soft: int(), hard: int() }, ['soft', 'hard'])),
+        privileged: bool(),
+      },
+      [],
+      { description: 'Docker create options (compose: working_dir, user, labels, init, read_only, cap_add, cap_drop, extra_hosts, shm_size, tmpfs, ulimits, privileged).' },
+    ),
   },
   ['image'],
 );

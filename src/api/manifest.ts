@@ -85,7 +85,8 @@ export function readSources(args: string[], stdin: () => string = () => readFile
   return out;
 }
 
-function positionOf(doc: Document, lc: LineCounter, path: Path): { line: number; column: number } {
+/** Where a field path is in a parsed document (the deepest node of it that exists). */
+export function positionOf(doc: Document, lc: LineCounter, path: Path): { line: number; column: number } {
   // The deepest node on the path that exists (a missing field points at its parent).
   for (let n = path.length; n >= 0; n--) {
     const node = n === 0 ? doc.contents : doc.getIn(path.slice(0, n), true);

@@ -64,10 +64,12 @@ const rules: Rule[] = [
     });
     return out;
   },
+  // Docker takes any name without "=" (Elasticsearch reads discovery.type, Spring reads a-b.c):
+  // refuse only what cannot be passed, or could not be read back.
   function envNames(name, svc, at) {
     return Object.keys(svc.env ?? {})
-      .filter((k) => !/^[A-Za-z_][A-Za-z0-9_]*$/.test(k))
-      .map((k) => issue('env-name', [...at, 'env', k], `service "${name}": ${JSON.stringify(k)} is not a valid environment variable name`));
+      .filter((k) => !/^[A-Za-z_][A-Za-z0-9_.-]*$/.test(k))
+      .map((k) => issue('env-name', [...at, 'env', k], `service "${name}": ${JSON.stringify(k)} is not a valid environment variable name (letters, digits, _ . -; not starting with a digit)`));
   },
 ];
 

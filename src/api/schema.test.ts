@@ -38,8 +38,8 @@ describe('Deployment schema', () => {
     ['bad mode', dep({ web: { image: 'x', placement: { mode: 'random' } } }), 'spec.services.web.placement.mode: must be one of "spread", "pack", "hosts", "global" [enum]'],
     ['port out of range', dep({ web: { image: 'x', ports: [70000] } }), 'spec.services.web.ports[0]: must be <= 65535 [maximum]'],
     ['bad duration', dep({ web: { image: 'x', stopGracePeriod: '10' } }), 'spec.services.web.stopGracePeriod: "10" must match pattern'],
-    ['bad cpu quantity', dep({ web: { image: 'x', resources: { cpu: '2 cores' } } }), 'spec.services.web.resources.cpu: must be an integer or a quantity string'],
-    ['bad memory quantity', dep({ web: { image: 'x', resources: { memory: '1.5Gi' } } }), 'spec.services.web.resources.memory: must be an integer or a quantity string'],
+    ['bad cpu quantity', dep({ web: { image: 'x', resources: { cpu: '2 cores' } } }), 'spec.services.web.resources.cpu: must be a number or a quantity string'],
+    ['bad memory quantity', dep({ web: { image: 'x', resources: { memory: '1.5Gi' } } }), 'spec.services.web.resources.memory: must be a number or a quantity string'],
     ['no services', dep({}), 'spec.services: must NOT have fewer than 1 properties [minProperties]'],
     ['wrong apiVersion', { ...dep({ web: { image: 'x' } }), apiVersion: 'v1' }, 'apiVersion: must be "jaco.dev/v1" [const]'],
     ['bad name', dep({ web: { image: 'x' } }, 'My_App'), 'metadata.name: "My_App" must match pattern'],
@@ -50,6 +50,10 @@ describe('Deployment schema', () => {
   ])('rejects %s', (_name, obj, want) => {
     const got = issues(obj);
     expect(got.some((g) => g.startsWith(want)), `${got.join('\n')}\n does not contain\n${want}`).toBe(true);
+  });
+
+  it.each([0.5, 2, '0.25', '500m'])('accepts the CPU quantity %j (a YAML number as Kubernetes and compose write it)', (cpu) => {
+    expect(issues(dep({ web: { image: 'x', resources: { cpu, memory: 134217728 } } }))).toEqual([]);
   });
 
   it('reports every error at once', () => {
@@ -73,7 +77,7 @@ describe('cross-field rules', () => {
     ['bad volume name', { x: { image: 'i', volumes: [{ type: 'volume', source: '/abs', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": volume name "/abs"'],
     ['same target twice', { x: { image: 'i', volumes: [{ type: 'volume', source: 'a', target: '/d' }, { type: 'volume', source: 'b', target: '/d' }] } }, 'spec.services.x.volumes[1].target: service "x": two volumes mount at /d'],
     ['duplicate port', { x: { image: 'i', ports: [80, 80] } }, 'spec.services.x.ports[1]: service "x" lists port 80 twice'],
-    ['bad env name', { x: { image: 'i', env: { 'A-B': '1' } } }, 'spec.services.x.env.A-B: service "x": "A-B" is not a valid environment variable name'],
+    ['bad env name', { x: { image: 'i', env: { '1AB': '1' } } }, 'spec.services.x.env.1AB: service "x": "1AB" is not a valid environment variable name'],
     ['bad service name', { Web_1: { image: 'i' } }, 'spec.services.Web_1: service name "Web_1" must be lowercase'],
   ])('%s', (_n, services, want) => {
     const got = rules(services);

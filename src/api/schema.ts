@@ -161,7 +161,8 @@ export class SchemaRegistry {
   }
 }
 
-function toIssues(errors: ErrorObject[]): ValidationIssue[] {
+/** ajv's errors as issues with field paths; `anyOf` names what an any-of failure means in that schema. */
+export function toIssues(errors: ErrorObject[], anyOf = 'must be a number or a quantity string'): ValidationIssue[] {
   // An anyOf failure (int-or-string) also reports each branch's failure; keep only the anyOf.
   const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
   const kept = errors.filter((e) => e.keyword === 'anyOf' || !anyOfs.some((a) => e.instancePath === a.instancePath && e.schemaPath.startsWith(a.schemaPath.replace(/\/anyOf$/, '/anyOf/'))));
@@ -178,7 +179,7 @@ function toIssues(errors: ErrorObject[]): ValidationIssue[] {
         return { path: [...path, String(e.params.missingProperty)], message: 'is required', rule: 'required' };
       case 'anyOf': {
         const desc = (e.parentSchema as { description?: string } | undefined)?.description;
-        return { path, message: `must be an integer or a quantity string${desc ? ` (${desc})` : ''}`, rule: 'anyOf' };
+        return { path, message: `${anyOf}${desc ? ` (${desc})` : ''}`, rule: 'anyOf' };
       }
       case 'enum':
         return { path, message: `must be one of ${(e.params.allowedValues as unknown[]).map((x) => JSON.stringify(x)).join(', ')}`, rule: 'enum' };

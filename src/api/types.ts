@@ -60,6 +60,27 @@ export interface VolumeMount {
   readOnly?: boolean;
 }
 
+/** Docker create options beyond the workload's shape (compose's working_dir, user, cap_add, …). */
+export interface ContainerOptions {
+  workingDir?: string;
+  user?: string;
+  /** Container labels (jaco's own labels always win). */
+  labels?: Record<string, string>;
+  init?: boolean;
+  readOnly?: boolean;
+  capAdd?: string[];
+  capDrop?: string[];
+  /** "host:ip" entries for /etc/hosts. */
+  extraHosts?: string[];
+  /** Bytes of /dev/shm. */
+  shmSize?: number;
+  /** "path[:options]" tmpfs mounts. */
+  tmpfs?: string[];
+  ulimits?: Record<string, { soft: number; hard: number }>;
+  /** Only with --allow-privileged at apply. */
+  privileged?: boolean;
+}
+
 export interface UpdatePolicy {
   order?: UpdateOrder;
   stepTimeout?: string;
@@ -85,6 +106,7 @@ export interface ServiceSpec {
   priority?: number;
   rebalance?: 'enabled' | 'disabled';
   update?: UpdatePolicy;
+  container?: ContainerOptions;
 }
 
 export interface DeploymentSpec {

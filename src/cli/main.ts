@@ -24,7 +24,20 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * A reader that goes away (`| head`, `| grep -q`, a closed pager) ends the command quietly, as
+ * kubectl does, on every output path: no EPIPE stack trace.
+ */
+function quietOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+}
+
 export async function main(argv: string[]): Promise<void> {
+  quietOnClosedPipe();
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

@@ -2,31 +2,101 @@
 import type { Command } from 'commander';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
-import { parseManifests, readSources } from '../../api/manifest.js';
+import { statSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { formatProblem, ManifestError, parseManifests, readSources, type ManifestProblem } from '../../api/manifest.js';
+import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { action, CliError, withStore } from '../common.js';
 
-function manifestItems(files: string[]): ApplyItem[] {
+/** How apply, diff, delete and convert read compose files. */
+interface ComposeFlags {
+  name?: string;
+  envFile?: string[];
+  profile?: string[];
+  strict?: boolean;
+  allowPrivileged?: boolean;
+}
+
+/** What -f names: jaco manifests and compose files alike; every problem of every file at once. */
+function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[]; deployments: Deployment[] } {
   if (!files?.length) throw new CliError('no manifest given: use -f FILE, -f DIR or -f - (stdin)');
-  return parseManifests(readSources(files), { kinds: ['Deployment'] }).map(({ object, file, document }) => {
-    const d = object as Deployment;
-    return { name: d.metadata.name, spec: d.spec, labels: d.metadata.labels, annotations: d.metadata.annotations, cause: 'apply', source: `${file} document ${document}` };
-  });
+  // A directory holding a compose file means that file (as `docker compose` reads it).
+  const sources = readSources(files.map((f) => (f !== '-' && isDirectory(f) ? (composeFileIn(f) ?? f) : f)));
+  const compose = sources.filter((s) => isComposeText(s.text));
+  const manifests = sources.filter((s) => !compose.includes(s));
+  if (flags.name && compose.length !== 1) throw new CliError(`--name names one compose application; ${compose.length} compose files were given`);
+  const problems: ManifestProblem[] = [];
+  const deployments: Deployment[] = [];
+  const items: ApplyItem[] = [];
+  for (const s of compose) {
+    try {
+      const app = loadCompose(composeSource(s.name, s.text), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
+      for (const w of app.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
+      deployments.push(app.deployment);
+      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: s.name });
+    } catch (e) {
+      if (!(e instanceof ManifestError)) throw e;
+      problems.push(...e.problems);
+    }
+  }
+  if (manifests.length) {
+    try {
+      for (const { object, file, document } of parseManifests(manifests, { kinds: ['Deployment'] })) {
+        const d = object as Deployment;
+        deployments.push(d);
+        items.push({ name: d.metadata.name, spec: d.spec, labels: d.metadata.labels, annotations: d.metadata.annotations, cause: 'apply', source: `${file} document ${document}` });
+      }
+    } catch (e) {
+      if (!(e instanceof ManifestError)) throw e;
+      problems.push(...e.problems);
+    }
+  }
+  if (problems.length) throw new ManifestError(problems);
+  const seen = new Map<string, string>();
+  for (const i of items) {
+    const first = seen.get(i.name);
+    if (first) throw new CliError(`deployment/${i.name} is defined twice: in ${first} and in ${i.source}`);
+    seen.set(i.name, i.source ?? '');
+  }
+  return { items, deployments };
+}
+
+const manifestItems = (files: string[], flags: ComposeFlags) => readInputs(files, flags).items;
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** The compose options every command that reads -f takes. */
+function composeOptions(cmd: Command): Command {
+  return cmd
+    .option('--name <name>', 'compose files: the deployment name (default: the top-level name:, else the directory)')
+    .option('--env-file <file>', 'compose files: variables for interpolation (default: the .env beside the file; repeatable)', collect)
+    .option('--profile <profile>', 'compose files: enable services of this profile (repeatable; also COMPOSE_PROFILES)', collect)
+    .option('--strict', 'compose files: every field jaco ignores is an error')
+    .option('--allow-privileged', 'compose files: accept privileged: true');
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
 export function registerApply(program: Command): void {
-  program
-    .command('apply')
-    .description('Create or update deployments from manifests (all-or-nothing: on any error nothing is written)')
-    .requiredOption('-f, --filename <path>', 'manifest file, directory of *.yaml files, or - for stdin (repeatable)', collect)
-    .option('--dry-run', 'validate and show what would change, write nothing')
-    .addHelpText('after', '\nExamples:\n  jaco apply -f examples/hello.yaml\n  cat app.yaml | jaco apply -f -\n')
+  composeOptions(
+    program
+      .command('apply')
+      .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
+      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml, else its *.yaml files), or - for stdin (repeatable)', collect)
+      .option('--dry-run', 'validate and show what would change, write nothing'),
+  )
+    .addHelpText('after', '\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n')
     .action(
-      action(async (opts: { filename: string[]; dryRun?: boolean }, cmd: Command) => {
-        const items = manifestItems(opts.filename);
+      action(async (opts: { filename: string[]; dryRun?: boolean } & ComposeFlags, cmd: Command) => {
+        const items = manifestItems(opts.filename, opts);
         const outcomes = await withStore(cmd, (store) => applyDeployments(store, items, { dryRun: opts.dryRun }));
         for (const o of outcomes) {
           const rev = o.result === 'unchanged' ? '' : ` (revision ${o.revision}${o.summary ? `: ${o.summary}` : ''})`;
@@ -35,18 +105,20 @@ export function registerApply(program: Command): void {
       }),
     );
 
-  program
-    .command('delete')
-    .description('Delete deployments named in manifests, or by name; their replicas are stopped by the scheduler')
-    .argument('[type]', 'deployment')
-    .argument('[names...]', 'deployment names')
-    .option('-f, --filename <path>', 'manifest file, directory, or - (repeatable)', collect)
-    .option('--ignore-not-found', 'succeed when a deployment does not exist')
-    .addHelpText('after', '\nExamples:\n  jaco delete deployment hello\n  jaco delete -f examples/hello.yaml\n')
+  composeOptions(
+    program
+      .command('delete')
+      .description('Delete deployments named in manifests or compose files, or by name; their replicas are stopped by the scheduler')
+      .argument('[type]', 'deployment')
+      .argument('[names...]', 'deployment names')
+      .option('-f, --filename <path>', 'manifest or compose file, directory, or - (repeatable)', collect)
+      .option('--ignore-not-found', 'succeed when a deployment does not exist'),
+  )
+    .addHelpText('after', '\nExamples:\n  jaco delete deployment hello\n  jaco delete -f examples/hello.yaml\n  jaco delete -f compose.yaml\n')
     .action(
-      action(async (type: string | undefined, names: string[], opts: { filename?: string[]; ignoreNotFound?: boolean }, cmd: Command) => {
+      action(async (type: string | undefined, names: string[], opts: { filename?: string[]; ignoreNotFound?: boolean } & ComposeFlags, cmd: Command) => {
         let targets: string[];
-        if (opts.filename?.length) targets = manifestItems(opts.filename).map((i) => i.name);
+        if (opts.filename?.length) targets = manifestItems(opts.filename, opts).map((i) => i.name);
         else {
           if (!type || !['deployment', 'deployments', 'deploy'].includes(type)) throw new CliError('usage: jaco delete deployment NAME… | jaco delete -f FILE');
           if (!names.length) throw new CliError('name at least one deployment to delete');
@@ -57,13 +129,15 @@ export function registerApply(program: Command): void {
       }),
     );
 
-  program
-    .command('diff')
-    .description('Show what apply would change, as a unified diff of the live and manifest specs (exit 1 when they differ)')
-    .requiredOption('-f, --filename <path>', 'manifest file, directory, or - (repeatable)', collect)
+  composeOptions(
+    program
+      .command('diff')
+      .description('Show what apply would change, as a unified diff of the live and manifest specs (exit 1 when they differ)')
+      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory, or - (repeatable)', collect),
+  )
     .action(
-      action(async (opts: { filename: string[] }, cmd: Command) => {
-        const items = manifestItems(opts.filename);
+      action(async (opts: { filename: string[] } & ComposeFlags, cmd: Command) => {
+        const items = manifestItems(opts.filename, opts);
         let differs = false;
         await withStore(cmd, async (store) => {
           for (const item of items) {
@@ -76,6 +150,23 @@ export function registerApply(program: Command): void {
           }
         });
         return differs ? 1 : 0;
+      }),
+    );
+
+  composeOptions(
+    program
+      .command('convert')
+      .description('Print the Deployment a compose file maps to (warnings on stderr), to switch to the native format')
+      .requiredOption('-f, --filename <path>', 'compose file, directory holding one, or - (repeatable)', collect)
+      .option('-o, --output <format>', 'yaml or json', 'yaml'),
+  )
+    .addHelpText('after', '\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n')
+    .action(
+      action(async (opts: { filename: string[]; output: string } & ComposeFlags) => {
+        if (!['yaml', 'json'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml or json`);
+        const { deployments } = readInputs(opts.filename, opts);
+        const out = deployments.map((d) => (opts.output === 'json' ? `${JSON.stringify(d, null, 2)}\n` : stringify(d)));
+        process.stdout.write(opts.output === 'json' ? out.join('') : out.join('---\n'));
       }),
     );
 }

@@ -1,0 +1,517 @@
+// Mapping a Compose application (already interpolated and valid against the Compose
+// Specification) onto a jaco Deployment. Every field of a service is mapped, refused with a reason,
+// or ignored with a warning — never dropped silently (docs/compose.md is the table). Pure: the
+// compose file's directory and the files it names (env_file, secrets) are read by the caller's
+// `readFile`, so tables can test it.
+import { isAbsolute, resolve } from 'node:path';
+import { parse as shellSplit } from 'shell-quote';
+import type { Path } from '../api/schema.js';
+import type { ContainerOptions, DeploymentSpec, HealthCheck, Placement, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import { parseEnvFile, type Lookup } from './interpolate.js';
+
+export interface ComposeIssue {
+  path: Path;
+  message: string;
+  /** refuse: nothing is written; warn: ignored, said once (an error under --strict). */
+  severity: 'refuse' | 'warn';
+}
+
+export interface MapContext {
+  /** The compose file's directory: relative paths resolve against it. */
+  dir: string;
+  /** Variables as compose sees them (the environment, then --env-file / .env). */
+  lookup: Lookup;
+  profiles: readonly string[];
+  allowPrivileged: boolean;
+  readFile(path: string): string;
+  home?: string;
+}
+
+export interface Mapped {
+  spec: DeploymentSpec;
+  issues: ComposeIssue[];
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Fields compose has that jaco deliberately does not honour: ignored with this warning. */
+const IGNORED: Record<string, string> = {
+  restart: 'jaco owns restarts (health-driven, with back-off; seed 001): restart is ignored',
+  networks: 'jaco runs containers with host networking: services reach each other at their node address and port (docs/compose.md)',
+  logging: 'containers log to Docker’s default driver on each node',
+  links: 'host networking: no links; services reach each other at their node address and port',
+  hostname: 'host networking: a container has its node’s hostname',
+  domainname: 'host networking: a container has its node’s domain name',
+  dns: 'host networking: a container uses its node’s resolver',
+  dns_search: 'host networking: a container uses its node’s resolver',
+  dns_opt: 'host networking: a container uses its node’s resolver',
+  mac_address: 'host networking: a container has its node’s interfaces',
+  expose: 'host networking: every port a container listens on is reachable on its node; expose is documentation only',
+  depends_on: 'not honoured yet: jaco starts the services of a deployment in any order (each retries until its dependencies answer)',
+  pull_policy: 'each node pulls an image it lacks; pull_policy is ignored',
+  platform: 'nodes run the image for their own platform',
+  stdin_open: 'no attached stdin for a replicated service',
+  tty: 'no terminal for a replicated service',
+  oom_score_adj: 'ignored',
+  scale: 'use deploy.replicas',
+};
+
+/** Normalises a name as compose normalises project names, then to a jaco name (lowercase, [a-z0-9-]). */
+export function normaliseName(raw: string): string {
+  return raw
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]/g, '')
+    .replace(/_/g, '-')
+    .replace(/^[-]+|[-]+$/g, '');
+}
+
+/** Compose byte sizes ("512m", "1gb", "100k", 1024) → bytes. */
+export function composeBytes(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v !== 'string') return undefined;
+  const m = /^([0-9]+(?:\.[0-9]+)?)\s*([bkmg]?)b?$/i.exec(v.trim());
+  if (!m) return undefined;
+  const unit = { '': 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase()]!;
+  return Math.round(Number(m[1]) * unit);
+}
+
+/** Bytes as the quantity a person would write ("256Mi"), or the number when it is not a whole unit. */
+export function quantity(bytes: number): string | number {
+  for (const [unit, size] of [['Gi', 1024 ** 3], ['Mi', 1024 ** 2], ['Ki', 1024]] as const) if (bytes >= size && bytes % size === 0) return `${bytes / size}${unit}`;
+  return bytes;
+}
+
+/** Compose durations ("1m30s", "10s", "500ms") → jaco durations; `us`/`ns` or plain numbers are refused. */
+export function composeDuration(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  return /^([0-9]+(\.[0-9]+)?(h|m|s|ms))+$/.test(v) ? v : undefined;
+}
+
+/** A command as compose takes it: a list as is, a string split as a shell would (no shell runs). */
+function commandList(v: unknown, path: Path, issues: ComposeIssue[]): string[] | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (Array.isArray(v)) return v.map(String);
+  const parts = shellSplit(String(v));
+  if (parts.some((p) => typeof p !== 'string')) {
+    issues.push({ path, severity: 'refuse', message: 'a string command may not hold shell operators (|, &&, >, globs): no shell runs it; write it as a list, or as ["sh", "-c", "…"]' });
+    return undefined;
+  }
+  return parts as string[];
+}
+
+/** `KEY=VALUE` list or map; a key without a value takes the variable's value (and is dropped when unset). */
+function environment(v: unknown, lookup: Lookup): Record<string, string> {
+  const out: Record<string, string> = {};
+  const set = (k: string, val: unknown) => {
+    if (val === null || val === undefined) {
+      const from = lookup(k);
+      if (from !== undefined) out[k] = from;
+    } else out[k] = String(val);
+  };
+  if (Array.isArray(v))
+    for (const e of v.map(String)) {
+      const eq = e.indexOf('=');
+      if (eq < 0) set(e, undefined);
+      else out[e.slice(0, eq)] = e.slice(eq + 1);
+    }
+  else if (isObj(v)) for (const [k, val] of Object.entries(v)) set(k, val);
+  return out;
+}
+
+function listOrMap(v: unknown): Record<string, string> {
+  if (Array.isArray(v))
+    return Object.fromEntries(
+      v.map(String).map((e) => {
+        const eq = e.indexOf('=');
+        return eq < 0 ? [e, ''] : [e.slice(0, eq), e.slice(eq + 1)];
+      }),
+    );
+  return isObj(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, x === null ? '' : String(x)])) : {};
+}
+
+class ServiceMapper {
+  readonly out: ServiceSpec = { image: '' };
+  private readonly container: ContainerOptions = {};
+
+  constructor(
+    readonly name: string,
+    readonly svc: Obj,
+    readonly top: Obj,
+    readonly ctx: MapContext,
+    readonly issues: ComposeIssue[],
+  ) {}
+
+  private at(...p: (string | number)[]): Path {
+    return ['services', this.name, ...p];
+  }
+  /** A number compose may write as a string (interpolated): refused when it is not one. */
+  private num(v: unknown, path: Path): number | undefined {
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?[0-9]+(\.[0-9]+)?$/.test(v.trim()) ? Number(v) : NaN;
+    if (Number.isNaN(n)) {
+      this.refuse(path, `must be a number, got ${JSON.stringify(v)}`);
+      return undefined;
+    }
+    return n;
+  }
+  private refuse(path: Path, message: string): void {
+    this.issues.push({ path, message, severity: 'refuse' });
+  }
+  private warn(path: Path, message: string): void {
+    this.issues.push({ path, message, severity: 'warn' });
+  }
+  private path(p: string): string {
+    if (p.startsWith('~/') && this.ctx.home) return resolve(this.ctx.home, p.slice(2));
+    return isAbsolute(p) ? p : resolve(this.ctx.dir, p);
+  }
+
+  map(): ServiceSpec {
+    const s = this.svc;
+    const handled = new Set<string>();
+    const field = (k: string, fn: (v: unknown) => void) => {
+      handled.add(k);
+      if (s[k] !== undefined) fn(s[k]);
+    };
+    field('image', (v) => (this.out.image = String(v)));
+    field('build', () => {
+      if (s.image === undefined) this.refuse(this.at('build'), 'jaco runs images; build and push it, then name the image (image:)');
+      else this.warn(this.at('build'), `build is ignored: jaco runs the image ${String(s.image)}`);
+    });
+    if (s.image === undefined && s.build === undefined) this.refuse(this.at(), `service "${this.name}" names no image`);
+    field('entrypoint', (v) => (this.out.command = commandList(v, this.at('entrypoint'), this.issues)));
+    field('command', (v) => (this.out.args = commandList(v, this.at('command'), this.issues)));
+    field('env_file', (v) => this.envFiles(v));
+    field('environment', (v) => (this.out.env = { ...this.out.env, ...environment(v, this.ctx.lookup) }));
+    field('working_dir', (v) => (this.container.workingDir = String(v)));
+    field('user', (v) => (this.container.user = String(v)));
+    field('labels', (v) => (this.container.labels = listOrMap(v)));
+    field('init', (v) => (this.container.init = !!v));
+    field('read_only', (v) => (this.container.readOnly = !!v));
+    field('cap_add', (v) => (this.container.capAdd = (v as unknown[]).map(String)));
+    field('cap_drop', (v) => (this.container.capDrop = (v as unknown[]).map(String)));
+    field('extra_hosts', (v) => (this.container.extraHosts = Array.isArray(v) ? v.map(String) : Object.entries(v as Obj).map(([h, ip]) => `${h}:${String(ip)}`)));
+    field('tmpfs', (v) => (this.container.tmpfs = [...(this.container.tmpfs ?? []), ...(Array.isArray(v) ? v.map(String) : [String(v)])]));
+    field('shm_size', (v) => {
+      const b = composeBytes(v);
+      if (b === undefined) this.refuse(this.at('shm_size'), `not a size: ${JSON.stringify(v)}`);
+      else this.container.shmSize = b;
+    });
+    field('ulimits', (v) => {
+      const out: NonNullable<ContainerOptions['ulimits']> = {};
+      for (const [k, x] of Object.entries(v as Obj)) out[k] = typeof x === 'number' ? { soft: x, hard: x } : { soft: Number((x as Obj).soft), hard: Number((x as Obj).hard) };
+      this.container.ulimits = out;
+    });
+    field('privileged', (v) => {
+      if (!v) return;
+      if (this.ctx.allowPrivileged) this.container.privileged = true;
+      else this.refuse(this.at('privileged'), 'privileged containers are refused unless you pass --allow-privileged');
+    });
+    field('healthcheck', (v) => this.healthcheck(v as Obj));
+    field('stop_signal', (v) => (this.out.stopSignal = String(v)));
+    field('stop_grace_period', (v) => {
+      const d = composeDuration(v);
+      if (d) this.out.stopGracePeriod = d;
+      else this.refuse(this.at('stop_grace_period'), `jaco reads durations in h, m, s and ms: got ${JSON.stringify(v)}`);
+    });
+    field('ports', (v) => this.ports(v as unknown[]));
+    field('volumes', (v) => this.volumes(v as unknown[]));
+    field('secrets', (v) => this.files(v as unknown[], 'secrets'));
+    field('configs', (v) => this.files(v as unknown[], 'configs'));
+    field('cpus', (v) => (this.out.resources = { ...this.out.resources, cpu: typeof v === 'number' ? v : String(v) }));
+    field('mem_limit', (v) => this.memory(v, this.at('mem_limit')));
+    field('mem_reservation', (v) => {
+      if (s.mem_limit === undefined) this.memory(v, this.at('mem_reservation'));
+      else this.warn(this.at('mem_reservation'), 'jaco books and enforces one memory figure: mem_limit is used');
+    });
+    field('gpus', (v) => this.gpus(v, this.at('gpus')));
+    field('deploy', (v) => this.deploy(v as Obj));
+    field('container_name', () => {
+      if ((this.out.replicas ?? 1) > 1 || this.out.placement?.mode === 'global') this.refuse(this.at('container_name'), 'container_name names one container; this service runs several replicas (jaco names each container itself)');
+      else this.warn(this.at('container_name'), 'jaco names each container itself (cluster, node, replica, revision): container_name is ignored');
+    });
+    field('network_mode', (v) => {
+      const m = String(v);
+      if (m.startsWith('service:') || m.startsWith('container:')) this.refuse(this.at('network_mode'), `${m}: jaco runs every container with host networking; it cannot join another container’s network`);
+      else if (m !== 'host') this.warn(this.at('network_mode'), `jaco runs every container with host networking: network_mode ${m} is ignored`);
+    });
+    field('profiles', () => undefined); // chose whether the service is in at all (the caller)
+    field('x-jaco', (v) => this.xJaco(v as Obj));
+    for (const [k, msg] of Object.entries(IGNORED)) field(k, () => this.warn(this.at(k), `${k}: ${msg}`));
+    for (const k of Object.keys(s)) {
+      if (handled.has(k) || k.startsWith('x-')) continue;
+      this.refuse(this.at(k), `${k} is not supported by jaco; remove it (docs/compose.md lists what jaco maps)`);
+    }
+    if (Object.keys(this.container).length) this.out.container = this.container;
+    return this.out;
+  }
+
+  private envFiles(v: unknown): void {
+    const list = (Array.isArray(v) ? v : [v]).map((e) => (isObj(e) ? { path: String(e.path), required: e.required !== false } : { path: String(e), required: true }));
+    list.forEach((f, i) => {
+      let text: string;
+      try {
+        text = this.ctx.readFile(this.path(f.path));
+      } catch (e) {
+        if (f.required) this.refuse(this.at('env_file', ...(Array.isArray(v) ? [i] : [])), `cannot read env_file ${f.path}: ${(e as Error).message}`);
+        return;
+      }
+      this.out.env = { ...this.out.env, ...Object.fromEntries(parseEnvFile(text)) };
+    });
+  }
+
+  private memory(v: unknown, path: Path): void {
+    const b = composeBytes(v);
+    if (b === undefined) this.refuse(path, `not a memory size: ${JSON.stringify(v)}`);
+    else this.out.resources = { ...this.out.resources, memory: quantity(b) };
+  }
+
+  private gpus(v: unknown, path: Path): void {
+    if (v === 'all') this.refuse(path, 'gpus: all is not supported yet: name a count (gpus: 1)');
+    else if (typeof v === 'number' || /^[0-9]+$/.test(String(v))) this.out.resources = { ...this.out.resources, gpus: Number(v) };
+    else if (Array.isArray(v)) this.devices(v, path);
+  }
+
+  private devices(list: unknown[], path: Path): void {
+    let gpus = 0;
+    list.forEach((d, i) => {
+      const dev = d as Obj;
+      const caps = ((dev.capabilities as unknown[] | undefined) ?? []).map(String);
+      if (!caps.includes('gpu')) return this.refuse([...path, i], `only GPU device requests (capabilities: [gpu]) are supported, got ${JSON.stringify(caps)}`);
+      if (dev.device_ids !== undefined) return this.refuse([...path, i, 'device_ids'], 'device_ids pins GPUs of one host: jaco places by count; use count');
+      if (dev.count === 'all' || dev.count === undefined) return this.refuse([...path, i, 'count'], 'count: all is not supported yet: name a count');
+      gpus += Number(dev.count);
+    });
+    if (gpus) this.out.resources = { ...this.out.resources, gpus };
+  }
+
+  private healthcheck(h: Obj): void {
+    if (h.disable === true) return;
+    const t = h.test;
+    let test: string[] | undefined;
+    if (typeof t === 'string') test = ['CMD-SHELL', t];
+    else if (Array.isArray(t)) {
+      if (t[0] === 'NONE') return;
+      test = t.map(String);
+    }
+    if (!test) return;
+    const hc: HealthCheck = { test };
+    for (const [from, to] of [['interval', 'interval'], ['timeout', 'timeout'], ['start_period', 'startPeriod']] as const) {
+      if (h[from] === undefined) continue;
+      const d = composeDuration(h[from]);
+      if (d) hc[to] = d;
+      else this.refuse(this.at('healthcheck', from), `jaco reads durations in h, m, s and ms: got ${JSON.stringify(h[from])}`);
+    }
+    if (h.retries !== undefined) hc.retries = this.num(h.retries, this.at('healthcheck', 'retries'));
+    if (h.start_interval !== undefined) this.warn(this.at('healthcheck', 'start_interval'), 'start_interval is ignored: checks run every interval from the start');
+    this.out.healthcheck = hc;
+  }
+
+  private ports(list: unknown[]): void {
+    const ports: number[] = [];
+    list.forEach((p, i) => {
+      const at = this.at('ports', i);
+      let target: string;
+      let published: string | undefined;
+      if (isObj(p)) {
+        target = String(p.target);
+        published = p.published === undefined ? undefined : String(p.published);
+        if (p.host_ip !== undefined) this.warn([...at, 'host_ip'], 'host networking: a container binds the addresses it chooses; host_ip is ignored');
+      } else {
+        const spec = String(p).replace(/\/(tcp|udp|sctp)$/, '');
+        const parts = spec.split(':');
+        target = parts[parts.length - 1]!;
+        published = parts.length >= 2 ? parts[parts.length - 2] : undefined;
+        if (parts.length === 3) this.warn(at, 'host networking: a container binds the addresses it chooses; the host IP is ignored');
+      }
+      const range = (r: string) => {
+        const [a, b] = r.split('-').map(Number);
+        return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, k) => a! + k);
+      };
+      const targets = range(target);
+      const publishedList = published ? range(published) : targets;
+      if (publishedList.length !== targets.length || publishedList.some((x, k) => x !== targets[k]))
+        return this.refuse(at, `host networking: the container's port is the node's port, so ${published}:${target} cannot be remapped; publish it as the same number (${target}:${target}), or have the container listen on ${published}`);
+      ports.push(...targets);
+    });
+    if (ports.length) this.out.ports = [...new Set(ports)];
+  }
+
+  private volumes(list: unknown[]): void {
+    const mounts: VolumeMount[] = [];
+    const declared = isObj(this.top.volumes) ? this.top.volumes : {};
+    list.forEach((v, i) => {
+      const at = this.at('volumes', i);
+      let type: string;
+      let source: string | undefined;
+      let target: string;
+      let readOnly = false;
+      if (isObj(v)) {
+        type = String(v.type);
+        source = v.source === undefined ? undefined : String(v.source);
+        target = String(v.target);
+        readOnly = v.read_only === true;
+      } else {
+        const parts = String(v).split(':');
+        if (parts.length === 1) [target] = parts as [string];
+        else [source, target] = parts as [string, string];
+        const mode = parts[2];
+        if (mode) for (const m of mode.split(',')) {
+          if (m === 'ro') readOnly = true;
+          else if (m !== 'rw') this.warn(at, `volume option ${m} is ignored`);
+        }
+        type = source && /^[./~]/.test(source) ? 'bind' : 'volume';
+      }
+      if (type === 'tmpfs') {
+        this.container.tmpfs = [...(this.container.tmpfs ?? []), target];
+        return;
+      }
+      if (!source) return this.refuse(at, 'an anonymous volume has no name to keep it by: name it (data:/path) and declare it under top-level volumes');
+      if (type === 'bind') mounts.push({ type: 'bind', source: this.path(source), target, ...(readOnly ? { readOnly } : {}) });
+      else if (type === 'volume') {
+        const decl = declared[source];
+        if (decl === undefined) return this.refuse(at, `volume "${source}" is not declared under the top-level volumes`);
+        if (isObj(decl) && (decl.external === true || (decl.driver !== undefined && decl.driver !== 'local') || decl.driver_opts !== undefined))
+          return this.refuse(['volumes', source], 'jaco keeps named volumes on the node that runs the service (local driver); external volumes, other drivers and driver_opts are refused');
+        mounts.push({ type: 'volume', source, target, ...(readOnly ? { readOnly } : {}) });
+      } else this.refuse(at, `volume type ${type} is not supported (volume, bind and tmpfs are)`);
+    });
+    if (mounts.length) this.out.volumes = [...(this.out.volumes ?? []), ...mounts];
+  }
+
+  /** secrets and configs with `file:` become read-only bind mounts (under /run/secrets/NAME, or /NAME for configs). */
+  private files(list: unknown[], kind: 'secrets' | 'configs'): void {
+    const declared = isObj(this.top[kind]) ? (this.top[kind] as Obj) : {};
+    list.forEach((e, i) => {
+      const name = isObj(e) ? String(e.source) : String(e);
+      const decl = declared[name];
+      if (!isObj(decl) || typeof decl.file !== 'string')
+        return this.refuse(this.at(kind, i), `${kind.slice(0, -1)} "${name}": only ${kind} with file: are supported (they are mounted read-only from the node running the replica)`);
+      const target = isObj(e) && e.target !== undefined ? String(e.target) : undefined;
+      const dest = target?.startsWith('/') ? target : kind === 'secrets' ? `/run/secrets/${target ?? name}` : `/${target ?? name}`;
+      this.out.volumes = [...(this.out.volumes ?? []), { type: 'bind', source: this.path(decl.file), target: dest, readOnly: true }];
+    });
+  }
+
+  private deploy(d: Obj): void {
+    const at = (...p: (string | number)[]) => this.at('deploy', ...p);
+    for (const k of Object.keys(d)) {
+      switch (k) {
+        case 'mode':
+          if (d.mode === 'global') this.out.placement = { ...this.out.placement, mode: 'global' };
+          else if (d.mode !== 'replicated') this.refuse(at('mode'), `mode ${String(d.mode)} is not supported (replicated and global are)`);
+          break;
+        case 'replicas':
+          this.out.replicas = this.num(d.replicas, at('replicas'));
+          break;
+        case 'resources':
+          this.resources(d.resources as Obj);
+          break;
+        case 'placement':
+          this.placement(d.placement as Obj);
+          break;
+        case 'update_config':
+          this.update(d.update_config as Obj);
+          break;
+        case 'restart_policy':
+          this.warn(at(k), 'jaco owns restarts (health-driven, with back-off; seed 001): restart_policy is ignored');
+          break;
+        case 'labels':
+        case 'endpoint_mode':
+        case 'rollback_config':
+          this.warn(at(k), k === 'rollback_config' ? 'a failed step reverts the service to its previous revision one replica at a time; rollback_config is ignored' : `${k} is ignored`);
+          break;
+        default:
+          if (!k.startsWith('x-')) this.refuse(at(k), `deploy.${k} is not supported by jaco`);
+      }
+    }
+    if (this.out.placement?.mode === 'global') delete this.out.replicas;
+  }
+
+  private resources(r: Obj): void {
+    const limits = (r.limits ?? {}) as Obj;
+    const reservations = (r.reservations ?? {}) as Obj;
+    const at = (...p: string[]) => this.at('deploy', 'resources', ...p);
+    const cpus = limits.cpus ?? reservations.cpus;
+    if (cpus !== undefined) this.out.resources = { ...this.out.resources, cpu: typeof cpus === 'number' ? cpus : String(cpus) };
+    if (limits.cpus !== undefined && reservations.cpus !== undefined && String(limits.cpus) !== String(reservations.cpus))
+      this.warn(at('reservations', 'cpus'), 'jaco books and caps one CPU figure: limits.cpus is used');
+    if (limits.memory !== undefined) this.memory(limits.memory, at('limits', 'memory'));
+    else if (reservations.memory !== undefined) this.memory(reservations.memory, at('reservations', 'memory'));
+    if (limits.memory !== undefined && reservations.memory !== undefined) this.warn(at('reservations', 'memory'), 'jaco books and enforces one memory figure: limits.memory is used');
+    if (limits.pids !== undefined) this.warn(at('limits', 'pids'), 'pids limits are ignored');
+    if (reservations.devices !== undefined) this.devices(reservations.devices as unknown[], at('reservations', 'devices'));
+    if (reservations.generic_resources !== undefined) this.refuse(at('reservations', 'generic_resources'), 'generic_resources are not supported');
+  }
+
+  private placement(p: Obj): void {
+    const at = (...x: (string | number)[]) => this.at('deploy', 'placement', ...x);
+    const placement: Placement = { ...this.out.placement };
+    ((p.constraints as unknown[] | undefined) ?? []).forEach((c, i) => {
+      const m = /^\s*node\.(hostname|labels\.([^\s=!]+)|role|platform\.\S+|id)\s*(==|!=)\s*(\S+)\s*$/.exec(String(c));
+      if (!m) return this.refuse(at('constraints', i), `cannot read the constraint ${JSON.stringify(c)}`);
+      const [, what, label, op, value] = m;
+      if (op === '!=') return this.refuse(at('constraints', i), `${String(c)}: jaco selects nodes by equality only (node.hostname == X, node.labels.K == V)`);
+      if (what === 'hostname') placement.hosts = [...(placement.hosts ?? []), value!];
+      else if (label) placement.nodeSelector = { ...placement.nodeSelector, [label]: value! };
+      else this.refuse(at('constraints', i), `${String(c)}: jaco has no node ${what}; use node.labels`);
+    });
+    if (placement.hosts?.length && placement.mode !== 'global') placement.mode = 'hosts';
+    if (p.max_replicas_per_node !== undefined) {
+      if (Number(p.max_replicas_per_node) === 1 && !placement.mode) this.warn(at('max_replicas_per_node'), 'spread placement already puts replicas on different nodes while nodes are free');
+      else this.refuse(at('max_replicas_per_node'), 'max_replicas_per_node is not supported yet');
+    }
+    if (p.preferences !== undefined) this.warn(at('preferences'), 'placement preferences are ignored: spread balances replicas over nodes');
+    if (Object.keys(placement).length) this.out.placement = placement;
+  }
+
+  private update(u: Obj): void {
+    const at = (...x: string[]) => this.at('deploy', 'update_config', ...x);
+    const update: UpdatePolicy = { ...this.out.update };
+    if (u.order !== undefined) update.order = u.order === 'start-first' ? 'start-first' : 'stop-first';
+    if (u.parallelism !== undefined && Number(u.parallelism) !== 1) this.warn(at('parallelism'), 'jaco rolls one replica at a time (seed 001); parallelism is ignored');
+    if (u.failure_action !== undefined && u.failure_action !== 'rollback') this.warn(at('failure_action'), `a failed step always reverts the service (rollback); failure_action ${String(u.failure_action)} is ignored`);
+    if (u.monitor !== undefined) {
+      const d = composeDuration(u.monitor);
+      if (d) update.minReadyTime = d;
+    }
+    for (const k of ['delay', 'max_failure_ratio']) if (u[k] !== undefined) this.warn(at(k), `${k} is ignored`);
+    if (Object.keys(update).length) this.out.update = update;
+  }
+
+  private xJaco(x: Obj): void {
+    if (isObj(x.placement)) this.out.placement = { ...this.out.placement, ...(x.placement as Placement) };
+    if (x.priority !== undefined) this.out.priority = this.num(x.priority, this.at('x-jaco', 'priority'));
+    if (x.rebalance !== undefined) this.out.rebalance = x.rebalance === 'disabled' ? 'disabled' : 'enabled';
+    if (isObj(x.update)) this.out.update = { ...this.out.update, ...(x.update as UpdatePolicy) };
+  }
+}
+
+/** Whether a service is part of the application under the chosen profiles (compose's rule). */
+function active(svc: Obj, profiles: readonly string[]): boolean {
+  const p = svc.profiles;
+  return !Array.isArray(p) || p.length === 0 || p.some((x) => profiles.includes(String(x)) || profiles.includes('*'));
+}
+
+/** Maps a compose application (interpolated, schema-valid) to a Deployment spec. */
+export function mapCompose(app: Obj, ctx: MapContext): Mapped {
+  const issues: ComposeIssue[] = [];
+  const services: Record<string, ServiceSpec> = {};
+  for (const [name, raw] of Object.entries((app.services ?? {}) as Obj)) {
+    const svc = (raw ?? {}) as Obj;
+    if (!active(svc, ctx.profiles)) continue;
+    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
+      issues.push({ path: ['services', name], severity: 'refuse', message: `service name "${name}" is not a jaco name (lowercase letters, digits and -): rename it` });
+      continue;
+    }
+    services[name] = new ServiceMapper(name, svc, app, ctx, issues).map();
+  }
+  if (!Object.keys(services).length && !issues.some((i) => i.severity === 'refuse'))
+    issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
+  for (const k of Object.keys(app)) {
+    if (['services', 'name', 'version', 'volumes', 'secrets', 'configs'].includes(k) || k.startsWith('x-')) continue;
+    if (k === 'networks') issues.push({ path: [k], severity: 'warn', message: 'networks: jaco runs containers with host networking; top-level networks are ignored' });
+    else issues.push({ path: [k], severity: 'refuse', message: `${k} is not supported by jaco` });
+  }
+  if (app.version !== undefined) issues.push({ path: ['version'], severity: 'warn', message: 'version is obsolete (the Compose Specification ignores it)' });
+  return { spec: { services }, issues };
+}
