@@ -658,6 +658,46 @@ describe('node lost', () => {
   });
 });
 
+describe('dependencies (dependsOn)', () => {
+  it('service_healthy: nothing of the dependent is placed until every replica of its dependency is ready', () => {
+    const w = threeNodes();
+    const db = svc({ replicas: 2, healthcheck: { test: ['CMD', 'true'], interval: '1s' } });
+    w.deploy('d', { db, web: svc({ replicas: 2, dependsOn: { db: { condition: 'service_healthy' } } }) });
+    w.pass();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-db-0', 'd-db-1']);
+    expect(scheduling(w, 'd', 'web')).toMatchObject({ desired: 2, placed: 0, waitingForDependency: ['db'] });
+    w.observe('d-db-0', 'running', { health: 'healthy' });
+    w.observe('d-db-1', 'running', { health: 'starting' });
+    w.pass();
+    expect(w.desired({ service: 'web' })).toEqual([]); // one of two is not healthy yet
+    w.observe('d-db-1', 'running', { health: 'healthy' });
+    w.pass();
+    expect(w.desired({ service: 'web' })).toHaveLength(2);
+    expect(scheduling(w, 'd', 'web')!.waitingForDependency).toBeUndefined();
+    // Replicas already placed are left alone when the dependency goes unhealthy later.
+    w.observe('d-db-0', 'running', { health: 'unhealthy' });
+    w.pass();
+    expect(w.desired({ service: 'web' })).toHaveLength(2);
+  });
+
+  it('service_started: a running container is enough; a dependency scaled to 0 holds nothing', () => {
+    const w = threeNodes();
+    w.deploy('d', { cache: svc(), web: svc({ dependsOn: { cache: { condition: 'service_started' } } }) });
+    w.pass();
+    expect(w.desired({ service: 'web' })).toEqual([]);
+    w.observe('d-cache-0', 'starting');
+    w.pass();
+    expect(w.desired({ service: 'web' })).toEqual([]);
+    w.observe('d-cache-0', 'running');
+    w.pass();
+    expect(w.desired({ service: 'web' })).toHaveLength(1);
+    const w2 = threeNodes();
+    w2.deploy('d', { cache: svc({ replicas: 0 }), web: svc({ dependsOn: { cache: { condition: 'service_started' } } }) });
+    w2.pass();
+    expect(w2.desired({ service: 'web' })).toHaveLength(1);
+  });
+});
+
 describe('surplus copies', () => {
   function twoCopies() {
     const w = threeNodes();

@@ -39,6 +39,7 @@ import { DEFAULT_PLACEMENT_CONFIG, type Decision, type PlacementConfig } from '.
 import { cleanup, writeStatuses } from './bookkeeping.js';
 import { health } from './health.js';
 import { healCopies } from './copies.js';
+import { waitingFor } from './dependencies.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
 import { replaceLost } from './node-loss.js';
 import { cmp, iso, SchedulerPass } from './pass.js';
@@ -313,14 +314,22 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
   } else {
     // Surplus copies are healed first: everything after counts each replica once, as it will be.
     kept = keptReplicas(pass, healCopies(pass, replicas), spec);
-    if (placementMode(spec) === 'global') scaleGlobal(pass, dep, svc, spec, template, kept, st);
-    else {
+    // Dependencies hold new placements (not the replicas already there).
+    const waiting = waitingFor(pass, dep, d, spec);
+    if (waiting.length) {
+      st.waitingForDependency = waiting;
+      pass.plan.waiting.push({ deployment: dep, service: svc, note: `waiting for ${waiting.join(', ')} (dependsOn)` });
+    }
+    if (placementMode(spec) === 'global') {
+      if (waiting.length) st.desired = st.placed = kept.length;
+      else scaleGlobal(pass, dep, svc, spec, template, kept, st);
+    } else {
       // Scale down before re-placing lost replicas: a replica about to go is not worth moving.
       const want = spec.replicas ?? 1;
       kept = replaceLost(pass, scaleDown(pass, kept, want), spec, st);
       st.desired = want;
       st.placed = kept.length;
-      if (kept.length < want) st.placed += placeIndexed(pass, dep, svc, spec, template, kept, want - kept.length, st);
+      if (kept.length < want && !waiting.length) st.placed += placeIndexed(pass, dep, svc, spec, template, kept, want - kept.length, st);
     }
   }
   for (const e of kept) health(pass, e, d.metadata.generation ?? 1);

@@ -85,6 +85,9 @@ const serviceSchema: Schema = obj(
       maxUnavailable: int({ minimum: 1, description: 'Replicas that may be moved or down at once (default 1).' }),
       minReadyTime: duration('With no health check: how long a replica must run to count as ready (default 5s).'),
     }),
+    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
+      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
+    }),
     container: obj(
       {
         workingDir: str(),
@@ -342,6 +345,7 @@ const KINDS: KindDef[] = [
                 restartExhausted: arr(str()),
                 nodeLost: arr(str()),
                 unreadable: arr(str(), { description: 'Desired keys of the service whose value cannot be read: the service is held until they are fixed.' }),
+                waitingForDependency: arr(str(), { description: 'Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do.' }),
               },
               ['desired', 'placed'],
             ),

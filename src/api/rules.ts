@@ -73,6 +73,39 @@ const rules: Rule[] = [
   },
 ];
 
+/** dependsOn names other services of the deployment, without cycles. */
+function dependencyIssues(d: Deployment): ValidationIssue[] {
+  const services = d.spec.services;
+  const out: ValidationIssue[] = [];
+  for (const [name, svc] of Object.entries(services))
+    for (const dep of Object.keys(svc.dependsOn ?? {})) {
+      const at: Path = ['spec', 'services', name, 'dependsOn', dep];
+      if (dep === name) out.push(issue('depends-on', at, `service "${name}" depends on itself`));
+      else if (!services[dep]) out.push(issue('depends-on', at, `service "${name}" depends on "${dep}", which is not a service of this deployment`));
+    }
+  // A cycle would hold every service in it forever.
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (n: string, trail: string[]): string[] | undefined => {
+    if (state.get(n) === 'done' || !services[n]) return undefined;
+    if (state.get(n) === 'visiting') return [...trail.slice(trail.indexOf(n)), n];
+    state.set(n, 'visiting');
+    for (const dep of Object.keys(services[n]!.dependsOn ?? {}).sort()) {
+      const cycle = dep !== n ? visit(dep, [...trail, n]) : undefined;
+      if (cycle) return cycle;
+    }
+    state.set(n, 'done');
+    return undefined;
+  };
+  for (const n of Object.keys(services).sort()) {
+    const cycle = visit(n, []);
+    if (cycle) {
+      out.push(issue('depends-on', ['spec', 'services', cycle[0]!, 'dependsOn'], `dependsOn forms a cycle: ${cycle.join(' → ')}`));
+      break;
+    }
+  }
+  return out;
+}
+
 /** Cross-field violations of a Deployment that already passed its schema. */
 export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
   const out: ValidationIssue[] = [];
@@ -84,6 +117,7 @@ export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
       out.push(issue('name-length', at, `"${d.metadata.name}-${name}" is ${d.metadata.name.length + name.length + 1} characters; deployment and service names together may have at most ${MAX_DEPLOYMENT_SERVICE_CHARS}`));
     for (const rule of rules) out.push(...rule(name, svc, at));
   }
+  out.push(...dependencyIssues(d));
   return out;
 }
 

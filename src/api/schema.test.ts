@@ -77,6 +77,8 @@ describe('cross-field rules', () => {
     ['bad volume name', { x: { image: 'i', volumes: [{ type: 'volume', source: '/abs', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": volume name "/abs"'],
     ['same target twice', { x: { image: 'i', volumes: [{ type: 'volume', source: 'a', target: '/d' }, { type: 'volume', source: 'b', target: '/d' }] } }, 'spec.services.x.volumes[1].target: service "x": two volumes mount at /d'],
     ['duplicate port', { x: { image: 'i', ports: [80, 80] } }, 'spec.services.x.ports[1]: service "x" lists port 80 twice'],
+    ['a dependency that is not a service', { web: { image: 'i', dependsOn: { db: { condition: 'service_started' } } } }, 'spec.services.web.dependsOn.db: service "web" depends on "db", which is not a service of this deployment'],
+    ['a dependency cycle', { a: { image: 'i', dependsOn: { b: { condition: 'service_started' } } }, b: { image: 'i', dependsOn: { a: { condition: 'service_healthy' } } } }, 'spec.services.a.dependsOn: dependsOn forms a cycle: a → b → a'],
     ['bad env name', { x: { image: 'i', env: { '1AB': '1' } } }, 'spec.services.x.env.1AB: service "x": "1AB" is not a valid environment variable name'],
     ['bad service name', { Web_1: { image: 'i' } }, 'spec.services.Web_1: service name "Web_1" must be lowercase'],
   ])('%s', (_n, services, want) => {

@@ -107,7 +107,14 @@ export interface ServiceSpec {
   rebalance?: 'enabled' | 'disabled';
   update?: UpdatePolicy;
   container?: ContainerOptions;
+  /**
+   * Services of the same deployment this one waits for: none of its replicas is placed until each
+   * dependency has all its replicas started (service_started) or ready (service_healthy).
+   */
+  dependsOn?: Record<string, { condition: DependencyCondition }>;
 }
+
+export type DependencyCondition = 'service_started' | 'service_healthy';
 
 export interface DeploymentSpec {
   services: Record<string, ServiceSpec>;
@@ -370,6 +377,8 @@ export interface ServiceSchedulingStatus {
   nodeLost?: string[];
   /** Desired keys of the service whose value cannot be read: its membership is held until they are fixed. */
   unreadable?: string[];
+  /** Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do. */
+  waitingForDependency?: string[];
 }
 
 /** A write a controller keeps failing to make (src/runtime/acts.ts), as status reports it. */

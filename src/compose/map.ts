@@ -48,7 +48,6 @@ const IGNORED: Record<string, string> = {
   dns_opt: 'host networking: a container uses its node’s resolver',
   mac_address: 'host networking: a container has its node’s interfaces',
   expose: 'host networking: every port a container listens on is reachable on its node; expose is documentation only',
-  depends_on: 'not honoured yet: jaco starts the services of a deployment in any order (each retries until its dependencies answer)',
   pull_policy: 'each node pulls an image it lacks; pull_policy is ignored',
   platform: 'nodes run the image for their own platform',
   stdin_open: 'no attached stdin for a replicated service',
@@ -234,6 +233,7 @@ class ServiceMapper {
       if (m.startsWith('service:') || m.startsWith('container:')) this.refuse(this.at('network_mode'), `${m}: jaco runs every container with host networking; it cannot join another container’s network`);
       else if (m !== 'host') this.warn(this.at('network_mode'), `jaco runs every container with host networking: network_mode ${m} is ignored`);
     });
+    field('depends_on', (v) => this.dependsOn(v));
     field('profiles', () => undefined); // chose whether the service is in at all (the caller)
     field('x-jaco', (v) => this.xJaco(v as Obj));
     for (const [k, msg] of Object.entries(IGNORED)) field(k, () => this.warn(this.at(k), `${k}: ${msg}`));
@@ -243,6 +243,25 @@ class ServiceMapper {
     }
     if (Object.keys(this.container).length) this.out.container = this.container;
     return this.out;
+  }
+
+  /** depends_on: list (service_started) or long form; a dependency the profiles leave out is dropped, as compose drops it. */
+  private dependsOn(v: unknown): void {
+    const entries: [string, Obj][] = Array.isArray(v) ? v.map((n) => [String(n), {}]) : Object.entries(v as Obj).map(([n, x]) => [n, (x ?? {}) as Obj]);
+    const out: NonNullable<ServiceSpec['dependsOn']> = {};
+    for (const [name, opts] of entries) {
+      const at = this.at('depends_on', ...(Array.isArray(v) ? [entries.findIndex(([n]) => n === name)] : [name]));
+      const other = (this.top.services as Obj)[name] as Obj | undefined;
+      if (other && !active(other, this.ctx.profiles)) {
+        if (opts.required !== false) this.refuse(at, `depends on "${name}", which the chosen profiles leave out`);
+        continue;
+      }
+      const condition = String(opts.condition ?? 'service_started');
+      if (condition === 'service_started' || condition === 'service_healthy') out[name] = { condition };
+      else this.refuse([...at, 'condition'], `${condition}: jaco restarts exited containers, so a one-shot service never completes; run it before applying (service_started and service_healthy are supported)`);
+      if (opts.restart !== undefined) this.warn([...at, 'restart'], 'restart is ignored: a dependency replaced later does not restart its dependents');
+    }
+    if (Object.keys(out).length) this.out.dependsOn = out;
   }
 
   private envFiles(v: unknown): void {

@@ -47,6 +47,8 @@ export interface ServiceStatusRow {
   unschedulable?: Unschedulable;
   restartExhausted?: string[];
   nodeLost?: string[];
+  /** dependsOn not met yet: nothing new is placed. */
+  waitingForDependency?: string[];
   rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string };
   moves: { replica: string; from: string; to: string; by: string }[];
   replicas: ReplicaStatusRow[];
@@ -98,6 +100,7 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
           ...(sch?.unschedulable ? { unschedulable: sch.unschedulable } : {}),
           ...(sch?.restartExhausted ? { restartExhausted: sch.restartExhausted } : {}),
           ...(sch?.nodeLost ? { nodeLost: sch.nodeLost } : {}),
+          ...(sch?.waitingForDependency ? { waitingForDependency: sch.waitingForDependency } : {}),
           ...(plan
             ? {
                 rollout: {
@@ -157,7 +160,7 @@ export function renderDeployment(d: DeploymentStatusRow): string {
       s.running,
       rolloutText(s.rollout),
       s.moves.length ? s.moves.map((m) => `${m.replica} ${m.from}→${m.to} (${m.by})`).join(', ') : '-',
-      s.unschedulable ? `${s.unschedulable.count} ${s.unschedulable.reason}` : '-',
+      s.unschedulable ? `${s.unschedulable.count} ${s.unschedulable.reason}` : s.waitingForDependency ? `waiting_for_dependency: ${s.waitingForDependency.join(', ')}` : '-',
     ]),
   );
   const replicas = d.services.flatMap((s) => s.replicas.map((r) => ({ s, r })));

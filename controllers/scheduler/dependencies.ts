@@ -1,0 +1,33 @@
+// Dependencies (a service's dependsOn, compose's depends_on): no replica of a service is placed
+// while a service it depends on does not have all its replicas started (service_started) or
+// ready (service_healthy). Replicas already running are left alone; the gate holds new ones.
+import { minReadyAt, replicaReady, replicaRunning } from '../../src/api/readiness.js';
+import { placementMode } from '../../src/api/spec.js';
+import type { Deployment, DependencyCondition, ServiceSpec } from '../../src/api/types.js';
+import type { SchedulerPass } from './pass.js';
+
+/** Whether one dependency meets its condition now (and when it could by time alone, for a wake). */
+function met(pass: SchedulerPass, deployment: string, d: Deployment, name: string, condition: DependencyCondition): boolean {
+  const spec = d.spec.services[name];
+  if (!spec) return true; // apply refuses an unknown dependency; a stale spec holds nothing
+  const entries = pass.snap.replicas.service(deployment, name);
+  const wanted = placementMode(spec) === 'global' ? Math.max(1, entries.length) : (spec.replicas ?? 1);
+  if (entries.length < wanted) return false;
+  return entries.every((e) =>
+    e.copies.some((c) => {
+      if (!pass.ready(c.desired.spec.node)) return false;
+      if (condition === 'service_started') return replicaRunning(c.observed);
+      if (replicaReady(c.desired, c.observed, pass.now)) return true;
+      pass.wake(minReadyAt(c.desired, c.observed)); // ready by time alone (minReadyTime): come back then
+      return false;
+    }),
+  );
+}
+
+/** The dependencies of a service that do not meet their condition yet, by name. */
+export function waitingFor(pass: SchedulerPass, deployment: string, d: Deployment, spec: ServiceSpec): string[] {
+  return Object.entries(spec.dependsOn ?? {})
+    .filter(([name, { condition }]) => !met(pass, deployment, d, name, condition))
+    .map(([name]) => name)
+    .sort();
+}
