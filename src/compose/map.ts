@@ -169,7 +169,8 @@ class ServiceMapper {
     const handled = new Set<string>();
     const field = (k: string, fn: (v: unknown) => void) => {
       handled.add(k);
-      if (s[k] !== undefined) fn(s[k]);
+      // null is unset in compose (an empty `deploy:`), as undefined is.
+      if (s[k] !== undefined && s[k] !== null) fn(s[k]);
     };
     field('image', (v) => (this.out.image = String(v)));
     field('build', () => {
@@ -197,7 +198,12 @@ class ServiceMapper {
     });
     field('ulimits', (v) => {
       const out: NonNullable<ContainerOptions['ulimits']> = {};
-      for (const [k, x] of Object.entries(v as Obj)) out[k] = typeof x === 'number' ? { soft: x, hard: x } : { soft: Number((x as Obj).soft), hard: Number((x as Obj).hard) };
+      for (const [k, x] of Object.entries(v as Obj)) {
+        const limit = typeof x === 'number' || typeof x === 'string' ? { soft: x, hard: x } : isObj(x) ? x : {};
+        const soft = this.num(limit.soft, this.at('ulimits', k));
+        const hard = this.num(limit.hard, this.at('ulimits', k));
+        if (soft !== undefined && hard !== undefined) out[k] = { soft, hard };
+      }
       this.container.ulimits = out;
     });
     field('privileged', (v) => {
@@ -414,6 +420,7 @@ class ServiceMapper {
   private deploy(d: Obj): void {
     const at = (...p: (string | number)[]) => this.at('deploy', ...p);
     for (const k of Object.keys(d)) {
+      if (d[k] === null || d[k] === undefined) continue;
       switch (k) {
         case 'mode':
           if (d.mode === 'global') this.out.placement = { ...this.out.placement, mode: 'global' };
