@@ -3,13 +3,14 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 NODE_MODULES_STAMP := node_modules/.package-lock.json
 
-.PHONY: help build up down test test-unit test-integration test-e2e bench images system crds compat clean
+.PHONY: help build up down test test-unit test-integration test-e2e bench images system crds compat clean sim
 
 help:
 	@echo "make up       build, start a local 3-node cluster (.jaco/) and apply examples/hello.yaml"
 	@echo "make down     stop the local cluster and its containers"
 	@echo "make test     install what is missing, start etcd/dockerd as needed, run every test tier"
 	@echo "make bench    run the benchmarks (figures in docs/benchmarks.md)"
+	@echo "make sim      the deterministic simulation, long (SEEDS=100000)"
 
 $(NODE_MODULES_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -34,6 +35,11 @@ down:
 
 test: system $(NODE_MODULES_STAMP)
 	scripts/test.sh
+
+# The deterministic simulation, long: make sim SEEDS=100000 (make test runs 2,000 seeds).
+SEEDS ?= 20000
+sim: $(NODE_MODULES_STAMP)
+	SIM_SEEDS=$(SEEDS) npx vitest run --project sim
 
 test-unit: $(NODE_MODULES_STAMP)
 	npx vitest run --project unit

@@ -22,6 +22,13 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'sim',
+          include: ['test/sim/**/*.test.ts'],
+          testTimeout: 600_000,
+        },
+      },
+      {
+        test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/support/e2e-global.ts'],

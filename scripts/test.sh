@@ -20,7 +20,7 @@ else
   # e2e tests run real containers against real timings: give them the machine to themselves
   # instead of interleaving them with the other tiers on two cores.
   echo "== unit and integration tests"
-  npx vitest run --project unit --project integration
+  npx vitest run --project unit --project integration --project sim
   echo "== end-to-end tests (real etcd, real Docker)"
   npx vitest run --project e2e
 fi

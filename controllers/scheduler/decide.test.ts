@@ -71,7 +71,7 @@ describe('apply → desired keys', () => {
     w.deploy('hello', { web: svc({ replicas: 3 }) });
     const plan = decideOnce(w);
     const act = plan.acts.find((a) => a.label.startsWith('place'))!;
-    expect(act.ops.filter((o) => o.op === 'check').map((o) => o.key).sort()).toEqual(['node-1', 'node-2', 'node-3'].flatMap((n) => [keys.drain(n), keys.node(n)]).sort());
+    expect(act.ops.filter((o) => o.op === 'check').map((o) => o.key).sort()).toEqual([keys.deployment('hello'), ...['node-1', 'node-2', 'node-3'].flatMap((n) => [keys.drain(n), keys.node(n)])].sort());
     leave(w, 'node-2');
     expect(w.apply(plan)).toEqual([act.label]);
     expect(w.desired()).toEqual([]);
@@ -592,7 +592,7 @@ describe('node lost', () => {
         p = w.pass();
     expect(p.replaceLost).toMatchObject([{ replica: victim, from: [lostNode], notReadyForMs: 3_000 }]);
     const act = p.acts.find((a) => a.label === `replace ${victim}`)!;
-    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'create', 'put']); // the new node's eligibility is guarded
+    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'check', 'create', 'put']); // the new node's eligibility and the deployment are guarded
     expect(act.audit[0]).toMatchObject({ type: 'node_lost', payload: { replica: victim, node: lostNode } });
     const moved = w.desired().find((d) => d.spec.replica === victim)!;
     expect(moved.spec.node).not.toBe(lostNode);
@@ -695,6 +695,20 @@ describe('dependencies (dependsOn)', () => {
     w2.deploy('d', { cache: svc({ replicas: 0 }), web: svc({ dependsOn: { cache: { condition: 'service_started' } } }) });
     w2.pass();
     expect(w2.desired({ service: 'web' })).toHaveLength(1);
+  });
+});
+
+describe('decisions compare the deployment they followed from', () => {
+  it('a deployment re-created between a "deleted" decision and its commit keeps its replicas (found by the simulation, seed 15)', () => {
+    const w = threeNodes();
+    w.deploy('side', { worker: svc({ replicas: 2 }) });
+    w.converge();
+    w.undeploy('side');
+    const plan = decideOnce(w);
+    expect(plan.stop.map((s) => s.reason)).toEqual(['deployment_deleted', 'deployment_deleted']);
+    w.deploy('side', { worker: svc({ replicas: 2 }) }); // jaco apply lands first
+    expect(w.apply(plan).filter((l) => l.startsWith('remove'))).toHaveLength(2);
+    expect(w.desired({ deployment: 'side' })).toHaveLength(2);
   });
 });
 

@@ -134,7 +134,7 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     // (the node's eligibility guard).
     const host = decision.chosen;
     const need = (c: Chunk) => 3 + (c.nodes.has(host) ? 0 : 2);
-    const room = (k: number) => TXN_OPS - (k === 0 ? 1 : 2);
+    const room = (k: number) => TXN_OPS - (k === 0 ? 1 : 2) - 1; // and the deployment guard
     if (!cur || cur.count + need(cur) > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
       cur = { first: index, end: index, n: 0, ops: [], nodes: new Set(), count: 0, audit: [], bytes: 0 };
       chunks.push(cur);
@@ -168,7 +168,7 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     pass.plan.acts.push({
       label: `place ${dep}/${svc} ${c.first}..${c.end - 1}`,
       subject: `deployment/${dep}`,
-      ops: [...counterOps, ...c.ops, ...[...c.nodes].sort().flatMap((n) => pass.guard(n))],
+      ops: [...counterOps, ...c.ops, ...[...c.nodes].sort().flatMap((n) => pass.guard(n)), pass.deploymentGuard(dep)],
       audit: c.audit,
       metrics: [{ placements: { trigger: 'scale_up', count: n } }],
     });
@@ -237,6 +237,7 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
       subject: `deployment/${dep}`,
       ops: [
         ...pass.guard(host),
+        pass.deploymentGuard(dep),
         { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now) },
         { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'global_node', pass.now, pass.cfg.actor) },
       ],

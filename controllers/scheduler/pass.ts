@@ -90,6 +90,16 @@ export class SchedulerPass {
     return undefined;
   }
 
+  /**
+   * The deployment key as this pass read it (absent: revision 0). Every act that follows from the
+   * deployment's spec — or from its absence — compares it, so a re-apply or a delete landing
+   * between decision and commit refuses the act instead of, say, removing the replicas of a
+   * deployment that was just re-created as "deleted".
+   */
+  deploymentGuard(dep: string): Op {
+    return { op: 'check', key: keys.deployment(dep), modRevision: this.snap.deployments.get(dep)?.modRevision ?? 0 };
+  }
+
   /** Preconditions of an act placing on `host`: its node and drain keys are as judged (no cordon or drain landed since). */
   guard(host: string): Op[] {
     return eligibilityGuard(this.snap.eligibility, host);
@@ -135,7 +145,7 @@ export class SchedulerPass {
 
   /** Removes every copy of a replica, with its commands and decision. */
   remove(e: ReplicaEntry, reason: RemoveReason): void {
-    const ops = this.deleteCopies(e);
+    const ops = [this.deploymentGuard(e.deployment), ...this.deleteCopies(e)];
     const dec = this.snap.decisions.get(keys.decision(e.deployment, e.id));
     if (dec) ops.push(this.deleteOp(dec));
     const nodes = e.copies.map((c) => c.desired.spec.node);
