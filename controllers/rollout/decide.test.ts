@@ -25,6 +25,7 @@ import { Cache } from '../../src/runtime/cache.js';
 import { rolloutSnapshot } from './index.js';
 import { replicaRunning as observedRunning } from '../../src/api/readiness.js';
 import { decide, type MetricEvent, type RolloutConfig, type RolloutDecision, type RolloutSnapshot } from './decide.js';
+import { prng } from '../../test/support/random.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 const CFG: RolloutConfig = { stepTimeoutMs: 60_000 };
@@ -717,17 +718,6 @@ describe('deleted deployments and services, and the status record', () => {
 
 // ---------------------------------------------------------------- generated observed-state sequences
 
-/** Deterministic PRNG (mulberry32) so every generated sequence can be replayed from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface SimOptions {
   order: 'start-first' | 'stop-first';

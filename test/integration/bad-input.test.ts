@@ -17,21 +17,11 @@ import { composeSource, isComposeText, loadCompose } from '../../src/compose/loa
 import { TooLargeError } from '../../src/store/errors.js';
 import { jaco } from '../support/cli.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { prng } from '../support/random.js';
 
 const COUNT = 1_200;
 const CLI_SAMPLE = 20;
 
-/** mulberry32: a small seeded PRNG (same seed, same mutations). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const BASES = [
   `apiVersion: jaco.dev/v1
@@ -186,7 +176,7 @@ describe(`${COUNT} generated broken manifests and compose files`, () => {
     const only = process.env.BAD_INPUT_SEED ? [Number(process.env.BAD_INPUT_SEED)] : Array.from({ length: COUNT }, (_, i) => i + 1);
     const counts = { refused: 0, applied: 0, tooLarge: 0 };
     for (const seed of only) {
-      const r = rng(seed);
+      const r = prng(seed);
       const m = mutate(BASES[seed % BASES.length]!, r);
       const file = join(dir, `m${seed}.yaml`);
       writeFileSync(file, m.text);
@@ -219,7 +209,7 @@ describe(`${COUNT} generated broken manifests and compose files`, () => {
   it(`${CLI_SAMPLE} of them through the real CLI: exit 1 or 0, never a stack trace`, async () => {
     const prefix = `/bad-cli-${process.pid}/`;
     for (let seed = 1; seed <= CLI_SAMPLE; seed++) {
-      const m = mutate(BASES[seed % BASES.length]!, rng(seed * 7919));
+      const m = mutate(BASES[seed % BASES.length]!, prng(seed * 7919));
       const file = join(dir, `cli${seed}.yaml`);
       writeFileSync(file, m.text);
       const r = await jaco(['apply', '-f', file, ...(isComposeText(m.text) ? ['--name', `cli${seed}`] : [])], { endpoint: etcd.endpoint, prefix });

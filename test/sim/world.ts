@@ -14,22 +14,12 @@ import { FAST } from '../../src/timings.js';
 import { CONTROLLERS } from '../../controllers/index.js';
 import { Harness } from '../support/harness.js';
 import { MemoryStore } from '../support/memory-store.js';
+import { prng } from '../support/random.js';
 import { ALL_INVARIANTS, type Invariant } from './invariants.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** mulberry32: one small seeded PRNG for the whole run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface SimOptions {
   nodes: number;
