@@ -58,6 +58,7 @@ export function healCopies(pass: SchedulerPass, replicas: readonly ReplicaEntry[
     const { keep, surplus } = legitimate(pass, e);
     const ops: Op[] = [];
     const healed: Copy[] = [];
+    const staleMoveTo: string[] = [];
     for (const c of keep) {
       const target = c.desired.spec.movingTo;
       if (!moving && target) {
@@ -66,33 +67,17 @@ export function healCopies(pass: SchedulerPass, replicas: readonly ReplicaEntry[
         const value = { ...c.desired, spec };
         ops.push({ op: 'update', key: c.key, value, modRevision: c.modRevision }, { op: 'check', key: keys.desired(target.node, e.id), modRevision: 0 });
         healed.push({ ...c, desired: value, modRevision: 0 });
+        staleMoveTo.push(target.node);
       } else {
         ops.push({ op: 'check', key: c.key, modRevision: c.modRevision });
         healed.push(c);
       }
     }
-    for (const c of surplus) {
-      ops.push(pass.deleteOp(c));
-      const cmd = pass.command(e, c.desired.spec.node);
-      if (cmd) ops.push(pass.deleteOp(cmd));
-    }
+    ops.push(...pass.deleteCopies(e, surplus));
     const kept = keep.map((c) => c.desired.spec.node);
     const removed = surplus.map((c) => c.desired.spec.node);
-    const stalePart = !moving ? keep.filter((c) => c.desired.spec.movingTo).map((c) => c.desired.spec.movingTo!.node) : [];
     if (removed.length) pass.plan.stop.push({ replica: e.id, deployment: e.deployment, service: e.service, nodes: removed, reason: 'duplicate' });
-    pass.plan.acts.push({
-      label: `heal ${e.id}`,
-      subject: `deployment/${e.deployment}`,
-      ops,
-      audit: [
-        {
-          type: 'replica_healed',
-          time: pass.now,
-          deployment: e.deployment,
-          payload: { replica: e.id, service: e.service, kept, removed, staleMoveTo: stalePart },
-        },
-      ],
-    });
+    pass.replicaAct(e, 'heal', ops, 'replica_healed', { kept, removed, staleMoveTo });
     return { ...e, copies: healed };
   });
 }

@@ -46,20 +46,14 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     const ops = pass.deleteCopies(e);
     ops.push(...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
     pass.plan.replaceLost.push({ replica: e.id, deployment: e.deployment, service: e.service, from, to: decision.chosen, notReadyForMs, why: decision.why });
-    pass.plan.acts.push({
-      label: `replace ${e.id}`,
-      subject: `deployment/${e.deployment}`,
+    pass.replicaAct(
+      e,
+      'replace',
       ops,
-      audit: [
-        {
-          type: 'node_lost',
-          time: pass.now,
-          deployment: e.deployment,
-          payload: { replica: e.id, service: e.service, node: from.join(','), to: decision.chosen, notReadyForMs: Number.isFinite(notReadyForMs) ? notReadyForMs : null, why: decision.why },
-        },
-      ],
-      metrics: [{ placements: { trigger: 'node_lost', count: 1 } }],
-    });
+      'node_lost',
+      { node: from.join(','), to: decision.chosen, notReadyForMs: Number.isFinite(notReadyForMs) ? notReadyForMs : null, why: decision.why },
+      [{ placements: { trigger: 'node_lost', count: 1 } }],
+    );
     // From here on the replica is its new copy (restarts and endpoints look at it there).
     out.push({ ...e, copies: [{ key: newKey, modRevision: 0, desired: moved }] });
   }

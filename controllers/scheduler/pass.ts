@@ -10,7 +10,8 @@ import type { Op } from '../../src/store/writer.js';
 import type { Placer } from '../placement/placer.js';
 import { eligibilityGuard, placerFor } from '../placement/input.js';
 import type { RemoveReason } from '../../src/api/reasons/scheduling.js';
-import type { SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './decide.js';
+import type { AuditType } from '../../src/api/reasons/audit.js';
+import type { SchedulerAct, SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './decide.js';
 
 export const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export const iso = (ms: number) => new Date(ms).toISOString();
@@ -132,10 +133,10 @@ export class SchedulerPass {
     return { op: 'delete', key: v.key, modRevision: v.modRevision };
   }
 
-  /** Deletes of every desired key of a replica and of the restart command beside each. */
-  deleteCopies(e: ReplicaEntry): Op[] {
+  /** Deletes of desired keys of a replica (all of them unless named) and of the restart command beside each. */
+  deleteCopies(e: ReplicaEntry, copies: readonly Copy[] = e.copies): Op[] {
     const ops: Op[] = [];
-    for (const c of e.copies) {
+    for (const c of copies) {
       ops.push(this.deleteOp(c));
       const cmd = this.command(e, c.desired.spec.node);
       if (cmd) ops.push(this.deleteOp(cmd));
@@ -150,11 +151,20 @@ export class SchedulerPass {
     if (dec) ops.push(this.deleteOp(dec));
     const nodes = e.copies.map((c) => c.desired.spec.node);
     this.plan.stop.push({ replica: e.id, deployment: e.deployment, service: e.service, nodes, reason });
+    this.replicaAct(e, 'remove', ops, 'replica_removed', { nodes, reason });
+  }
+
+  /**
+   * One act on one replica with its audit record, shaped alike by every job: labelled
+   * `<verb> <replica>`, reported on its deployment, the record naming the replica and its service.
+   */
+  replicaAct(e: Pick<ReplicaEntry, 'id' | 'deployment' | 'service'>, verb: string, ops: Op[], type: AuditType, payload: Record<string, unknown>, metrics?: SchedulerAct['metrics']): void {
     this.plan.acts.push({
-      label: `remove ${e.id}`,
+      label: `${verb} ${e.id}`,
       subject: `deployment/${e.deployment}`,
       ops,
-      audit: [{ type: 'replica_removed', time: this.now, deployment: e.deployment, payload: { replica: e.id, service: e.service, nodes, reason } }],
+      audit: [{ type, time: this.now, deployment: e.deployment, payload: { replica: e.id, service: e.service, ...payload } }],
+      ...(metrics ? { metrics } : {}),
     });
   }
 }

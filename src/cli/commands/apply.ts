@@ -54,6 +54,8 @@ function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[];
     }
   }
   if (problems.length) throw new ManifestError(problems);
+  // parseManifests refuses a name defined twice among manifests (with its line); what is left is a
+  // compose application named like another compose application or like a manifest's deployment.
   const seen = new Map<string, string>();
   for (const i of items) {
     const first = seen.get(i.name);
