@@ -14,6 +14,9 @@ describe('specHash', () => {
     expect(specHash(a)).toBe(specHash(b));
   });
 
+  it('is the hash earlier releases gave a service without Docker create options (an upgrade rolls nothing)', () =>
+    expect(specHash(base)).toBe('0a315f814d4cd30d1bbc80049ecf51fc391ddffa9ebff2b5539d8f422953cbde'));
+
   it('is stable when defaults are written out or quantities are spelled differently', () => {
     expect(specHash({ ...base, stopSignal: 'SIGTERM', stopGracePeriod: '10s' })).toBe(specHash(base));
     expect(specHash({ ...base, resources: { cpu: '500m', memory: '1Gi' } })).toBe(specHash({ ...base, resources: { cpu: '0.5', memory: '1024Mi' } }));
@@ -28,6 +31,8 @@ describe('specHash', () => {
     ['resources', { resources: { memory: '64Mi' } }],
     ['stop grace', { stopGracePeriod: '30s' }],
     ['ports', { ports: [8080] }],
+    ['Docker create options', { container: { user: '1000' } }],
+    ['added capabilities', { container: { capAdd: ['NET_ADMIN'] } }],
   ])('changes with %s', (_name, change) => expect(specHash({ ...base, ...change })).not.toBe(specHash(base)));
 
   it.each<[string, Partial<ServiceSpec>]>([
@@ -36,6 +41,8 @@ describe('specHash', () => {
     ['priority', { priority: 10 }],
     ['rebalance opt-out', { rebalance: 'disabled' }],
     ['update policy', { update: { order: 'stop-first' } }],
+    ['dependencies', { dependsOn: { db: { condition: 'service_healthy' } } }],
+    ['empty Docker create options', { container: {} }],
   ])('does not change with %s (no container restart for scheduling changes)', (_name, change) => expect(specHash({ ...base, ...change })).toBe(specHash(base)));
 });
 

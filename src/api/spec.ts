@@ -52,8 +52,10 @@ export function withDefaults(spec: ServiceSpec): ServiceSpec {
 
 /**
  * The container-shaping part of a service in canonical form. Replicas, placement, priority,
- * rebalance and update policy are left out on purpose: scaling or re-placing a service must not
- * restart its containers (the scheduler owns those; the hash drives the rollout controller).
+ * rebalance, update policy and dependsOn are left out on purpose: scaling, re-placing or
+ * re-ordering a service must not restart its containers (the scheduler owns those; the hash drives
+ * the rollout controller). Docker create options (`container`) shape the container, so they are
+ * in — only when set, so that a service without them keeps the hash earlier releases gave it.
  */
 export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   const s = withDefaults(spec);
@@ -81,6 +83,7 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
     stopSignal: s.stopSignal,
     stopGraceMs: durationMs(s.stopGracePeriod),
     volumes: (s.volumes ?? []).map((v) => ({ type: v.type, source: v.source, target: v.target, readOnly: v.readOnly ?? false })),
+    ...(s.container && Object.keys(s.container).length ? { container: s.container } : {}),
   };
 }
 
