@@ -3,20 +3,15 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { BAD_CORPUS } from '../fixtures/manifests/bad-corpus.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 import { jaco } from '../support/cli.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 const BAD = join(PACKAGE_ROOT, 'test/fixtures/manifests/bad');
 const GOOD = join(PACKAGE_ROOT, 'test/fixtures/manifests/good');

@@ -4,20 +4,15 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { keys } from '../../src/api/keys.js';
 import type { Deployment } from '../../src/api/types.js';
 import { jaco } from '../support/cli.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 const compose = (level: string) => `services:
   web:

@@ -3,25 +3,20 @@
 // an earlier term meeting FencedError, and a follower that never sees its predecessor's delete.
 // The lost messages are lost for real, by the TCP proxy between the candidate and etcd.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { FencedError } from '../../src/store/errors.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
 import { commitActs } from '../../src/store/writer.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
 import { TcpProxy, type LoseReplyOptions } from '../support/proxy.js';
 import { timersCreatedBy } from '../support/timers.js';
 import { eventually, sleep } from '../support/wait.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 const log = testLogger();
 const marker = (n: number) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: `m${n}` }, spec: { next: n } });
@@ -60,9 +55,7 @@ describe('an election-key commit whose reply is lost', () => {
    */
   async function leadDespiteLostReply(what: string, ttlSec: number, lose: LoseReplyOptions) {
     const prefix = uniquePrefix();
-    const proxy = new TcpProxy(etcd.member.spec.clientPort);
-    const viaProxy = new Store({ endpoints: await proxy.start(), prefix });
-    const direct = etcd.store(prefix);
+    const { proxy, store: viaProxy, direct } = await etcd.viaProxy(prefix);
     const identity = `lost-reply-${randomBytes(4).toString('hex')}`;
     // The identity is the election key's value: it is on the wire only in the create txn.
     const replyLost = proxy.loseReplyTo(identity, lose);

@@ -1,25 +1,20 @@
 // Leases against a real etcd: the audit log's cached lease revoked under it, and a kept lease
 // (liveness) that comes back by itself after a revoke or a partition longer than its TTL.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { AuditLog, type AuditRecord } from '../../src/store/audit.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import { Store } from '../../src/store/store.js';
 import { commitActs, type Act } from '../../src/store/writer.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
 import { TcpProxy } from '../support/proxy.js';
 import { timersCreatedBy } from '../support/timers.js';
 import { eventually, sleep } from '../support/wait.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 const marker = (n: number) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: `m${n}` }, spec: { next: n } });
 
@@ -117,9 +112,7 @@ describe('a kept lease', () => {
 
   it('cut off from etcd for longer than its TTL: regained once the partition heals', async () => {
     const prefix = uniquePrefix();
-    const proxy = new TcpProxy(etcd.member.spec.clientPort);
-    const viaProxy = new Store({ endpoints: await proxy.start(), prefix });
-    const direct = etcd.store(prefix);
+    const { proxy, store: viaProxy, direct } = await etcd.viaProxy(prefix);
     const kept = new KeptLease(viaProxy, { ttlSec: 2, keepAliveMs: 300, log });
     const seen = await owner(viaProxy, kept);
     const first = kept.id!;

@@ -22,7 +22,6 @@ import { MoveBook, startMove } from '../../controllers/moves/move.js';
 import { eligibilityRevisions } from '../../controllers/placement/input.js';
 import { schedulerController } from '../../controllers/scheduler/controller.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
-import { TcpProxy } from '../support/proxy.js';
 import { testLogger } from '../support/log.js';
 import { eventually, sleep } from '../support/wait.js';
 
@@ -204,9 +203,7 @@ describe('8. a placement compares the node it relied on', () => {
 describe('8. the CLI after a lost reply', () => {
   it('an apply whose commit landed but whose reply was lost reports it landed, not "nothing was written"', async () => {
     const prefix = uniquePrefix();
-    const proxy = new TcpProxy(etcd.member.spec.clientPort);
-    const viaProxy = new Store({ endpoints: await proxy.start(), prefix });
-    const direct = etcd.store(prefix);
+    const { proxy, store: viaProxy, direct } = await etcd.viaProxy(prefix);
     // The deployment's name is on the wire only in the apply's transaction.
     const lost = proxy.loseReplyTo('lost-reply-app');
     const applied = applyDeployments(viaProxy, [{ name: 'lost-reply-app', spec: web(1), cause: 'apply' }]);

@@ -2,22 +2,17 @@
 // right after it was created loses nothing (etcd3 resumes from its creation reply's revision,
 // ahead of events not yet delivered), `synced` is false while the watch is down, the consistency
 // check catches a lost event, an unreadable value is not a deletion, unknown fields are pruned.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Informer } from '../../src/store/informer.js';
 import { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
 import { TcpProxy } from '../support/proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 interface Counter {
   spec: { next: number };

@@ -1,24 +1,18 @@
 // The store layer against a real etcd: CAS, batching, fencing, informers across compaction,
 // partitions and restarts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { ConflictError, FencedError } from '../../src/store/errors.js';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
 import { commitActs, commitAtomic, commitEach, type Act } from '../../src/store/writer.js';
-import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
+import { uniquePrefix } from '../support/etcd.js';
+import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
-import { TcpProxy } from '../support/proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 
-let etcd: TestEtcd;
-beforeAll(async () => {
-  etcd = await startTestEtcd();
-});
-afterAll(async () => {
-  await etcd?.stop();
-});
+const etcd = useTestEtcd();
 
 const counter = (n: number) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: `c${n}` }, spec: { next: n } });
 
@@ -110,9 +104,7 @@ describe('batched writer', () => {
 describe('leadership and fencing', () => {
   it('a deposed leader (lease expired while partitioned) cannot write; the new leader can', async () => {
     const prefix = uniquePrefix();
-    const proxy = new TcpProxy(etcd.member.spec.clientPort);
-    const viaProxy = new Store({ endpoints: await proxy.start(), prefix });
-    const direct = etcd.store(prefix);
+    const { proxy, store: viaProxy, direct } = await etcd.viaProxy(prefix);
     const log = testLogger();
     const a = new Leadership(viaProxy, { controller: 'test', identity: 'a', ttlSec: 1, log });
     a.start();
@@ -193,9 +185,7 @@ describe('informer', () => {
 
   it('relists after its watch start revision is compacted, converging to the store', async () => {
     const prefix = uniquePrefix();
-    const proxy = new TcpProxy(etcd.member.spec.clientPort);
-    const viaProxy = new Store({ endpoints: await proxy.start(), prefix });
-    const direct = etcd.store(prefix);
+    const { proxy, store: viaProxy, direct } = await etcd.viaProxy(prefix);
     for (let i = 0; i < 5; i++) await commitAtomic(direct, [{ ops: [{ op: 'put', key: `counters/d/${i}`, value: counter(i) }] }]);
     const inf = new Informer(viaProxy, 'counters/', { kind: 'ReplicaCounter', log: testLogger() });
     let relisted = 0;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/runtime/etcd.js';
 import { Store } from '../../src/store/store.js';
+import { TcpProxy } from './proxy.js';
 
 const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 
@@ -15,6 +16,11 @@ export interface TestEtcd {
   member: EtcdMember;
   /** A store on this etcd under a fresh prefix (or the given one). */
   store(prefix?: string): Store;
+  /**
+   * A store that reaches etcd only through a TCP proxy the test can cut, and a direct store on the
+   * same prefix to look at what really landed. The caller closes both when done.
+   */
+  viaProxy(prefix?: string): Promise<{ proxy: TcpProxy; store: Store; direct: Store }>;
   /** Stops etcd (data kept) and starts it again on the same ports. */
   restart(downMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -42,6 +48,11 @@ export async function startTestEtcd(): Promise<TestEtcd> {
       const s = new Store({ endpoints: member.endpoint, prefix });
       stores.push(s);
       return s;
+    },
+    async viaProxy(prefix = uniquePrefix()) {
+      const proxy = new TcpProxy(member.spec.clientPort);
+      const store = new Store({ endpoints: await proxy.start(), prefix });
+      return { proxy, store, direct: t.store(prefix) };
     },
     async restart(downMs = 0) {
       await member.stop();

@@ -1,0 +1,31 @@
+// The one real etcd a test file shares: started before its first test, stopped after its last.
+// Kept apart from etcd.ts because it registers vitest hooks (benchmarks import etcd.ts too).
+import { afterAll, beforeAll } from 'vitest';
+import { startTestEtcd, type TestEtcd } from './etcd.js';
+
+/** A single-member etcd for the calling test file; use it inside tests and hooks. */
+export function useTestEtcd(): TestEtcd {
+  let etcd: TestEtcd | undefined;
+  beforeAll(async () => {
+    etcd = await startTestEtcd();
+  });
+  afterAll(async () => {
+    await etcd?.stop();
+  });
+  const started = (): TestEtcd => {
+    if (!etcd) throw new Error('useTestEtcd: etcd starts in beforeAll; use it inside a test or hook');
+    return etcd;
+  };
+  return {
+    get endpoint() {
+      return started().endpoint;
+    },
+    get member() {
+      return started().member;
+    },
+    store: (prefix) => started().store(prefix),
+    viaProxy: (prefix) => started().viaProxy(prefix),
+    restart: (downMs) => started().restart(downMs),
+    stop: () => started().stop(),
+  };
+}
