@@ -193,6 +193,13 @@ export class Presence {
             this.opts.claimChanged(true);
             return;
           }
+          if (kv && this.lease?.wasOurs(kv.lease)) {
+            // Our own claim on a lease we gave up (its revoke did not land): end it, claim at once.
+            this.opts.log.info({ key, lease: kv.lease }, 'the heartbeat is held by this agent\'s own lost lease; revoking it');
+            await store.revokeLease(kv.lease);
+            await sleep(timings.backoffMinMs);
+            continue;
+          }
           if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv?.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
           this.standbyLogged = true;
           await sleep(timings.livenessKeepAliveMs);

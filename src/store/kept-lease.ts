@@ -3,6 +3,10 @@
 // without an answered keepalive, a new lease is granted at once (with back-off while etcd is
 // away) and `renewed` tells the owner to put the keys bound to the lease again. Liveness then
 // lapses only for as long as etcd really is out of reach, not until the owner's next failed put.
+// A lease given up for silence may still be alive in etcd (keepalives that landed with their
+// answers lost; a raft leader change extends every lease by its TTL): it is revoked before the
+// new grant, so keys bound to it — the owner's own claim — never outlive it, and `wasOurs` lets
+// the owner recognise it if the revoke could not land.
 import { EventEmitter, once } from 'node:events';
 import type { Logger } from '../observability/log.js';
 import { isLeaseNotFound } from './errors.js';
@@ -40,6 +44,10 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   private granting = false;
   private firstGrant?: { resolve(id: string): void; reject(e: Error): void };
   private starting?: Promise<string>;
+  /** The revoke of the last lost lease, awaited (bounded) before the next grant. */
+  private revoking?: Promise<void>;
+  /** Leases this owner gave up (the last few): a key bound to one is its own, not another owner's. */
+  private readonly given: string[] = [];
   private readonly keepAliveMs: number;
   private readonly maxBackoffMs: number;
 
@@ -75,6 +83,11 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
     return id;
   }
 
+  /** Whether `id` is a lease this owner held and gave up (so a key bound to it is the owner's own leftover). */
+  wasOurs(id: string | undefined): boolean {
+    return !!id && this.given.includes(id);
+  }
+
   /** The owner found the lease gone (a write refused: lease not found): replace it now, not at the next keepalive. */
   gone(id: string, why: string): void {
     if (id === this.leaseId) this.lose(why);
@@ -102,6 +115,8 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
     if (this.granting) return;
     this.granting = true;
     try {
+      await this.revoking;
+      this.revoking = undefined;
       // A grant that hangs on a dead connection must not stop the retries.
       const res = await withTimeout(this.store.client.leaseClient.leaseGrant({ TTL: this.opts.ttlSec, ID: 0 }), Math.max(2000, this.keepAliveMs), 'lease grant timed out');
       if (this.stopped) {
@@ -138,8 +153,12 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
     this.leaseId = undefined;
     this.replacing ??= old;
     this.closeStream();
+    this.given.push(old);
+    if (this.given.length > 8) this.given.shift();
     this.opts.log.warn({ lease: old, why }, 'lease lost; granting a new one');
     this.emit('lost', old, why);
+    // Nobody keeps it alive any more; if etcd still has it, end it now rather than at its TTL.
+    this.revoking = withTimeout(this.store.revokeLease(old), Math.max(1000, this.keepAliveMs), 'revoke timed out').catch(() => undefined);
     this.schedule(0);
   }
 
