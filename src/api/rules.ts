@@ -17,13 +17,30 @@ const rules: Rule[] = [
       ? [issue('global-replicas', [...at, 'replicas'], `service "${name}" uses placement=global; remove replicas (global runs one replica per ready node)`)]
       : [];
   },
+  /**
+   * Seed 004: a named volume lives on one node and has one writer, so its service runs one replica
+   * and is never global. A writable bind mount keeps data on whichever host runs the replica: one
+   * replica, or global (each node its own path, as a log shipper's positions file). A read-only bind
+   * (a config, a secret, /var/log for a shipper) holds nothing: any replicas, any mode.
+   */
   function volumesMeanOneReplica(name, svc, at) {
-    if (!svc.volumes?.length) return [];
-    if (svc.placement?.mode === 'global')
-      return [issue('volume-replicas', [...at, 'volumes'], `service "${name}" has volumes and uses placement=global; a service with volumes runs at most 1 replica (volumes are local to one node)`)];
-    return (svc.replicas ?? 1) > 1
-      ? [issue('volume-replicas', [...at, 'replicas'], `service "${name}" has volumes; it may run at most 1 replica (volumes are local to one node), got ${svc.replicas}`)]
-      : [];
+    const named = (svc.volumes ?? []).filter((v) => v.type === 'volume');
+    const writableBinds = (svc.volumes ?? []).filter((v) => v.type === 'bind' && !v.readOnly);
+    const global = svc.placement?.mode === 'global';
+    if (named.length && global)
+      return [issue('volume-replicas', [...at, 'volumes'], `service "${name}" has named volumes and uses placement=global; a service with named volumes runs at most 1 replica (volumes are local to one node)`)];
+    if ((svc.replicas ?? 1) <= 1 || global) return [];
+    if (named.length)
+      return [issue('volume-replicas', [...at, 'replicas'], `service "${name}" has named volumes; it may run at most 1 replica (volumes are local to one node), got ${svc.replicas}`)];
+    if (writableBinds.length)
+      return [
+        issue(
+          'volume-replicas',
+          [...at, 'replicas'],
+          `service "${name}" has a writable bind mount (${writableBinds[0]!.source}); its data stays on one host, so it may run at most 1 replica, got ${svc.replicas}: mount it read-only, or use placement=global (one per node)`,
+        ),
+      ];
+    return [];
   },
   function hostsModeNeedsHosts(name, svc, at) {
     const p = svc.placement;

@@ -66,8 +66,9 @@ describe('cross-field rules', () => {
 
   it.each<[string, Record<string, ServiceSpec>, string]>([
     ['global with replicas', { x: { image: 'i', replicas: 2, placement: { mode: 'global' } } }, 'spec.services.x.replicas: service "x" uses placement=global; remove replicas (global runs one replica per ready node)'],
-    ['volumes with 2 replicas', { db: { image: 'i', replicas: 2, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.replicas: service "db" has volumes; it may run at most 1 replica'],
-    ['global with volumes', { db: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.volumes: service "db" has volumes and uses placement=global'],
+    ['volumes with 2 replicas', { db: { image: 'i', replicas: 2, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.replicas: service "db" has named volumes; it may run at most 1 replica'],
+    ['a writable bind with 2 replicas', { x: { image: 'i', replicas: 2, volumes: [{ type: 'bind', source: '/srv/x', target: '/x' }] } }, 'spec.services.x.replicas: service "x" has a writable bind mount (/srv/x); its data stays on one host, so it may run at most 1 replica, got 2'],
+    ['global with volumes', { db: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.volumes: service "db" has named volumes and uses placement=global'],
     ['hosts without hosts', { x: { image: 'i', placement: { mode: 'hosts' } } }, 'spec.services.x.placement.hosts: service "x" uses placement=hosts; list at least one host in placement.hosts'],
     ['hosts with an empty list', { x: { image: 'i', placement: { mode: 'hosts', hosts: [] } } }, 'spec.services.x.placement.hosts: service "x" uses placement=hosts'],
     ['more replicas than hosts', { x: { image: 'i', replicas: 3, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }, 'spec.services.x.replicas: service "x" wants 3 replicas but placement.hosts lists 2 host(s)'],
@@ -94,6 +95,8 @@ describe('cross-field rules', () => {
     ['hosts with enough hosts', { x: { image: 'i', replicas: 2, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }],
     ['CMD-SHELL health', { x: { image: 'i', healthcheck: { test: ['CMD-SHELL', 'wget -q -O- 127.0.0.1:8080'] } } }],
     ['absolute bind', { x: { image: 'i', volumes: [{ type: 'bind', source: '/srv/x', target: '/x', readOnly: true }] } }],
+    ['read-only binds with 3 replicas (configs, secrets)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] } }],
+    ['a global service with binds (a log shipper: /var/log read-only, its positions writable)', { x: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'bind', source: '/var/log', target: '/host/log', readOnly: true }, { type: 'bind', source: '/var/lib/shipper', target: '/state' }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { canonicalJson, servicesByPriority, specHash, withDefaults } from './spec.js';
+import { canonicalJson, isStateful, servicesByPriority, specHash, withDefaults } from './spec.js';
 import type { ServiceSpec } from './types.js';
 
 const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
@@ -44,6 +44,16 @@ describe('specHash', () => {
     ['dependencies', { dependsOn: { db: { condition: 'service_healthy' } } }],
     ['empty Docker create options', { container: {} }],
   ])('does not change with %s (no container restart for scheduling changes)', (_name, change) => expect(specHash({ ...base, ...change })).toBe(specHash(base)));
+});
+
+describe('isStateful', () => {
+  it.each<[string, ServiceSpec['volumes'], boolean]>([
+    ['no mounts', undefined, false],
+    ['a named volume', [{ type: 'volume', source: 'data', target: '/data' }], true],
+    ['a read-only named volume (still its node\'s data)', [{ type: 'volume', source: 'data', target: '/data', readOnly: true }], true],
+    ['a writable bind', [{ type: 'bind', source: '/srv/x', target: '/x' }], true],
+    ['read-only binds only (a config, a secret)', [{ type: 'bind', source: '/run/secrets/db', target: '/run/secrets/db', readOnly: true }], false],
+  ])('%s → %s', (_n, volumes, want) => expect(isStateful({ ...base, ...(volumes ? { volumes } : {}) })).toBe(want));
 });
 
 describe('withDefaults', () => {

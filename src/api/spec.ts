@@ -112,8 +112,12 @@ export function placementMode(spec: ServiceSpec): PlacementMode {
   return spec.placement?.mode ?? SERVICE_DEFAULTS.mode;
 }
 
+/**
+ * A replica whose data lives on its node: it has a named volume or a writable bind mount. It is
+ * never moved or re-placed by jaco (seed 004); read-only binds (configs, secrets) hold nothing.
+ */
 export function isStateful(spec: ServiceSpec): boolean {
-  return (spec.volumes?.length ?? 0) > 0;
+  return (spec.volumes ?? []).some((v) => v.type === 'volume' || !v.readOnly);
 }
 
 /** Services in placement order: descending priority, ties by name (seed 002). */
