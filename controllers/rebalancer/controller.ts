@@ -63,7 +63,7 @@ export function rebalancerController(timings: Timings, opts: RebalancerOptions =
       const done = acts.filter((a) => landed.has(a.label));
       const moved = plan.move && done.some((a) => a.effect?.kind === 'move') ? plan.move : undefined;
       for (const a of done) {
-        if (a.effect?.kind === 'move') rebalanceMetrics.moves.inc();
+        if (a.effect?.kind === 'move') rebalanceMetrics.moves.inc({ trigger: a.effect.trigger });
         for (const r of a.audit ?? []) {
           if (r.type !== 'rebalance_completed' && r.type !== 'rebalance_abandoned') continue;
           rebalanceMetrics.outcomes.inc({ outcome: r.type === 'rebalance_completed' ? 'completed' : 'abandoned' });

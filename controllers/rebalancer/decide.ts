@@ -17,7 +17,8 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
 import { placerFor, type EligibilityRevisions } from '../placement/input.js';
-import { atLeast, EPSILON, type Config } from './config.js';
+import { planSpread, type SpreadView } from './spread.js';
+import { atLeast, below, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
 import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
 import {
@@ -140,6 +141,8 @@ export interface ExcludedView {
 }
 
 export interface MoveView {
+  /** What asked for the move: a pressured node, or a spread service's skew. */
+  trigger: 'pressure' | 'spread';
   replica: string;
   deployment: string;
   service: string;
@@ -180,13 +183,15 @@ export interface RebalancePlan {
   candidates: CandidateView[];
   excluded: ExcludedView[];
   move?: MoveView;
+  /** Spread services as this cycle judged their skew (only those with more than one replica on a node are worth a look). */
+  spread: SpreadView[];
   inFlight: InFlightView[];
   /** Set on a plan recomputed outside the leader: what was assumed. */
   assumptions?: string[];
 }
 
 /** What landing an act means for leader-local state (applied by afterCommit). */
-export type Effect = { kind: 'move'; replica: string; src: string; dst: string } | { kind: 'skip'; key: string; reason: SkipReason };
+export type Effect = { kind: 'move'; trigger: MoveView['trigger']; replica: string; src: string; dst: string } | { kind: 'skip'; key: string; reason: SkipReason };
 
 export interface RebalanceAct extends Act {
   effect?: Effect;
@@ -350,6 +355,8 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
   let move: MoveView | undefined;
   let stoppedBy: Gate = closed?.gate ?? 'candidates';
+  let placer: Placer | undefined;
+  const placerOnce = () => (placer ??= placerFor(snap, now));
 
   // 4. Candidates on the most pressured node: evaluated only when every cluster gate holds.
   if (!closed && src) {
@@ -357,7 +364,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     const srcNode = nodeObjs.get(hot.node)!;
     const srcCap = capacityOf(srcNode);
     const sample = snap.samples.get(hot.node)!;
-    const placer = placerFor(snap, now);
+    const placer = placerOnce();
     // Destinations: every other node with a fresh sample, coolest first (ties by name).
     const dsts = views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
     const table: DstTable = {
@@ -434,13 +441,13 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
         continue;
       }
       c.verdict = 'move';
-      move = { replica: c.replica, deployment: c.deployment, service: c.service, src: hot.node, dst: c.dst!, dominant: c.dominant, relief: c.relief, score: c.score, srcBefore: c.srcBefore, srcAfter: c.srcAfter, dstBefore: c.dstBefore!, dstAfter: c.dstAfter!, moveId };
+      move = { trigger: 'pressure', replica: c.replica, deployment: c.deployment, service: c.service, src: hot.node, dst: c.dst!, dominant: c.dominant, relief: c.relief, score: c.score, srcBefore: c.srcBefore, srcAfter: c.srcAfter, dstBefore: c.dstBefore!, dstAfter: c.dstAfter!, moveId };
       stoppedBy = 'none';
       acts.push({
         label: `rebalance move ${c.replica} ${hot.node}→${c.dst}`,
         ops: started.ops,
-        audit: [{ type: 'rebalance_moved', time: now, deployment: c.deployment, payload: { ...auditPayload(c, hot, config), move_id: moveId } }],
-        effect: { kind: 'move', replica: c.replica, src: hot.node, dst: c.dst! },
+        audit: [{ type: 'rebalance_moved', time: now, deployment: c.deployment, payload: { ...auditPayload(c, hot, config), move_id: moveId, trigger: 'pressure' } }],
+        effect: { kind: 'move', trigger: 'pressure', replica: c.replica, src: hot.node, dst: c.dst! },
       });
     }
 
@@ -469,6 +476,51 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
   }
 
+  // 7. Spread skew, once the pressure path has had its turn: still one move per cycle, cluster-wide,
+  // and none while a rebalancer move is in flight. Destinations keep under the pressure cap.
+  const viewOf = new Map(views.map((v) => [v.node, v]));
+  const spread = planSpread({
+    book,
+    placer: placerOnce(),
+    now,
+    cooldownReplicaMs: config.cooldownReplicaMs,
+    moveTimeoutMs: (e) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs),
+    exclusion: exclusionOf,
+    dstRefusal: (node, copy) => {
+      if (received.has(node)) return `received a move ${formatDuration(now - received.get(node)!)} ago (node cooldown)`;
+      const v = viewOf.get(node);
+      if (!v) return 'no fresh pressure sample';
+      const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
+      return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
+    },
+    movedFrom: (id) => {
+      const m = state.moved.get(id);
+      return m && now - m.at < config.pingPongMs ? m.from : undefined;
+    },
+    // A node at or over the trigger is the more urgent problem: spread waits for the pressure path.
+    mayMove: countedCycle && !move && moving === 0 && !(src && atLeast(src.pressure, config.trigger)),
+  });
+  if (spread.move) {
+    const m = spread.move.view;
+    const src = viewOf.get(m.src);
+    const dst = viewOf.get(m.dst)!;
+    move = { trigger: 'spread', replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: dst.dominant, relief: 0, score: 0, srcBefore: src?.pressure ?? 0, srcAfter: src?.pressure ?? 0, dstBefore: dst.pressure, dstAfter: dst.pressure, moveId: spread.move.moveId };
+    stoppedBy = 'none';
+    acts.push({
+      label: `rebalance spread ${m.replica} ${m.src}→${m.dst}`,
+      ops: spread.move.start.ops,
+      audit: [
+        {
+          type: 'rebalance_moved',
+          time: now,
+          deployment: m.deployment,
+          payload: { replica_id: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, trigger: 'spread', counts_before: m.counts, skew_before: m.skew, move_id: spread.move.moveId, detail: m.detail },
+        },
+      ],
+      effect: { kind: 'move', trigger: 'spread', replica: m.replica, src: m.src, dst: m.dst },
+    });
+  }
+
   const plan: RebalancePlan = {
     at: new Date(now).toISOString(),
     cycle: state.cycles + (countedCycle ? 1 : 0),
@@ -482,6 +534,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     candidates,
     excluded,
     ...(move ? { move } : {}),
+    spread: spread.views.filter((v) => v.verdict !== 'even'),
     inFlight: inFlightViews,
   };
   const next: RebalancerState = {

@@ -119,7 +119,7 @@ describe('rebalancer on real containers', () => {
 
       // Metrics of the leader.
       const url = await rebalancerMetricsUrl(c);
-      expect(await metric(url, 'jaco_rebalance_moves_total')).toBe(1);
+      expect(await metric(url, 'jaco_rebalance_moves_total', 'trigger="pressure"')).toBe(1);
       expect(await metric(url, 'jaco_rebalance_move_outcomes_total', 'outcome="completed"')).toBe(1);
       expect(await metric(url, 'jaco_rebalance_skips_total', 'reason="no_eligible_dst"')).toBeGreaterThanOrEqual(1);
       expect(await metric(url, 'jaco_node_pressure', 'node="node-1",dimension="cpu"')).toBeGreaterThan(0.5); // the burner alone

@@ -72,7 +72,8 @@ describe('the rebalancer stays quiet', () => {
       const records = await rebalancerAudit(c);
       expect(records.filter((r) => r.type === 'rebalance_moved'), JSON.stringify(records)).toEqual([]);
       expect(await metric(url, 'jaco_rebalance_gate', 'gate="imbalance_gap"')).toBe(1);
-      expect(await metric(url, 'jaco_rebalance_moves_total')).toBe(0);
+      expect(await metric(url, 'jaco_rebalance_moves_total', 'trigger="pressure"')).toBe(0);
+      expect(await metric(url, 'jaco_rebalance_moves_total', 'trigger="spread"')).toBe(0);
       for (const n of ['node-1', 'node-2', 'node-3']) expect(await metric(url, 'jaco_node_pressure', `node="${n}",dimension="memory"`)).toBeGreaterThanOrEqual(0.85);
 
       const plan = JSON.parse(await cli(c, ['rebalance', 'plan', '-o', 'json'])) as PlanJson;

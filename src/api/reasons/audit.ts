@@ -22,7 +22,7 @@ export const AUDIT_TYPES = {
   drain_aborted: 'a node drain was aborted: reason',
   node_removed: 'a drained node was removed from the cluster',
   replica_resumed: 'a replica stopped by a forced drain started again: its node is schedulable again',
-  rebalance_moved: 'the rebalancer moved a replica off a pressured node',
+  rebalance_moved: 'the rebalancer moved a replica off a pressured node, or to even out a spread service',
   rebalance_skipped: 'the rebalancer considered a candidate and skipped it: reason',
   rebalance_completed: 'a rebalancer move finished: the replica runs healthy on dst and src was stopped',
   rebalance_abandoned: 'a rebalancer move was abandoned (dst not healthy by the deadline, failed or lost); src keeps serving',

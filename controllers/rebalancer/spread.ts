@@ -1,0 +1,151 @@
+// Spread skew (seed 002: "rebalance when nodes are added"; seed 003, use case 2): a spread service
+// whose replicas sit unevenly — a node came back after its replicas were re-placed elsewhere, or a
+// new node joined — is evened out one move at a time, make-before-break, through the shared move
+// mechanism and its disruption budget. Skew is Kubernetes' maxSkew 1: the most-loaded node holds
+// at most one replica of the service more than the least-loaded node that could take one.
+// The destination is the scheduler's own choice (Placer.place: fewest replicas of the service,
+// then CPU headroom, then the rendezvous hash), so the scheduler and the rebalancer never disagree
+// about where a replica belongs. A move strictly lowers the skew, so spread moves cannot flap;
+// cooldowns and the ping-pong exclusion hold all the same. Pure: no I/O, the clock comes in.
+import { placementMode } from '../../src/api/spec.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import type { Placer, PlacementRequest } from '../placement/placer.js';
+import type { Exclusion } from '../../src/api/reasons/rebalance.js';
+
+export type SpreadVerdict = 'move' | 'even' | 'held';
+
+/** One spread service as the cycle judged it (what `jaco rebalance plan` prints). */
+export interface SpreadView {
+  deployment: string;
+  service: string;
+  /** Replicas of the service per node that holds one or could take one. */
+  counts: Record<string, number>;
+  /** Most-loaded holder minus least-loaded node that could take a replica. */
+  skew: number;
+  verdict: SpreadVerdict;
+  detail: string;
+  replica?: string;
+  src?: string;
+  dst?: string;
+}
+
+export interface SpreadMove {
+  view: SpreadView & { replica: string; src: string; dst: string };
+  start: Extract<MoveStart, { ok: true }>;
+  moveId: string;
+}
+
+export interface SpreadInput {
+  book: MoveBook;
+  placer: Placer;
+  now: number;
+  /** A replica placed or moved this recently stays (the rebalancer's replica cooldown). */
+  cooldownReplicaMs: number;
+  moveTimeoutMs: (entry: ReplicaEntry) => number;
+  /** Why a copy may not move at all (the pressure path's exclusions: moving, global, stateful…). */
+  exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
+  /** Why a node may not receive this replica beyond the scheduler's filters (node cooldown, pressure after the move). */
+  dstRefusal: (node: string, copy: Copy) => string | undefined;
+  /** The node a replica was last moved away from, within the ping-pong exclusion. */
+  movedFrom: (replica: string) => string | undefined;
+  /** One move per cycle, cluster-wide: false when the pressure path moved a replica or may move one soon. */
+  mayMove: boolean;
+}
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Every spread service judged; at most one move, for the most skewed service that can move. */
+export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: SpreadMove } {
+  const judged = [...input.book.replicas.serviceKeys()]
+    .sort(byName)
+    .map((key) => judge(input, key))
+    .filter((v): v is Judged => !!v);
+  // The most skewed service first (ties by name): it is the one users see lopsided.
+  judged.sort((a, b) => b.view.skew - a.view.skew || byName(`${a.view.deployment}/${a.view.service}`, `${b.view.deployment}/${b.view.service}`));
+  let move: SpreadMove | undefined;
+  for (const j of judged) {
+    if (j.view.verdict !== 'move') continue;
+    if (move || !input.mayMove) {
+      Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; not this cycle: one move per cycle${move ? ` (${move.view.replica} moves)` : ': a rebalancer move is in flight or a node is over the pressure trigger (pressure goes first)'}` });
+      continue;
+    }
+    const started = startMove(input.book, { replica: j.view.replica!, src: j.view.src!, dst: j.view.dst!, by: 'rebalancer', id: `sp-${input.now}-${j.view.replica}`, now: input.now, timeoutMs: j.timeoutMs });
+    if (!started.ok) {
+      Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
+      continue;
+    }
+    move = { view: j.view as SpreadMove['view'], start: started, moveId: `sp-${input.now}-${j.view.replica}` };
+  }
+  return { views: judged.map((j) => j.view), ...(move ? { move } : {}) };
+}
+
+interface Judged {
+  view: SpreadView;
+  timeoutMs: number;
+}
+
+function judge(input: SpreadInput, key: string): Judged | undefined {
+  const slash = key.indexOf('/');
+  const [deployment, service] = [key.slice(0, slash), key.slice(slash + 1)];
+  const entries = input.book.replicas.service(deployment, service);
+  const first = entries[0]?.copies[0];
+  if (!first || placementMode(first.desired.spec.template) !== 'spread') return undefined;
+  const { placer } = input;
+  const base = { deployment, service };
+  const req = (e: ReplicaEntry, exclude: string[] = []): PlacementRequest => ({ replica: e.id, deployment, service, index: e.index, spec: e.copies[0]!.desired.spec.template, exclude });
+
+  // Counts over the nodes that hold a replica or could take one (the filters, without anti-affinity).
+  const counts: Record<string, number> = {};
+  for (const e of entries) for (const c of e.copies) if (!c.desired.spec.move) counts[c.desired.spec.node] = (counts[c.desired.spec.node] ?? 0) + 1;
+  // The common case, cheaply: one replica per node cannot be skewed by more than one.
+  if (Object.values(counts).every((n) => n <= 1)) return { view: { ...base, counts: sorted(counts), skew: 0, verdict: 'even', detail: 'at most one replica per node' }, timeoutMs: 0 };
+  const probe = entries[0]!;
+  const takers = placer.names.filter((n) => !placer.check(req(probe), n, { antiAffinity: false }) || counts[n] !== undefined);
+  for (const n of takers) counts[n] ??= 0;
+  const holders = Object.keys(counts).filter((n) => counts[n]! > 0);
+  const open = takers.filter((n) => !placer.check(req(probe), n, { antiAffinity: false }));
+  const src = holders.sort((a, b) => counts[b]! - counts[a]! || byName(a, b))[0];
+  const least = open.sort((a, b) => counts[a]! - counts[b]! || byName(a, b))[0];
+  const skew = src === undefined || least === undefined ? 0 : counts[src]! - counts[least]!;
+  const view = (verdict: SpreadVerdict, detail: string, extra: Partial<SpreadView> = {}): Judged => ({ view: { ...base, counts: sorted(counts), skew: Math.max(0, skew), verdict, detail, ...extra }, timeoutMs: 0 });
+  if (skew <= 1) return view('even', skew < 0 ? 'no node can take another replica' : `skew ${Math.max(0, skew)} ≤ 1`);
+  if (entries.some((e) => inFlight(e.copies))) return view('held', 'a replica of the service is moving: one at a time');
+
+  // The replica to move: on the most-loaded node, movable, past its cooldown, newest index first.
+  const why: string[] = [];
+  const onSrc = entries
+    .filter((e) => e.copies.length === 1 && e.copies[0]!.desired.spec.node === src)
+    .sort((a, b) => (b.index ?? -1) - (a.index ?? -1) || byName(a.id, b.id));
+  for (const e of onSrc) {
+    const copy = e.copies[0]!;
+    const ex = input.exclusion(e.copies, copy);
+    if (ex) {
+      why.push(`${e.id}: ${ex}`);
+      continue;
+    }
+    const agoMs = input.now - Date.parse(copy.desired.spec.placedAt);
+    if (agoMs < input.cooldownReplicaMs) {
+      why.push(`${e.id}: placed ${Math.round(agoMs / 1000)}s ago (replica cooldown)`);
+      continue;
+    }
+    // Where the scheduler would put it now, away from its node, the nodes it may not go to excluded.
+    const refused = new Map(open.map((n) => [n, input.dstRefusal(n, copy)] as const).filter(([, r]) => r !== undefined));
+    const back = input.movedFrom(e.id);
+    if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
+    const decision = placer.place(req(e, [src!, ...refused.keys()]));
+    const dst = decision.chosen;
+    if (!dst || counts[src!]! - counts[dst]! <= 1) {
+      why.push(`${e.id}: no node evens it out${refused.size ? ` (${[...refused].map(([n, r]) => `${n}: ${r}`).join('; ')})` : ''}`);
+      continue;
+    }
+    const judged = view('move', `${src} holds ${counts[src!]}, ${dst} holds ${counts[dst]}: move ${e.id} ${src} → ${dst} (${decision.why})`, { replica: e.id, src, dst });
+    judged.timeoutMs = input.moveTimeoutMs(e);
+    return judged;
+  }
+  return view('held', `skew ${skew} but nothing on ${src} can move: ${why.join('; ') || 'no single-copy replica'}`);
+}
+
+function sorted(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.keys(counts).sort(byName).map((n) => [n, counts[n]!]));
+}
