@@ -12,7 +12,7 @@
 // of two concurrent starts conflicts, and decides again from the state the other one left.
 import { keys } from '../../src/api/keys.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import { SERVICE_DEFAULTS } from '../../src/api/spec.js';
+import { maxUnavailableOf } from '../../src/api/update.js';
 import { API_VERSION, type DisruptionKind, type DisruptionLedger, type ReplicaCommand, type ServiceSpec } from '../../src/api/types.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -59,7 +59,8 @@ export function budgetOf(replicas: readonly Pick<ReplicaEntry, 'id'>[], copiesOf
     const d = disruptionOf(copiesOf(r.id), input);
     if (d) disrupted.set(r.id, d);
   }
-  return { max: template?.update?.maxUnavailable ?? SERVICE_DEFAULTS.maxUnavailable, disrupted };
+  // A percentage is of the service's replicas (src/api/update.ts): one rule for moves and rollout steps.
+  return { max: maxUnavailableOf(template, replicas.length), disrupted };
 }
 
 /**

@@ -728,6 +728,8 @@ interface SimOptions {
   badImage: boolean;
   /** A newer apply lands mid-rollout at this tick. */
   supersedeAt?: number;
+  /** More of the update block (parallelism, maxSurge, maxUnavailable, failureAction, …). */
+  update?: ServiceSpec['update'];
 }
 
 /**
@@ -735,10 +737,10 @@ interface SimOptions {
  * replacement, random crashes, and an unpullable image. Returns the world and, per tick, how many
  * replicas of the service were not running.
  */
-function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[] } {
+function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[]; surge: number[]; inFlight: number[] } {
   const rnd = prng(seed);
   const w = new World({ stepTimeoutMs: 20_000 });
-  const spec = (image: string): ServiceSpec => ({ image, replicas: o.replicas, healthcheck: HC, update: { order: o.order } });
+  const spec = (image: string): ServiceSpec => ({ image, replicas: o.replicas, healthcheck: HC, update: { order: o.order, ...o.update } });
   w.apply('app', { web: spec('img:1') });
   for (let i = 0; i < o.replicas; i++) w.place('app', 'web', i, `node-${(i % 3) + 1}`);
   w.converge();
@@ -747,6 +749,8 @@ function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[]
   const starting = new Map<string, number>();
   const downFor = new Map<string, number>();
   const notRunning: number[] = [];
+  const surge: number[] = [];
+  const inFlight: number[] = [];
   let quiet = 0;
   for (let tick = 0; tick < 400 && quiet < 3; tick++) {
     if (tick === o.supersedeAt) w.apply('app', { web: spec('img:3') });
@@ -766,7 +770,8 @@ function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[]
       const key = `${id}@${d.spec.revision}/${hash}`;
       if (cur?.specHash !== hash || cur.revision !== d.spec.revision || starting.has(key)) {
         const oldServes = !!cur && (cur.state === 'running' || cur.replacing?.state === 'running');
-        const replacing = o.order === 'start-first' && oldServes ? { replacing: cur.replacing ?? { revision: cur.revision ?? 0, specHash: cur.specHash ?? '', containerId: 'old', state: 'running' as const } } : {};
+        // The order the rollout wrote into this replica's template (stop-first once the surge is spent).
+        const replacing = d.spec.template.update?.order !== 'stop-first' && oldServes ? { replacing: cur.replacing ?? { revision: cur.revision ?? 0, specHash: cur.specHash ?? '', containerId: 'old', state: 'running' as const } } : {};
         if (hash === bad) {
           w.observe(id, { state: 'pending', code: 'image_pull_failed', health: 'none', ...replacing });
           continue;
@@ -787,12 +792,14 @@ function simulate(seed: number, o: SimOptions): { w: World; notRunning: number[]
     }
     const obs = w.under<ReplicaObserved>('observed/').map((v) => v.value);
     notRunning.push(obs.filter((x) => !observedRunning(x)).length);
+    surge.push(obs.filter((x) => x.status.replacing?.state === 'running').length);
+    inFlight.push(w.plan()?.steps.filter((s) => !s.finishedAt).length ?? 0);
     const plan = w.plan();
     const terminal = plan && plan.state !== 'in_progress' && !plan.steps.some((s) => !s.finishedAt);
     const converged = !starting.size && ![...downFor.values()].some((v) => v > 0) && obs.every((x) => x.status?.state === 'running' || x.status?.code === 'image_pull_failed');
     quiet = terminal && converged && tick > (o.supersedeAt ?? 0) ? quiet + 1 : 0;
   }
-  return { w, notRunning };
+  return { w, notRunning, surge, inFlight };
 }
 
 /** The invariant on every step decide started: the stepped replica was not running, or all others were. */
@@ -845,5 +852,331 @@ describe('the invariant over generated observed-state sequences', () => {
     expect(Math.max(...notRunning)).toBeLessThanOrEqual(1);
     expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3 });
     expect(new Set(w.hashes())).toEqual(new Set([specHash({ image: 'img:3', replicas: 3 + (seed % 3), healthcheck: HC, update: { order } })]));
+  });
+});
+
+// ---------------------------------------------------------------- the update block's controls
+
+/** What `jaco rollout pause|resume|abort` writes: a request on the plan, compare-and-swap. */
+function request(w: World, action: 'pause' | 'resume' | 'abort', dep = 'app', service = 'web'): void {
+  const cur = w.get<RolloutPlan>(keys.rollout(dep, service))!;
+  w.put(keys.rollout(dep, service), { ...cur, spec: { ...cur.spec, request: { action, requestedAt: new Date(w.now).toISOString() } } });
+}
+
+/** Replica ids stepped by the last pass, with the update.order each was written with. */
+function lastSteps(w: World): [string, string | undefined][] {
+  return w.decisions.at(-1)!.decision.acts.flatMap((a) =>
+    a.ops.filter((o) => o.op === 'update' && o.key.startsWith('desired/')).map((o) => [o.key.slice(o.key.lastIndexOf('/') + 1), (o as { value: ReplicaDesired }).value.spec.template.update?.order] as [string, string | undefined]),
+  );
+}
+
+const notes = (d: RolloutDecision) => d.notes.map((n) => n.note).join('; ');
+
+describe('parallelism, maxSurge and maxUnavailable', () => {
+  it.each<[string, ServiceSpec['update'], number, [string, string][]]>([
+    ['defaults: one at a time (seed 001)', {}, 4, [['app-web-0', 'start-first']]],
+    ['parallelism 2, maxUnavailable 2', { parallelism: 2, maxUnavailable: 2 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first']]],
+    ['parallelism 3 held to the default budget of 1', { parallelism: 3 }, 4, [['app-web-0', 'start-first']]],
+    ['maxUnavailable 50% of 4 = 2', { parallelism: 4, maxUnavailable: '50%' }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first']]],
+    ['maxUnavailable 30% of 4 rounds down to 1', { parallelism: 4, maxUnavailable: '30%' }, 4, [['app-web-0', 'start-first']]],
+    ['maxSurge 1: the second and third steps go stop-first', { parallelism: 3, maxUnavailable: 3, maxSurge: 1 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'stop-first'], ['app-web-2', 'stop-first']]],
+    ['maxSurge 0: every step stop-first', { maxSurge: 0 }, 4, [['app-web-0', 'stop-first']]],
+    ['maxSurge 25% of 4 rounds up to 1', { parallelism: 2, maxUnavailable: 2, maxSurge: '25%' }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'stop-first']]],
+    ['parallelism 0: as many as maxUnavailable allows', { parallelism: 0, maxUnavailable: 3 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first'], ['app-web-2', 'start-first']]],
+  ])('%s', (_name, update, n, want) => {
+    const w = running(svc('img:1', { replicas: n, update }), n);
+    w.apply('app', { web: svc('img:2', { replicas: n, update }) });
+    w.pass();
+    expect(lastSteps(w)).toEqual(want);
+    expect(w.plan()).toMatchObject({ currentStep: want.length, totalSteps: n });
+  });
+
+  it('a slot frees when a step finishes: the next replica goes in the same pass', () => {
+    const update = { parallelism: 2, maxUnavailable: 2 };
+    const w = running(svc('img:1', { replicas: 4, update }), 4);
+    w.apply('app', { web: svc('img:2', { replicas: 4, update }) });
+    w.pass();
+    w.observe('app-web-1', {}); // app-web-1 is ready at the new revision; app-web-0 still starting
+    w.observe('app-web-0', { state: 'starting', health: 'starting', replacing: { revision: 1, specHash: H1, containerId: 'c', state: 'running' } });
+    w.pass();
+    expect(lastSteps(w)).toEqual([['app-web-2', 'start-first']]);
+    expect(w.plan()?.steps.map((s) => [s.replica, s.result])).toEqual([
+      ['app-web-0', undefined],
+      ['app-web-1', 'done'],
+      ['app-web-2', undefined],
+    ]);
+  });
+
+  it('a replica down elsewhere spends the budget: with maxUnavailable 2, one step at a time', () => {
+    const update = { parallelism: 3, maxUnavailable: 2 };
+    const w = running(svc('img:1', { replicas: 4, update }), 4);
+    w.observe('app-web-3', { state: 'exited', exitCode: 1 });
+    w.apply('app', { web: svc('img:2', { replicas: 4, update }) });
+    w.pass();
+    // The broken replica goes first (it costs nothing), then one running replica fits beside it.
+    expect(lastSteps(w).map(([id]) => id)).toEqual(['app-web-3', 'app-web-0']);
+  });
+
+  const controls = [
+    { parallelism: 2, maxUnavailable: 2 },
+    { parallelism: 3, maxUnavailable: 3, maxSurge: 1 },
+    { parallelism: 0, maxUnavailable: '50%', maxSurge: 0 },
+    { parallelism: 2, maxUnavailable: 1 },
+    { parallelism: 4, maxUnavailable: 4, maxSurge: 2 },
+  ] satisfies ServiceSpec['update'][];
+  const cases = Array.from({ length: 30 }, (_, i) => ({ seed: i + 1, update: controls[i % controls.length]! }));
+
+  it.each(cases)('seed $seed, $update: in flight ≤ parallelism, surge ≤ maxSurge, not running ≤ maxUnavailable, and it completes', ({ seed, update }) => {
+    const replicas = 3 + (seed % 5);
+    const { w, notRunning, surge, inFlight } = simulate(seed, { order: 'start-first', replicas, crash: 0, badImage: false, update });
+    const ctl = { parallelism: update.parallelism === 0 ? Infinity : update.parallelism, maxUnavailable: update.maxUnavailable, maxSurge: update.maxSurge };
+    const maxUnavailable = typeof ctl.maxUnavailable === 'string' ? Math.max(1, Math.floor((parseFloat(ctl.maxUnavailable) * replicas) / 100)) : ctl.maxUnavailable;
+    const maxSurge = ctl.maxSurge ?? ctl.parallelism;
+    expect(Math.max(...inFlight)).toBeLessThanOrEqual(ctl.parallelism);
+    expect(Math.max(...inFlight)).toBeLessThanOrEqual(maxUnavailable);
+    expect(Math.max(...surge)).toBeLessThanOrEqual(maxSurge);
+    expect(Math.max(...notRunning)).toBeLessThanOrEqual(maxUnavailable);
+    expect(w.plan()?.state).toBe('completed');
+    expect(new Set(w.hashes())).toEqual(new Set([specHash({ image: 'img:2', replicas, healthcheck: HC, update: { order: 'start-first', ...update } })]));
+    // Parallel steps really ran in parallel where the bounds allowed it.
+    if (Math.min(ctl.parallelism, maxUnavailable) > 1) expect(Math.max(...inFlight)).toBeGreaterThan(1);
+  });
+
+  it.each(cases.slice(0, 10))('seed $seed, $update: an unpullable image aborts and every replica ends back on the old revision, running', ({ seed, update }) => {
+    const replicas = 3 + (seed % 5);
+    const { w, notRunning } = simulate(seed, { order: 'start-first', replicas, crash: 0, badImage: true, update });
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    expect(new Set(w.hashes())).toEqual(new Set([specHash({ image: 'img:1', replicas, healthcheck: HC, update: { order: 'start-first', ...update } })]));
+    expect(notRunning.at(-1)).toBe(0);
+  });
+});
+
+describe('delay, monitor and the progress deadline', () => {
+  it('delay: the next step starts that long after the last one finished', () => {
+    const update = { delay: '10s' };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass();
+    w.converge();
+    w.now += 1000;
+    const d = w.pass();
+    expect(w.plan()?.currentStep).toBe(1);
+    expect(d.wakeAt).toBe(w.now + 10_000);
+    expect(notes(d)).toContain('delay: the next step starts at');
+    w.now += 9_999;
+    w.pass();
+    expect(w.plan()?.currentStep).toBe(1);
+    w.now += 1;
+    w.pass();
+    expect(w.plan()?.currentStep).toBe(2);
+  });
+
+  it('monitor: a ready replica counts only after staying ready that long', () => {
+    const update = { monitor: '20s' };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass();
+    w.converge();
+    w.now += 1000;
+    const d = w.pass();
+    expect(w.plan()?.steps[0]).toMatchObject({ replica: 'app-web-0', readyAt: new Date(w.now).toISOString() });
+    expect(w.plan()?.steps[0]?.finishedAt).toBeUndefined();
+    expect(d.wakeAt).toBe(w.now + 20_000);
+    w.now += 19_999;
+    w.pass();
+    expect(w.plan()?.currentStep).toBe(1);
+    w.now += 1;
+    w.pass();
+    expect(w.plan()?.steps[0]?.result).toBe('done');
+    expect(w.plan()?.currentStep).toBe(2);
+  });
+
+  it('monitor: a replica that stops being ready within it fails its step (monitor_failed, or the health reason)', () => {
+    const update = { monitor: '20s' };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass();
+    w.converge();
+    w.now += 1000;
+    w.pass();
+    w.now += 5000;
+    w.observe('app-web-0', { state: 'exited', exitCode: 137 });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'monitor_failed' });
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+  });
+
+  it('progressDeadline: no step done within it aborts (rollback) even with no step in flight', () => {
+    const update = { progressDeadline: '30s' };
+    const w = running(svc('img:1', { update }));
+    // A replica down holds the budget, so the rollout cannot step a running one: it makes no progress.
+    w.observe('app-web-2', { state: 'exited', exitCode: 1 });
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass(); // steps app-web-2 (not running) first
+    w.observe('app-web-2', { state: 'starting', health: 'starting' });
+    w.now += 29_999;
+    const d = w.pass();
+    expect(w.plan()?.state).toBe('in_progress');
+    expect(d.wakeAt).toBe(T0 + 30_000);
+    w.now += 1;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'progress_deadline' });
+    expect(w.audit.find((a) => a.type === 'rollout_aborted')?.payload).toMatchObject({ reason: 'progress_deadline' });
+    expect(w.audit.find((a) => a.type === 'rollout_aborted')?.payload).not.toHaveProperty('replica');
+  });
+
+  it('progressDeadline counts from the last finished step, not from the start', () => {
+    const update = { progressDeadline: '30s' };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass();
+    w.now += 20_000;
+    w.converge();
+    w.pass(); // step 1 done at 20 s, step 2 starts
+    w.now += 25_000; // 45 s after the start, 25 s after progress
+    w.pass();
+    expect(w.plan()?.state).toBe('in_progress');
+    w.now += 5_000;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'progress_deadline' });
+  });
+});
+
+describe('failure actions and maxFailureRatio', () => {
+  /** A 3-replica rollout whose replica `fail` never pulls; everything else starts. */
+  function failing(update: ServiceSpec['update'], fail: string[]): World {
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    for (let i = 0; i < 12; i++) {
+      w.pass();
+      for (const { value: d } of w.under<ReplicaDesired>('desired/'))
+        if (d.spec.specHash === specHash(svc('img:2')) && fail.includes(d.spec.replica)) w.observe(d.spec.replica, { state: 'pending', code: 'image_pull_failed', health: 'none' });
+        else w.observe(d.spec.replica, {});
+      w.now += 20_000;
+    }
+    return w;
+  }
+
+  it('rollback (default): the first failure aborts and reverts to the previous revision', () => {
+    const w = failing({ stepTimeout: '10s' }, ['app-web-1']);
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+  });
+
+  // A tolerated failure leaves its replica down, which keeps counting against maxUnavailable (the
+  // one budget): these rollouts allow 2, so one broken replica does not hold the rest back.
+  it('maxFailureRatio: failures up to the ratio of the steps are tolerated; the next one applies the failure action', () => {
+    const tolerant = failing({ stepTimeout: '10s', maxFailureRatio: 0.34, maxUnavailable: 2 }, ['app-web-1']);
+    expect(tolerant.plan()).toMatchObject({ state: 'completed' });
+    expect(tolerant.plan()?.steps.map((s) => s.result)).toEqual(['done', 'failed', 'done']);
+    expect(tolerant.auditTypes()).toContain('rollout_step_failed');
+    expect(tolerant.audit.find((a) => a.type === 'rollout_step_failed')?.payload).toMatchObject({ replica: 'app-web-1', reason: 'image_pull_failed', failed_steps: 1 });
+    expect(tolerant.hashes()).toEqual([H2, H2, H2]);
+
+    const two = failing({ stepTimeout: '10s', maxFailureRatio: 0.34, maxUnavailable: 2 }, ['app-web-1', 'app-web-2']);
+    expect(two.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    expect(two.hashes()).toEqual([H1, H1, H1]);
+  });
+
+  it('a tolerated failure still holds its unit of the budget: with maxUnavailable 1 the rollout waits', () => {
+    const w = failing({ stepTimeout: '10s', failureAction: 'continue' }, ['app-web-1']);
+    expect(w.plan()).toMatchObject({ state: 'in_progress', currentStep: 2 });
+    expect(notes(w.decisions.at(-1)!.decision)).toContain('app-web-1: not running');
+  });
+
+  it('continue: every failure is tolerated and the rollout completes', () => {
+    const w = failing({ stepTimeout: '10s', failureAction: 'continue', maxUnavailable: 2 }, ['app-web-0', 'app-web-2']);
+    expect(w.plan()?.steps.map((s) => s.result)).toEqual(['failed', 'done', 'failed']);
+    expect(w.hashes()).toEqual([H2, H2, H2]);
+    expect(w.plan()?.state).toBe('completed');
+  });
+
+  it('pause: the plan stops at the failure for the operator; resume goes on, abort reverts', () => {
+    const w = failing({ stepTimeout: '10s', failureAction: 'pause' }, ['app-web-1']);
+    expect(w.plan()).toMatchObject({ state: 'paused', failureReason: 'image_pull_failed', currentStep: 2 });
+    expect(w.hashes()).toEqual([H2, H2, H1]);
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: { web: { state: 'paused', failureReason: 'image_pull_failed' } } });
+    expect(w.audit.find((a) => a.type === 'rollout_paused')?.payload).toMatchObject({ reason: 'image_pull_failed', replica: 'app-web-1' });
+    w.now += 600_000;
+    expect(w.pass().acts).toEqual([]);
+
+    const resumed = failing({ stepTimeout: '10s', failureAction: 'pause' }, ['app-web-1']);
+    request(resumed, 'resume');
+    resumed.rounds(3);
+    expect(resumed.plan()).toMatchObject({ state: 'completed' });
+    expect(resumed.plan()?.failureReason).toBeUndefined();
+    expect(resumed.auditTypes()).toContain('rollout_resumed');
+
+    request(w, 'abort');
+    w.rounds(4);
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'operator_abort' });
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    expect(w.plan()?.request).toBeUndefined();
+  });
+});
+
+describe('operator requests: pause, resume, abort', () => {
+  it('pause stops new steps (the one in flight finishes); resume goes on; each request is cleared and audited', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    request(w, 'pause');
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'paused', currentStep: 1, pausedAt: new Date(w.now).toISOString() });
+    expect(w.plan()?.request).toBeUndefined();
+    w.converge();
+    w.now += 1000;
+    const d = w.pass();
+    expect(w.plan()?.steps[0]?.result).toBe('done');
+    expect(w.hashes()).toEqual([H2, H1, H1]);
+    expect(notes(d)).toContain('paused: jaco rollout resume');
+    expect(w.status()?.rollout?.services.web?.state).toBe('paused');
+    w.now += 600_000;
+    w.pass();
+    expect(w.hashes()).toEqual([H2, H1, H1]);
+    request(w, 'resume');
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', currentStep: 2, resumedAt: new Date(w.now).toISOString() });
+    w.rounds(3);
+    expect(w.plan()?.state).toBe('completed');
+    expect(w.auditTypes()).toEqual(['rollout_started', 'rollout_step', 'rollout_paused', 'rollout_resumed', 'rollout_step', 'rollout_step', 'rollout_completed']);
+  });
+
+  it('abort reverts every replica already moved, at once', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.rounds(2);
+    expect(w.hashes()).toEqual([H2, H2, H1]);
+    request(w, 'abort');
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'operator_abort' });
+    w.rounds(4);
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    expect(w.status()?.rollout).toMatchObject({ appliedRevision: 1, services: { web: { state: 'aborted', failureReason: 'operator_abort' } } });
+  });
+
+  it('a request that does not apply is cleared with a note, changing nothing else', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.rounds(5);
+    expect(w.plan()?.state).toBe('completed');
+    request(w, 'pause');
+    const d = w.pass();
+    expect(notes(d)).toContain('ignored pause: the rollout is completed');
+    expect(w.plan()).toMatchObject({ state: 'completed' });
+    expect(w.plan()?.request).toBeUndefined();
+  });
+
+  it('a new apply while paused starts a new rollout toward it', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    request(w, 'pause');
+    w.pass();
+    w.apply('app', { web: svc('img:3') });
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 3, toHash: H3 });
+    w.rounds(4);
+    expect(w.hashes()).toEqual([H3, H3, H3]);
   });
 });

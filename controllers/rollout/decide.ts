@@ -23,14 +23,14 @@ import {
   type ServiceRolloutStatus,
   type ServiceSpec,
 } from '../../src/api/types.js';
-import { durationMs } from '../../src/api/units.js';
+import { updateControls, type UpdateControls } from '../../src/api/update.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
-import type { FailureReason, RolloutResult, StartReason, StepDirection, StepResult } from '../../src/api/reasons/rollout.js';
+import type { FailureReason, PauseReason, RolloutResult, StartReason, StepDirection, StepResult } from '../../src/api/reasons/rollout.js';
 
 /** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
 export interface RolloutSnapshot {
@@ -162,7 +162,8 @@ interface ServiceCtx {
   groups: ReplicaGroup[];
   plan?: Versioned<RolloutPlan>;
   snapshot: RolloutSnapshot;
-  stepTimeoutMs: number;
+  /** The service's update block, resolved (src/api/update.ts). */
+  controls: UpdateControls;
 }
 
 /** What one pass does to one service: the plan after it, and the act that gets it there. */
@@ -209,8 +210,12 @@ function revisionSpec(c: ServiceCtx) {
   return (n: number) => c.snapshot.revisions.get(keys.revision(c.name, n));
 }
 
+const live = (p: RolloutPlanSpec | undefined): p is RolloutPlanSpec => p?.state === 'in_progress' || p?.state === 'paused';
+
 function decideService(c: ServiceCtx): ServicePass {
   const pass = new ServicePass(c);
+  // An operator's request (jaco rollout pause|resume|abort) is carried out first, and cleared.
+  if (pass.plan?.request) takeRequest(pass);
   const prev = pass.plan;
   // An aborted rollout to this generation is not tried again until the next apply: only revert.
   if (prev?.state === 'aborted' && prev.toRevision === c.generation) {
@@ -221,13 +226,13 @@ function decideService(c: ServiceCtx): ServicePass {
   }
   const target = servingTemplate(c.deployment.value, c.service, c.plan?.value, revisionSpec(c))!;
   const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
-  if (prev?.state === 'in_progress' && prev.toHash === target.specHash && prev.toRevision <= c.generation) {
+  if (live(prev) && prev.toHash === target.specHash && prev.toRevision <= c.generation) {
     // A new apply that did not change this service's container keeps its rollout going.
     prev.toRevision = target.revision;
     runSteps(pass, target, 'forward');
     return pass;
   }
-  if (!stale.length && prev?.state !== 'in_progress') {
+  if (!stale.length && !live(prev)) {
     pass.settled = true;
     return pass;
   }
@@ -235,17 +240,38 @@ function decideService(c: ServiceCtx): ServicePass {
   return pass;
 }
 
-/** Creates a plan toward `target` (superseding one in progress) and takes its first step. */
+/** pause: no new step starts (steps in flight finish); resume: steps start again; abort: revert now. */
+function takeRequest(pass: ServicePass): void {
+  const { c } = pass;
+  const plan = pass.plan!;
+  const { action } = plan.request!;
+  delete plan.request;
+  if (action === 'pause' && plan.state === 'in_progress') {
+    plan.state = 'paused';
+    plan.pausedAt = c.iso;
+    pass.record('rollout_paused', { reason: 'operator' satisfies PauseReason, step: plan.currentStep, total_steps: plan.totalSteps });
+  } else if (action === 'resume' && plan.state === 'paused') {
+    plan.state = 'in_progress';
+    delete plan.pausedAt;
+    delete plan.failureReason;
+    plan.resumedAt = c.iso;
+    pass.record('rollout_resumed', { step: plan.currentStep, total_steps: plan.totalSteps });
+  } else if (action === 'abort' && live(plan)) {
+    abort(pass, 'operator_abort');
+  } else pass.notes.push(`ignored ${action}: the rollout is ${plan.state}`);
+}
+
+/** Creates a plan toward `target` (superseding one in progress or paused) and takes its first steps. */
 function startPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGroup[]): void {
   const { c } = pass;
   const prev = pass.plan;
-  const superseding = prev?.state === 'in_progress';
+  const superseding = live(prev);
   // Until a rollout completes, the revision that last served everywhere stays the one to go back to.
   const keepFrom = prev && prev.state !== 'completed' && prev.toRevision <= c.generation;
   const from = keepFrom ? { revision: prev.fromRevision, specHash: prev.fromHash } : commonRevision(stale);
   if (superseding) {
     pass.metrics.push({ metric: 'rollout', result: 'superseded' });
-    if (activeStep(prev)) pass.metrics.push({ metric: 'step', result: 'superseded' });
+    for (const _s of activeSteps(prev)) pass.metrics.push({ metric: 'step', result: 'superseded' });
   }
   pass.plan = {
     deployment: c.name,
@@ -279,10 +305,7 @@ function commonRevision(stale: ReplicaGroup[]): { revision: number; specHash: st
   return best ?? { revision: 0, specHash: '' };
 }
 
-const activeStep = (p: RolloutPlanSpec): RolloutStep | undefined => {
-  const last = p.steps[p.steps.length - 1];
-  return last && !last.finishedAt ? last : undefined;
-};
+const activeSteps = (p: RolloutPlanSpec): RolloutStep[] => p.steps.filter((s) => !s.finishedAt);
 
 function finishStep(pass: ServicePass, step: RolloutStep, result: StepResult): void {
   step.finishedAt = pass.c.iso;
@@ -306,75 +329,206 @@ function failureOf(c: ServiceCtx, g: ReplicaGroup, hash: string, toRevision: num
 }
 
 /**
+ * Forward steps in flight: finished when their replica is ready (and stayed ready for
+ * update.monitor), failed at the step timeout, on restart_exhausted, or when the replica stops
+ * being ready during the monitor. Returns the steps still in flight and the failures of this pass.
+ */
+function watchForward(pass: ServicePass, target: ServingTemplate): { inFlight: RolloutStep[]; failed: { step: RolloutStep; reason: FailureReason }[] } {
+  const { c } = pass;
+  const plan = pass.plan!;
+  const ctl = c.controls;
+  const inFlight: RolloutStep[] = [];
+  const failed: { step: RolloutStep; reason: FailureReason }[] = [];
+  for (const step of activeSteps(plan)) {
+    const g = c.groups.find((x) => x.id === step.replica);
+    if (!g) {
+      pass.notes.push(`replica ${step.replica} of a step is gone; next step`);
+      finishStep(pass, step, 'done');
+      continue;
+    }
+    const ready = groupReady(g, target.specHash, c.now);
+    if (ready.ready) {
+      if (ctl.monitorMs > 0) {
+        step.readyAt ??= c.iso;
+        const until = Date.parse(step.readyAt) + ctl.monitorMs;
+        if (c.now < until) {
+          pass.wake(until);
+          pass.notes.push(`monitoring ${step.replica} at revision ${plan.toRevision} until ${new Date(until).toISOString()}`);
+          inFlight.push(step);
+          continue;
+        }
+      }
+      finishStep(pass, step, 'done');
+      continue;
+    }
+    const failure = failureOf(c, g, target.specHash, plan.toRevision);
+    if (step.readyAt) {
+      failed.push({ step, reason: failure ?? 'monitor_failed' });
+      continue;
+    }
+    const deadline = Date.parse(step.startedAt) + ctl.stepTimeoutMs;
+    if (c.now < deadline && failure !== 'restart_exhausted') {
+      pass.wake(deadline);
+      if (ready.at !== undefined) pass.wake(ready.at);
+      pass.notes.push(`waiting for ${step.replica} to be ready at revision ${plan.toRevision}`);
+      inFlight.push(step);
+      continue;
+    }
+    failed.push({ step, reason: failure ?? 'step_timeout' });
+  }
+  return { inFlight, failed };
+}
+
+/** Revert steps in flight: done when back and ready, or given up at the step timeout (never held for ever). */
+function watchRevert(pass: ServicePass, target: ServingTemplate): RolloutStep[] {
+  const { c } = pass;
+  const inFlight: RolloutStep[] = [];
+  for (const step of activeSteps(pass.plan!)) {
+    const g = c.groups.find((x) => x.id === step.replica);
+    const ready = g ? groupReady(g, target.specHash, c.now) : { ready: true };
+    const deadline = Date.parse(step.startedAt) + c.controls.stepTimeoutMs;
+    if (ready.ready) finishStep(pass, step, 'reverted');
+    else if (c.now < deadline) {
+      pass.wake(deadline);
+      if (ready.at !== undefined) pass.wake(ready.at);
+      pass.notes.push(`waiting for ${step.replica} to be ready back at revision ${target.revision}`);
+      inFlight.push(step);
+    } else {
+      // A revert that does not come up is not retried forever: the next one may go when the budget allows.
+      pass.notes.push(`revert of ${step.replica} did not become ready within the step timeout`);
+      finishStep(pass, step, 'reverted');
+    }
+  }
+  return inFlight;
+}
+
+/** When the rollout last made progress: its start, its last resume, or its last finished step. */
+function lastProgress(plan: RolloutPlanSpec): number {
+  let t = Date.parse(plan.resumedAt ?? plan.startedAt);
+  for (const s of plan.steps) if (s.result === 'done' && s.finishedAt) t = Math.max(t, Date.parse(s.finishedAt));
+  return Math.max(t, Date.parse(plan.startedAt));
+}
+
+/**
+ * Failures of this pass, against update.failureAction and maxFailureRatio: a tolerated failure
+ * leaves its replica at the new revision (the scheduler's restarts own it) and the rollout goes on;
+ * otherwise rollback aborts and reverts, pause stops new steps until the operator acts.
+ */
+function onFailures(pass: ServicePass, failed: { step: RolloutStep; reason: FailureReason }[]): void {
+  const { c } = pass;
+  const plan = pass.plan!;
+  const ctl = c.controls;
+  for (const { step } of failed) finishStep(pass, step, 'failed');
+  const failures = plan.steps.filter((s) => s.result === 'failed').length;
+  const tolerated = ctl.failureAction === 'continue' || failures <= ctl.maxFailureRatio * Math.max(plan.totalSteps, 1);
+  if (tolerated || plan.state !== 'in_progress') {
+    for (const { step, reason } of failed) {
+      pass.notes.push(`step of ${step.replica} failed (${reason}); ${plan.state === 'in_progress' ? 'tolerated, going on' : `the rollout is ${plan.state}`}`);
+      pass.record('rollout_step_failed', { replica: step.replica, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, reason, failed_steps: failures });
+    }
+    return;
+  }
+  const first = failed[0]!;
+  if (ctl.failureAction === 'pause') pause(pass, first.reason, first.step);
+  else abort(pass, first.reason, first.step);
+}
+
+function pause(pass: ServicePass, reason: FailureReason, step?: RolloutStep): void {
+  const plan = pass.plan!;
+  plan.state = 'paused';
+  plan.pausedAt = pass.c.iso;
+  plan.failureReason = reason;
+  pass.record('rollout_paused', { reason, step: plan.currentStep, total_steps: plan.totalSteps, ...(step ? { replica: step.replica, node: step.node } : {}) });
+}
+
+/**
  * The step machine, forward (toward the plan's target) or revert (back to fromRevision after an
- * abort): finish the active step when its replica is ready, abort it at the step timeout, then
- * start the next step when the invariant allows, or complete.
+ * abort): watch the steps in flight, apply the failure policy and the progress deadline, then start
+ * as many steps as parallelism, the disruption budget, surge and delay allow — or complete.
  */
 function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDirection): void {
   const { c } = pass;
   const plan = pass.plan!;
-  const active = activeStep(plan);
-  if (active) {
-    const g = c.groups.find((x) => x.id === active.replica);
-    const ready = g ? groupReady(g, target.specHash, c.now) : { ready: true };
-    const deadline = Date.parse(active.startedAt) + c.stepTimeoutMs;
-    if (!g) pass.notes.push(`replica ${active.replica} of step ${plan.currentStep} is gone; next step`);
-    if (ready.ready) finishStep(pass, active, direction === 'forward' ? 'done' : 'reverted');
-    else if (direction === 'forward') {
-      const exhausted = failureOf(c, g!, target.specHash, plan.toRevision) === 'restart_exhausted';
-      if (c.now < deadline && !exhausted) {
-        pass.wake(deadline);
-        if (ready.at !== undefined) pass.wake(ready.at);
-        pass.notes.push(`waiting for ${active.replica} to be ready at revision ${plan.toRevision}`);
-        updateTotals(pass, target, active.replica);
-        return;
-      }
-      return abort(pass, active, failureOf(c, g!, target.specHash, plan.toRevision) ?? 'step_timeout');
-    } else if (c.now < deadline) {
-      pass.wake(deadline);
-      if (ready.at !== undefined) pass.wake(ready.at);
-      pass.notes.push(`waiting for ${active.replica} to be ready back at revision ${target.revision}`);
-      return;
-    } else {
-      // A revert that does not come up is not retried forever: the next one may go when the invariant allows.
-      pass.notes.push(`revert of ${active.replica} did not become ready within the step timeout`);
-      finishStep(pass, active, 'reverted');
+  const ctl = c.controls;
+  let inFlight: RolloutStep[];
+  if (direction === 'forward') {
+    const w = watchForward(pass, target);
+    inFlight = w.inFlight;
+    if (w.failed.length) onFailures(pass, w.failed);
+    if (plan.state === 'aborted') return;
+    if (plan.state === 'in_progress' && ctl.progressDeadlineMs !== undefined) {
+      const due = lastProgress(plan) + ctl.progressDeadlineMs;
+      if (c.now >= due) {
+        if (ctl.failureAction === 'rollback') return abort(pass, 'progress_deadline');
+        // continue cannot go on past a deadline: it pauses for the operator, as pause does.
+        pause(pass, 'progress_deadline');
+      } else pass.wake(due);
     }
-  }
+  } else inFlight = watchRevert(pass, target);
 
   const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
   if (!stale.length) {
-    if (direction === 'forward') complete(pass, target);
+    if (direction === 'forward') {
+      updateTotals(pass, target, inFlight);
+      if (!inFlight.length && plan.state === 'in_progress') complete(pass, target);
+    }
     return;
   }
-  const next = pickNext(pass, stale);
-  if (next) startStep(pass, next, target);
-  if (direction === 'forward') {
-    if (next) plan.currentStep++;
-    updateTotals(pass, target, next?.id);
+  if (direction === 'forward' && plan.state === 'paused') {
+    pass.notes.push(plan.failureReason ? `paused after ${plan.failureReason}: jaco rollout resume|abort, or apply` : 'paused: jaco rollout resume to go on');
+    updateTotals(pass, target, inFlight);
+    return;
   }
-  if (next) {
-    const step = plan.steps[plan.steps.length - 1]!;
-    pass.record('rollout_step', { replica: next.id, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
+  // update.delay: the next step waits this long after the last one finished.
+  if (direction === 'forward' && ctl.delayMs > 0) {
+    const last = Math.max(-Infinity, ...plan.steps.filter((s) => s.finishedAt).map((s) => Date.parse(s.finishedAt!)));
+    if (c.now < last + ctl.delayMs) {
+      pass.wake(last + ctl.delayMs);
+      pass.notes.push(`delay: the next step starts at ${new Date(last + ctl.delayMs).toISOString()}`);
+      updateTotals(pass, target, inFlight);
+      return;
+    }
+  }
+  const picks = pickNext(pass, stale, ctl.parallelism - inFlight.length, inFlight);
+  for (const { group, stopFirst } of picks) {
+    startStep(pass, group, target, stopFirst);
+    if (direction === 'forward') plan.currentStep++;
+  }
+  // One ledger write per act, however many steps it starts: the act is one transaction, and the
+  // ledger's compare-and-swap is what keeps a concurrent mover from spending the same budget.
+  if (picks.length) pass.ops.push(...c.ledger.record(c.name, c.service, { replica: picks.at(-1)!.group.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
+  if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...picks.map((p) => plan.steps.find((s) => s.replica === p.group.id && !s.finishedAt)!)]);
+  for (const { group } of picks) {
+    const step = plan.steps.find((s) => s.replica === group.id && !s.finishedAt)!;
+    pass.record('rollout_step', { replica: group.id, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
   }
 }
 
 /** totalSteps = steps taken + stale replicas still to go (follows scaling during the rollout). */
-function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: string | undefined): void {
+function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: RolloutStep[]): void {
   const plan = pass.plan!;
-  const remaining = pass.c.groups.filter((g) => !g.suspended && g.id !== inFlight && groupStale(g, target.specHash)).length;
+  const busy = new Set(inFlight.map((s) => s.replica));
+  const remaining = pass.c.groups.filter((g) => !g.suspended && !busy.has(g.id) && groupStale(g, target.specHash)).length;
   plan.totalSteps = plan.currentStep + remaining;
 }
 
+/** Whether replacing a replica of this template runs its new container beside the old one (the node-agent's stopFirstFor rule). */
+export function surges(t: ServiceSpec): boolean {
+  return t.update?.order !== 'stop-first' && !(t.volumes?.length ?? 0) && !(t.ports?.length ?? 0);
+}
+
 /**
- * The next replica to step, or undefined when none may go now. Replicas that are not ready go first
- * (stepping them cannot cost availability), then by position. The invariant: a running replica is
- * stepped only while every other replica of the service runs, so at most the one being replaced is
- * down; a replica that is not running may always be stepped (it cannot take anything further down).
+ * The replicas to step now, at most `slots`. Replicas that are not ready go first (stepping them
+ * cannot cost availability), then by position. The disruption budget (update.maxUnavailable, shared
+ * with moves) bounds every step: a running replica is stepped only while the replicas disrupted —
+ * not running, moving, mid step, restarting, including the steps picked in this pass — leave room;
+ * a replica that is not running may always be stepped (it cannot take anything further down).
+ * maxSurge bounds the start-first steps in flight (extra containers): beyond it a step goes
+ * stop-first.
  */
-function pickNext(pass: ServicePass, stale: ReplicaGroup[]): ReplicaGroup | undefined {
+function pickNext(pass: ServicePass, stale: ReplicaGroup[], slots: number, inFlight: RolloutStep[]): { group: ReplicaGroup; stopFirst: boolean }[] {
   const { c } = pass;
-  const notRunning = c.groups.filter((g) => !g.suspended && !groupRunning(g));
+  const ctl = c.controls;
   const readyNow = (g: ReplicaGroup) => g.copies.every((d, i) => (readyAt(d.value, g.observed[i], d.value.spec.specHash, c.now) ?? Infinity) <= c.now);
   const candidates = stale
     .filter((g) => {
@@ -383,18 +537,42 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[]): ReplicaGroup | unde
       return !g.moving && !g.nodeDown;
     })
     .sort((a, b) => Number(readyNow(a)) - Number(readyNow(b)) || byPosition(a, b));
-  // The shared disruption budget: moves, steps and pending restarts of the service all count.
+  if (slots <= 0) {
+    if (candidates.length) pass.notes.push(`waiting: ${inFlight.length} step(s) in flight, parallelism ${ctl.parallelism}`);
+    return [];
+  }
+  // The shared disruption budget: moves, steps and pending restarts of the service all count; so
+  // does a replica whose node is NotReady even if its last observation says running.
   const budget = serviceBudget(c);
+  for (const g of c.groups) if (!g.suspended && !groupRunning(g) && !budget.disrupted.has(g.id)) budget.disrupted.set(g.id, 'down');
+  // Surge in flight: start-first steps whose replacement has not taken over yet.
+  let surge = inFlight.filter((s) => {
+    const g = c.groups.find((x) => x.id === s.replica);
+    return !!g && groupRunning(g) && g.copies.some((d) => d.value.spec.specHash === pass.plan!.toHash && surges(d.value.spec.template));
+  }).length;
+  const picks: { group: ReplicaGroup; stopFirst: boolean }[] = [];
+  let held: string | undefined;
   for (const g of candidates) {
-    // A replica that is not running may always be stepped (it cannot take anything further down).
-    if (!groupRunning(g)) return g;
-    if (notRunning.length === 0 && admits(budget, g.id).ok) return g;
+    if (picks.length >= slots) break;
+    const running = groupRunning(g);
+    if (running) {
+      const verdict = admits(budget, g.id);
+      if (!verdict.ok) {
+        held ??= verdict.detail;
+        continue;
+      }
+    }
+    const template = c.deployment.value.spec.services[c.service];
+    // A replica that is not running has no old container to keep: its order costs nothing.
+    const startFirst = running && surges({ ...(template ?? { image: '' }), update: { ...template?.update, order: ctl.order } });
+    const stopFirst = startFirst && surge >= ctl.maxSurge;
+    if (startFirst && !stopFirst) surge++;
+    budget.disrupted.set(g.id, 'stepping');
+    picks.push({ group: g, stopFirst });
   }
-  if (candidates.length) {
-    const held = admits(budget, candidates[0]!.id);
-    pass.notes.push(notRunning.length ? `waiting: ${notRunning.map((g) => g.id).join(', ')} not running` : `waiting: ${held.ok ? 'no room' : held.detail}`);
-  }
-  return undefined;
+  if (!picks.length && candidates.length) pass.notes.push(`waiting: ${held ?? 'no room'}`);
+  else if (picks.length < Math.min(slots, candidates.length) && held) pass.notes.push(`${picks.length} step(s) started; more wait: ${held}`);
+  return picks;
 }
 
 /** The service's disruption budget as the snapshot shows it. */
@@ -403,16 +581,17 @@ function serviceBudget(c: ServiceCtx): Budget {
   return budgetOf(c.snapshot.replicas.service(c.name, c.service), (id) => c.snapshot.replicas.byId.get(id)?.copies ?? [], template, { commands: c.snapshot.commands });
 }
 
-function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate): void {
+/** Writes the target into the replica's desired copies; `stopFirst` when the surge is spent (the agent then stops the old container first). */
+function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, stopFirst: boolean): void {
   const { c } = pass;
+  const template = stopFirst ? { ...target.template, update: { ...target.template.update, order: 'stop-first' as const } } : target.template;
   for (const d of g.copies) {
     if (d.value.spec.specHash === target.specHash) continue;
-    const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template: target.template } };
+    const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
-  pass.ops.push(...c.ledger.record(c.name, c.service, { replica: g.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
   pass.plan!.steps.push({ replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso });
-  pass.wake(c.now + c.stepTimeoutMs);
+  pass.wake(c.now + c.controls.stepTimeoutMs);
 }
 
 /** Replicas an agent still reports with an old container, or not yet at the target spec. */
@@ -436,16 +615,21 @@ function complete(pass: ServicePass, target: ServingTemplate): void {
   pass.record('rollout_completed', { total_steps: plan.totalSteps, duration_seconds: (pass.c.now - Date.parse(plan.startedAt)) / 1000 });
 }
 
-/** Aborts at the failing step and starts reverting in the same act: no half-rolled state stays. */
-function abort(pass: ServicePass, step: RolloutStep, reason: FailureReason): void {
+/**
+ * Aborts (a failed step, the progress deadline, the operator) and starts reverting in the same act:
+ * steps still in flight end as failed, and every replica already moved goes back. No half-rolled
+ * state stays.
+ */
+function abort(pass: ServicePass, reason: FailureReason, step?: RolloutStep): void {
   const { c } = pass;
   const plan = pass.plan!;
-  finishStep(pass, step, 'failed');
+  for (const s of activeSteps(plan)) finishStep(pass, s, 'failed');
   plan.state = 'aborted';
   plan.failureReason = reason;
   plan.finishedAt = c.iso;
+  delete plan.pausedAt;
   pass.metrics.push({ metric: 'rollout', result: 'aborted' });
-  pass.record('rollout_aborted', { replica: step.replica, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, reason });
+  pass.record('rollout_aborted', { step: plan.currentStep, total_steps: plan.totalSteps, reason, ...(step ? { replica: step.replica, node: step.node } : {}) });
   const from = fromTemplate(c, plan);
   if (from) runSteps(pass, from, 'revert');
   else pass.notes.push(`cannot revert: revision ${plan.fromRevision} is gone and no replica runs it`);
@@ -468,10 +652,6 @@ function planObject(spec: RolloutPlanSpec): RolloutPlan {
   return { apiVersion: API_VERSION, kind: 'RolloutPlan', metadata: { name: `${spec.deployment}-${spec.service}` }, spec };
 }
 
-/** The service's update.stepTimeout, or the timings' default (60 s in production; documented in docs/rollout.md). */
-function stepTimeoutOf(raw: ServiceSpec | undefined, cfg: RolloutConfig): number {
-  return durationMs(raw?.update?.stepTimeout, cfg.stepTimeoutMs);
-}
 
 export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): RolloutDecision {
   const iso = new Date(now).toISOString();
@@ -487,6 +667,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
     let settled = true;
     for (const service of Object.keys(dv.value.spec.services).sort()) {
       const plan = s.plans.get(`${name}/${service}`);
+      const groups = replicaGroups(s, name, service, now);
       const ctx: ServiceCtx = {
         ledger,
         now,
@@ -495,10 +676,11 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
         name,
         service,
         generation,
-        groups: replicaGroups(s, name, service, now),
+        groups,
         plan,
         snapshot: s,
-        stepTimeoutMs: stepTimeoutOf(dv.value.spec.services[service], cfg),
+        // The applied manifest's update block (the template's has defaults filled in; update.stepTimeout absent → the timings' default).
+        controls: updateControls(dv.value.spec.services[service], groups.length, cfg),
       };
       const pass = decideService(ctx);
       for (const note of pass.notes) notes.push({ deployment: name, service, note });
@@ -506,7 +688,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
       settled &&= pass.settled;
       if (pass.plan) {
         services[service] = serviceRolloutStatus(pass.plan);
-        if (pass.plan.state === 'in_progress') inProgress++;
+        if (live(pass.plan)) inProgress++;
       }
       const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(plan?.value.spec);
       if (!planChanged && !pass.ops.length) continue;

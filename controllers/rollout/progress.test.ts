@@ -55,6 +55,29 @@ describe('rolloutProgress', () => {
       'aborted',
       'rollout to revision 2 aborted at step 1 of 2 (image_pull_failed: the new image could not be pulled (the node-agent reported image_pull_failed)); revision 1 keeps serving, 1 replica(s) going back; 2 of 2 replicas ready',
     ],
+    [
+      'two steps in flight (parallelism 2)',
+      {
+        deployment: dep(2),
+        status: status(1),
+        plans: [plan({ currentStep: 2, steps: [{ replica: 'app-web-0', node: 'n1', startedAt: '2025-01-01T00:00:00Z' }, { replica: 'app-web-1', node: 'n2', startedAt: '2025-01-01T00:00:00Z' }] })],
+        replicas: healthy,
+      },
+      'progressing',
+      'rolling revision 1 → 2: step 2 of 2 (app-web-0 on n1, app-web-1 on n2), 2 of 2 updated',
+    ],
+    [
+      'paused by the operator: still progressing',
+      { deployment: dep(2), status: status(1), plans: [plan({ state: 'paused', pausedAt: '2025-01-01T00:00:00Z' })], replicas: healthy },
+      'progressing',
+      'rollout to revision 2 paused at step 1 of 2 by the operator; jaco rollout resume to go on; 2 of 2 replicas ready',
+    ],
+    [
+      'paused after a failure (failureAction pause)',
+      { deployment: dep(2), status: status(1), plans: [plan({ state: 'paused', pausedAt: '2025-01-01T00:00:00Z', failureReason: 'step_timeout' })], replicas: healthy },
+      'paused',
+      'rollout to revision 2 paused at step 1 of 2 after step_timeout: the replica of the current step was not running and healthy at the new revision within the step timeout; jaco rollout resume|abort, or apply a fix; 2 of 2 replicas ready',
+    ],
     ['aborted at an older revision, current one applied', { deployment: dep(3), status: status(3), plans: [plan({ state: 'aborted', failureReason: 'step_timeout' })], replicas: healthy }, 'complete', '2 of 2 replicas ready'],
     ['completed', { deployment: dep(2), status: status(2), plans: [plan({ state: 'completed', currentStep: 2 })], replicas: healthy }, 'complete', 'rolled out revision 2 in 2 step(s); 2 of 2 replicas ready'],
     [

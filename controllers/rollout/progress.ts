@@ -17,7 +17,8 @@ export interface ProgressInput {
   now: number;
 }
 
-export type RolloutPhase = 'progressing' | 'complete' | 'aborted' | 'missing';
+/** paused: a rollout to the current revision paused after a failure (failureAction pause); paused by the operator is still progressing. */
+export type RolloutPhase = 'progressing' | 'complete' | 'aborted' | 'paused' | 'missing';
 
 export interface Progress {
   phase: RolloutPhase;
@@ -37,6 +38,7 @@ export function rolloutProgress(i: ProgressInput): Progress {
   const scheduling = i.status?.status?.scheduling;
   const schedulingCurrent = !!scheduling && scheduling.observedGeneration >= revision;
   let aborted = false;
+  let pausedOnFailure = false;
   let settled = (i.status?.status?.rollout?.appliedRevision ?? 0) === revision;
   const lines: Progress['lines'] = [];
   for (const service of Object.keys(d.spec.services).sort()) {
@@ -50,10 +52,15 @@ export function rolloutProgress(i: ProgressInput): Progress {
     const parts: string[] = [];
     if (plan?.state === 'in_progress') {
       settled = false;
-      const step = plan.steps[plan.steps.length - 1];
-      const active = step && !step.finishedAt ? ` (${step.replica} on ${step.node})` : ' (waiting for every replica to run before the next step)';
+      const steps = plan.steps.filter((x) => !x.finishedAt);
+      const active = steps.length ? ` (${steps.map((x) => `${x.replica} on ${x.node}`).join(', ')})` : ' (waiting for room in the disruption budget, or the update delay, before the next step)';
       const updated = new Set(reps.filter((r) => r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
       parts.push(`rolling revision ${plan.fromRevision} → ${plan.toRevision}: step ${plan.currentStep} of ${plan.totalSteps}${active}, ${updated.size} of ${want} updated`);
+    } else if (plan?.state === 'paused') {
+      settled = false;
+      const why = plan.failureReason ? `after ${describeFailure(plan.failureReason)}; jaco rollout resume|abort, or apply a fix` : 'by the operator; jaco rollout resume to go on';
+      if (plan.failureReason && plan.toRevision === revision) pausedOnFailure = true;
+      parts.push(`rollout to revision ${plan.toRevision} paused at step ${plan.currentStep} of ${plan.totalSteps} ${why}`);
     } else if (plan?.state === 'aborted' && plan.toRevision === revision) {
       aborted = true;
       const reverting = reps.filter((r) => r.desired.spec.specHash !== plan.fromHash).length;
@@ -67,5 +74,5 @@ export function rolloutProgress(i: ProgressInput): Progress {
     if (ready.size < want || ready.size < ids.size) settled = false;
     lines.push({ service, text: parts.join('; ') });
   }
-  return { phase: aborted ? 'aborted' : settled ? 'complete' : 'progressing', revision, lines };
+  return { phase: aborted ? 'aborted' : pausedOnFailure ? 'paused' : settled ? 'complete' : 'progressing', revision, lines };
 }

@@ -3,6 +3,7 @@
 // controllers validate with the YAML files in crds/, compiled by ajv (src/api/schema.ts).
 import type { V1CustomResourceDefinition, V1JSONSchemaProps } from '@kubernetes/client-node';
 import { DURATION_PATTERN } from './units.js';
+import { PERCENT_PATTERN } from './update.js';
 import { GROUP } from './types.js';
 
 type Schema = V1JSONSchemaProps & Record<string, unknown>;
@@ -23,6 +24,12 @@ const map = (values: Schema, extra: Schema = {}): Schema => ({ type: 'object', a
 const freeForm = (description: string): Schema => ({ type: 'object', 'x-kubernetes-preserve-unknown-fields': true, description });
 const time = (description: string): Schema => str({ format: 'date-time', description });
 const duration = (description: string): Schema => str({ pattern: DURATION_PATTERN, description: `${description} Go-style duration, e.g. 30s, 1m30s, 500ms.` });
+/** A replica count or a percentage of the service's replicas ("25%"). */
+const replicaCount = (minimum: number, description: string): Schema => ({
+  'x-kubernetes-int-or-string': true,
+  anyOf: [{ type: 'integer', minimum }, { type: 'string', pattern: PERCENT_PATTERN }],
+  description,
+});
 const intOrString = (pattern: string, description: string): Schema => ({
   'x-kubernetes-int-or-string': true,
   anyOf: [{ type: 'integer', minimum: 0 }, { type: 'string', pattern }],
@@ -80,10 +87,17 @@ const serviceSchema: Schema = obj(
     priority: int({ description: 'Higher places first (default 0).' }),
     rebalance: str({ enum: ['enabled', 'disabled'], description: 'disabled opts the service out of pressure-based moves.' }),
     update: obj({
-      order: str({ enum: ['start-first', 'stop-first'] }),
+      order: str({ enum: ['start-first', 'stop-first'], description: 'start-first (default): the old container serves until the new one is ready; stop-first: stop it first.' }),
       stepTimeout: duration('Rolling-update step timeout (default 60s).'),
-      maxUnavailable: int({ minimum: 1, description: 'Replicas that may be moved or down at once (default 1).' }),
+      maxUnavailable: replicaCount(1, 'The disruption budget: replicas that may be disrupted at once by moves and rollout steps (default 1). A count, or a percentage of the replicas rounded down (at least 1).'),
       minReadyTime: duration('With no health check: how long a replica must run to count as ready (default 5s).'),
+      parallelism: int({ minimum: 0, description: 'Replicas stepped at once (default 1; 0: as many as maxUnavailable allows).' }),
+      maxSurge: replicaCount(0, 'Start-first steps in flight, i.e. extra containers (default: parallelism); further steps go stop-first. A count, or a percentage of the replicas rounded up.'),
+      delay: duration('Wait between one step finishing and the next starting (default 0s).'),
+      monitor: duration('How long a new replica must stay ready before its step counts (default 0s).'),
+      progressDeadline: duration('The rollout fails when no step completes for this long (default: no deadline).'),
+      failureAction: str({ enum: ['rollback', 'pause', 'continue'], description: 'When a rollout fails: rollback (default) reverts to the previous revision, pause waits for the operator, continue goes on with the next replica.' }),
+      maxFailureRatio: num({ minimum: 0, maximum: 1, description: 'Fraction of steps that may fail before failureAction applies (default 0).' }),
     }),
     dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
       description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
@@ -373,7 +387,7 @@ const KINDS: KindDef[] = [
           services: map(
             obj(
               {
-                state: str({ enum: ['in_progress', 'completed', 'aborted'] }),
+                state: str({ enum: ['in_progress', 'paused', 'completed', 'aborted'] }),
                 fromRevision: int(),
                 toRevision: int(),
                 currentStep: int({ minimum: 0 }),
@@ -391,7 +405,7 @@ const KINDS: KindDef[] = [
   {
     kind: 'RolloutPlan',
     plural: 'rolloutplans',
-    description: 'A rolling update of one service, one replica per step.',
+    description: 'A rolling update of one service, step by step (update.parallelism replicas at a time).',
     spec: obj(
       {
         deployment: str(),
@@ -402,13 +416,27 @@ const KINDS: KindDef[] = [
         toHash: str(),
         totalSteps: int({ minimum: 0 }),
         currentStep: int({ minimum: 0 }),
-        state: str({ enum: ['in_progress', 'completed', 'aborted'] }),
+        state: str({ enum: ['in_progress', 'paused', 'completed', 'aborted'] }),
         failureReason: str(),
         startedAt: time('Rollout start.'),
         finishedAt: time('Rollout end.'),
+        pausedAt: time('Paused since (by the operator, or by failureAction pause).'),
+        resumedAt: time('Last resume: the progress deadline counts from here.'),
+        request: obj(
+          { action: str({ enum: ['pause', 'resume', 'abort'] }), requestedAt: time('Request time.') },
+          ['action', 'requestedAt'],
+          { description: 'Written by the CLI (jaco rollout pause|resume|abort); the controller carries it out and clears it.' },
+        ),
         steps: arr(
           obj(
-            { replica: str(), node: str(), startedAt: time('Step start.'), finishedAt: time('Step end.'), result: str({ enum: ['done', 'failed', 'reverted', 'superseded'] }) },
+            {
+              replica: str(),
+              node: str(),
+              startedAt: time('Step start.'),
+              readyAt: time('With update.monitor: first seen ready.'),
+              finishedAt: time('Step end.'),
+              result: str({ enum: ['done', 'failed', 'reverted', 'superseded'] }),
+            },
             ['replica', 'node', 'startedAt'],
           ),
         ),

@@ -81,13 +81,32 @@ export interface ContainerOptions {
   privileged?: boolean;
 }
 
+export type FailureAction = 'rollback' | 'pause' | 'continue';
+/** A number of replicas, or a percentage of the service's replicas ("25%"). */
+export type ReplicaCount = number | string;
+
+/** How a service's replicas are replaced (docs/rollout.md); src/api/update.ts resolves it. */
 export interface UpdatePolicy {
   order?: UpdateOrder;
   stepTimeout?: string;
-  /** Replicas of the service that may be unavailable at once during moves (drain, rebalance). */
-  maxUnavailable?: number;
+  /** The disruption budget: replicas that may be disrupted at once — moves (drain, rebalance) and rollout steps. */
+  maxUnavailable?: ReplicaCount;
   /** With no health check, how long a replica must run before it counts as ready. */
   minReadyTime?: string;
+  /** Replicas stepped at once (default 1; 0: as many as maxUnavailable allows). */
+  parallelism?: number;
+  /** Start-first steps in flight, i.e. extra containers (default: parallelism); further steps go stop-first. */
+  maxSurge?: ReplicaCount;
+  /** Wait between one step finishing and the next starting (default 0s). */
+  delay?: string;
+  /** How long a new replica must stay ready before its step counts (default 0s). */
+  monitor?: string;
+  /** The rollout fails when no step completes for this long (default: no deadline). */
+  progressDeadline?: string;
+  /** What a failed rollout does: rollback (default), pause, or continue with the next replica. */
+  failureAction?: FailureAction;
+  /** Fraction of steps that may fail before failureAction applies (default 0). */
+  maxFailureRatio?: number;
 }
 
 export interface ServiceSpec {
@@ -391,7 +410,7 @@ export interface FailingAct {
 }
 
 export interface ServiceRolloutStatus {
-  state: 'in_progress' | 'completed' | 'aborted';
+  state: RolloutState;
   fromRevision: number;
   toRevision: number;
   currentStep: number;
@@ -410,12 +429,17 @@ export type DeploymentStatus = StatusObject<'DeploymentStatus', DeploymentStatus
 
 // ---------------------------------------------------------------- Rollouts
 
-export type RolloutState = 'in_progress' | 'completed' | 'aborted';
+export type RolloutState = 'in_progress' | 'paused' | 'completed' | 'aborted';
+
+/** What an operator asks of a rollout (`jaco rollout pause|resume|abort`). */
+export type RolloutAction = 'pause' | 'resume' | 'abort';
 
 export interface RolloutStep {
   replica: string;
   node: string;
   startedAt: string;
+  /** With update.monitor: when the replica was first seen ready (the step counts monitor later). */
+  readyAt?: string;
   finishedAt?: string;
   /** done: ready at the new revision; failed: the step that aborted the rollout; reverted: a
    *  step back to fromRevision after an abort; superseded: a newer apply replaced the plan. */
@@ -435,6 +459,12 @@ export interface RolloutPlanSpec {
   failureReason?: string;
   startedAt: string;
   finishedAt?: string;
+  /** Set while paused: by the operator, or by failureAction pause (then failureReason says why). */
+  pausedAt?: string;
+  /** The last resume: the progress deadline counts from here (or a later step) rather than from the start. */
+  resumedAt?: string;
+  /** Written by the CLI only (compare-and-swap); the controller carries it out and clears it in one write. */
+  request?: { action: RolloutAction; requestedAt: string };
   steps: RolloutStep[];
 }
 /** rollouts/<deployment>/<service>: written by the rollout controller only. */

@@ -2,6 +2,7 @@
 // simulated store that returns what is wrong, or undefined.
 import type { ReplicaDesired } from '../../src/api/types.js';
 import type { Sim } from './world.js';
+import { maxUnavailableOf } from '../../src/api/update.js';
 
 export interface Invariant {
   name: string;
@@ -41,7 +42,8 @@ export const movesWithinBudget: Invariant = {
       moving.set(k, (moving.get(k) ?? new Set()).add(d.spec.replica));
     }
     for (const [k, ids] of moving) {
-      const max = sim.desired().find((d) => `${d.spec.deployment}/${d.spec.service}` === k)?.spec.template.update?.maxUnavailable ?? 1;
+      const copies = sim.desired().filter((d) => `${d.spec.deployment}/${d.spec.service}` === k);
+      const max = maxUnavailableOf(copies[0]?.spec.template, new Set(copies.map((d) => d.spec.replica)).size);
       if (ids.size > max) return `${k} has ${ids.size} replicas moving at once (maxUnavailable ${max}): ${[...ids].join(', ')}`;
     }
     return undefined;

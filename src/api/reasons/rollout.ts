@@ -7,6 +7,9 @@ export const FAILURE_REASONS = {
   image_pull_failed: 'the new image could not be pulled (the node-agent reported image_pull_failed)',
   health_check_failed: 'the replica started at the new revision but its health check failed (state degraded)',
   restart_exhausted: 'the replica failed 3 times in a row at the new revision; the scheduler stopped restarting it',
+  monitor_failed: 'the replica was ready at the new revision but stopped being ready within update.monitor',
+  progress_deadline: 'no step completed within update.progressDeadline',
+  operator_abort: 'the operator aborted the rollout (jaco rollout abort)',
 } as const;
 export type FailureReason = keyof typeof FAILURE_REASONS;
 
@@ -33,8 +36,11 @@ export type RolloutResult = keyof typeof ROLLOUT_RESULTS;
 /** jaco_rollout_steps_total{result}: how a step ended (RolloutStep.result). */
 export const STEP_RESULTS = {
   done: 'the replica ran healthy at the new revision',
-  failed: 'the step that aborted the rollout',
+  failed: 'the step failed (or was in flight when the rollout aborted); tolerated failures leave the replica to the scheduler',
   reverted: 'a replica went back to the previous revision after an abort',
   superseded: 'the step was in flight when a newer apply replaced the rollout',
 } as const;
 export type StepResult = keyof typeof STEP_RESULTS;
+
+/** Why a rollout is paused (audit rollout_paused `reason`): the operator, or a failure under failureAction pause. */
+export type PauseReason = 'operator' | FailureReason;

@@ -95,6 +95,10 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
           out.write(`deployment "${name}" rollout to revision ${p.revision} aborted\n`);
           return finish(EXIT_ROLLOUT_ABORTED);
         }
+        if (p.phase === 'paused') {
+          out.write(`deployment "${name}" rollout to revision ${p.revision} paused after a failure\n`);
+          return finish(EXIT_ROLLOUT_ABORTED);
+        }
         if (p.phase === 'complete') {
           out.write(`deployment "${name}" successfully rolled out (revision ${p.revision})\n`);
           return finish(EXIT_OK);
