@@ -37,6 +37,18 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        // Chaos on the real thing (3-member etcd, two controller copies, agents, Docker): as
+        // Docker-heavy as e2e, run after it, one file at a time.
+        test: {
+          name: 'chaos',
+          include: ['test/chaos/**/*.test.ts'],
+          globalSetup: ['test/support/e2e-global.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -23,5 +23,7 @@ else
   npx vitest run --project unit --project integration --project sim
   echo "== end-to-end tests (real etcd, real Docker)"
   npx vitest run --project e2e
+  echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
+  npx vitest run --project chaos
 fi
 echo "== make test passed in $(( $(date +%s) - start ))s"

@@ -1,0 +1,390 @@
+// The chaos cluster: a real 3-member etcd, two `jaco controller all` processes (one leads each
+// controller, one stands by), three `jaco agent` processes sharing the local Docker engine, and
+// every etcd3 client of those processes reaching etcd only through TCP proxies on 127.0.0.1 (one
+// proxy per component and member), so a cut between one component and etcd is a real one.
+// Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
+// (and test/support/e2e-global.ts removes its containers).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { keys } from '../../src/api/keys.js';
+import { LABELS } from '../../src/api/labels.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { Heartbeat } from '../../src/api/types.js';
+import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/runtime/etcd.js';
+import { clusterInfo } from '../../src/store/cluster.js';
+import { Store, withTimeout } from '../../src/store/store.js';
+import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';
+import { requireDocker } from '../support/cluster.js';
+import { noteCluster } from '../support/leaks.js';
+import { TcpProxy } from '../support/proxy.js';
+import { eventually, sleep } from '../support/wait.js';
+
+const SHM = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+/** Processes of chaos runs, "pid" per line: a run that was killed halfway leaves them behind. */
+const PID_FILE = join(tmpdir(), 'jaco-chaos-pids.txt');
+/** Every process a chaos run starts carries this in its environment or command line. */
+const MARK = 'jaco-chaos';
+
+/** Ends the processes an earlier, aborted chaos run left (only those carrying the chaos mark). */
+export function endLeftovers(): number {
+  if (!existsSync(PID_FILE)) return 0;
+  let ended = 0;
+  for (const pid of new Set(readFileSync(PID_FILE, 'utf8').split('\n').filter(Boolean).map(Number))) {
+    let ours = false;
+    try {
+      ours = readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(MARK) || readFileSync(`/proc/${pid}/environ`, 'utf8').includes(`JACO_CHAOS=${MARK}`);
+    } catch {
+      continue; // gone
+    }
+    if (!ours) continue;
+    try {
+      process.kill(pid, 'SIGCONT');
+      process.kill(pid, 'SIGKILL');
+      ended++;
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(PID_FILE, { force: true });
+  return ended;
+}
+
+/** Every child of this process, ended with it however the test process goes (a timeout, a crash). */
+const children = new Set<ChildProcess>();
+let exitHook = false;
+
+function notePid(child: ChildProcess): void {
+  if (child.pid) appendFileSync(PID_FILE, `${child.pid}\n`);
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', () => {
+      for (const c of children) {
+        try {
+          c.kill('SIGCONT');
+          c.kill('SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+    });
+  }
+}
+
+/** Test-side etcd calls never hang the run: a member may be stopped or gone. */
+export function bounded<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return withTimeout(p, ms, `${what}: no answer within ${ms} ms`);
+}
+
+function alive(child: ChildProcess): boolean {
+  return child.exitCode === null && child.signalCode === null;
+}
+
+async function ended(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (!alive(child)) return;
+  const exit = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGCONT'); // a stopped process cannot act on SIGTERM
+  child.kill(signal);
+  const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exit;
+  clearTimeout(t);
+}
+
+/** One etcd member: killed, paused, restarted on its data, or removed and added back empty. */
+export class EtcdNode {
+  member!: EtcdMember;
+  stopped = false;
+  constructor(
+    public spec: EtcdMemberSpec,
+    readonly logDir: string,
+  ) {}
+
+  get endpoint(): string {
+    return `http://127.0.0.1:${this.spec.clientPort}`;
+  }
+
+  get running(): boolean {
+    return !!this.member && alive(this.member.process);
+  }
+
+  start(extra: string[] = []): void {
+    this.member = startEtcdMember({ ...this.spec, logFile: join(this.logDir, `${this.spec.name}.log`), extraArgs: extra });
+    notePid(this.member.process);
+    this.stopped = false;
+  }
+
+  signal(s: NodeJS.Signals): void {
+    if (this.running) this.member.process.kill(s);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.member) await ended(this.member.process, signal);
+  }
+}
+
+/** A jaco process (controller or agent) and its own proxies to the etcd members. */
+export class Component {
+  child?: ChildProcess;
+  logFile: string;
+  starts = 0;
+  paused = false;
+  constructor(
+    readonly name: string,
+    readonly args: string[],
+    readonly proxies: TcpProxy[],
+    logDir: string,
+  ) {
+    this.logFile = join(logDir, `${name}.log`);
+  }
+
+  get running(): boolean {
+    return !!this.child && alive(this.child);
+  }
+
+  get pid(): number | undefined {
+    return this.running ? this.child!.pid : undefined;
+  }
+
+  get endpoints(): string {
+    return this.proxies.map((p) => `http://127.0.0.1:${p.port}`).join(',');
+  }
+
+  cut(): void {
+    for (const p of this.proxies) p.pause();
+  }
+
+  mend(): void {
+    for (const p of this.proxies) p.resume();
+  }
+
+  signal(s: NodeJS.Signals): void {
+    if (this.running) this.child!.kill(s);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.child) await ended(this.child, signal);
+    this.paused = false;
+  }
+
+  tail(lines = 30): string {
+    try {
+      return readFileSync(this.logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '';
+    }
+  }
+}
+
+export interface ChaosClusterOptions {
+  nodes?: number;
+  controllers?: number;
+  timings?: 'fast' | 'production';
+}
+
+export class ChaosCluster {
+  readonly logDir = mkdtempSync(join(tmpdir(), `${MARK}-logs-`));
+  readonly etcd: EtcdNode[] = [];
+  readonly controllers: Component[] = [];
+  readonly agents: Component[] = [];
+  readonly prefix = '/jaco/';
+  /** The test's own view: straight to the members, never cut. */
+  store!: Store;
+  docker!: Docker;
+  uid = '';
+  private proxies: TcpProxy[] = [];
+  private initialCluster = '';
+
+  constructor(readonly opts: ChaosClusterOptions = {}) {}
+
+  get timings(): 'fast' | 'production' {
+    return this.opts.timings ?? 'fast';
+  }
+
+  get endpoints(): string[] {
+    return this.etcd.map((e) => e.endpoint);
+  }
+
+  get components(): Component[] {
+    return [...this.controllers, ...this.agents];
+  }
+
+  async start(): Promise<this> {
+    const left = endLeftovers();
+    if (left) console.warn(`ended ${left} process(es) left by an aborted chaos run`);
+    this.docker = await requireDocker();
+    const n = 3;
+    const specs: EtcdMemberSpec[] = [];
+    for (let i = 0; i < n; i++)
+      specs.push({ name: `m${i}`, dataDir: mkdtempSync(join(SHM, `${MARK}-etcd-m${i}-`)), clientPort: await freePort(), peerPort: await freePort() });
+    this.initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
+    for (const s of specs) {
+      const node = new EtcdNode({ ...s, initialCluster: this.initialCluster }, this.logDir);
+      node.start();
+      this.etcd.push(node);
+    }
+    await waitForEtcd(this.endpoints, 30_000);
+    this.store = new Store({ endpoints: this.endpoints, prefix: this.prefix });
+    this.uid = (await clusterInfo(this.store)).uid;
+    noteCluster(this.uid);
+    const nodes = this.opts.nodes ?? 3;
+    for (let i = 1; i <= nodes; i++) {
+      const name = `node-${i}`;
+      this.agents.push(await this.component(name, ['agent', '--node', name, '--capacity', 'cpu=2,memory=4Gi', '--metrics-addr', '127.0.0.1:0']));
+    }
+    for (let i = 1; i <= (this.opts.controllers ?? 2); i++) this.controllers.push(await this.component(`controllers-${i}`, ['controller', 'all', '--metrics-addr', '127.0.0.1:0']));
+    await Promise.all(this.agents.map((a) => this.launch(a)));
+    await Promise.all(this.agents.map((a) => this.waitReady(a.name)));
+    for (const c of this.controllers) this.launch(c);
+    await eventually(async () => (await this.store.countPrefix(keys.leaders('scheduler'))) === this.controllers.length, { what: 'every controller copy campaigning', timeoutMs: 30_000 });
+    return this;
+  }
+
+  private async component(name: string, args: string[]): Promise<Component> {
+    const proxies = await Promise.all(
+      this.etcd.map(async (e) => {
+        const p = new TcpProxy(e.spec.clientPort);
+        await p.start();
+        this.proxies.push(p);
+        return p;
+      }),
+    );
+    return new Component(name, args, proxies, this.logDir);
+  }
+
+  /** Starts (or starts again) a component's process. */
+  launch(c: Component): void {
+    const out = createWriteStream(c.logFile, { flags: 'a' });
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', this.timings, ...c.args], {
+      env: { ...process.env, JACO_ENDPOINTS: c.endpoints, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'info', JACO_CHAOS: MARK },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    notePid(child);
+    child.stdout!.pipe(out);
+    child.stderr!.pipe(out);
+    c.child = child;
+    c.starts++;
+    c.paused = false;
+  }
+
+  async waitReady(node: string, timeoutMs = 30_000): Promise<void> {
+    await eventually(async () => nodeReady((await bounded(this.store.get<Heartbeat>(keys.heartbeat(node)), 3000, 'heartbeat'))?.value, Date.now()), { what: `node ${node} Ready`, timeoutMs });
+  }
+
+  /** The component leading `controller` (the oldest election key), if one of ours. */
+  async leaderOf(controller = 'scheduler'): Promise<Component | undefined> {
+    const { kvs } = await bounded(this.store.listRaw(keys.leaders(controller)), 3000, 'leaders');
+    const first = [...kvs].sort((a, b) => Number(a.create_revision) - Number(b.create_revision))[0];
+    if (!first) return undefined;
+    const pid = Number(first.value.toString().split('/')[1]);
+    return this.controllers.find((c) => c.pid === pid);
+  }
+
+  /** A store straight to one member (for its status and member list). */
+  private async onMember<T>(e: EtcdNode, fn: (s: Store) => Promise<T>): Promise<T> {
+    const s = new Store({ endpoints: e.endpoint, dialTimeoutMs: 2000 });
+    try {
+      return await fn(s);
+    } finally {
+      s.close();
+    }
+  }
+
+  async raftLeader(): Promise<EtcdNode | undefined> {
+    for (const e of this.etcd) {
+      if (!e.running || e.stopped) continue;
+      try {
+        const st = await this.onMember(e, (s) => bounded(s.client.maintenance.status(), 2000, 'status'));
+        if (st.leader === st.header.member_id) return e;
+      } catch {
+        // not answering
+      }
+    }
+    return undefined;
+  }
+
+  async restartEtcd(e: EtcdNode): Promise<void> {
+    await e.kill('SIGKILL');
+    e.start();
+    await waitForEtcd([e.endpoint], 30_000, e.member.process);
+  }
+
+  /**
+   * A member restored from nothing: removed from the cluster, its data wiped, added back and
+   * started empty (--initial-cluster-state existing); it catches up from the others.
+   */
+  async rejoinEtcd(e: EtcdNode): Promise<void> {
+    const members = (await bounded(this.store.client.cluster.memberList({}), 5000, 'member list')).members;
+    const me = members.find((m) => m.name === e.spec.name || m.peerURLs.includes(`http://127.0.0.1:${e.spec.peerPort}`));
+    if (!me) throw new Error(`member ${e.spec.name} is not in the member list`);
+    // etcd refuses a reconfiguration while a member is still catching up (strict reconfig check).
+    await eventually(
+      async () => {
+        await bounded(this.store.client.cluster.memberRemove({ ID: me.ID }), 5000, 'member remove');
+        return true;
+      },
+      { what: `member ${e.spec.name} removed`, timeoutMs: 30_000, intervalMs: 500 },
+    );
+    await e.kill('SIGKILL');
+    rmSync(e.spec.dataDir, { recursive: true, force: true });
+    const peer = `http://127.0.0.1:${e.spec.peerPort}`;
+    // A removed member's peer URL can be added back once the removal is applied everywhere.
+    await eventually(
+      async () => {
+        await bounded(this.store.client.cluster.memberAdd({ peerURLs: [peer] }), 5000, 'member add');
+        return true;
+      },
+      { what: `member ${e.spec.name} added back`, timeoutMs: 30_000, intervalMs: 500 },
+    );
+    const now = (await bounded(this.store.client.cluster.memberList({}), 5000, 'member list')).members;
+    const initial = now.map((m) => `${m.name || e.spec.name}=${m.peerURLs[0]}`).join(',');
+    e.spec = { ...e.spec, initialCluster: initial };
+    e.start(['--initial-cluster-state', 'existing']);
+    await waitForEtcd([e.endpoint], 30_000, e.member.process);
+  }
+
+  /** Revokes every lease in etcd at once (what a snapshot restore or an operator's mistake does). */
+  async revokeAllLeases(): Promise<number> {
+    const { leases } = await bounded(this.store.client.leaseClient.leaseLeases(), 5000, 'lease list');
+    await Promise.all(leases.map((l) => bounded(this.store.client.leaseClient.leaseRevoke({ ID: l.ID }), 5000, 'revoke').catch(() => undefined)));
+    return leases.length;
+  }
+
+  /** `jaco` as an operator runs it, straight to the members. */
+  jaco(args: string[], input?: string, timeoutMs = 30_000): Promise<CliResult> {
+    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoints.join(','), prefix: this.prefix, input, timeoutMs });
+  }
+
+  /** Running containers of this cluster. */
+  async containers(): Promise<Docker.ContainerInfo[]> {
+    return bounded(this.docker.listContainers({ all: false, filters: { label: [`${LABELS.cluster}=${this.uid}`] } }), 10_000, 'docker ps');
+  }
+
+  logs(lines = 25): string {
+    return this.components.map((c) => `---- ${c.name} (${c.logFile})\n${c.tail(lines)}`).join('\n');
+  }
+
+  private stopping?: Promise<void>;
+
+  /** Ends every process, proxy and container of the cluster; safe to call twice. */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopNow();
+    return this.stopping;
+  }
+
+  private async stopNow(): Promise<void> {
+    await Promise.all(this.components.map((c) => c.kill('SIGTERM')));
+    for (const p of this.proxies) await p.close().catch(() => undefined);
+    this.store?.close();
+    if (this.docker && this.uid) {
+      const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.cluster}=${this.uid}`] } }).catch(() => []);
+      await Promise.all(list.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+    }
+    await Promise.all(this.etcd.map((e) => e.kill('SIGTERM')));
+    for (const e of this.etcd) rmSync(e.spec.dataDir, { recursive: true, force: true });
+    await sleep(0);
+  }
+}
