@@ -11,7 +11,8 @@
 //   cutover  — once the dst copy is observed running and healthy at its spec, desired/<src>/<R> is
 //              deleted (its agent stops the container) and the marker records cutoverAt.
 //   complete — once the source's agent no longer reports the replica (its container is gone), or
-//              the source node is lost, the marker is cleared (placedAt = now). "Completed" means
+//              the source node is lost, the marker is cleared (placedAt = now, movedFrom = src, which
+//              the rebalancer's ping-pong exclusion reads across leader failovers). "Completed" means
 //              the old container is gone, not only its desired key.
 //   abandon  — before cutover: past the deadline, when the dst copy failed or its node is lost, or
 //              when the actor cancels it: desired/<dst>/<R> is deleted and src's movingTo cleared;
@@ -246,7 +247,7 @@ export function advanceMoves(book: MoveBook, now: number, opts: AdvanceOptions, 
       // Complete once the source's container is gone (its agent forgot the replica), or its node is lost.
       if (observedOn(marker.from, id) !== undefined && !opts.lostNodes?.has(marker.from)) continue;
       const { move: _m, ...rest } = dst.desired.spec;
-      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now) } };
+      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now), movedFrom: { node: marker.from, by: marker.by, at: iso(now) } } };
       steps.push({ ...base, outcome: 'completed', ops: [{ op: 'update', key: dst.key, value: done, modRevision: dst.modRevision }] });
       continue;
     }

@@ -414,8 +414,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
         continue;
       }
       const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-      const moved = state.moved.get(id);
-      const movedAway = moved && now - moved.at < config.pingPongMs ? { from: moved.from, agoMs: now - moved.at } : undefined;
+      const movedAway = lastMoveAway(state, copy, now, config);
       const { best, furthest, all } = destinations(table, fp, req, placer, movedAway, full, config);
       const shown = best ?? furthest!;
       Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
@@ -493,10 +492,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
       return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
     },
-    movedFrom: (id) => {
-      const m = state.moved.get(id);
-      return m && now - m.at < config.pingPongMs ? m.from : undefined;
-    },
+    movedFrom: (copy) => lastMoveAway(state, copy, now, config)?.from,
     // A node at or over the trigger is the more urgent problem: spread waits for the pressure path.
     mayMove: countedCycle && !move && moving === 0 && !(src && atLeast(src.pressure, config.trigger)),
   });
@@ -547,6 +543,18 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     ...(state.seeded ? { seeded: true } : {}),
   };
   return { state: next, acts, plan };
+}
+
+/**
+ * The node a replica was last moved away from, within the ping-pong exclusion (seed 002): the
+ * leader's own record, else the one its completed move left in the desired record (which a new
+ * leader inherits).
+ */
+function lastMoveAway(state: RebalancerState, copy: Copy, now: number, config: Config): { from: string; agoMs: number } | undefined {
+  const local = state.moved.get(copy.desired.spec.replica);
+  const stored = copy.desired.spec.movedFrom;
+  const last = local ? { from: local.from, at: local.at } : stored ? { from: stored.node, at: Date.parse(stored.at) } : undefined;
+  return last && now - last.at < config.pingPongMs ? { from: last.from, agoMs: now - last.at } : undefined;
 }
 
 /** Leader-local effects of the acts that landed: node cooldown, ping-pong record, recorded skips. */

@@ -295,6 +295,22 @@ describe('leader-local bookkeeping', () => {
     expect(h.cycle(load('c', 'a')).plan.move).toMatchObject({ replica: 'd-web-0', src: 'c', dst: 'a' });
   });
 
+  it('ping-pong survives a leader failover: the completed move left movedFrom in the desired record', () => {
+    const w = new World().addNode('a').addNode('c').add(replica('d-web-0', 'a'));
+    const h = new Harness(w);
+    const load = (hot: string, cool: string) => ({ [hot]: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, [cool]: { cpu: 0.1 } });
+    h.run(2, load('a', 'c'));
+    runMovedCopies(w, h.now);
+    h.cycle(load('a', 'c')); // cuts over
+    h.cycle(load('a', 'c')); // completes
+    expect(w.replicas.map((r) => r.desired.value.spec.movedFrom)).toEqual([expect.objectContaining({ node: 'a', by: 'rebalancer' })]);
+    h.state = initialState(); // a new leader: no leader-local record of the move
+    h.now += 11 * MIN;
+    const [, back] = h.run(2, load('c', 'a'));
+    expect(back!.plan.candidates[0]).toMatchObject({ replica: 'd-web-0', reason: 'no_eligible_dst', dst: 'a' });
+    expect(back!.plan.candidates[0]!.detail).toContain('not moved back');
+  });
+
   it('a skip that repeats with the same reason is recorded once; a change is recorded again', () => {
     const h = new Harness(cluster());
     const busy = hotA(0.95, { b: { cpu: 0.6 }, c: { cpu: 0.65 } });

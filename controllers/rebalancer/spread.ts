@@ -48,7 +48,7 @@ export interface SpreadInput {
   /** Why a node may not receive this replica beyond the scheduler's filters (node cooldown, pressure after the move). */
   dstRefusal: (node: string, copy: Copy) => string | undefined;
   /** The node a replica was last moved away from, within the ping-pong exclusion. */
-  movedFrom: (replica: string) => string | undefined;
+  movedFrom: (copy: Copy) => string | undefined;
   /** One move per cycle, cluster-wide: false when the pressure path moved a replica or may move one soon. */
   mayMove: boolean;
 }
@@ -131,7 +131,7 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
     }
     // Where the scheduler would put it now, away from its node, the nodes it may not go to excluded.
     const refused = new Map(open.map((n) => [n, input.dstRefusal(n, copy)] as const).filter(([, r]) => r !== undefined));
-    const back = input.movedFrom(e.id);
+    const back = input.movedFrom(copy);
     if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
     const decision = placer.place(req(e, [src!, ...refused.keys()]));
     const dst = decision.chosen;

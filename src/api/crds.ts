@@ -218,6 +218,7 @@ const KINDS: KindDef[] = [
           ['id', 'from', 'by', 'startedAt', 'deadline'],
         ),
         movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
+        movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.') }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
       },
       ['replica', 'deployment', 'service', 'node', 'revision', 'specHash', 'template', 'placedAt'],

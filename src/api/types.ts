@@ -241,6 +241,11 @@ export interface ReplicaDesiredSpec {
   placedAt: string;
   move?: MoveMarker;
   movingTo?: MovingTo;
+  /**
+   * The node a completed move took it from (drain or rebalancer): the ping-pong exclusion of seed
+   * 002 reads it, so it survives a leader failover.
+   */
+  movedFrom?: { node: string; by: MoveActor; at: string };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
 }
