@@ -8,7 +8,7 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type PressureSample, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type PortRange, type PressureSample, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -44,6 +44,10 @@ export interface AgentOptions {
   log: Logger;
   /** Where cgroups are mounted (tests point it at fixtures). */
   cgroupRoot?: string;
+  /** The node's address (Node.status.address, JACO_NODE_ADDRESS). */
+  address?: string;
+  /** Where the scheduler assigns this node's dynamic host ports from (Node.status.portRange). */
+  portRange?: PortRange;
 }
 
 /** Why the agent ends by itself (the node was removed while it ran). */
@@ -81,6 +85,8 @@ export class NodeAgent {
   private readonly invalidCounted = new Set<string>();
   private stopped = false;
   private removing = false;
+  /** Containers held out of routing before their stop, since when (decide's plan.retiring). */
+  private retiring: ReadonlyMap<string, number> = new Map();
 
   constructor(readonly opts: AgentOptions) {
     this.log = opts.log;
@@ -102,7 +108,7 @@ export class NodeAgent {
   async start(): Promise<void> {
     const { store, node, timings } = this.opts;
     const uid = (await this.untilEtcd('read the cluster uid', () => clusterInfo(store))).uid;
-    this.owner = { clusterUid: uid, node };
+    this.owner = { clusterUid: uid, node, ...(this.opts.address ? { address: this.opts.address } : {}) };
     const trigger = () => this.runner?.trigger();
     this.view = new DockerView(this.opts.dockerHost, this.owner, timings, this.log, trigger);
     this.executor = new Executor(this.view, this.owner, timings, this.log, trigger);
@@ -208,6 +214,7 @@ export class NodeAgent {
       snapshot: ({ cache }, state, now) => this.snapshot(cache, state, now),
       decide: (state, snap, now) => {
         const plan = decide(snap, now, { healthRefreshMs: this.opts.statusIntervalMs });
+        this.retiring = plan.retiring;
         return { plan, acts: this.observeActs(plan), wakeAt: plan.recheckAt, next: (landed) => this.afterWrite(state, plan, landed) };
       },
       // Starts and stops go at once; a restart only once its acknowledgement is stored (afterPass).
@@ -261,6 +268,7 @@ export class NodeAgent {
       containers: this.view.cache.values(),
       starts: this.executor.starts(),
       stopping: this.executor.stoppingIds(now),
+      retiring: this.retiring,
     };
   }
 

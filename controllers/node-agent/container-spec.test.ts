@@ -2,6 +2,7 @@
 // facts decide() reads: every field, as tables.
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
+import { DEREGISTRATION_LABEL } from './facts.js';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
@@ -55,7 +56,18 @@ describe('createOptions', () => {
     expect(o.Image).toBe('jaco-demo/busybox:2');
     expect(o.Entrypoint).toEqual(['sh', '-c']);
     expect(o.Cmd).toEqual(['httpd -f -p 127.0.0.1:8080']);
-    expect(o.Env).toEqual(['COLOR=blue', 'JACO_DEPLOYMENT=shop', 'JACO_NODE=node-2', 'JACO_REPLICA=shop-api-4', 'JACO_SERVICE=api']);
+    expect(o.Env).toEqual(['COLOR=blue', 'JACO_DEPLOYMENT=shop', 'JACO_NODE=node-2', 'JACO_PORT_P8080=8080', 'JACO_PORT_P8443=8443', 'JACO_REPLICA=shop-api-4', 'JACO_SERVICE=api', 'PORT=8080']);
+  });
+
+  it('dynamic ports: PORT and JACO_PORT_<NAME> from the desired record, the node address, exposed host ports, the deregistration label', () => {
+    const d = { ...spec({ image: 'x', ports: [{ name: 'http', containerPort: 80, published: 18080 }, { name: 'admin-ui', containerPort: 9000 }, 7000] }), hostPorts: { http: 20123, 'admin-ui': 20999 } };
+    const c = createOptions(d, { ...owner, address: '127.0.1.2' });
+    expect(c.Env).toEqual(expect.arrayContaining(['PORT=20123', 'JACO_PORT_HTTP=20123', 'JACO_PORT_ADMIN_UI=20999', 'JACO_PORT_P7000=7000', 'JACO_NODE_ADDRESS=127.0.1.2']));
+    expect(Object.keys(c.ExposedPorts!)).toEqual(['20123/tcp', '20999/tcp', '7000/tcp']);
+    // A published port means an ingress routes to it: 5 s out of routing before a stop, unless the service says otherwise.
+    expect(c.Labels![DEREGISTRATION_LABEL]).toBe('5000');
+    expect(createOptions(spec({ image: 'x', ports: [{ containerPort: 80, published: 1 }], deregistrationDelay: '250ms' }), owner).Labels![DEREGISTRATION_LABEL]).toBe('250');
+    expect(createOptions(spec({ image: 'x', ports: [8080] }), owner).Labels![DEREGISTRATION_LABEL]).toBeUndefined();
   });
 
   it('host networking, no Docker restarts, CPU and memory limits, GPUs as device requests', () => {

@@ -3,6 +3,8 @@
 // so every field is table-tested; the shell only hands the result to Docker.
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
+import { DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } from '../../src/api/ports.js';
+import { DEREGISTRATION_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 
@@ -10,6 +12,8 @@ import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 export interface Owner {
   clusterUid: string;
   node: string;
+  /** The node's address (Node.status.address): JACO_NODE_ADDRESS. */
+  address?: string;
 }
 
 const short = (s: string) => s.slice(0, 8);
@@ -52,11 +56,18 @@ export function stopTimeoutSec(t: ServiceSpec): number {
   return Math.ceil(durationMs(t.stopGracePeriod, 10_000) / 1000);
 }
 
+/** A service's deregistration delay: its own, else 5 s when it publishes a port (the ingress routes to it), else none. */
+export function deregistrationMs(t: ServiceSpec): number {
+  return durationMs(t.deregistrationDelay ?? (hasPublished(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
+}
+
 /** Everything `docker create` needs for a desired replica. Throws UnitError on a bad quantity. */
 export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.ContainerCreateOptions {
   const t = d.template;
   const env: Record<string, string> = {
     ...t.env,
+    ...portEnv(d),
+    ...(owner.address ? { JACO_NODE_ADDRESS: owner.address } : {}),
     JACO_NODE: owner.node,
     JACO_DEPLOYMENT: d.deployment,
     JACO_SERVICE: d.service,
@@ -108,9 +119,10 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
       [LABELS.replica]: d.replica,
       [LABELS.specHash]: d.specHash,
       [LABELS.revision]: String(d.revision),
+      ...(deregistrationMs(t) ? { [DEREGISTRATION_LABEL]: String(deregistrationMs(t)) } : {}),
     },
     // Declared so that `docker ps` shows them and a later replacement can see a shared host port.
-    ...(t.ports?.length ? { ExposedPorts: Object.fromEntries(t.ports.map((p) => [`${p}/tcp`, {}])) } : {}),
+    ...(hostPortList(d).length ? { ExposedPorts: Object.fromEntries(hostPortList(d).map((p) => [`${p}/tcp`, {}])) } : {}),
     ...(hc ? { Healthcheck: hc } : {}),
     StopSignal: t.stopSignal ?? 'SIGTERM',
     StopTimeout: stopTimeoutSec(t),

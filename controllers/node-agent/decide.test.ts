@@ -456,3 +456,47 @@ describe('helpers', () => {
     expect(statusChanged(undefined, a, 30_000)).toBe(true);
   });
 });
+
+describe('leaving routing before a stop (deregistration delay)', () => {
+  const WEB: Partial<ServiceSpec> = { ports: [{ name: 'http', containerPort: 80, published: 18080 }] };
+  const routed = (d: ReplicaDesired, o: Partial<ContainerFacts> = {}) => ctr(d, { deregistrationMs: 5000, ports: [20100], ...o });
+
+  it.each([
+    ['a removed replica', (c: ContainerFacts) => ({ containers: [c] })],
+    ['a stop-first replacement (a dynamic port both revisions bind)', (c: ContainerFacts) => ({ desired: [des('r1', WEB, 2, { hostPorts: { http: 20100 } })], containers: [c] })],
+    ['a restart command', (c: ContainerFacts) => ({ desired: [des('r1', WEB, 1, { hostPorts: { http: 20100 } })], containers: [c], commands: [cmd('r1', 1)] })],
+  ])('%s: held for the delay, then stopped', (_name, shape) => {
+    const old = routed(des('r1', WEB, 1, { hostPorts: { http: 20100 } }));
+    const first = decide({ ...snap(shape(old)) }, NOW, CONFIG);
+    expect(first.stops).toEqual([]);
+    expect(first.starts).toEqual([]);
+    expect(first.retiring.get(old.id)).toBe(NOW);
+    expect(first.recheckAt).toBe(NOW + 5000);
+    // Still held a moment before the delay is over; the hold keeps its first time.
+    const mid = decide({ ...snap(shape(old)), retiring: first.retiring }, NOW + 4999, CONFIG);
+    expect(mid.stops.length + mid.starts.length).toBe(0);
+    expect(mid.retiring.get(old.id)).toBe(NOW);
+    const due = decide({ ...snap(shape(old)), retiring: mid.retiring }, NOW + 5000, CONFIG);
+    const stopped = [...due.stops.map((s) => s.containerId), ...due.starts.flatMap((s) => s.stopFirst)];
+    expect(stopped).toEqual([old.id]);
+    expect(due.retiring.size).toBe(0);
+  });
+
+  it('a stop-first replacement reports the replica starting at its new revision while the old container leaves routing', () => {
+    const d2 = des('r1', WEB, 2, { hostPorts: { http: 20100 } });
+    const old = routed(des('r1', WEB, 1, { hostPorts: { http: 20100 } }));
+    const p = decide(snap({ desired: [d2], containers: [old] }), NOW, CONFIG);
+    expect(p.observe[0]).toMatchObject({ revision: 2, state: 'starting', code: 'stop_first', replacing: { revision: 1, containerId: old.id } });
+  });
+
+  it('a container without a delay (no published port) stops at once, as before', () => {
+    const old = ctr(des('r1'));
+    expect(decide(snap({ containers: [old] }), NOW, CONFIG).stops.map((s) => s.containerId)).toEqual([old.id]);
+  });
+
+  it('an assigned host port makes the replacement stop-first (two revisions cannot bind one port)', () => {
+    const d2 = des('r1', WEB, 2, { hostPorts: { http: 20100 } });
+    expect(stopFirstFor(d2.spec.template, [ctr(d2, { ports: [20100] })], [20100])).toHaveLength(1);
+    expect(stopFirstFor(d2.spec.template, [ctr(d2, { ports: [20101] })], [20100])).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@
 // clock but `now`; the shell (agent.ts) carries the plan out. Replicas are visited in id order, so
 // the same snapshot always yields the same plan.
 import { minReadyMs } from '../../src/api/readiness.js';
+import { fixedHostPorts, hostPortList } from '../../src/api/ports.js';
 import { canonicalJson, isStateful } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
 import type { CancelReason, ObservedCode, StartKind, StopReason } from '../../src/api/reasons/agent.js';
@@ -44,6 +45,8 @@ export interface AgentSnapshot {
   starts: ReadonlyMap<string, StartProgress>;
   /** Containers a stop is already under way for. */
   stopping: ReadonlySet<string>;
+  /** Containers held out of routing before their stop, since when (the plan's `retiring` of the last pass). */
+  retiring?: ReadonlyMap<string, number>;
 }
 
 export interface DecideConfig {
@@ -87,6 +90,11 @@ export interface AgentPlan {
   forget: string[];
   /** Decide again at this time even if nothing changes (a minReadyTime running out). */
   recheckAt?: number;
+  /**
+   * Serving containers the agent wants stopped but holds for their deregistration delay (the
+   * ingresses drain them meanwhile), since when: the next pass's snapshot.retiring.
+   */
+  retiring: Map<string, number>;
 }
 
 type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt'>;
@@ -146,10 +154,10 @@ export function readiness(c: ContainerFacts, t: ServiceSpec, now: number): { rea
 
 /** Stop-first when asked for, when the old container holds a host port the new one needs, or when the
  * service has volumes (two copies of a stateful workload must not write the same data). */
-export function stopFirstFor(t: ServiceSpec, serving: ContainerFacts[]): ContainerFacts[] {
+export function stopFirstFor(t: ServiceSpec, serving: ContainerFacts[], hostPorts: number[] = fixedHostPorts(t)): ContainerFacts[] {
   if (!serving.length) return [];
   if (t.update?.order === 'stop-first' || isStateful(t)) return serving;
-  const ports = new Set(t.ports ?? []);
+  const ports = new Set(hostPorts);
   return serving.some((c) => c.ports.some((p) => ports.has(p))) ? serving : [];
 }
 
@@ -180,7 +188,7 @@ interface ReplicaView {
 
 /** The plan for one snapshot. */
 export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): AgentPlan {
-  const plan: AgentPlan = { starts: [], stops: [], cancels: [], observe: [], forget: [] };
+  const plan: AgentPlan = { starts: [], stops: [], cancels: [], observe: [], forget: [], retiring: new Map() };
   const byReplica = new Map<string, ContainerFacts[]>();
   for (const c of snap.containers) byReplica.set(c.replica, [...(byReplica.get(c.replica) ?? []), c]);
   const ids = new Set([...snap.desired.keys(), ...snap.invalid.keys(), ...byReplica.keys(), ...snap.starts.keys(), ...snap.observed.keys()]);
@@ -205,8 +213,19 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   const emit = (status: ReplicaObservedStatus) => {
     if (statusChanged(v.prev, status, config.healthRefreshMs)) plan.observe.push(status);
   };
+  // A serving container with a deregistration delay is held that long before its stop: the
+  // scheduler has taken it out of endpoints, and every ingress drains it meanwhile.
+  const held = (c: ContainerFacts): boolean => {
+    if (!c.deregistrationMs || !isServing(c) || snap.stopping.has(c.id)) return false;
+    const since = snap.retiring?.get(c.id) ?? now;
+    const due = since + c.deregistrationMs;
+    if (now >= due) return false;
+    plan.retiring.set(c.id, since);
+    plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, due);
+    return true;
+  };
   const stop = (c: ContainerFacts, reason: StopReason, remove = true) => {
-    if (!snap.stopping.has(c.id)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason });
+    if (!snap.stopping.has(c.id) && !held(c)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason });
   };
   const acked = v.prev?.ackedCommand;
   const common = { replica: v.id, node: snap.node, ...(acked !== undefined ? { ackedCommand: acked } : {}), observedAt: new Date(now).toISOString() };
@@ -281,14 +300,24 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
       // A container gone behind the agent's back is reported, not recreated (the scheduler decides);
       // one the agent was itself replacing (a restart cut short by a crash) is recreated.
       removedBehind = !!v.prev?.containerId && matches(v.prev) && v.prev.state !== 'stopped' && v.prev.code !== 'restarting';
-      if (!removedBehind) order = { replica: v.id, kind: 'create', desired: v.desired, stopFirst: stopFirstFor(t, servingOlds).map((c) => c.id) };
+      if (!removedBehind) order = { replica: v.id, kind: 'create', desired: v.desired, stopFirst: stopFirstFor(t, servingOlds, hostPortList(spec)).map((c) => c.id) };
     } else if ((cur.state === 'created' && !cur.error) || (cur.state === 'exited' && v.prev?.state === 'stopped' && matches(v.prev))) {
       // Never started (the agent stopped between create and start), or resumed after a suspension.
       order = { replica: v.id, kind: 'resume', desired: v.desired, stopFirst: [], resume: cur.id };
     }
   }
+  // A start that stops containers first waits while any of them is held out of routing.
+  let leavingRouting = false;
+  if (order?.stopFirst.length) {
+    const byId = new Map(v.containers.map((c) => [c.id, c]));
+    // Every one is checked (not the first only): each one's hold starts now.
+    leavingRouting = order.stopFirst.map((id) => byId.get(id)).filter((c) => c && held(c)).length > 0;
+    if (leavingRouting && order.kind === 'restart') order = undefined;
+  }
+  const deferred = leavingRouting ? order : undefined;
+  if (deferred) order = undefined;
   if (order) plan.starts.push(order);
-  const stoppedFirst = new Set(order?.stopFirst ?? []);
+  const stoppedFirst = new Set(order?.stopFirst ?? deferred?.stopFirst ?? []);
 
   // 5. Old containers: removed once they no longer run, stopped once the new one is ready.
   const ready = cur && !order ? readiness(cur, t, now) : { ready: false };
@@ -303,7 +332,9 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   let obs: Observation;
   let containerId: string | undefined;
   let containerName: string | undefined;
-  if (order) {
+  if (deferred) {
+    obs = { state: 'starting', code: 'stop_first', details: 'leaving routing before the old container stops', health: 'none' };
+  } else if (order) {
     const code: ObservedCode | undefined = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
     obs = observeStart({ phase: 'queued', code });
     // A restart is acknowledged in the same write that reports it, before it runs: an agent that

@@ -34,7 +34,12 @@ export interface ContainerFacts {
   ports: number[];
   /** The main process, for its cgroup (0 when not running). */
   pid: number;
+  /** How long it stays out of routing before a stop (its label, set at create; absent: none). */
+  deregistrationMs?: number;
 }
+
+/** The label carrying a container's deregistration delay: a stop honours the container's own, like its grace. */
+export const DEREGISTRATION_LABEL = 'jaco.dev/deregistration-delay-ms';
 
 const DOCKER_STATES: DockerState[] = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'];
 /** Docker's zero time: a container that never started or never finished. */
@@ -89,6 +94,7 @@ export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts
     error: trim(st.Error),
     startedAt: time(st.StartedAt),
     finishedAt: time(st.FinishedAt),
+    deregistrationMs: Number(labels[DEREGISTRATION_LABEL]) > 0 ? Number(labels[DEREGISTRATION_LABEL]) : undefined,
   };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (facts as unknown as Record<string, unknown>)[k] = v;
   return facts;

@@ -29,7 +29,7 @@ export class NodeRemovedError extends Error {
 type Watcher = Awaited<ReturnType<ReturnType<Store['ns']['watch']>['create']>>;
 
 /** The agent's options presence uses (registration, heartbeat), and what it asks of the agent. */
-export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | 'timings' | 'statusIntervalMs' | 'capacity' | 'labels' | 'rejoin' | 'log'> {
+export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | 'timings' | 'statusIntervalMs' | 'capacity' | 'labels' | 'rejoin' | 'log' | 'address' | 'portRange'> {
   /** The latest pressure sample, when there is one (Docker up). */
   pressure(): Promise<PressureSample | undefined>;
   dockerUp(): boolean;
@@ -101,7 +101,14 @@ export class Presence {
         kind: 'Node',
         metadata,
         spec: cur?.value.spec ?? {},
-        status: { capacity, agentVersion: VERSION, hostname: hostname(), registeredAt: cur?.value.status?.registeredAt ?? now },
+        status: {
+          capacity,
+          agentVersion: VERSION,
+          hostname: hostname(),
+          registeredAt: cur?.value.status?.registeredAt ?? now,
+          ...(this.opts.address ? { address: this.opts.address } : {}),
+          ...(this.opts.portRange ? { portRange: this.opts.portRange } : {}),
+        },
       };
       const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };
       const res = await commitActs(store, [{ label: `register ${node}`, ops: [op] }]);

@@ -68,7 +68,12 @@ const placedOf = new WeakMap<ReplicaDesired, PlacedReplica>();
 export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
   if (d.spec.suspended) return undefined;
   let p = placedOf.get(d);
-  if (!p) placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template) }));
+  if (!p) {
+    const f = footprintOf(d.spec.template);
+    // Assigned dynamic host ports occupy the node like fixed ones.
+    const assigned = d.spec.hostPorts ? Object.values(d.spec.hostPorts) : [];
+    placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...f, ...(assigned.length ? { ports: [...f.ports, ...assigned] } : {}) }));
+  }
   return p;
 }
 
@@ -78,6 +83,7 @@ export function placementInputFrom(s: StoredState, now: number): PlacementInput 
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: n.metadata.labels ?? {},
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
+    ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
   }));
   const placed: PlacedReplica[] = [];
   for (const d of s.desired) {

@@ -16,7 +16,8 @@
 // by fewest replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
 import { placementMode } from '../../src/api/spec.js';
-import type { Capacity, NodeVerdict, PlacementMode, ServiceSpec } from '../../src/api/types.js';
+import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
+import type { Capacity, NodeVerdict, PlacementMode, PortRange, ServiceSpec } from '../../src/api/types.js';
 import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 
 const MiB = 1024 * 1024;
@@ -38,6 +39,8 @@ export interface NodeInfo {
   labels: Record<string, string>;
   /** Why the node takes no new placements (NotReady, cordoned, draining…); absent when eligible. */
   ineligible?: string;
+  /** Where dynamic host ports are assigned from (default DEFAULT_PORT_RANGE). */
+  portRange?: PortRange;
 }
 
 /** A replica that occupies a node (every desired key counts, both copies of a moving replica). */
@@ -92,7 +95,7 @@ export interface Rejection {
 
 /** The resources a replica of this spec occupies. */
 export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports'> {
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: spec.ports ?? [] };
+  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec) };
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
@@ -350,6 +353,26 @@ export class Placer {
     const d = this.decide(r);
     if (d.chosen) this.assume({ id: r.replica, deployment: r.deployment, service: r.service, node: d.chosen, ...footprintOf(r.spec) });
     return d;
+  }
+
+  /**
+   * Dynamic host ports for a replica placed on `node` in this pass (after place or assume): free
+   * ones from the node's range, accounted against the node at once so no later placement of the
+   * pass gets them. Empty when the service has no port without a fixed host port.
+   */
+  assignPorts(replica: string, node: string, spec: ServiceSpec): Record<string, number> {
+    const names = dynamicPortNames(spec);
+    const i = this.index.get(node);
+    if (!names.length || i === undefined) return {};
+    const taken = new Set(this.ports[i]!.keys());
+    const assigned = assignHostPorts(replica, names, taken, this.nodes[i]!.portRange ?? DEFAULT_PORT_RANGE);
+    const ports = Object.values(assigned);
+    for (const port of ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
+    // Replaced, not edited: a placed entry may be the cached one of a stored desired key.
+    const list = this.placed.get(node);
+    const at = list?.findIndex((x) => x.id === replica) ?? -1;
+    if (list && at >= 0) list[at] = { ...list[at]!, ports: [...list[at]!.ports, ...ports] };
+    return assigned;
   }
 
   /** Chooses without accounting (explain, what-if). */

@@ -212,12 +212,24 @@ export function desiredValue(
   index: number | undefined,
   t: ServingTemplate,
   now: number,
+  hostPorts: Record<string, number> = {},
 ): ReplicaDesired {
   return {
     apiVersion: API_VERSION,
     kind: 'ReplicaDesired',
     metadata: { name: id },
-    spec: { replica: id, deployment, service, node, ...(index !== undefined ? { index } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: iso(now) },
+    spec: {
+      replica: id,
+      deployment,
+      service,
+      node,
+      ...(index !== undefined ? { index } : {}),
+      revision: t.revision,
+      specHash: t.specHash,
+      template: t.template,
+      placedAt: iso(now),
+      ...(Object.keys(hostPorts).length ? { hostPorts } : {}),
+    },
   };
 }
 

@@ -113,7 +113,7 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     }
     const id = decision.replica;
     const ops: Op[] = [
-      { op: 'create', key: keys.desired(decision.chosen, id), value: desiredValue(id, dep, svc, decision.chosen, index, t, pass.now) },
+      { op: 'create', key: keys.desired(decision.chosen, id), value: desiredValue(id, dep, svc, decision.chosen, index, t, pass.now, placer.assignPorts(id, decision.chosen, shape)) },
       { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'scale_up', pass.now, pass.cfg.actor) },
     ];
     const audit: AuditRecord = { type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: decision.chosen, revision: t.revision, trigger: 'scale_up', why: decision.why } };
@@ -238,7 +238,7 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
       ops: [
         ...pass.guard(host),
         pass.deploymentGuard(dep),
-        { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now) },
+        { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now, placer.assignPorts(id, host, shape)) },
         { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'global_node', pass.now, pass.cfg.actor) },
       ],
       audit: [{ type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: host, revision: t.revision, trigger: 'global_node', why: decision.why } }],

@@ -40,8 +40,10 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     }
     const notReadyForMs = Math.min(...(lost as number[]));
     const from = e.copies.map((c) => c.desired.spec.node);
-    const { move: _m, suspended: _s, movingTo: _t, ...rest } = base.desired.spec;
-    const moved: ReplicaDesired = { ...base.desired, metadata: { name: e.id }, spec: { ...rest, node: decision.chosen, placedAt: pass.iso } };
+    const { move: _m, suspended: _s, movingTo: _t, hostPorts: _p, ...rest } = base.desired.spec;
+    // Dynamic host ports are per node: the replacement gets its own from the new node's range.
+    const hostPorts = pass.placer.assignPorts(e.id, decision.chosen, req.spec);
+    const moved: ReplicaDesired = { ...base.desired, metadata: { name: e.id }, spec: { ...rest, node: decision.chosen, placedAt: pass.iso, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) } };
     const newKey = keys.desired(decision.chosen, e.id);
     const ops = pass.deleteCopies(e);
     ops.push(...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });

@@ -2,6 +2,7 @@
 // ports — what an ingress routes to. Compared in place with the stored list, so an idle pass
 // allocates nothing here.
 import { keys } from '../../src/api/keys.js';
+import { hostPortsOf } from '../../src/api/ports.js';
 import { replicaReady } from '../../src/api/readiness.js';
 import { API_VERSION, type EndpointAddress, type Endpoints, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
@@ -15,16 +16,19 @@ export function endpoints(pass: SchedulerPass, dep: string, svc: string, kept: R
   for (const e of kept)
     for (const c of e.copies) {
       if (c.modRevision === 0 || c.observed?.status.state !== 'running' || !pass.ready(c.desired.spec.node) || !readyMemo(c.desired, c.observed, pass.now)) continue;
-      const ports = c.desired.spec.template.ports ?? [];
+      const node = c.desired.spec.node;
+      const byName = hostPortsMemo(c.desired);
+      const ports = Object.values(byName);
+      const address = pass.snap.nodes.get(node)?.status?.address;
       if (!addresses) {
         const s = stored![n];
-        if (s && s.replica === e.id && s.node === c.desired.spec.node && samePorts(s.ports, ports)) {
+        if (s && s.replica === e.id && s.node === node && s.address === address && samePorts(s.ports, ports) && sameNames(s.hostPorts, byName)) {
           n++;
           continue;
         }
         addresses = stored!.slice(0, n);
       }
-      addresses.push({ replica: e.id, node: c.desired.spec.node, ports: [...ports] });
+      addresses.push({ replica: e.id, node, ports, ...(address ? { address } : {}), ...(ports.length ? { hostPorts: byName } : {}) });
     }
   if (!addresses && n === stored!.length) return;
   addresses ??= stored!.slice(0, n);
@@ -50,6 +54,19 @@ function readyMemo(d: ReplicaDesired, o: ReplicaObserved, now: number): boolean 
   if (!m) readySince.set(o, (m = new WeakMap()));
   m.set(d, Math.min(at ?? now, now));
   return true;
+}
+
+/** Host ports by name of a stored desired key (never mutated: identity is a safe key). */
+const hostPortsCache = new WeakMap<ReplicaDesired, Record<string, number>>();
+function hostPortsMemo(d: ReplicaDesired): Record<string, number> {
+  let p = hostPortsCache.get(d);
+  if (!p) hostPortsCache.set(d, (p = hostPortsOf(d.spec)));
+  return p;
+}
+
+function sameNames(a: Record<string, number> | undefined, b: Record<string, number>): boolean {
+  const ka = Object.keys(a ?? {});
+  return ka.length === Object.keys(b).length && ka.every((k) => a![k] === b[k]);
 }
 
 function samePorts(a: number[], b: number[]): boolean {

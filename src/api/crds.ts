@@ -59,7 +59,26 @@ const serviceSchema: Schema = obj(
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
       gpus: int({ minimum: 0, description: 'GPUs, passed to Docker as device requests.' }),
     }),
-    ports: arr(int({ minimum: 1, maximum: 65535 }), { description: 'Host ports the service binds (host networking): a per-node resource.' }),
+    ports: arr(
+      {
+        description: 'A number: a fixed host port the service binds (host networking), a per-node resource. The long form may leave the host port to the scheduler (a dynamic port from the node\'s range, passed as PORT and JACO_PORT_<NAME>) and publish it on every node\'s ingress.',
+        'x-kubernetes-int-or-string': true,
+        anyOf: [
+          { type: 'integer', minimum: 1, maximum: 65535 },
+          obj(
+            {
+              name: str({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63, description: 'Names JACO_PORT_<NAME> (default p<containerPort>).' }),
+              containerPort: int({ minimum: 1, maximum: 65535 }),
+              hostPort: int({ minimum: 1, maximum: 65535, description: 'Fixed host port; absent: assigned from the node\'s port range.' }),
+              published: int({ minimum: 1, maximum: 65535, description: 'Answered on every node\'s ingress at <node address>:published.' }),
+              protocol: str({ enum: ['tcp', 'udp'] }),
+            },
+            ['containerPort'],
+          ),
+        ],
+      } as Schema,
+    ),
+    deregistrationDelay: duration('How long a replica is out of routing before its container is stopped (default 5s with published ports, else 0s).'),
     healthcheck: obj(
       {
         test: arr(str(), { minItems: 2, description: '["CMD", arg, …] or ["CMD-SHELL", command].' }),
@@ -170,7 +189,17 @@ const KINDS: KindDef[] = [
     plural: 'nodes',
     description: 'A host running a node-agent. The agent writes status and labels; the CLI writes spec.',
     spec: obj({ unschedulable: bool() }),
-    status: obj({ capacity, agentVersion: str(), hostname: str(), registeredAt: time('First registration.') }, ['capacity', 'agentVersion', 'registeredAt']),
+    status: obj(
+      {
+        capacity,
+        agentVersion: str(),
+        hostname: str(),
+        registeredAt: time('First registration.'),
+        address: str({ description: 'The address replicas of this node are reached at (jaco agent --address).' }),
+        portRange: obj({ min: int({ minimum: 1, maximum: 65535 }), max: int({ minimum: 1, maximum: 65535 }) }, ['min', 'max'], { description: 'Where dynamic host ports are assigned from.' }),
+      },
+      ['capacity', 'agentVersion', 'registeredAt'],
+    ),
   },
   {
     kind: 'Heartbeat',
@@ -220,6 +249,7 @@ const KINDS: KindDef[] = [
         movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
         movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.') }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
+        hostPorts: map(int({ minimum: 1, maximum: 65535 }), { description: 'Dynamic host ports assigned on this node, by port name.' }),
       },
       ['replica', 'deployment', 'service', 'node', 'revision', 'specHash', 'template', 'placedAt'],
     ),
@@ -303,7 +333,7 @@ const KINDS: KindDef[] = [
       {
         deployment: str(),
         service: str(),
-        addresses: arr(obj({ replica: str(), node: str(), ports: arr(int()) }, ['replica', 'node', 'ports'])),
+        addresses: arr(obj({ replica: str(), node: str(), ports: arr(int()), address: str(), hostPorts: map(int()) }, ['replica', 'node', 'ports'])),
       },
       ['deployment', 'service', 'addresses'],
     ),

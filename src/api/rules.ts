@@ -1,5 +1,6 @@
 // Cross-field rules of a Deployment that a schema cannot state. Each rule has a name (reported as
 // the failed rule) and an exact message; all violations are reported, not the first only.
+import { normalizePorts } from './ports.js';
 import type { Deployment, ServiceSpec } from './types.js';
 import type { Path, ValidationIssue } from './schema.js';
 import { NAME_PATTERN } from './crds.js';
@@ -74,10 +75,18 @@ const rules: Rule[] = [
   },
   function uniquePorts(name, svc, at) {
     const seen = new Set<number>();
+    const names = new Set<string>();
+    const published = new Set<number>();
     const out: ValidationIssue[] = [];
     (svc.ports ?? []).forEach((p, i) => {
-      if (seen.has(p)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" lists port ${p} twice`));
-      seen.add(p);
+      const host = typeof p === 'number' ? p : p.hostPort;
+      if (host !== undefined && seen.has(host)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" lists port ${host} twice`));
+      if (host !== undefined) seen.add(host);
+      const n = normalizePorts({ ports: [p] })[0]!;
+      if (names.has(n.name)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" has two ports named ${n.name}`));
+      names.add(n.name);
+      if (n.published !== undefined && published.has(n.published)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" publishes port ${n.published} twice`));
+      if (n.published !== undefined) published.add(n.published);
     });
     return out;
   },

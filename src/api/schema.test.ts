@@ -46,6 +46,9 @@ describe('Deployment schema', () => {
     ['unknown kind', { apiVersion: 'jaco.dev/v1', kind: 'Pod', metadata: { name: 'x' } }, 'kind: unknown kind "Pod"'],
     ['not a mapping', 'hello', ': must be a mapping'],
     ['volume without target', dep({ web: { image: 'x', volumes: [{ type: 'volume', source: 'd' }] } }), 'spec.services.web.volumes[0].target: is required [required]'],
+    ['long-form port without containerPort', dep({ web: { image: 'x', ports: [{ name: 'http', published: 80 }] } }), 'spec.services.web.ports[0].containerPort: is required [required]'],
+    ['long-form port with an unknown field', dep({ web: { image: 'x', ports: [{ containerPort: 80, hostport: 1 }] } }), 'spec.services.web.ports[0].hostport: unknown field [additionalProperties]'],
+    ['a port that is neither', dep({ web: { image: 'x', ports: ['80'] } }), 'spec.services.web.ports[0]: must be integer or object [anyOf]'],
     ['health test too short', dep({ web: { image: 'x', healthcheck: { test: ['CMD'] } } }), 'spec.services.web.healthcheck.test: must NOT have fewer than 2 items [minItems]'],
   ])('rejects %s', (_name, obj, want) => {
     const got = issues(obj);
@@ -54,6 +57,10 @@ describe('Deployment schema', () => {
 
   it.each([0.5, 2, '0.25', '500m'])('accepts the CPU quantity %j (a YAML number as Kubernetes and compose write it)', (cpu) => {
     expect(issues(dep({ web: { image: 'x', resources: { cpu, memory: 134217728 } } }))).toEqual([]);
+  });
+
+  it('accepts both port forms side by side', () => {
+    expect(issues(dep({ web: { image: 'x', ports: [8080, { name: 'http', containerPort: 80, published: 18080, protocol: 'tcp' }, { containerPort: 90, hostPort: 9090 }], deregistrationDelay: '2s' } }))).toEqual([]);
   });
 
   it('reports every error at once', () => {

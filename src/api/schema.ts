@@ -163,9 +163,21 @@ export class SchemaRegistry {
 
 /** ajv's errors as issues with field paths; `anyOf` names what an any-of failure means in that schema. */
 export function toIssues(errors: ErrorObject[], anyOf = 'must be a number or a quantity string'): ValidationIssue[] {
-  // An anyOf failure (int-or-string) also reports each branch's failure; keep only the anyOf.
-  const anyOfs = errors.filter((e) => e.keyword === 'anyOf');
-  const kept = errors.filter((e) => e.keyword === 'anyOf' || !anyOfs.some((a) => e.instancePath === a.instancePath && e.schemaPath.startsWith(a.schemaPath.replace(/\/anyOf$/, '/anyOf/'))));
+  // An anyOf failure (int-or-string) also reports each branch's failure; keep only the anyOf —
+  // unless the value has the type of exactly one branch (a port number out of range, a long-form
+  // port missing a field): then that branch's own errors say what is wrong, and the anyOf goes.
+  const branchOf = (a: ErrorObject): number | undefined => {
+    const branches = ((a.parentSchema as { anyOf?: { type?: string }[] } | undefined)?.anyOf ?? []).map((b) => b.type);
+    const t = typeof a.data === 'number' ? (Number.isInteger(a.data) ? ['integer', 'number'] : ['number']) : a.data !== null && typeof a.data === 'object' && !Array.isArray(a.data) ? ['object'] : [typeof a.data];
+    const hits = branches.map((b, i) => (b && t.includes(b) ? i : -1)).filter((i) => i >= 0);
+    return hits.length === 1 && branches.filter((b) => b === 'object').length ? hits[0] : undefined;
+  };
+  const anyOfs = errors.filter((e) => e.keyword === 'anyOf').map((a) => ({ a, prefix: a.schemaPath.replace(/\/anyOf$/, '/anyOf/'), branch: branchOf(a) }));
+  const kept = errors.filter((e) => {
+    if (e.keyword === 'anyOf') return anyOfs.find((x) => x.a === e)?.branch === undefined;
+    const owner = anyOfs.find((x) => e.instancePath.startsWith(x.a.instancePath) && e.schemaPath.startsWith(x.prefix));
+    return !owner || (owner.branch !== undefined && e.schemaPath.startsWith(`${owner.prefix}${owner.branch}/`));
+  });
   const issues = kept.map((e): ValidationIssue => {
     const path: Path = e.instancePath
       .split('/')
@@ -178,6 +190,9 @@ export function toIssues(errors: ErrorObject[], anyOf = 'must be a number or a q
       case 'required':
         return { path: [...path, String(e.params.missingProperty)], message: 'is required', rule: 'required' };
       case 'anyOf': {
+        const types = ((e.parentSchema as { anyOf?: { type?: string }[] } | undefined)?.anyOf ?? []).map((b) => b.type);
+        // A number-or-object (a port): name the two shapes, not a quantity.
+        if (types.includes('object')) return { path, message: `must be ${types.join(' or ')}`, rule: 'anyOf' };
         const desc = (e.parentSchema as { description?: string } | undefined)?.description;
         return { path, message: `${anyOf}${desc ? ` (${desc})` : ''}`, rule: 'anyOf' };
       }

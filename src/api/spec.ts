@@ -3,6 +3,7 @@
 // quantities and durations normalised), so cosmetic edits do not flip it while semantic ones do.
 import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
+import { canonicalPorts } from './ports.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
 
 export const SERVICE_DEFAULTS = {
@@ -70,7 +71,7 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
       memoryBytes: memoryBytes(s.resources?.memory),
       gpus: s.resources?.gpus ?? 0,
     },
-    ports: [...(s.ports ?? [])].sort((a, b) => a - b),
+    ports: canonicalPorts(s.ports),
     healthcheck: h
       ? {
           test: h.test,

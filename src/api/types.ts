@@ -117,7 +117,10 @@ export interface ServiceSpec {
   replicas?: number;
   placement?: Placement;
   resources?: Resources;
-  ports?: number[];
+  /** A number is a fixed host port (the short form); the long form may leave the host port to the scheduler (src/api/ports.ts). */
+  ports?: (number | PortSpec)[];
+  /** How long a replica leaves routing before its container is stopped (default 5s with published ports, else 0s). */
+  deregistrationDelay?: string;
   healthcheck?: HealthCheck;
   stopSignal?: string;
   stopGracePeriod?: string;
@@ -131,6 +134,18 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy).
    */
   dependsOn?: Record<string, { condition: DependencyCondition }>;
+}
+
+/** A port of a service, long form (docs/ingress.md). */
+export interface PortSpec {
+  /** Names JACO_PORT_<NAME> (default "p<containerPort>"). */
+  name?: string;
+  containerPort: number;
+  /** A fixed host port (a per-node resource); absent: the scheduler assigns one from the node's range. */
+  hostPort?: number;
+  /** Answered on every node's ingress at <node address>:published. */
+  published?: number;
+  protocol?: 'tcp' | 'udp';
 }
 
 export type DependencyCondition = 'service_started' | 'service_healthy';
@@ -173,6 +188,15 @@ export interface NodeStatus {
   agentVersion: string;
   hostname?: string;
   registeredAt: string;
+  /** The address replicas of this node are reached at (jaco agent --address). */
+  address?: string;
+  /** Where dynamic host ports are assigned from (jaco agent --port-range). */
+  portRange?: PortRange;
+}
+
+export interface PortRange {
+  min: number;
+  max: number;
 }
 
 /** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec. */
@@ -248,6 +272,8 @@ export interface ReplicaDesiredSpec {
   movedFrom?: { node: string; by: MoveActor; at: string };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
+  /** Dynamic host ports the scheduler assigned on this node, by port name (kept across revisions). */
+  hostPorts?: Record<string, number>;
 }
 /** desired/<host>/<replica>: scheduler, rollout, drain and rebalancer write their own fields. */
 export type ReplicaDesired = JacoObject<'ReplicaDesired', ReplicaDesiredSpec, never>;
@@ -349,7 +375,12 @@ export type VolumeHome = JacoObject<'VolumeHome', { deployment: string; volume: 
 export interface EndpointAddress {
   replica: string;
   node: string;
+  /** Every host port of the replica: fixed, then assigned. */
   ports: number[];
+  /** The node's address (Node.status.address), when it has one. */
+  address?: string;
+  /** Host port by port name. */
+  hostPorts?: Record<string, number>;
 }
 /** endpoints/<deployment>/<service>: the healthy replicas, for any load balancer to watch. */
 export type Endpoints = JacoObject<'Endpoints', { deployment: string; service: string; addresses: EndpointAddress[] }, never>;

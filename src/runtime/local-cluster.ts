@@ -148,7 +148,8 @@ export class LocalCluster {
         this.state.nodes.push(node);
         this.children.push({
           info: { name: node, metrics, log: join(dataDir, 'logs', `${node}.log`) },
-          args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics],
+          // Each simulated node its own loopback address (all of 127/8 is loopback on Linux).
+          args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--address', simulatedAddress(i)],
           restarts: 0,
         });
       }
@@ -247,6 +248,11 @@ export async function removeClusterContainers(uid: string, log: Logger): Promise
     log.warn({ err: (e as Error).message }, 'could not remove the cluster containers (is Docker running?)');
     return 0;
   }
+}
+
+/** The address of simulated node i (1-based): 127.0.1.i, then 127.0.2.x past 254 nodes. */
+export function simulatedAddress(i: number): string {
+  return `127.0.${1 + Math.floor((i - 1) / 254)}.${((i - 1) % 254) + 1}`;
 }
 
 export function resolveDataDir(d: string): string {

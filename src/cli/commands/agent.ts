@@ -1,6 +1,9 @@
 // jaco agent: run the node-agent of one host (one per host, like a DaemonSet; `jaco up` runs
 // several on one engine as simulated nodes).
+import { isIP } from 'node:net';
 import type { Command } from 'commander';
+import { defaultAddress } from '../../../controllers/node-agent/address.js';
+import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
 import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
 import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
 import { logger } from '../../observability/log.js';
@@ -16,6 +19,8 @@ interface AgentFlags {
   metricsAddr: string;
   statusInterval?: string;
   rejoin?: boolean;
+  address?: string;
+  portRange: string;
 }
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -43,6 +48,8 @@ export function registerAgent(program: Command): void {
     .option('--docker-host <url>', 'the Docker engine (env DOCKER_HOST)', process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock')
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9465')
     .option('--status-interval <duration>', 'heartbeat and pressure sampling period, 5s…5m (default 30s; 1s with --timings fast)')
+    .option('--address <ip>', "the address this node's replicas are reached at (Node.status.address, JACO_NODE_ADDRESS); default: the default route interface's address")
+    .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -52,6 +59,14 @@ export function registerAgent(program: Command): void {
         let statusIntervalMs: number;
         let labels: Record<string, string>;
         let declared;
+        let portRange;
+        const address = f.address ?? defaultAddress();
+        if (isIP(address) !== 4) throw new CliError(`--address: "${address}" is not an IPv4 address`);
+        try {
+          portRange = parsePortRange(f.portRange);
+        } catch (e) {
+          throw new CliError(`--port-range: ${(e as Error).message}`);
+        }
         try {
           statusIntervalMs = parseStatusInterval(f.statusInterval, timings);
           labels = parseLabels(f.labels);
@@ -64,7 +79,7 @@ export function registerAgent(program: Command): void {
         const capacity = await resolveCapacity(declared);
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
-        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log });
+        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {
           await agent.stop();

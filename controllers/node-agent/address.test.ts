@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { defaultRouteInterface, interfaceAddress } from './address.js';
+import { simulatedAddress } from '../../src/runtime/local-cluster.js';
+
+const ROUTES = `Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
+eth1\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0
+eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0
+`;
+
+describe('node address', () => {
+  it('the default route interface, and its IPv4 address', () => {
+    expect(defaultRouteInterface(ROUTES)).toBe('eth0');
+    expect(defaultRouteInterface(ROUTES.split('\n').slice(0, 2).join('\n'))).toBeUndefined();
+    const ifaces = { eth0: [{ address: 'fe80::1', family: 'IPv6' }, { address: '192.0.2.7', family: 'IPv4' }] } as never;
+    expect(interfaceAddress('eth0', ifaces)).toBe('192.0.2.7');
+    expect(interfaceAddress('eth9', ifaces)).toBeUndefined();
+  });
+
+  it.each([
+    [1, '127.0.1.1'],
+    [3, '127.0.1.3'],
+    [254, '127.0.1.254'],
+    [255, '127.0.2.1'],
+  ])('simulated node %i is at %s', (i, a) => expect(simulatedAddress(i)).toBe(a));
+});

@@ -1,0 +1,151 @@
+// Ports of a service: the short form (a number: a fixed host port, today's rule) and the long form
+// ({ name, containerPort, hostPort?, published?, protocol }), and the assignment of dynamic host
+// ports (Nomad's model): a port without a fixed host port gets a free one from its node's range,
+// recorded in the replica's desired record. Pure: the scheduler calls it with what its placer
+// accounts as taken on the node.
+import type { PortRange, PortSpec, ReplicaDesiredSpec, ServiceSpec } from './types.js';
+
+export const DEFAULT_PORT_RANGE: PortRange = { min: 20000, max: 32767 };
+/** The deregistration delay of a service with published ports when it declares none. */
+export const DEFAULT_DEREGISTRATION_DELAY = '5s';
+
+/** A port in one shape: a short-form number is a fixed host port of the same number. */
+export interface NormalizedPort {
+  name: string;
+  containerPort: number;
+  hostPort?: number;
+  published?: number;
+  protocol: 'tcp' | 'udp';
+}
+
+export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort[] {
+  return (spec.ports ?? []).map((p) =>
+    typeof p === 'number'
+      ? { name: `p${p}`, containerPort: p, hostPort: p, protocol: 'tcp' as const }
+      : {
+          name: p.name ?? `p${p.containerPort}`,
+          containerPort: p.containerPort,
+          ...(p.hostPort !== undefined ? { hostPort: p.hostPort } : {}),
+          ...(p.published !== undefined ? { published: p.published } : {}),
+          protocol: p.protocol ?? 'tcp',
+        },
+  );
+}
+
+/** Host ports fixed by the spec: a per-node resource for placement. */
+export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
+  const out: number[] = [];
+  for (const p of spec.ports ?? []) {
+    if (typeof p === 'number') out.push(p);
+    else if (p.hostPort !== undefined) out.push(p.hostPort);
+  }
+  return out;
+}
+
+/** Names of the ports the scheduler assigns a host port to, in spec order. */
+export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports'>): string[] {
+  return normalizePorts(spec)
+    .filter((p) => p.hostPort === undefined)
+    .map((p) => p.name);
+}
+
+export function hasPublished(spec: Pick<ServiceSpec, 'ports'>): boolean {
+  return (spec.ports ?? []).some((p) => typeof p !== 'number' && p.published !== undefined);
+}
+
+/** Host port by port name of one replica: fixed from the spec, dynamic from its desired record. */
+export function hostPortsOf(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of normalizePorts(d.template)) {
+    const port = p.hostPort ?? d.hostPorts?.[p.name];
+    if (port !== undefined) out[p.name] = port;
+  }
+  return out;
+}
+
+/** Every host port a replica binds (fixed and assigned), in spec order. */
+export function hostPortList(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): number[] {
+  return Object.values(hostPortsOf(d));
+}
+
+/** The environment variable of a port name: JACO_PORT_<NAME>, upper case, other characters as "_". */
+export function portEnvName(name: string): string {
+  return `JACO_PORT_${name.toUpperCase().replace(/[^A-Z0-9]/g, '_')}`;
+}
+
+/** PORT (the first port's host port), JACO_PORT_<NAME> per port. */
+export function portEnv(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, string> {
+  const ports = hostPortsOf(d);
+  const env: Record<string, string> = {};
+  const names = Object.keys(ports);
+  if (names.length) env.PORT = String(ports[names[0]!]);
+  for (const n of names) env[portEnvName(n)] = String(ports[n]);
+  return env;
+}
+
+/** FNV-1a of a string: where a replica's search for a free port starts. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+export class PortsExhaustedError extends Error {
+  override name = 'PortsExhaustedError';
+}
+
+/**
+ * Assigns a free host port to each name, from the node's range, never one in `taken` (which it
+ * extends). Deterministic: the search starts at a point of the range derived from the replica id
+ * and walks up (wrapping), so the same replica on the same node state gets the same ports, and a
+ * port freed a moment ago (its container may still be draining) is not the next one handed out.
+ * Throws PortsExhaustedError when the range has too few free ports.
+ */
+export function assignHostPorts(replica: string, names: readonly string[], taken: Set<number>, range: PortRange = DEFAULT_PORT_RANGE): Record<string, number> {
+  const size = range.max - range.min + 1;
+  const out: Record<string, number> = {};
+  let at = hash(replica) % size;
+  for (const name of names) {
+    let found: number | undefined;
+    for (let k = 0; k < size; k++) {
+      const port = range.min + ((at + k) % size);
+      if (!taken.has(port)) {
+        found = port;
+        at = (at + k + 1) % size;
+        break;
+      }
+    }
+    if (found === undefined) throw new PortsExhaustedError(`no free host port in ${range.min}-${range.max}`);
+    taken.add(found);
+    out[name] = found;
+  }
+  return out;
+}
+
+/** Parses "20000-32767". */
+export function parsePortRange(s: string): PortRange {
+  const m = /^(\d{1,5})-(\d{1,5})$/.exec(s.trim());
+  const min = m ? Number(m[1]) : NaN;
+  const max = m ? Number(m[2]) : NaN;
+  if (!(min >= 1 && max <= 65535 && min <= max)) throw new Error(`port range "${s}" is not MIN-MAX within 1-65535`);
+  return { min, max };
+}
+
+/**
+ * A port list as the canonical spec (hash) sees it: short-form numbers stay numbers (their hash is
+ * unchanged); `published` is left out — it is the ingress's, and changing it must not roll the service.
+ */
+export function canonicalPorts(ports: ServiceSpec['ports']): (number | Omit<NormalizedPort, 'published'>)[] {
+  const nums = (ports ?? []).filter((p): p is number => typeof p === 'number').sort((a, b) => a - b);
+  const objs = (ports ?? [])
+    .filter((p): p is PortSpec => typeof p !== 'number')
+    .map((p) => {
+      const { published: _p, ...rest } = normalizePorts({ ports: [p] })[0]!;
+      return rest;
+    })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...nums, ...objs];
+}
