@@ -18,6 +18,7 @@ import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcom
 import type { Placer, PlacementRequest } from '../placement/placer.js';
 import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import { planSpread, type SpreadView } from './spread.js';
+import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
 import { atLeast, below, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
 import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
@@ -59,6 +60,8 @@ export interface RebalancerState {
   moved: ReadonlyMap<string, { from: string; to: string; at: number }>;
   /** Skip key → the reason last recorded in the audit log, and when (no flooding). */
   audited: ReadonlyMap<string, { reason: SkipReason; at: number }>;
+  /** Pending service (`<deployment>/<service>`) → when this leader first saw it unschedulable for capacity. */
+  pendingSince?: ReadonlyMap<string, number>;
   /** Set on a state rebuilt outside the leader: counters and cooldowns are assumptions. */
   seeded?: boolean;
 }
@@ -83,6 +86,8 @@ export interface Snapshot {
   volumeHomes: readonly VolumeHome[];
   /** Mod revisions of the node and drain keys (a move start compares its destination's). */
   eligibility: EligibilityRevisions;
+  /** Services the scheduler cannot place for capacity (memory, GPUs, ports): coalescing's work. */
+  pending?: readonly Omit<PendingService, 'since'>[];
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -141,8 +146,8 @@ export interface ExcludedView {
 }
 
 export interface MoveView {
-  /** What asked for the move: a pressured node, or a spread service's skew. */
-  trigger: 'pressure' | 'spread';
+  /** What asked for the move: a pressured node, a spread service's skew, or room for a pending replica. */
+  trigger: 'pressure' | 'spread' | 'coalesce';
   replica: string;
   deployment: string;
   service: string;
@@ -185,6 +190,8 @@ export interface RebalancePlan {
   move?: MoveView;
   /** Spread services as this cycle judged their skew (only those with more than one replica on a node are worth a look). */
   spread: SpreadView[];
+  /** Pending services and the plan that would make room for each (coalescing). */
+  coalesce: CoalesceView[];
   inFlight: InFlightView[];
   /** Set on a plan recomputed outside the leader: what was assumed. */
   assumptions?: string[];
@@ -517,6 +524,46 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     });
   }
 
+  // 8. Coalescing: room for a replica the scheduler cannot place for capacity, by moving the
+  // fewest movable replicas out of its way — only on a complete plan, one move per cycle.
+  const pendingSince = new Map<string, number>();
+  const pending: PendingService[] = (snap.pending ?? []).map((p) => {
+    const key = `${p.deployment}/${p.service}`;
+    const since = state.pendingSince?.get(key) ?? now;
+    pendingSince.set(key, since);
+    return { ...p, since };
+  });
+  const coalesce = planCoalesce({
+    book,
+    placer: placerOnce(),
+    pending,
+    now,
+    graceMs: 2 * config.cycleMs,
+    exclusion: exclusionOf,
+    moveTimeoutMs: (e) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs),
+    mayMove: countedCycle && !move && moving === 0,
+  });
+  if (coalesce.move) {
+    const { view, start, moveId } = coalesce.move;
+    const first = view.plan[0]!;
+    const [src, dst] = [viewOf.get(first.from), viewOf.get(first.to)];
+    move = { trigger: 'coalesce', replica: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to, dominant: dst?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: src?.pressure ?? 0, srcAfter: src?.pressure ?? 0, dstBefore: dst?.pressure ?? 0, dstAfter: dst?.pressure ?? 0, moveId };
+    stoppedBy = 'none';
+    acts.push({
+      label: `rebalance coalesce ${first.replica} ${first.from}→${first.to}`,
+      ops: start.ops,
+      audit: [
+        {
+          type: 'rebalance_moved',
+          time: now,
+          deployment: first.deployment,
+          payload: { replica_id: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to, trigger: 'coalesce', for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, move_id: moveId, detail: view.detail },
+        },
+      ],
+      effect: { kind: 'move', trigger: 'coalesce', replica: first.replica, src: first.from, dst: first.to },
+    });
+  }
+
   const plan: RebalancePlan = {
     at: new Date(now).toISOString(),
     cycle: state.cycles + (countedCycle ? 1 : 0),
@@ -531,6 +578,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     excluded,
     ...(move ? { move } : {}),
     spread: spread.views.filter((v) => v.verdict !== 'even'),
+    coalesce: coalesce.views,
     inFlight: inFlightViews,
   };
   const next: RebalancerState = {
@@ -540,6 +588,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     received,
     moved: prune(state.moved, (m) => now - m.at < config.pingPongMs),
     audited,
+    ...(pendingSince.size ? { pendingSince } : {}),
     ...(state.seeded ? { seeded: true } : {}),
   };
   return { state: next, acts, plan };

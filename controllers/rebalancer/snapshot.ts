@@ -1,14 +1,16 @@
 // What the rebalancer reads, and how its snapshot is built from the cache: one function for the
 // controller and for `jaco rebalance plan` recomputing from a one-shot read of the store.
-import type { Node, NodeDrain } from '../../src/api/types.js';
+import { withDefaults } from '../../src/api/spec.js';
+import type { Deployment, DeploymentStatus, Node, NodeDrain } from '../../src/api/types.js';
 import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
 import type { Config } from './config.js';
 import type { Snapshot } from './decide.js';
 import { StateBackedSource } from './pressure.js';
+import { CAPACITY_REASONS, type PendingService } from './coalesce.js';
 
-/** The prefixes the rebalancer reads. */
-export const REBALANCER_READS = MOVER_READS;
+/** The prefixes the rebalancer reads: a mover's, and the deployments with their status (pending replicas). */
+export const REBALANCER_READS = [...MOVER_READS, 'deployments', 'statuses'] as const;
 
 /** The cycle's snapshot: the cache's contents plus each node's fresh pressure sample (StateBackedSource). */
 export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'freshnessIntervals'>): Snapshot {
@@ -18,5 +20,20 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     samples: new StateBackedSource(() => view.heartbeats.values(), config.freshnessIntervals).samples(now),
     nodes: [...cache.kind<Node>('nodes').items.values()].map((n) => n.value),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
+    pending: pendingOf(cache),
   };
+}
+
+/** Services the scheduler reports unschedulable for capacity, with the spec a new replica would carry. */
+function pendingOf(cache: Cache): Omit<PendingService, 'since'>[] {
+  const deployments = valuesByRest(cache.kind<Deployment>('deployments'));
+  const out: Omit<PendingService, 'since'>[] = [];
+  for (const [name, status] of valuesByRest(cache.kind<DeploymentStatus>('statuses'))) {
+    for (const [service, st] of Object.entries(status.status?.scheduling?.services ?? {})) {
+      const u = st.unschedulable;
+      const spec = deployments.get(name)?.spec.services[service];
+      if (u && u.count > 0 && spec && CAPACITY_REASONS.includes(u.reason)) out.push({ deployment: name, service, spec: withDefaults(spec), reason: u.reason, count: u.count });
+    }
+  }
+  return out.sort((a, b) => (`${a.deployment}/${a.service}` < `${b.deployment}/${b.service}` ? -1 : 1));
 }

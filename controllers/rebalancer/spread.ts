@@ -133,7 +133,7 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
     const refused = new Map(open.map((n) => [n, input.dstRefusal(n, copy)] as const).filter(([, r]) => r !== undefined));
     const back = input.movedFrom(copy);
     if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
-    const decision = placer.place(req(e, [src!, ...refused.keys()]));
+    const decision = placer.decide(req(e, [src!, ...refused.keys()]));
     const dst = decision.chosen;
     if (!dst || counts[src!]! - counts[dst]! <= 1) {
       why.push(`${e.id}: no node evens it out${refused.size ? ` (${[...refused].map(([n, r]) => `${n}: ${r}`).join('; ')})` : ''}`);

@@ -115,6 +115,8 @@ export class World {
   nodes = new Map<string, Node>();
   replicas: ReplicaCopy[] = [];
   notReady = new Set<string>();
+  /** Services the scheduler reports unschedulable for capacity (coalescing's input). */
+  pending: NonNullable<Snapshot['pending']> = [];
 
   addNode(name: string, o: NodeOpts = {}): this {
     this.nodes.set(name, nodeObj(name, o));
@@ -142,7 +144,7 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map() };
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map(), pending: this.pending };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */

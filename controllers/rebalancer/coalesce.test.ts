@@ -1,0 +1,166 @@
+// Coalescing through the whole pure cycle: a replica the scheduler cannot place for capacity gets
+// room made for it by the fewest moves of movable replicas, only when the whole plan works, one
+// make-before-break move per cycle; stateful blockers, budgets and plans that cannot work move
+// nothing and say why.
+import { beforeEach, describe, expect, it } from 'vitest';
+import { withDefaults } from '../../src/api/spec.js';
+import type { ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { placerFor } from '../placement/input.js';
+import { MoveBook } from '../moves/move.js';
+import { planCoalesce } from './coalesce.js';
+
+const MiB = 1024 ** 2;
+const cool: Record<string, Load> = { a: { cpu: 0.1 }, b: { cpu: 0.1 }, c: { cpu: 0.1 } };
+// pack: spread would move one of them on its own (skew 2 on a), which is not what these tests are about.
+const small = service({ replicas: 2, placement: { mode: 'pack' }, resources: { memory: '256Mi' } });
+
+/** The agents: every desired copy is observed running at its spec. */
+function observeAll(w: World): void {
+  for (const r of w.replicas) {
+    if (r.observed) continue;
+    const s = r.desired.value.spec;
+    const observed: ReplicaObserved = {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'ReplicaObserved',
+      metadata: { name: s.replica },
+      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: new Date(T0 - 86_400_000).toISOString(), health: 'none', observedAt: new Date(T0).toISOString() },
+    };
+    r.observed = observed;
+  }
+}
+
+const pendingBig = (spec: Partial<ServiceSpec> = {}) => ({ deployment: 'big', service: 'db', spec: withDefaults({ image: 'i', resources: { memory: '1Gi' }, ...spec }), reason: 'no_capacity_memory' as const, count: 1 });
+
+/**
+ * a (1280 MiB) runs two movable 256 MiB replicas: the 1 GiB replica fits there only once both
+ * leave. b is full of an opted-out replica; c (1 GiB) cannot take the 1 GiB replica but takes both
+ * small ones.
+ */
+function crowded(): World {
+  const w = new World()
+    .addNode('a', { memoryBytes: 1280 * MiB })
+    .addNode('b', { memoryBytes: 1536 * MiB })
+    .addNode('c', { memoryBytes: 1024 * MiB })
+    .add(
+      replica('d-small-0', 'a', { index: 0, spec: small }),
+      replica('d-small-1', 'a', { index: 1, spec: small }),
+      replica('e-fixed-0', 'b', { index: 0, spec: service({ replicas: 1, rebalance: 'disabled', resources: { memory: '1230Mi' } }) }),
+    );
+  w.pending = [pendingBig()];
+  return w;
+}
+
+function run(w: World, cycles: number): Harness {
+  const h = new Harness(w);
+  for (let i = 0; i < cycles; i++) {
+    h.cycle(cool);
+    observeAll(w);
+  }
+  return h;
+}
+
+const coalesceMoves = (h: Harness) => h.audit().filter((a) => a.type === 'rebalance_moved' && a.payload.trigger === 'coalesce');
+
+beforeEach(() => resetRevisions());
+
+describe('coalescing', () => {
+  it('a pending 1 GiB replica that fits only after moving two 256 MiB replicas: both move to c, one at a time', () => {
+    const w = crowded();
+    const h = new Harness(w);
+    // Within the grace: the scheduler's business still.
+    expect(h.cycle(cool).plan.coalesce[0]).toMatchObject({ verdict: 'grace' });
+    observeAll(w);
+    h.cycle(cool);
+    observeAll(w);
+    const planned = h.cycle(cool);
+    expect(planned.plan.coalesce[0]).toMatchObject({
+      verdict: 'move',
+      node: 'a',
+      plan: [
+        { replica: 'd-small-0', from: 'a', to: 'c' },
+        { replica: 'd-small-1', from: 'a', to: 'c' },
+      ],
+    });
+    expect(planned.plan.move).toMatchObject({ trigger: 'coalesce', replica: 'd-small-0', src: 'a', dst: 'c' });
+    for (let i = 0; i < 30; i++) {
+      observeAll(w);
+      h.cycle(cool);
+    }
+    const where = Object.fromEntries(w.replicas.map((r) => [r.desired.value.spec.replica, r.desired.value.spec.node]));
+    expect(where).toEqual({ 'd-small-0': 'c', 'd-small-1': 'c', 'e-fixed-0': 'b' });
+    const moves = coalesceMoves(h);
+    expect(moves.map((m) => m.payload.replica_id)).toEqual(['d-small-0', 'd-small-1']);
+    expect(moves[0]!.payload).toMatchObject({ for: 'big/db', pending_reason: 'no_capacity_memory', hole_node: 'a', src: 'a', dst: 'c' });
+    // Room made: the scheduler can place it now, and coalescing says so instead of moving more.
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'fits' });
+  });
+
+  it('only a complete plan moves anything: with c too small for both, nothing moves', () => {
+    const w = crowded();
+    w.nodes.set('c', { ...w.nodes.get('c')!, status: { ...w.nodes.get('c')!.status!, capacity: { cpuMillis: 1000, memoryBytes: 400 * MiB, gpus: 0 } } });
+    const h = run(w, 10);
+    expect(coalesceMoves(h)).toEqual([]);
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'no_plan_fits' });
+  });
+
+  it('blockers that never move (stateful, opted out) give only_stateful_blockers and no move', () => {
+    const fixed = service({ replicas: 1, rebalance: 'disabled', resources: { memory: '512Mi' } });
+    const w = new World()
+      .addNode('a', { memoryBytes: 1280 * MiB })
+      .addNode('c', { memoryBytes: 1024 * MiB })
+      .add(replica('d-fixed-0', 'a', { index: 0, spec: fixed }), replica('e-data-0', 'c', { index: 0, spec: service({ replicas: 1, volumes: [{ type: 'volume', source: 'data', target: '/d' }], resources: { memory: '256Mi' } }) }));
+    w.pending = [pendingBig()];
+    const h = run(w, 6);
+    expect(coalesceMoves(h)).toEqual([]);
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'only_stateful_blockers' });
+  });
+
+  it('a plan whose next move would exceed its service\'s disruption budget waits: would_exceed_budget', () => {
+    const w = crowded();
+    // A third replica of the service is down already: maxUnavailable 1 leaves no room for a move.
+    w.add(replica('d-small-2', 'c', { index: 2, spec: small, running: false }));
+    const h = new Harness(w);
+    h.run(4, cool);
+    expect(coalesceMoves(h)).toEqual([]);
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'would_exceed_budget' });
+  });
+
+  it('a host port held by a movable replica on the only allowed host: the holder moves', () => {
+    const holder = service({ replicas: 1, ports: [8080] });
+    const w = new World()
+      .addNode('a')
+      .addNode('b')
+      .add(replica('d-proxy-0', 'a', { index: 0, spec: holder }));
+    w.pending = [{ deployment: 'edge', service: 'lb', spec: withDefaults({ image: 'i', ports: [8080], placement: { mode: 'hosts', hosts: ['a'] } }), reason: 'port_conflict', count: 1 }];
+    const h = run(w, 4);
+    expect(coalesceMoves(h).map((m) => `${m.payload.replica_id} ${m.payload.src}→${m.payload.dst}`)).toEqual(['d-proxy-0 a→b']);
+  });
+
+  it('a replica larger than any node gets no plan and nothing moves', () => {
+    const w = crowded();
+    w.pending = [pendingBig({ resources: { memory: '8Gi' } })];
+    const h = run(w, 6);
+    expect(coalesceMoves(h)).toEqual([]);
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'no_plan_fits' });
+  });
+
+  it('the higher priority pending service is served first', () => {
+    const w = crowded();
+    w.pending = [{ ...pendingBig(), deployment: 'low' }, { ...pendingBig({ priority: 10 }), deployment: 'high' }];
+    const h = run(w, 4);
+    expect(h.cycles.at(-1)!.plan.coalesce.map((v) => v.deployment)).toEqual(['high', 'low']);
+    expect(coalesceMoves(h)[0]!.payload).toMatchObject({ for: 'high/db' });
+  });
+
+  it('is a what-if: the placer it is given is left exactly as it was found', () => {
+    const w = crowded();
+    const snap = w.snapshot(T0, cool);
+    const placer = placerFor(snap, T0);
+    const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.check({ replica: 'p', deployment: 'big', service: 'db', spec: w.pending[0]!.spec }, n))}`);
+    const before = probe();
+    const out = planCoalesce({ book: new MoveBook(snap), placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000, mayMove: false });
+    expect(out.views[0]).toMatchObject({ verdict: 'held', node: 'a' });
+    expect(probe()).toEqual(before);
+  });
+});

@@ -1,0 +1,211 @@
+// Coalescing (seed 003's baseline rescheduler, use case 1): a replica that cannot be placed for
+// capacity — memory, GPUs or a host port — while moving a few movable replicas elsewhere would make
+// room for it. The plan is computed whole before anything moves: on some node, the fewest movable
+// replicas whose departure lets the pending replica fit, each landing where the scheduler's own
+// placer accepts it with the hole already taken. Only a complete plan starts a move, and only its
+// first (one move per cycle, make-before-break, within the disruption budget); the next cycle
+// plans again from what landed, so the plan shrinks by one each time until the scheduler can place
+// the pending replica. Pure: the placer comes in and is left as it was found.
+import type { ServiceSpec } from '../../src/api/types.js';
+import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
+import type { Exclusion } from '../../src/api/reasons/rebalance.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import { startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
+
+/** Reasons coalescing can help with: the replica would fit but for what others hold. */
+export const CAPACITY_REASONS: readonly UnschedulableReason[] = ['no_capacity_memory', 'no_capacity_gpu', 'port_conflict'];
+const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
+
+/** Why a pending replica gets no plan (status, `jaco rebalance plan`). */
+export const NO_PLAN_REASONS = {
+  no_plan_fits: 'no set of movable replicas on any node makes room that the moved replicas can find elsewhere',
+  only_stateful_blockers: 'the replicas in the way are stateful, global or opted out: they never move',
+  would_exceed_budget: "the plan's next move would take its service past its disruption budget (update.maxUnavailable)",
+} as const;
+export type NoPlanReason = keyof typeof NO_PLAN_REASONS;
+
+/** A service with replicas the scheduler cannot place for capacity (from its deploymentstatus). */
+export interface PendingService {
+  deployment: string;
+  service: string;
+  /** The service spec, defaults applied (what a new replica would carry). */
+  spec: ServiceSpec;
+  reason: UnschedulableReason;
+  count: number;
+  /** When the rebalancer first saw it pending (leader-local). */
+  since: number;
+}
+
+export interface CoalesceVictim {
+  replica: string;
+  deployment: string;
+  service: string;
+  from: string;
+  to: string;
+}
+
+export interface CoalesceView {
+  deployment: string;
+  service: string;
+  reason: UnschedulableReason;
+  verdict: 'move' | 'held' | 'no_plan' | 'grace' | 'fits';
+  detail: string;
+  noPlan?: NoPlanReason;
+  /** The node the hole is made on, and every move of the plan (the first starts this cycle). */
+  node?: string;
+  plan?: CoalesceVictim[];
+}
+
+export interface CoalesceInput {
+  book: MoveBook;
+  placer: Placer;
+  pending: readonly PendingService[];
+  now: number;
+  /** A replica pending for less than this is the scheduler's business still. */
+  graceMs: number;
+  exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
+  moveTimeoutMs: (entry: ReplicaEntry) => number;
+  /** One move per cycle, cluster-wide. */
+  mayMove: boolean;
+}
+
+export interface CoalesceMove {
+  view: CoalesceView & { node: string; plan: CoalesceVictim[] };
+  start: Extract<MoveStart, { ok: true }>;
+  moveId: string;
+}
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Every pending service judged, highest priority first; at most one move, the first of a complete plan. */
+export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; move?: CoalesceMove } {
+  const pending = [...input.pending].sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || byName(`${a.deployment}/${a.service}`, `${b.deployment}/${b.service}`));
+  const views: CoalesceView[] = [];
+  let move: CoalesceMove | undefined;
+  for (const p of pending) {
+    const base = { deployment: p.deployment, service: p.service, reason: p.reason };
+    if (input.now - p.since < input.graceMs) {
+      views.push({ ...base, verdict: 'grace', detail: `pending ${Math.round((input.now - p.since) / 1000)}s; coalescing after ${Math.round(input.graceMs / 1000)}s` });
+      continue;
+    }
+    const fitsOn = input.placer.candidates(pendingRequest(p));
+    if (fitsOn.length || input.placer.decide(pendingRequest(p)).chosen) {
+      views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn[0] ?? 'a node'}): the scheduler places it` });
+      continue;
+    }
+    const found = bestPlan(input, p);
+    if ('noPlan' in found) {
+      views.push({ ...base, verdict: 'no_plan', noPlan: found.noPlan, detail: found.detail });
+      continue;
+    }
+    const view: CoalesceView & { node: string; plan: CoalesceVictim[] } = {
+      ...base,
+      verdict: 'move',
+      node: found.node,
+      plan: found.plan,
+      detail: `${found.plan.length} move(s) make room on ${found.node}: ${found.plan.map((v) => `${v.replica} → ${v.to}`).join(', ')}`,
+    };
+    views.push(view);
+    if (move || !input.mayMove) {
+      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: one move per cycle${move ? ` (${move.view.plan[0]!.replica} moves)` : ''}` });
+      continue;
+    }
+    const first = found.plan[0]!;
+    const moveId = `co-${input.now}-${first.replica}`;
+    const entry = input.book.entry(first.replica)!;
+    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry) });
+    if (!started.ok) {
+      const budget = started.refusal === 'budget_exceeded';
+      Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${started.refusal} (${started.detail})` });
+      continue;
+    }
+    move = { view, start: started, moveId };
+  }
+  return { views, ...(move ? { move } : {}) };
+}
+
+type Found = { node: string; plan: CoalesceVictim[] } | { noPlan: NoPlanReason; detail: string };
+
+const pendingRequest = (p: PendingService): PlacementRequest => ({ replica: `${p.deployment}-${p.service}-pending`, deployment: p.deployment, service: p.service, spec: p.spec });
+
+/** The node needing the fewest moves (ties by name), or why there is none. */
+function bestPlan(input: CoalesceInput, p: PendingService): Found {
+  const { placer, book } = input;
+  const req = pendingRequest(p);
+  const antiAffinity = p.spec.placement?.mode === 'hosts';
+  let best: { node: string; plan: CoalesceVictim[] } | undefined;
+  // Whether any blocked node had replicas that could move (then "no plan fits"), or only ones that never do.
+  let triedMovable = false;
+  let onlyFixed = false;
+  for (const node of placer.names) {
+    const rej = placer.check(req, node, { antiAffinity });
+    if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already, or no move can help here
+    const here = book.replicas.onNode(node).filter((e) => e.copies.length === 1);
+    const movable = here.filter((e) => !(e.deployment === p.deployment && e.service === p.service) && !input.exclusion(e.copies, e.copies[0]!));
+    if (!movable.length) {
+      onlyFixed ||= here.length > 0;
+      continue;
+    }
+    triedMovable = true;
+    const plan = planOn(placer, req, node, order(movable, p.spec), antiAffinity);
+    if (plan && (!best || plan.length < best.plan.length)) best = { node, plan };
+  }
+  if (best) return best;
+  return onlyFixed && !triedMovable
+    ? { noPlan: 'only_stateful_blockers', detail: NO_PLAN_REASONS.only_stateful_blockers }
+    : { noPlan: 'no_plan_fits', detail: NO_PLAN_REASONS.no_plan_fits };
+}
+
+/** Blockers in the order that frees what the pending replica lacks fastest: port holders, then the largest. */
+function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
+  const want = new Set(footprintOf(spec).ports);
+  const key = (e: ReplicaEntry) => {
+    const f = footprintOf(e.copies[0]!.desired.spec.template);
+    return { port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus, mem: f.memoryBytes };
+  };
+  return [...movable].sort((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    return y.port - x.port || y.gpus - x.gpus || y.mem - x.mem || byName(a.id, b.id);
+  });
+}
+
+const placedOf = (e: ReplicaEntry, node: string): PlacedReplica => ({ id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(e.copies[0]!.desired.spec.template) });
+
+/**
+ * What-if on one node: take blockers off until the pending replica fits, hold the hole for it,
+ * then find each blocker a home elsewhere with the scheduler's own placer. The placer is restored
+ * before returning, whatever the outcome.
+ */
+function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: ReplicaEntry[], antiAffinity: boolean): CoalesceVictim[] | undefined {
+  const taken: ReplicaEntry[] = [];
+  for (const e of blockers) {
+    placer.forget(e.id, node);
+    taken.push(e);
+    if (!placer.check(req, node, { antiAffinity })) break;
+  }
+  const fits = !placer.check(req, node, { antiAffinity });
+  const hole: PlacedReplica = { id: req.replica, deployment: req.deployment, service: req.service, node, ...footprintOf(req.spec) };
+  const landed: PlacedReplica[] = [];
+  let plan: CoalesceVictim[] | undefined;
+  if (fits) {
+    placer.assume(hole);
+    plan = [];
+    for (const e of taken) {
+      const d = placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: e.copies[0]!.desired.spec.template, exclude: [node] });
+      if (!d.chosen) {
+        plan = undefined;
+        break;
+      }
+      // Counted where it lands, so the next blocker sees it there.
+      const p = placedOf(e, d.chosen);
+      placer.assume(p);
+      landed.push(p);
+      plan.push({ replica: e.id, deployment: e.deployment, service: e.service, from: node, to: d.chosen });
+    }
+    placer.forget(hole.id, node);
+  }
+  for (const p of landed) placer.forget(p.id, p.node);
+  for (const e of taken) placer.assume(placedOf(e, node));
+  return plan;
+}
