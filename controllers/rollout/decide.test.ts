@@ -1180,3 +1180,63 @@ describe('operator requests: pause, resume, abort', () => {
     expect(w.hashes()).toEqual([H3, H3, H3]);
   });
 });
+
+describe('restart (jaco rollout restart): every replica again at the same spec', () => {
+  /** What `jaco rollout restart` writes: a new revision, the same spec, the restarted services named. */
+  function restart(w: World, services: string[], dep = 'app'): number {
+    const cur = w.get<Deployment>(keys.deployment(dep))!;
+    const generation = w.apply(dep, cur.spec.services);
+    const rec = w.get<DeploymentRevision>(keys.revision(dep, generation))!;
+    w.put(keys.revision(dep, generation), { ...rec, spec: { ...rec.spec, cause: `restart ${services.join(', ')}`, restarted: services } });
+    return generation;
+  }
+  const revisions = (w: World, service = 'web') =>
+    w
+      .under<ReplicaDesired>('desired/')
+      .map((v) => v.value)
+      .filter((d) => d.spec.service === service)
+      .sort((a, b) => (a.spec.replica < b.spec.replica ? -1 : 1))
+      .map((d) => d.spec.revision);
+
+  it('rolls every replica of the service onto the restart revision, one step at a time, hash unchanged', () => {
+    const w = running();
+    restart(w, ['web']);
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromRevision: 1, toRevision: 2, fromHash: H1, toHash: H1, totalSteps: 3, currentStep: 1 });
+    expect(revisions(w)).toEqual([2, 1, 1]);
+    w.rounds(4);
+    expect(w.plan()).toMatchObject({ state: 'completed', totalSteps: 3 });
+    expect(revisions(w)).toEqual([2, 2, 2]);
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    // A later apply that leaves the service alone restarts nothing again.
+    w.apply('app', w.get<Deployment>(keys.deployment('app'))!.spec.services);
+    w.rounds(2);
+    expect(revisions(w)).toEqual([2, 2, 2]);
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 2 });
+  });
+
+  it('restarts only the services named', () => {
+    const w = webAndDb();
+    w.pass();
+    restart(w, ['db']);
+    w.rounds(3);
+    expect(w.plan('app', 'db')).toMatchObject({ state: 'completed', toRevision: 2 });
+    expect(w.plan('app', 'web')).toBeUndefined();
+    expect(revisions(w, 'web')).toEqual([1]);
+    expect(revisions(w, 'db')).toEqual([2]);
+  });
+
+  it('a restart that fails aborts and goes back to the previous revision', () => {
+    const w = running();
+    restart(w, ['web']);
+    w.pass();
+    w.observe('app-web-0', { state: 'exited', exitCode: 1 });
+    w.exhaust('app-web-0', 'node-1', 2);
+    w.now += 1000;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'restart_exhausted' });
+    w.rounds(3);
+    expect(revisions(w)).toEqual([1, 1, 1]);
+    expect(w.plan()?.state).toBe('aborted');
+  });
+});

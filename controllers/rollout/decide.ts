@@ -118,7 +118,13 @@ function groupReady(g: ReplicaGroup, hash: string, now: number): { ready: boolea
 }
 
 const groupRunning = (g: ReplicaGroup) => !g.nodeDown && g.observed.some(replicaRunning);
-const groupStale = (g: ReplicaGroup, hash: string) => g.copies.some((c) => c.value.spec.specHash !== hash);
+/** A copy needs a step toward `target`: another spec hash, or a revision older than the service's last restart (jaco rollout restart). */
+const copyStale = (d: ReplicaDesired, target: Target) =>
+  d.spec.specHash !== target.specHash || d.spec.revision < (target.restartRevision ?? 0) || (!!target.exactRevision && d.spec.revision !== target.revision);
+const groupStale = (g: ReplicaGroup, target: Target) => g.copies.some((c) => copyStale(c.value, target));
+
+/** Where a service's replicas go: the serving template, and for a forward rollout the revision of its last restart. */
+type Target = ServingTemplate & { restartRevision?: number; exactRevision?: boolean };
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** A service's replicas (the shared index) as the rollout reads them, joined with node readiness. */
@@ -164,6 +170,8 @@ interface ServiceCtx {
   snapshot: RolloutSnapshot;
   /** The service's update block, resolved (src/api/update.ts). */
   controls: UpdateControls;
+  /** The last revision that restarted the service (jaco rollout restart), or 0. */
+  restartRevision: number;
 }
 
 /** What one pass does to one service: the plan after it, and the act that gets it there. */
@@ -196,13 +204,18 @@ class ServicePass {
   }
 }
 
-/** The previous revision's template of a service, for reverts: its revision record, else a replica still at it. */
-function fromTemplate(c: ServiceCtx, plan: RolloutPlanSpec): ServingTemplate | undefined {
+/**
+ * The previous revision's template of a service, for reverts: its revision record, else a replica
+ * still at it. Reverting a restart (same hash both ways) goes back to the exact revision, so the
+ * restarted containers are replaced again.
+ */
+function fromTemplate(c: ServiceCtx, plan: RolloutPlanSpec): Target | undefined {
+  const exact = plan.fromHash === plan.toHash ? { exactRevision: true } : {};
   const rev = c.snapshot.revisions.get(keys.revision(c.name, plan.fromRevision))?.spec.template.services[c.service];
-  if (rev) return templateOf(plan.fromRevision, rev);
+  if (rev) return { ...templateOf(plan.fromRevision, rev), ...exact };
   for (const g of c.groups)
     for (const d of g.copies)
-      if (d.value.spec.specHash === plan.fromHash) return { revision: d.value.spec.revision, specHash: d.value.spec.specHash, template: d.value.spec.template };
+      if (d.value.spec.specHash === plan.fromHash) return { revision: exact.exactRevision ? plan.fromRevision : d.value.spec.revision, specHash: d.value.spec.specHash, template: d.value.spec.template, ...exact };
   return undefined;
 }
 
@@ -224,8 +237,10 @@ function decideService(c: ServiceCtx): ServicePass {
     else runSteps(pass, from, 'revert');
     return pass;
   }
-  const target = servingTemplate(c.deployment.value, c.service, c.plan?.value, revisionSpec(c))!;
-  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
+  const serving = servingTemplate(c.deployment.value, c.service, c.plan?.value, revisionSpec(c))!;
+  // A restart applies to the current revision's rollout, never to one serving an aborted rollout's fromRevision.
+  const target: Target = serving.revision === c.generation ? { ...serving, restartRevision: c.restartRevision } : serving;
+  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target));
   if (live(prev) && prev.toHash === target.specHash && prev.toRevision <= c.generation) {
     // A new apply that did not change this service's container keeps its rollout going.
     prev.toRevision = target.revision;
@@ -466,7 +481,7 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
     }
   } else inFlight = watchRevert(pass, target);
 
-  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target.specHash));
+  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target));
   if (!stale.length) {
     if (direction === 'forward') {
       updateTotals(pass, target, inFlight);
@@ -508,7 +523,7 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
 function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: RolloutStep[]): void {
   const plan = pass.plan!;
   const busy = new Set(inFlight.map((s) => s.replica));
-  const remaining = pass.c.groups.filter((g) => !g.suspended && !busy.has(g.id) && groupStale(g, target.specHash)).length;
+  const remaining = pass.c.groups.filter((g) => !g.suspended && !busy.has(g.id) && groupStale(g, target)).length;
   plan.totalSteps = plan.currentStep + remaining;
 }
 
@@ -586,7 +601,7 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, 
   const { c } = pass;
   const template = stopFirst ? { ...target.template, update: { ...target.template.update, order: 'stop-first' as const } } : target.template;
   for (const d of g.copies) {
-    if (d.value.spec.specHash === target.specHash) continue;
+    if (!copyStale(d.value, target)) continue;
     const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
@@ -653,9 +668,21 @@ function planObject(spec: RolloutPlanSpec): RolloutPlan {
 }
 
 
+/** By `<deployment>/<service>`: the newest stored revision, up to the deployment's current one, that restarted the service. */
+function restartRevisions(s: RolloutSnapshot): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const r of s.revisions.values()) {
+    const { deployment, revision, restarted } = r.spec;
+    if (!restarted?.length || revision > (s.deployments.get(deployment)?.value.metadata.generation ?? 0)) continue;
+    for (const svc of restarted) out.set(`${deployment}/${svc}`, Math.max(out.get(`${deployment}/${svc}`) ?? 0, revision));
+  }
+  return out;
+}
+
 export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): RolloutDecision {
   const iso = new Date(now).toISOString();
   const ledger = new LedgerBook(s.ledgers);
+  const restarts = restartRevisions(s);
   const acts: RolloutAct[] = [];
   const notes: Note[] = [];
   let inProgress = 0;
@@ -681,6 +708,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
         snapshot: s,
         // The applied manifest's update block (the template's has defaults filled in; update.stepTimeout absent → the timings' default).
         controls: updateControls(dv.value.spec.services[service], groups.length, cfg),
+        restartRevision: restarts.get(`${name}/${service}`) ?? 0,
       };
       const pass = decideService(ctx);
       for (const note of pass.notes) notes.push({ deployment: name, service, note });

@@ -180,6 +180,7 @@ const KINDS: KindDef[] = [
         cause: str(),
         summary: str(),
         template: deploymentSpec,
+        restarted: arr(str(), { description: 'Services whose every replica this revision replaces at the same spec (jaco rollout restart).' }),
       },
       ['deployment', 'revision', 'appliedAt', 'cause', 'summary', 'template'],
     ),

@@ -167,6 +167,8 @@ export interface DeploymentRevisionSpec {
   /** A one-line summary of what changed from the previous revision. */
   summary: string;
   template: DeploymentSpec;
+  /** Services whose every replica this revision replaces at the same spec (jaco rollout restart). */
+  restarted?: string[];
 }
 export type DeploymentRevision = JacoObject<'DeploymentRevision', DeploymentRevisionSpec, never>;
 

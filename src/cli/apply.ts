@@ -25,6 +25,8 @@ export interface ApplyItem {
   cause: string;
   /** Where it came from, for error messages ("hello.yaml document 1"). */
   source?: string;
+  /** Services to restart (jaco rollout restart): a new revision even when the spec is unchanged. */
+  restart?: string[];
 }
 
 export interface ApplyOutcome {
@@ -66,7 +68,7 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
   for (const item of items) {
     const cur = current.get(item.name);
     const prev = cur?.value;
-    const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec);
+    const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec) || !!item.restart?.length;
     const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : 1;
     const next: Deployment = {
       apiVersion: API_VERSION,
@@ -83,7 +85,7 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
     };
     const metaChanged = !!prev && JSON.stringify([prev.metadata.labels, prev.metadata.annotations]) !== JSON.stringify([next.metadata.labels, next.metadata.annotations]);
     const result = !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
-    const summary = specChanged ? summarizeChange(prev?.spec, item.spec) : '';
+    const summary = item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
     outcomes.push({ name: item.name, result, revision: generation, summary });
     if (result === 'unchanged') continue;
 
@@ -93,7 +95,7 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
         apiVersion: API_VERSION,
         kind: 'DeploymentRevision',
         metadata: { name: `${item.name}-${generation}` },
-        spec: { deployment: item.name, revision: generation, appliedAt: iso, cause: item.cause, summary, template: item.spec },
+        spec: { deployment: item.name, revision: generation, appliedAt: iso, cause: item.cause, summary, template: item.spec, ...(item.restart?.length ? { restarted: item.restart } : {}) },
       };
       ops.push({ op: 'put', key: keys.revision(item.name, generation), value: rev });
       const { kvs } = await store.listRaw(keys.revisions(item.name));

@@ -5,7 +5,8 @@ import { stringify } from 'yaml';
 import { rolloutProgress, type Progress } from '../../../controllers/rollout/progress.js';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
-import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../api/types.js';
+import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec, RolloutState } from '../../api/types.js';
+import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Informer } from '../../store/informer.js';
@@ -157,10 +158,141 @@ async function rollback(store: Store, name: string, toRevision: number | undefin
   return `deployment/${name} rolled back to revision ${n}${dryRun ? ' (dry run)' : ''} (now revision ${o!.revision}: ${o!.summary})\n`;
 }
 
+// ---------------------------------------------------------------- pause, resume, abort, restart
+
+/** DEPLOYMENT or DEPLOYMENT/SERVICE. */
+function parseTarget(v: string): { name: string; service?: string } {
+  const [name, service, extra] = v.split('/');
+  if (!name || extra !== undefined || service === '') throw new CliError(`invalid target ${JSON.stringify(v)}: use DEPLOYMENT or DEPLOYMENT/SERVICE`);
+  return service ? { name, service } : { name };
+}
+
+/** Which plan states each request acts on (the controller ignores it otherwise, with a note). */
+const ACTS_ON: Record<RolloutAction, RolloutState[]> = { pause: ['in_progress'], resume: ['paused'], abort: ['in_progress', 'paused'] };
+const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
+  pause: (p) => p.state === 'paused',
+  resume: (p) => p.state !== 'paused',
+  abort: (p) => p.state === 'aborted',
+};
+
+/**
+ * Writes the request on each matching plan (compare-and-swap; the rollout controller carries it
+ * out and clears it), then waits up to `waitMs` for the controller to take it. Returns the lines to
+ * print and the exit code.
+ */
+async function requestAction(store: Store, target: { name: string; service?: string }, action: RolloutAction, waitMs: number): Promise<{ text: string; code: number }> {
+  const dep = await mustGetDeployment(store, target.name);
+  if (target.service && !dep.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
+  const services = target.service ? [target.service] : Object.keys(dep.value.spec.services).sort();
+  const requested: string[] = [];
+  for (const service of services) {
+    for (let attempt = 0; ; attempt++) {
+      const cur = await store.get<RolloutPlan>(keys.rollout(target.name, service));
+      if (!cur || !ACTS_ON[action].includes(cur.value.spec.state)) break;
+      const value: RolloutPlan = { ...cur.value, spec: { ...cur.value.spec, request: { action, requestedAt: new Date().toISOString() } } };
+      const r = await commitActs(store, [{ label: `rollout ${action} ${target.name}/${service}`, ops: [{ op: 'update', key: cur.key, value, modRevision: cur.modRevision }] }]);
+      if (r.committed.length) {
+        requested.push(service);
+        break;
+      }
+      // The controller wrote the plan in between: read it again.
+      if (attempt >= 10) throw new CliError(`rollout of ${target.name}/${service} keeps changing; try again`);
+    }
+  }
+  if (!requested.length) {
+    const which = target.service ? `${target.name}/${target.service}` : `deployment "${target.name}"`;
+    throw new CliError(`${which} has no rollout to ${action} (${action === 'resume' ? 'none is paused' : 'none is in progress'}); see jaco rollout status ${target.name}`);
+  }
+  let text = requested.map((svc) => `${target.name}/${svc}: ${action} requested\n`).join('');
+  const deadline = Date.now() + waitMs;
+  const pending = new Set(requested);
+  while (waitMs > 0 && pending.size) {
+    for (const svc of [...pending]) {
+      const p = (await store.get<RolloutPlan>(keys.rollout(target.name, svc)))?.value.spec;
+      if (!p || p.request) continue;
+      pending.delete(svc);
+      const done = DONE[action](p);
+      text += `${target.name}/${svc}: ${done ? pastTense(action) : `not ${pastTense(action)}`} (rollout to revision ${p.toRevision} ${p.state}${p.failureReason ? `: ${p.failureReason}` : ''}, step ${p.currentStep} of ${p.totalSteps})\n`;
+    }
+    if (!pending.size || Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  if (pending.size) return { text: text + `no rollout controller took the request for ${[...pending].join(', ')} within ${formatDuration(waitMs)}; it stays on the plan (is \`jaco controller rollout\` running?)\n`, code: EXIT_ROLLOUT_TIMEOUT };
+  return { text, code: EXIT_OK };
+}
+
+const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', abort: 'aborted' })[a];
+
+/** A new revision with the same spec that replaces every replica of the service(s) (kubectl rollout restart). */
+async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {
+  const cur = await mustGetDeployment(store, target.name);
+  if (target.service && !cur.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
+  const services = target.service ? [target.service] : Object.keys(cur.value.spec.services).sort();
+  const [o] = await applyDeployments(store, [
+    { name: target.name, spec: cur.value.spec, labels: cur.value.metadata.labels, annotations: cur.value.metadata.annotations, cause: `restart ${services.join(', ')}`, restart: services },
+  ]);
+  return `deployment/${target.name} restarted (revision ${o!.revision}: ${o!.summary}); follow it with: jaco rollout status ${target.name}\n`;
+}
+
+function parseWait(v: string): number {
+  try {
+    return durationMs(v);
+  } catch {
+    throw new CliError(`invalid --wait ${JSON.stringify(v)}: use a duration such as 30s, or 0 not to wait`);
+  }
+}
+
 // ---------------------------------------------------------------- commands
 
 export function registerRollout(program: Command): void {
-  const rollout = program.command('rollout').description('Follow rolling updates and read revision history (see also: jaco rollback)');
+  const rollout = program.command('rollout').description('Follow, pause, resume, abort and restart rolling updates; read revision history (see also: jaco rollback)');
+
+  const requestHelp = (action: RolloutAction, what: string) =>
+    `\n${what}\n` +
+    '\nWith DEPLOYMENT alone, every service of the deployment whose rollout the request applies to.\n' +
+    'The request is written on the rollout plan (rollouts/<deployment>/<service>); the rollout\n' +
+    'controller carries it out, audits it and clears it. The command waits for that (--wait).\n' +
+    '\nExit codes: 0 done, 1 nothing to ' + action + ' (or no such deployment/service), 2 etcd unreachable,\n' +
+    '            3 no controller took the request within --wait (it stays on the plan).\n';
+  for (const [verb, description, what, example] of [
+    ['pause', 'Pause a rollout in progress: no new step starts; steps in flight finish', 'A paused rollout keeps its place; `jaco rollout resume` goes on, `jaco rollout abort` reverts,\na new apply starts a new rollout. The progress deadline does not count while paused.', 'jaco rollout pause app/web'],
+    ['resume', 'Resume a paused rollout (paused by an operator or by failureAction: pause)', 'Steps start again where the rollout stopped; a step that failed before the pause stays failed\n(its replica is left to the scheduler’s restarts).', 'jaco rollout resume app'],
+    ['abort', 'Abort a rollout in progress or paused and revert every replica to the previous revision', 'The revert goes step by step under the same disruption budget; the previous revision keeps\nserving new replicas until the next apply (failure reason operator_abort).', 'jaco rollout abort app/web'],
+  ] as const)
+    rollout
+      .command(verb)
+      .description(description)
+      .argument('<target>', 'DEPLOYMENT or DEPLOYMENT/SERVICE')
+      .option('--wait <duration>', 'how long to wait for the controller to carry it out (0: do not wait)', '30s')
+      .addHelpText('after', requestHelp(verb, what) + `\nExamples:\n  ${example}\n  ${example} --wait 0\n`)
+      .action(
+        action(async (t: string, opts: { wait: string }, cmd: Command) => {
+          const target = parseTarget(t);
+          const waitMs = parseWait(opts.wait);
+          const r = await withStore(cmd, (store) => requestAction(store, target, verb, waitMs));
+          process.stdout.write(r.text);
+          return r.code;
+        }),
+      );
+
+  rollout
+    .command('restart')
+    .description('Replace every replica of a deployment (or of one service) at the same spec, as a rolling update')
+    .argument('<target>', 'DEPLOYMENT or DEPLOYMENT/SERVICE')
+    .addHelpText(
+      'after',
+      '\nLike kubectl rollout restart: a new revision (cause "restart <services>") with the same spec; the\n' +
+        'rollout controller rolls every replica of the named services onto it under the service’s update\n' +
+        'block (parallelism, maxUnavailable, delay, monitor, failureAction). Containers are recreated,\n' +
+        'the spec hash does not change, and a later apply of the same manifest changes nothing.\n' +
+        '\nExamples:\n  jaco rollout restart app/web && jaco rollout status app\n  jaco rollout restart app\n',
+    )
+    .action(
+      action(async (t: string, _opts: unknown, cmd: Command) => {
+        const target = parseTarget(t);
+        process.stdout.write(await withStore(cmd, (store) => restart(store, target)));
+      }),
+    );
 
   rollout
     .command('status')
