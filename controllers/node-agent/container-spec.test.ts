@@ -56,7 +56,7 @@ describe('createOptions', () => {
     expect(o.Image).toBe('jaco-demo/busybox:2');
     expect(o.Entrypoint).toEqual(['sh', '-c']);
     expect(o.Cmd).toEqual(['httpd -f -p 127.0.0.1:8080']);
-    expect(o.Env).toEqual(['COLOR=blue', 'JACO_DEPLOYMENT=shop', 'JACO_NODE=node-2', 'JACO_PORT_P8080=8080', 'JACO_PORT_P8443=8443', 'JACO_REPLICA=shop-api-4', 'JACO_SERVICE=api', 'PORT=8080']);
+    expect(o.Env).toEqual(['COLOR=blue', 'JACO_DEPLOYMENT=shop', 'JACO_NODE=node-2', 'JACO_PORT_P8080=8080', 'JACO_PORT_P8443=8443', 'JACO_REPLICA=shop-api-4', 'JACO_REVISION=3', 'JACO_SERVICE=api', 'PORT=8080']);
   });
 
   it('dynamic ports: PORT and JACO_PORT_<NAME> from the desired record, the node address, exposed host ports, the deregistration label', () => {

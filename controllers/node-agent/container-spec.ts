@@ -72,6 +72,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
     JACO_DEPLOYMENT: d.deployment,
     JACO_SERVICE: d.service,
     JACO_REPLICA: d.replica,
+    JACO_REVISION: String(d.revision),
   };
   const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
   const memory = memoryBytes(t.resources?.memory);

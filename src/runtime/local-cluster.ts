@@ -26,6 +26,8 @@ export interface UpOptions {
   metricsPort: number;
   /** Start node-agents (false until the agent command exists). */
   withAgents: boolean;
+  /** Start one ingress (HAProxy) per simulated node, beside its agent. */
+  withIngress?: boolean;
   controllers: string[];
 }
 
@@ -152,6 +154,14 @@ export class LocalCluster {
           args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--address', simulatedAddress(i)],
           restarts: 0,
         });
+        if (this.opts.withIngress) {
+          const im = await nextMetrics();
+          this.children.push({
+            info: { name: `ingress-${i}`, metrics: im, log: join(dataDir, 'logs', `ingress-${node}.log`) },
+            args: ['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im],
+            restarts: 0,
+          });
+        }
       }
     for (const c of this.children) this.spawnChild(c);
     this.save();
@@ -253,6 +263,13 @@ export async function removeClusterContainers(uid: string, log: Logger): Promise
 /** The address of simulated node i (1-based): 127.0.1.i, then 127.0.2.x past 254 nodes. */
 export function simulatedAddress(i: number): string {
   return `127.0.${1 + Math.floor((i - 1) / 254)}.${((i - 1) % 254) + 1}`;
+}
+
+/** Whether an haproxy binary is on PATH (or named by JACO_HAPROXY): `jaco up` then starts the ingresses. */
+export function haproxyAvailable(): boolean {
+  const bin = process.env.JACO_HAPROXY;
+  if (bin) return existsSync(bin);
+  return (process.env.PATH ?? '').split(':').some((d) => d && existsSync(join(d, 'haproxy')));
 }
 
 export function resolveDataDir(d: string): string {

@@ -7,6 +7,7 @@ import { registerController } from './controller.js';
 import { registerDrain } from './drain.js';
 import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
+import { registerIngress } from './ingress.js';
 import { registerNode } from './node.js';
 import { registerRebalance } from './rebalance.js';
 import { registerRollout } from './rollout.js';
@@ -26,5 +27,6 @@ export function registerCommands(program: Command): void {
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);
   registerAgent(program);
+  registerIngress(program);
   registerVersion(program);
 }

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { CONTROLLERS } from '../../../controllers/index.js';
 import { logger } from '../../observability/log.js';
 import { PACKAGE_ROOT } from '../../paths.js';
-import { alive, LocalCluster, readUpState, removeClusterContainers, resolveDataDir, stateFile, type UpState } from '../../runtime/local-cluster.js';
+import { alive, haproxyAvailable, LocalCluster, readUpState, removeClusterContainers, resolveDataDir, stateFile, type UpState } from '../../runtime/local-cluster.js';
 import { untilSignal } from '../../runtime/process.js';
 import { action, CliError, timingsOf } from '../common.js';
 
@@ -29,6 +29,7 @@ function summary(st: UpState): string {
     '  ./bin/jaco get nodes',
     '  ./bin/jaco apply -f examples/hello.yaml',
     '  ./bin/jaco status',
+    ...(st.children.some((c) => c.name.startsWith('ingress-')) ? ['  curl http://127.0.1.1:18080/   # the published web service, through node-1\'s ingress'] : []),
     '  ./bin/jaco audit -f',
     '  make down            # stop everything',
   ];
@@ -91,6 +92,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
             etcdPort: Number(f.etcdPort),
             metricsPort: Number(f.metricsPort),
             withAgents: hasAgent(),
+            withIngress: hasAgent() && haproxyAvailable(),
             controllers: Object.keys(CONTROLLERS),
           },
           log,

@@ -1,0 +1,175 @@
+// The ingress's pure core: published ports of every deployment and the endpoints of their
+// services → what HAProxy on this node should route, as a diff against what it routes now. The
+// frontend set (a port, a service) changes by a reload with the skeleton config; servers change
+// through the runtime API only: added when a replica is in endpoints, drained when it leaves,
+// then (after the drain period) put in maintenance and deleted. No I/O, clock as `now`.
+import { normalizePorts } from '../../src/api/ports.js';
+import type { Deployment, Endpoints } from '../../src/api/types.js';
+import { backendName, serverName, type Route, type ServerAddr } from './haproxy.js';
+
+export interface WantedServer extends ServerAddr {
+  replica: string;
+  node: string;
+}
+
+export type ServerState = 'ready' | 'drain';
+
+export interface RoutedServer extends ServerAddr {
+  state: ServerState;
+  /** When it entered its state. */
+  since: number;
+}
+
+/** What HAProxy routes, as the ingress made it (the shell's record of what landed). */
+export interface HaproxyView {
+  /** The address and routes of the running config; undefined: not running, or unknown after a failure (reload). */
+  configKey?: string;
+  servers: ReadonlyMap<string, ReadonlyMap<string, RoutedServer>>;
+}
+
+export interface IngressSnapshot {
+  node: string;
+  /** This node's address (Node.status.address); nothing is routed until the agent registered it. */
+  address?: string;
+  routes: Route[];
+  /** Published ports claimed by more than one service: the first (by deployment, service) wins. */
+  conflicts: { published: number; winner: string; losers: string[] }[];
+  /** By backend: the servers endpoints say should take traffic. */
+  want: ReadonlyMap<string, ReadonlyMap<string, WantedServer>>;
+  haproxy: HaproxyView;
+}
+
+export type RuntimeOp =
+  | { op: 'add'; backend: string; server: string; addr: string; port: number }
+  | { op: 'ready'; backend: string; server: string }
+  | { op: 'drain'; backend: string; server: string }
+  | { op: 'remove'; backend: string; server: string };
+
+export interface IngressPlan {
+  /** A new skeleton config: the frontend set or the address changed, or HAProxy's state is unknown. */
+  reload?: { key: string; routes: Route[]; servers: Map<string, Map<string, ServerAddr>> };
+  ops: RuntimeOp[];
+  /** HAProxy once the plan has been carried out. */
+  next: HaproxyView;
+  wakeAt?: number;
+  notes: object[];
+}
+
+export interface IngressConfig {
+  /** How long a server leaving routing drains (no new requests) before it is deleted. */
+  drainMs: number;
+}
+
+export const DEFAULT_INGRESS_CONFIG: IngressConfig = { drainMs: 2000 };
+
+/** Every published port of every deployment, in (deployment, service, port) order; a port claimed twice goes to the first. */
+export function routesOf(deployments: Iterable<Deployment>): Pick<IngressSnapshot, 'routes' | 'conflicts'> {
+  const byPort = new Map<number, Route>();
+  const conflicts = new Map<number, { published: number; winner: string; losers: string[] }>();
+  const sorted = [...deployments].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+  for (const d of sorted)
+    for (const svc of Object.keys(d.spec.services).sort())
+      for (const p of normalizePorts(d.spec.services[svc]!)) {
+        if (p.published === undefined || p.protocol !== 'tcp') continue;
+        const who = `${d.metadata.name}/${svc}`;
+        const have = byPort.get(p.published);
+        if (have) {
+          const c = conflicts.get(p.published) ?? { published: p.published, winner: `${have.deployment}/${have.service}`, losers: [] };
+          c.losers.push(who);
+          conflicts.set(p.published, c);
+          continue;
+        }
+        byPort.set(p.published, { published: p.published, deployment: d.metadata.name, service: svc, portName: p.name, backend: backendName(d.metadata.name, svc, p.name) });
+      }
+  return { routes: [...byPort.values()].sort((a, b) => a.published - b.published), conflicts: [...conflicts.values()] };
+}
+
+/** The servers of each route's backend: every endpoint address with an address and a host port of the route's port. */
+export function wantedServers(routes: readonly Route[], endpoints: (deployment: string, service: string) => Endpoints | undefined): Map<string, Map<string, WantedServer>> {
+  const out = new Map<string, Map<string, WantedServer>>();
+  for (const r of routes) {
+    const m = new Map<string, WantedServer>();
+    for (const a of endpoints(r.deployment, r.service)?.spec.addresses ?? []) {
+      const port = a.hostPorts?.[r.portName];
+      if (!a.address || port === undefined) continue;
+      m.set(serverName(a.replica, a.node, port), { addr: a.address, port, replica: a.replica, node: a.node });
+    }
+    out.set(r.backend, m);
+  }
+  return out;
+}
+
+export function configKey(address: string, routes: readonly Route[]): string {
+  return JSON.stringify([address, routes.map((r) => [r.published, r.backend])]);
+}
+
+export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEFAULT_INGRESS_CONFIG): IngressPlan {
+  const notes: object[] = s.conflicts.map((c) => ({ conflict: c.published, routedTo: c.winner, ignored: c.losers }));
+  if (!s.address) return { ops: [], next: s.haproxy, notes: [...notes, { waiting: `nodes/${s.node} has no address yet (is its agent running?)` }] };
+  const key = configKey(s.address, s.routes);
+
+  // 1. A new frontend set (or HAProxy to start): one reload with the servers of this moment.
+  if (s.haproxy.configKey !== key) {
+    const servers = new Map<string, Map<string, ServerAddr>>();
+    const next = new Map<string, Map<string, RoutedServer>>();
+    for (const r of s.routes) {
+      const w = s.want.get(r.backend) ?? new Map<string, WantedServer>();
+      servers.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port }])));
+      next.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port, state: 'ready' as const, since: now }])));
+    }
+    return { reload: { key, routes: s.routes, servers }, ops: [], next: { configKey: key, servers: next }, notes };
+  }
+
+  // 2. The same frontends: servers in, drained, out — by the runtime API, in backend and name order.
+  const ops: RuntimeOp[] = [];
+  const next = new Map<string, Map<string, RoutedServer>>();
+  let wakeAt: number | undefined;
+  for (const r of s.routes) {
+    const b = r.backend;
+    const cur = s.haproxy.servers.get(b) ?? new Map<string, RoutedServer>();
+    const want = s.want.get(b) ?? new Map<string, WantedServer>();
+    const out = new Map<string, RoutedServer>();
+    for (const name of [...new Set([...cur.keys(), ...want.keys()])].sort()) {
+      const c = cur.get(name);
+      const w = want.get(name);
+      if (w && !c) {
+        ops.push({ op: 'add', backend: b, server: name, addr: w.addr, port: w.port });
+        out.set(name, { addr: w.addr, port: w.port, state: 'ready', since: now });
+      } else if (w && c!.state === 'drain') {
+        // Back in endpoints before it was deleted (a health blip that healed): route to it again.
+        ops.push({ op: 'ready', backend: b, server: name });
+        out.set(name, { ...c!, state: 'ready', since: now });
+      } else if (w) {
+        out.set(name, c!);
+      } else if (c!.state === 'ready') {
+        // Left endpoints: no new requests from now on, the ones under way finish.
+        ops.push({ op: 'drain', backend: b, server: name });
+        out.set(name, { ...c!, state: 'drain', since: now });
+        wakeAt = Math.min(wakeAt ?? Infinity, now + cfg.drainMs);
+      } else if (now >= c!.since + cfg.drainMs) {
+        ops.push({ op: 'remove', backend: b, server: name });
+      } else {
+        out.set(name, c!);
+        wakeAt = Math.min(wakeAt ?? Infinity, c!.since + cfg.drainMs);
+      }
+    }
+    next.set(b, out);
+  }
+  return { ops, next: { configKey: key, servers: next }, ...(wakeAt !== undefined ? { wakeAt } : {}), notes };
+}
+
+/** The runtime API commands of one op, in order. */
+export function commandsOf(o: RuntimeOp, check: string): string[] {
+  const id = `${o.backend}/${o.server}`;
+  switch (o.op) {
+    case 'add':
+      // A dynamic server starts in maintenance with its checks off.
+      return [`add server ${id} ${o.addr}:${o.port} ${check}`, `enable health ${id}`, `set server ${id} state ready`];
+    case 'ready':
+      return [`set server ${id} state ready`];
+    case 'drain':
+      return [`set server ${id} state drain`];
+    case 'remove':
+      return [`set server ${id} state maint`, `shutdown sessions server ${id}`, `del server ${id}`];
+  }
+}

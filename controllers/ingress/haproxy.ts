@@ -1,0 +1,235 @@
+// The ingress's HAProxy: its skeleton configuration (pure), its runtime API on a unix socket, and
+// the process (master-worker, a child of `jaco ingress`, never the system service). The config
+// holds frontends and backends; servers come and go through the runtime API, and only a change of
+// the frontend set reloads (the servers of that moment are then written into the config, so a
+// reload never leaves a backend empty).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import type { Logger } from '../../src/observability/log.js';
+
+/** One published port of one service: a frontend on the node's address and its backend. */
+export interface Route {
+  published: number;
+  deployment: string;
+  service: string;
+  portName: string;
+  backend: string;
+}
+
+export interface ServerAddr {
+  addr: string;
+  port: number;
+}
+
+/** HAProxy names take letters, digits, '-', '_', '.' and ':'. */
+const safe = (s: string) => s.replace(/[^A-Za-z0-9_.:-]/g, '_');
+
+export function backendName(deployment: string, service: string, portName: string): string {
+  return safe(`be_${deployment}_${service}_${portName}`);
+}
+
+/** A server per (replica, node, port): a moved replica's two copies are two servers, a new port a new one. */
+export function serverName(replica: string, node: string, port: number): string {
+  return safe(`${replica}__${node}_${port}`);
+}
+
+/** HAProxy's own health checks: the second line behind jaco's routing decisions. */
+export const SERVER_CHECK = 'check inter 1s fall 2 rise 1';
+
+export interface ConfigInput {
+  socket: string;
+  address: string;
+  routes: readonly Route[];
+  /** Servers written statically (those routed at the moment of a reload), by backend. */
+  servers: ReadonlyMap<string, ReadonlyMap<string, ServerAddr>>;
+}
+
+/** The skeleton configuration (deterministic: routes by port, servers by name). */
+export function renderConfig(c: ConfigInput): string {
+  const out = [
+    '# Written by jaco ingress: frontends and backends only; servers change through the runtime API.',
+    'global',
+    `  stats socket ${c.socket} mode 600 level admin`,
+    '  stats timeout 30s',
+    '  maxconn 4096',
+    '',
+    'defaults',
+    '  mode http',
+    '  timeout connect 2s',
+    '  timeout client 30s',
+    '  timeout server 30s',
+    '  timeout http-keep-alive 5s',
+    '  retries 2',
+    '  option redispatch 1',
+    '',
+  ];
+  for (const r of [...c.routes].sort((a, b) => a.published - b.published)) {
+    out.push(`frontend fe_${r.published}`, `  bind ${c.address}:${r.published}`, `  default_backend ${r.backend}`, '');
+    out.push(`backend ${r.backend}`, '  balance roundrobin');
+    const servers = c.servers.get(r.backend);
+    for (const name of [...(servers?.keys() ?? [])].sort()) {
+      const s = servers!.get(name)!;
+      out.push(`  server ${name} ${s.addr}:${s.port} ${SERVER_CHECK}`);
+    }
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+export class RuntimeApiError extends Error {
+  override name = 'RuntimeApiError';
+}
+
+/** Sends one command to the runtime API and returns its answer (the socket closes after it). */
+export function runtimeCommand(socket: string, command: string, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(socket);
+    let out = '';
+    const timer = setTimeout(() => {
+      s.destroy();
+      reject(new RuntimeApiError(`${command}: no answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    s.setEncoding('utf8');
+    s.on('connect', () => s.write(`${command}\n`));
+    s.on('data', (d: string) => (out += d));
+    s.on('error', (e) => {
+      clearTimeout(timer);
+      reject(new RuntimeApiError(`${command}: ${e.message}`));
+    });
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(out.trim());
+    });
+  });
+}
+
+/** What HAProxy answers to a command that worked: nothing, or one of these. */
+const OK_ANSWER = /^(|New server registered\.|Server deleted\.)$/;
+
+export async function runtimeOk(socket: string, command: string): Promise<void> {
+  const a = await runtimeCommand(socket, command);
+  if (!OK_ANSWER.test(a)) throw new RuntimeApiError(`${command}: ${a}`);
+}
+
+/** The worker's pid from `show info` (changes when a reload's new worker takes the socket). */
+export async function workerPid(socket: string): Promise<number | undefined> {
+  try {
+    const m = /^Pid: (\d+)$/m.exec(await runtimeCommand(socket, 'show info', 1000));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Per backend and server: sessions, requests and errors from `show stat` (CSV). */
+export interface ServerStat {
+  backend: string;
+  server: string;
+  status: string;
+  sessions: number;
+  requests: number;
+  errors: number;
+  /** Connection retries and redispatches (HAProxy's own second line: a request it had to re-route). */
+  retries: number;
+}
+
+export function parseStat(csv: string): ServerStat[] {
+  const lines = csv.split('\n').filter((l) => l.trim());
+  const head = lines.shift()?.replace(/^# /, '').split(',') ?? [];
+  const col = (name: string) => head.indexOf(name);
+  const [px, sv, st, stot, rtot, econ, eresp, h5, wretr, wredis] = ['pxname', 'svname', 'status', 'stot', 'req_tot', 'econ', 'eresp', 'hrsp_5xx', 'wretr', 'wredis'].map(col);
+  return lines.map((l) => {
+    const f = l.split(',');
+    const n = (i: number) => Number(f[i!]) || 0;
+    return { backend: f[px!]!, server: f[sv!]!, status: f[st!] ?? '', sessions: n(stot!), requests: n(rtot!) || n(stot!), errors: n(econ!) + n(eresp!) + n(h5!), retries: n(wretr!) + n(wredis!) };
+  });
+}
+
+/**
+ * The HAProxy child: master-worker in the foreground (-W -db), its config and socket under the
+ * data dir. reload() sends SIGUSR2 to the master and waits until a new worker answers on the
+ * socket; the old worker finishes its connections and exits on its own.
+ */
+export class HaproxyProcess {
+  readonly configFile: string;
+  readonly socket: string;
+  private proc?: ChildProcess;
+  private stopping = false;
+  private restarts = 0;
+
+  constructor(
+    readonly dir: string,
+    private readonly log: Logger,
+    private readonly binary = process.env.JACO_HAPROXY ?? 'haproxy',
+    private readonly onExit: () => void = () => undefined,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.configFile = join(dir, 'haproxy.cfg');
+    this.socket = join(dir, 'haproxy.sock');
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /** Writes the config and (re)starts HAProxy with it; resolves once the runtime API answers. */
+  async apply(config: string): Promise<void> {
+    writeFileSync(this.configFile, config);
+    if (!this.running) return this.start();
+    const before = await workerPid(this.socket);
+    this.proc!.kill('SIGUSR2');
+    await this.until(async () => {
+      const pid = await workerPid(this.socket);
+      return pid !== undefined && pid !== before;
+    }, 'a reloaded worker');
+  }
+
+  private async start(): Promise<void> {
+    if (existsSync(this.socket)) rmSync(this.socket, { force: true });
+    const proc = spawn(this.binary, ['-W', '-db', '-f', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = proc;
+    const lines = (d: Buffer) => {
+      for (const l of d.toString().split('\n')) if (l.trim()) this.log.info({ haproxy: l.trim() }, 'haproxy');
+    };
+    proc.stdout!.on('data', lines);
+    proc.stderr!.on('data', lines);
+    proc.once('exit', (code, signal) => {
+      if (this.stopping) return;
+      this.restarts++;
+      this.log.error({ code, signal, restarts: this.restarts }, 'haproxy exited; it is started again with the next pass');
+      this.onExit();
+    });
+    await this.until(async () => (await workerPid(this.socket)) !== undefined, 'haproxy to answer on its socket');
+  }
+
+  private async until(ok: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (await ok()) return;
+      if (!this.running) throw new RuntimeApiError(`haproxy exited while waiting for ${what} (see the log above)`);
+      if (Date.now() > deadline) throw new RuntimeApiError(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const p = this.proc;
+    if (!p || !this.running) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => p.kill('SIGKILL'), 5000);
+      p.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      // SIGUSR1: soft stop (finish the connections under way).
+      p.kill('SIGUSR1');
+    });
+  }
+}

@@ -1,0 +1,178 @@
+// `jaco ingress`: one node's ingress on the shared runtime, unelected (like the node-agent). Its
+// cache holds deployments/ (published ports), endpoints/ (who is routable) and nodes/ (this
+// node's address); its pass diffs them against what HAProxy routes (decide.ts) and carries the
+// plan out on its HAProxy child (haproxy.ts): a reload for a new frontend set, runtime API
+// commands for servers. It writes nothing to etcd. One plan is carried out at a time; a failed
+// command makes the next pass reload from the whole picture (the state is then known again).
+import { Counter, Gauge } from 'prom-client';
+import type { Deployment, Endpoints, Node } from '../../src/api/types.js';
+import type { Logger } from '../../src/observability/log.js';
+import { registry } from '../../src/observability/metrics.js';
+import { Manager } from '../../src/runtime/manager.js';
+import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
+import type { Store } from '../../src/store/store.js';
+import type { Timings } from '../../src/timings.js';
+import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
+import { HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK } from './haproxy.js';
+
+const registers = [registry];
+export const ingressMetrics = {
+  routes: new Gauge({ name: 'jaco_ingress_routes', help: 'Published ports this ingress answers on', registers }),
+  servers: new Gauge({ name: 'jaco_ingress_servers', help: 'Servers (replica copies) in the backends, by state (ready, drain)', labelNames: ['state'], registers }),
+  reloads: new Counter({ name: 'jaco_ingress_reloads_total', help: 'HAProxy configuration loads (start, a changed frontend set, recovery), by result', labelNames: ['result'], registers }),
+  commands: new Counter({ name: 'jaco_ingress_runtime_commands_total', help: 'Runtime API commands sent to HAProxy, by op and result', labelNames: ['op', 'result'], registers }),
+  requests: new Gauge({ name: 'jaco_ingress_requests_total', help: 'Requests HAProxy answered, per backend (from its own counters)', labelNames: ['backend'], registers }),
+  errors: new Gauge({ name: 'jaco_ingress_errors_total', help: 'Connection and response errors and 5xx answers, per backend (from its own counters)', labelNames: ['backend'], registers }),
+};
+
+export interface IngressOptions {
+  node: string;
+  store: Store;
+  timings: Timings;
+  log: Logger;
+  /** Where HAProxy's config and socket live (one directory per node). */
+  dir: string;
+  config?: IngressConfig;
+  haproxyBinary?: string;
+}
+
+interface IngressPass extends PassResult<null> {
+  plan: IngressPlan;
+}
+
+export class Ingress {
+  readonly haproxy: HaproxyProcess;
+  private manager?: Manager;
+  private runner?: Runner<null, IngressSnapshot, unknown, IngressPass>;
+  /** What HAProxy routes, as far as what was carried out goes. */
+  private view: HaproxyView = { servers: new Map() };
+  private busy = false;
+  private stopped = false;
+  private lastNotes = '';
+
+  constructor(readonly opts: IngressOptions) {
+    this.haproxy = new HaproxyProcess(opts.dir, opts.log, opts.haproxyBinary, () => {
+      this.view = { servers: new Map() };
+      this.runner?.trigger();
+    });
+  }
+
+  /** What HAProxy routes now (tests, /healthz). */
+  get routed(): HaproxyView {
+    return this.view;
+  }
+
+  async start(): Promise<void> {
+    const { store, timings, log, node } = this.opts;
+    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}` }, [this.spec()]);
+    this.runner = this.manager.runners[0] as Runner<null, IngressSnapshot, unknown, IngressPass>;
+    await this.manager.start();
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await this.manager?.stop();
+    await this.haproxy.stop();
+  }
+
+  /** Resolves once a pass ran and its plan was carried out (tests). */
+  async settled(): Promise<void> {
+    while (this.busy) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  health(): { ok: boolean; detail: Record<string, unknown> } {
+    const synced = !!this.manager?.cache.synced;
+    const ok = synced && this.haproxy.running && this.view.configKey !== undefined;
+    const servers: Record<string, Record<string, string>> = {};
+    for (const [b, m] of this.view.servers) servers[b] = Object.fromEntries([...m].map(([n, s]) => [n, `${s.addr}:${s.port} ${s.state}`]));
+    return { ok, detail: { node: this.opts.node, synced, haproxy: { running: this.haproxy.running, pid: this.haproxy.pid, socket: this.haproxy.socket }, servers } };
+  }
+
+  /** Refreshes the per-backend request and error gauges from HAProxy's `show stat`. */
+  async scrape(): Promise<void> {
+    if (!this.haproxy.running) return;
+    try {
+      for (const s of parseStat(await runtimeCommand(this.haproxy.socket, 'show stat', 1000))) {
+        if (s.server !== 'BACKEND') continue;
+        ingressMetrics.requests.set({ backend: s.backend }, s.requests);
+        ingressMetrics.errors.set({ backend: s.backend }, s.errors);
+      }
+    } catch {
+      // Scraping is best effort: /healthz says whether HAProxy runs.
+    }
+  }
+
+  private spec(): ControllerSpec<null, IngressSnapshot, unknown, IngressPass> {
+    const cfg = this.opts.config ?? DEFAULT_INGRESS_CONFIG;
+    return {
+      name: 'ingress',
+      reads: ['deployments', 'endpoints', 'nodes'],
+      elected: false,
+      // One plan at a time: the next pass decides from what the last one left.
+      ready: () => !this.busy && !this.stopped,
+      initialState: () => null,
+      snapshot: ({ cache }) => {
+        const deployments = cache.kind<Deployment>('deployments');
+        const endpoints = cache.kind<Endpoints>('endpoints');
+        const nodes = cache.kind<Node>('nodes');
+        const { routes, conflicts } = routesOf([...deployments.items.values()].map((v) => v.value));
+        const eps = new Map([...endpoints.items.values()].map((v) => [`${v.value.spec.deployment}/${v.value.spec.service}`, v.value]));
+        const node = [...nodes.items.values()].find((v) => v.value.metadata.name === this.opts.node)?.value;
+        return { node: this.opts.node, address: node?.status?.address, routes, conflicts, want: wantedServers(routes, (d, s) => eps.get(`${d}/${s}`)), haproxy: this.view };
+      },
+      decide: (_state, snap, now) => {
+        const plan = decide(snap, now, cfg);
+        return { plan, acts: [], wakeAt: plan.wakeAt, notes: plan.notes };
+      },
+      perform: ({ plan }) => {
+        if (!plan.reload && !plan.ops.length) return this.logNotes(plan);
+        this.busy = true;
+        void this.carryOut(plan).finally(() => {
+          this.busy = false;
+          if (!this.stopped) this.runner?.trigger(0);
+        });
+      },
+    };
+  }
+
+  private logNotes(plan: IngressPlan): void {
+    const text = JSON.stringify(plan.notes);
+    if (text !== this.lastNotes && plan.notes.length) this.opts.log.warn({ notes: plan.notes }, 'ingress waits or ignores');
+    this.lastNotes = text;
+  }
+
+  private async carryOut(plan: IngressPlan): Promise<void> {
+    const log = this.opts.log;
+    this.logNotes(plan);
+    try {
+      if (plan.reload) {
+        const address = JSON.parse(plan.reload.key)[0] as string;
+        await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address, routes: plan.reload.routes, servers: plan.reload.servers }));
+        ingressMetrics.reloads.inc({ result: 'ok' });
+        log.info({ routes: plan.reload.routes.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');
+      }
+      for (const o of plan.ops) {
+        try {
+          for (const c of commandsOf(o, SERVER_CHECK)) await runtimeOk(this.haproxy.socket, c);
+          ingressMetrics.commands.inc({ op: o.op, result: 'ok' });
+          log.info({ backend: o.backend, server: o.server, op: o.op }, `server ${o.op}`);
+        } catch (e) {
+          ingressMetrics.commands.inc({ op: o.op, result: 'failed' });
+          throw e;
+        }
+      }
+      this.view = plan.next;
+    } catch (e) {
+      if (plan.reload) ingressMetrics.reloads.inc({ result: 'failed' });
+      // HAProxy's state is not known any more: the next pass configures it from the whole picture.
+      log.error({ err: (e as Error).message }, 'could not carry out the routing plan; reloading from the whole picture');
+      this.view = { servers: new Map() };
+      await new Promise((r) => setTimeout(r, this.opts.timings.backoffMinMs));
+    }
+    ingressMetrics.routes.set(this.view.configKey ? (JSON.parse(this.view.configKey)[1] as unknown[]).length : 0);
+    const counts = { ready: 0, drain: 0 };
+    for (const m of this.view.servers.values()) for (const s of m.values()) counts[s.state]++;
+    for (const [state, n] of Object.entries(counts)) ingressMetrics.servers.set({ state }, n);
+  }
+}

@@ -1,0 +1,144 @@
+// The traffic path end to end on the real thing: etcd, `jaco controller all`, three `jaco agent`
+// processes (simulated nodes at 127.0.1.1-3 on the local Docker engine), two `jaco ingress`
+// processes driving real HAProxy children. A busybox httpd service with a dynamic host port is
+// published on every node's ingress. Asserted: one node's ingress reaches the replicas on the
+// other nodes; a rolling update 1 → 2 under a bounded request loop (loopback only) fails 0
+// requests — and HAProxy neither retried nor re-dispatched one (jaco's routing did the work,
+// not HAProxy's second line).
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseStat, runtimeCommand } from '../../controllers/ingress/haproxy.js';
+import { keys } from '../../src/api/keys.js';
+import type { Endpoints } from '../../src/api/types.js';
+import { startCluster, type Proc, type TestCluster } from '../support/cluster.js';
+import { eventually, sleep } from '../support/wait.js';
+
+// Not 18080 (the demo's): a `make up` cluster on this machine must not collide with the test.
+const PUBLISHED = 18180;
+const NODES = ['node-1', 'node-2', 'node-3'];
+const address = (node: string) => `127.0.1.${node.split('-')[1]}`;
+
+const manifest = (image: string) => `
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: { name: shop }
+spec:
+  services:
+    web:
+      image: ${image}
+      replicas: 3
+      placement: { mode: spread }
+      ports:
+        - { name: http, containerPort: 80, published: ${PUBLISHED} }
+      command: [sh, -c]
+      args:
+        - >-
+          trap "exit 0" TERM;
+          mkdir -p /tmp/www;
+          echo "$JACO_REPLICA r$JACO_REVISION $JACO_NODE" > /tmp/www/index.html;
+          httpd -f -p "$JACO_NODE_ADDRESS:$PORT" -h /tmp/www & wait
+      healthcheck:
+        test: [CMD-SHELL, 'wget -q -O /dev/null "http://$JACO_NODE_ADDRESS:$PORT/"']
+        interval: 1s
+        timeout: 5s
+        retries: 3
+      stopGracePeriod: 5s
+`;
+
+let c: TestCluster;
+const ingresses: Proc[] = [];
+
+beforeAll(async () => {
+  c = await startCluster({ nodes: 0, controllers: 'all' });
+  for (const n of NODES) await c.startAgent(n, ['--address', address(n)]);
+  for (const n of ['node-1', 'node-2']) ingresses.push(c.spawn(`ingress-${n}`, ['ingress', '--node', n, '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0', '--drain-period', '1s']));
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(ingresses.map((p) => p.kill()));
+  await c?.stop();
+});
+
+async function get(url: string): Promise<{ status: number; body: string }> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
+  return { status: r.status, body: (await r.text()).trim() };
+}
+
+/** What answers at node's ingress over n requests: the page bodies (replica, revision, node). */
+async function pages(node: string, n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await get(`http://${address(node)}:${PUBLISHED}/`);
+    if (r.status === 200) out.push(r.body);
+  }
+  return out;
+}
+
+/** A bounded request loop through one ingress: sequential requests until stopped or `max` sent. */
+function load(url: string, max: number) {
+  let stop = false;
+  const failures: string[] = [];
+  const seen = new Set<string>();
+  let sent = 0;
+  const done = (async () => {
+    while (!stop && sent < max) {
+      sent++;
+      try {
+        const r = await get(url);
+        if (r.status !== 200) failures.push(`HTTP ${r.status}`);
+        else seen.add(r.body);
+      } catch (e) {
+        failures.push((e as Error).message);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      stop = true;
+      await done;
+      return { sent, failures, seen };
+    },
+  };
+}
+
+const socket = (node: string) => join(c.logDir, 'ingress', node, 'haproxy.sock');
+
+describe('ingress', () => {
+  it("a published service answers on every node's ingress, from replicas on every node", async () => {
+    await c.apply(manifest('jaco-demo/busybox:1'));
+    const eps = await eventually(async () => {
+      const e = (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))?.value.spec.addresses;
+      return e && e.length === 3 ? e : undefined;
+    }, { what: 'three endpoints', timeoutMs: 90_000 });
+    // Endpoints are address:port per replica, each at its node's address with a dynamic port.
+    for (const e of eps) {
+      expect(e.address).toBe(address(e.node));
+      expect(e.hostPorts!.http).toBeGreaterThanOrEqual(20000);
+      expect(e.hostPorts!.http).toBeLessThanOrEqual(32767);
+    }
+    expect(new Set(eps.map((e) => e.node))).toEqual(new Set(NODES));
+    // node-1's ingress reaches all three replicas (two of them on other nodes), and so does node-2's.
+    for (const n of ['node-1', 'node-2'])
+      await eventually(async () => new Set((await pages(n, 12)).map((p) => p.split(' ')[2])).size === 3, { what: `${n}'s ingress reaching every node`, timeoutMs: 30_000 });
+    const body = (await pages('node-1', 1))[0]!;
+    expect(body).toMatch(/^shop-web-\d+ r1 node-\d$/);
+  }, 150_000);
+
+  it('a rolling update 1 → 2 under load through one ingress: 0 failed requests, none retried by HAProxy', async () => {
+    const before = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    const l = load(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    await sleep(500);
+    await c.apply(manifest('jaco-demo/busybox:2'));
+    const st = await c.jaco(['rollout', 'status', 'shop', '--timeout', '150s']);
+    expect(st.code, st.stdout + st.stderr).toBe(0);
+    // Every replica at revision 2 answers through the ingress before the loop ends.
+    await eventually(async () => new Set((await pages('node-1', 12)).filter((p) => p.includes(' r2 ')).map((p) => p.split(' ')[0])).size === 3, { what: 'three replicas at r2 behind the ingress', timeoutMs: 30_000 });
+    const r = await l.stop();
+    expect(r.failures).toEqual([]);
+    expect(r.sent).toBeGreaterThan(50);
+    expect([...r.seen].some((p) => p.includes(' r1 '))).toBe(true);
+    expect([...r.seen].some((p) => p.includes(' r2 '))).toBe(true);
+    const after = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    expect(after.errors - before.errors).toBe(0);
+    expect(after.retries - before.retries).toBe(0);
+  }, 240_000);
+});
