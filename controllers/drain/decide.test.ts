@@ -203,7 +203,9 @@ describe('drain: a full drain, pass by pass', () => {
     expect(where['d-agent-node-2']).toBeUndefined();
     // Make-before-break with a budget of 1: never more than one replica of a service down.
     expect(minRunning).toEqual({ web: 3, pack: 2 });
-    expect(w.types().filter((t) => t !== 'replica_moved')).toEqual(['drain_started', 'drain_completed']);
+    expect(w.types().filter((t) => t !== 'replica_moved' && t !== 'drain_move_started')).toEqual(['drain_started', 'drain_completed']);
+    // Every move is recorded when it starts (the simulation's "every act has its audit record"), and when it ends.
+    expect(w.audit.filter((a) => a.type === 'drain_move_started').map((a) => a.payload.replica).sort()).toEqual(w.audit.filter((a) => a.type === 'replica_moved').map((a) => a.payload.replica).sort());
     expect(w.audit.filter((a) => a.type === 'replica_moved').map((a) => a.payload.replica)).toEqual(expect.arrayContaining(['d-web-1', 'd-pack-0', 'd-pack-1']));
     expect(w.audit.find((a) => a.type === 'drain_completed')!.payload).toMatchObject({ node: 'node-2', moved: 3, dropped: 1, stopped: 0 });
     expect(w.metrics.filter((m) => m.result === 'completed')).toHaveLength(3);
@@ -228,7 +230,10 @@ describe('drain: a full drain, pass by pass', () => {
     const dst = w.get<ReplicaDesired>(keys.desired(st.replicas['d-web-1']!.dst!, 'd-web-1'))!;
     expect(dst.spec.move).toMatchObject({ from: 'node-2', by: 'drain', startedAt: iso(T0), deadline: iso(T0 + TIMEOUT) });
     expect(w.get(keys.desired('node-2', 'd-web-1'))).toBeDefined(); // the source keeps running
-    expect(w.audit[0]).toMatchObject({ type: 'drain_started', payload: { node: 'node-2', replicas: 4, timeout: '1m', force: false, remove: false } });
+    expect(w.audit.find((a) => a.type === 'drain_started')).toMatchObject({ type: 'drain_started', payload: { node: 'node-2', replicas: 4, timeout: '1m', force: false, remove: false } });
+    // Each move start is recorded with its act (found by the simulation: starts were unaudited).
+    expect(w.audit.filter((a) => a.type === 'drain_move_started').map((a) => a.payload.replica).sort()).toEqual(['d-pack-0', 'd-web-1']);
+    expect(w.audit.find((a) => a.payload.replica === 'd-web-1')).toMatchObject({ payload: { src: 'node-2', dst: st.replicas['d-web-1']!.dst, by: 'drain' } });
     expect(d.inProgress).toBe(1);
     expect(d.wakeAt).toBe(T0 + TIMEOUT);
   });
@@ -479,6 +484,8 @@ describe('drain: moves complete, fail, time out', () => {
     expect(w.drainOf('node-2').status!.replicas['d-web-1']).toMatchObject({ state: 'pending', reason, deadline: iso(T0 + TIMEOUT) });
     expect(w.placement()['d-web-1']).toEqual(['node-2']);
     expect(w.metrics).toEqual([{ result: reason }]);
+    // The abandonment removed the destination copy: recorded in the same act (found by the simulation).
+    expect(w.audit.at(-1)).toMatchObject({ type: 'drain_move_abandoned', payload: { replica: 'd-web-1', src: 'node-2', dst, by: 'drain', reason } });
     w.pass();
     const again = w.drainOf('node-2').status!.replicas['d-web-1']!;
     expect(again).toMatchObject({ state: 'moving', deadline: iso(T0 + TIMEOUT) });

@@ -146,7 +146,15 @@ class Pass {
               payload: { replica: step.replica, deployment: step.deployment, service: step.service, src: step.src, dst: step.dst, by: 'drain', moveId: step.moveId, duration: formatDuration(step.durationMs), durationMs: step.durationMs },
             },
           ]
-        : [];
+        : [
+            // An abandoned move removes its destination copy: recorded like the rebalancer's.
+            {
+              type: 'drain_move_abandoned',
+              time: this.now,
+              deployment: step.deployment,
+              payload: { replica: step.replica, deployment: step.deployment, service: step.service, src: step.src, dst: step.dst, by: 'drain', moveId: step.moveId, reason: step.reason ?? null, durationMs: step.durationMs },
+            },
+          ];
     this.acts.push({
       label: `move ${step.replica} ${step.src}→${step.dst}: ${result}`,
       ops: step.ops,
@@ -301,12 +309,13 @@ class DrainPass {
       this.set(id, 'blocked', d.reason, undefined, deadline);
       return this.p.note(this.host, id, d.why);
     }
+    const moveId = `drain-${this.host}-${id}-${this.p.now}`;
     const r = startMove(this.p.book, {
       replica: id,
       src: this.host,
       dst: d.chosen,
       by: 'drain',
-      id: `drain-${this.host}-${id}-${this.p.now}`,
+      id: moveId,
       now: this.p.now,
       timeoutMs: Math.max(1, Date.parse(deadline) - this.p.now),
       sourceLeaving: true,
@@ -318,7 +327,12 @@ class DrainPass {
     }
     this.work++;
     this.p.book.assume(id, r);
-    this.p.acts.push({ label: `move ${id} ${this.host}→${d.chosen}: start`, ops: r.ops, audit: [], metrics: [] });
+    // The move's start is a decision like any other: recorded in its own transaction (the cutover is
+    // the second half of the move, recorded by its start and its end).
+    const audit: AuditRecord[] = [
+      { type: 'drain_move_started', time: this.p.now, deployment: sp.deployment, payload: { replica: id, deployment: sp.deployment, service: sp.service, src: this.host, dst: d.chosen, by: 'drain', moveId } },
+    ];
+    this.p.acts.push({ label: `move ${id} ${this.host}→${d.chosen}: start`, ops: r.ops, audit, metrics: [] });
     this.set(id, 'moving', undefined, d.chosen, deadline);
   }
 

@@ -35,5 +35,17 @@ export function servingTemplate(
 }
 
 export function templateOf(revision: number, spec: ServiceSpec): ServingTemplate {
-  return { revision, specHash: specHash(spec), template: withDefaults(spec) };
+  return { revision, specHash: hashOf(spec), template: withDefaults(spec) };
+}
+
+/**
+ * Spec hashes by spec object: a spec held in the cache (never changed in place) is hashed once,
+ * not by every controller on every pass — a service with a large env cost milliseconds per pass.
+ */
+const hashes = new WeakMap<ServiceSpec, string>();
+
+function hashOf(spec: ServiceSpec): string {
+  let h = hashes.get(spec);
+  if (h === undefined) hashes.set(spec, (h = specHash(spec)));
+  return h;
 }

@@ -5,7 +5,7 @@
 // between passes it changes, so a pass never keeps references past its own end.
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../observability/log.js';
-import { Reflector, type Change, type Feed, type SourceSpec, type SourceState, type Unreadable } from '../store/reflector.js';
+import { Reflector, type Change, type ValueReader, type Feed, type SourceSpec, type SourceState, type Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
 import { WATCHABLE, type Watchable } from './watchable.js';
 
@@ -48,6 +48,8 @@ export interface CacheOptions {
   checkEveryMs?: number;
   /** Source specs by name, overriding the catalogue's (e.g. an agent's own desired/<node>/). */
   specs?: Partial<Record<Watchable, SourceSpec>>;
+  /** See ReflectorOptions.reader. */
+  reader?: ValueReader;
 }
 
 export class Cache extends EventEmitter<CacheEvents> {
@@ -64,7 +66,7 @@ export class Cache extends EventEmitter<CacheEvents> {
   /** A cache on etcd holding the named prefixes. */
   static onStore(store: Store, names: readonly Watchable[], opts: CacheOptions): Cache {
     const specs = Object.fromEntries(names.map((n) => [n, opts.specs?.[n] ?? WATCHABLE[n]]));
-    return new Cache(new Reflector(store, specs, { log: opts.log, watch: opts.watch, checkEveryMs: opts.checkEveryMs }));
+    return new Cache(new Reflector(store, specs, { log: opts.log, watch: opts.watch, checkEveryMs: opts.checkEveryMs, reader: opts.reader }));
   }
 
   /** A cache holding one consistent read of the named prefixes (no watch): for one-shot tools. */

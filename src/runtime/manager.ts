@@ -22,6 +22,8 @@ export interface ManagerOptions {
   extraSources?: Watchable[];
   /** Test seam: see RunnerDeps.beforeCommit. */
   beforeCommit?: RunnerDeps['beforeCommit'];
+  /** The simulation drives every pass: see RunnerDeps.manual. */
+  manual?: boolean;
 }
 
 /** Consistency check period of the cache, per timings (a lost event is found within this). */
@@ -39,7 +41,7 @@ export class Manager {
     const names = [...new Set([...specs.flatMap((s) => s.reads), ...(opts.extraSources ?? [])])].sort() as Watchable[];
     this.cache = Cache.onStore(opts.store, names, { log: opts.log, checkEveryMs: CHECK_EVERY[opts.timings.name], ...opts.cache });
     for (const spec of specs)
-      this.runners.push(new Runner(spec, { store: opts.store, cache: this.cache, timings: opts.timings, log: opts.log, identity: opts.identity, clock: opts.clock, beforeCommit: opts.beforeCommit }));
+      this.runners.push(new Runner(spec, { store: opts.store, cache: this.cache, timings: opts.timings, log: opts.log, identity: opts.identity, clock: opts.clock, beforeCommit: opts.beforeCommit, manual: opts.manual }));
   }
 
   runner<S = unknown, Snap = unknown, M = unknown>(name: string): Runner<S, Snap, M> {

@@ -86,6 +86,11 @@ export interface RunnerDeps {
   clock?: () => number;
   /** Test seam: runs after decide, before the writes (e.g. to depose the leader mid-pass). */
   beforeCommit?: (acts: readonly Act[]) => Promise<void>;
+  /**
+   * The deterministic simulation (test/sim): no trigger (change, tick, wake, retry) starts a pass;
+   * its driver calls passNow() when its seeded schedule says so.
+   */
+  manual?: boolean;
 }
 
 export interface RunnerHealth {
@@ -177,7 +182,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
 
   /** Schedules a pass after the debounce (or `delayMs`), or after the back-off of a failed one. */
   trigger(delayMs = this.deps.timings.debounceMs): void {
-    if (this.stopped) return;
+    if (this.stopped || this.deps.manual) return;
     if (this.running) {
       this.again = true;
       return;
@@ -187,6 +192,11 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       this.debounceTimer = undefined;
       void this.pass();
     }, Math.max(delayMs, this.backoffMs));
+  }
+
+  /** One pass now, whatever the triggers say (the simulation's driver: see RunnerDeps.manual). */
+  passNow(): Promise<void> {
+    return this.pass();
   }
 
   private fence(): Fence | undefined | null {

@@ -22,7 +22,7 @@ import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { Interner, shareAt } from './interner.js';
-import { stampVersion, withTimeout, type Store, type Versioned } from './store.js';
+import { stampVersion, withTimeout, type RangeFacts, type Store, type Versioned } from './store.js';
 
 export interface SourceSpec {
   prefix: string;
@@ -246,6 +246,8 @@ export interface ReflectorOptions {
   checkEveryMs?: number;
   /** List once and do not watch (a one-shot consistent read, e.g. for the CLI). */
   once?: boolean;
+  /** Reads stored values (default: one of its own; the simulation shares one between its processes). */
+  reader?: ValueReader;
 }
 
 interface Stream {
@@ -269,6 +271,8 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   private stopped = false;
   private relisting?: Promise<void>;
   private checkTimer?: NodeJS.Timeout;
+  /** Per source, the revision up to which the consistency check (or a list) found it right. */
+  private readonly checkedAt = new Map<SourceState, number>();
   constructor(
     private readonly store: Store,
     specs: Record<string, SourceSpec>,
@@ -276,7 +280,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   ) {
     super();
     this.setMaxListeners(100);
-    const reader = new ValueReader(opts.log);
+    const reader = opts.reader ?? new ValueReader(opts.log);
     this.sources = Object.fromEntries(Object.entries(specs).map(([n, s]) => [n, new SourceState(n, s, reader)]));
     this.ordered = Object.values(this.sources).sort((a, b) => b.prefix.length - a.prefix.length);
     for (const a of this.ordered)
@@ -378,6 +382,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       }
     }
     for (const s of this.streams) s.revision = revision;
+    for (const src of this.ordered) this.checkedAt.set(src, revision);
     this.emitBatch(changes);
     if (this.opts.once) {
       this.synced = true;
@@ -490,25 +495,33 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
 
   /**
    * Compares, at each watch's revision, the number of keys and the newest mod revision of every
-   * source with what is held. Cheap (two count/limit-1 ranges per source, no values), and it
-   * catches any event lost for whatever reason. A compacted revision skips the check.
+   * source with what is held, and every key changed since the last check with the version held
+   * (a lost update of a key that is not the newest changes neither count nor newest: the
+   * deterministic simulation found a cache that stayed stale that way). Cheap (counts and keys
+   * only, no values, the changes of one period), and it catches any event lost for whatever
+   * reason. A compacted revision skips the check.
    */
   async check(): Promise<boolean> {
     if (!this.synced || this.relisting || this.stopped) return true;
     for (const src of this.ordered) {
       const stream = this.streams.find((s) => src.prefix.startsWith(s.prefix))!;
       const at = stream.revision;
-      let found: { count: number; newest: number };
+      const since = this.checkedAt.get(src) ?? 0;
+      let found: RangeFacts;
       try {
-        found = await this.store.rangeFacts(src.prefix, at);
+        found = await this.store.rangeFacts(src.prefix, at, Math.min(since, at));
       } catch {
         return true; // compacted or unreachable: nothing to conclude
       }
       if (!this.synced || stream.revision !== at) return true; // moved on meanwhile: next time
       const held = this.heldFacts(src);
-      if (held.count === found.count && held.newest === found.newest) continue;
+      const missed = missedSince(src, found.changed ?? [], Math.min(since, at));
+      if (held.count === found.count && held.newest === found.newest && !missed.length) {
+        this.checkedAt.set(src, at);
+        continue;
+      }
       metrics.informerInconsistencies.inc({ prefix: src.prefix });
-      this.opts.log.error({ prefix: src.prefix, revision: at, held, store: found }, 'reflector: held state differs from the store; relisting');
+      this.opts.log.error({ prefix: src.prefix, revision: at, held, store: { count: found.count, newest: found.newest }, missed: missed.slice(0, 10) }, 'reflector: held state differs from the store; relisting');
       await this.relist('consistency check');
       return false;
     }
@@ -521,6 +534,23 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     for (const u of src.unreadable.values()) if (u.modRevision > newest) newest = u.modRevision;
     return { count: src.size, newest };
   }
+}
+
+/**
+ * Keys whose held version disagrees with the store's among those changed after `since`: each key
+ * the store lists as changed (with its mod revision) must be held at that revision, and every key
+ * held at a revision after `since` must be listed. Empty when nothing was missed.
+ */
+export function missedSince(src: SourceState, changed: readonly { key: string; modRevision: number }[], since: number): string[] {
+  const held = (key: string) => src.unreadable.get(key)?.modRevision ?? src.items.get(key)?.modRevision;
+  const listed = new Set<string>();
+  const missed: string[] = [];
+  for (const c of changed) {
+    listed.add(c.key);
+    if (held(c.key) !== c.modRevision) missed.push(c.key);
+  }
+  for (const key of new Set([...src.items.keys(), ...src.unreadable.keys()])) if (!listed.has(key) && (held(key) ?? 0) > since) missed.push(key);
+  return missed.sort();
 }
 
 /** The longest common prefix of the given keys, cut back to a whole path segment. */

@@ -53,6 +53,14 @@ export interface Versioned<T> {
   lease?: string;
 }
 
+/** What Store.rangeFacts finds under a prefix at a revision. */
+export interface RangeFacts {
+  count: number;
+  newest: number;
+  /** Keys (relative to the store prefix) changed after the revision asked for, with their mod revisions. */
+  changed?: { key: string; modRevision: number }[];
+}
+
 export interface ListResult<T> {
   items: Versioned<T>[];
   /** The store revision the list was read at. */
@@ -204,15 +212,24 @@ export class Store {
     return { kvs, revision };
   }
 
-  /** How many keys a prefix holds at a revision, and the newest mod revision among them (no values read). */
-  async rangeFacts(prefix: string, revision: number): Promise<{ count: number; newest: number }> {
+  /**
+   * How many keys a prefix holds at a revision, and the newest mod revision among them (no values
+   * read); with `changedSince`, also every key changed after that revision, with its mod revision
+   * (keys only: etcd's count ignores the mod revision filter, so the keys are listed).
+   */
+  async rangeFacts(prefix: string, revision: number, changedSince?: number): Promise<RangeFacts> {
     const key = Buffer.from(this.prefix + prefix);
     const range_end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
-    const [count, newest] = await Promise.all([
+    const [count, newest, changed] = await Promise.all([
       this.client.kv.range({ key, range_end, revision, count_only: true }),
       this.client.kv.range({ key, range_end, revision, keys_only: true, limit: 1, sort_order: 'Descend', sort_target: 'Mod' }),
+      changedSince === undefined ? undefined : this.client.kv.range({ key, range_end, revision, keys_only: true, min_mod_revision: changedSince + 1 }),
     ]);
-    return { count: Number(count.count), newest: Number(newest.kvs[0]?.mod_revision ?? 0) };
+    return {
+      count: Number(count.count),
+      newest: Number(newest.kvs[0]?.mod_revision ?? 0),
+      ...(changed ? { changed: changed.kvs.map((kv) => ({ key: kv.key.toString('utf8').slice(this.prefix.length), modRevision: Number(kv.mod_revision) })) } : {}),
+    };
   }
 
   async list<T>(prefix: string): Promise<ListResult<T>> {

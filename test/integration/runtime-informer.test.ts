@@ -72,6 +72,28 @@ describe('the informer under a cut watch', () => {
     expect(await inf.check()).toBe(true);
     await inf.stop();
   });
+
+  it('the consistency check finds a lost update of a key that is not the newest (found by the simulation) and relists', async () => {
+    const store = etcd.store();
+    await put(store, 'counters/d/a', counter(1));
+    const inf = new Informer<Counter>(store, 'counters/', { kind: 'ReplicaCounter', log: testLogger() });
+    await inf.start();
+    await eventually(() => inf.synced);
+    const before = inf.items.get('counters/d/a')!;
+    await put(store, 'counters/d/a', counter(10));
+    await put(store, 'counters/d/b', counter(2));
+    await eventually(() => inf.items.has('counters/d/b') && inf.items.get('counters/d/a')!.value.spec.next === 10);
+    expect(await inf.check()).toBe(true);
+    // As if a's update had been missed: the count and the newest revision (b's) still agree.
+    await put(store, 'counters/d/a', counter(11));
+    await put(store, 'counters/d/b', counter(3));
+    await eventually(() => inf.items.get('counters/d/b')!.value.spec.next === 3);
+    inf.items.set('counters/d/a', before);
+    expect(await inf.check()).toBe(false);
+    await eventually(() => inf.items.get('counters/d/a')?.value.spec.next === 11, { what: 'relisted' });
+    expect(await inf.check()).toBe(true);
+    await inf.stop();
+  });
 });
 
 describe('reading values', () => {

@@ -1,13 +1,30 @@
-// The invariants the simulation checks after every step. Each is a named function over the
-// simulated store that returns what is wrong, or undefined.
-import type { ReplicaDesired } from '../../src/api/types.js';
-import type { Sim } from './world.js';
+// The invariants the simulation checks. Each is a named function that returns what is wrong, or
+// undefined: state invariants over the simulated store after every step; transaction invariants
+// over each transaction as it lands (before anyone reads it); act invariants over every act a
+// controller plans, before its commit.
+import { keys } from '../../src/api/keys.js';
+import type { AuditEventSpec, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
+import type { Act } from '../../src/runtime/acts.js';
+import type { LandedTxn } from './etcd.js';
+import { readyNow, type Sim } from './world.js';
 import { maxUnavailableOf } from '../../src/api/update.js';
 
 export interface Invariant {
   name: string;
   check(sim: Sim): string | undefined;
 }
+
+export interface TxnInvariant {
+  name: string;
+  check(sim: Sim, txn: LandedTxn): string | undefined;
+}
+
+export interface ActInvariant {
+  name: string;
+  check(sim: Sim, controller: string, act: Act): string | undefined;
+}
+
+// ---------------------------------------------------------------- after every step
 
 /**
  * No replica id has two desired copies outside a move's window: a second copy exists only as a
@@ -50,7 +67,7 @@ export const movesWithinBudget: Invariant = {
   },
 };
 
-/** Every desired replica belongs to a service its deployment has (or to a deployment being removed: checked at removal). */
+/** Every desired replica is on one of the cluster's nodes (one that exists, or existed and may rejoin). */
 export const noUnknownNodes: Invariant = {
   name: 'replicas only on known nodes',
   check(sim) {
@@ -59,4 +76,185 @@ export const noUnknownNodes: Invariant = {
   },
 };
 
-export const ALL_INVARIANTS: readonly Invariant[] = [oneCopyOutsideMoves, movesWithinBudget, noUnknownNodes];
+export const STATE_INVARIANTS: readonly Invariant[] = [oneCopyOutsideMoves, movesWithinBudget, noUnknownNodes];
+
+// ---------------------------------------------------------------- as each transaction lands
+
+/** The audit records a transaction writes. */
+function auditOf(t: LandedTxn): AuditEventSpec[] {
+  const out: AuditEventSpec[] = [];
+  for (const [k, text] of t.writes) if (k.startsWith('audit/') && text) out.push((JSON.parse(text) as { spec: AuditEventSpec }).spec);
+  return out;
+}
+
+/** A value as it is once the transaction has landed (its own write, or what the store holds). */
+function after<T>(sim: Sim, t: LandedTxn, key: string): T | undefined {
+  if (t.writes.has(key)) {
+    const text = t.writes.get(key);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
+  }
+  return sim.get<T>(key);
+}
+
+/**
+ * No replica of an existing deployment is removed as deleted: a `replica_removed` record with
+ * reason `deployment_deleted` lands only while deployments/<name> is absent — a key that holds
+ * an unreadable value (a hand edit) is present, not deleted.
+ */
+export const noRemovalAsDeleted: TxnInvariant = {
+  name: 'no replica of an existing deployment removed as deleted',
+  check(sim, t) {
+    for (const a of auditOf(t)) {
+      const p = a.payload as { reason?: string; replica?: string };
+      if (a.type === 'replica_removed' && p.reason === 'deployment_deleted' && a.deployment && sim.has(keys.deployment(a.deployment)))
+        return `${a.actor} removed ${p.replica} while deployments/${a.deployment} exists${sim.broken.has(keys.deployment(a.deployment)) ? ' (its value unreadable)' : ''}`;
+    }
+    return undefined;
+  },
+};
+
+/** How long a node must have been Ready without a lapse for a re-placement off it to be a false alarm (grace + the longest cache lag). */
+export const READY_FOR_MS = 30_000;
+
+/**
+ * Nothing is re-placed off a node that stayed Ready: a `node_lost` record lands only for nodes
+ * whose heartbeat lapsed (the scheduler's own readiness rule) within the last READY_FOR_MS — never
+ * because a node's value is unreadable, or a cache missed its heartbeats.
+ */
+export const noReplacementOffReadyNode: TxnInvariant = {
+  name: 'nothing re-placed off a Ready node',
+  check(sim, t) {
+    for (const a of auditOf(t)) {
+      if (a.type !== 'node_lost') continue;
+      const p = a.payload as { node?: string; replica?: string };
+      const ready = String(p.node ?? '')
+        .split(',')
+        .filter((n) => n && sim.has(keys.node(n)) && sim.now - (sim.lapsedAt.get(n) ?? -Infinity) > READY_FOR_MS);
+      if (ready.length) return `${a.actor} re-placed ${p.replica} off ${ready.join(', ')}, Ready without a lapse for ${READY_FOR_MS / 1000} s${ready.some((n) => sim.broken.has(keys.node(n))) ? ' (its node value unreadable)' : ''}`;
+    }
+    return undefined;
+  },
+};
+
+/**
+ * No write from a deposed leader lands: every controller transaction carries a fence (the create
+ * revision of its writer's election key, compared in the transaction), and the key it names is the
+ * current leader's — the lowest create revision among its controller's candidates.
+ */
+export const noDeposedLeaderWrite: TxnInvariant = {
+  name: 'no write from a deposed leader lands',
+  check(sim, t) {
+    const fence = t.conditions.find((c) => c.target === 'create' && c.key.startsWith('leaders/'));
+    if (!fence) return `an unfenced controller transaction from ${t.client} landed: ${[...t.writes.keys()].join(', ')}`;
+    const controller = fence.key.split('/')[1]!;
+    const leader = sim.leaderKey(controller);
+    if (fence.key !== leader) return `${t.client}'s ${controller} wrote under ${fence.key} while ${leader ?? 'nobody'} leads: ${[...t.writes.keys()].join(', ')}`;
+    return undefined;
+  },
+};
+
+/**
+ * Every act has its audit record, in its transaction: a transaction that places, moves or removes
+ * a replica (creates or deletes a desired key), or finishes a drain or a rollout, writes audit
+ * records too.
+ */
+export const actsAudited: TxnInvariant = {
+  name: 'every act has its audit record',
+  check(sim, t) {
+    const audited = auditOf(t).length > 0;
+    if (audited) return undefined;
+    for (const [k, text] of t.writes) {
+      // A replica placed, moved or removed (a desired key created or deleted) — but a cutover deleting
+      // a move's source, recorded by the move's start and end. Updates are checked act by act (actCarriesAudit).
+      const created = text !== undefined && !sim.has(k);
+      const deleted = text === undefined && !sim.get<ReplicaDesired>(k)?.spec.movingTo;
+      if (k.startsWith('desired/') && (created || deleted)) return `${t.client} ${created ? 'created' : 'deleted'} ${k} with no audit record in the transaction`;
+      if (k.startsWith('drains/') || k.startsWith('rollouts/')) {
+        const before = sim.get<{ status?: { state?: string }; spec?: { state?: string } }>(k);
+        const now = after<{ status?: { state?: string }; spec?: { state?: string } }>(sim, t, k);
+        const state = (v: typeof now) => v?.status?.state ?? v?.spec?.state;
+        if (state(now) !== state(before) && ['completed', 'removed', 'aborted'].includes(state(now) ?? '')) return `${t.client} set ${k} ${state(now)} with no audit record in the transaction`;
+      }
+    }
+    return undefined;
+  },
+};
+
+/**
+ * A drain reported complete has no container left that it should have stopped: when drains/<node>
+ * becomes completed (or removed), the node's agent reports no container of a replica that left
+ * the node, and no suspended replica still running — except those the drain lists as unconfirmed
+ * (the node NotReady, its agent unable to report).
+ */
+export const drainCompleteOnObserved: TxnInvariant = {
+  name: 'a drain reported complete has no container left',
+  check(sim, t) {
+    for (const k of t.writes.keys()) {
+      if (!k.startsWith('drains/')) continue;
+      const d = after<NodeDrain>(sim, t, k);
+      const before = sim.get<NodeDrain>(k);
+      const state = d?.status?.state;
+      if (!d || (state !== 'completed' && state !== 'removed') || before?.status?.state === state) continue;
+      const node = d.spec.node;
+      const unconfirmed = new Set(d.status?.unconfirmed ?? []);
+      for (const { key, value: o } of sim.under<ReplicaObserved>(keys.observedOf(node))) {
+        const replica = key.slice(key.lastIndexOf('/') + 1);
+        if (unconfirmed.has(replica)) continue;
+        const here = after<ReplicaDesired>(sim, t, keys.desired(node, replica));
+        if (!here) return `drain/${node} ${state} while ${node}'s agent still reports ${replica} (${o.status.state}), which left the node`;
+        if (here.spec.suspended && o.status.state !== 'stopped') return `drain/${node} ${state} while the suspended ${replica} is still ${o.status.state}`;
+      }
+    }
+    return undefined;
+  },
+};
+
+/**
+ * A rollout reported complete has no container left that it should have stopped: when
+ * rollouts/<deployment>/<service> becomes completed, no Ready node's agent reports a container of
+ * one of the service's replicas at another spec than the one rolled out.
+ */
+export const rolloutCompleteOnObserved: TxnInvariant = {
+  name: 'a rollout reported complete has no container left',
+  check(sim, t) {
+    for (const k of t.writes.keys()) {
+      if (!k.startsWith('rollouts/')) continue;
+      const plan = after<RolloutPlan>(sim, t, k)?.spec;
+      if (plan?.state !== 'completed' || sim.get<RolloutPlan>(k)?.spec.state === 'completed') continue;
+      for (const d of sim.desired()) {
+        const s = d.spec;
+        if (s.deployment !== plan.deployment || s.service !== plan.service || s.suspended || !readyNow(sim, s.node)) continue;
+        const o = sim.get<ReplicaObserved>(keys.observed(s.node, s.replica));
+        if (o && o.status.specHash !== plan.toHash) return `${k} completed while ${s.node} still runs ${s.replica} at ${o.status.specHash} (${o.status.state}), not ${plan.toHash}`;
+      }
+    }
+    return undefined;
+  },
+};
+
+export const TXN_INVARIANTS: readonly TxnInvariant[] = [noDeposedLeaderWrite, actsAudited, noRemovalAsDeleted, noReplacementOffReadyNode, drainCompleteOnObserved, rolloutCompleteOnObserved];
+
+// ---------------------------------------------------------------- as each act is planned
+
+/** A move's cutover (the source's desired key goes once the destination is ready): the middle of a move whose start and end are recorded. */
+const isCutover = (act: Act) => / cutover\b|: cutover$/.test(act.label);
+
+/**
+ * Every act that changes a desired replica carries an audit record naming it (the runtime writes
+ * an act's records in the act's own transaction; an act without any has nothing to write) — but
+ * a move's cutover, recorded by the move's start and its end.
+ */
+export const actCarriesAudit: ActInvariant = {
+  name: 'every act has its audit record',
+  check(_sim, controller, act) {
+    const writes = act.ops.filter((o) => o.op !== 'check' && o.op !== 'checkRange' && o.key.startsWith('desired/'));
+    if (!writes.length || isCutover(act)) return undefined;
+    if (!act.audit?.length) return `${controller}'s act "${act.label}" changes ${writes.map((o) => o.key).join(', ')} with no audit record`;
+    const named = new Set(act.audit.flatMap((a) => [a.payload.replica, a.payload.replica_id]).filter((x): x is string => typeof x === 'string'));
+    const unnamed = writes.map((o) => o.key.slice(o.key.lastIndexOf('/') + 1)).filter((r) => !named.has(r));
+    if (named.size && unnamed.length) return `${controller}'s act "${act.label}" changes ${unnamed.join(', ')}, which none of its audit records names`;
+    return undefined;
+  },
+};
+
+export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit];

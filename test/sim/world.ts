@@ -1,25 +1,48 @@
-// The deterministic simulation: every controller's real decide code (scheduler, rollout, drain,
-// rebalancer — their ControllerSpecs, as the runtime runs them) and simulated node-agents on one
-// in-memory store that applies the writer's own compare-and-swap rules (test/support/memory-store.ts).
-// One seeded PRNG and a fake clock drive everything: which component acts next, agent delays,
-// which faults fire. Same seed, same trace. Faults: stale decisions (a pass decided before another
-// controller's acts landed: CAS conflicts), lost replies (an act lands, its controller is told it
-// failed), leader changes (leader-local state lost), agents dying and returning, containers
-// crashing, operator actions (scale, new image, cordon, drain, delete and re-create).
+// The deterministic simulation: two copies of `jaco controller all` — each the runtime's real
+// Manager (one Reflector-fed Cache, one Runner per controller: scheduler, rollout, drain,
+// rebalancer) — and simulated node-agents, on one simulated etcd (etcd.ts: the in-memory key
+// space with the writer's compare-and-swap rules, history, compaction). The runners commit with
+// the real commitEach, fenced by simulated election keys, with their audit records paired by the
+// real AuditLog. One seeded PRNG and a fake clock (the test's fake timers) drive everything: which
+// component acts next, agent delays, which faults fire. Same seed, same trace.
+//
+// Faults: stale decisions (another controller's pass, or the operator, lands between a decision
+// and its commit: CAS conflicts); lost replies; leadership lost mid-pass and between passes (two
+// candidates per controller, the deposed one still believing it leads); a controller process
+// restarting; a cache that lags (decisions from a stale snapshot), a watch that drops (resumed
+// from the reflector's own revision), loses events (healed by the consistency check) or is
+// cancelled by a compaction (relist); malformed values (schema-invalid, unknown fields, a frozen
+// key); an oversized spec; agents dying and returning; containers crashing; operator actions
+// (scale, new image, rollback, cordon, drain, remove node, delete and re-create).
 import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
 import { templateOf } from '../../src/api/serving.js';
-import { API_VERSION, type Deployment, type NodeDrain, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
-import type { ControllerSpec, PassResult } from '../../src/runtime/runner.js';
+import {
+  API_VERSION,
+  type Deployment,
+  type DeploymentRevision,
+  type Heartbeat,
+  type NodeDrain,
+  type ReplicaCommand,
+  type ReplicaDesired,
+  type ReplicaObserved,
+  type RolloutPlan,
+  type ServiceSpec,
+} from '../../src/api/types.js';
+import { Manager } from '../../src/runtime/manager.js';
+import type { ControllerSpec, Runner } from '../../src/runtime/runner.js';
+import type { Fence } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { CONTROLLERS } from '../../controllers/index.js';
-import { Harness } from '../support/harness.js';
-import { MemoryStore } from '../support/memory-store.js';
+import { testLogger } from '../support/log.js';
 import { prng } from '../support/random.js';
-import { ALL_INVARIANTS, type Invariant } from './invariants.js';
+import { SharedReader, SimEtcd, type ClientFaults, type LandedTxn } from './etcd.js';
+import { ACT_INVARIANTS, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
+import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
-
+const CONTROLLER_NAMES = Object.keys(CONTROLLERS);
 
 export interface SimOptions {
   nodes: number;
@@ -30,18 +53,61 @@ export interface SimOptions {
   trace?: boolean;
 }
 
-type AnyHarness = Harness<unknown, unknown, unknown, PassResult<unknown, unknown>>;
+/** The fake clock the runtime's timers run on (vitest's fake timers in the test). */
+export interface SimTimers {
+  /** Sets the clock to `ms` and forgets every pending timer. */
+  reset(ms: number): void;
+  /** Moves the clock on, running the timers that come due. */
+  advance(ms: number): void;
+}
 
 export class SimFailure extends Error {
   override name = 'SimFailure';
 }
 
+/** Lets every promise chain started so far run to its end (etcd answers at once here). */
+const settle = () => new Promise<void>((r) => setImmediate(r));
+
+/**
+ * Hand edits' oversized services: one whose deployment value just fits an etcd request (1.5 MiB)
+ * but whose replica (template + desired fields + decision + audit) cannot; one whose replicas fit
+ * one by one but not together.
+ */
+const HUGE = 'x'.repeat(1_570_000);
+const LARGE = 'x'.repeat(900_000);
+
+/** One copy of `jaco controller all`. */
+export class Proc {
+  readonly faults: ClientFaults = { watchers: new Set() };
+  manager!: Manager;
+  /** The fence of each controller this process believes it leads. */
+  readonly leads = new Map<string, Fence>();
+  /** Its election key per controller (absent: not campaigning). */
+  readonly campaign = new Map<string, Fence>();
+  /** Its watch is slow until then: its cache holds an older cut of the store. */
+  lagUntil = 0;
+  /** Starts of this process (a restart makes a new Manager). */
+  incarnation = 0;
+
+  constructor(readonly name: string) {}
+
+  runner(controller: string): Runner {
+    return this.manager.runner(controller);
+  }
+}
+
+interface Passing {
+  proc: Proc;
+  controller: string;
+  nested: boolean;
+}
+
 export class Sim {
-  readonly store = new MemoryStore();
+  readonly etcd = new SimEtcd();
   now = T0;
   readonly r: () => number;
-  readonly controllers: [string, AnyHarness][];
   readonly nodes: string[];
+  readonly procs: Proc[];
   readonly down = new Set<string>();
   /** Per node and replica: when the simulated container becomes running (pending starts). */
   private readonly startsAt = new Map<string, number>();
@@ -50,17 +116,81 @@ export class Sim {
   step = 0;
   /** Simulated time from the end of faults to convergence. */
   quietMs = 0;
+  /** Keys the operator broke by hand, with the last good value (restored later). */
+  readonly broken = new Map<string, unknown>();
+  /** When each node was last seen NotReady (its heartbeat lapsed), or absent. */
+  readonly lapsedAt = new Map<string, number>();
+  /** Counts of faults injected, by kind (reported by the test). */
+  readonly injected = new Map<string, number>();
+  private readonly passing: Passing[] = [];
+  private failure?: SimFailure;
+  /** Decoded values of the truth, by key, at their mod revision. */
+  private readonly decoded = new Map<string, { rev: number; value: unknown }>();
+  private readonly reader = new SharedReader(testLogger());
+  /** Which oversized deployment this seed's operator hand-writes, if any. */
+  private readonly oversized?: 'big' | 'large';
 
   constructor(
     readonly seed: number,
     readonly opts: SimOptions,
+    private readonly timers: SimTimers,
   ) {
     this.r = prng(seed);
+    this.oversized = seed % 200 === 7 ? 'big' : seed % 200 === 107 ? 'large' : undefined;
+    timers.reset(T0);
     this.nodes = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
-    this.controllers = Object.entries(CONTROLLERS).map(([name, make]) => [name, new Harness(this.store, make(FAST) as ControllerSpec<unknown, unknown, unknown, PassResult<unknown, unknown>>) as AnyHarness]);
+    this.procs = ['p1', 'p2'].map((n) => new Proc(n));
+    this.etcd.onTxn = (t) => this.checkTxn(t, TXN_INVARIANTS);
     for (const n of this.nodes) this.addNode(n);
     this.deploy('app', { web: this.service(3, 1), api: this.service(2, 1) });
     this.deploy('side', { worker: this.service(2, 1) });
+  }
+
+  // ------------------------------------------------------------------ the truth, read
+
+  get<T>(key: string): T | undefined {
+    const c = this.etcd.current.get(key);
+    if (!c) return undefined;
+    const d = this.decoded.get(key);
+    if (d?.rev === c.modRevision) return d.value as T;
+    let value: unknown;
+    try {
+      value = JSON.parse(c.text);
+    } catch {
+      value = c.text;
+    }
+    this.decoded.set(key, { rev: c.modRevision, value });
+    return value as T;
+  }
+
+  has(key: string): boolean {
+    return this.etcd.current.has(key);
+  }
+
+  keys(prefix: string): string[] {
+    return this.etcd.keys(prefix);
+  }
+
+  under<T>(prefix: string): { key: string; value: T }[] {
+    return this.keys(prefix).map((key) => ({ key, value: this.get<T>(key)! }));
+  }
+
+  /** Deployments as the operator knows them: a hand-broken one by its last good value; a frozen one not at all. */
+  deployments(): Deployment[] {
+    const out: Deployment[] = [];
+    for (const key of this.keys('deployments/')) {
+      const v = this.broken.has(key) ? this.broken.get(key) : this.get(key);
+      if (v && key !== keys.deployment('ghost')) out.push(v as Deployment);
+    }
+    return out;
+  }
+
+  private desiredAt?: { rev: number; values: ReplicaDesired[] };
+
+  /** Every desired value (decoded once per store revision: the invariants read it every step). */
+  desired(): ReplicaDesired[] {
+    if (this.desiredAt?.rev !== this.etcd.rev) this.desiredAt = { rev: this.etcd.rev, values: this.under<ReplicaDesired>('desired/').map((v) => v.value) };
+    return this.desiredAt.values;
   }
 
   // ------------------------------------------------------------------ helpers
@@ -75,12 +205,24 @@ export class Sim {
     if (this.opts.trace) console.log(line);
   }
 
+  private count(kind: string): void {
+    this.injected.set(kind, (this.injected.get(kind) ?? 0) + 1);
+  }
+
   service(replicas: number, image: number): ServiceSpec {
     return { image: `jaco-demo/busybox:${image}`, replicas, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1 } };
   }
 
+  private put(key: string, value: unknown): void {
+    this.etcd.kv.put(key, value);
+  }
+
+  private remove(key: string): void {
+    this.etcd.kv.remove(key);
+  }
+
   private addNode(name: string, unschedulable = false): void {
-    this.store.put(keys.node(name), {
+    this.put(keys.node(name), {
       apiVersion: API_VERSION,
       kind: 'Node',
       metadata: { name, labels: {} },
@@ -91,51 +233,46 @@ export class Sim {
   }
 
   private heartbeat(name: string): void {
-    this.store.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(this.now), intervalMs: 10_000, agentVersion: 'sim', dockerUp: true } });
+    this.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(this.now), intervalMs: 10_000, agentVersion: 'sim', dockerUp: true } });
   }
 
-  /** What `jaco apply` writes: the deployment at its next generation, and its revision record. */
-  deploy(name: string, services: Record<string, ServiceSpec>): void {
-    const prev = this.store.get<Deployment>(keys.deployment(name));
-    const generation = prev ? (prev.metadata.generation ?? 1) + 1 : 1;
+  /** What `jaco apply` (or `jaco rollback`) writes: the deployment at its next generation, and its revision record. */
+  deploy(name: string, services: Record<string, ServiceSpec>, cause = 'apply'): void {
+    const key = keys.deployment(name);
+    const prev = (this.broken.get(key) ?? this.get<Deployment>(key)) as Deployment | undefined;
+    const generation = prev && typeof prev === 'object' ? (prev.metadata.generation ?? 1) + 1 : 1;
     const d: Deployment = { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation, creationTimestamp: iso(this.now) }, spec: { services } };
-    this.store.put(keys.deployment(name), d);
-    this.store.put(keys.revision(name, generation), {
+    this.broken.delete(key);
+    this.put(key, d);
+    this.put(keys.revision(name, generation), {
       apiVersion: API_VERSION,
       kind: 'DeploymentRevision',
       metadata: { name: `${name}-${generation}` },
-      spec: { deployment: name, revision: generation, appliedAt: iso(this.now), cause: 'apply', summary: 'sim', template: d.spec },
-    });
-  }
-
-  deployments(): Deployment[] {
-    return this.store.under<Deployment>('deployments/').map((v) => v.value);
-  }
-
-  private desiredAt?: { rev: number; values: ReplicaDesired[] };
-
-  /** Every desired value (decoded once per store revision: the invariants read it every step). */
-  desired(): ReplicaDesired[] {
-    if (this.desiredAt?.rev !== this.store.rev) this.desiredAt = { rev: this.store.rev, values: this.store.under<ReplicaDesired>('desired/').map((v) => v.value) };
-    return this.desiredAt.values;
+      spec: { deployment: name, revision: generation, appliedAt: iso(this.now), cause, summary: 'sim', template: d.spec },
+    } satisfies DeploymentRevision);
   }
 
   // ------------------------------------------------------------------ the agents
 
   /** One agent: observed follows desired after a random delay; restarts are acknowledged; a container may crash. */
   private agent(node: string): void {
-    const desired = this.store.under<ReplicaDesired>(keys.desiredOf(node));
+    if (!this.has(keys.node(node))) {
+      // Removed from the cluster: the agent stops its containers and exits.
+      for (const k of this.keys(keys.observedOf(node))) this.remove(k);
+      return;
+    }
+    const desired = this.under<ReplicaDesired>(keys.desiredOf(node)).filter((d) => typeof d.value === 'object' && d.value.spec);
     const desiredIds = new Set(desired.map((d) => d.value.spec.replica));
     for (const { value: d } of desired) {
       const s = d.spec;
       const key = keys.observed(node, s.replica);
-      const o = this.store.get<ReplicaObserved>(key);
+      const o = this.get<ReplicaObserved>(key);
       const started = `${node}/${s.replica}`;
       if (s.suspended) {
         if (o?.status.state !== 'stopped') this.observe(d, 'stopped', o);
         continue;
       }
-      const cmd = this.store.get<ReplicaCommand>(keys.command(node, s.replica));
+      const cmd = this.get<ReplicaCommand>(keys.command(node, s.replica));
       const ack = cmd && cmd.spec.seq > (o?.status.ackedCommand ?? 0) ? cmd.spec.seq : undefined;
       const stale = o && (o.status.revision !== s.revision || o.status.specHash !== s.specHash);
       if (!o || stale || ack !== undefined || o.status.state === 'exited') {
@@ -155,7 +292,7 @@ export class Sim {
       }
     }
     // Containers without a desired key stop after a while; their observed key goes with them.
-    for (const o of this.store.under<ReplicaObserved>(keys.observedOf(node))) if (!desiredIds.has(o.value.status.replica) && this.r() < 0.5) this.store.remove(o.key);
+    for (const k of this.keys(keys.observedOf(node))) if (!desiredIds.has(k.slice(k.lastIndexOf('/') + 1)) && this.r() < 0.5) this.remove(k);
     this.heartbeat(node);
   }
 
@@ -180,180 +317,488 @@ export class Sim {
         ...(state === 'exited' ? { code: 'exited' } : {}),
       } as ReplicaObserved['status'],
     };
-    this.store.put(keys.observed(s.node, s.replica), o);
+    this.put(keys.observed(s.node, s.replica), o);
   }
 
-  // ------------------------------------------------------------------ the controllers
+  // ------------------------------------------------------------------ the controller processes
 
-  /** One pass of a controller, maybe with a fault: a stale decision, a lost reply, a new term. */
-  private pass(name: string, h: AnyHarness): void {
-    const fault = this.faults ? this.r() : 1;
-    if (fault < 0.05) {
-      this.log(`${name}: leader change (leader-local state lost)`);
-      h.state = h.spec.initialState();
+  /** Starts (or restarts) a controller process: a new Manager lists everything and campaigns. */
+  private async startProc(p: Proc): Promise<void> {
+    p.incarnation++;
+    p.leads.clear();
+    // The old incarnation's leases expire: its election keys go.
+    for (const c of p.campaign.values()) if (this.has(c.key)) this.remove(c.key);
+    p.campaign.clear();
+    p.lagUntil = 0;
+    const specs = CONTROLLER_NAMES.map((name) => {
+      const spec = CONTROLLERS[name]!(FAST) as ControllerSpec<unknown, unknown>;
+      // Leadership is the simulation's (election keys in the simulated etcd); the fence and the
+      // reaction to a refused fence are the runtime's.
+      return {
+        ...spec,
+        elected: false,
+        fence: () => p.leads.get(name),
+        ready: () => p.leads.has(name),
+        fenced: () => {
+          this.log(`${p.name}/${name}: write refused by the fence; deposed`);
+          p.leads.delete(name);
+        },
+      } satisfies ControllerSpec<unknown, unknown>;
+    });
+    p.manager = new Manager(
+      {
+        store: this.etcd.client(p.name, p.faults),
+        timings: FAST,
+        log: testLogger(),
+        identity: `${p.name}.${p.incarnation}`,
+        clock: () => this.now,
+        manual: true,
+        cache: { reader: this.reader },
+        beforeCommit: (acts) => this.beforeCommit(acts),
+      },
+      specs,
+    );
+    const started = p.manager.start();
+    await settle();
+    await started;
+    for (const name of CONTROLLER_NAMES) this.campaign(p, name);
+  }
+
+  /** A candidate's election key: leaders/<controller>/<lease>, its create revision the fence. */
+  private campaign(p: Proc, controller: string): void {
+    const key = `${keys.leaders(controller)}${p.name}-${this.etcd.rev}`;
+    this.etcd.kv.put(key, { identity: p.name });
+    p.campaign.set(controller, { controller, key, createRevision: this.etcd.rev });
+    this.log(`${p.name}/${controller}: campaigns (${key})`);
+  }
+
+  /** The candidate with the lowest create revision leads. */
+  leaderKey(controller: string): string | undefined {
+    let best: { key: string; rev: number } | undefined;
+    for (const key of this.keys(keys.leaders(controller))) {
+      const rev = this.etcd.current.get(key)!.createRevision;
+      if (!best || rev < best.rev) best = { key, rev };
     }
-    const decision = h.decide(this.now);
-    if (fault >= 0.05 && fault < 0.15) {
+    return best?.key;
+  }
+
+  /** Each controller's leader learns it leads (its term starts afresh: leader-local state reset). */
+  private elect(): void {
+    for (const name of CONTROLLER_NAMES) {
+      const key = this.leaderKey(name);
+      if (!key) continue; // no candidate: nobody leads until one campaigns
+      const p = this.procs.find((x) => x.campaign.get(name)?.key === key);
+      if (!p || p.leads.get(name)?.key === key) continue;
+      const runner = p.runner(name);
+      runner.state = runner.spec.initialState();
+      runner.failures.clear();
+      p.leads.set(name, p.campaign.get(name)!);
+      this.log(`${p.name}/${name}: elected (${key})`);
+    }
+  }
+
+  /** The leader's lease is lost (paused, cut off): its key goes, it does not know yet. */
+  private loseLease(p: Proc, controller: string): void {
+    const c = p.campaign.get(controller);
+    if (!c) return;
+    this.count('leadership lost');
+    this.log(`${p.name}/${controller}: lease lost (${c.key}); it still believes it leads`);
+    this.remove(c.key);
+    p.campaign.delete(controller);
+  }
+
+  /** A process that lost its lease notices (a keepalive failed) and campaigns again. */
+  private notice(p: Proc): void {
+    for (const name of CONTROLLER_NAMES) {
+      if (p.campaign.has(name)) continue;
+      if (p.leads.delete(name)) this.log(`${p.name}/${name}: notices its lease is gone; stops writing`);
+      this.campaign(p, name);
+    }
+  }
+
+  /** One pass of a controller by a process that believes it leads it. */
+  private async pass(controller: string): Promise<void> {
+    const leaders = this.procs.filter((p) => p.leads.has(controller));
+    if (!leaders.length) return;
+    const p = this.pick(leaders);
+    this.passing.push({ proc: p, controller, nested: this.passing.length > 0 });
+    try {
+      await p.runner(controller).passNow();
+    } finally {
+      this.passing.pop();
+      p.faults.loseNextReply = false;
+    }
+  }
+
+  /** Runs after a pass decided, before its writes: where decisions go stale. */
+  private async beforeCommit(acts: readonly Act[]): Promise<void> {
+    const cur = this.passing[this.passing.length - 1];
+    if (!cur) return;
+    for (const act of acts)
+      for (const inv of ACT_INVARIANTS) {
+        const broken = inv.check(this, cur.controller, act);
+        if (broken && !this.failure) this.failure = new SimFailure(`seed ${this.seed}, step ${this.step}: invariant "${inv.name}" broken: ${broken}`);
+      }
+    const labels = acts.map((a) => a.label);
+    if (labels.length) this.log(`${cur.proc.name}/${cur.controller} decided: ${labels.join('; ')}`);
+    if (!this.faults || cur.nested || !acts.length) return;
+    const f = this.r();
+    if (f < 0.1) {
       // Another controller's pass lands between this decision and its commit.
-      const [other, oh] = this.pick(this.controllers.filter(([n]) => n !== name));
-      this.log(`${name}: decided; ${other} lands first`);
-      this.commit(other, oh, oh.decide(this.now), false);
-    }
-    if (fault >= 0.2 && fault < 0.3) {
-      // The operator acts between this decision and its commit (apply, delete, cordon, drain).
-      this.log(`${name}: decided; the operator acts first`);
+      const others = this.procs.flatMap((p) => [...p.leads.keys()].filter((c) => c !== cur.controller).map((c) => [p, c] as const));
+      if (!others.length) return;
+      const [op, oc] = this.pick(others);
+      this.count('stale decision');
+      this.log(`${cur.proc.name}/${cur.controller}: ${op.name}/${oc} lands first`);
+      this.passing.push({ proc: op, controller: oc, nested: true });
+      try {
+        await op.runner(oc).passNow();
+      } finally {
+        this.passing.pop();
+      }
+    } else if (f < 0.15) {
+      this.count('lost reply');
+      this.log(`${cur.proc.name}/${cur.controller}: the reply of its next commit will be lost`);
+      cur.proc.faults.loseNextReply = true;
+    } else if (f < 0.25) {
+      this.count('operator between decision and commit');
+      this.log(`${cur.proc.name}/${cur.controller}: the operator acts first`);
       this.operator();
+    } else if (f < 0.3) {
+      // Leadership changes mid-pass: the other candidate takes over before this commit is sent.
+      this.log(`${cur.proc.name}/${cur.controller}: leadership changes mid-pass`);
+      this.loseLease(cur.proc, cur.controller);
+      this.elect();
     }
-    this.commit(name, h, decision, fault >= 0.15 && fault < 0.2);
   }
 
-  private commit(name: string, h: AnyHarness, decision: PassResult<unknown, unknown>, lostReply: boolean): void {
-    const landed = h.apply(decision.acts);
-    const labels = decision.acts.map((a) => `${landed.has(a.label) ? '' : '✗'}${a.label}`);
-    if (labels.length) this.log(`${name}: ${labels.join('; ')}${lostReply ? ' (reply lost)' : ''}`);
-    this.checkActs(name, decision, landed);
-    // A lost reply: the acts landed, the controller was told the pass failed (its state stays).
-    if (decision.next && !lostReply) h.state = decision.next(landed);
+  /** Commits checked against the invariants on transactions; a failure stops the run at the next check. */
+  private checkTxn(t: LandedTxn, invariants: readonly TxnInvariant[]): void {
+    if (this.failure) return;
+    for (const inv of invariants) {
+      const broken = inv.check(this, t);
+      if (broken) this.failure = new SimFailure(`seed ${this.seed}, step ${this.step}: invariant "${inv.name}" broken: ${broken}`);
+    }
+  }
+
+  // ------------------------------------------------------------------ the caches' view
+
+  /** Delivers each process's watch events, unless its stream lags. */
+  private deliver(): void {
+    for (const p of this.procs) {
+      if (this.faults && this.now < p.lagUntil) continue;
+      for (const w of [...p.faults.watchers]) w.deliver();
+    }
+  }
+
+  private watchFault(): void {
+    const p = this.pick(this.procs);
+    const w = [...p.faults.watchers][0];
+    const roll = this.r();
+    if (roll < 0.35) {
+      p.lagUntil = this.now + 500 + Math.floor(this.r() * 8000);
+      this.count('cache lags');
+      this.log(`${p.name}: its watch lags until t+${((p.lagUntil - T0) / 1000).toFixed(1)}s (decisions from a stale cache)`);
+    } else if (roll < 0.6 && w) {
+      this.count('watch disconnect');
+      this.log(`${p.name}: watch disconnected (resumes from the reflector's revision)`);
+      w.disconnect();
+    } else if (roll < 0.8 && w && w.pending) {
+      const lost = w.lose(1 + Math.floor(this.r() * 3));
+      this.count('watch gap');
+      this.log(`${p.name}: watch loses ${lost} revision(s) of events (the consistency check must heal it)`);
+    } else {
+      const rev = this.etcd.rev - Math.floor(this.r() * 5);
+      this.count('compaction');
+      this.log(`etcd compacted at revision ${rev}`);
+      this.etcd.compact(rev);
+    }
   }
 
   // ------------------------------------------------------------------ the operator
 
   private operator(): void {
-    const deps = this.deployments();
+    const deps = this.deployments().filter((d) => d.metadata.name !== 'big' && d.metadata.name !== 'large');
     const roll = this.r();
-    if (roll < 0.25 && deps.length) {
+    if (roll < 0.2 && deps.length) {
       const d = this.pick(deps);
       const svc = this.pick(Object.keys(d.spec.services));
       const s = d.spec.services[svc]!;
       const replicas = Math.max(0, Math.min(5, (s.replicas ?? 1) + this.pick([-1, 1, 2])));
       this.log(`operator: scale ${d.metadata.name}/${svc} to ${replicas}`);
       this.deploy(d.metadata.name, { ...d.spec.services, [svc]: { ...s, replicas } });
-    } else if (roll < 0.5 && deps.length) {
+    } else if (roll < 0.4 && deps.length) {
       const d = this.pick(deps);
       const svc = this.pick(Object.keys(d.spec.services));
       const s = d.spec.services[svc]!;
       const image = s.image.endsWith(':1') ? 2 : 1;
       this.log(`operator: new image for ${d.metadata.name}/${svc} (:${image})`);
       this.deploy(d.metadata.name, { ...d.spec.services, [svc]: { ...s, image: `jaco-demo/busybox:${image}` } });
-    } else if (roll < 0.6) {
+    } else if (roll < 0.45 && deps.length) {
+      const d = this.pick(deps);
+      const gen = d.metadata.generation ?? 1;
+      const rec = this.get<DeploymentRevision>(keys.revision(d.metadata.name, gen - 1));
+      if (!rec) return;
+      this.log(`operator: rollback ${d.metadata.name} to revision ${gen - 1}`);
+      this.deploy(d.metadata.name, rec.spec.template.services, `rollback to revision ${gen - 1}`);
+    } else if (roll < 0.53) {
       const n = this.pick(this.nodes);
-      const node = this.store.get<{ spec: { unschedulable?: boolean } }>(keys.node(n));
-      if (!node) return;
+      const node = this.get<{ spec: { unschedulable?: boolean } }>(keys.node(n));
+      if (!node || this.broken.has(keys.node(n))) return;
       const cordon = !node.spec.unschedulable;
       this.log(`operator: ${cordon ? 'cordon' : 'uncordon'} ${n}`);
-      this.store.put(keys.node(n), { ...node, spec: cordon ? { unschedulable: true } : {} });
-    } else if (roll < 0.7) {
+      this.put(keys.node(n), { ...node, spec: cordon ? { unschedulable: true } : {} });
+    } else if (roll < 0.63) {
       const n = this.pick(this.nodes);
-      if (this.store.has(keys.drain(n)) || this.store.keys('drains/').length) return;
-      this.log(`operator: drain ${n}`);
-      const node = this.store.get<{ spec: object }>(keys.node(n));
-      if (node) this.store.put(keys.node(n), { ...node, spec: { unschedulable: true } });
-      this.store.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force: false, remove: false, requestedAt: iso(this.now) } } satisfies NodeDrain);
-    } else if (roll < 0.75 && deps.some((d) => d.metadata.name === 'side')) {
+      if (this.keys('drains/').length || this.broken.has(keys.node(n))) return;
+      const node = this.get<{ spec: object }>(keys.node(n));
+      if (!node) return;
+      // Removing a node is a drain that ends by removing it (jaco node remove).
+      const remove = this.r() < 0.3;
+      this.log(`operator: ${remove ? 'remove node' : 'drain'} ${n}`);
+      this.put(keys.node(n), { ...node, spec: { unschedulable: true } });
+      this.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force: false, remove, requestedAt: iso(this.now) } } satisfies NodeDrain);
+    } else if (roll < 0.66) {
+      // A removed node's agent registers it again (jaco agent --rejoin).
+      const gone = this.nodes.filter((n) => !this.has(keys.node(n)));
+      if (!gone.length) return;
+      const n = this.pick(gone);
+      this.log(`operator: ${n} rejoins`);
+      this.addNode(n);
+    } else if (roll < 0.7 && deps.some((d) => d.metadata.name === 'side')) {
       this.log('operator: delete side');
-      this.store.remove(keys.deployment('side'));
-    } else if (roll < 0.8 && !deps.some((d) => d.metadata.name === 'side')) {
-      this.log('operator: re-create side');
+      this.broken.delete(keys.deployment('side'));
+      this.remove(keys.deployment('side'));
+    } else if (roll < 0.74 && !this.has(keys.deployment('side'))) {
+      this.log('operator: apply side (re-created)');
       this.deploy('side', { worker: this.service(2, 1) });
+    } else if (roll < 0.86) {
+      this.malformed();
+    } else if (roll < 0.9) {
+      this.repair();
     }
+  }
+
+  /** A hand edit (etcdctl put) leaves a value this version cannot read — or reads with a field it does not know. */
+  private malformed(): void {
+    const roll = this.r();
+    if (roll < 0.15 && !this.has(keys.deployment('ghost'))) {
+      this.count('malformed value');
+      this.log('operator: hand-writes deployments/ghost, schema-invalid (frozen: nothing may act on it)');
+      this.etcd.kv.putRaw(keys.deployment('ghost'), JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'ghost', generation: 1 }, spec: { services: { w: { image: 7, replicas: 'two' } } } }));
+      return;
+    }
+    const targets = [...this.keys('deployments/').filter((k) => !['ghost', 'big', 'large'].some((n) => k === keys.deployment(n))), ...this.keys('nodes/')].filter((k) => !this.broken.has(k));
+    if (!targets.length) return;
+    const key = this.pick(targets);
+    const good = this.get<Record<string, unknown>>(key)!;
+    const kind = this.r();
+    this.count('malformed value');
+    if (kind < 0.25) {
+      // An unknown field (a newer CLI): pruned on read, the value stays in effect.
+      this.log(`operator: hand-edits ${key} with an unknown field`);
+      this.etcd.kv.putRaw(key, JSON.stringify({ ...good, spec: { ...(good.spec as object), fromTheFuture: { x: 1 } } }));
+      return;
+    }
+    this.broken.set(key, good);
+    if (kind < 0.5) {
+      this.log(`operator: hand-edits ${key}: not JSON`);
+      this.etcd.kv.putRaw(key, `${JSON.stringify(good).slice(0, 20)}…`);
+    } else if (key.startsWith('nodes/')) {
+      this.log(`operator: hand-edits ${key}: schema-invalid capacity`);
+      this.etcd.kv.putRaw(key, JSON.stringify({ ...good, status: { ...(good.status as object), capacity: { cpuMillis: 'lots' } } }));
+    } else {
+      this.log(`operator: hand-edits ${key}: schema-invalid replicas`);
+      const d = good as unknown as Deployment;
+      this.etcd.kv.putRaw(key, JSON.stringify({ ...d, spec: { services: Object.fromEntries(Object.entries(d.spec.services).map(([n, s]) => [n, { ...s, replicas: 'three' }])) } }));
+    }
+  }
+
+  /** The operator puts a broken value right (its last good version, as a new write). */
+  private repair(key?: string): void {
+    const k = key ?? (this.broken.size ? this.pick([...this.broken.keys()]) : undefined);
+    if (!k) return;
+    const good = this.broken.get(k) as { spec?: object } | undefined;
+    this.broken.delete(k);
+    if (!this.has(k)) return;
+    this.log(`operator: repairs ${k}`);
+    // A node repaired keeps the cordon the operator set meanwhile (none: repairs happen before).
+    this.put(k, good);
+  }
+
+  /**
+   * A deployment written by hand (etcdctl put: no revision record) too large for the acts that
+   * place it: `big`, one replica of which no request can carry (refused at decide time, reported
+   * spec_too_large, nobody else held up); `large`, whose replicas fit only one act each.
+   */
+  private oversizedDeployment(name: 'big' | 'large'): void {
+    this.count('oversized spec');
+    this.log(`operator: hand-writes deployments/${name}, ${name === 'big' ? 'one replica larger than an etcd request' : 'replicas that fit one request each'}`);
+    const services = { blob: { ...this.service(2, 1), env: { BLOB: name === 'big' ? HUGE : LARGE } } };
+    this.put(keys.deployment(name), { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation: 1, creationTimestamp: iso(this.now) }, spec: { services } } satisfies Deployment);
   }
 
   // ------------------------------------------------------------------ the run
 
   /** One step: time passes, then an agent, a controller, the operator, or a fault acts. */
-  tick(): void {
+  async tick(): Promise<void> {
     this.step++;
-    this.now += 50 + Math.floor(this.r() * 1500);
+    const dt = 50 + Math.floor(this.r() * 1500);
+    this.now += dt;
+    this.timers.advance(dt);
+    this.deliver();
+    await settle();
+    this.elect();
     const roll = this.r();
     if (!this.faults) for (const n of this.nodes) this.agent(n); // quiet: every agent keeps up
     if (roll < 0.35) {
       const n = this.pick(this.nodes);
       if (!this.down.has(n)) this.agent(n);
     } else if (roll < 0.8) {
-      const [name, h] = this.pick(this.controllers);
-      this.pass(name, h);
-    } else if (roll < 0.9) {
+      await this.pass(this.pick(CONTROLLER_NAMES));
+    } else if (roll < 0.88) {
       if (this.faults) this.operator();
+    } else if (roll < 0.93) {
+      if (this.faults) this.watchFault();
+    } else if (roll < 0.96) {
+      if (this.faults) this.leadershipFault();
     } else if (this.faults) {
       const n = this.pick(this.nodes);
       if (this.down.has(n)) {
         this.log(`agent ${n} returns`);
         this.down.delete(n);
       } else if (this.down.size < this.nodes.length - 2 && this.r() < 0.3) {
+        this.count('agent dies');
         this.log(`agent ${n} dies`);
         this.down.add(n);
       }
     }
+    if (this.faults && this.oversized && this.step === 40) this.oversizedDeployment(this.oversized);
+    // A process that lost its lease notices after a while.
+    for (const p of this.procs) if (this.r() < 0.15 || !this.faults) this.notice(p);
     // Finished drains are cleared by the operator (the next one may start).
-    for (const d of this.store.under<NodeDrain>('drains/')) if (['completed', 'aborted'].includes(d.value.status?.state ?? '')) this.store.remove(d.key);
-    this.check(ALL_INVARIANTS);
+    for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted', 'removed'].includes(d.value.status?.state ?? '')) this.remove(d.key);
+    await settle();
+    for (const n of this.nodes) if (!this.has(keys.node(n)) || !readyNow(this, n)) this.lapsedAt.set(n, this.now);
+    this.check(STATE_INVARIANTS);
+  }
+
+  private leadershipFault(): void {
+    const roll = this.r();
+    if (roll < 0.7) {
+      const name = this.pick(CONTROLLER_NAMES);
+      const p = this.procs.find((x) => x.leads.has(name));
+      if (p) this.loseLease(p, name);
+    } else {
+      const p = this.pick(this.procs);
+      this.count('controller process restart');
+      this.log(`${p.name}: the controller process restarts (its cache relists, it campaigns again)`);
+      p.leads.clear();
+      this.restarting.push(p);
+    }
+  }
+
+  private readonly restarting: Proc[] = [];
+
+  /** What the store holds of one service (desired copies with what their agents observe, its rollout plan), for a failure report. */
+  describeService(deployment: string, service: string): string {
+    const lines = this.desired()
+      .filter((d) => d.spec.deployment === deployment && d.spec.service === service)
+      .map((d) => {
+        const o = this.get<ReplicaObserved>(keys.observed(d.spec.node, d.spec.replica));
+        return `  ${d.spec.replica}@${d.spec.node} rev ${d.spec.revision} ${d.spec.specHash}${d.spec.move ? ` move from ${d.spec.move.from}` : ''}${d.spec.movingTo ? ` moving to ${d.spec.movingTo.node}` : ''}${d.spec.suspended ? ' suspended' : ''}: observed ${o ? `${o.status.state} rev ${o.status.revision} ${o.status.specHash}` : 'nothing'}`;
+      });
+    const plan = this.get<RolloutPlan>(keys.rollout(deployment, service));
+    return [`${deployment}/${service}:`, ...lines, `  plan: ${plan ? JSON.stringify(plan.spec) : 'none'}`].join('\n');
+  }
+
+  /** The controller processes as a failure report shows them. */
+  describeProcs(): string {
+    return this.procs
+      .map((p) => `${p.name}: cache ${p.manager.cache.synced ? 'synced' : 'NOT synced'} at revision ${p.manager.cache.revision} (etcd at ${this.etcd.rev}), leads ${[...p.leads.keys()].join(',') || 'nothing'}`)
+      .join('; ') + `; leaders: ${CONTROLLER_NAMES.map((c) => `${c} ${this.leaderKey(c)} [${this.keys(keys.leaders(c)).join(' ')}] campaigns ${this.procs.map((p) => p.campaign.get(c)?.key).join(' ')}`).join(', ')}`;
   }
 
   check(invariants: readonly Invariant[]): void {
+    if (this.failure) throw this.failure;
     for (const inv of invariants) {
       const broken = inv.check(this);
       if (broken) throw new SimFailure(`seed ${this.seed}, step ${this.step}: invariant "${inv.name}" broken: ${broken}`);
     }
   }
 
-  /** Checks on the acts of one pass (e.g. nothing removed as deleted while its deployment exists). */
-  private checkActs(name: string, decision: PassResult<unknown, unknown>, landed: ReadonlySet<string>): void {
-    for (const act of decision.acts) {
-      if (!landed.has(act.label)) continue;
-      for (const a of act.audit ?? []) {
-        const p = a.payload as { reason?: string; replica?: string };
-        if (a.type === 'replica_removed' && p.reason === 'deployment_deleted' && a.deployment && this.store.has(keys.deployment(a.deployment)))
-          throw new SimFailure(`seed ${this.seed}, step ${this.step}: invariant "no replica of an existing deployment removed as deleted" broken: ${name} removed ${p.replica} while deployments/${a.deployment} exists`);
-      }
-    }
-  }
-
   /** The whole run: faults for steps − quietSteps, then a quiet window in which everything must converge. */
-  run(): void {
-    for (let i = 0; i < this.opts.steps - this.opts.quietSteps; i++) this.tick();
-    this.faults = false;
-    this.log('faults stop; every agent returns; the operator uncordons every node and cancels drains');
-    this.down.clear();
-    for (const n of this.nodes) {
-      const node = this.store.get<{ spec: object }>(keys.node(n));
-      if (node) this.store.put(keys.node(n), { ...node, spec: {} });
-    }
-    for (const k of this.store.keys('drains/')) this.store.remove(k);
-    const quietFrom = this.now;
-    for (let i = 0; i < this.opts.quietSteps; i++) {
-      this.tick();
-      if (!converged(this)) {
-        this.quietMs = this.now - quietFrom;
-        return;
+  async run(): Promise<void> {
+    try {
+      for (const p of this.procs) await this.startProc(p);
+      this.elect();
+      for (let i = 0; i < this.opts.steps - this.opts.quietSteps; i++) {
+        await this.tick();
+        while (this.restarting.length) {
+          const p = this.restarting.shift()!;
+          await p.manager.stop();
+          await this.startProc(p);
+        }
       }
+      this.faults = false;
+      this.log('faults stop; every agent returns; the operator repairs hand edits, re-adds removed nodes, uncordons every node and cancels drains');
+      this.down.clear();
+      for (const k of [...this.broken.keys()]) this.repair(k);
+      for (const n of this.nodes) {
+        const node = this.get<{ spec: object }>(keys.node(n));
+        if (node) this.put(keys.node(n), { ...node, spec: {} });
+        else this.addNode(n);
+      }
+      for (const k of this.keys('drains/')) this.remove(k);
+      const quietFrom = this.now;
+      for (let i = 0; i < this.opts.quietSteps; i++) {
+        await this.tick();
+        if (!converged(this)) {
+          this.quietMs = this.now - quietFrom;
+          return;
+        }
+      }
+      throw new SimFailure(`seed ${this.seed}: not converged ${((this.now - quietFrom) / 1000).toFixed(0)} s (${this.opts.quietSteps} steps) after faults stopped: ${converged(this)}; ${this.describeProcs()}\n${this.deployments().flatMap((d) => Object.keys(d.spec.services).map((s) => this.describeService(d.metadata.name, s))).join('\n')}`);
+    } finally {
+      for (const p of this.procs) await p.manager?.stop();
     }
-    throw new SimFailure(`seed ${this.seed}: not converged ${((this.now - quietFrom) / 1000).toFixed(0)} s (${this.opts.quietSteps} steps) after faults stopped: ${converged(this)}`);
   }
 }
 
 /**
  * Liveness: every wanted replica of every deployment runs once, at its service's current spec — or,
  * when the rollout to the deployment's current generation was aborted, at the spec it reverted to
- * (seed 001: an aborted rollout stays reverted until the next apply).
+ * (seed 001: an aborted rollout stays reverted until the next apply). A hand-written deployment
+ * too large for one request has no replica (refused at decide time), and holds nobody else up.
  */
 export function converged(sim: Sim): string | undefined {
   const desired = sim.desired();
   const problems: string[] = [];
   for (const d of sim.deployments()) {
+    if (d.metadata.name === 'big') {
+      const placed = desired.filter((x) => x.spec.deployment === 'big');
+      if (placed.length) problems.push(`big: ${placed.length} replica(s) of a spec no act can carry`);
+      continue;
+    }
     for (const [svc, spec] of Object.entries(d.spec.services)) {
       const want = spec.replicas ?? 1;
       const current = templateOf(d.metadata.generation ?? 1, spec).specHash;
-      const plan = sim.store.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
+      const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
       // Reverted until the next apply (any new generation of the deployment counts).
       const target = plan?.state === 'aborted' && plan.toRevision === (d.metadata.generation ?? 1) ? plan.fromHash : current;
       const ids = new Set<string>();
       for (const r of desired.filter((x) => x.spec.deployment === d.metadata.name && x.spec.service === svc)) {
-        const o = sim.store.get<ReplicaObserved>(keys.observed(r.spec.node, r.spec.replica));
+        const o = sim.get<ReplicaObserved>(keys.observed(r.spec.node, r.spec.replica));
         if (o?.status.state === 'running' && o.status.specHash === r.spec.specHash && r.spec.specHash === target) ids.add(r.spec.replica);
       }
       if (ids.size !== want) problems.push(`${d.metadata.name}/${svc}: ${ids.size} of ${want} running at ${target === current ? 'its current spec' : 'the spec its aborted rollout reverted to'}`);
     }
   }
+  if (sim.has(keys.deployment('ghost')) && desired.some((x) => x.spec.deployment === 'ghost')) problems.push('ghost: replicas of a deployment that was never readable');
   return problems.length ? problems.join('; ') : undefined;
 }
 
+/** Whether a node's heartbeat says it is Ready now (the scheduler's own rule). */
+export function readyNow(sim: Sim, node: string): boolean {
+  return nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)), sim.now);
+}

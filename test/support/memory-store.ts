@@ -11,6 +11,19 @@ import { encodeJson, type Versioned } from '../../src/store/store.js';
 import { conditionsHold, conditionsOf, type Fence, type Op } from '../../src/store/writer.js';
 import { testLogger } from './log.js';
 
+/** One stored change as etcd's watch reports it: a put (with the text and revisions) or a delete. */
+export interface RawChange {
+  rev: number;
+  key: string;
+  /** Undefined for a delete. */
+  text?: string;
+  createRevision?: number;
+  version?: number;
+  lease?: string;
+  /** The key's mod revision before the change (0: absent). */
+  prevModRevision: number;
+}
+
 interface Stored {
   key: string;
   text: string;
@@ -29,6 +42,8 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
   /** Acts refused because a precondition no longer held. */
   conflicts = 0;
   private pending: Change[] = [];
+  /** Every change, as etcd would report it (the simulation's history and watch streams). */
+  onRaw?: (c: RawChange) => void;
 
   constructor(specs: Record<string, SourceSpec> = WATCHABLE) {
     super();
@@ -98,6 +113,25 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     this.flush();
   }
 
+  /** Writes raw values (JSON text as sent; undefined deletes) as one revision: a transaction whose compares held. */
+  applyRaw(writes: readonly { key: string; text?: string; lease?: string }[]): void {
+    if (!writes.length) return;
+    this.rev++;
+    for (const w of writes) {
+      if (w.text !== undefined) {
+        this.write(w.key, w.text, this.rev, w.lease);
+        continue;
+      }
+      const gone = this.data.get(w.key);
+      if (!gone) continue;
+      this.data.delete(w.key);
+      this.onRaw?.({ rev: this.rev, key: w.key, prevModRevision: gone.modRevision });
+      const c = this.sourceOf(w.key)?.remove(w.key);
+      if (c) this.pending.push(c);
+    }
+    this.flush();
+  }
+
   remove(key: string): void {
     this.commitOps([{ op: 'delete', key }]);
   }
@@ -119,7 +153,9 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     this.rev++;
     for (const o of writes) {
       if (o.op === 'delete') {
-        if (!this.data.delete(o.key)) continue;
+        const gone = this.data.get(o.key);
+        if (!gone || !this.data.delete(o.key)) continue;
+        this.onRaw?.({ rev: this.rev, key: o.key, prevModRevision: gone.modRevision });
         const src = this.sourceOf(o.key);
         const c = src?.remove(o.key);
         if (c) this.pending.push(c);
@@ -135,6 +171,7 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     const prev = this.data.get(key);
     const s: Stored = { key, text, modRevision: rev, createRevision: prev?.createRevision ?? rev, version: (prev?.version ?? 0) + 1, ...(lease ? { lease } : {}) };
     this.data.set(key, s);
+    this.onRaw?.({ rev, key, text, createRevision: s.createRevision, version: s.version, lease, prevModRevision: prev?.modRevision ?? 0 });
     const src = this.sourceOf(key);
     if (src) this.pending.push(src.put(key, { modRevision: s.modRevision, createRevision: s.createRevision, version: s.version, lease }, text));
   }

@@ -1,0 +1,37 @@
+// The consistency check's comparison of held keys with the keys the store lists as changed since
+// the last check (missedSince): a table of what a watch can lose, and what it reports.
+import { describe, expect, it } from 'vitest';
+import { testLogger } from '../../test/support/log.js';
+import { missedSince, SourceState, ValueReader } from './reflector.js';
+
+const counter = (next: number) => JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next } });
+
+/** A source holding keys at the given mod revisions (unreadable: JSON that is not one). */
+function held(keys: Record<string, number | { unreadable: number; readable?: number }>): SourceState {
+  const src = new SourceState('counters', { prefix: 'counters/', kind: 'ReplicaCounter' }, new ValueReader(testLogger()));
+  for (const [key, at] of Object.entries(keys)) {
+    const meta = (modRevision: number) => ({ modRevision, createRevision: 1, version: 1 });
+    if (typeof at === 'number') src.put(key, meta(at), counter(at));
+    else {
+      if (at.readable) src.put(key, meta(at.readable), counter(at.readable));
+      src.put(key, meta(at.unreadable), '{not json');
+    }
+  }
+  return src;
+}
+
+describe('missedSince', () => {
+  it.each<[string, Parameters<typeof held>[0], { key: string; modRevision: number }[], number, string[]]>([
+    ['nothing changed since the check', { 'counters/a': 3, 'counters/b': 5 }, [], 5, []],
+    ['every change held', { 'counters/a': 7, 'counters/b': 9 }, [{ key: 'counters/a', modRevision: 7 }, { key: 'counters/b', modRevision: 9 }], 5, []],
+    // The case the simulation found: a's update lost, b's (the newest) delivered — count and newest agree.
+    ['a lost update of a key that is not the newest', { 'counters/a': 3, 'counters/b': 9 }, [{ key: 'counters/a', modRevision: 7 }, { key: 'counters/b', modRevision: 9 }], 5, ['counters/a']],
+    ['a lost create', { 'counters/b': 9 }, [{ key: 'counters/a', modRevision: 7 }, { key: 'counters/b', modRevision: 9 }], 5, ['counters/a']],
+    ['a lost delete of a key changed since the check', { 'counters/a': 7, 'counters/b': 9 }, [{ key: 'counters/b', modRevision: 9 }], 5, ['counters/a']],
+    ['a lost delete of an older key (count tells)', { 'counters/a': 3, 'counters/b': 9 }, [{ key: 'counters/b', modRevision: 9 }], 5, []],
+    ['an unreadable newest value, held as such', { 'counters/a': { unreadable: 7, readable: 3 } }, [{ key: 'counters/a', modRevision: 7 }], 5, []],
+    ['an unreadable value whose fix was lost', { 'counters/a': { unreadable: 7, readable: 3 } }, [{ key: 'counters/a', modRevision: 8 }], 5, ['counters/a']],
+  ])('%s', (_name, keys, changed, since, missed) => {
+    expect(missedSince(held(keys), changed, since)).toEqual(missed);
+  });
+});

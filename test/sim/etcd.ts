@@ -1,0 +1,349 @@
+// The simulation's etcd: the in-memory key space (test/support/memory-store.ts) with what the
+// runtime's own etcd code needs around it — a history for watches from a revision, compaction,
+// ranges at a past revision (the reflector's consistency check), and transactions whose compares
+// are evaluated by the writer's conditionsHold. The runtime's real Reflector, Cache, Runner and
+// commitEach run on it unchanged, each simulated process through its own client; the faults are
+// the ones etcd and the network really produce: a watch that lags, drops (the reflector makes a
+// new one from its own revision), loses events (a client bug: healed by the consistency check),
+// or is cancelled because its next revision was compacted; a commit whose reply is lost.
+import { EventEmitter } from 'node:events';
+import { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IWatchResponse } from 'etcd3';
+import { ValueReader, type SourceState } from '../../src/store/reflector.js';
+import { MAX_REQUEST_BYTES, type RangeFacts, type Store } from '../../src/store/store.js';
+import { conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
+import { MemoryStore, type RawChange } from '../support/memory-store.js';
+
+interface Current {
+  text: string;
+  modRevision: number;
+  createRevision: number;
+  version: number;
+  lease?: string;
+}
+
+/** A transaction that landed: who sent it, its compares, and its writes (key → text, or undefined for a delete). */
+export interface LandedTxn {
+  rev: number;
+  /** The simulated process whose client sent it. */
+  client: string;
+  conditions: Condition[];
+  writes: Map<string, string | undefined>;
+}
+
+/** Keys a whole-store watch carries that no cache holds: sent as progress only (the reflector skips them anyway). */
+const UNWATCHED = ['audit/', 'leaders/'];
+
+const TARGET: Record<number, Condition['target']> = { [CompareTarget.Create]: 'create', [CompareTarget.Mod]: 'mod', [CompareTarget.Version]: 'version' };
+const FIELD = { create: 'create_revision', mod: 'mod_revision', version: 'version' } as const;
+
+export class CompactedError extends Error {
+  override name = 'CompactedError';
+}
+
+/**
+ * The runtime's value reader, shared by the simulated processes and remembering the last value it
+ * read per key: both caches (and every relist) hold the one decoded object, as the controllers of
+ * one process do — decoding is the same code, done once.
+ */
+export class SharedReader extends ValueReader {
+  private readonly memo = new Map<string, { text: string; read: ReturnType<ValueReader['read']> }>();
+
+  override read(src: SourceState, key: string, text: string): ReturnType<ValueReader['read']> {
+    const k = `${src.name}\u0000${key}`;
+    const m = this.memo.get(k);
+    if (m && m.text === text) return m.read;
+    const read = super.read(src, key, text);
+    this.memo.set(k, { text, read });
+    return read;
+  }
+}
+
+const topOf = (key: string) => key.slice(0, key.indexOf('/') + 1);
+
+export class SimEtcd implements KeySpace {
+  readonly kv = new MemoryStore({});
+  readonly current = new Map<string, Current>();
+  /** Keys by their first path segment (`desired/`, `observed/`, …). */
+  readonly byTop = new Map<string, Set<string>>();
+  /** Every change since the compaction point, in revision order. */
+  private history: RawChange[] = [];
+  compacted = 0;
+  private readonly watchers = new Set<SimWatcher>();
+  private leases = 0;
+  /** Called with every landed transaction, before anyone reads what it wrote. */
+  onTxn?: (t: LandedTxn) => void;
+  /** Called with every change (the simulation's decoded view of the truth). */
+  onChange?: (c: RawChange) => void;
+
+  constructor() {
+    this.kv.onRaw = (c) => {
+      const top = topOf(c.key);
+      let set = this.byTop.get(top);
+      if (!set) this.byTop.set(top, (set = new Set()));
+      if (c.text === undefined) set.delete(c.key);
+      else set.add(c.key);
+      if (c.text === undefined) this.current.delete(c.key);
+      else this.current.set(c.key, { text: c.text, modRevision: c.rev, createRevision: c.createRevision!, version: c.version!, ...(c.lease ? { lease: c.lease } : {}) });
+      this.history.push(c);
+      for (const w of this.watchers) w.offer(c);
+      this.onChange?.(c);
+    };
+  }
+
+  get rev(): number {
+    return this.kv.rev;
+  }
+
+  // KeySpace, for conditionsHold
+  get(key: string): Current | undefined {
+    return this.current.get(key);
+  }
+
+  /** Keys under a prefix, in key order. */
+  keys(prefix: string): string[] {
+    const top = topOf(prefix);
+    const set = top ? this.byTop.get(top) : this.current.keys();
+    return [...(set ?? [])].filter((k) => k.startsWith(prefix)).sort();
+  }
+
+  *under(prefix: string): Iterable<Current> {
+    for (const k of this.keys(prefix)) yield this.current.get(k)!;
+  }
+
+  /** Forgets history up to `rev`: watches that still need it are cancelled, as etcd cancels them. */
+  compact(rev: number): void {
+    if (rev <= this.compacted) return;
+    this.compacted = rev;
+    this.history = this.history.filter((c) => c.rev > rev);
+    for (const w of this.watchers) w.compactedAt(rev);
+  }
+
+  /** Events after `from` (exclusive) under a prefix. */
+  since(from: number, prefix: string): RawChange[] {
+    if (from < this.compacted) throw new CompactedError(`required revision ${from + 1} has been compacted (compacted at ${this.compacted})`);
+    return this.history.filter((c) => c.rev > from && c.key.startsWith(prefix));
+  }
+
+  /** Count and newest mod revision of the keys under a prefix as they were at `rev`, and those changed after `since`. */
+  factsAt(prefix: string, rev: number, since?: number): RangeFacts {
+    if (rev < this.compacted) throw new CompactedError(`revision ${rev} has been compacted`);
+    const mods = new Map<string, number>();
+    for (const k of this.keys(prefix)) mods.set(k, this.current.get(k)!.modRevision);
+    // Roll back every change after rev.
+    for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rev > rev; i--) {
+      const c = this.history[i]!;
+      if (!c.key.startsWith(prefix)) continue;
+      if (c.prevModRevision) mods.set(c.key, c.prevModRevision);
+      else mods.delete(c.key);
+    }
+    let newest = 0;
+    for (const m of mods.values()) if (m > newest) newest = m;
+    const changed = since === undefined ? undefined : [...mods].filter(([, m]) => m > since).map(([key, modRevision]) => ({ key, modRevision }));
+    return { count: mods.size, newest, ...(changed ? { changed } : {}) };
+  }
+
+  kvOf(key: string, withValue = true): IKeyValue {
+    const c = this.current.get(key)!;
+    return {
+      key: Buffer.from(key),
+      value: withValue ? Buffer.from(c.text) : Buffer.alloc(0),
+      mod_revision: String(c.modRevision),
+      create_revision: String(c.createRevision),
+      version: String(c.version),
+      lease: c.lease ?? '0',
+    } as IKeyValue;
+  }
+
+  /** A process's connection: the Store surface the runtime's reflector, audit log and writer use. */
+  client(name: string, faults: ClientFaults): Store {
+    const etcd = this;
+    const store = {
+      prefix: '',
+      async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void } = {}) {
+        // Lists run between two simulated steps, so "now" is the revision asked for.
+        if (atRevision !== undefined && atRevision !== etcd.rev) throw new Error(`sim etcd: a list at past revision ${atRevision} (now ${etcd.rev})`);
+        const kvs = etcd.keys(prefix).map((k) => etcd.kvOf(k, !opts.keysOnly));
+        if (opts.onPage) opts.onPage(kvs);
+        return { kvs: opts.onPage ? [] : kvs, revision: etcd.rev };
+      },
+      async rangeFacts(prefix: string, revision: number, changedSince?: number) {
+        return etcd.factsAt(prefix, revision, changedSince);
+      },
+      async grantLease() {
+        return String(++etcd.leases);
+      },
+      client: {
+        watch: () => new WatchBuilder(etcd, faults),
+        kv: { txn: async (req: { compare: ICompare[]; success: IRequestOp[]; failure: IRequestOp[] }) => etcd.txn(name, req, faults) },
+      },
+    };
+    return store as unknown as Store;
+  }
+
+  private txn(client: string, req: { compare: ICompare[]; success: IRequestOp[]; failure: IRequestOp[] }, faults: ClientFaults) {
+    const bytes = req.success.reduce((n, o) => n + (o.request_put ? Buffer.byteLength(o.request_put.key as Buffer) + (o.request_put.value as Buffer).length : 64), 0);
+    if (bytes > MAX_REQUEST_BYTES) throw new Error('etcdserver: request is too large');
+    const conditions: Condition[] = req.compare.map((c) => {
+      const target = TARGET[c.target as number]!;
+      return { key: (c.key as Buffer).toString(), target, revision: Number((c as Record<string, unknown>)[FIELD[target]]), ...(c.range_end ? { range: true as const } : {}) };
+    });
+    for (const c of req.compare) if ((c.result ?? CompareResult.Equal) !== (c.range_end ? CompareResult.Less : CompareResult.Equal)) throw new Error('sim etcd: an unexpected compare');
+    if (!conditionsHold(conditions, this)) {
+      const responses = req.failure.map((o) => {
+        const key = (o.request_range!.key as Buffer).toString();
+        return { response_range: { kvs: this.current.has(key) ? [this.kvOf(key)] : [] } };
+      });
+      return { succeeded: false, responses, header: { revision: String(this.rev) } };
+    }
+    const writes = new Map<string, string | undefined>();
+    const raw = req.success.map((o) => {
+      if (o.request_delete_range) {
+        const key = (o.request_delete_range.key as Buffer).toString();
+        writes.set(key, undefined);
+        return { key };
+      }
+      const p = o.request_put!;
+      const key = (p.key as Buffer).toString();
+      const text = (p.value as Buffer).toString();
+      writes.set(key, text);
+      return { key, text, ...(p.lease ? { lease: String(p.lease) } : {}) };
+    });
+    this.onTxn?.({ rev: this.rev + 1, client, conditions, writes });
+    this.kv.applyRaw(raw);
+    if (faults.loseNextReply) {
+      faults.loseNextReply = false;
+      throw new Error('sim etcd: the reply was lost (the commit landed)');
+    }
+    return { succeeded: true, responses: [], header: { revision: String(this.rev) } };
+  }
+
+  register(w: SimWatcher): void {
+    this.watchers.add(w);
+  }
+
+  unregister(w: SimWatcher): void {
+    this.watchers.delete(w);
+  }
+}
+
+/** Faults of one process's connection, set by the simulation. */
+export interface ClientFaults {
+  /** The next commit lands but its reply is lost. */
+  loseNextReply?: boolean;
+  /** The process's open watches (the simulation delivers, delays, drops and cuts them). */
+  watchers: Set<SimWatcher>;
+}
+
+class WatchBuilder {
+  private p = '';
+  private start = 0;
+  constructor(
+    private readonly etcd: SimEtcd,
+    private readonly faults: ClientFaults,
+  ) {}
+  prefix(p: string): this {
+    this.p = p;
+    return this;
+  }
+  startRevision(r: string): this {
+    this.start = Number(r);
+    return this;
+  }
+  watcher(): SimWatcher {
+    return new SimWatcher(this.etcd, this.faults, this.p, this.start);
+  }
+}
+
+/**
+ * One watch: created from a start revision (catching up from history), then fed every change.
+ * Events wait in a queue until the simulation delivers them (a slow stream is a lagging cache).
+ */
+export class SimWatcher extends EventEmitter {
+  private queue: RawChange[] = [];
+  private open = true;
+
+  constructor(
+    private readonly etcd: SimEtcd,
+    private readonly faults: ClientFaults,
+    readonly prefix: string,
+    start: number,
+  ) {
+    super();
+    try {
+      this.queue = etcd.since(start - 1, prefix);
+    } catch (e) {
+      this.open = false;
+      queueMicrotask(() => this.emit('error', e));
+      return;
+    }
+    etcd.register(this);
+    faults.watchers.add(this);
+    queueMicrotask(() => this.open && this.emit('connected'));
+  }
+
+  offer(c: RawChange): void {
+    if (c.key.startsWith(this.prefix)) this.queue.push(c);
+  }
+
+  compactedAt(rev: number): void {
+    if (this.queue.length && this.queue[0]!.rev <= rev) {
+      this.close();
+      this.emit('error', new CompactedError(`watch cancelled: its next revision ${this.queue[0]!.rev} was compacted (at ${rev})`));
+    }
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  /** Delivers every queued event, one response per revision (a revision is one transaction). */
+  deliver(): void {
+    while (this.open && this.queue.length) {
+      const rev = this.queue[0]!.rev;
+      const batch: RawChange[] = [];
+      while (this.queue.length && this.queue[0]!.rev === rev) batch.push(this.queue.shift()!);
+      const events = batch
+        .filter((c) => !UNWATCHED.some((p) => c.key.startsWith(p)))
+        .map((c) => ({
+          type: c.text === undefined ? 'Delete' : 'Put',
+          kv: {
+            key: Buffer.from(c.key),
+            value: Buffer.from(c.text ?? ''),
+            mod_revision: String(c.rev),
+            create_revision: String(c.createRevision ?? 0),
+            version: String(c.version ?? 0),
+            lease: c.lease ?? '0',
+          },
+        }));
+      // Only unwatched keys in this revision: a progress notification, as etcd sends one.
+      this.emit('data', { header: { revision: String(rev) }, events } as unknown as IWatchResponse);
+    }
+  }
+
+  /** Loses the next `revisions` revisions' events (a client that resumed past them). */
+  lose(revisions: number): number {
+    let lost = 0;
+    for (let i = 0; i < revisions && this.queue.length; i++) {
+      const rev = this.queue[0]!.rev;
+      while (this.queue.length && this.queue[0]!.rev === rev) this.queue.shift();
+      lost++;
+    }
+    return lost;
+  }
+
+  /** The connection drops: the reflector makes a new watch from its own revision. */
+  disconnect(): void {
+    if (!this.open) return;
+    this.emit('disconnected', new Error('sim: connection reset'));
+  }
+
+  private close(): void {
+    this.open = false;
+    this.etcd.unregister(this);
+    this.faults.watchers.delete(this);
+  }
+
+  async cancel(): Promise<void> {
+    this.close();
+  }
+}

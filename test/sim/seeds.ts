@@ -1,0 +1,67 @@
+// Runs a range of the simulation's seeds as one test (sim.test.ts and sim-2.test.ts each run half
+// of `make test`'s seeds, so vitest runs them on both cores). A failure names its seed and the
+// command that replays it step by step.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Sim, SimFailure, type SimTimers } from './world.js';
+
+export const SEEDS = Number(process.env.SIM_SEEDS ?? 2000);
+const ONLY = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : undefined;
+const OPTIONS = { nodes: 4, steps: 550, quietSteps: 300, trace: process.env.SIM_TRACE === '1' };
+
+/** The runtime's timers (reflector back-off and consistency check, runner ticks) on the simulated clock. */
+const timers: SimTimers = {
+  reset() {
+    vi.clearAllTimers();
+  },
+  advance(ms) {
+    vi.advanceTimersByTime(ms);
+  },
+};
+
+/** Every fault kind must fire in a run this long (a fault that never fires proves nothing). */
+const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
+
+/** Runs shard `shard` (1-based) of `shards`: seeds from..to of SIM_SEEDS; SIM_SEED runs that one seed instead. */
+export function simulate(file: string, shard: number, shards: number): void {
+  describe('deterministic simulation', () => {
+    beforeAll(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
+    afterAll(() => vi.useRealTimers());
+
+    const per = Math.ceil(SEEDS / shards);
+    const from = (shard - 1) * per + 1;
+    const to = Math.min(SEEDS, shard * per);
+    const seeds = ONLY !== undefined ? [ONLY] : Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+
+    it(`${ONLY !== undefined ? `seed ${ONLY}` : `seeds ${from}–${to}`}: invariants hold every step and the cluster converges once faults stop`, async () => {
+      expect(seeds.length).toBeGreaterThan(0);
+      const t0 = performance.now();
+      const failures: string[] = [];
+      const injected = new Map<string, number>();
+      let slowest = { seed: 0, ms: 0 };
+      let longestQuiet = { seed: 0, ms: 0 };
+      for (const seed of seeds) {
+        const sim = new Sim(seed, OPTIONS, timers);
+        const s0 = performance.now();
+        try {
+          await sim.run();
+          const ms = performance.now() - s0;
+          if (ms > slowest.ms) slowest = { seed, ms };
+          if (sim.quietMs > longestQuiet.ms) longestQuiet = { seed, ms: sim.quietMs };
+        } catch (e) {
+          if (!(e instanceof SimFailure)) throw new Error(`seed ${seed}: ${(e as Error).stack}\n${sim.trace.slice(-30).join('\n')}`);
+          failures.push(`${e.message}\n  last steps:\n    ${sim.trace.slice(-15).join('\n    ')}\n  replay: SIM_SEED=${seed} SIM_TRACE=1 npx vitest run ${file}`);
+        }
+        for (const [k, n] of sim.injected) injected.set(k, (injected.get(k) ?? 0) + n);
+      }
+      const ms = performance.now() - t0;
+      console.log(
+        `[sim ${shard}/${shards}] ${seeds.length} seeds × ${OPTIONS.steps} steps in ${(ms / 1000).toFixed(1)} s (${((seeds.length * 1000) / ms).toFixed(1)} seeds/s); ${failures.length} failed; ` +
+          `slowest seed ${slowest.seed} (${slowest.ms.toFixed(0)} ms); longest convergence after faults: seed ${longestQuiet.seed} (${(longestQuiet.ms / 1000).toFixed(0)} s simulated)\n` +
+          `[sim ${shard}/${shards}] faults injected: ${[...injected].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
+      );
+      if (seeds.length >= 200) for (const kind of KINDS) expect(injected.get(kind) ?? 0, kind).toBeGreaterThan(0);
+      if (seeds.length >= 400) expect(injected.get('oversized spec') ?? 0, 'oversized spec').toBeGreaterThan(0);
+      expect(failures.slice(0, 3).join('\n\n')).toBe('');
+    }, 1_800_000);
+  });
+}
