@@ -29,6 +29,7 @@ up: build images
 	./bin/jaco apply -f examples/hello.yaml
 	@echo
 	@echo "Try: ./bin/jaco get nodes && ./bin/jaco status hello"
+	@echo "     curl http://127.0.1.1:18080/   # hello/site through node-1's ingress (any node's address answers)"
 
 down:
 	@if [ -f dist/src/cli/main.js ]; then ./bin/jaco down; else echo "nothing to stop (not built)"; fi

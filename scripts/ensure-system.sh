@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what jaco's tests and `make up` need from Debian's packages when it is missing
-# (etcd, Docker, busybox-static, iproute2), then makes sure a Docker engine answers, starting
+# (etcd, Docker, HAProxy, busybox-static, iproute2), then makes sure a Docker engine answers, starting
 # dockerd with no bridge network if none runs (the network rule: loopback and host networking only).
 set -euo pipefail
 
@@ -11,6 +11,8 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The ingress drives a local HAProxy (run as a child of `jaco ingress`, never the system service).
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -38,4 +40,4 @@ if ! "$docker_cli" version >/dev/null 2>&1; then
     exit 1
   fi
 fi
-echo "ensure-system: etcd $(etcd --version | head -n1 | awk '{print $3}'), docker engine $("$docker_cli" version --format '{{.Server.Version}}')"
+echo "ensure-system: etcd $(etcd --version | head -n1 | awk '{print $3}'), docker engine $("$docker_cli" version --format '{{.Server.Version}}'), $(haproxy -v 2>/dev/null | head -n1 | awk '{print $1, $3}')"
