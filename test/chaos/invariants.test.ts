@@ -1,0 +1,78 @@
+// The chaos checker must be able to fail: each check, on snapshots built by hand, reports what it
+// is there to catch and stays quiet on what is allowed (a move's two copies, a start-first
+// replacement, a stray while its agent is held by a fault, an apply of unknown outcome).
+import { describe, expect, it } from 'vitest';
+import { LABELS } from '../../src/api/labels.js';
+import { templateOf } from '../../src/api/serving.js';
+import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import { appliedShape, lostApplies, notConverged, simViolations, StrayTracker, type Snapshot } from './invariants.js';
+
+const spec: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 1 };
+const t = templateOf(1, spec);
+const dep: Deployment = { apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name: 'd', generation: 1 }, spec: { services: { s: spec } } };
+
+function desired(node: string, replica = 'd-s-0', move?: string): ReplicaDesired {
+  return {
+    apiVersion: 'jaco.dev/v1',
+    kind: 'ReplicaDesired',
+    metadata: { name: replica },
+    spec: { replica, deployment: 'd', service: 's', node, index: 0, revision: 1, specHash: t.specHash, template: t.template, placedAt: '', ...(move ? { move: { from: move } as never } : {}) },
+  };
+}
+const observed = (node: string, replica = 'd-s-0'): ReplicaObserved =>
+  ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: replica }, status: { replica, node, deployment: 'd', service: 's', state: 'running', revision: 1, specHash: t.specHash, observedAt: '' } }) as ReplicaObserved;
+const container = (id: string, node: string, replica = 'd-s-0', hash = t.specHash) => ({ Id: id, Labels: { [LABELS.node]: node, [LABELS.replica]: replica, [LABELS.specHash]: hash } }) as never;
+
+function snap(over: Partial<Snapshot>): Snapshot {
+  return { at: 0, revision: 1, desired: [desired('n1')], observed: [observed('n1')], nodes: ['n1', 'n2'], deployments: [dep], rollouts: [], drains: [], running: [container('a', 'n1')], ...over };
+}
+
+describe('the chaos checker', () => {
+  it('runs the simulation’s invariants on a real snapshot: two sources of one replica, a replica on an unknown node', () => {
+    expect(simViolations(snap({}))).toEqual([]);
+    expect(simViolations(snap({ desired: [desired('n1'), desired('n2', 'd-s-0', 'n1')] }))).toEqual([]);
+    expect(simViolations(snap({ desired: [desired('n1'), desired('n2')] })).map((v) => v.invariant)).toEqual(['no replica with two copies outside a move']);
+    expect(simViolations(snap({ desired: [desired('n9')] })).map((v) => v.invariant)).toEqual(['replicas only on known nodes']);
+  });
+
+  it('a stray container is a violation only once it outlives the bound while its agent is up', () => {
+    const tracker = new StrayTracker(6000);
+    const stray = (at: number) => snap({ at, desired: [], running: [container('x', 'n1')] });
+    let held = true;
+    const since = () => (held ? undefined : 10_000);
+    expect(tracker.check(stray(0), since)).toEqual([]);
+    expect(tracker.check(stray(9_000), since)).toEqual([]); // the agent is held by a fault
+    held = false;
+    expect(tracker.check(stray(15_000), since)).toEqual([]); // 5 s since its agent came back
+    const v = tracker.check(stray(16_500), since);
+    expect(v.map((x) => x.detail)).toEqual([expect.stringMatching(/^orphan: n1\/d-s-0 running \(x\) without a desired replica, for 6500 ms/)]);
+    expect(tracker.check(stray(20_000), since)).toEqual([]); // reported once
+  });
+
+  it('a duplicate at one spec is a stray; a start-first replacement at another spec is not', () => {
+    const tracker = new StrayTracker(0);
+    const dup = (at: number) => snap({ at, running: [container('a', 'n1'), container('b', 'n1')] });
+    expect(tracker.check(dup(1), () => 0)).toEqual([]);
+    expect(tracker.check(dup(2), () => 0).map((v) => v.detail)).toEqual([expect.stringMatching(/^duplicate: n1\/d-s-0 runs twice/)]);
+    const replacing = new StrayTracker(0);
+    for (const at of [1, 2, 3]) expect(replacing.check(snap({ at, running: [container('a', 'n1'), container('b', 'n1', 'd-s-0', 'older')] }), () => 0)).toEqual([]);
+  });
+
+  it('an acknowledged apply missing from etcd is lost; one of unknown outcome may or may not be there', () => {
+    const shape = appliedShape(dep);
+    const other = appliedShape({ ...dep, spec: { services: { s: { ...spec, replicas: 3 } } } });
+    expect(lostApplies(snap({}), new Map([['d', [shape]]]))).toEqual([]);
+    expect(lostApplies(snap({}), new Map([['d', [other, shape]]]))).toEqual([]);
+    expect(lostApplies(snap({}), new Map([['d', [other]]])).map((v) => v.invariant)).toEqual(['no acknowledged apply lost']);
+    expect(lostApplies(snap({ deployments: [] }), new Map([['d', [shape]]])).map((v) => v.detail)).toEqual([expect.stringMatching(/^deployments\/d is \(absent\)/)]);
+  });
+
+  it('converged only with every replica desired, observed and running once in Docker at the current spec', () => {
+    expect(notConverged(snap({}))).toBeUndefined();
+    expect(notConverged(snap({ running: [] }))).toMatch(/0 containers running in Docker/);
+    expect(notConverged(snap({ observed: [] }))).toMatch(/not observed running/);
+    expect(notConverged(snap({ desired: [] }))).toMatch(/0 desired of 1/);
+    expect(notConverged(snap({ running: [container('a', 'n1'), container('z', 'n2', 'd-s-9')] }))).toMatch(/^orphan: n2\/d-s-9/);
+    expect(notConverged(snap({ deployments: [{ ...dep, spec: { services: { s: { ...spec, image: 'jaco-demo/busybox:2' } } } }] }))).toMatch(/desired at an older spec/);
+  });
+});
