@@ -228,6 +228,20 @@ export class Placer {
     return i === undefined ? 0 : this.count[i]!;
   }
 
+  /** Memory (with overhead counted) and GPUs left on a node, as the placer accounts them now. */
+  headroom(node: string): { memoryBytes: number; gpus: number } {
+    const i = this.index.get(node);
+    if (i === undefined) return { memoryBytes: 0, gpus: 0 };
+    const c = this.nodes[i]!.capacity;
+    return { memoryBytes: c.memoryBytes - this.memUsed[i]!, gpus: c.gpus - this.gpuUsed[i]! };
+  }
+
+  /** What one replica of this spec takes on a node, overhead included. */
+  needs(spec: ServiceSpec): { memoryBytes: number; gpus: number } {
+    const f = footprintOf(spec);
+    return { memoryBytes: f.memoryBytes + this.config.memoryOverheadBytes, gpus: f.gpus };
+  }
+
   private prepare(r: PlacementRequest): Req {
     const mode = placementMode(r.spec);
     const f = footprintOf(r.spec);

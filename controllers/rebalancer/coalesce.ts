@@ -10,7 +10,7 @@ import type { ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import type { Exclusion } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import { startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 
 /** Reasons coalescing can help with: the replica would fit but for what others hold. */
@@ -59,7 +59,8 @@ export interface CoalesceView {
 
 export interface CoalesceInput {
   book: MoveBook;
-  placer: Placer;
+  /** Built on first use: with nothing pending it is never needed. */
+  placer: () => Placer;
   pending: readonly PendingService[];
   now: number;
   /** A replica pending for less than this is the scheduler's business still. */
@@ -83,14 +84,20 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
   const pending = [...input.pending].sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || byName(`${a.deployment}/${a.service}`, `${b.deployment}/${b.service}`));
   const views: CoalesceView[] = [];
   let move: CoalesceMove | undefined;
+  let planned: string | undefined;
   for (const p of pending) {
     const base = { deployment: p.deployment, service: p.service, reason: p.reason };
     if (input.now - p.since < input.graceMs) {
       views.push({ ...base, verdict: 'grace', detail: `pending ${Math.round((input.now - p.since) / 1000)}s; coalescing after ${Math.round(input.graceMs / 1000)}s` });
       continue;
     }
-    const fitsOn = input.placer.candidates(pendingRequest(p));
-    if (fitsOn.length || input.placer.decide(pendingRequest(p)).chosen) {
+    if (planned) {
+      // Plans are worked one at a time, highest priority first: the rest wait their turn (and cost nothing).
+      views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
+      continue;
+    }
+    const fitsOn = input.placer().candidates(pendingRequest(p));
+    if (fitsOn.length || input.placer().decide(pendingRequest(p)).chosen) {
       views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn[0] ?? 'a node'}): the scheduler places it` });
       continue;
     }
@@ -107,8 +114,13 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       detail: `${found.plan.length} move(s) make room on ${found.node}: ${found.plan.map((v) => `${v.replica} → ${v.to}`).join(', ')}`,
     };
     views.push(view);
-    if (move || !input.mayMove) {
-      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: one move per cycle${move ? ` (${move.view.plan[0]!.replica} moves)` : ''}` });
+    planned = `${p.deployment}/${p.service}`;
+    if (!found.plan.length) {
+      Object.assign(view, { verdict: 'held', detail: `the move(s) in flight away from ${found.node} make room: the scheduler places it once they complete` });
+      continue;
+    }
+    if (!input.mayMove) {
+      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: one move per cycle` });
       continue;
     }
     const first = found.plan[0]!;
@@ -131,13 +143,17 @@ const pendingRequest = (p: PendingService): PlacementRequest => ({ replica: `${p
 
 /** The node needing the fewest moves (ties by name), or why there is none. */
 function bestPlan(input: CoalesceInput, p: PendingService): Found {
-  const { placer, book } = input;
+  const { book } = input;
+  const placer = input.placer();
   const req = pendingRequest(p);
   const antiAffinity = p.spec.placement?.mode === 'hosts';
-  let best: { node: string; plan: CoalesceVictim[] } | undefined;
   // Whether any blocked node had replicas that could move (then "no plan fits"), or only ones that never do.
   let triedMovable = false;
   let onlyFixed = false;
+  // First the cheap bound: on each node the capacity filters block, the fewest blockers (largest
+  // first) whose departure could make room at all. Only those nodes get the what-if, fewest first.
+  const bounds: { node: string; blockers: ReplicaEntry[]; leaving: ReplicaEntry[]; k: number }[] = [];
+  const need = placer.needs(p.spec);
   for (const node of placer.names) {
     const rej = placer.check(req, node, { antiAffinity });
     if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already, or no move can help here
@@ -148,8 +164,18 @@ function bestPlan(input: CoalesceInput, p: PendingService): Found {
       continue;
     }
     triedMovable = true;
-    const plan = planOn(placer, req, node, order(movable, p.spec), antiAffinity);
-    if (plan && (!best || plan.length < best.plan.length)) best = { node, plan };
+    // Replicas already moving away from the node (an earlier move of this plan) count as gone.
+    const leaving = book.replicas.onNode(node).filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
+    const blockers = order(movable, p.spec);
+    const k = lowerBound(placer.headroom(node), need, [...leaving, ...blockers], placer);
+    if (k !== undefined) bounds.push({ node, blockers, leaving, k: Math.max(1, k - leaving.length) });
+  }
+  bounds.sort((a, b) => a.k - b.k || byName(a.node, b.node));
+  let best: { node: string; plan: CoalesceVictim[] } | undefined;
+  for (const b of bounds) {
+    if (best && best.plan.length <= b.k) break; // no node further on can need fewer moves
+    const plan = planOn(placer, req, b.node, b.blockers, b.leaving, antiAffinity);
+    if (plan && (!best || plan.length < best.plan.length)) best = { node: b.node, plan };
   }
   if (best) return best;
   return onlyFixed && !triedMovable
@@ -170,6 +196,22 @@ function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
   });
 }
 
+/**
+ * The fewest blockers (in their order) whose memory and GPUs would make room, or undefined when
+ * even all of them would not. Ports are not counted: the port holders come first in the order.
+ */
+function lowerBound(room: { memoryBytes: number; gpus: number }, need: { memoryBytes: number; gpus: number }, blockers: ReplicaEntry[], placer: Placer): number | undefined {
+  let { memoryBytes, gpus } = room;
+  if (memoryBytes >= need.memoryBytes && gpus >= need.gpus) return 1; // a port is in the way
+  for (let k = 0; k < blockers.length; k++) {
+    const f = placer.needs(blockers[k]!.copies[0]!.desired.spec.template);
+    memoryBytes += f.memoryBytes;
+    gpus += f.gpus;
+    if (memoryBytes >= need.memoryBytes && gpus >= need.gpus) return k + 1;
+  }
+  return undefined;
+}
+
 const placedOf = (e: ReplicaEntry, node: string): PlacedReplica => ({ id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(e.copies[0]!.desired.spec.template) });
 
 /**
@@ -177,9 +219,10 @@ const placedOf = (e: ReplicaEntry, node: string): PlacedReplica => ({ id: e.id, 
  * then find each blocker a home elsewhere with the scheduler's own placer. The placer is restored
  * before returning, whatever the outcome.
  */
-function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: ReplicaEntry[], antiAffinity: boolean): CoalesceVictim[] | undefined {
+function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: ReplicaEntry[], leaving: ReplicaEntry[], antiAffinity: boolean): CoalesceVictim[] | undefined {
+  for (const e of leaving) placer.forget(e.id, node);
   const taken: ReplicaEntry[] = [];
-  for (const e of blockers) {
+  for (const e of placer.check(req, node, { antiAffinity }) ? blockers : []) {
     placer.forget(e.id, node);
     taken.push(e);
     if (!placer.check(req, node, { antiAffinity })) break;
@@ -206,6 +249,6 @@ function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: R
     placer.forget(hole.id, node);
   }
   for (const p of landed) placer.forget(p.id, p.node);
-  for (const e of taken) placer.assume(placedOf(e, node));
+  for (const e of [...taken, ...leaving]) placer.assume(placedOf(e, node));
   return plan;
 }

@@ -487,7 +487,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   const viewOf = new Map(views.map((v) => [v.node, v]));
   const spread = planSpread({
     book,
-    placer: placerOnce(),
+    placer: placerOnce,
     now,
     cooldownReplicaMs: config.cooldownReplicaMs,
     moveTimeoutMs: (e) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs),
@@ -535,7 +535,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   });
   const coalesce = planCoalesce({
     book,
-    placer: placerOnce(),
+    placer: placerOnce,
     pending,
     now,
     graceMs: 2 * config.cycleMs,

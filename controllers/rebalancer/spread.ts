@@ -38,7 +38,8 @@ export interface SpreadMove {
 
 export interface SpreadInput {
   book: MoveBook;
-  placer: Placer;
+  /** Built on first use: a cluster without a skewed service never needs it. */
+  placer: () => Placer;
   now: number;
   /** A replica placed or moved this recently stays (the rebalancer's replica cooldown). */
   cooldownReplicaMs: number;
@@ -57,10 +58,11 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every spread service judged; at most one move, for the most skewed service that can move. */
 export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: SpreadMove } {
-  const judged = [...input.book.replicas.serviceKeys()]
-    .sort(byName)
-    .map((key) => judge(input, key))
-    .filter((v): v is Judged => !!v);
+  const judged: Judged[] = [];
+  for (const key of input.book.replicas.serviceKeys()) {
+    const j = judge(input, key);
+    if (j) judged.push(j);
+  }
   // The most skewed service first (ties by name): it is the one users see lopsided.
   judged.sort((a, b) => b.view.skew - a.view.skew || byName(`${a.view.deployment}/${a.view.service}`, `${b.view.deployment}/${b.view.service}`));
   let move: SpreadMove | undefined;
@@ -91,23 +93,30 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
   const entries = input.book.replicas.service(deployment, service);
   const first = entries[0]?.copies[0];
   if (!first || placementMode(first.desired.spec.template) !== 'spread') return undefined;
-  const { placer } = input;
   const base = { deployment, service };
   const req = (e: ReplicaEntry, exclude: string[] = []): PlacementRequest => ({ replica: e.id, deployment, service, index: e.index, spec: e.copies[0]!.desired.spec.template, exclude });
 
   // Counts over the nodes that hold a replica or could take one (the filters, without anti-affinity).
-  const counts: Record<string, number> = {};
-  for (const e of entries) for (const c of e.copies) if (!c.desired.spec.move) counts[c.desired.spec.node] = (counts[c.desired.spec.node] ?? 0) + 1;
+  // A Map, not an object: node names as property names would give V8 a hidden class per cluster shape.
+  const counts = new Map<string, number>();
+  let most = 0;
+  for (const e of entries)
+    for (const c of e.copies)
+      if (!c.desired.spec.move) {
+        const n = (counts.get(c.desired.spec.node) ?? 0) + 1;
+        counts.set(c.desired.spec.node, n);
+        most = Math.max(most, n);
+      }
   // The common case, cheaply: one replica per node cannot be skewed by more than one.
-  if (Object.values(counts).every((n) => n <= 1)) return { view: { ...base, counts: sorted(counts), skew: 0, verdict: 'even', detail: 'at most one replica per node' }, timeoutMs: 0 };
-  const probe = entries[0]!;
-  const takers = placer.names.filter((n) => !placer.check(req(probe), n, { antiAffinity: false }) || counts[n] !== undefined);
-  for (const n of takers) counts[n] ??= 0;
-  const holders = Object.keys(counts).filter((n) => counts[n]! > 0);
-  const open = takers.filter((n) => !placer.check(req(probe), n, { antiAffinity: false }));
-  const src = holders.sort((a, b) => counts[b]! - counts[a]! || byName(a, b))[0];
-  const least = open.sort((a, b) => counts[a]! - counts[b]! || byName(a, b))[0];
-  const skew = src === undefined || least === undefined ? 0 : counts[src]! - counts[least]!;
+  if (most <= 1) return undefined;
+  const placer = input.placer();
+  const probe = req(entries[0]!);
+  const open = placer.names.filter((n) => !placer.check(probe, n, { antiAffinity: false }));
+  for (const n of open) if (!counts.has(n)) counts.set(n, 0);
+  const count = (n: string) => counts.get(n) ?? 0;
+  const src = [...counts.keys()].filter((n) => count(n) > 0).sort((a, b) => count(b) - count(a) || byName(a, b))[0];
+  const least = open.sort((a, b) => count(a) - count(b) || byName(a, b))[0];
+  const skew = src === undefined || least === undefined ? 0 : count(src) - count(least);
   const view = (verdict: SpreadVerdict, detail: string, extra: Partial<SpreadView> = {}): Judged => ({ view: { ...base, counts: sorted(counts), skew: Math.max(0, skew), verdict, detail, ...extra }, timeoutMs: 0 });
   if (skew <= 1) return view('even', skew < 0 ? 'no node can take another replica' : `skew ${Math.max(0, skew)} ≤ 1`);
   if (entries.some((e) => inFlight(e.copies))) return view('held', 'a replica of the service is moving: one at a time');
@@ -135,17 +144,17 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
     if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
     const decision = placer.decide(req(e, [src!, ...refused.keys()]));
     const dst = decision.chosen;
-    if (!dst || counts[src!]! - counts[dst]! <= 1) {
+    if (!dst || count(src!) - count(dst) <= 1) {
       why.push(`${e.id}: no node evens it out${refused.size ? ` (${[...refused].map(([n, r]) => `${n}: ${r}`).join('; ')})` : ''}`);
       continue;
     }
-    const judged = view('move', `${src} holds ${counts[src!]}, ${dst} holds ${counts[dst]}: move ${e.id} ${src} → ${dst} (${decision.why})`, { replica: e.id, src, dst });
+    const judged = view('move', `${src} holds ${count(src!)}, ${dst} holds ${count(dst)}: move ${e.id} ${src} → ${dst} (${decision.why})`, { replica: e.id, src, dst });
     judged.timeoutMs = input.moveTimeoutMs(e);
     return judged;
   }
   return view('held', `skew ${skew} but nothing on ${src} can move: ${why.join('; ') || 'no single-copy replica'}`);
 }
 
-function sorted(counts: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.keys(counts).sort(byName).map((n) => [n, counts[n]!]));
+function sorted(counts: ReadonlyMap<string, number>): Record<string, number> {
+  return Object.fromEntries([...counts].sort(([a], [b]) => byName(a, b)));
 }
