@@ -23,7 +23,8 @@ import { keys } from '../../src/api/keys.js';
 import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { DisruptionLedger, Heartbeat, MoveActor, MoveMarker, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, hostPortList } from '../../src/api/ports.js';
+import type { DisruptionLedger, Heartbeat, MoveActor, MoveMarker, Node, PortRange, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Watchable } from '../../src/runtime/watchable.js';
@@ -49,6 +50,8 @@ export interface MoveView {
   /** Restart commands by store key (the disruption budget counts pending ones). */
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   eligibility: EligibilityRevisions;
+  /** Each node's dynamic host port range (Node.status.portRange; absent: the default). */
+  portRanges?: ReadonlyMap<string, PortRange>;
 }
 
 /** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
@@ -63,6 +66,7 @@ export function moverView(cache: Cache): Required<MoveView> & { heartbeats: Read
     commands: cache.kind<ReplicaCommand>('commands').items,
     volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
     eligibility: eligibilityRevisions(cache),
+    portRanges: new Map([...cache.kind<Node>('nodes').items.values()].flatMap((v) => (v.value.status?.portRange ? [[v.value.metadata.name, v.value.status.portRange] as const] : []))),
   };
 }
 
@@ -80,7 +84,10 @@ export class MoveBook {
   /** The node and drain keys' revisions: a move start compares its destination's (no cordon or drain since). */
   readonly eligibility: EligibilityRevisions;
 
+  readonly portRanges: ReadonlyMap<string, PortRange>;
+
   constructor(view: MoveView) {
+    this.portRanges = view.portRanges ?? new Map();
     this.replicas = view.replicas;
     this.commands = view.commands;
     this.eligibility = view.eligibility;
@@ -103,6 +110,23 @@ export class MoveBook {
   /** Replica ids with a move in flight, in id order. */
   moving(): string[] {
     return [...new Set([...this.replicas.moving, ...this.assumed.keys()])].filter((id) => inFlight(this.copies(id))).sort();
+  }
+
+  /**
+   * Dynamic host ports for a replica's copy on `node`: free ones of that node's range, given every
+   * copy there (moves this pass started included). Dynamic ports are per node: a destination
+   * never inherits the source's.
+   */
+  hostPortsOn(node: string, replica: string, template: ReplicaDesired['spec']['template']): Record<string, number> {
+    const names = dynamicPortNames(template);
+    if (!names.length) return {};
+    const taken = new Set<number>();
+    const ids = new Set([...this.replicas.onNode(node).map((e) => e.id), ...this.assumed.keys()]);
+    for (const id of ids) {
+      if (id === replica) continue;
+      for (const c of this.copies(id)) if (c.desired.spec.node === node) for (const p of hostPortList(c.desired.spec)) taken.add(p);
+    }
+    return assignHostPorts(replica, names, taken, this.portRanges.get(node) ?? DEFAULT_PORT_RANGE);
   }
 
   /** Counts a move started in this pass as if it had landed. */
@@ -160,7 +184,13 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
   if (over) return over;
   const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs) };
   const srcValue: ReplicaDesired = { ...src.desired, spec: { ...spec, movingTo: { id: m.id, node: m.dst, by: m.by } } };
-  const dst: ReplicaDesired = { ...src.desired, metadata: { name: src.desired.metadata.name }, spec: { ...spec, node: m.dst, placedAt: marker.startedAt, move: marker } };
+  const { hostPorts: _srcPorts, ...rest } = spec;
+  const hostPorts = book.hostPortsOn(m.dst, m.replica, spec.template);
+  const dst: ReplicaDesired = {
+    ...src.desired,
+    metadata: { name: src.desired.metadata.name },
+    spec: { ...rest, node: m.dst, placedAt: marker.startedAt, move: marker, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) },
+  };
   return {
     ok: true,
     marker,
