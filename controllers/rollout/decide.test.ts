@@ -1084,6 +1084,24 @@ describe('failure actions and maxFailureRatio', () => {
     expect(notes(w.decisions.at(-1)!.decision)).toContain('app-web-1: not running');
   });
 
+  it('update.rollback sets the revert\'s pace: parallelism and order', () => {
+    const update = { stepTimeout: '10s', maxUnavailable: 3, rollback: { parallelism: 3, order: 'stop-first' as const } };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.rounds(3); // steps 0 and 1 done, 2 in flight
+    expect(w.hashes()).toEqual([H2, H2, H2]);
+    w.observe('app-web-2', { state: 'pending', code: 'image_pull_failed', health: 'none' });
+    w.now += 10_000;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    // Every replica goes back in the one pass, stop-first (app-web-2 runs no old container to stop).
+    expect(lastSteps(w).sort()).toEqual([
+      ['app-web-0', 'stop-first'],
+      ['app-web-1', 'stop-first'],
+      ['app-web-2', 'start-first'],
+    ]);
+  });
+
   it('continue: every failure is tolerated and the rollout completes', () => {
     const w = failing({ stepTimeout: '10s', failureAction: 'continue', maxUnavailable: 2 }, ['app-web-0', 'app-web-2']);
     expect(w.plan()?.steps.map((s) => s.result)).toEqual(['failed', 'done', 'failed']);

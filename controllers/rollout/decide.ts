@@ -494,17 +494,19 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
     updateTotals(pass, target, inFlight);
     return;
   }
+  // Forward steps go at update's pace, reverts at update.rollback's.
+  const pace: Pace = direction === 'forward' ? ctl : { ...ctl.revert, maxSurge: ctl.maxSurge };
   // update.delay: the next step waits this long after the last one finished.
-  if (direction === 'forward' && ctl.delayMs > 0) {
+  if (pace.delayMs > 0) {
     const last = Math.max(-Infinity, ...plan.steps.filter((s) => s.finishedAt).map((s) => Date.parse(s.finishedAt!)));
-    if (c.now < last + ctl.delayMs) {
-      pass.wake(last + ctl.delayMs);
-      pass.notes.push(`delay: the next step starts at ${new Date(last + ctl.delayMs).toISOString()}`);
-      updateTotals(pass, target, inFlight);
+    if (c.now < last + pace.delayMs) {
+      pass.wake(last + pace.delayMs);
+      pass.notes.push(`delay: the next step starts at ${new Date(last + pace.delayMs).toISOString()}`);
+      if (direction === 'forward') updateTotals(pass, target, inFlight);
       return;
     }
   }
-  const picks = pickNext(pass, stale, ctl.parallelism - inFlight.length, inFlight);
+  const picks = pickNext(pass, stale, pace, inFlight);
   for (const { group, stopFirst } of picks) {
     startStep(pass, group, target, stopFirst);
     if (direction === 'forward') plan.currentStep++;
@@ -527,6 +529,9 @@ function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: Roll
   plan.totalSteps = plan.currentStep + remaining;
 }
 
+/** How fast steps go: forward at update's pace, reverts at update.rollback's. */
+type Pace = Pick<UpdateControls, 'parallelism' | 'delayMs' | 'order' | 'maxSurge'>;
+
 /** Whether replacing a replica of this template runs its new container beside the old one (the node-agent's stopFirstFor rule). */
 export function surges(t: ServiceSpec): boolean {
   return t.update?.order !== 'stop-first' && !(t.volumes?.length ?? 0) && !(t.ports?.length ?? 0);
@@ -541,9 +546,9 @@ export function surges(t: ServiceSpec): boolean {
  * maxSurge bounds the start-first steps in flight (extra containers): beyond it a step goes
  * stop-first.
  */
-function pickNext(pass: ServicePass, stale: ReplicaGroup[], slots: number, inFlight: RolloutStep[]): { group: ReplicaGroup; stopFirst: boolean }[] {
+function pickNext(pass: ServicePass, stale: ReplicaGroup[], ctl: Pace, inFlight: RolloutStep[]): { group: ReplicaGroup; stopFirst: boolean }[] {
   const { c } = pass;
-  const ctl = c.controls;
+  const slots = ctl.parallelism - inFlight.length;
   const readyNow = (g: ReplicaGroup) => g.copies.every((d, i) => (readyAt(d.value, g.observed[i], d.value.spec.specHash, c.now) ?? Infinity) <= c.now);
   const candidates = stale
     .filter((g) => {
@@ -560,11 +565,9 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[], slots: number, inFli
   // does a replica whose node is NotReady even if its last observation says running.
   const budget = serviceBudget(c);
   for (const g of c.groups) if (!g.suspended && !groupRunning(g) && !budget.disrupted.has(g.id)) budget.disrupted.set(g.id, 'down');
-  // Surge in flight: start-first steps whose replacement has not taken over yet.
-  let surge = inFlight.filter((s) => {
-    const g = c.groups.find((x) => x.id === s.replica);
-    return !!g && groupRunning(g) && g.copies.some((d) => d.value.spec.specHash === pass.plan!.toHash && surges(d.value.spec.template));
-  }).length;
+  // Surge in flight: steps written start-first (counted until they finish, whether or not the
+  // agent has reported the extra container yet: the bound must hold before it does).
+  let surge = inFlight.filter((s) => c.groups.find((x) => x.id === s.replica)?.copies.some((d) => surges(d.value.spec.template))).length;
   const picks: { group: ReplicaGroup; stopFirst: boolean }[] = [];
   let held: string | undefined;
   for (const g of candidates) {
@@ -580,7 +583,8 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[], slots: number, inFli
     const template = c.deployment.value.spec.services[c.service];
     // A replica that is not running has no old container to keep: its order costs nothing.
     const startFirst = running && surges({ ...(template ?? { image: '' }), update: { ...template?.update, order: ctl.order } });
-    const stopFirst = startFirst && surge >= ctl.maxSurge;
+    // Stop-first when this pace asks for it (a revert's own order), or when the surge is spent.
+    const stopFirst = running && (ctl.order === 'stop-first' || (startFirst && surge >= ctl.maxSurge));
     if (startFirst && !stopFirst) surge++;
     budget.disrupted.set(g.id, 'stepping');
     picks.push({ group: g, stopFirst });

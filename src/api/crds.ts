@@ -117,6 +117,15 @@ const serviceSchema: Schema = obj(
       progressDeadline: duration('The rollout fails when no step completes for this long (default: no deadline).'),
       failureAction: str({ enum: ['rollback', 'pause', 'continue'], description: 'When a rollout fails: rollback (default) reverts to the previous revision, pause waits for the operator, continue goes on with the next replica.' }),
       maxFailureRatio: num({ minimum: 0, maximum: 1, description: 'Fraction of steps that may fail before failureAction applies (default 0).' }),
+      rollback: obj(
+        {
+          parallelism: int({ minimum: 0, description: 'Replicas reverted at once (default: update.parallelism).' }),
+          delay: duration('Wait between revert steps (default 0s).'),
+          order: str({ enum: ['start-first', 'stop-first'], description: 'Order of revert steps (default: update.order).' }),
+        },
+        [],
+        { description: 'How a revert after a failed rollout goes (compose: deploy.rollback_config). Reverts pass the same disruption budget.' },
+      ),
     }),
     dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
       description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',

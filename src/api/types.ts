@@ -107,6 +107,8 @@ export interface UpdatePolicy {
   failureAction?: FailureAction;
   /** Fraction of steps that may fail before failureAction applies (default 0). */
   maxFailureRatio?: number;
+  /** How a revert after a failed rollout goes (compose's rollback_config); each field defaults to the forward one, delay to 0s. */
+  rollback?: { parallelism?: number; delay?: string; order?: UpdateOrder };
 }
 
 export interface ServiceSpec {

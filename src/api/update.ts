@@ -57,6 +57,8 @@ export interface UpdateControls {
   progressDeadlineMs?: number;
   failureAction: FailureAction;
   maxFailureRatio: number;
+  /** How reverts go (update.rollback; each defaults to the forward setting, delay to 0s). */
+  revert: { parallelism: number; delayMs: number; order: UpdateOrder };
 }
 
 /** Resolves a service's update block; `stepTimeoutMs` is the default where update.stepTimeout is absent. */
@@ -75,5 +77,10 @@ export function updateControls(spec: ServiceSpec | undefined, replicas: number, 
     ...(u.progressDeadline !== undefined ? { progressDeadlineMs: durationMs(u.progressDeadline) } : {}),
     failureAction: u.failureAction ?? UPDATE_DEFAULTS.failureAction,
     maxFailureRatio: u.maxFailureRatio ?? UPDATE_DEFAULTS.maxFailureRatio,
+    revert: {
+      parallelism: u.rollback?.parallelism === undefined ? parallelism : u.rollback.parallelism === 0 ? Infinity : u.rollback.parallelism,
+      delayMs: durationMs(u.rollback?.delay, 0),
+      order: u.rollback?.order ?? u.order ?? SERVICE_DEFAULTS.updateOrder,
+    },
   };
 }

@@ -441,10 +441,12 @@ class ServiceMapper {
         case 'restart_policy':
           this.warn(at(k), 'jaco owns restarts (health-driven, with back-off; seed 001): restart_policy is ignored');
           break;
+        case 'rollback_config':
+          this.rollback(d.rollback_config as Obj);
+          break;
         case 'labels':
         case 'endpoint_mode':
-        case 'rollback_config':
-          this.warn(at(k), k === 'rollback_config' ? 'a failed step reverts the service to its previous revision one replica at a time; rollback_config is ignored' : `${k} is ignored`);
+          this.warn(at(k), `${k} is ignored`);
           break;
         default:
           if (!k.startsWith('x-')) this.refuse(at(k), `deploy.${k} is not supported by jaco`);
@@ -490,18 +492,62 @@ class ServiceMapper {
     if (Object.keys(placement).length) this.out.placement = placement;
   }
 
+  /** A compose duration field, or a refusal naming it. */
+  private duration(v: unknown, path: Path): string | undefined {
+    const d = composeDuration(v);
+    if (!d) this.refuse(path, `must be a duration such as 10s or 1m30s, got ${JSON.stringify(v)}`);
+    return d;
+  }
+
+  /** deploy.update_config → update (docs/rollout.md). Swarm steps `parallelism` tasks at once; in
+   *  jaco every replica mid-step counts against the one disruption budget, so maxUnavailable follows. */
   private update(u: Obj): void {
     const at = (...x: string[]) => this.at('deploy', 'update_config', ...x);
     const update: UpdatePolicy = { ...this.out.update };
     if (u.order !== undefined) update.order = u.order === 'start-first' ? 'start-first' : 'stop-first';
-    if (u.parallelism !== undefined && Number(u.parallelism) !== 1) this.warn(at('parallelism'), 'jaco rolls one replica at a time (seed 001); parallelism is ignored');
-    if (u.failure_action !== undefined && u.failure_action !== 'rollback') this.warn(at('failure_action'), `a failed step always reverts the service (rollback); failure_action ${String(u.failure_action)} is ignored`);
-    if (u.monitor !== undefined) {
-      const d = composeDuration(u.monitor);
-      if (d) update.minReadyTime = d;
+    if (u.parallelism !== undefined) {
+      const n = this.num(u.parallelism, at('parallelism'));
+      if (n !== undefined) {
+        update.parallelism = n;
+        if (n !== 1) update.maxUnavailable = n === 0 ? '100%' : n;
+      }
     }
-    for (const k of ['delay', 'max_failure_ratio']) if (u[k] !== undefined) this.warn(at(k), `${k} is ignored`);
+    if (u.delay !== undefined) {
+      const d = this.duration(u.delay, at('delay'));
+      if (d) update.delay = d;
+    }
+    if (u.monitor !== undefined) {
+      const d = this.duration(u.monitor, at('monitor'));
+      if (d) update.monitor = d;
+    }
+    if (u.failure_action !== undefined) {
+      const a = String(u.failure_action);
+      if (a === 'rollback' || a === 'pause' || a === 'continue') update.failureAction = a;
+      else this.refuse(at('failure_action'), `failure_action ${a} is not one of rollback, pause, continue`);
+    }
+    if (u.max_failure_ratio !== undefined) {
+      const r = this.num(u.max_failure_ratio, at('max_failure_ratio'));
+      if (r !== undefined) update.maxFailureRatio = r;
+    }
     if (Object.keys(update).length) this.out.update = update;
+  }
+
+  /** deploy.rollback_config → update.rollback: how the revert after a failed rollout goes. */
+  private rollback(r: Obj): void {
+    const at = (...x: string[]) => this.at('deploy', 'rollback_config', ...x);
+    const rollback: NonNullable<UpdatePolicy['rollback']> = {};
+    if (r.parallelism !== undefined) {
+      const n = this.num(r.parallelism, at('parallelism'));
+      if (n !== undefined) rollback.parallelism = n;
+    }
+    if (r.delay !== undefined) {
+      const d = this.duration(r.delay, at('delay'));
+      if (d) rollback.delay = d;
+    }
+    if (r.order !== undefined) rollback.order = r.order === 'start-first' ? 'start-first' : 'stop-first';
+    for (const k of ['failure_action', 'monitor', 'max_failure_ratio'])
+      if (r[k] !== undefined) this.warn(at(k), `${k} is ignored: a reverted replica that does not come back within the step timeout is left and the revert goes on`);
+    if (Object.keys(rollback).length) this.out.update = { ...this.out.update, rollback };
   }
 
   private xJaco(x: Obj): void {
