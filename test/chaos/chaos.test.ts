@@ -10,7 +10,7 @@ import type { ChaosCluster } from './cluster.js';
 const seed = Number(process.env.CHAOS_SEED ?? 11);
 let cluster: ChaosCluster | undefined;
 afterAll(async () => {
-  await cluster?.stop(); // after a timeout too: nothing of the run outlives it
+  await cluster?.stop({ keepLogs: true }); // after a timeout too: nothing of the run outlives it (a no-op once stopped)
 });
 
 describe('chaos on real etcd, controllers, agents and Docker', () => {

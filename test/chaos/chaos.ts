@@ -457,6 +457,7 @@ export class Chaos {
 export async function runChaos(opts: ChaosOptions, onCluster?: (c: ChaosCluster) => void): Promise<ChaosReport> {
   const c = new ChaosCluster({ nodes: 3, controllers: 2, timings: 'fast' });
   onCluster?.(c);
+  let ok = false;
   try {
     await c.start();
     const chaos = new Chaos(c, opts);
@@ -471,10 +472,11 @@ export async function runChaos(opts: ChaosOptions, onCluster?: (c: ChaosCluster)
     }
     chaos.log('workload running; chaos starts');
     const report = await chaos.runFaults();
-    if (report.violations.length || report.convergeMs === undefined) opts.log?.(c.logs(40));
+    ok = report.violations.length === 0 && report.convergeMs !== undefined;
+    if (!ok) opts.log?.(c.logs(40));
     return report;
   } finally {
-    await c.stop();
+    await c.stop({ keepLogs: !ok });
   }
 }
 

@@ -5,7 +5,7 @@
 // Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
 // (and test/support/e2e-global.ts removes its containers).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -49,6 +49,8 @@ export function endLeftovers(): number {
     }
   }
   rmSync(PID_FILE, { force: true });
+  // Their etcd data too (chaos runs never overlap: they run under the heavy-suite lock).
+  for (const d of readdirSync(SHM)) if (d.startsWith(`${MARK}-etcd-`)) rmSync(join(SHM, d), { recursive: true, force: true });
   return ended;
 }
 
@@ -369,13 +371,13 @@ export class ChaosCluster {
 
   private stopping?: Promise<void>;
 
-  /** Ends every process, proxy and container of the cluster; safe to call twice. */
-  stop(): Promise<void> {
-    this.stopping ??= this.stopNow();
+  /** Ends every process, proxy and container of the cluster; safe to call twice. Logs are kept only when asked (a failed run). */
+  stop(opts: { keepLogs?: boolean } = {}): Promise<void> {
+    this.stopping ??= this.stopNow(!!opts.keepLogs);
     return this.stopping;
   }
 
-  private async stopNow(): Promise<void> {
+  private async stopNow(keepLogs: boolean): Promise<void> {
     await Promise.all(this.components.map((c) => c.kill('SIGTERM')));
     for (const p of this.proxies) await p.close().catch(() => undefined);
     this.store?.close();
@@ -385,6 +387,8 @@ export class ChaosCluster {
     }
     await Promise.all(this.etcd.map((e) => e.kill('SIGTERM')));
     for (const e of this.etcd) rmSync(e.spec.dataDir, { recursive: true, force: true });
+    if (!keepLogs) rmSync(this.logDir, { recursive: true, force: true });
+    else console.warn(`chaos logs kept in ${this.logDir}`);
     await sleep(0);
   }
 }
