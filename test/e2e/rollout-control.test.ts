@@ -1,0 +1,122 @@
+// The update block's controls on real containers: three `jaco agent` processes (simulated nodes on
+// the local Docker engine), `jaco controller all`, a real etcd, fast timings. A service of four
+// replicas rolls two at a time (parallelism 2, maxUnavailable 2), and a rollout to an image that
+// cannot be pulled (a closed loopback registry) with failureAction rollback ends with the service
+// back on the previous revision, every replica running. Observed state is sampled throughout: never
+// more than maxUnavailable replicas without a running container.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { LABELS } from '../../src/api/labels.js';
+import { replicaRunning } from '../../src/api/readiness.js';
+import { specHash } from '../../src/api/spec.js';
+import { API_VERSION, type ReplicaDesired, type ReplicaObserved, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
+import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
+import { eventually } from '../support/wait.js';
+
+const update = { parallelism: 2, maxUnavailable: 2, failureAction: 'rollback' as const };
+const web = (image: string): ServiceSpec => ({
+  image,
+  replicas: 4,
+  command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
+  // Generous timeout and retries: a loaded machine must not fail the check and restart replicas.
+  healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3 },
+  stopGracePeriod: '5s',
+  update,
+});
+const manifest = (svc: ServiceSpec) => JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'app' }, spec: { services: { web: svc } } });
+
+let c: TestCluster;
+
+beforeAll(async () => {
+  c = await startCluster({ nodes: 3, controllers: 'all' });
+});
+afterAll(async () => {
+  await c?.stop();
+});
+
+/** Replicas of app/web without any running copy, as etcd's observed state says. */
+async function notRunning(): Promise<string[]> {
+  const [desired, observed] = await Promise.all([c.store.list<ReplicaDesired>(keys.desiredOf()), c.store.list<ReplicaObserved>(keys.observedOf())]);
+  const obs = new Map(observed.items.map((o) => [o.key.slice('observed/'.length), o.value]));
+  const running = new Map<string, boolean>();
+  for (const { value: d } of desired.items) {
+    if (d.spec.deployment !== 'app') continue;
+    running.set(d.spec.replica, (running.get(d.spec.replica) ?? false) || replicaRunning(obs.get(`${d.spec.node}/${d.spec.replica}`)));
+  }
+  return [...running].filter(([, r]) => !r).map(([id]) => id);
+}
+
+async function plan(): Promise<RolloutPlan['spec']> {
+  return (await c.store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec;
+}
+
+/** Every replica of app/web runs exactly one container, of this image, and it is running. */
+async function allRunning(image: string): Promise<boolean> {
+  const mine = (await c.containers()).filter((x) => x.Labels[LABELS.deployment] === 'app');
+  return mine.length === 4 && mine.every((x) => x.State === 'running' && x.Image === image) && new Set(mine.map((x) => x.Labels[LABELS.replica])).size === 4;
+}
+
+const rolloutStatus = () => c.jaco(['rollout', 'status', 'app', '--timeout', '150s']);
+const fail = (r: { stdout: string; stderr: string }) => `${r.stdout}${r.stderr}\n${c.logs()}`;
+
+describe('update block on real containers', () => {
+  it('parallelism 2: two replicas step at once, never more than two without a running container', async () => {
+    await c.apply(manifest(web('jaco-demo/busybox:1')));
+    let r = await rolloutStatus();
+    expect(r.code, fail(r)).toBe(0);
+
+    const samples = sampler(notRunning, 100);
+    await c.apply(manifest(web('jaco-demo/busybox:2')));
+    r = await rolloutStatus();
+    const down = await samples.stop();
+    expect(r.code, fail(r)).toBe(0);
+    expect(r.stdout).toContain('deployment "app" successfully rolled out (revision 2)');
+    await eventually(() => allRunning('jaco-demo/busybox:2'), { what: '4 containers of busybox:2', timeoutMs: 60_000 });
+    expect(Math.max(...down.map((x) => x.length))).toBeLessThanOrEqual(2);
+
+    const p = await plan();
+    expect(p).toMatchObject({ state: 'completed', fromRevision: 1, toRevision: 2, totalSteps: 4, currentStep: 4 });
+    expect(p.steps.map((s) => s.result)).toEqual(['done', 'done', 'done', 'done']);
+    // The first two steps started in the same pass: they were in flight together.
+    expect(p.steps[0]!.startedAt).toBe(p.steps[1]!.startedAt);
+    expect(Date.parse(p.steps[1]!.startedAt)).toBeLessThan(Date.parse(p.steps[0]!.finishedAt!));
+  });
+
+  it('failureAction rollback: an image that cannot be pulled ends on the previous revision, every replica running', async () => {
+    const samples = sampler(notRunning, 100);
+    await c.apply(manifest(web('127.0.0.1:5999/nothing:1')));
+    const r = await rolloutStatus();
+    expect(r.code, fail(r)).toBe(1);
+    expect(r.stdout).toContain('rollout to revision 3 aborted at step 2 of 4 (image_pull_failed');
+    expect(r.stdout).toContain('revision 2 keeps serving');
+
+    const prev = specHash(web('jaco-demo/busybox:2'));
+    await eventually(
+      async () => {
+        const desired = (await c.desired()).filter((d) => d.spec.deployment === 'app');
+        const observed = (await c.observed()).filter((o) => o.status?.deployment === 'app');
+        return (
+          desired.length === 4 &&
+          desired.every((d) => d.spec.specHash === prev && d.spec.revision === 2) &&
+          observed.length === 4 &&
+          observed.every((o) => o.status?.state === 'running' && o.status.specHash === prev && !o.status.replacing) &&
+          (await allRunning('jaco-demo/busybox:2'))
+        );
+      },
+      { what: 'every replica back on revision 2 and running', timeoutMs: 90_000 },
+    );
+    const down = await samples.stop();
+    expect(Math.max(...down.map((x) => x.length))).toBeLessThanOrEqual(2);
+
+    const p = await plan();
+    expect(p).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', fromRevision: 2, toRevision: 3, currentStep: 2 });
+    // Two forward steps went together and both failed; the revert steps brought both back.
+    const forward = p.steps.slice(0, 2);
+    expect(forward.map((s) => s.result)).toEqual(['failed', 'failed']);
+    expect(forward[0]!.startedAt).toBe(forward[1]!.startedAt);
+    expect(p.steps.slice(2).map((s) => s.result)).toEqual(['reverted', 'reverted']);
+    expect(new Set(p.steps.slice(2).map((s) => s.replica))).toEqual(new Set(forward.map((s) => s.replica)));
+    const audit = await c.jaco(['audit', '-d', 'app', '--type', 'rollout_aborted', '-o', 'json']);
+    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 2, to_revision: 3, reason: 'image_pull_failed' });
+  });
+});
