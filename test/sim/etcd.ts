@@ -226,6 +226,27 @@ export class SimEtcd implements KeySpace {
   }
 }
 
+/** A change as a watch event (made once, shared by every watch that carries it: read-only). */
+const events = new WeakMap<RawChange, object>();
+function eventOf(c: RawChange): object {
+  let e = events.get(c);
+  if (!e) {
+    e = {
+      type: c.text === undefined ? 'Delete' : 'Put',
+      kv: {
+        key: Buffer.from(c.key),
+        value: Buffer.from(c.text ?? ''),
+        mod_revision: String(c.rev),
+        create_revision: String(c.createRevision ?? 0),
+        version: String(c.version ?? 0),
+        lease: c.lease ?? '0',
+      },
+    };
+    events.set(c, e);
+  }
+  return e;
+}
+
 /** Faults of one process's connection, set by the simulation. */
 export interface ClientFaults {
   /** The next commit lands but its reply is lost. */
@@ -302,33 +323,22 @@ export class SimWatcher extends EventEmitter {
       const rev = this.queue[0]!.rev;
       const batch: RawChange[] = [];
       while (this.queue.length && this.queue[0]!.rev === rev) batch.push(this.queue.shift()!);
-      const events = batch
-        .filter((c) => !UNWATCHED.some((p) => c.key.startsWith(p)))
-        .map((c) => ({
-          type: c.text === undefined ? 'Delete' : 'Put',
-          kv: {
-            key: Buffer.from(c.key),
-            value: Buffer.from(c.text ?? ''),
-            mod_revision: String(c.rev),
-            create_revision: String(c.createRevision ?? 0),
-            version: String(c.version ?? 0),
-            lease: c.lease ?? '0',
-          },
-        }));
+      if (this.toLose > 0 && batch.some((c) => !UNWATCHED.some((p) => c.key.startsWith(p)))) {
+        this.toLose--;
+        continue;
+      }
+      const events = batch.filter((c) => !UNWATCHED.some((p) => c.key.startsWith(p))).map(eventOf);
       // Only unwatched keys in this revision: a progress notification, as etcd sends one.
       this.emit('data', { header: { revision: String(rev) }, events } as unknown as IWatchResponse);
     }
   }
 
-  /** Loses the next `revisions` revisions' events (a client that resumed past them). */
-  lose(revisions: number): number {
-    let lost = 0;
-    for (let i = 0; i < revisions && this.queue.length; i++) {
-      const rev = this.queue[0]!.rev;
-      while (this.queue.length && this.queue[0]!.rev === rev) this.queue.shift();
-      lost++;
-    }
-    return lost;
+  /** Revisions still to lose: the next ones delivered are dropped instead (a client that resumed past them). */
+  private toLose = 0;
+
+  /** Loses the next `revisions` revisions' events, queued or still to come. */
+  lose(revisions: number): void {
+    this.toLose += revisions;
   }
 
   /** The connection drops: the reflector makes a new watch from its own revision. */

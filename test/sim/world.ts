@@ -293,7 +293,9 @@ export class Sim {
     }
     // Containers without a desired key stop after a while; their observed key goes with them.
     for (const k of this.keys(keys.observedOf(node))) if (!desiredIds.has(k.slice(k.lastIndexOf('/') + 1)) && this.r() < 0.5) this.remove(k);
-    this.heartbeat(node);
+    // The liveness keepalive: at most every 2 s (an agent's is ~2 s; its interval says 10).
+    const hb = this.get<Heartbeat>(keys.heartbeat(node));
+    if (!hb || this.now - Date.parse(hb.spec.time) >= 2000) this.heartbeat(node);
   }
 
   private observe(d: ReplicaDesired, state: ReplicaObserved['status']['state'], prev: ReplicaObserved | undefined, ack?: number): void {
@@ -503,10 +505,11 @@ export class Sim {
       this.count('watch disconnect');
       this.log(`${p.name}: watch disconnected (resumes from the reflector's revision)`);
       w.disconnect();
-    } else if (roll < 0.8 && w && w.pending) {
-      const lost = w.lose(1 + Math.floor(this.r() * 3));
+    } else if (roll < 0.8 && w) {
+      const lost = 1 + Math.floor(this.r() * 3);
+      w.lose(lost);
       this.count('watch gap');
-      this.log(`${p.name}: watch loses ${lost} revision(s) of events (the consistency check must heal it)`);
+      this.log(`${p.name}: its watch will lose the next ${lost} revision(s) of events (the consistency check must heal it)`);
     } else {
       const rev = this.etcd.rev - Math.floor(this.r() * 5);
       this.count('compaction');
@@ -685,7 +688,7 @@ export class Sim {
 
   private leadershipFault(): void {
     const roll = this.r();
-    if (roll < 0.7) {
+    if (roll < 0.85) {
       const name = this.pick(CONTROLLER_NAMES);
       const p = this.procs.find((x) => x.leads.has(name));
       if (p) this.loseLease(p, name);
