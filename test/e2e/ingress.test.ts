@@ -2,9 +2,9 @@
 // processes (simulated nodes at 127.0.1.1-3 on the local Docker engine), two `jaco ingress`
 // processes driving real HAProxy children. A busybox httpd service with a dynamic host port is
 // published on every node's ingress. Asserted: one node's ingress reaches the replicas on the
-// other nodes; a rolling update 1 → 2 under a bounded request loop (loopback only) fails 0
-// requests — and HAProxy neither retried nor re-dispatched one (jaco's routing did the work,
-// not HAProxy's second line).
+// other nodes; a rolling update 1 → 2 and a drain of a node hosting a replica, each under a
+// bounded request loop (loopback only), fail 0 requests — and HAProxy neither retried nor
+// re-dispatched one (jaco's routing did the work, not HAProxy's second line).
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseStat, runtimeCommand } from '../../controllers/ingress/haproxy.js';
@@ -137,6 +137,29 @@ describe('ingress', () => {
     expect(r.sent).toBeGreaterThan(50);
     expect([...r.seen].some((p) => p.includes(' r1 '))).toBe(true);
     expect([...r.seen].some((p) => p.includes(' r2 '))).toBe(true);
+    const after = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    expect(after.errors - before.errors).toBe(0);
+    expect(after.retries - before.retries).toBe(0);
+  }, 240_000);
+
+  it("a drain of a node hosting a replica under load through another node's ingress: 0 failed requests", async () => {
+    const onNode3 = (await c.desired()).find((d) => d.spec.deployment === 'shop' && d.spec.node === 'node-3')!;
+    expect(onNode3).toBeDefined();
+    const before = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    const l = load(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    await sleep(500);
+    const d = await c.jaco(['node', 'drain', 'node-3', '--wait']);
+    expect(d.code, d.stdout + d.stderr).toBe(0);
+    // The moved replica answers from its new node, at that node's address and a port of its own.
+    const moved = await eventually(async () => {
+      const e = (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))?.value.spec.addresses.find((a) => a.replica === onNode3.spec.replica);
+      return e && e.node !== 'node-3' ? e : undefined;
+    }, { what: `${onNode3.spec.replica} routed on another node`, timeoutMs: 60_000 });
+    expect(moved.address).toBe(address(moved.node));
+    await eventually(async () => (await pages('node-1', 12)).some((p) => p.startsWith(`${onNode3.spec.replica} `) && p.endsWith(moved.node)), { what: 'the moved replica answering', timeoutMs: 30_000 });
+    const r = await l.stop();
+    expect(r.failures).toEqual([]);
+    expect(r.sent).toBeGreaterThan(20);
     const after = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
     expect(after.errors - before.errors).toBe(0);
     expect(after.retries - before.retries).toBe(0);
