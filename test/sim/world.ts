@@ -21,6 +21,7 @@ import {
   API_VERSION,
   type Deployment,
   type DeploymentRevision,
+  type DeploymentStatus,
   type Heartbeat,
   type NodeDrain,
   type ReplicaCommand,
@@ -781,6 +782,9 @@ export function converged(sim: Sim): string | undefined {
     if (d.metadata.name === 'big') {
       const placed = desired.filter((x) => x.spec.deployment === 'big');
       if (placed.length) problems.push(`big: ${placed.length} replica(s) of a spec no act can carry`);
+      // Refused at decide time, with its reason in the deployment's status.
+      const st = sim.get<DeploymentStatus>(keys.deploymentStatus('big'))?.status?.scheduling?.services.blob?.unschedulable;
+      if (st?.reason !== 'spec_too_large') problems.push(`big: status says ${st ? st.reason : 'nothing'}, not spec_too_large`);
       continue;
     }
     for (const [svc, spec] of Object.entries(d.spec.services)) {
