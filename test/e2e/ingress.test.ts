@@ -7,7 +7,8 @@
 // re-dispatched one (jaco's routing did the work, not HAProxy's second line).
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseStat, runtimeCommand } from '../../controllers/ingress/haproxy.js';
+import { parseStat, runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
+import { LABELS } from '../../src/api/labels.js';
 import { keys } from '../../src/api/keys.js';
 import type { Endpoints } from '../../src/api/types.js';
 import { startCluster, type Proc, type TestCluster } from '../support/cluster.js';
@@ -38,7 +39,7 @@ spec:
           echo "$JACO_REPLICA r$JACO_REVISION $JACO_NODE" > /tmp/www/index.html;
           httpd -f -p "$JACO_NODE_ADDRESS:$PORT" -h /tmp/www & wait
       healthcheck:
-        test: [CMD-SHELL, 'wget -q -O /dev/null "http://$JACO_NODE_ADDRESS:$PORT/"']
+        test: [CMD-SHELL, 'test ! -f /tmp/sick && wget -q -O /dev/null "http://$JACO_NODE_ADDRESS:$PORT/"']
         interval: 1s
         timeout: 5s
         retries: 3
@@ -164,4 +165,32 @@ describe('ingress', () => {
     expect(after.errors - before.errors).toBe(0);
     expect(after.retries - before.retries).toBe(0);
   }, 240_000);
+
+  it('a replica whose health check starts failing is out of the ingress within 5 s of its health turning', async () => {
+    const eps = (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))!.value.spec.addresses;
+    const victim = eps[0]!;
+    const server = serverName(victim.replica, victim.node, victim.hostPorts!.http!);
+    const routed = async () => (await runtimeCommand(socket('node-1'), 'show servers state be_shop_web_http')).split('\n').some((l) => l.split(' ')[3] === server && (Number(l.split(' ')[6]) & 0x08) === 0);
+    expect(await routed()).toBe(true);
+    const ctr = (await c.containers(victim.node)).find((x) => x.Labels[LABELS.replica] === victim.replica && x.State === 'running')!;
+    const exec = await c.docker.getContainer(ctr.Id).exec({ Cmd: ['touch', '/tmp/sick'] });
+    await exec.start({});
+    let unhealthyAt: number | undefined;
+    let outAt: number | undefined;
+    const deadline = Date.now() + 60_000;
+    while ((!unhealthyAt || !outAt) && Date.now() < deadline) {
+      const now = Date.now();
+      if (!unhealthyAt && (await c.docker.getContainer(ctr.Id).inspect()).State.Health?.Status === 'unhealthy') unhealthyAt = now;
+      if (!outAt && !(await routed())) outAt = now;
+      await sleep(100);
+    }
+    expect(unhealthyAt, 'Docker reported the container unhealthy').toBeDefined();
+    expect(outAt, 'the ingress took the replica out of routing').toBeDefined();
+    // Out of routing no later than 5 s after Docker first showed it unhealthy (it may even be
+    // earlier: HAProxy's own check, or the poll seeing Docker's state late).
+    expect(outAt! - unhealthyAt!).toBeLessThanOrEqual(5000);
+    // The scheduler restarts it; it comes back into routing once healthy again (the restart
+    // creates a fresh container without /tmp/sick).
+    await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))?.value.spec.addresses.some((a) => a.replica === victim.replica), { what: `${victim.replica} back in endpoints`, timeoutMs: 90_000 });
+  }, 180_000);
 });
