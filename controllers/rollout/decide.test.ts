@@ -891,6 +891,19 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
     expect(w.plan()).toMatchObject({ currentStep: want.length, totalSteps: n });
   });
 
+  it('parallel steps are audited each with its own step number', () => {
+    const update = { parallelism: 3, maxUnavailable: 3 };
+    const w = running(svc('img:1', { update }));
+    w.apply('app', { web: svc('img:2', { update }) });
+    w.pass();
+    expect(w.audit.filter((a) => a.type === 'rollout_step').map((a) => [a.payload.replica, a.payload.step, a.payload.total_steps])).toEqual([
+      ['app-web-0', 1, 3],
+      ['app-web-1', 2, 3],
+      ['app-web-2', 3, 3],
+    ]);
+    expect(w.decisions.at(-1)!.decision.inProgress).toBe(1);
+  });
+
   it('a slot frees when a step finishes: the next replica goes in the same pass', () => {
     const update = { parallelism: 2, maxUnavailable: 2 };
     const w = running(svc('img:1', { replicas: 4, update }), 4);
@@ -1148,6 +1161,7 @@ describe('operator requests: pause, resume, abort', () => {
     expect(w.plan()?.steps[0]?.result).toBe('done');
     expect(w.hashes()).toEqual([H2, H1, H1]);
     expect(notes(d)).toContain('paused: jaco rollout resume');
+    expect(d.inProgress).toBe(0); // jaco_rollout_in_progress counts rollouts that step, not paused ones
     expect(w.status()?.rollout?.services.web?.state).toBe('paused');
     w.now += 600_000;
     w.pass();

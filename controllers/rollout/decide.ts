@@ -515,10 +515,12 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   // ledger's compare-and-swap is what keeps a concurrent mover from spending the same budget.
   if (picks.length) pass.ops.push(...c.ledger.record(c.name, c.service, { replica: picks.at(-1)!.group.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
   if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...picks.map((p) => plan.steps.find((s) => s.replica === p.group.id && !s.finishedAt)!)]);
-  for (const { group } of picks) {
+  picks.forEach(({ group }, i) => {
     const step = plan.steps.find((s) => s.replica === group.id && !s.finishedAt)!;
-    pass.record('rollout_step', { replica: group.id, node: step.node, step: plan.currentStep, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
-  }
+    // Each forward step its own number, even when several start in one pass.
+    const n = direction === 'forward' ? plan.currentStep - picks.length + i + 1 : plan.currentStep;
+    pass.record('rollout_step', { replica: group.id, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
+  });
 }
 
 /** totalSteps = steps taken + stale replicas still to go (follows scaling during the rollout). */
@@ -720,7 +722,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
       settled &&= pass.settled;
       if (pass.plan) {
         services[service] = serviceRolloutStatus(pass.plan);
-        if (live(pass.plan)) inProgress++;
+        if (pass.plan.state === 'in_progress') inProgress++;
       }
       const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(plan?.value.spec);
       if (!planChanged && !pass.ops.length) continue;
