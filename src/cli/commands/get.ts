@@ -3,15 +3,16 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { placementMode } from '../../api/spec.js';
-import type { AuditEvent, PlacementDecision } from '../../api/types.js';
+import type { AuditEvent, Endpoints, PlacementDecision } from '../../api/types.js';
 import { formatBytes } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
 import { desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
+import { endpointRows, ENDPOINT_HEADERS, selectEndpoints } from '../endpoints-view.js';
 import { age, printObjects, printTable, table, toYaml } from '../output.js';
 
-type Kind = 'deployments' | 'nodes' | 'replicas';
+type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints';
 const ALIASES: Record<string, Kind> = {
   deployment: 'deployments',
   deployments: 'deployments',
@@ -21,11 +22,13 @@ const ALIASES: Record<string, Kind> = {
   no: 'nodes',
   replica: 'replicas',
   replicas: 'replicas',
+  endpoints: 'endpoints',
+  ep: 'endpoints',
 };
 
 function kindOf(t: string): Kind {
   const k = ALIASES[t];
-  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes or replicas`);
+  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes, replicas or endpoints`);
   return k;
 }
 
@@ -143,8 +146,8 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
 export function registerGet(program: Command): void {
   program
     .command('get')
-    .description('List deployments, nodes or replicas')
-    .argument('<type>', 'deployments (deploy), nodes (no) or replicas')
+    .description('List deployments, nodes, replicas or endpoints (address:port of each routable replica)')
+    .argument('<type>', 'deployments (deploy), nodes (no), replicas or endpoints (ep; name: DEPLOYMENT or DEPLOYMENT/SERVICE)')
     .argument('[name]', 'one object by name')
     .option('-o, --output <format>', 'yaml, json or wide')
     .option('-d, --deployment <name>', 'replicas: only this deployment')
@@ -154,6 +157,12 @@ export function registerGet(program: Command): void {
         const kind = kindOf(type);
         const out = parseOutput(opts.output, ['table', 'wide', 'yaml', 'json']);
         await withStore(cmd, async (store) => {
+          if (kind === 'endpoints') {
+            const items = selectEndpoints((await store.list<Endpoints>(keys.endpointsAll())).items.map((i) => i.value), name);
+            if (out === 'table' || out === 'wide') printTable(ENDPOINT_HEADERS, endpointRows(items));
+            else printObjects(out, items, false);
+            return;
+          }
           const v = await readClusterView(store);
           const now = Date.now();
           if (kind === 'deployments') getDeployments(v, name, out, now);
@@ -171,6 +180,7 @@ export function registerGet(program: Command): void {
     .action(
       action(async (type: string, name: string, _opts: unknown, cmd: Command) => {
         const kind = kindOf(type);
+        if (kind === 'endpoints') throw new CliError('describe: endpoints have no detail view; use `jaco get endpoints [DEPLOYMENT[/SERVICE]] -o yaml`');
         const text = await withStore(cmd, (store) => describe(store, kind, name, Date.now()));
         process.stdout.write(text);
       }),
