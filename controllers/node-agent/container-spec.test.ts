@@ -80,6 +80,8 @@ describe('createOptions', () => {
       DeviceRequests: [{ Driver: '', Count: 1, Capabilities: [['gpu']] }],
     });
     expect(o.ExposedPorts).toEqual({ '8080/tcp': {}, '8443/tcp': {} });
+    // gpus: all is Docker's Count -1 (docker run --gpus all).
+    expect(createOptions(spec({ image: 'x', resources: { gpus: 'all' } }), owner).HostConfig!.DeviceRequests).toEqual([{ Driver: '', Count: -1, Capabilities: [['gpu']] }]);
   });
 
   it('health check durations in nanoseconds; stop signal and grace (whole seconds, rounded up)', () => {

@@ -97,7 +97,8 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
     // A hard cap: no swap beyond the limit.
     ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
     ...(mounts.length ? { Mounts: mounts } : {}),
-    ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus, Capabilities: [['gpu']] }] } : {}),
+    // Count -1 is Docker's "all" (docker run --gpus all).
+    ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus === 'all' ? -1 : gpus, Capabilities: [['gpu']] }] } : {}),
     ...hostOptions(t.container),
   };
   const hc = healthcheck(t);

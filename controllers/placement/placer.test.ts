@@ -25,6 +25,9 @@ describe('hard filters: each records its reason per node', () => {
     ['node selector', input([node('a', { labels: { zone: 'b' } })]), { placement: { nodeSelector: { zone: 'a' } } }, 'node_selector', 'node_selector_mismatch'],
     ['hosts list', input([node('a')]), { placement: { mode: 'hosts', hosts: ['b'] } }, 'hosts', 'cannot_satisfy_host_placement'],
     ['volume locality', input([node('a'), node('b', { ineligible: 'cordoned' })], [], { 'd/data': 'b' }), { volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, 'volume_locality', 'volume_locality_no_node'],
+    ['gpus: all on a node without GPUs', input([node('a')]), { resources: { gpus: 'all' } }, 'gpus', 'no_capacity_gpu'],
+    ['gpus: all on a node with one GPU taken', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 2 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 'all' } }, 'gpus', 'no_capacity_gpu'],
+    ['placement.maxPerNode reached', input([node('a')], [placed('d-web-7', 'a', { service: 'web' }), placed('d-web-8', 'a', { service: 'web' })]), { placement: { mode: 'pack', maxPerNode: 2 } }, 'max_per_node', 'max_per_node'],
     ['hosts: one replica per host', input([node('a')], [placed('d-web-9', 'a', { service: 'web' })]), { placement: { mode: 'hosts', hosts: ['a'] } }, 'anti_affinity', 'cannot_satisfy_host_placement'],
   ])('%s', (_name, inp, spec, filter, reason) => {
     const d = new Placer(inp).decide(req(spec));
@@ -32,6 +35,22 @@ describe('hard filters: each records its reason per node', () => {
     expect(d.reason).toBe(reason);
     expect(d.verdicts.find((v) => v.node === 'a')?.rejected?.filter).toBe(filter);
     expect(d.why).toContain(reason);
+  });
+
+  it('gpus: all takes every GPU of its node: nothing else GPU-bound fits there afterwards', () => {
+    const gpuNode = (name: string) => node(name, { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 2 } });
+    const placer = new Placer(input([gpuNode('a'), gpuNode('b')]));
+    const taken = placer.place(req({ resources: { gpus: 'all' } }, 0)).chosen!;
+    const other = taken === 'a' ? 'b' : 'a';
+    expect(placer.check(req({ resources: { gpus: 1 } }, 1, { service: 'other' }), taken)?.filter).toBe('gpus');
+    expect(placer.decide(req({ resources: { gpus: 1 } }, 1, { service: 'other' })).chosen).toBe(other);
+    expect(placer.headroom(taken).gpus).toBe(0);
+    placer.forget('d-web-0', taken);
+    expect(placer.headroom(taken).gpus).toBe(2);
+  });
+
+  it('placement.maxPerNode is hard: two nodes with a cap of 2 take four replicas, never a fifth', () => {
+    expect(placeAll(input([node('a'), node('b')]), { placement: { mode: 'pack', maxPerNode: 2 } }, 5)).toEqual(['a', 'b', 'a', 'b', undefined]);
   });
 
   it('memory accounting includes the per-replica overhead of every replica', () => {

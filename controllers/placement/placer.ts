@@ -9,6 +9,7 @@
 //   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
 //   ports            — host ports are a per-node resource under host networking
+//   max_per_node     — placement.maxPerNode, a hard cap per node
 //   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
 //                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
 // Survivors are scored by mode: spread/hosts lexicographically by (fewest replicas of the service
@@ -51,7 +52,8 @@ export interface PlacedReplica {
   node: string;
   cpuMillis: number;
   memoryBytes: number;
-  gpus: number;
+  /** A count, or every GPU of the node ("all": needs at least one, and all of them free). */
+  gpus: number | 'all';
   ports: number[];
 }
 
@@ -129,8 +131,9 @@ interface Req {
   homeName?: string;
   mem: number;
   cpu: number;
-  gpus: number;
+  gpus: number | 'all';
   ports: number[];
+  maxPerNode: number;
   svc: string;
   svcCounts: Int32Array;
   excluded: Set<number>;
@@ -175,7 +178,7 @@ export class Placer {
     if (i === undefined) return; // a replica on an unknown node occupies nothing we place on
     this.memUsed[i]! += p.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! += p.cpuMillis;
-    this.gpuUsed[i]! += p.gpus;
+    this.gpuUsed[i]! += this.gpusOn(i, p.gpus);
     this.count[i]!++;
     for (const port of p.ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
     this.serviceCounts(`${p.deployment}/${p.service}`)[i]!++;
@@ -193,7 +196,7 @@ export class Placer {
     const [p] = list.splice(at, 1);
     this.memUsed[i]! -= p!.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! -= p!.cpuMillis;
-    this.gpuUsed[i]! -= p!.gpus;
+    this.gpuUsed[i]! -= this.gpusOn(i, p!.gpus);
     this.count[i]!--;
     for (const port of p!.ports) {
       const c = (this.ports[i]!.get(port) ?? 1) - 1;
@@ -228,6 +231,11 @@ export class Placer {
     return i === undefined ? 0 : this.count[i]!;
   }
 
+  /** GPUs a replica takes on node i: its count, or every GPU of the node. */
+  private gpusOn(i: number, gpus: number | 'all'): number {
+    return gpus === 'all' ? this.nodes[i]!.capacity.gpus : gpus;
+  }
+
   /** Memory (with overhead counted) and GPUs left on a node, as the placer accounts them now. */
   headroom(node: string): { memoryBytes: number; gpus: number } {
     const i = this.index.get(node);
@@ -237,9 +245,10 @@ export class Placer {
   }
 
   /** What one replica of this spec takes on a node, overhead included. */
-  needs(spec: ServiceSpec): { memoryBytes: number; gpus: number } {
+  needs(spec: ServiceSpec, node: string): { memoryBytes: number; gpus: number } {
     const f = footprintOf(spec);
-    return { memoryBytes: f.memoryBytes + this.config.memoryOverheadBytes, gpus: f.gpus };
+    const i = this.index.get(node);
+    return { memoryBytes: f.memoryBytes + this.config.memoryOverheadBytes, gpus: i === undefined ? 0 : this.gpusOn(i, f.gpus) };
   }
 
   private prepare(r: PlacementRequest): Req {
@@ -268,6 +277,7 @@ export class Placer {
       cpu: f.cpuMillis,
       gpus: f.gpus,
       ports: f.ports,
+      maxPerNode: r.spec.placement?.maxPerNode ?? Infinity,
       svc: `${r.deployment}/${r.service}`,
       svcCounts: this.serviceCounts(`${r.deployment}/${r.service}`),
       excluded: new Set((r.exclude ?? []).map((x) => this.index.get(x)).filter((x): x is number => x !== undefined)),
@@ -285,11 +295,12 @@ export class Placer {
     for (let s = 0; s < q.selector.length; s++) if (node.labels[q.selector[s]![0]] !== q.selector[s]![1]) return 'node_selector';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
-    if (q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
+    if (q.gpus === 'all' ? node.capacity.gpus < 1 || this.gpuUsed[i]! > 0 : q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
     if (q.ports.length) {
       const taken = this.ports[i]!;
       if (taken.size) for (let p = 0; p < q.ports.length; p++) if (taken.has(q.ports[p]!)) return 'ports';
     }
+    if (q.svcCounts[i]! >= q.maxPerNode) return 'max_per_node';
     if (antiAffinity && q.mode !== 'pack' && q.svcCounts[i]! > 0) return 'anti_affinity';
     return undefined;
   }
@@ -314,7 +325,11 @@ export class Placer {
         return `needs ${formatBytes(q.mem)} (with ${formatBytes(this.config.memoryOverheadBytes)} overhead); ${formatBytes(free)} of ${formatBytes(node.capacity.memoryBytes)} free`;
       }
       case 'gpus':
-        return `needs ${q.gpus} GPU(s); ${node.capacity.gpus - this.gpuUsed[i]!} of ${node.capacity.gpus} free`;
+        return q.gpus === 'all'
+          ? `needs every GPU of the node free (gpus: all); ${node.capacity.gpus - this.gpuUsed[i]!} of ${node.capacity.gpus} free`
+          : `needs ${q.gpus} GPU(s); ${node.capacity.gpus - this.gpuUsed[i]!} of ${node.capacity.gpus} free`;
+      case 'max_per_node':
+        return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}; placement.maxPerNode is ${q.maxPerNode}`;
       case 'ports':
         return `host port ${q.ports.find((p) => this.ports[i]!.has(p))} is taken`;
       case 'anti_affinity':

@@ -153,7 +153,6 @@ function bestPlan(input: CoalesceInput, p: PendingService): Found {
   // First the cheap bound: on each node the capacity filters block, the fewest blockers (largest
   // first) whose departure could make room at all. Only those nodes get the what-if, fewest first.
   const bounds: { node: string; blockers: ReplicaEntry[]; leaving: ReplicaEntry[]; k: number }[] = [];
-  const need = placer.needs(p.spec);
   for (const node of placer.names) {
     const rej = placer.check(req, node, { antiAffinity });
     if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already, or no move can help here
@@ -167,7 +166,7 @@ function bestPlan(input: CoalesceInput, p: PendingService): Found {
     // Replicas already moving away from the node (an earlier move of this plan) count as gone.
     const leaving = book.replicas.onNode(node).filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
     const blockers = order(movable, p.spec);
-    const k = lowerBound(placer.headroom(node), need, [...leaving, ...blockers], placer);
+    const k = lowerBound(placer.headroom(node), placer.needs(p.spec, node), [...leaving, ...blockers], placer, node);
     if (k !== undefined) bounds.push({ node, blockers, leaving, k: Math.max(1, k - leaving.length) });
   }
   bounds.sort((a, b) => a.k - b.k || byName(a.node, b.node));
@@ -188,7 +187,8 @@ function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
   const want = new Set(footprintOf(spec).ports);
   const key = (e: ReplicaEntry) => {
     const f = footprintOf(e.copies[0]!.desired.spec.template);
-    return { port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus, mem: f.memoryBytes };
+    // "all" GPUs sorts first among GPU holders: it frees every GPU of the node.
+    return { port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus === 'all' ? Infinity : f.gpus, mem: f.memoryBytes };
   };
   return [...movable].sort((a, b) => {
     const [x, y] = [key(a), key(b)];
@@ -200,11 +200,11 @@ function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
  * The fewest blockers (in their order) whose memory and GPUs would make room, or undefined when
  * even all of them would not. Ports are not counted: the port holders come first in the order.
  */
-function lowerBound(room: { memoryBytes: number; gpus: number }, need: { memoryBytes: number; gpus: number }, blockers: ReplicaEntry[], placer: Placer): number | undefined {
+function lowerBound(room: { memoryBytes: number; gpus: number }, need: { memoryBytes: number; gpus: number }, blockers: ReplicaEntry[], placer: Placer, node: string): number | undefined {
   let { memoryBytes, gpus } = room;
   if (memoryBytes >= need.memoryBytes && gpus >= need.gpus) return 1; // a port is in the way
   for (let k = 0; k < blockers.length; k++) {
-    const f = placer.needs(blockers[k]!.copies[0]!.desired.spec.template);
+    const f = placer.needs(blockers[k]!.copies[0]!.desired.spec.template, node);
     memoryBytes += f.memoryBytes;
     gpus += f.gpus;
     if (memoryBytes >= need.memoryBytes && gpus >= need.gpus) return k + 1;

@@ -93,6 +93,7 @@ export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   volume_locality: 'anti_affinity',
   memory: 'resource_limits',
   gpus: 'resource_limits',
+  max_per_node: 'anti_affinity',
   ports: 'resource_limits',
   anti_affinity: 'anti_affinity',
 };

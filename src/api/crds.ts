@@ -51,13 +51,14 @@ const serviceSchema: Schema = obj(
       mode: str({ enum: ['spread', 'pack', 'hosts', 'global'], description: 'spread (default), pack, hosts or global.' }),
       hosts: arr(str({ minLength: 1 }), { description: 'The nodes a hosts-mode service may run on.' }),
       nodeSelector: map(str(), { description: 'Node labels a node must carry.' }),
+      maxPerNode: int({ minimum: 1, description: 'At most this many replicas of the service on one node (a hard limit, unlike spread).' }),
     }),
     resources: obj({
       // A quantity as Kubernetes and compose write it: a string, or a plain number — 0.5 too
       // (Kubernetes' int-or-string admits integers only; jaco's validator admits any number).
       cpu: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: CPU_PATTERN }], description: 'CPU request and limit: "500m", "0.5", 0.5, 2. Soft: scored, may be overcommitted.' },
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
-      gpus: int({ minimum: 0, description: 'GPUs, passed to Docker as device requests.' }),
+      gpus: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer', minimum: 0 }, str({ enum: ['all'] })], description: 'GPUs, passed to Docker as device requests: a count, or "all" (every GPU of the node, at least one).' },
     }),
     ports: arr(
       {

@@ -33,6 +33,8 @@ export interface Placement {
   mode?: PlacementMode;
   hosts?: string[];
   nodeSelector?: Record<string, string>;
+  /** At most this many replicas of the service on one node (compose's max_replicas_per_node). */
+  maxPerNode?: number;
 }
 
 export interface Resources {
@@ -40,7 +42,8 @@ export interface Resources {
   cpu?: string | number;
   /** Memory quantity: "128Mi", "1Gi". Hard cap, enforced by Docker and by placement. */
   memory?: string | number;
-  gpus?: number;
+  /** A count, or "all": the node's every GPU (at least one), as `docker run --gpus all`. */
+  gpus?: number | 'all';
 }
 
 export interface HealthCheck {

@@ -291,22 +291,25 @@ class ServiceMapper {
   }
 
   private gpus(v: unknown, path: Path): void {
-    if (v === 'all') this.refuse(path, 'gpus: all is not supported yet: name a count (gpus: 1)');
+    if (v === 'all') this.out.resources = { ...this.out.resources, gpus: 'all' };
     else if (typeof v === 'number' || /^[0-9]+$/.test(String(v))) this.out.resources = { ...this.out.resources, gpus: Number(v) };
     else if (Array.isArray(v)) this.devices(v, path);
   }
 
   private devices(list: unknown[], path: Path): void {
     let gpus = 0;
+    let all = false;
     list.forEach((d, i) => {
       const dev = d as Obj;
       const caps = ((dev.capabilities as unknown[] | undefined) ?? []).map(String);
       if (!caps.includes('gpu')) return this.refuse([...path, i], `only GPU device requests (capabilities: [gpu]) are supported, got ${JSON.stringify(caps)}`);
       if (dev.device_ids !== undefined) return this.refuse([...path, i, 'device_ids'], 'device_ids pins GPUs of one host: jaco places by count; use count');
-      if (dev.count === 'all' || dev.count === undefined) return this.refuse([...path, i, 'count'], 'count: all is not supported yet: name a count');
-      gpus += Number(dev.count);
+      // No count means every GPU, as in Docker's device requests.
+      if (dev.count === 'all' || dev.count === undefined) all = true;
+      else gpus += Number(dev.count);
     });
-    if (gpus) this.out.resources = { ...this.out.resources, gpus };
+    if (all) this.out.resources = { ...this.out.resources, gpus: 'all' };
+    else if (gpus) this.out.resources = { ...this.out.resources, gpus };
   }
 
   private healthcheck(h: Obj): void {
@@ -484,10 +487,7 @@ class ServiceMapper {
       else this.refuse(at('constraints', i), `${String(c)}: jaco has no node ${what}; use node.labels`);
     });
     if (placement.hosts?.length && placement.mode !== 'global') placement.mode = 'hosts';
-    if (p.max_replicas_per_node !== undefined) {
-      if (Number(p.max_replicas_per_node) === 1 && !placement.mode) this.warn(at('max_replicas_per_node'), 'spread placement already puts replicas on different nodes while nodes are free');
-      else this.refuse(at('max_replicas_per_node'), 'max_replicas_per_node is not supported yet');
-    }
+    if (p.max_replicas_per_node !== undefined) placement.maxPerNode = Number(p.max_replicas_per_node);
     if (p.preferences !== undefined) this.warn(at('preferences'), 'placement preferences are ignored: spread balances replicas over nodes');
     if (Object.keys(placement).length) this.out.placement = placement;
   }

@@ -8,6 +8,7 @@ export const UNSCHEDULABLE_REASONS = {
   no_capacity_memory: 'no eligible node has the memory left for this replica (memory is never overcommitted)',
   no_capacity_gpu: 'no eligible node has enough free GPUs',
   port_conflict: 'every eligible node already has one of its host ports taken',
+  max_per_node: 'every eligible node already runs placement.maxPerNode replicas of the service',
   node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
   cannot_satisfy_host_placement: 'fewer of the listed hosts are eligible than replicas are wanted',
   volume_locality_no_node: "the node holding the service's volumes is not eligible",
@@ -25,6 +26,7 @@ export const FILTERS = {
   memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
   gpus: 'not enough free GPUs',
   ports: 'a host port of the service is taken on the node',
+  max_per_node: 'the node already runs placement.maxPerNode replicas of this service',
   anti_affinity: 'the node already runs a replica of this service',
 } as const;
 export type FilterName = keyof typeof FILTERS;
@@ -39,6 +41,7 @@ export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
   memory: 'no_capacity_memory',
   gpus: 'no_capacity_gpu',
   ports: 'port_conflict',
+  max_per_node: 'max_per_node',
   anti_affinity: 'cannot_satisfy_host_placement',
 };
 
