@@ -51,9 +51,13 @@ export function renderConfig(c: ConfigInput): string {
   const out = [
     '# Written by jaco ingress: frontends and backends only; servers change through the runtime API.',
     'global',
-    `  stats socket ${c.socket} mode 600 level admin`,
+    // expose-fd listeners: a reload's new worker takes the listening sockets over from the old
+    // one (a seamless reload: no connection refused or reset while the frontend set changes).
+    `  stats socket ${c.socket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
     '  maxconn 4096',
+    // An old worker gives up on connections still open this long after a reload.
+    '  hard-stop-after 30s',
     '',
     'defaults',
     '  mode http',
@@ -63,6 +67,10 @@ export function renderConfig(c: ConfigInput): string {
     '  timeout http-keep-alive 5s',
     '  retries 2',
     '  option redispatch 1',
+    // On a reload the old worker keeps a client's idle keep-alive connection until its next
+    // request and answers that one with "Connection: close", instead of closing it under a client
+    // that may be sending on it at that moment (a failed request).
+    '  option idle-close-on-response',
     '',
   ];
   for (const r of [...c.routes].sort((a, b) => a.published - b.published)) {

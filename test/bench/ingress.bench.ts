@@ -14,7 +14,9 @@
 // Scenarios, each with a bounded request loop (--concurrency loops, loopback only, at most --max
 // requests each service) through node-1's ingress on both services at the same time:
 //   (a) a rolling update 1 → 2 (both deployments applied together);
-//   (b) `jaco node drain node-3 --wait` (a replica of each moves, make-before-break).
+//   (b) `jaco node drain node-3 --wait` (a replica of each moves, make-before-break);
+//   (e) `jaco delete` and re-apply of another published deployment (the ingress reloads HAProxy
+//       twice: its frontend set changes).
 // Reported per service: requests, failed requests (non-200 or a network error), and the requests
 // HAProxy had to retry or redispatch (its backend's wretr + wredis), with the load average.
 import { loadavg } from 'node:os';
@@ -64,6 +66,9 @@ spec:
       stopGracePeriod: 5s
 `;
 
+/** Another published service, deleted and applied again in (e). */
+const OTHER = manifest('on', 'jaco-demo/busybox:1').replace('bench-on', 'bench-other').replace('18280', '18282').replace('replicas: 3', 'replicas: 1');
+
 async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await fn().catch(() => false))) {
@@ -106,6 +111,7 @@ async function main(): Promise<void> {
     for (const n of NODES) await c.startAgent(n, ['--address', address(n)]);
     const ingress = c.spawn('ingress-node-1', ['ingress', '--node', 'node-1', '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0']);
     for (const m of ['on', 'off'] as Mode[]) await c.apply(manifest(m, 'jaco-demo/busybox:1'));
+    await c.apply(OTHER);
     for (const m of ['on', 'off'] as Mode[])
       await until(`bench-${m} routed`, async () => ((await c.store.get<Endpoints>(keys.endpoints(`bench-${m}`, 'web')))?.value.spec.addresses.length ?? 0) === 3 && (await fetch(`http://127.0.1.1:${SERVICES[m]}/`)).status === 200, 120_000);
     await sleep(2000);
@@ -145,7 +151,15 @@ async function main(): Promise<void> {
       const r = await c.jaco(['node', 'drain', 'node-3', '--wait']);
       if (r.code !== 0) throw new Error(`drain: ${r.stdout}${r.stderr}`);
     });
-    console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    await scenario('(e) delete+apply other', async () => {
+      // Another published service leaves and comes back: two reloads of the ingress's HAProxy.
+      const r = await c.jaco(['delete', 'deployment', 'bench-other']);
+      if (r.code !== 0) throw new Error(`delete: ${r.stdout}${r.stderr}`);
+      await sleep(3000);
+      await c.apply(OTHER);
+      await until('bench-other routed again', async () => (await fetch(`http://127.0.1.1:18282/`)).status === 200, 120_000);
+    });
+        console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
     await ingress.kill();
   } finally {
     await c.stop();
