@@ -4,7 +4,7 @@
 // nothing and say why.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/api/spec.js';
-import type { ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import type { ServiceSpec } from '../../src/api/types.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 import { placerFor } from '../placement/input.js';
 import { MoveBook } from '../moves/move.js';
@@ -15,20 +15,6 @@ const cool: Record<string, Load> = { a: { cpu: 0.1 }, b: { cpu: 0.1 }, c: { cpu:
 // pack: spread would move one of them on its own (skew 2 on a), which is not what these tests are about.
 const small = service({ replicas: 2, placement: { mode: 'pack' }, resources: { memory: '256Mi' } });
 
-/** The agents: every desired copy is observed running at its spec. */
-function observeAll(w: World): void {
-  for (const r of w.replicas) {
-    if (r.observed) continue;
-    const s = r.desired.value.spec;
-    const observed: ReplicaObserved = {
-      apiVersion: 'jaco.dev/v1',
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: new Date(T0 - 86_400_000).toISOString(), health: 'none', observedAt: new Date(T0).toISOString() },
-    };
-    r.observed = observed;
-  }
-}
 
 const pendingBig = (spec: Partial<ServiceSpec> = {}) => ({ deployment: 'big', service: 'db', spec: withDefaults({ image: 'i', resources: { memory: '1Gi' }, ...spec }), reason: 'no_capacity_memory' as const, count: 1 });
 
@@ -55,7 +41,7 @@ function run(w: World, cycles: number): Harness {
   const h = new Harness(w);
   for (let i = 0; i < cycles; i++) {
     h.cycle(cool);
-    observeAll(w);
+    w.observeRunning(T0);
   }
   return h;
 }
@@ -70,9 +56,9 @@ describe('coalescing', () => {
     const h = new Harness(w);
     // Within the grace: the scheduler's business still.
     expect(h.cycle(cool).plan.coalesce[0]).toMatchObject({ verdict: 'grace' });
-    observeAll(w);
+    w.observeRunning(T0);
     h.cycle(cool);
-    observeAll(w);
+    w.observeRunning(T0);
     const planned = h.cycle(cool);
     expect(planned.plan.coalesce[0]).toMatchObject({
       verdict: 'move',
@@ -87,7 +73,7 @@ describe('coalescing', () => {
     const during = h.cycle(cool);
     expect(during.plan.coalesce[0]).toMatchObject({ verdict: 'held', node: 'a', plan: [{ replica: 'd-small-1', from: 'a', to: 'c' }] });
     for (let i = 0; i < 30; i++) {
-      observeAll(w);
+      w.observeRunning(T0);
       h.cycle(cool);
     }
     const where = Object.fromEntries(w.replicas.map((r) => [r.desired.value.spec.replica, r.desired.value.spec.node]));

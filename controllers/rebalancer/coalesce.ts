@@ -8,7 +8,7 @@
 // the pending replica. Pure: the placer comes in and is left as it was found.
 import type { ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
-import type { Exclusion } from '../../src/api/reasons/rebalance.js';
+import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
@@ -17,13 +17,6 @@ import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } f
 export const CAPACITY_REASONS: readonly UnschedulableReason[] = ['no_capacity_memory', 'no_capacity_gpu', 'port_conflict'];
 const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
 
-/** Why a pending replica gets no plan (status, `jaco rebalance plan`). */
-export const NO_PLAN_REASONS = {
-  no_plan_fits: 'no set of movable replicas on any node makes room that the moved replicas can find elsewhere',
-  only_stateful_blockers: 'the replicas in the way are stateful, global or opted out: they never move',
-  would_exceed_budget: "the plan's next move would take its service past its disruption budget (update.maxUnavailable)",
-} as const;
-export type NoPlanReason = keyof typeof NO_PLAN_REASONS;
 
 /** A service with replicas the scheduler cannot place for capacity (from its deploymentstatus). */
 export interface PendingService {

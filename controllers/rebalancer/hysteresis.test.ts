@@ -3,7 +3,6 @@
 // each block when expected and the SKIPPED record carries the right reason; at most one move per
 // cycle; plus the cycle's bookkeeping (in-flight moves, skip de-duplication, ping-pong, failover).
 import { describe, expect, it } from 'vitest';
-import type { ReplicaObserved } from '../../src/api/types.js';
 import { defaultConfig } from './config.js';
 import { decide, initialState, seedState } from './decide.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
@@ -166,7 +165,7 @@ describe('per-candidate gates: the SKIPPED record carries the right reason', () 
     h.run(2, loads);
     expect(h.audit().at(-1)).toMatchObject({ type: 'rebalance_moved', payload: { replica_id: 'd-web-0', dst: 'b' } });
     // The move lands: web-0 runs on b; the cutover deletes its source copy, whose container the world's agent removes.
-    runMovedCopies(w, h.now);
+    w.observeRunning(h.now, (r) => !!r.desired.value.spec.move);
     expect(h.cycle(loads).acts.map((a) => a.label)).toEqual(['rebalance move cutover d-web-0 a→b']);
     const done = h.cycle(loads);
     expect(done.acts.map((a) => a.label)).toEqual(['rebalance move completed d-web-0 a→b']);
@@ -279,14 +278,20 @@ describe('one move per cycle and the move mechanism', () => {
 });
 
 describe('leader-local bookkeeping', () => {
-  it('ping-pong: a replica moved from a to c is not moved back to a within the hour', () => {
+  const load = (hot: string, cool: string) => ({ [hot]: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, [cool]: { cpu: 0.1 } });
+  /** web-0 moved from a (hot) to c, the move completed. */
+  function movedAtoC(): { w: World; h: Harness } {
     const w = new World().addNode('a').addNode('c').add(replica('d-web-0', 'a'));
     const h = new Harness(w);
-    const load = (hot: string, cool: string) => ({ [hot]: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, [cool]: { cpu: 0.1 } });
     h.run(2, load('a', 'c'));
-    runMovedCopies(w, h.now);
+    w.observeRunning(h.now, (r) => !!r.desired.value.spec.move);
     h.cycle(load('a', 'c')); // cuts over
     h.cycle(load('a', 'c')); // completes
+    return { w, h };
+  }
+
+  it('ping-pong: a replica moved from a to c is not moved back to a within the hour', () => {
+    const { h } = movedAtoC();
     h.now += 11 * MIN; // past the replica cooldown
     const [, back] = h.run(2, load('c', 'a'));
     expect(back!.plan.candidates[0]).toMatchObject({ replica: 'd-web-0', reason: 'no_eligible_dst', dst: 'a' });
@@ -296,13 +301,7 @@ describe('leader-local bookkeeping', () => {
   });
 
   it('ping-pong survives a leader failover: the completed move left movedFrom in the desired record', () => {
-    const w = new World().addNode('a').addNode('c').add(replica('d-web-0', 'a'));
-    const h = new Harness(w);
-    const load = (hot: string, cool: string) => ({ [hot]: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, [cool]: { cpu: 0.1 } });
-    h.run(2, load('a', 'c'));
-    runMovedCopies(w, h.now);
-    h.cycle(load('a', 'c')); // cuts over
-    h.cycle(load('a', 'c')); // completes
+    const { w, h } = movedAtoC();
     expect(w.replicas.map((r) => r.desired.value.spec.movedFrom)).toEqual([expect.objectContaining({ node: 'a', by: 'rebalancer' })]);
     h.state = initialState(); // a new leader: no leader-local record of the move
     h.now += 11 * MIN;
@@ -381,15 +380,3 @@ describe('leader-local bookkeeping', () => {
 });
 
 /** Marks every in-flight destination copy as observed running and ready at `now`. */
-function runMovedCopies(w: World, now: number): void {
-  for (const r of w.replicas) {
-    const s = r.desired.value.spec;
-    if (!s.move) continue;
-    r.observed = {
-      apiVersion: 'jaco.dev/v1',
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: new Date(now - 60_000).toISOString(), health: 'none', observedAt: new Date(now).toISOString() },
-    } satisfies ReplicaObserved;
-  }
-}

@@ -2,33 +2,18 @@
 // after its replicas were re-placed) is evened out one make-before-break move at a time, never
 // back and forth; pack services, opted-out services, young replicas and hot destinations stay.
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { ReplicaObserved } from '../../src/api/types.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const MIN = 60_000;
 const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu: 0.2 } };
 
-/** The agents: every desired copy is observed running at its spec (a started destination is ready). */
-function observeAll(w: World): void {
-  for (const r of w.replicas) {
-    if (r.observed) continue;
-    const s = r.desired.value.spec;
-    const observed: ReplicaObserved = {
-      apiVersion: 'jaco.dev/v1',
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: new Date(T0 - 86_400_000).toISOString(), health: 'none', observedAt: new Date(T0).toISOString() },
-    };
-    r.observed = observed;
-  }
-}
 
 /** Cycles with agents that follow desired state at once; returns the harness. */
 function run(w: World, cycles: number, loads: Record<string, Load> = cool): Harness {
   const h = new Harness(w);
   for (let i = 0; i < cycles; i++) {
     h.cycle(loads);
-    observeAll(w);
+    w.observeRunning(T0);
   }
   return h;
 }

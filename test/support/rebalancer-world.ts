@@ -128,6 +128,23 @@ export class World {
     return this;
   }
 
+  /**
+   * The agents: every copy that `which` picks (by default, those without a report yet) is observed
+   * running at its desired spec, started a minute before `now`, without a health check (ready).
+   */
+  observeRunning(now: number, which: (r: ReplicaCopy) => boolean = (r) => !r.observed): void {
+    for (const r of this.replicas) {
+      if (!which(r)) continue;
+      const s = r.desired.value.spec;
+      r.observed = {
+        apiVersion: 'jaco.dev/v1',
+        kind: 'ReplicaObserved',
+        metadata: { name: s.replica },
+        status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: iso(now - 60_000), health: 'none', observedAt: iso(now) },
+      };
+    }
+  }
+
   /** The snapshot at `now` with the given loads (a node without a load is silent). */
   snapshot(now: number, loads: Record<string, Load>): Snapshot {
     const samples = new Map<string, PressureSample>();

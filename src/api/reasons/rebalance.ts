@@ -39,3 +39,11 @@ export const EXCLUSIONS = {
   not_running: 'not running: moving it relieves nothing',
 } as const;
 export type Exclusion = keyof typeof EXCLUSIONS;
+
+/** Why a replica the scheduler cannot place gets no coalescing plan (`jaco rebalance plan`). */
+export const NO_PLAN_REASONS = {
+  no_plan_fits: 'no set of movable replicas on any node makes room that the moved replicas can find elsewhere',
+  only_stateful_blockers: 'the replicas in the way are stateful, global or opted out: they never move',
+  would_exceed_budget: "the plan's next move would take its service past its disruption budget (update.maxUnavailable)",
+} as const;
+export type NoPlanReason = keyof typeof NO_PLAN_REASONS;
