@@ -157,6 +157,8 @@ export function readiness(c: ContainerFacts, t: ServiceSpec, now: number): { rea
 export function stopFirstFor(t: ServiceSpec, serving: ContainerFacts[], hostPorts: number[] = fixedHostPorts(t)): ContainerFacts[] {
   if (!serving.length) return [];
   if (t.update?.order === 'stop-first' || isStateful(t)) return serving;
+  // startsFirst (src/api/spec.ts) with its port rule checked against the host ports the running
+  // containers really hold (an older revision's may differ from the new spec's).
   const ports = new Set(hostPorts);
   return serving.some((c) => c.ports.some((p) => ports.has(p))) ? serving : [];
 }

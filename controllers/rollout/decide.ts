@@ -5,7 +5,7 @@
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
-import { canonicalJson } from '../../src/api/spec.js';
+import { canonicalJson, startsFirst } from '../../src/api/spec.js';
 import { servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
 import {
   API_VERSION,
@@ -21,7 +21,6 @@ import {
   type RolloutPlanSpec,
   type RolloutStep,
   type ServiceRolloutStatus,
-  type ServiceSpec,
 } from '../../src/api/types.js';
 import { updateControls, type UpdateControls } from '../../src/api/update.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -535,9 +534,8 @@ function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: Roll
 type Pace = Pick<UpdateControls, 'parallelism' | 'delayMs' | 'order' | 'maxSurge'>;
 
 /** Whether replacing a replica of this template runs its new container beside the old one (the node-agent's stopFirstFor rule). */
-export function surges(t: ServiceSpec): boolean {
-  return t.update?.order !== 'stop-first' && !(t.volumes?.length ?? 0) && !(t.ports?.length ?? 0);
-}
+/** A start-first step runs one extra container while it lasts (the agent's rule: src/api/spec.ts). */
+export const surges = startsFirst;
 
 /**
  * The replicas to step now, at most `slots`. Replicas that are not ready go first (stepping them

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { canonicalJson, isStateful, servicesByPriority, specHash, withDefaults } from './spec.js';
+import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults } from './spec.js';
 import type { ServiceSpec } from './types.js';
 
 const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
@@ -54,6 +54,17 @@ describe('isStateful', () => {
     ['a writable bind', [{ type: 'bind', source: '/srv/x', target: '/x' }], true],
     ['read-only binds only (a config, a secret)', [{ type: 'bind', source: '/run/secrets/db', target: '/run/secrets/db', readOnly: true }], false],
   ])('%s → %s', (_n, volumes, want) => expect(isStateful({ ...base, ...(volumes ? { volumes } : {}) })).toBe(want));
+});
+
+describe('startsFirst: the one start-first rule of the agent and the rollout', () => {
+  it.each<[string, Partial<ServiceSpec>, boolean]>([
+    ['a plain service', {}, true],
+    ['update.order stop-first', { update: { order: 'stop-first' } }, false],
+    ['a named volume (two writers)', { volumes: [{ type: 'volume', source: 'data', target: '/data' }] }, false],
+    ['only a read-only bind (a config)', { volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] }, true],
+    ['a fixed host port (the new container could not bind it)', { ports: [8080] }, false],
+    ['a dynamic host port only (assigned per container)', { ports: [{ containerPort: 80, published: 18080 }] }, true],
+  ])('%s → %s', (_n, extra, want) => expect(startsFirst({ ...base, ...extra })).toBe(want));
 });
 
 describe('withDefaults', () => {
