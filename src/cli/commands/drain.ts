@@ -194,8 +194,9 @@ transaction. The drain controller then, for every replica on the node:
                           and it starts again when the node is uncordoned
   - any other             moved make-before-break to a node the scheduler's placement picks: the
                           new copy starts, the old one keeps running until the new one is running
-                          and healthy. At most update.maxUnavailable (default 1) replicas of a
-                          service are moving or down at once (drain and rebalancer together).
+                          and healthy. At most update.maxUnavailable (default 1; a count or a
+                          percentage) replicas of a service are moving or down at once (drain and
+                          rebalancer together).
 A replica not moved within --timeout aborts the drain (drain_timeout): the old replica keeps
 running and the node stays cordoned. Progress: jaco node drain-status HOST.
 `;
