@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
 import { canonicalPorts } from './ports.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
-import { fixedHostPorts } from './ports.js';
+import { dynamicPortNames, fixedHostPorts } from './ports.js';
 
 export const SERVICE_DEFAULTS = {
   replicas: 1,
@@ -125,12 +125,12 @@ export function isStateful(spec: ServiceSpec): boolean {
 /**
  * Whether a replacement container may start before the one it replaces stops (start-first): not
  * when the service asks for stop-first, not for a stateful replica (two writers of its data), not
- * when it binds fixed host ports (the new container could not bind them). Dynamic host ports are
- * assigned per container and read-only binds hold nothing, so neither forces stop-first. The agent
- * replaces containers by it and the rollout counts surges by it: one rule, so maxSurge holds.
+ * when it binds host ports — fixed ones, or dynamic ones, which a replica keeps across revisions
+ * (the new container could not bind them). Read-only binds hold nothing and do not force it. The
+ * agent replaces containers by it and the rollout counts surges by it: one rule, so maxSurge holds.
  */
 export function startsFirst(t: ServiceSpec): boolean {
-  return t.update?.order !== 'stop-first' && !isStateful(t) && fixedHostPorts(t).length === 0;
+  return t.update?.order !== 'stop-first' && !isStateful(t) && fixedHostPorts(t).length === 0 && dynamicPortNames(t).length === 0;
 }
 
 /** Services in placement order: descending priority, ties by name (seed 002). */
