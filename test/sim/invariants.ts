@@ -6,7 +6,7 @@ import { keys } from '../../src/api/keys.js';
 import type { AuditEventSpec, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { LandedTxn } from './etcd.js';
-import { readyNow, type Sim } from './world.js';
+import type { Sim } from './world.js';
 import { maxUnavailableOf } from '../../src/api/update.js';
 
 export interface Invariant {
@@ -211,8 +211,9 @@ export const drainCompleteOnObserved: TxnInvariant = {
 
 /**
  * A rollout reported complete has no container left that it should have stopped: when
- * rollouts/<deployment>/<service> becomes completed, no Ready node's agent reports a container of
- * one of the service's replicas at another spec than the one rolled out.
+ * rollouts/<deployment>/<service> becomes completed, no node that stayed Ready (no heartbeat lapse
+ * within READY_FOR_MS: a NotReady node cannot report, and a rollout completes without it) reports
+ * a container of one of the service's replicas at another spec than the one rolled out.
  */
 export const rolloutCompleteOnObserved: TxnInvariant = {
   name: 'a rollout reported complete has no container left',
@@ -223,7 +224,8 @@ export const rolloutCompleteOnObserved: TxnInvariant = {
       if (plan?.state !== 'completed' || sim.get<RolloutPlan>(k)?.spec.state === 'completed') continue;
       for (const d of sim.desired()) {
         const s = d.spec;
-        if (s.deployment !== plan.deployment || s.service !== plan.service || s.suspended || !readyNow(sim, s.node)) continue;
+        if (s.deployment !== plan.deployment || s.service !== plan.service || s.suspended) continue;
+        if (sim.now - (sim.lapsedAt.get(s.node) ?? -Infinity) <= READY_FOR_MS) continue;
         const o = sim.get<ReplicaObserved>(keys.observed(s.node, s.replica));
         if (o && o.status.specHash !== plan.toHash) return `${k} completed while ${s.node} still runs ${s.replica} at ${o.status.specHash} (${o.status.state}), not ${plan.toHash}`;
       }

@@ -234,6 +234,8 @@ export class Sim {
   }
 
   private heartbeat(name: string): void {
+    // A lapse that began and ended between two steps is a lapse too.
+    if (this.has(keys.heartbeat(name)) && !readyNow(this, name)) this.lapsedAt.set(name, this.now);
     this.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(this.now), intervalMs: 10_000, agentVersion: 'sim', dockerUp: true } });
   }
 
