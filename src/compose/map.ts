@@ -6,7 +6,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
-import type { ContainerOptions, DeploymentSpec, HealthCheck, Placement, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import type { ContainerOptions, DeploymentSpec, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
 
 export interface ComposeIssue {
@@ -334,21 +334,30 @@ class ServiceMapper {
     this.out.healthcheck = hc;
   }
 
+  /**
+   * Host networking: the container binds its own port on its node, so `80` and `80:80` are the
+   * fixed host port 80. `8080:80` is the routing mesh's contract (Swarm's, and jaco's ingress): port
+   * 8080 answers on every node and reaches the replicas, which bind 80 on theirs.
+   */
   private ports(list: unknown[]): void {
     const ports: number[] = [];
+    const published: PortSpec[] = [];
     list.forEach((p, i) => {
       const at = this.at('ports', i);
       let target: string;
-      let published: string | undefined;
+      let pub: string | undefined;
+      let protocol: 'tcp' | 'udp' = 'tcp';
       if (isObj(p)) {
         target = String(p.target);
-        published = p.published === undefined ? undefined : String(p.published);
+        pub = p.published === undefined ? undefined : String(p.published);
+        if (p.protocol === 'udp') protocol = 'udp';
         if (p.host_ip !== undefined) this.warn([...at, 'host_ip'], 'host networking: a container binds the addresses it chooses; host_ip is ignored');
       } else {
+        if (/\/udp$/.test(String(p))) protocol = 'udp';
         const spec = String(p).replace(/\/(tcp|udp|sctp)$/, '');
         const parts = spec.split(':');
         target = parts[parts.length - 1]!;
-        published = parts.length >= 2 ? parts[parts.length - 2] : undefined;
+        pub = parts.length >= 2 ? parts[parts.length - 2] : undefined;
         if (parts.length === 3) this.warn(at, 'host networking: a container binds the addresses it chooses; the host IP is ignored');
       }
       const range = (r: string) => {
@@ -356,12 +365,13 @@ class ServiceMapper {
         return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, k) => a! + k);
       };
       const targets = range(target);
-      const publishedList = published ? range(published) : targets;
-      if (publishedList.length !== targets.length || publishedList.some((x, k) => x !== targets[k]))
-        return this.refuse(at, `host networking: the container's port is the node's port, so ${published}:${target} cannot be remapped; publish it as the same number (${target}:${target}), or have the container listen on ${published}`);
-      ports.push(...targets);
+      const publishedList = pub ? range(pub) : targets;
+      if (publishedList.length !== targets.length) return this.refuse(at, `${pub}:${target}: the published and container ranges differ in length`);
+      if (publishedList.every((x, k) => x === targets[k])) return void ports.push(...targets);
+      targets.forEach((t, k) => published.push({ name: `p${t}`, containerPort: t, hostPort: t, published: publishedList[k]!, ...(protocol === 'udp' ? { protocol } : {}) }));
     });
-    if (ports.length) this.out.ports = [...new Set(ports)];
+    const fixed = [...new Set(ports)].filter((n) => !published.some((q) => q.containerPort === n));
+    if (fixed.length || published.length) this.out.ports = [...fixed, ...published];
   }
 
   private volumes(list: unknown[]): void {
