@@ -652,6 +652,9 @@ export class Sim {
     const dt = 50 + Math.floor(this.r() * 1500);
     this.now += dt;
     this.timers.advance(dt);
+    // Timers start consistency checks: they finish before the next events arrive (a check that
+    // sees its watch move on gives up until the next period — here it always would).
+    await settle();
     this.deliver();
     await settle();
     this.elect();
