@@ -52,6 +52,10 @@ export function simulate(file: string, shard: number, shards: number): void {
           failures.push(`${e.message}\n  last steps:\n    ${sim.trace.slice(-15).join('\n    ')}\n  replay: SIM_SEED=${seed} SIM_TRACE=1 npx vitest run ${file}`);
         }
         for (const [k, n] of sim.injected) injected.set(k, (injected.get(k) ?? 0) + n);
+        // Long runs report as they go (a run cut short still says how far it got).
+        const done = seed - seeds[0]! + 1;
+        if (seeds.length >= 4000 && done % 1000 === 0)
+          console.log(`[sim ${shard}/${shards}] ${done} of ${seeds.length} seeds in ${((performance.now() - t0) / 1000).toFixed(0)} s; ${failures.length} failed${failures.length ? `: ${failures.map((f) => f.split('\n')[0]).join(' | ')}` : ''}`);
       }
       const ms = performance.now() - t0;
       console.log(
