@@ -20,6 +20,10 @@ describe('chaos on real etcd, controllers, agents and Docker', () => {
     const trace = report.trace.join('\n');
     expect(Object.values(report.faults).reduce((a, n) => a + n, 0), trace).toBeGreaterThanOrEqual(10);
     expect(report.violations, trace).toEqual([]);
+    // The act-level checks ran on the real run: placements and controller writes were checked.
+    expect(report.acts.placements).toBeGreaterThan(0);
+    expect(report.acts.writes).toBeGreaterThan(0);
+    expect(report.acts.unverifiable).toBe(0);
     expect(report.convergeMs, `not converged: ${report.lastNotConverged}\n${trace}`).toBeDefined();
     expect(report.convergeMs!).toBeLessThanOrEqual(60_000);
   });

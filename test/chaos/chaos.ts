@@ -13,7 +13,7 @@ import { FAST, PRODUCTION } from '../../src/timings.js';
 import { prng } from '../support/random.js';
 import { sleep } from '../support/wait.js';
 import { bounded, ChaosCluster, type Component, type EtcdNode } from './cluster.js';
-import { appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type Snapshot, type Violation } from './invariants.js';
+import { ActChecker, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
 
 export interface ChaosOptions {
   seed: number;
@@ -34,6 +34,8 @@ export interface ChaosReport {
   operator: Record<string, number>;
   violations: Violation[];
   samples: number;
+  /** What the act-level checks (audit record per placement, writes within a leader's term) covered. */
+  acts: ActCoverage;
   /** From the end of the faults until converged (undefined: not within convergeMs). */
   convergeMs?: number;
   lastNotConverged?: string;
@@ -120,6 +122,7 @@ export class Chaos {
   private globalHeld = 0;
   private globalFreeAt = 0;
   private stray: StrayTracker;
+  private acts = new ActChecker();
   samples = 0;
   last?: Snapshot;
 
@@ -241,7 +244,8 @@ export class Chaos {
     }
     this.samples++;
     this.last = s;
-    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, this.allowed)]) {
+    const acts = await this.acts.check(this.c.store, s);
+    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, this.allowed), ...acts]) {
       const k = `${v.invariant}|${v.detail}`;
       if (this.seenViolations.has(k)) continue;
       this.seenViolations.add(k);
@@ -445,7 +449,7 @@ export class Chaos {
         await sleep(500);
       }
       this.log(converged === undefined ? `NOT converged within ${convergeMs} ms: ${why}` : `converged ${converged} ms after the faults stopped`);
-      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
+      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
     } finally {
       checking = false;
       await checker;
@@ -487,6 +491,7 @@ export function formatReport(r: ChaosReport): string {
     `chaos seed ${r.seed}: ${total} faults in ${(r.chaosMs / 1000).toFixed(0)} s, ${r.samples} samples of etcd and docker ps`,
     ...faults.map(([k, n]) => `  ${String(n).padStart(3)}  ${k}`),
     `  operator: ${Object.entries(r.operator).map(([k, n]) => `${k} ×${n}`).join(', ') || 'nothing'}`,
+    `  act checks: ${r.acts.placements} placements had their audit record checked, ${r.acts.writes} controller writes their leader's term (${Object.entries(r.acts.byType).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ×${n}`).join(', ')})${r.acts.unverifiable ? `, ${r.acts.unverifiable} unverifiable (compacted)` : ''}`,
     `  invariant violations: ${r.violations.length}${r.violations.map((v) => `\n    ${v.invariant}: ${v.detail}`).join('')}`,
     ...(r.errors.length ? [`  harness errors: ${r.errors.join('; ')}`] : []),
     `  converged: ${r.convergeMs === undefined ? `NO (${r.lastNotConverged})` : `${(r.convergeMs / 1000).toFixed(1)} s after the faults stopped`}`,

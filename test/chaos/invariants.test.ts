@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { appliedShape, lostApplies, notConverged, simViolations, StrayTracker, type Snapshot } from './invariants.js';
+import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, type AuditAt, type Snapshot } from './invariants.js';
 
 const spec: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 1 };
 const t = templateOf(1, spec);
@@ -24,7 +24,7 @@ const observed = (node: string, replica = 'd-s-0'): ReplicaObserved =>
 const container = (id: string, node: string, replica = 'd-s-0', hash = t.specHash) => ({ Id: id, Labels: { [LABELS.node]: node, [LABELS.replica]: replica, [LABELS.specHash]: hash } }) as never;
 
 function snap(over: Partial<Snapshot>): Snapshot {
-  return { at: 0, revision: 1, desired: [desired('n1')], observed: [observed('n1')], nodes: ['n1', 'n2'], deployments: [dep], rollouts: [], drains: [], running: [container('a', 'n1')], ...over };
+  return { at: 0, revision: 1, desired: [desired('n1')], observed: [observed('n1')], nodes: ['n1', 'n2'], deployments: [dep], rollouts: [], drains: [], running: [container('a', 'n1')], desiredKeys: [], audits: [], leaders: [], ...over };
 }
 
 describe('the chaos checker', () => {
@@ -74,5 +74,40 @@ describe('the chaos checker', () => {
     expect(notConverged(snap({ desired: [] }))).toMatch(/0 desired of 1/);
     expect(notConverged(snap({ running: [container('a', 'n1'), container('z', 'n2', 'd-s-9')] }))).toMatch(/^orphan: n2\/d-s-9/);
     expect(notConverged(snap({ deployments: [{ ...dep, spec: { services: { s: { ...spec, image: 'jaco-demo/busybox:2' } } } }] }))).toMatch(/desired at an older spec/);
+  });
+
+  it('every act has its audit record: a desired key created at revision R needs a record created at R that names its replica', () => {
+    const p = { key: 'desired/n2/d-s-0', createRevision: 40, replica: 'd-s-0', node: 'n2' };
+    const rec = (createRevision: number, type: string, payload: object): AuditAt => ({ key: `audit/${createRevision}-${type}`, createRevision, type, actor: 'scheduler', payload: JSON.stringify(payload) });
+    const table: [string, AuditAt[], RegExp | undefined][] = [
+      ['placed, recorded in its transaction', [rec(40, 'replica_placed', { replica: 'd-s-0', node: 'n2' })], undefined],
+      ['re-placed after its node was lost', [rec(39, 'x', {}), rec(40, 'node_lost', { node: 'n1', replicas: ['d-s-0'] })], undefined],
+      ['a drain move’s destination', [rec(40, 'drain_move_started', { replica: 'd-s-0', src: 'n1', dst: 'n2' })], undefined],
+      ['no record at all', [], /created at revision 40 with no audit record/],
+      ['a record of an earlier transaction only', [rec(39, 'replica_placed', { replica: 'd-s-0' })], /with no audit record in that transaction/],
+      ['a record of a later transaction only', [rec(41, 'replica_moved', { replica: 'd-s-0' })], /with no audit record in that transaction/],
+      ['a record in its transaction about another replica', [rec(40, 'replica_placed', { replica: 'd-s-01' })], /\(replica_placed\) do not name d-s-0/],
+    ];
+    for (const [why, audits, want] of table) {
+      const got = unauditedPlacement(p, audits);
+      if (want) expect(got, why).toMatch(want);
+      else expect(got, why).toBeUndefined();
+    }
+  });
+
+  it('no write from a deposed leader lands: a controller’s write needs one of its terms in force at its revision', () => {
+    const w = { what: 'replica_placed (audit/1)', revision: 50, controller: 'scheduler' };
+    const key = (lease: string, createRevision: number) => ({ key: `leaders/scheduler/${lease}`, createRevision });
+    const table: [string, ReturnType<typeof key>[], RegExp | undefined][] = [
+      ['its leader’s key alive', [key('a', 10)], undefined],
+      ['a leader and a standby alive', [key('b', 30), key('a', 10)], undefined],
+      ['every key gone (leases expired or revoked): the writer was deposed', [], /no scheduler term was in force/],
+      ['only a key created after the write', [key('c', 60)], /before the term of leaders\/scheduler\/c began/],
+    ];
+    for (const [why, leaders, want] of table) {
+      const got = deposedLeaderWrite(w, leaders);
+      if (want) expect(got, why).toMatch(want);
+      else expect(got, why).toBeUndefined();
+    }
   });
 });

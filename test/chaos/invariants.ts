@@ -3,10 +3,11 @@
 // adapter: they are pure over a snapshot), and the checks only the real thing has — containers
 // without a desired replica, duplicate containers, acknowledged applies — plus convergence.
 import type Docker from 'dockerode';
+import type { IKeyValue } from 'etcd3';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
-import type { Deployment, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
+import type { AuditEvent, Deployment, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
 import { withTimeout, type Store } from '../../src/store/store.js';
 import { movesWithinBudget, noUnknownNodes, oneCopyOutsideMoves } from '../sim/invariants.js';
 import type { Sim } from '../sim/world.js';
@@ -23,6 +24,26 @@ export interface Snapshot {
   drains: NodeDrain[];
   /** Running containers of this cluster. */
   running: Docker.ContainerInfo[];
+  /** The desired keys (relative to the prefix) with their etcd create revisions, as read. */
+  desiredKeys: RevKey[];
+  /** The audit records alive at this revision (they live on leases: a revoke removes them early). */
+  audits: AuditAt[];
+  /** The election keys alive at this revision (leaders/<controller>/<lease>). */
+  leaders: RevKey[];
+}
+
+/** A key (relative to the store prefix) and the revision of the transaction that created it. */
+export interface RevKey {
+  key: string;
+  createRevision: number;
+}
+
+/** An audit record as etcd holds it: created once, in the transaction of the act it records. */
+export interface AuditAt extends RevKey {
+  type: string;
+  actor: string;
+  /** The record's payload, as JSON. */
+  payload: string;
 }
 
 /** Docker first, then etcd at one revision: a container seen running had its chance to be in etcd. */
@@ -36,12 +57,14 @@ async function read(store: Store, containers: () => Promise<Docker.ContainerInfo
   const first = await store.listRaw(keys.desiredOf());
   const rev = first.revision;
   const read = async <T>(prefix: string): Promise<T[]> => (await store.listRaw(prefix, rev)).kvs.map((kv) => JSON.parse(kv.value.toString()) as T);
-  const [observed, nodes, deployments, rollouts, drains] = await Promise.all([
+  const [observed, nodes, deployments, rollouts, drains, audits, leaders] = await Promise.all([
     read<ReplicaObserved>(keys.observedOf()),
     store.listRaw(keys.nodes(), rev, { keysOnly: true }),
     read<Deployment>(keys.deployments()),
     read<RolloutPlan>(keys.rollouts()),
     read<NodeDrain>(keys.drains()),
+    auditsAt(store, rev),
+    leadersAt(store, '', rev),
   ]);
   return {
     at,
@@ -53,7 +76,27 @@ async function read(store: Store, containers: () => Promise<Docker.ContainerInfo
     rollouts,
     drains,
     running,
+    desiredKeys: first.kvs.map((kv) => revKey(store, kv)),
+    audits,
+    leaders,
   };
+}
+
+const revKey = (store: Store, kv: IKeyValue): RevKey => ({ key: kv.key.toString().slice(store.prefix.length), createRevision: Number(kv.create_revision) });
+
+/** The audit records alive at a revision (a past one too, while etcd has not compacted it). */
+export async function auditsAt(store: Store, revision: number): Promise<AuditAt[]> {
+  const { kvs } = await store.listRaw(keys.audits(), revision);
+  return kvs.map((kv) => {
+    const ev = JSON.parse(kv.value.toString()) as AuditEvent;
+    return { ...revKey(store, kv), type: ev.spec.type, actor: ev.spec.actor, payload: JSON.stringify(ev.spec.payload ?? {}) };
+  });
+}
+
+/** The election keys of one controller ('' for all) alive at a revision. */
+export async function leadersAt(store: Store, controller: string, revision: number): Promise<RevKey[]> {
+  const prefix = controller ? keys.leaders(controller) : keys.leaders('').slice(0, -1);
+  return (await store.listRaw(prefix, revision, { keysOnly: true })).kvs.map((kv) => revKey(store, kv));
 }
 
 /** The simulation's invariants read `sim.desired()` and `sim.nodes`: the same over a real snapshot. */
@@ -183,4 +226,130 @@ export function notConverged(s: Snapshot): string | undefined {
   const stray = strayContainers(s);
   if (stray.size) return [...stray.values()][0];
   return undefined;
+}
+
+// ---------------------------------------------------------------- act-level invariants, from etcd's revisions
+//
+// The simulation checks these on every transaction as it lands (test/sim/invariants.ts). Against
+// the real etcd the checker sees no transactions, only what etcd keeps of them: each key's
+// create_revision and mod_revision, and reads at a past revision (etcd keeps every revision until
+// it is compacted; nothing compacts in the chaos cluster). One transaction is one revision, so
+// "written in the same transaction" is "created at the same revision".
+
+/** A desired key created during the run: a replica placed on its node (new, re-placed or moved there). */
+export interface Placement extends RevKey {
+  replica: string;
+  node: string;
+}
+
+/**
+ * Every act has its audit record: a desired key's creation (a replica placed, re-placed after a
+ * lost node, or a move's destination) lands with an audit record created in the same revision —
+ * the same transaction — that names the replica. `audits` are the records alive at the key's
+ * create revision (read at that revision: a record revoked since is still there). Returns what is
+ * wrong, or undefined.
+ */
+export function unauditedPlacement(p: Placement, audits: readonly AuditAt[]): string | undefined {
+  const same = audits.filter((a) => a.createRevision === p.createRevision);
+  if (!same.length) return `${p.key} created at revision ${p.createRevision} with no audit record in that transaction`;
+  if (!same.some((a) => a.payload.includes(JSON.stringify(p.replica)))) return `${p.key} created at revision ${p.createRevision}; that transaction's audit records (${same.map((a) => a.type).join(', ')}) do not name ${p.replica}`;
+  return undefined;
+}
+
+/** A controller's write etcd can attribute: an audit record (its actor is the controller) and the transaction it landed in. */
+export interface AttributedWrite {
+  what: string;
+  revision: number;
+  controller: string;
+}
+
+/**
+ * No write from a deposed leader lands: a write attributed to an elected controller lands within a
+ * term of that controller's leadership. `leaders` are the controller's election keys alive at the
+ * write's revision (read at that revision); the term in force is the lowest create revision's, and
+ * there must be one: none alive means every term had ended (deleted keys: leases expired or revoked)
+ * and the write came from a leader already deposed. A term cannot have begun after the write (a
+ * create revision above it is reported too). Returns what is wrong, or undefined.
+ */
+export function deposedLeaderWrite(w: AttributedWrite, leaders: readonly RevKey[]): string | undefined {
+  if (!leaders.length) return `${w.what} by ${w.controller} landed at revision ${w.revision}, when no ${w.controller} term was in force (no election key under leaders/${w.controller}/)`;
+  const term = leaders.reduce((a, b) => (b.createRevision < a.createRevision ? b : a));
+  if (term.createRevision >= w.revision) return `${w.what} by ${w.controller} landed at revision ${w.revision}, before the term of ${term.key} began (revision ${term.createRevision})`;
+  return undefined;
+}
+
+/** Figures of the act-level checks over a run. */
+export interface ActCoverage {
+  /** Desired keys whose creation was checked for its audit record. */
+  placements: number;
+  /** Controller writes (audited transactions) checked against the controller's terms. */
+  writes: number;
+  /** By audit type: the records those writes carried. */
+  byType: Record<string, number>;
+  /** Items that could not be read at their revision (compacted) — none expected. */
+  unverifiable: number;
+}
+
+/**
+ * The act-level invariants over the run, sample by sample: each desired key seen for the first time
+ * (key and create revision) is checked by unauditedPlacement against the audit records read at its
+ * create revision; each audit record seen for the first time (alive in a sample, or found for a
+ * placement) whose actor is an elected controller is checked by deposedLeaderWrite against that
+ * controller's election keys read at the record's revision. An item whose read fails (no quorum) is
+ * tried again at the next sample.
+ */
+export class ActChecker {
+  private placements = new Set<string>();
+  private writes = new Set<string>();
+  /** Controllers seen campaigning: the elected ones (ingress and node agents are not; the CLI is not a controller). */
+  private elected = new Set<string>();
+  readonly coverage: ActCoverage = { placements: 0, writes: 0, byType: {}, unverifiable: 0 };
+
+  constructor(private readonly readTimeoutMs = 5000) {}
+
+  async check(store: Store, s: Snapshot): Promise<Violation[]> {
+    const out: Violation[] = [];
+    for (const l of s.leaders) this.elected.add(l.key.split('/')[1]!);
+    const at = new Map<number, Promise<AuditAt[]>>();
+    const auditsOf = (rev: number) => at.get(rev) ?? (at.set(rev, withTimeout(auditsAt(store, rev), this.readTimeoutMs, 'audit read')), at.get(rev)!);
+    const found: AuditAt[] = [];
+    for (const d of s.desired) {
+      const k = s.desiredKeys.find((x) => x.key === keys.desired(d.spec.node, d.spec.replica));
+      if (!k) continue;
+      const id = `${k.key}@${k.createRevision}`;
+      if (this.placements.has(id)) continue;
+      const audits = await this.attempt(() => auditsOf(k.createRevision));
+      if (audits === 'retry') continue;
+      this.placements.add(id);
+      if (audits === 'compacted') continue;
+      this.coverage.placements++;
+      const bad = unauditedPlacement({ ...k, replica: d.spec.replica, node: d.spec.node }, audits);
+      if (bad) out.push({ at: s.at, invariant: 'every act has its audit record', detail: bad });
+      found.push(...audits.filter((a) => a.createRevision === k.createRevision));
+    }
+    for (const a of [...s.audits, ...found]) {
+      if (this.writes.has(a.key) || !this.elected.has(a.actor)) continue;
+      const leaders = await this.attempt(() => withTimeout(leadersAt(store, a.actor, a.createRevision), this.readTimeoutMs, 'leaders read'));
+      if (leaders === 'retry') continue;
+      this.writes.add(a.key);
+      if (leaders === 'compacted') continue;
+      this.coverage.writes++;
+      this.coverage.byType[a.type] = (this.coverage.byType[a.type] ?? 0) + 1;
+      const bad = deposedLeaderWrite({ what: `${a.type} (${a.key})`, revision: a.createRevision, controller: a.actor }, leaders);
+      if (bad) out.push({ at: s.at, invariant: 'no write from a deposed leader lands', detail: bad });
+    }
+    return out;
+  }
+
+  private async attempt<T>(read: () => Promise<T>): Promise<T | 'retry' | 'compacted'> {
+    try {
+      return await read();
+    } catch (e) {
+      if (/compacted/i.test((e as Error).message)) {
+        this.coverage.unverifiable++;
+        return 'compacted';
+      }
+      return 'retry';
+    }
+  }
 }
