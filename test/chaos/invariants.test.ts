@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, type AuditAt, type Snapshot } from './invariants.js';
+import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
 
 const spec: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 1 };
 const t = templateOf(1, spec);
@@ -108,6 +108,25 @@ describe('the chaos checker', () => {
       const got = deposedLeaderWrite(w, leaders);
       if (want) expect(got, why).toMatch(want);
       else expect(got, why).toBeUndefined();
+    }
+  });
+
+  it('no write from a deposed leader lands, per process: one writer’s records all land under its own identity’s terms', () => {
+    expect(writerOf('audit/000001764000000000-ab12-00000007')).toBe('ab12');
+    const leader = (identity: string, lease = identity) => ({ key: `leaders/scheduler/${lease}`, createRevision: 1, identity });
+    const write = (writer: string, revision: number) => ({ what: `w@${revision}`, revision, controller: 'scheduler', writer });
+    const table: [string, [ReturnType<typeof write>, ReturnType<typeof leader>][], RegExp | undefined][] = [
+      ['one process, one leader', [[write('p1', 10), leader('A')], [write('p1', 20), leader('A')]], undefined],
+      ['one process across two of its own terms (re-elected on a new lease)', [[write('p1', 10), leader('A', 'l1')], [write('p1', 30), leader('A', 'l2')]], undefined],
+      ['failover: the new leader is another process', [[write('p1', 10), leader('A')], [write('p2', 30), leader('B')]], undefined],
+      ['the old leader writes after the other copy took over', [[write('p1', 10), leader('A')], [write('p2', 30), leader('B')], [write('p1', 31), leader('B')]], /process p1 wrote under A's term \(revision 10\) and w@31 under B's/],
+      ['the same process, other controller, is separate', [[write('p1', 10), leader('A')], [{ ...write('p1', 11), controller: 'rollout' }, leader('B')]], undefined],
+    ];
+    for (const [why, writes, want] of table) {
+      const seen = new Map<string, { identity: string; revision: number }>();
+      const got = writes.map(([w, l]) => writeUnderAnotherLeader(w, l, seen)).filter(Boolean);
+      if (want) expect(got, why).toEqual([expect.stringMatching(want)]);
+      else expect(got, why).toEqual([]);
     }
   });
 });

@@ -29,7 +29,7 @@ export interface Snapshot {
   /** The audit records alive at this revision (they live on leases: a revoke removes them early). */
   audits: AuditAt[];
   /** The election keys alive at this revision (leaders/<controller>/<lease>). */
-  leaders: RevKey[];
+  leaders: ElectionKey[];
 }
 
 /** A key (relative to the store prefix) and the revision of the transaction that created it. */
@@ -93,10 +93,15 @@ export async function auditsAt(store: Store, revision: number): Promise<AuditAt[
   });
 }
 
-/** The election keys of one controller ('' for all) alive at a revision. */
-export async function leadersAt(store: Store, controller: string, revision: number): Promise<RevKey[]> {
+/** An election key: leaders/<controller>/<lease>, its value the candidate's identity (host/pid …). */
+export interface ElectionKey extends RevKey {
+  identity?: string;
+}
+
+/** The election keys of one controller ('' for all) alive at a revision, with their identities. */
+export async function leadersAt(store: Store, controller: string, revision: number): Promise<ElectionKey[]> {
   const prefix = controller ? keys.leaders(controller) : keys.leaders('').slice(0, -1);
-  return (await store.listRaw(prefix, revision, { keysOnly: true })).kvs.map((kv) => revKey(store, kv));
+  return (await store.listRaw(prefix, revision)).kvs.map((kv) => ({ ...revKey(store, kv), identity: kv.value.toString() }));
 }
 
 /** The simulation's invariants read `sim.desired()` and `sim.nodes`: the same over a real snapshot. */
@@ -272,10 +277,40 @@ export interface AttributedWrite {
  * create revision above it is reported too). Returns what is wrong, or undefined.
  */
 export function deposedLeaderWrite(w: AttributedWrite, leaders: readonly RevKey[]): string | undefined {
-  if (!leaders.length) return `${w.what} by ${w.controller} landed at revision ${w.revision}, when no ${w.controller} term was in force (no election key under leaders/${w.controller}/)`;
-  const term = leaders.reduce((a, b) => (b.createRevision < a.createRevision ? b : a));
+  const term = leaderOf(leaders);
+  if (!term) return `${w.what} by ${w.controller} landed at revision ${w.revision}, when no ${w.controller} term was in force (no election key under leaders/${w.controller}/)`;
   if (term.createRevision >= w.revision) return `${w.what} by ${w.controller} landed at revision ${w.revision}, before the term of ${term.key} began (revision ${term.createRevision})`;
   return undefined;
+}
+
+/** The leader at a revision: the lowest create revision among its controller's election keys then. */
+export function leaderOf(leaders: readonly ElectionKey[]): ElectionKey | undefined {
+  return leaders.length ? leaders.reduce((a, b) => (b.createRevision < a.createRevision ? b : a)) : undefined;
+}
+
+/** The process that wrote an audit record: ids are <epoch ms>-<per-process nonce>-<sequence> (src/store/audit.ts). */
+export function writerOf(auditKey: string): string | undefined {
+  return auditKey.slice(keys.audits().length).split('-')[1];
+}
+
+/**
+ * No write from a deposed leader lands, per process: the records of one writer process (one audit
+ * nonce: one controller in one process, whose identity never changes) all land under that process's
+ * own terms — so the leader in force at each of its writes has one identity. A process whose writes
+ * landed under two leaders' identities wrote at least once while the other copy led: a deposed
+ * leader's write. `seen` maps controller/nonce to the first leader identity and revision seen for
+ * it (updated); returns what is wrong, or undefined.
+ */
+export function writeUnderAnotherLeader(w: AttributedWrite & { writer: string }, leader: ElectionKey, seen: Map<string, { identity: string; revision: number }>): string | undefined {
+  if (leader.identity === undefined) return undefined;
+  const k = `${w.controller}/${w.writer}`;
+  const first = seen.get(k);
+  if (!first) {
+    seen.set(k, { identity: leader.identity, revision: w.revision });
+    return undefined;
+  }
+  if (first.identity === leader.identity) return undefined;
+  return `${w.controller} process ${w.writer} wrote under ${first.identity}'s term (revision ${first.revision}) and ${w.what} under ${leader.identity}'s (${leader.key}, revision ${w.revision}): one of them was written by a copy that was not the leader`;
 }
 
 /** Figures of the act-level checks over a run. */
@@ -303,6 +338,8 @@ export class ActChecker {
   private writes = new Set<string>();
   /** Controllers seen campaigning: the elected ones (ingress and node agents are not; the CLI is not a controller). */
   private elected = new Set<string>();
+  /** Per controller/audit nonce (one writer process): the leader identity its first checked write landed under. */
+  private writers = new Map<string, { identity: string; revision: number }>();
   readonly coverage: ActCoverage = { placements: 0, writes: 0, byType: {}, unverifiable: 0 };
 
   constructor(private readonly readTimeoutMs = 5000) {}
@@ -335,7 +372,10 @@ export class ActChecker {
       if (leaders === 'compacted') continue;
       this.coverage.writes++;
       this.coverage.byType[a.type] = (this.coverage.byType[a.type] ?? 0) + 1;
-      const bad = deposedLeaderWrite({ what: `${a.type} (${a.key})`, revision: a.createRevision, controller: a.actor }, leaders);
+      const w = { what: `${a.type} (${a.key})`, revision: a.createRevision, controller: a.actor };
+      const writer = writerOf(a.key);
+      const leader = leaderOf(leaders);
+      const bad = deposedLeaderWrite(w, leaders) ?? (writer && leader ? writeUnderAnotherLeader({ ...w, writer }, leader, this.writers) : undefined);
       if (bad) out.push({ at: s.at, invariant: 'no write from a deposed leader lands', detail: bad });
     }
     return out;
