@@ -330,8 +330,8 @@ export interface ActCoverage {
  * (key and create revision) is checked by unauditedPlacement against the audit records read at its
  * create revision; each audit record seen for the first time (alive in a sample, or found for a
  * placement) whose actor is an elected controller is checked by deposedLeaderWrite against that
- * controller's election keys read at the record's revision. An item whose read fails (no quorum) is
- * tried again at the next sample.
+ * controller's election keys read at the record's revision. When a read fails (no quorum, or no
+ * answer within the timeout) the sample stops there and the rest is tried at the next one.
  */
 export class ActChecker {
   private placements = new Set<string>();
@@ -356,7 +356,7 @@ export class ActChecker {
       const id = `${k.key}@${k.createRevision}`;
       if (this.placements.has(id)) continue;
       const audits = await this.attempt(() => auditsOf(k.createRevision));
-      if (audits === 'retry') continue;
+      if (audits === 'retry') return out; // etcd not answering: the rest waits for the next sample
       this.placements.add(id);
       if (audits === 'compacted') continue;
       this.coverage.placements++;
@@ -367,7 +367,7 @@ export class ActChecker {
     for (const a of [...s.audits, ...found]) {
       if (this.writes.has(a.key) || !this.elected.has(a.actor)) continue;
       const leaders = await this.attempt(() => withTimeout(leadersAt(store, a.actor, a.createRevision), this.readTimeoutMs, 'leaders read'));
-      if (leaders === 'retry') continue;
+      if (leaders === 'retry') return out;
       this.writes.add(a.key);
       if (leaders === 'compacted') continue;
       this.coverage.writes++;
