@@ -19,8 +19,10 @@ if [ $# -gt 0 ]; then
 else
   # e2e tests run real containers against real timings: give them the machine to themselves
   # instead of interleaving them with the other tiers on two cores.
-  echo "== unit and integration tests"
-  npx vitest run --project unit --project integration --project sim
+  echo "== unit, integration and simulation tests"
+  # Two workers on two cores (vitest's default leaves one idle): the simulation's halves and the
+  # integration files (one etcd member each) run side by side.
+  npx vitest run --project unit --project integration --project sim --maxWorkers=2
   echo "== end-to-end tests (real etcd, real Docker)"
   npx vitest run --project e2e
   echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
