@@ -5,9 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
-import { replicaRunning } from '../../src/api/readiness.js';
 import { specHash } from '../../src/api/spec.js';
-import { API_VERSION, type Deployment, type ReplicaDesired, type ReplicaObserved, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
+import { API_VERSION, type Deployment, type ReplicaDesired, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
 import { FAST } from '../../src/timings.js';
 import { sampler, startCluster, type Proc, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
@@ -34,17 +33,7 @@ afterAll(async () => {
   await c?.stop();
 });
 
-/** Replicas of app/web (by desired key) without any running copy, as etcd's observed state says. */
-async function notRunningObserved(): Promise<string[]> {
-  const [desired, observed] = await Promise.all([c.store.list<ReplicaDesired>(keys.desiredOf()), c.store.list<ReplicaObserved>(keys.observedOf())]);
-  const obs = new Map(observed.items.map((o) => [o.key.slice('observed/'.length), o.value]));
-  const running = new Map<string, boolean>();
-  for (const { value: d } of desired.items) {
-    if (d.spec.deployment !== 'app') continue;
-    running.set(d.spec.replica, (running.get(d.spec.replica) ?? false) || replicaRunning(obs.get(`${d.spec.node}/${d.spec.replica}`)));
-  }
-  return [...running].filter(([, r]) => !r).map(([id]) => id);
-}
+const notRunningObserved = () => c.replicasNotRunning('app');
 
 /** Replicas of app/web without a running container, as Docker says. */
 async function notRunningContainers(): Promise<string[]> {

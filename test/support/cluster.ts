@@ -9,6 +9,7 @@ import Docker from 'dockerode';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
+import { replicaRunning } from '../../src/api/readiness.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import type { Store } from '../../src/store/store.js';
@@ -147,6 +148,18 @@ export class TestCluster {
 
   async observed(): Promise<ReplicaObserved[]> {
     return (await this.store.list<ReplicaObserved>(keys.observedOf())).items.map((i) => i.value);
+  }
+
+  /** Replicas of a deployment (by desired key) without any running copy, as etcd's observed state says. */
+  async replicasNotRunning(deployment: string): Promise<string[]> {
+    const [desired, observed] = await Promise.all([this.store.list<ReplicaDesired>(keys.desiredOf()), this.store.list<ReplicaObserved>(keys.observedOf())]);
+    const obs = new Map(observed.items.map((o) => [o.key.slice('observed/'.length), o.value]));
+    const running = new Map<string, boolean>();
+    for (const { value: d } of desired.items) {
+      if (d.spec.deployment !== deployment) continue;
+      running.set(d.spec.replica, (running.get(d.spec.replica) ?? false) || replicaRunning(obs.get(`${d.spec.node}/${d.spec.replica}`)));
+    }
+    return [...running].filter(([, r]) => !r).map(([id]) => id);
   }
 
   /** Containers of this cluster, optionally on one simulated node. */
