@@ -3,7 +3,7 @@
 // adapter: they are pure over a snapshot), and the checks only the real thing has — containers
 // without a desired replica, duplicate containers, acknowledged applies — plus convergence.
 import type Docker from 'dockerode';
-import type { IKeyValue } from 'etcd3';
+import type { IKeyValue } from '../../src/store/wire.js';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';

@@ -7,7 +7,7 @@
 // new one from its own revision), loses events (a client bug: healed by the consistency check),
 // or is cancelled because its next revision was compacted; a commit whose reply is lost.
 import { EventEmitter } from 'node:events';
-import { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IWatchResponse } from 'etcd3';
+import { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IWatchResponse } from '../../src/store/wire.js';
 import { ValueReader, type SourceState } from '../../src/store/reflector.js';
 import { MAX_REQUEST_BYTES, type RangeFacts, type Store } from '../../src/store/store.js';
 import { conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
