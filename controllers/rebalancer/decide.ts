@@ -9,11 +9,12 @@ import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
-import type { ReplicaIndex } from '../../src/runtime/replicas.js';
+import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
+import type { Op } from '../../src/store/writer.js';
 import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
 import { placerFor, type EligibilityRevisions } from '../placement/input.js';
@@ -56,8 +57,6 @@ export interface RebalancerState {
   nodes: ReadonlyMap<string, NodeState>;
   /** Node → when it last received a move (node cooldown). */
   received: ReadonlyMap<string, number>;
-  /** Replica → its last move (the ping-pong exclusion: not moved back to `from` for an hour). */
-  moved: ReadonlyMap<string, { from: string; to: string; at: number }>;
   /** Skip key → the reason last recorded in the audit log, and when (no flooding). */
   audited: ReadonlyMap<string, { reason: SkipReason; at: number }>;
   /** Pending service (`<deployment>/<service>`) → when this leader first saw it unschedulable for capacity. */
@@ -67,7 +66,7 @@ export interface RebalancerState {
 }
 
 export function initialState(): RebalancerState {
-  return { cycles: 0, nodes: new Map(), received: new Map(), moved: new Map(), audited: new Map() };
+  return { cycles: 0, nodes: new Map(), received: new Map(), audited: new Map() };
 }
 
 /** What the cycle reads: the cache's view (snapshot.ts builds it) and the fresh pressure samples. */
@@ -421,7 +420,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
         continue;
       }
       const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-      const movedAway = lastMoveAway(state, copy, now, config);
+      const movedAway = lastMoveAway(copy, now, config);
       const { best, furthest, all } = destinations(table, fp, req, placer, movedAway, full, config);
       const shown = best ?? furthest!;
       Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
@@ -482,15 +481,30 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
   }
 
+  // Moves for spread and coalescing: the same view, act and audit record, told apart by trigger.
+  const viewOf = new Map(views.map((v) => [v.node, v]));
+  const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
+  const startedMove = (trigger: 'spread' | 'coalesce', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
+    const [from, to] = [viewOf.get(m.src), viewOf.get(m.dst)];
+    const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
+    move = { trigger, replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, moveId };
+    stoppedBy = 'none';
+    acts.push({
+      label: `rebalance ${trigger} ${m.replica} ${m.src}→${m.dst}`,
+      ops,
+      audit: [{ type: 'rebalance_moved', time: now, deployment: m.deployment, payload: { replica_id: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, trigger, move_id: moveId, ...payload } }],
+      effect: { kind: 'move', trigger, replica: m.replica, src: m.src, dst: m.dst },
+    });
+  };
+
   // 7. Spread skew, once the pressure path has had its turn: still one move per cycle, cluster-wide,
   // and none while a rebalancer move is in flight. Destinations keep under the pressure cap.
-  const viewOf = new Map(views.map((v) => [v.node, v]));
   const spread = planSpread({
     book,
     placer: placerOnce,
     now,
     cooldownReplicaMs: config.cooldownReplicaMs,
-    moveTimeoutMs: (e) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs),
+    moveTimeoutMs,
     exclusion: exclusionOf,
     dstRefusal: (node, copy) => {
       if (received.has(node)) return `received a move ${formatDuration(now - received.get(node)!)} ago (node cooldown)`;
@@ -499,29 +513,13 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
       return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
     },
-    movedFrom: (copy) => lastMoveAway(state, copy, now, config)?.from,
+    movedFrom: (copy) => lastMoveAway(copy, now, config)?.from,
     // A node at or over the trigger is the more urgent problem: spread waits for the pressure path.
     mayMove: countedCycle && !move && moving === 0 && !(src && atLeast(src.pressure, config.trigger)),
   });
   if (spread.move) {
     const m = spread.move.view;
-    const src = viewOf.get(m.src);
-    const dst = viewOf.get(m.dst)!;
-    move = { trigger: 'spread', replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: dst.dominant, relief: 0, score: 0, srcBefore: src?.pressure ?? 0, srcAfter: src?.pressure ?? 0, dstBefore: dst.pressure, dstAfter: dst.pressure, moveId: spread.move.moveId };
-    stoppedBy = 'none';
-    acts.push({
-      label: `rebalance spread ${m.replica} ${m.src}→${m.dst}`,
-      ops: spread.move.start.ops,
-      audit: [
-        {
-          type: 'rebalance_moved',
-          time: now,
-          deployment: m.deployment,
-          payload: { replica_id: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, trigger: 'spread', counts_before: m.counts, skew_before: m.skew, move_id: spread.move.moveId, detail: m.detail },
-        },
-      ],
-      effect: { kind: 'move', trigger: 'spread', replica: m.replica, src: m.src, dst: m.dst },
-    });
+    startedMove('spread', m, spread.move.start.ops, spread.move.moveId, { counts_before: m.counts, skew_before: m.skew, detail: m.detail });
   }
 
   // 8. Coalescing: room for a replica the scheduler cannot place for capacity, by moving the
@@ -533,35 +531,11 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     pendingSince.set(key, since);
     return { ...p, since };
   });
-  const coalesce = planCoalesce({
-    book,
-    placer: placerOnce,
-    pending,
-    now,
-    graceMs: 2 * config.cycleMs,
-    exclusion: exclusionOf,
-    moveTimeoutMs: (e) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs),
-    mayMove: countedCycle && !move && moving === 0,
-  });
+  const coalesce = planCoalesce({ book, placer: placerOnce, pending, now, graceMs: 2 * config.cycleMs, exclusion: exclusionOf, moveTimeoutMs, mayMove: countedCycle && !move && moving === 0 });
   if (coalesce.move) {
     const { view, start, moveId } = coalesce.move;
     const first = view.plan[0]!;
-    const [src, dst] = [viewOf.get(first.from), viewOf.get(first.to)];
-    move = { trigger: 'coalesce', replica: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to, dominant: dst?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: src?.pressure ?? 0, srcAfter: src?.pressure ?? 0, dstBefore: dst?.pressure ?? 0, dstAfter: dst?.pressure ?? 0, moveId };
-    stoppedBy = 'none';
-    acts.push({
-      label: `rebalance coalesce ${first.replica} ${first.from}→${first.to}`,
-      ops: start.ops,
-      audit: [
-        {
-          type: 'rebalance_moved',
-          time: now,
-          deployment: first.deployment,
-          payload: { replica_id: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to, trigger: 'coalesce', for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, move_id: moveId, detail: view.detail },
-        },
-      ],
-      effect: { kind: 'move', trigger: 'coalesce', replica: first.replica, src: first.from, dst: first.to },
-    });
+    startedMove('coalesce', { replica: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to }, start.ops, moveId, { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail });
   }
 
   const plan: RebalancePlan = {
@@ -586,7 +560,6 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     ...(countedCycle ? { lastCycleAt: now } : state.lastCycleAt !== undefined ? { lastCycleAt: state.lastCycleAt } : {}),
     nodes: nextNodes,
     received,
-    moved: prune(state.moved, (m) => now - m.at < config.pingPongMs),
     audited,
     ...(pendingSince.size ? { pendingSince } : {}),
     ...(state.seeded ? { seeded: true } : {}),
@@ -595,51 +568,43 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
 }
 
 /**
- * The node a replica was last moved away from, within the ping-pong exclusion (seed 002): the
- * leader's own record, else the one its completed move left in the desired record (which a new
- * leader inherits).
+ * The node a replica was last moved away from, within the ping-pong exclusion (seed 002): what its
+ * completed move (drain or rebalancer) left in the desired record, so every leader sees it.
  */
-function lastMoveAway(state: RebalancerState, copy: Copy, now: number, config: Config): { from: string; agoMs: number } | undefined {
-  const local = state.moved.get(copy.desired.spec.replica);
-  const stored = copy.desired.spec.movedFrom;
-  const last = local ? { from: local.from, at: local.at } : stored ? { from: stored.node, at: Date.parse(stored.at) } : undefined;
-  return last && now - last.at < config.pingPongMs ? { from: last.from, agoMs: now - last.at } : undefined;
+function lastMoveAway(copy: Copy, now: number, config: Config): { from: string; agoMs: number } | undefined {
+  const last = copy.desired.spec.movedFrom;
+  const agoMs = last ? now - Date.parse(last.at) : Infinity;
+  return last && agoMs < config.pingPongMs ? { from: last.node, agoMs } : undefined;
 }
 
-/** Leader-local effects of the acts that landed: node cooldown, ping-pong record, recorded skips. */
+/** Leader-local effects of the acts that landed: node cooldown, recorded skips. */
 export function afterCommit(state: RebalancerState, landed: readonly RebalanceAct[], now: number): RebalancerState {
   const effects = landed.map((a) => a.effect).filter((e): e is Effect => !!e);
   if (!effects.length) return state;
   const received = new Map(state.received);
-  const moved = new Map(state.moved);
   const audited = new Map(state.audited);
   for (const e of effects) {
-    if (e.kind === 'move') {
-      received.set(e.dst, now);
-      moved.set(e.replica, { from: e.src, to: e.dst, at: now });
-    } else audited.set(e.key, { reason: e.reason, at: now });
+    if (e.kind === 'move') received.set(e.dst, now);
+    else audited.set(e.key, { reason: e.reason, at: now });
   }
-  return { ...state, received, moved, audited };
+  return { ...state, received, audited };
 }
 
 /**
  * A state rebuilt outside the leader (`jaco rebalance plan` when the leader does not answer):
  * EWMAs seeded from the latest samples, a node over the trigger assumed to have been over for
- * the required cycles, cooldowns and ping-pong records from recent rebalance_moved audit records.
+ * the required cycles, node cooldowns from recent rebalance_moved audit records (the ping-pong
+ * exclusion needs nothing: it is in the desired records).
  */
-export function seedState(samples: ReadonlyMap<string, PressureSample>, recentMoves: readonly { replica: string; src: string; dst: string; at: number }[], now: number, config: Config): RebalancerState {
+export function seedState(samples: ReadonlyMap<string, PressureSample>, recentMoves: readonly { dst: string; at: number }[], now: number, config: Config): RebalancerState {
   const nodes = new Map<string, NodeState>();
   for (const [name, s] of samples) {
     const ewma = fold(undefined, readingOf(s), now, config.ewmaWindowMs);
     nodes.set(name, { ewma, over: atLeast(composite(ewma).pressure, config.trigger) ? config.consecutiveCycles : 0 });
   }
   const received = new Map<string, number>();
-  const moved = new Map<string, { from: string; to: string; at: number }>();
-  for (const m of [...recentMoves].sort((a, b) => a.at - b.at)) {
-    if (now - m.at < config.cooldownNodeMs) received.set(m.dst, m.at);
-    if (now - m.at < config.pingPongMs) moved.set(m.replica, { from: m.src, to: m.dst, at: m.at });
-  }
-  return { ...initialState(), nodes, received, moved, seeded: true };
+  for (const m of [...recentMoves].sort((a, b) => a.at - b.at)) if (now - m.at < config.cooldownNodeMs) received.set(m.dst, m.at);
+  return { ...initialState(), nodes, received, seeded: true };
 }
 
 /** The destinations of a cycle, coolest first, with what their verdicts need. */

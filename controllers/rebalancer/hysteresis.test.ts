@@ -359,8 +359,11 @@ describe('leader-local bookkeeping', () => {
 
   it('seedState (the CLI without a leader): hot nodes assumed over, cooldowns from recent moves', () => {
     const w = cluster();
+    // web-0 came to a from c a minute ago: its desired record says so (the ping-pong exclusion).
+    const web0 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-0')!.desired.value.spec;
+    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString() };
     const snap = w.snapshot(T0, hotA());
-    const s = seedState(snap.samples, [{ replica: 'd-web-0', src: 'c', dst: 'a', at: T0 - MIN }], T0, config);
+    const s = seedState(snap.samples, [{ dst: 'a', at: T0 - MIN }], T0, config);
     expect(s.nodes.get('a')!.over).toBe(config.consecutiveCycles);
     expect(s.nodes.get('b')!.over).toBe(0);
     expect(s.received.get('a')).toBe(T0 - MIN);

@@ -52,14 +52,14 @@ async function askLeader(store: Store, timeoutMs: number): Promise<PlanReport | 
 export async function planFromStore(store: Store, config: Config, now = Date.now()): Promise<RebalancePlan> {
   const [cache, moved] = await Promise.all([Cache.read(store, REBALANCER_READS, logger('rebalance')), readAudit(store, { types: ['rebalance_moved'] })]);
   const snap = snapshotOf(cache, now, config);
-  const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ replica: String(e.spec.payload.replica_id), src: String(e.spec.payload.src), dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
+  const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
   const plan = decide(seedState(snap.samples, recent, now, config), snap, now, config, { explainOnly: true }).plan;
   return {
     ...plan,
     assumptions: [
       'EWMAs seeded from the latest samples (the leader smooths them over 5 minutes)',
       'a node at or over the trigger is assumed to have been so for the required consecutive cycles',
-      'node cooldowns and ping-pong exclusions rebuilt from recent rebalance_moved audit records',
+      'node cooldowns rebuilt from recent rebalance_moved audit records',
     ],
   };
 }
