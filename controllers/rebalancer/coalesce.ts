@@ -89,9 +89,9 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
       continue;
     }
-    const fitsOn = input.placer().candidates(pendingRequest(p));
-    if (fitsOn.length || input.placer().decide(pendingRequest(p)).chosen) {
-      views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn[0] ?? 'a node'}): the scheduler places it` });
+    const fitsOn = input.placer().decide(pendingRequest(p)).chosen;
+    if (fitsOn) {
+      views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn}): the scheduler places it` });
       continue;
     }
     const found = bestPlan(input, p);
@@ -149,15 +149,16 @@ function bestPlan(input: CoalesceInput, p: PendingService): Found {
   for (const node of placer.names) {
     const rej = placer.check(req, node, { antiAffinity });
     if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already, or no move can help here
-    const here = book.replicas.onNode(node).filter((e) => e.copies.length === 1);
+    const onNode = book.replicas.onNode(node);
+    const here = onNode.filter((e) => e.copies.length === 1);
     const movable = here.filter((e) => !(e.deployment === p.deployment && e.service === p.service) && !input.exclusion(e.copies, e.copies[0]!));
-    if (!movable.length) {
+    // Replicas already moving away from the node (an earlier move of this plan) count as gone.
+    const leaving = onNode.filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
+    if (!movable.length && !leaving.length) {
       onlyFixed ||= here.length > 0;
       continue;
     }
     triedMovable = true;
-    // Replicas already moving away from the node (an earlier move of this plan) count as gone.
-    const leaving = book.replicas.onNode(node).filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
     const blockers = order(movable, p.spec);
     const k = lowerBound(placer.headroom(node), placer.needs(p.spec, node), [...leaving, ...blockers], placer, node);
     if (k !== undefined) bounds.push({ node, blockers, leaving, k: Math.max(1, k - leaving.length) });
