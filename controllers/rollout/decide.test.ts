@@ -197,6 +197,22 @@ function running(spec: ServiceSpec = svc('img:1'), n = 3): World {
   return w;
 }
 
+/** A running service (img:1) with this update block, and the apply that rolls it to img:2; no pass yet. */
+function rollingTo2(update: ServiceSpec['update'], n = 3): World {
+  const w = running(svc('img:1', { replicas: n, update }), n);
+  w.apply('app', { web: svc('img:2', { replicas: n, update }) });
+  return w;
+}
+
+/** rollingTo2 after its first pass, the first step's replica ready at img:2 and a second gone by. */
+function firstStepReady(update: ServiceSpec['update']): World {
+  const w = rollingTo2(update);
+  w.pass();
+  w.converge();
+  w.now += 1000;
+  return w;
+}
+
 /** Two single-replica services, web (img:1) and db (db:1), running at revision 1. */
 function webAndDb(): World {
   const w = new World();
@@ -884,8 +900,7 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
     ['maxSurge 25% of 4 rounds up to 1', { parallelism: 2, maxUnavailable: 2, maxSurge: '25%' }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'stop-first']]],
     ['parallelism 0: as many as maxUnavailable allows', { parallelism: 0, maxUnavailable: 3 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first'], ['app-web-2', 'start-first']]],
   ])('%s', (_name, update, n, want) => {
-    const w = running(svc('img:1', { replicas: n, update }), n);
-    w.apply('app', { web: svc('img:2', { replicas: n, update }) });
+    const w = rollingTo2(update, n);
     w.pass();
     expect(lastSteps(w)).toEqual(want);
     expect(w.plan()).toMatchObject({ currentStep: want.length, totalSteps: n });
@@ -893,8 +908,7 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
 
   it('parallel steps are audited each with its own step number', () => {
     const update = { parallelism: 3, maxUnavailable: 3 };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
+    const w = rollingTo2(update);
     w.pass();
     expect(w.audit.filter((a) => a.type === 'rollout_step').map((a) => [a.payload.replica, a.payload.step, a.payload.total_steps])).toEqual([
       ['app-web-0', 1, 3],
@@ -906,8 +920,7 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
 
   it('a slot frees when a step finishes: the next replica goes in the same pass', () => {
     const update = { parallelism: 2, maxUnavailable: 2 };
-    const w = running(svc('img:1', { replicas: 4, update }), 4);
-    w.apply('app', { web: svc('img:2', { replicas: 4, update }) });
+    const w = rollingTo2(update, 4);
     w.pass();
     w.observe('app-web-1', {}); // app-web-1 is ready at the new revision; app-web-0 still starting
     w.observe('app-web-0', { state: 'starting', health: 'starting', replacing: { revision: 1, specHash: H1, containerId: 'c', state: 'running' } });
@@ -967,11 +980,7 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
 describe('delay, monitor and the progress deadline', () => {
   it('delay: the next step starts that long after the last one finished', () => {
     const update = { delay: '10s' };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
-    w.pass();
-    w.converge();
-    w.now += 1000;
+    const w = firstStepReady(update);
     const d = w.pass();
     expect(w.plan()?.currentStep).toBe(1);
     expect(d.wakeAt).toBe(w.now + 10_000);
@@ -986,11 +995,7 @@ describe('delay, monitor and the progress deadline', () => {
 
   it('monitor: a ready replica counts only after staying ready that long', () => {
     const update = { monitor: '20s' };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
-    w.pass();
-    w.converge();
-    w.now += 1000;
+    const w = firstStepReady(update);
     const d = w.pass();
     expect(w.plan()?.steps[0]).toMatchObject({ replica: 'app-web-0', readyAt: new Date(w.now).toISOString() });
     expect(w.plan()?.steps[0]?.finishedAt).toBeUndefined();
@@ -1006,11 +1011,7 @@ describe('delay, monitor and the progress deadline', () => {
 
   it('monitor: a replica that stops being ready within it fails its step (monitor_failed, or the health reason)', () => {
     const update = { monitor: '20s' };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
-    w.pass();
-    w.converge();
-    w.now += 1000;
+    const w = firstStepReady(update);
     w.pass();
     w.now += 5000;
     w.observe('app-web-0', { state: 'exited', exitCode: 137 });
@@ -1040,8 +1041,7 @@ describe('delay, monitor and the progress deadline', () => {
 
   it('progressDeadline counts from the last finished step, not from the start', () => {
     const update = { progressDeadline: '30s' };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
+    const w = rollingTo2(update);
     w.pass();
     w.now += 20_000;
     w.converge();
@@ -1058,8 +1058,7 @@ describe('delay, monitor and the progress deadline', () => {
 describe('failure actions and maxFailureRatio', () => {
   /** A 3-replica rollout whose replica `fail` never pulls; everything else starts. */
   function failing(update: ServiceSpec['update'], fail: string[]): World {
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
+    const w = rollingTo2(update);
     for (let i = 0; i < 12; i++) {
       w.pass();
       for (const { value: d } of w.under<ReplicaDesired>('desired/'))
@@ -1099,8 +1098,7 @@ describe('failure actions and maxFailureRatio', () => {
 
   it('update.rollback sets the revert\'s pace: parallelism and order', () => {
     const update = { stepTimeout: '10s', maxUnavailable: 3, rollback: { parallelism: 3, order: 'stop-first' as const } };
-    const w = running(svc('img:1', { update }));
-    w.apply('app', { web: svc('img:2', { update }) });
+    const w = rollingTo2(update);
     w.rounds(3); // steps 0 and 1 done, 2 in flight
     expect(w.hashes()).toEqual([H2, H2, H2]);
     w.observe('app-web-2', { state: 'pending', code: 'image_pull_failed', health: 'none' });
