@@ -533,10 +533,6 @@ function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: Roll
 /** How fast steps go: forward at update's pace, reverts at update.rollback's. */
 type Pace = Pick<UpdateControls, 'parallelism' | 'delayMs' | 'order' | 'maxSurge'>;
 
-/** Whether replacing a replica of this template runs its new container beside the old one (the node-agent's stopFirstFor rule). */
-/** A start-first step runs one extra container while it lasts (the agent's rule: src/api/spec.ts). */
-export const surges = startsFirst;
-
 /**
  * The replicas to step now, at most `slots`. Replicas that are not ready go first (stepping them
  * cannot cost availability), then by position. The disruption budget (update.maxUnavailable, shared
@@ -565,9 +561,13 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[], ctl: Pace, inFlight:
   // does a replica whose node is NotReady even if its last observation says running.
   const budget = serviceBudget(c);
   for (const g of c.groups) if (!g.suspended && !groupRunning(g) && !budget.disrupted.has(g.id)) budget.disrupted.set(g.id, 'down');
-  // Surge in flight: steps written start-first (counted until they finish, whether or not the
-  // agent has reported the extra container yet: the bound must hold before it does).
-  let surge = inFlight.filter((s) => c.groups.find((x) => x.id === s.replica)?.copies.some((d) => surges(d.value.spec.template))).length;
+  // Surge in flight: steps written start-first, by the agent's own rule (startsFirst), counted
+  // until they finish, whether or not the agent has reported the extra container yet: the bound
+  // must hold before it does.
+  let surge = inFlight.filter((s) => c.groups.find((x) => x.id === s.replica)?.copies.some((d) => startsFirst(d.value.spec.template))).length;
+  // Whether a step of a running replica at this pace would run its new container beside the old one.
+  const template = c.deployment.value.spec.services[c.service];
+  const paceStartsFirst = startsFirst({ ...(template ?? { image: '' }), update: { ...template?.update, order: ctl.order } });
   const picks: { group: ReplicaGroup; stopFirst: boolean }[] = [];
   let held: string | undefined;
   for (const g of candidates) {
@@ -580,9 +580,8 @@ function pickNext(pass: ServicePass, stale: ReplicaGroup[], ctl: Pace, inFlight:
         continue;
       }
     }
-    const template = c.deployment.value.spec.services[c.service];
     // A replica that is not running has no old container to keep: its order costs nothing.
-    const startFirst = running && surges({ ...(template ?? { image: '' }), update: { ...template?.update, order: ctl.order } });
+    const startFirst = running && paceStartsFirst;
     // Stop-first when this pace asks for it (a revert's own order), or when the surge is spent.
     const stopFirst = running && (ctl.order === 'stop-first' || (startFirst && surge >= ctl.maxSurge));
     if (startFirst && !stopFirst) surge++;
