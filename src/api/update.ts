@@ -41,15 +41,17 @@ export function maxUnavailableOf(spec: ServiceSpec | undefined, replicas: number
   }
 }
 
-/** Every control of a rolling update, resolved for a service of `replicas` replicas. */
+/**
+ * Every control of a rolling update, resolved for a service of `replicas` replicas — but
+ * maxUnavailable, which is the disruption budget's (controllers/disruption/budget.ts reads it with
+ * maxUnavailableOf, for moves and rollout steps alike).
+ */
 export interface UpdateControls {
   order: UpdateOrder;
   /** Replicas stepped at once (Infinity for parallelism 0: as many as the other bounds allow). */
   parallelism: number;
   /** Start-first steps in flight: extra containers beside the service's replicas. */
   maxSurge: number;
-  /** The disruption budget: replicas disrupted at once (not running, moving, mid step). */
-  maxUnavailable: number;
   stepTimeoutMs: number;
   delayMs: number;
   monitorMs: number;
@@ -61,25 +63,27 @@ export interface UpdateControls {
   revert: { parallelism: number; delayMs: number; order: UpdateOrder };
 }
 
+/** A parallelism setting: 0 means no limit of its own, absent means `otherwise`. */
+const stepWidth = (n: number | undefined, otherwise: number) => (n === undefined ? otherwise : n === 0 ? Infinity : n);
+
 /** Resolves a service's update block; `stepTimeoutMs` is the default where update.stepTimeout is absent. */
 export function updateControls(spec: ServiceSpec | undefined, replicas: number, defaults: { stepTimeoutMs: number }): UpdateControls {
   const u = spec?.update ?? {};
-  const parallelism = u.parallelism === undefined ? UPDATE_DEFAULTS.parallelism : u.parallelism === 0 ? Infinity : u.parallelism;
+  const parallelism = stepWidth(u.parallelism, UPDATE_DEFAULTS.parallelism);
   const maxSurge = u.maxSurge === undefined ? parallelism : resolveCount(u.maxSurge, replicas, 'up');
   return {
     order: u.order ?? SERVICE_DEFAULTS.updateOrder,
     parallelism,
     maxSurge,
-    maxUnavailable: maxUnavailableOf(spec, replicas),
     stepTimeoutMs: durationMs(u.stepTimeout, defaults.stepTimeoutMs),
-    delayMs: durationMs(u.delay, 0),
-    monitorMs: durationMs(u.monitor, 0),
+    delayMs: durationMs(u.delay ?? UPDATE_DEFAULTS.delay),
+    monitorMs: durationMs(u.monitor ?? UPDATE_DEFAULTS.monitor),
     ...(u.progressDeadline !== undefined ? { progressDeadlineMs: durationMs(u.progressDeadline) } : {}),
     failureAction: u.failureAction ?? UPDATE_DEFAULTS.failureAction,
     maxFailureRatio: u.maxFailureRatio ?? UPDATE_DEFAULTS.maxFailureRatio,
     revert: {
-      parallelism: u.rollback?.parallelism === undefined ? parallelism : u.rollback.parallelism === 0 ? Infinity : u.rollback.parallelism,
-      delayMs: durationMs(u.rollback?.delay, 0),
+      parallelism: stepWidth(u.rollback?.parallelism, parallelism),
+      delayMs: durationMs(u.rollback?.delay ?? UPDATE_DEFAULTS.delay),
       order: u.rollback?.order ?? u.order ?? SERVICE_DEFAULTS.updateOrder,
     },
   };
