@@ -23,7 +23,7 @@ import { keys } from '../../src/api/keys.js';
 import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, hostPortList } from '../../src/api/ports.js';
+import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames } from '../../src/api/ports.js';
 import type { DisruptionLedger, Heartbeat, MoveActor, MoveMarker, Node, PortRange, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -31,7 +31,7 @@ import type { Watchable } from '../../src/runtime/watchable.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
-import { eligibilityGuard, eligibilityRevisions, type EligibilityRevisions } from '../placement/input.js';
+import { eligibilityGuard, eligibilityRevisions, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
 
 export { ABANDON_REASONS, MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 export type { Copy } from '../../src/runtime/replicas.js';
@@ -124,7 +124,8 @@ export class MoveBook {
     const ids = new Set([...this.replicas.onNode(node).map((e) => e.id), ...this.assumed.keys()]);
     for (const id of ids) {
       if (id === replica) continue;
-      for (const c of this.copies(id)) if (c.desired.spec.node === node) for (const p of hostPortList(c.desired.spec)) taken.add(p);
+      // What a copy holds as the placer accounts it (placedReplicaOf): one definition for both.
+      for (const c of this.copies(id)) if (c.desired.spec.node === node) for (const p of placedReplicaOf(c.desired)?.ports ?? []) taken.add(p);
     }
     return assignHostPorts(replica, names, taken, this.portRanges.get(node) ?? DEFAULT_PORT_RANGE);
   }

@@ -2,6 +2,7 @@
 // (scheduler, drain, rebalancer) sees nodes, their eligibility and their occupancy the same way.
 import { unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
+import { hostPortList } from '../../src/api/ports.js';
 import type { Heartbeat, Node, NodeDrain, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -68,12 +69,8 @@ const placedOf = new WeakMap<ReplicaDesired, PlacedReplica>();
 export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
   if (d.spec.suspended) return undefined;
   let p = placedOf.get(d);
-  if (!p) {
-    const f = footprintOf(d.spec.template);
-    // Assigned dynamic host ports occupy the node like fixed ones.
-    const assigned = d.spec.hostPorts ? Object.values(d.spec.hostPorts) : [];
-    placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...f, ...(assigned.length ? { ports: [...f.ports, ...assigned] } : {}) }));
-  }
+  // Assigned dynamic host ports occupy the node like fixed ones.
+  if (!p) placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template), ports: hostPortList(d.spec) }));
   return p;
 }
 
