@@ -29,7 +29,7 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
-import type { FailureReason, PauseReason, RolloutResult, StartReason, StepDirection, StepResult } from '../../src/api/reasons/rollout.js';
+import { REQUEST_APPLIES_TO, type FailureReason, type PauseReason, type RolloutResult, type StartReason, type StepDirection, type StepResult } from '../../src/api/reasons/rollout.js';
 
 /** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
 export interface RolloutSnapshot {
@@ -260,19 +260,19 @@ function takeRequest(pass: ServicePass): void {
   const plan = pass.plan!;
   const { action } = plan.request!;
   delete plan.request;
-  if (action === 'pause' && plan.state === 'in_progress') {
+  if (!REQUEST_APPLIES_TO[action].includes(plan.state)) {
+    pass.notes.push(`ignored ${action}: the rollout is ${plan.state}`);
+  } else if (action === 'pause') {
     plan.state = 'paused';
     plan.pausedAt = c.iso;
     pass.record('rollout_paused', { reason: 'operator' satisfies PauseReason, step: plan.currentStep, total_steps: plan.totalSteps });
-  } else if (action === 'resume' && plan.state === 'paused') {
+  } else if (action === 'resume') {
     plan.state = 'in_progress';
     delete plan.pausedAt;
     delete plan.failureReason;
     plan.resumedAt = c.iso;
     pass.record('rollout_resumed', { step: plan.currentStep, total_steps: plan.totalSteps });
-  } else if (action === 'abort' && live(plan)) {
-    abort(pass, 'operator_abort');
-  } else pass.notes.push(`ignored ${action}: the rollout is ${plan.state}`);
+  } else abort(pass, 'operator_abort');
 }
 
 /** Creates a plan toward `target` (superseding one in progress or paused) and takes its first steps. */

@@ -1,6 +1,7 @@
 // The rollout controller's closed vocabularies: why a rollout aborted, why one started, which way a
 // step goes, how a rollout ended. The same strings appear in RolloutPlan.failureReason, audit
 // payloads (`reason`), metric labels and `jaco rollout status`.
+import type { RolloutAction, RolloutState } from '../types.js';
 
 export const FAILURE_REASONS = {
   step_timeout: 'the replica of the current step was not running and healthy at the new revision within the step timeout',
@@ -44,3 +45,13 @@ export type StepResult = keyof typeof STEP_RESULTS;
 
 /** Why a rollout is paused (audit rollout_paused `reason`): the operator, or a failure under failureAction pause. */
 export type PauseReason = 'operator' | FailureReason;
+
+/**
+ * The plan states each operator request (jaco rollout pause|resume|abort) acts on: the CLI writes a
+ * request only on such a plan, and the controller clears any other with a note. One table for both.
+ */
+export const REQUEST_APPLIES_TO: Readonly<Record<RolloutAction, readonly RolloutState[]>> = {
+  pause: ['in_progress'],
+  resume: ['paused'],
+  abort: ['in_progress', 'paused'],
+};

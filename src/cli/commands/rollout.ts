@@ -5,7 +5,8 @@ import { stringify } from 'yaml';
 import { rolloutProgress, type Progress } from '../../../controllers/rollout/progress.js';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
-import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec, RolloutState } from '../../api/types.js';
+import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec } from '../../api/types.js';
+import { REQUEST_APPLIES_TO } from '../../api/reasons/rollout.js';
 import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
@@ -167,8 +168,7 @@ function parseTarget(v: string): { name: string; service?: string } {
   return service ? { name, service } : { name };
 }
 
-/** Which plan states each request acts on (the controller ignores it otherwise, with a note). */
-const ACTS_ON: Record<RolloutAction, RolloutState[]> = { pause: ['in_progress'], resume: ['paused'], abort: ['in_progress', 'paused'] };
+/** Whether the controller carried a request out (it clears one that does not apply, with a note). */
 const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
   pause: (p) => p.state === 'paused',
   resume: (p) => p.state !== 'paused',
@@ -188,7 +188,7 @@ async function requestAction(store: Store, target: { name: string; service?: str
   for (const service of services) {
     for (let attempt = 0; ; attempt++) {
       const cur = await store.get<RolloutPlan>(keys.rollout(target.name, service));
-      if (!cur || !ACTS_ON[action].includes(cur.value.spec.state)) break;
+      if (!cur || !REQUEST_APPLIES_TO[action].includes(cur.value.spec.state)) break;
       const value: RolloutPlan = { ...cur.value, spec: { ...cur.value.spec, request: { action, requestedAt: new Date().toISOString() } } };
       const r = await commitActs(store, [{ label: `rollout ${action} ${target.name}/${service}`, ops: [{ op: 'update', key: cur.key, value, modRevision: cur.modRevision }] }]);
       if (r.committed.length) {
