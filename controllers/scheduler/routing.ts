@@ -17,12 +17,11 @@ export function endpoints(pass: SchedulerPass, dep: string, svc: string, kept: R
     for (const c of e.copies) {
       if (c.modRevision === 0 || c.observed?.status.state !== 'running' || !pass.ready(c.desired.spec.node) || !readyMemo(c.desired, c.observed, pass.now)) continue;
       const node = c.desired.spec.node;
-      const byName = hostPortsMemo(c.desired);
-      const ports = Object.values(byName);
+      const { byName, ports } = hostPortsMemo(c.desired);
       const address = pass.snap.nodes.get(node)?.status?.address;
       if (!addresses) {
         const s = stored![n];
-        if (s && s.replica === e.id && s.node === node && s.address === address && samePorts(s.ports, ports) && sameNames(s.hostPorts, byName)) {
+        if (s && s.replica === e.id && s.node === node && s.address === address && samePorts(s.ports, ports) && sameNames(s.hostPorts, byName, ports.length)) {
           n++;
           continue;
         }
@@ -56,17 +55,28 @@ function readyMemo(d: ReplicaDesired, o: ReplicaObserved, now: number): boolean 
   return true;
 }
 
-/** Host ports by name of a stored desired key (never mutated: identity is a safe key). */
-const hostPortsCache = new WeakMap<ReplicaDesired, Record<string, number>>();
-function hostPortsMemo(d: ReplicaDesired): Record<string, number> {
+/**
+ * Host ports of a stored desired key, by name and as a list, built once (stored objects are never
+ * mutated: identity is a safe key), so comparing with the stored list allocates nothing.
+ */
+const hostPortsCache = new WeakMap<ReplicaDesired, { byName: Record<string, number>; ports: number[] }>();
+function hostPortsMemo(d: ReplicaDesired): { byName: Record<string, number>; ports: number[] } {
   let p = hostPortsCache.get(d);
-  if (!p) hostPortsCache.set(d, (p = hostPortsOf(d.spec)));
+  if (!p) {
+    const byName = hostPortsOf(d.spec);
+    hostPortsCache.set(d, (p = { byName, ports: Object.values(byName) }));
+  }
   return p;
 }
 
-function sameNames(a: Record<string, number> | undefined, b: Record<string, number>): boolean {
-  const ka = Object.keys(a ?? {});
-  return ka.length === Object.keys(b).length && ka.every((k) => a![k] === b[k]);
+/** Same ports by name; `size` is how many names `b` has. */
+function sameNames(a: Record<string, number> | undefined, b: Record<string, number>, size: number): boolean {
+  let n = 0;
+  for (const k in a) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  return n === size;
 }
 
 function samePorts(a: number[], b: number[]): boolean {
