@@ -20,11 +20,11 @@
 // Reported per service: requests, failed requests (non-200 or a network error), and the requests
 // HAProxy had to retry or redispatch (its backend's wretr + wredis), with the load average.
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
-import { parseStat, runtimeCommand } from '../../controllers/ingress/haproxy.js';
 import { keys } from '../../src/api/keys.js';
 import type { Endpoints } from '../../src/api/types.js';
 import { TestCluster } from '../support/cluster.js';
+import { backendStat, httpdManifest, ingressSocket, nodeAddress as address, requestLoop, startIngress } from '../support/ingress.js';
+import { eventually, sleep } from '../support/wait.js';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -32,84 +32,24 @@ function arg(name: string, fallback: string): string {
 }
 const concurrency = Number(arg('concurrency', '4'));
 const max = Number(arg('max', '20000'));
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const NODES = ['node-1', 'node-2', 'node-3'];
-const address = (node: string) => `127.0.1.${node.split('-')[1]}`;
 const SERVICES = { on: 18280, off: 18281 } as const;
 type Mode = keyof typeof SERVICES;
 
-const manifest = (mode: Mode, image: string) => `
-apiVersion: jaco.dev/v1
-kind: Deployment
-metadata: { name: bench-${mode} }
-spec:
-  services:
-    web:
-      image: ${image}
-      replicas: 3
-      placement: { mode: spread }
-      ports:
-        - { name: http, containerPort: 80, published: ${SERVICES[mode]} }
-      ${mode === 'off' ? 'deregistrationDelay: 0s' : ''}
-      command: [sh, -c]
-      args:
-        - >-
-          trap "exit 0" TERM;
-          mkdir -p /tmp/www;
-          echo "$JACO_REPLICA r$JACO_REVISION" > /tmp/www/index.html;
-          httpd -f -p "$JACO_NODE_ADDRESS:$PORT" -h /tmp/www & wait
-      healthcheck:
-        test: [CMD-SHELL, 'wget -q -O /dev/null "http://$JACO_NODE_ADDRESS:$PORT/"']
-        interval: 1s
-        timeout: 5s
-        retries: 3
-      stopGracePeriod: 5s
-`;
+const manifest = (mode: Mode, image: string) => httpdManifest({ deployment: `bench-${mode}`, image, published: SERVICES[mode], extra: mode === 'off' ? 'deregistrationDelay: 0s' : '' });
 
 /** Another published service, deleted and applied again in (e). */
-const OTHER = manifest('on', 'jaco-demo/busybox:1').replace('bench-on', 'bench-other').replace('18280', '18282').replace('replicas: 3', 'replicas: 1');
+const OTHER = httpdManifest({ deployment: 'bench-other', image: 'jaco-demo/busybox:1', published: 18282, replicas: 1 });
 
-async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await fn().catch(() => false))) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
-function load(url: string) {
-  let stop = false;
-  let sent = 0;
-  const failures: string[] = [];
-  const loop = async () => {
-    while (!stop && sent < max) {
-      sent++;
-      try {
-        const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
-        await r.text();
-        if (r.status !== 200) failures.push(`HTTP ${r.status}`);
-      } catch (e) {
-        failures.push((e as Error).message);
-      }
-    }
-  };
-  const done = Promise.all(Array.from({ length: concurrency }, loop));
-  return {
-    async stop() {
-      stop = true;
-      await done;
-      return { sent, failures };
-    },
-  };
-}
+const until = (what: string, fn: () => Promise<boolean>, timeoutMs: number) => eventually(fn, { what, timeoutMs, intervalMs: 200 });
+const load = (url: string) => requestLoop(url, max, concurrency);
 
 async function main(): Promise<void> {
   const c = await new TestCluster({ nodes: 0, controllers: 'all' }).start();
-  const socket = join(c.logDir, 'ingress', 'node-1', 'haproxy.sock');
-  const stat = async (mode: Mode) => parseStat(await runtimeCommand(socket, 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === `be_bench-${mode}_web_http`)!;
+  const stat = (mode: Mode) => backendStat(ingressSocket(c, 'node-1'), `be_bench-${mode}_web_http`);
   try {
     for (const n of NODES) await c.startAgent(n, ['--address', address(n)]);
-    const ingress = c.spawn('ingress-node-1', ['ingress', '--node', 'node-1', '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0']);
+    const ingress = startIngress(c, 'node-1');
     for (const m of ['on', 'off'] as Mode[]) await c.apply(manifest(m, 'jaco-demo/busybox:1'));
     await c.apply(OTHER);
     for (const m of ['on', 'off'] as Mode[])
@@ -159,7 +99,7 @@ async function main(): Promise<void> {
       await c.apply(OTHER);
       await until('bench-other routed again', async () => (await fetch(`http://127.0.1.1:18282/`)).status === 200, 120_000);
     });
-        console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
     await ingress.kill();
   } finally {
     await c.stop();

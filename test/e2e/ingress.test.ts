@@ -5,46 +5,20 @@
 // other nodes; a rolling update 1 → 2 and a drain of a node hosting a replica, each under a
 // bounded request loop (loopback only), fail 0 requests — and HAProxy neither retried nor
 // re-dispatched one (jaco's routing did the work, not HAProxy's second line).
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseStat, runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
+import { runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
 import { LABELS } from '../../src/api/labels.js';
 import { keys } from '../../src/api/keys.js';
 import type { Endpoints } from '../../src/api/types.js';
 import { startCluster, type Proc, type TestCluster } from '../support/cluster.js';
+import { backendStat, httpdManifest, ingressSocket, nodeAddress as address, requestLoop, startIngress } from '../support/ingress.js';
 import { eventually, sleep } from '../support/wait.js';
 
 // Not 18080 (the demo's): a `make up` cluster on this machine must not collide with the test.
 const PUBLISHED = 18180;
 const NODES = ['node-1', 'node-2', 'node-3'];
-const address = (node: string) => `127.0.1.${node.split('-')[1]}`;
 
-const manifest = (image: string) => `
-apiVersion: jaco.dev/v1
-kind: Deployment
-metadata: { name: shop }
-spec:
-  services:
-    web:
-      image: ${image}
-      replicas: 3
-      placement: { mode: spread }
-      ports:
-        - { name: http, containerPort: 80, published: ${PUBLISHED} }
-      command: [sh, -c]
-      args:
-        - >-
-          trap "exit 0" TERM;
-          mkdir -p /tmp/www;
-          echo "$JACO_REPLICA r$JACO_REVISION $JACO_NODE" > /tmp/www/index.html;
-          httpd -f -p "$JACO_NODE_ADDRESS:$PORT" -h /tmp/www & wait
-      healthcheck:
-        test: [CMD-SHELL, 'test ! -f /tmp/sick && wget -q -O /dev/null "http://$JACO_NODE_ADDRESS:$PORT/"']
-        interval: 1s
-        timeout: 5s
-        retries: 3
-      stopGracePeriod: 5s
-`;
+const manifest = (image: string) => httpdManifest({ deployment: 'shop', image, published: PUBLISHED, page: '$JACO_REPLICA r$JACO_REVISION $JACO_NODE', healthGuard: 'test ! -f /tmp/sick' });
 
 let c: TestCluster;
 const ingresses: Proc[] = [];
@@ -52,7 +26,7 @@ const ingresses: Proc[] = [];
 beforeAll(async () => {
   c = await startCluster({ nodes: 0, controllers: 'all' });
   for (const n of NODES) await c.startAgent(n, ['--address', address(n)]);
-  for (const n of ['node-1', 'node-2']) ingresses.push(c.spawn(`ingress-${n}`, ['ingress', '--node', n, '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0', '--drain-period', '1s']));
+  for (const n of ['node-1', 'node-2']) ingresses.push(startIngress(c, n, ['--drain-period', '1s']));
 }, 120_000);
 afterAll(async () => {
   await Promise.all(ingresses.map((p) => p.kill()));
@@ -74,34 +48,8 @@ async function pages(node: string, n: number): Promise<string[]> {
   return out;
 }
 
-/** A bounded request loop through one ingress: sequential requests until stopped or `max` sent. */
-function load(url: string, max: number) {
-  let stop = false;
-  const failures: string[] = [];
-  const seen = new Set<string>();
-  let sent = 0;
-  const done = (async () => {
-    while (!stop && sent < max) {
-      sent++;
-      try {
-        const r = await get(url);
-        if (r.status !== 200) failures.push(`HTTP ${r.status}`);
-        else seen.add(r.body);
-      } catch (e) {
-        failures.push((e as Error).message);
-      }
-    }
-  })();
-  return {
-    async stop() {
-      stop = true;
-      await done;
-      return { sent, failures, seen };
-    },
-  };
-}
-
-const socket = (node: string) => join(c.logDir, 'ingress', node, 'haproxy.sock');
+const socket = (node: string) => ingressSocket(c, node);
+const shopStat = () => backendStat(socket('node-1'), 'be_shop_web_http');
 
 describe('ingress', () => {
   it("a published service answers on every node's ingress, from replicas on every node", async () => {
@@ -125,8 +73,8 @@ describe('ingress', () => {
   }, 150_000);
 
   it('a rolling update 1 → 2 under load through one ingress: 0 failed requests, none retried by HAProxy', async () => {
-    const before = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
-    const l = load(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    const before = await shopStat();
+    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
     await sleep(500);
     await c.apply(manifest('jaco-demo/busybox:2'));
     const st = await c.jaco(['rollout', 'status', 'shop', '--timeout', '150s']);
@@ -138,7 +86,7 @@ describe('ingress', () => {
     expect(r.sent).toBeGreaterThan(50);
     expect([...r.seen].some((p) => p.includes(' r1 '))).toBe(true);
     expect([...r.seen].some((p) => p.includes(' r2 '))).toBe(true);
-    const after = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    const after = await shopStat();
     expect(after.errors - before.errors).toBe(0);
     expect(after.retries - before.retries).toBe(0);
   }, 240_000);
@@ -146,8 +94,8 @@ describe('ingress', () => {
   it("a drain of a node hosting a replica under load through another node's ingress: 0 failed requests", async () => {
     const onNode3 = (await c.desired()).find((d) => d.spec.deployment === 'shop' && d.spec.node === 'node-3')!;
     expect(onNode3).toBeDefined();
-    const before = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
-    const l = load(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    const before = await shopStat();
+    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
     await sleep(500);
     const d = await c.jaco(['node', 'drain', 'node-3', '--wait']);
     expect(d.code, d.stdout + d.stderr).toBe(0);
@@ -161,7 +109,7 @@ describe('ingress', () => {
     const r = await l.stop();
     expect(r.failures).toEqual([]);
     expect(r.sent).toBeGreaterThan(20);
-    const after = parseStat(await runtimeCommand(socket('node-1'), 'show stat')).find((s) => s.server === 'BACKEND' && s.backend === 'be_shop_web_http')!;
+    const after = await shopStat();
     expect(after.errors - before.errors).toBe(0);
     expect(after.retries - before.retries).toBe(0);
   }, 240_000);
