@@ -5,6 +5,7 @@
 // commands for servers. It writes nothing to etcd. One plan is carried out at a time; a failed
 // command makes the next pass reload from the whole picture (the state is then known again).
 import { Counter, Gauge } from 'prom-client';
+import { keys } from '../../src/api/keys.js';
 import type { Deployment, Endpoints, Node } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import { registry } from '../../src/observability/metrics.js';
@@ -117,9 +118,8 @@ export class Ingress {
         const endpoints = cache.kind<Endpoints>('endpoints');
         const nodes = cache.kind<Node>('nodes');
         const { routes, conflicts } = routesOf([...deployments.items.values()].map((v) => v.value));
-        const eps = new Map([...endpoints.items.values()].map((v) => [`${v.value.spec.deployment}/${v.value.spec.service}`, v.value]));
-        const node = [...nodes.items.values()].find((v) => v.value.metadata.name === this.opts.node)?.value;
-        return { node: this.opts.node, address: node?.status?.address, routes, conflicts, want: wantedServers(routes, (d, s) => eps.get(`${d}/${s}`)), haproxy: this.view };
+        const address = nodes.items.get(keys.node(this.opts.node))?.value.status?.address;
+        return { node: this.opts.node, address, routes, conflicts, want: wantedServers(routes, (d, s) => endpoints.items.get(keys.endpoints(d, s))?.value), haproxy: this.view };
       },
       decide: (_state, snap, now) => {
         const plan = decide(snap, now, cfg);
