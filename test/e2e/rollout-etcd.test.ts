@@ -6,25 +6,20 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import { servingTemplate } from '../../src/api/serving.js';
 import { specHash } from '../../src/api/spec.js';
 import {
   API_VERSION,
   type AuditEvent,
   type Deployment,
-  type DeploymentRevision,
   type DeploymentStatus,
-  type Heartbeat,
   type ReplicaDesired,
   type ReplicaObserved,
   type RolloutPlan,
   type ServiceSpec,
 } from '../../src/api/types.js';
-import { Informer } from '../../src/store/informer.js';
 import type { Store } from '../../src/store/store.js';
-import { commitActs } from '../../src/store/writer.js';
 import { sampler, startCluster, type Proc, type TestCluster } from '../support/cluster.js';
-import { testLogger } from '../support/log.js';
+import { placeReplicas, putHeartbeats, standInAgents } from '../support/rollout-stand-ins.js';
 import { eventually } from '../support/wait.js';
 
 const NODES = ['node-1', 'node-2', 'node-3'];
@@ -32,88 +27,13 @@ const HC = { test: ['CMD', 'true'], interval: '1s' };
 const web = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({ image, replicas: 3, healthcheck: HC, ...extra });
 const manifest = (services: Record<string, ServiceSpec>, name = 'app') => JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name }, spec: { services } });
 
-const put = (store: Store, key: string, value: unknown) => commitActs(store, [{ ops: [{ op: 'put', key, value }] }]);
-
-/**
- * Stand-ins for the node-agents: a replica whose desired spec changes is reported `starting`
- * (start-first: the old container keeps serving), then `running` and healthy after startMs.
- * Images on the closed loopback registry never pull; images with "/slow:" in the name never become ready.
- */
-function standInAgents(store: Store, opts: { startMs: number }) {
-  const inf = new Informer<ReplicaDesired>(store, keys.desiredOf(), { kind: 'ReplicaDesired', log: testLogger() });
-  const timers = new Set<NodeJS.Timeout>();
-  const observe = async (d: ReplicaDesired, status: Partial<NonNullable<ReplicaObserved['status']>>) => {
-    const s = d.spec;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, health: 'healthy', startedAt: new Date().toISOString(), observedAt: new Date().toISOString(), ...status },
-    };
-    await put(store, keys.observed(s.node, s.replica), o);
-  };
-  const current = new Map<string, { revision: number; specHash: string }>();
-  inf.on('change', (c) => {
-    if (c.type !== 'put' || !c.value) return;
-    const d = c.value.value;
-    const k = c.key;
-    const prev = current.get(k);
-    if (prev?.specHash === d.spec.specHash && prev.revision === d.spec.revision) return;
-    current.set(k, { revision: d.spec.revision, specHash: d.spec.specHash });
-    const replacing = prev ? { replacing: { revision: prev.revision, specHash: prev.specHash, containerId: 'old', state: 'running' as const } } : {};
-    if (d.spec.template.image.startsWith('127.0.0.1:5999/')) {
-      void observe(d, { state: 'pending', code: 'image_pull_failed', health: 'none', details: `${d.spec.template.image}: connection refused`, ...replacing });
-      return;
-    }
-    void observe(d, { state: 'starting', health: 'starting', ...replacing });
-    if (d.spec.template.image.includes('/slow:')) return;
-    const t = setTimeout(() => {
-      timers.delete(t);
-      const now = current.get(k);
-      if (now?.specHash === d.spec.specHash && now.revision === d.spec.revision) void observe(d, {});
-    }, opts.startMs);
-    timers.add(t);
-  });
-  return {
-    start: () => inf.start(),
-    async stop() {
-      for (const t of timers) clearTimeout(t);
-      await inf.stop();
-    },
-  };
-}
-
 let cluster: TestCluster;
 let store: Store;
 let agents: ReturnType<typeof standInAgents>;
 const agentTiming = { startMs: 800 };
 let hbTimer: NodeJS.Timeout;
 
-async function heartbeats(): Promise<void> {
-  for (const node of NODES) {
-    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: node }, spec: { node, time: new Date().toISOString(), intervalMs: 1000, agentVersion: 'test', dockerUp: true } };
-    await put(store, keys.heartbeat(node), hb);
-  }
-}
-
-/** What the scheduler would do: three replicas of app/web at the serving template. */
-async function placeReplicas(dep = 'app', service = 'web', n = 3): Promise<void> {
-  const d = (await store.get<Deployment>(keys.deployment(dep)))!.value;
-  const plan = (await store.get<RolloutPlan>(keys.rollout(dep, service)))?.value;
-  const revs = new Map((await store.list<DeploymentRevision>(keys.revisions(dep))).items.map((i) => [i.value.spec.revision, i.value]));
-  const t = servingTemplate(d, service, plan, (r) => revs.get(r))!;
-  for (let i = 0; i < n; i++) {
-    const id = `${dep}-${service}-${i}`;
-    const node = NODES[i % NODES.length]!;
-    const rd: ReplicaDesired = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: dep, service, node, index: i, revision: t.revision, specHash: t.specHash, template: t.template, placedAt: new Date().toISOString() },
-    };
-    await commitActs(store, [{ ops: [{ op: 'create', key: keys.desired(node, id), value: rd }] }]);
-  }
-}
+const heartbeats = () => putHeartbeats(store, NODES, 1000);
 
 async function desiredHashes(dep = 'app'): Promise<string[]> {
   return (await store.list<ReplicaDesired>(keys.desiredOf())).items
@@ -172,7 +92,7 @@ afterAll(async () => {
 describe('rollout controller process on a real etcd', () => {
   it('rolls 3 replicas one step at a time: plan, status, audit, metrics, and `jaco rollout status` exit 0', async () => {
     await cluster.apply(manifest({ web: web('jaco-demo/busybox:1') }));
-    await placeReplicas();
+    await placeReplicas(store, NODES);
     const first = await rolloutStatus('app');
     expect(first.stdout).toContain('deployment "app" successfully rolled out (revision 1)');
     expect(first.code).toBe(0);

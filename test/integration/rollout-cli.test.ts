@@ -6,28 +6,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutController } from '../../controllers/rollout/index.js';
 import { keys } from '../../src/api/keys.js';
-import { servingTemplate } from '../../src/api/serving.js';
 import { specHash } from '../../src/api/spec.js';
 import {
   API_VERSION,
   type AuditEvent,
   type Deployment,
   type DeploymentRevision,
-  type Heartbeat,
   type ReplicaDesired,
-  type ReplicaObserved,
   type RolloutPlan,
   type ServiceSpec,
 } from '../../src/api/types.js';
 import { startController } from '../../src/runtime/manager.js';
-import { Informer } from '../../src/store/informer.js';
 import type { Store } from '../../src/store/store.js';
-import { commitActs } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { jaco } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
+import { placeReplicas, putHeartbeats, standInAgents } from '../support/rollout-stand-ins.js';
 import { eventually } from '../support/wait.js';
 
 const etcd = useTestEtcd();
@@ -39,11 +35,9 @@ const manifest = (services: Record<string, ServiceSpec>) => JSON.stringify({ api
 let store: Store;
 let prefix: string;
 let controller: { stop(): Promise<void> } | undefined;
-let agents: Informer<ReplicaDesired>;
-const timers = new Set<NodeJS.Timeout>();
+let agents: ReturnType<typeof standInAgents>;
 
 const cli = (args: string[], input?: string) => jaco(args, { endpoint: etcd.endpoint, prefix, input });
-const put = (key: string, value: unknown) => commitActs(store, [{ ops: [{ op: 'put', key, value }] }]);
 const plan = async (service = 'web') => (await store.get<RolloutPlan>(keys.rollout('app', service)))?.value.spec;
 
 async function desired(service = 'web'): Promise<ReplicaDesired[]> {
@@ -57,75 +51,20 @@ async function auditTypes(): Promise<string[]> {
   return (await store.list<AuditEvent>(keys.audits())).items.map((i) => i.value.spec.type);
 }
 
-/** Stand-ins for the node-agents: `starting` beside the old container, then running and healthy after 300 ms. */
-function standInAgents(): Informer<ReplicaDesired> {
-  const inf = new Informer<ReplicaDesired>(store, keys.desiredOf(), { kind: 'ReplicaDesired', log: testLogger() });
-  const current = new Map<string, { revision: number; specHash: string }>();
-  const observe = (d: ReplicaDesired, status: Partial<ReplicaObserved['status']>) => {
-    const s = d.spec;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, health: 'healthy', startedAt: new Date().toISOString(), observedAt: new Date().toISOString(), ...status },
-    };
-    void put(keys.observed(s.node, s.replica), o).catch(() => undefined);
-  };
-  inf.on('change', (c) => {
-    if (c.type !== 'put' || !c.value) return;
-    const d = c.value.value;
-    const prev = current.get(c.key);
-    if (prev?.specHash === d.spec.specHash && prev.revision === d.spec.revision) return;
-    current.set(c.key, { revision: d.spec.revision, specHash: d.spec.specHash });
-    if (!prev) return observe(d, {});
-    observe(d, { state: 'starting', health: 'starting', replacing: { revision: prev.revision, specHash: prev.specHash, containerId: 'old', state: 'running' } });
-    if (d.spec.template.image.includes('/slow:')) return;
-    const t = setTimeout(() => {
-      timers.delete(t);
-      const now = current.get(c.key);
-      if (now?.specHash === d.spec.specHash && now.revision === d.spec.revision) observe(d, {});
-    }, 300);
-    timers.add(t);
-  });
-  return inf;
-}
-
-/** What the scheduler would do: three replicas of app/web at the serving template. */
-async function placeReplicas(): Promise<void> {
-  const d = (await store.get<Deployment>(keys.deployment('app')))!.value;
-  const revs = new Map((await store.list<DeploymentRevision>(keys.revisions('app'))).items.map((i) => [i.value.spec.revision, i.value]));
-  const t = servingTemplate(d, 'web', undefined, (r) => revs.get(r))!;
-  for (let i = 0; i < 3; i++) {
-    const id = `app-web-${i}`;
-    const node = NODES[i]!;
-    const rd: ReplicaDesired = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: 'app', service: 'web', node, index: i, revision: t.revision, specHash: t.specHash, template: t.template, placedAt: new Date().toISOString() },
-    };
-    await commitActs(store, [{ ops: [{ op: 'create', key: keys.desired(node, id), value: rd }] }]);
-  }
-}
-
 beforeAll(async () => {
   prefix = uniquePrefix();
   store = etcd.store(prefix);
-  for (const node of NODES) {
-    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: node }, spec: { node, time: new Date().toISOString(), intervalMs: 600_000, agentVersion: 'test', dockerUp: true } };
-    await put(keys.heartbeat(node), hb);
-  }
-  agents = standInAgents();
+  await putHeartbeats(store, NODES, 600_000);
+  agents = standInAgents(store, { startMs: 300 });
   await agents.start();
   controller = await startController({ store, timings: FAST, log: testLogger(), identity: 'rollout-cli-test' }, rolloutController(FAST));
   const r = await cli(['apply', '-f', '-'], manifest({ web: web('jaco-demo/busybox:1') }));
   expect(r.code, r.stderr).toBe(0);
-  await placeReplicas();
+  await placeReplicas(store, NODES);
   await eventually(async () => (await cli(['rollout', 'status', 'app', '--timeout', '10s'])).code === 0, { what: 'app at revision 1' });
 });
 
 afterAll(async () => {
-  for (const t of timers) clearTimeout(t);
   await controller?.stop();
   await agents?.stop();
 });
