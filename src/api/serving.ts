@@ -39,12 +39,15 @@ export function templateOf(revision: number, spec: ServiceSpec): ServingTemplate
 }
 
 /**
- * Spec hashes by spec object: a spec held in the cache (never changed in place) is hashed once,
- * not by every controller on every pass — a service with a large env cost milliseconds per pass.
+ * Spec hashes of frozen spec objects: a spec held in the cache (frozen by its interner: see
+ * WATCHABLE's `share`) is hashed once, not by every controller on every pass — a service with a
+ * large env cost milliseconds per pass. A spec that is not frozen may still change in place, so
+ * it is hashed afresh each time (never a stale hash). Entries go with their spec objects.
  */
 const hashes = new WeakMap<ServiceSpec, string>();
 
 function hashOf(spec: ServiceSpec): string {
+  if (!Object.isFrozen(spec)) return specHash(spec);
   let h = hashes.get(spec);
   if (h === undefined) hashes.set(spec, (h = specHash(spec)));
   return h;

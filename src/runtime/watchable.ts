@@ -4,8 +4,9 @@ import { keys } from '../api/keys.js';
 import type { SourceSpec } from '../store/reflector.js';
 
 export const WATCHABLE = {
-  deployments: { prefix: keys.deployments(), kind: 'Deployment' },
-  revisions: { prefix: keys.revisions(), kind: 'DeploymentRevision' },
+  // Service specs held frozen (shared), so their spec hashes are computed once (api/serving.ts).
+  deployments: { prefix: keys.deployments(), kind: 'Deployment', share: [['spec', 'services']] },
+  revisions: { prefix: keys.revisions(), kind: 'DeploymentRevision', share: [['spec', 'template', 'services']] },
   statuses: { prefix: keys.deploymentStatuses(), kind: 'DeploymentStatus' },
   rollouts: { prefix: keys.rollouts(), kind: 'RolloutPlan' },
   nodes: { prefix: keys.nodes(), kind: 'Node' },
