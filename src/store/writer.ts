@@ -90,6 +90,27 @@ export function conditionsHold(conds: readonly Condition[], space: KeySpace): bo
 
 const COMPARE_TARGET = { create: CompareTarget.Create, mod: CompareTarget.Mod, version: CompareTarget.Version } as const;
 const COMPARE_FIELD = { create: 'create_revision', mod: 'mod_revision', version: 'version' } as const;
+const TARGET_OF: Record<number, Condition['target']> = { [CompareTarget.Create]: 'create', [CompareTarget.Mod]: 'mod', [CompareTarget.Version]: 'version' };
+
+/** A condition as the etcd compare that states it (`prefix`: the store's key prefix). */
+export function compareOf(c: Condition, prefix = ''): ICompare {
+  return {
+    key: Buffer.from(prefix + c.key),
+    ...(c.range ? { range_end: Buffer.from(prefixEnd(prefix + c.key), 'latin1') } : {}),
+    target: COMPARE_TARGET[c.target],
+    result: c.range ? CompareResult.Less : CompareResult.Equal,
+    [COMPARE_FIELD[c.target]]: c.revision,
+  };
+}
+
+/** The condition an etcd compare made by compareOf states (for an in-memory etcd to evaluate with conditionsHold). */
+export function conditionOfCompare(c: ICompare, prefix = ''): Condition {
+  const target = TARGET_OF[c.target as number];
+  const range = !!c.range_end;
+  if (!target || (c.result ?? CompareResult.Equal) !== (range ? CompareResult.Less : CompareResult.Equal)) throw new Error(`a compare compareOf does not make: ${JSON.stringify(c)}`);
+  const revision = Number((c as Record<string, unknown>)[COMPARE_FIELD[target]] ?? 0);
+  return { key: String(c.key ?? '').slice(prefix.length), target, revision, ...(range ? { range: true as const } : {}) };
+}
 
 const TXN_OVERHEAD_BYTES = 64;
 
@@ -152,13 +173,7 @@ export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced 
 /** Commits ops in one transaction; false when a precondition failed; FencedError when the fence did. */
 async function commitTxn(store: Store, ops: Op[], fence?: Fence): Promise<boolean> {
   const key = (k: string) => Buffer.from(store.prefix + k);
-  const compare: ICompare[] = conditionsOf(ops, fence).map((c) => ({
-    key: key(c.key),
-    ...(c.range ? { range_end: Buffer.from(prefixEnd(store.prefix + c.key), 'latin1') } : {}),
-    target: COMPARE_TARGET[c.target],
-    result: c.range ? CompareResult.Less : CompareResult.Equal,
-    [COMPARE_FIELD[c.target]]: c.revision,
-  }));
+  const compare = conditionsOf(ops, fence).map((c) => compareOf(c, store.prefix));
   const success: IRequestOp[] = ops.filter(isWrite).map((o) =>
     o.op === 'delete' ? { request_delete_range: { key: key(o.key) } } : { request_put: { key: key(o.key), value: Buffer.from(encodeJson(o.value)), ...(o.lease ? { lease: o.lease } : {}) } },
   );

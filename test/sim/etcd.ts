@@ -1,16 +1,17 @@
 // The simulation's etcd: the in-memory key space (test/support/memory-store.ts) with what the
 // runtime's own etcd code needs around it — a history for watches from a revision, compaction,
 // ranges at a past revision (the reflector's consistency check), and transactions whose compares
-// are evaluated by the writer's conditionsHold. The runtime's real Reflector, Cache, Runner and
-// commitEach run on it unchanged, each simulated process through its own client; the faults are
-// the ones etcd and the network really produce: a watch that lags, drops (the reflector makes a
-// new one from its own revision), loses events (a client bug: healed by the consistency check),
-// or is cancelled because its next revision was compacted; a commit whose reply is lost.
+// are read back and evaluated by the writer's own code (conditionOfCompare, conditionsHold). The
+// runtime's real Reflector, Cache, Runner and commitEach run on it unchanged, each simulated
+// process through its own client; the faults are the ones etcd and the network really produce:
+// a watch that lags, drops (the reflector makes a new one from its own revision), loses events (a
+// client bug: healed by the consistency check), or is cancelled because its next revision was
+// compacted; a commit whose reply is lost.
 import { EventEmitter } from 'node:events';
-import { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IWatchResponse } from '../../src/store/wire.js';
+import type { ICompare, IKeyValue, IRequestOp, IWatchResponse } from '../../src/store/wire.js';
 import { ValueReader, type SourceState } from '../../src/store/reflector.js';
 import { MAX_REQUEST_BYTES, type RangeFacts, type Store } from '../../src/store/store.js';
-import { conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
+import { conditionOfCompare, conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
 import { MemoryStore, type RawChange } from '../support/memory-store.js';
 
 interface Current {
@@ -32,9 +33,6 @@ export interface LandedTxn {
 
 /** Keys a whole-store watch carries that no cache holds: sent as progress only (the reflector skips them anyway). */
 const UNWATCHED = ['audit/', 'leaders/'];
-
-const TARGET: Record<number, Condition['target']> = { [CompareTarget.Create]: 'create', [CompareTarget.Mod]: 'mod', [CompareTarget.Version]: 'version' };
-const FIELD = { create: 'create_revision', mod: 'mod_revision', version: 'version' } as const;
 
 export class CompactedError extends Error {
   override name = 'CompactedError';
@@ -183,11 +181,7 @@ export class SimEtcd implements KeySpace {
   private txn(client: string, req: { compare: ICompare[]; success: IRequestOp[]; failure: IRequestOp[] }, faults: ClientFaults) {
     const bytes = req.success.reduce((n, o) => n + (o.request_put ? Buffer.byteLength(o.request_put.key as Buffer) + (o.request_put.value as Buffer).length : 64), 0);
     if (bytes > MAX_REQUEST_BYTES) throw new Error('etcdserver: request is too large');
-    const conditions: Condition[] = req.compare.map((c) => {
-      const target = TARGET[c.target as number]!;
-      return { key: (c.key as Buffer).toString(), target, revision: Number((c as Record<string, unknown>)[FIELD[target]]), ...(c.range_end ? { range: true as const } : {}) };
-    });
-    for (const c of req.compare) if ((c.result ?? CompareResult.Equal) !== (c.range_end ? CompareResult.Less : CompareResult.Equal)) throw new Error('sim etcd: an unexpected compare');
+    const conditions = req.compare.map((c) => conditionOfCompare(c));
     if (!conditionsHold(conditions, this)) {
       const responses = req.failure.map((o) => {
         const key = (o.request_range!.key as Buffer).toString();
