@@ -12,15 +12,7 @@ import type { ICompare, IKeyValue, IRequestOp, IWatchResponse } from '../../src/
 import { ValueReader, type SourceState } from '../../src/store/reflector.js';
 import { MAX_REQUEST_BYTES, type RangeFacts, type Store } from '../../src/store/store.js';
 import { conditionOfCompare, conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
-import { MemoryStore, type RawChange } from '../support/memory-store.js';
-
-interface Current {
-  text: string;
-  modRevision: number;
-  createRevision: number;
-  version: number;
-  lease?: string;
-}
+import { MemoryStore, type RawChange, type Stored } from '../support/memory-store.js';
 
 /** A transaction that landed: who sent it, its compares, and its writes (key → text, or undefined for a delete). */
 export interface LandedTxn {
@@ -56,13 +48,9 @@ export class SharedReader extends ValueReader {
   }
 }
 
-const topOf = (key: string) => key.slice(0, key.indexOf('/') + 1);
-
 export class SimEtcd implements KeySpace {
+  /** The key space now (writes go through it; reads of the truth too). */
   readonly kv = new MemoryStore({});
-  readonly current = new Map<string, Current>();
-  /** Keys by their first path segment (`desired/`, `observed/`, …). */
-  readonly byTop = new Map<string, Set<string>>();
   /** Every change since the compaction point, in revision order. */
   private history: RawChange[] = [];
   compacted = 0;
@@ -70,21 +58,11 @@ export class SimEtcd implements KeySpace {
   private leases = 0;
   /** Called with every landed transaction, before anyone reads what it wrote. */
   onTxn?: (t: LandedTxn) => void;
-  /** Called with every change (the simulation's decoded view of the truth). */
-  onChange?: (c: RawChange) => void;
 
   constructor() {
     this.kv.onRaw = (c) => {
-      const top = topOf(c.key);
-      let set = this.byTop.get(top);
-      if (!set) this.byTop.set(top, (set = new Set()));
-      if (c.text === undefined) set.delete(c.key);
-      else set.add(c.key);
-      if (c.text === undefined) this.current.delete(c.key);
-      else this.current.set(c.key, { text: c.text, modRevision: c.rev, createRevision: c.createRevision!, version: c.version!, ...(c.lease ? { lease: c.lease } : {}) });
       this.history.push(c);
       for (const w of this.watchers) w.offer(c);
-      this.onChange?.(c);
     };
   }
 
@@ -93,19 +71,17 @@ export class SimEtcd implements KeySpace {
   }
 
   // KeySpace, for conditionsHold
-  get(key: string): Current | undefined {
-    return this.current.get(key);
+  get(key: string): Readonly<Stored> | undefined {
+    return this.kv.stored(key);
   }
 
   /** Keys under a prefix, in key order. */
   keys(prefix: string): string[] {
-    const top = topOf(prefix);
-    const set = top ? this.byTop.get(top) : this.current.keys();
-    return [...(set ?? [])].filter((k) => k.startsWith(prefix)).sort();
+    return this.kv.keys(prefix);
   }
 
-  *under(prefix: string): Iterable<Current> {
-    for (const k of this.keys(prefix)) yield this.current.get(k)!;
+  *under(prefix: string): Iterable<Readonly<Stored>> {
+    for (const k of this.keys(prefix)) yield this.kv.stored(k)!;
   }
 
   /** Forgets history up to `rev`: watches that still need it are cancelled, as etcd cancels them. */
@@ -126,7 +102,7 @@ export class SimEtcd implements KeySpace {
   factsAt(prefix: string, rev: number, since?: number): RangeFacts {
     if (rev < this.compacted) throw new CompactedError(`revision ${rev} has been compacted`);
     const mods = new Map<string, number>();
-    for (const k of this.keys(prefix)) mods.set(k, this.current.get(k)!.modRevision);
+    for (const k of this.keys(prefix)) mods.set(k, this.get(k)!.modRevision);
     // Roll back every change after rev.
     for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rev > rev; i--) {
       const c = this.history[i]!;
@@ -141,7 +117,7 @@ export class SimEtcd implements KeySpace {
   }
 
   kvOf(key: string, withValue = true): IKeyValue {
-    const c = this.current.get(key)!;
+    const c = this.get(key)!;
     return {
       key: Buffer.from(key),
       value: withValue ? Buffer.from(c.text) : Buffer.alloc(0),
@@ -185,7 +161,7 @@ export class SimEtcd implements KeySpace {
     if (!conditionsHold(conditions, this)) {
       const responses = req.failure.map((o) => {
         const key = (o.request_range!.key as Buffer).toString();
-        return { response_range: { kvs: this.current.has(key) ? [this.kvOf(key)] : [] } };
+        return { response_range: { kvs: this.get(key) ? [this.kvOf(key)] : [] } };
       });
       return { succeeded: false, responses, header: { revision: String(this.rev) } };
     }

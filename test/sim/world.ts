@@ -150,7 +150,7 @@ export class Sim {
   // ------------------------------------------------------------------ the truth, read
 
   get<T>(key: string): T | undefined {
-    const c = this.etcd.current.get(key);
+    const c = this.etcd.get(key);
     if (!c) return undefined;
     const d = this.decoded.get(key);
     if (d?.rev === c.modRevision) return d.value as T;
@@ -165,7 +165,7 @@ export class Sim {
   }
 
   has(key: string): boolean {
-    return this.etcd.current.has(key);
+    return this.etcd.get(key) !== undefined;
   }
 
   keys(prefix: string): string[] {
@@ -381,7 +381,7 @@ export class Sim {
   leaderKey(controller: string): string | undefined {
     let best: { key: string; rev: number } | undefined;
     for (const key of this.keys(keys.leaders(controller))) {
-      const rev = this.etcd.current.get(key)!.createRevision;
+      const rev = this.etcd.get(key)!.createRevision;
       if (!best || rev < best.rev) best = { key, rev };
     }
     return best?.key;

@@ -24,7 +24,8 @@ export interface RawChange {
   prevModRevision: number;
 }
 
-interface Stored {
+/** A stored key: its raw text and etcd's revisions of it. */
+export interface Stored {
   key: string;
   text: string;
   modRevision: number;
@@ -36,6 +37,8 @@ interface Stored {
 export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
   rev = 1;
   private readonly data = new Map<string, Stored>();
+  /** Keys by their first path segment (`desired/`, `observed/`, …): prefix reads touch one segment. */
+  private readonly byTop = new Map<string, Set<string>>();
   readonly sources: Record<string, SourceState>;
   private readonly ordered: SourceState[];
   synced = true;
@@ -77,16 +80,20 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     return this.data.has(key);
   }
 
+  /** The stored text and revisions of a key (read-only: not a copy). */
+  stored(key: string): Readonly<Stored> | undefined {
+    return this.data.get(key);
+  }
+
   /** Values under a prefix, in key order. */
   under<T>(prefix: string): Versioned<T>[] {
-    return [...this.data.keys()]
-      .filter((k) => k.startsWith(prefix))
-      .sort()
-      .map((k) => this.versioned<T>(k)!);
+    return this.keys(prefix).map((k) => this.versioned<T>(k)!);
   }
 
   keys(prefix = ''): string[] {
-    return [...this.data.keys()].filter((k) => k.startsWith(prefix)).sort();
+    const top = topOf(prefix);
+    const set = top ? this.byTop.get(top) : this.data.keys();
+    return [...(set ?? [])].filter((k) => k.startsWith(prefix)).sort();
   }
 
   /** Another store holding the same keys at the same revisions (a snapshot that later writes do not touch). */
@@ -118,16 +125,8 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     if (!writes.length) return;
     this.rev++;
     for (const w of writes) {
-      if (w.text !== undefined) {
-        this.write(w.key, w.text, this.rev, w.lease);
-        continue;
-      }
-      const gone = this.data.get(w.key);
-      if (!gone) continue;
-      this.data.delete(w.key);
-      this.onRaw?.({ rev: this.rev, key: w.key, prevModRevision: gone.modRevision });
-      const c = this.sourceOf(w.key)?.remove(w.key);
-      if (c) this.pending.push(c);
+      if (w.text !== undefined) this.write(w.key, w.text, this.rev, w.lease);
+      else this.drop(w.key);
     }
     this.flush();
   }
@@ -138,7 +137,7 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
 
   /** Applies one act's ops if every precondition (and the fence) holds; true when it landed. */
   applyAct(ops: Op[], fence?: Fence): boolean {
-    if (!conditionsHold(conditionsOf(ops, fence), { get: (k) => this.data.get(k), under: (p) => [...this.data.values()].filter((d) => d.key.startsWith(p)) })) {
+    if (!conditionsHold(conditionsOf(ops, fence), { get: (k) => this.data.get(k), under: (p) => this.keys(p).map((k) => this.data.get(k)!) })) {
       this.conflicts++;
       return false;
     }
@@ -152,14 +151,8 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     if (!writes.length) return;
     this.rev++;
     for (const o of writes) {
-      if (o.op === 'delete') {
-        const gone = this.data.get(o.key);
-        if (!gone || !this.data.delete(o.key)) continue;
-        this.onRaw?.({ rev: this.rev, key: o.key, prevModRevision: gone.modRevision });
-        const src = this.sourceOf(o.key);
-        const c = src?.remove(o.key);
-        if (c) this.pending.push(c);
-      } else {
+      if (o.op === 'delete') this.drop(o.key);
+      else {
         const w = o as Extract<Op, { value: unknown }>;
         this.write(o.key, encodeJson(w.value), this.rev, w.lease);
       }
@@ -171,9 +164,24 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     const prev = this.data.get(key);
     const s: Stored = { key, text, modRevision: rev, createRevision: prev?.createRevision ?? rev, version: (prev?.version ?? 0) + 1, ...(lease ? { lease } : {}) };
     this.data.set(key, s);
+    const top = topOf(key);
+    let set = this.byTop.get(top);
+    if (!set) this.byTop.set(top, (set = new Set()));
+    set.add(key);
     this.onRaw?.({ rev, key, text, createRevision: s.createRevision, version: s.version, lease, prevModRevision: prev?.modRevision ?? 0 });
     const src = this.sourceOf(key);
     if (src) this.pending.push(src.put(key, { modRevision: s.modRevision, createRevision: s.createRevision, version: s.version, lease }, text));
+  }
+
+  /** Deletes a key at the current revision (nothing when absent). */
+  private drop(key: string): void {
+    const gone = this.data.get(key);
+    if (!gone) return;
+    this.data.delete(key);
+    this.byTop.get(topOf(key))?.delete(key);
+    this.onRaw?.({ rev: this.rev, key, prevModRevision: gone.modRevision });
+    const c = this.sourceOf(key)?.remove(key);
+    if (c) this.pending.push(c);
   }
 
   private flush(): void {
@@ -186,6 +194,8 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     return this.ordered.find((s) => key.startsWith(s.prefix));
   }
 }
+
+const topOf = (key: string) => key.slice(0, key.indexOf('/') + 1);
 
 function decode<T>(text: string): T {
   try {
