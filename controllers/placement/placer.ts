@@ -8,7 +8,8 @@
 //   excluded         — the caller's exclusions (a move's source)
 //   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
-//   ports            — host ports are a per-node resource under host networking
+//   ports            — host ports are a per-node resource under host networking (fixed ones
+//                      free, and enough of the dynamic range free for the rest)
 //   max_per_node     — placement.maxPerNode, a hard cap per node
 //   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
 //                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
@@ -133,6 +134,8 @@ interface Req {
   cpu: number;
   gpus: number | 'all';
   ports: number[];
+  /** How many host ports the scheduler assigns it from the node's range (assignPorts). */
+  dynamicPorts: number;
   maxPerNode: number;
   svc: string;
   svcCounts: Int32Array;
@@ -277,6 +280,7 @@ export class Placer {
       cpu: f.cpuMillis,
       gpus: f.gpus,
       ports: f.ports,
+      dynamicPorts: dynamicPortNames(r.spec).length,
       maxPerNode: r.spec.placement?.maxPerNode ?? Infinity,
       svc: `${r.deployment}/${r.service}`,
       svcCounts: this.serviceCounts(`${r.deployment}/${r.service}`),
@@ -300,6 +304,8 @@ export class Placer {
       const taken = this.ports[i]!;
       if (taken.size) for (let p = 0; p < q.ports.length; p++) if (taken.has(q.ports[p]!)) return 'ports';
     }
+    // Dynamic host ports: the range must have enough free ones (assignPorts takes them after the choice).
+    if (q.dynamicPorts && this.freeInRange(i) < q.dynamicPorts) return 'ports';
     if (q.svcCounts[i]! >= q.maxPerNode) return 'max_per_node';
     if (antiAffinity && q.mode !== 'pack' && q.svcCounts[i]! > 0) return 'anti_affinity';
     return undefined;
@@ -330,8 +336,12 @@ export class Placer {
           : `needs ${q.gpus} GPU(s); ${node.capacity.gpus - this.gpuUsed[i]!} of ${node.capacity.gpus} free`;
       case 'max_per_node':
         return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}; placement.maxPerNode is ${q.maxPerNode}`;
-      case 'ports':
-        return `host port ${q.ports.find((p) => this.ports[i]!.has(p))} is taken`;
+      case 'ports': {
+        const fixed = q.ports.find((p) => this.ports[i]!.has(p));
+        if (fixed !== undefined) return `host port ${fixed} is taken`;
+        const { min, max } = this.rangeOf(i);
+        return `needs ${q.dynamicPorts} dynamic host port(s); ${this.freeInRange(i)} of ${min}-${max} free`;
+      }
       case 'anti_affinity':
         return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}`;
     }
@@ -394,7 +404,7 @@ export class Placer {
     const i = this.index.get(node);
     if (!names.length || i === undefined) return {};
     const taken = new Set(this.ports[i]!.keys());
-    const assigned = assignHostPorts(replica, names, taken, this.nodes[i]!.portRange ?? DEFAULT_PORT_RANGE);
+    const assigned = assignHostPorts(replica, names, taken, this.rangeOf(i));
     const ports = Object.values(assigned);
     for (const port of ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
     // Replaced, not edited: a placed entry may be the cached one of a stored desired key.
@@ -402,6 +412,18 @@ export class Placer {
     const at = list?.findIndex((x) => x.id === replica) ?? -1;
     if (list && at >= 0) list[at] = { ...list[at]!, ports: [...list[at]!.ports, ...ports] };
     return assigned;
+  }
+
+  private rangeOf(i: number): PortRange {
+    return this.nodes[i]!.portRange ?? DEFAULT_PORT_RANGE;
+  }
+
+  /** Ports of node i's dynamic range that no replica holds. */
+  private freeInRange(i: number): number {
+    const { min, max } = this.rangeOf(i);
+    let used = 0;
+    for (const p of this.ports[i]!.keys()) if (p >= min && p <= max) used++;
+    return max - min + 1 - used;
   }
 
   /** Chooses without accounting (explain, what-if). */

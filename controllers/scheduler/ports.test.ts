@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import type { Endpoints, Node, ServiceSpec } from '../../src/api/types.js';
 import { World } from '../../test/support/scheduler-world.js';
+import { Placer } from '../placement/placer.js';
 
 const WEB: ServiceSpec = { image: 'jaco-demo/busybox:1', ports: [{ name: 'http', containerPort: 80, published: 18080 }, { name: 'admin', containerPort: 9000 }] };
 
@@ -90,5 +91,26 @@ describe('dynamic host ports', () => {
     const moved = w.desired().find((d) => d.spec.replica === lost.spec.replica)!;
     expect(moved.spec.node).toBe('node-2');
     expect(new Set(portsOn(w, 'node-2'))).toEqual(new Set([30000, 30001]));
+  });
+});
+
+describe('a full port range', () => {
+  it('is a placement rejection (ports), not a failed pass: the node takes what fits, the rest waits', () => {
+    const w = world(['node-1'], { min: 30000, max: 30002 });
+    w.deploy('app', { web: { image: 'x', replicas: 3, placement: { mode: 'pack' }, ports: [{ name: 'http', containerPort: 80 }, { name: 'admin', containerPort: 81 }] } });
+    const plan = w.pass();
+    // Three free ports fit one replica's two; the others are unschedulable for ports.
+    expect(w.desired()).toHaveLength(1);
+    expect(new Set(portsOn(w, 'node-1')).size).toBe(2);
+    expect(plan.unschedulable).toEqual({ port_conflict: 2 });
+  });
+
+  it("the placer's rejection says how many ports the node's range has free", () => {
+    const capacity = { cpuMillis: 4000, memoryBytes: 8 * 2 ** 30, gpus: 0 };
+    const held = { id: 'app-web-0', deployment: 'app', service: 'web', node: 'node-1', cpuMillis: 0, memoryBytes: 0, gpus: 0, ports: [30000, 30001] };
+    const placer = new Placer({ nodes: [{ name: 'node-1', capacity, labels: {}, portRange: { min: 30000, max: 30002 } }], placed: [held], volumeHomes: {} });
+    const d = placer.decide({ replica: 'app-web-1', deployment: 'app', service: 'web', spec: { image: 'x', ports: [{ name: 'http', containerPort: 80 }, { name: 'admin', containerPort: 81 }] } });
+    expect(d.chosen).toBeUndefined();
+    expect(d.verdicts[0]!.rejected).toEqual({ filter: 'ports', reason: 'port_conflict', detail: 'needs 2 dynamic host port(s); 1 of 30000-30002 free' });
   });
 });
