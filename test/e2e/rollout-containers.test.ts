@@ -6,23 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { specHash } from '../../src/api/spec.js';
-import { API_VERSION, type Deployment, type ReplicaDesired, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
+import type { Deployment, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
 import { FAST } from '../../src/timings.js';
 import { sampler, startCluster, type Proc, type TestCluster } from '../support/cluster.js';
+import { busyboxService, rolloutPlan, webManifest } from '../support/rollout-workload.js';
 import { eventually } from '../support/wait.js';
 
 // A workload that takes 2 s to stop on SIGTERM (so "completed" before its old containers are gone
-// would show), with an exec health check (no network needed).
-const web = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({
-  image,
-  replicas: 3,
-  command: ['sh', '-c', 'trap "sleep 2; exit 0" TERM; sleep 3600 & wait'],
-  // Generous timeout and retries: a loaded machine must not fail the check and restart replicas.
-  healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3 },
-  stopGracePeriod: '5s',
-  ...extra,
-});
-const manifest = (svc: ServiceSpec) => JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'app' }, spec: { services: { web: svc } } });
+// would show).
+const web = (image: string, extra: Partial<ServiceSpec> = {}) => busyboxService(image, { stopSeconds: 2, ...extra });
 
 let c: TestCluster;
 
@@ -55,9 +47,7 @@ function invariantSampler() {
   };
 }
 
-async function plan(): Promise<RolloutPlan['spec']> {
-  return (await c.store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec;
-}
+const plan = () => rolloutPlan(c.store);
 
 /** Every replica of app/web runs exactly one container, of this image, and it is running. */
 async function allRunning(image: string): Promise<boolean> {
@@ -73,13 +63,13 @@ const fail = (what: string) => `${what}\n${c.logs(40)}`;
 
 describe('rolling updates on real containers', () => {
   it('rolls 3 replicas from jaco-demo/busybox:1 to :2, never more than one replica down', async () => {
-    await c.apply(manifest(web('jaco-demo/busybox:1')));
+    await c.apply(webManifest(web('jaco-demo/busybox:1')));
     const first = await rolloutStatus();
     expect(first.code, fail(first.out)).toBe(0);
     await eventually(() => allRunning('jaco-demo/busybox:1'), { what: '3 containers of busybox:1', timeoutMs: 60_000 });
 
     const inv = invariantSampler();
-    await c.apply(manifest(web('jaco-demo/busybox:2')));
+    await c.apply(webManifest(web('jaco-demo/busybox:2')));
     const r = await rolloutStatus();
     // Successful means no container of the old revision is left (observed), not only no desired key.
     const old = (await c.containers()).filter((x) => x.Labels[LABELS.deployment] === 'app' && x.Image !== 'jaco-demo/busybox:2');
@@ -116,7 +106,7 @@ describe('rolling updates on real containers', () => {
 
   it('a rollout to an unpullable image aborts at the step timeout; every replica is back on the old revision and running', async () => {
     const inv = invariantSampler();
-    await c.apply(manifest(web('127.0.0.1:5999/nothing:1')));
+    await c.apply(webManifest(web('127.0.0.1:5999/nothing:1')));
     const r = await rolloutStatus();
     expect(r.code, fail(r.out)).toBe(1);
     expect(r.stdout).toContain('rollout to revision 4 aborted at step 1 of 3 (image_pull_failed');
@@ -144,7 +134,7 @@ describe('rolling updates on real containers', () => {
   it('killing the rollout leader mid-rollout: a second controller process completes it, the invariant intact (stop-first)', async () => {
     await c.startControllers('all');
     const inv = invariantSampler();
-    await c.apply(manifest(web('jaco-demo/busybox:2', { update: { order: 'stop-first' } })));
+    await c.apply(webManifest(web('jaco-demo/busybox:2', { update: { order: 'stop-first' } })));
     await eventually(async () => (await plan()).toRevision === 5 && (await plan()).currentStep >= 1, { what: 'the rollout to revision 5 under way', timeoutMs: 60_000 });
     const { kvs } = await c.store.listRaw(keys.leaders('rollout'));
     const identity = [...kvs].sort((a, b) => Number(a.create_revision) - Number(b.create_revision))[0]!.value.toString('utf8');

@@ -5,24 +5,14 @@
 // back on the previous revision, every replica running. Observed state is sampled throughout: never
 // more than maxUnavailable replicas without a running container.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { specHash } from '../../src/api/spec.js';
-import { API_VERSION, type RolloutPlan, type ServiceSpec } from '../../src/api/types.js';
 import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
+import { busyboxService, rolloutPlan, webManifest } from '../support/rollout-workload.js';
 import { eventually } from '../support/wait.js';
 
 const update = { parallelism: 2, maxUnavailable: 2, failureAction: 'rollback' as const };
-const web = (image: string): ServiceSpec => ({
-  image,
-  replicas: 4,
-  command: ['sh', '-c', 'trap "exit 0" TERM; sleep 3600 & wait'],
-  // Generous timeout and retries: a loaded machine must not fail the check and restart replicas.
-  healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3 },
-  stopGracePeriod: '5s',
-  update,
-});
-const manifest = (svc: ServiceSpec) => JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'app' }, spec: { services: { web: svc } } });
+const web = (image: string) => busyboxService(image, { replicas: 4, update });
 
 let c: TestCluster;
 
@@ -35,9 +25,7 @@ afterAll(async () => {
 
 const notRunning = () => c.replicasNotRunning('app');
 
-async function plan(): Promise<RolloutPlan['spec']> {
-  return (await c.store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec;
-}
+const plan = () => rolloutPlan(c.store);
 
 /** Every replica of app/web runs exactly one container, of this image, and it is running. */
 async function allRunning(image: string): Promise<boolean> {
@@ -50,12 +38,12 @@ const fail = (r: { stdout: string; stderr: string }) => `${r.stdout}${r.stderr}\
 
 describe('update block on real containers', () => {
   it('parallelism 2: two replicas step at once, never more than two without a running container', async () => {
-    await c.apply(manifest(web('jaco-demo/busybox:1')));
+    await c.apply(webManifest(web('jaco-demo/busybox:1')));
     let r = await rolloutStatus();
     expect(r.code, fail(r)).toBe(0);
 
     const samples = sampler(notRunning, 100);
-    await c.apply(manifest(web('jaco-demo/busybox:2')));
+    await c.apply(webManifest(web('jaco-demo/busybox:2')));
     r = await rolloutStatus();
     const down = await samples.stop();
     expect(r.code, fail(r)).toBe(0);
@@ -73,7 +61,7 @@ describe('update block on real containers', () => {
 
   it('failureAction rollback: an image that cannot be pulled ends on the previous revision, every replica running', async () => {
     const samples = sampler(notRunning, 100);
-    await c.apply(manifest(web('127.0.0.1:5999/nothing:1')));
+    await c.apply(webManifest(web('127.0.0.1:5999/nothing:1')));
     const r = await rolloutStatus();
     expect(r.code, fail(r)).toBe(1);
     expect(r.stdout).toContain('rollout to revision 3 aborted at step 2 of 4 (image_pull_failed');
