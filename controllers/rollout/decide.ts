@@ -506,20 +506,18 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
     }
   }
   const picks = pickNext(pass, stale, pace, inFlight);
-  for (const { group, stopFirst } of picks) {
-    startStep(pass, group, target, stopFirst);
+  const started = picks.map(({ group, stopFirst }) => {
+    const step = startStep(pass, group, target, stopFirst);
     if (direction === 'forward') plan.currentStep++;
-  }
+    // Each forward step its own number, even when several start in one pass.
+    return { step, n: plan.currentStep };
+  });
   // One ledger write per act, however many steps it starts: the act is one transaction, and the
   // ledger's compare-and-swap is what keeps a concurrent mover from spending the same budget.
   if (picks.length) pass.ops.push(...c.ledger.record(c.name, c.service, { replica: picks.at(-1)!.group.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
-  if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...picks.map((p) => plan.steps.find((s) => s.replica === p.group.id && !s.finishedAt)!)]);
-  picks.forEach(({ group }, i) => {
-    const step = plan.steps.find((s) => s.replica === group.id && !s.finishedAt)!;
-    // Each forward step its own number, even when several start in one pass.
-    const n = direction === 'forward' ? plan.currentStep - picks.length + i + 1 : plan.currentStep;
-    pass.record('rollout_step', { replica: group.id, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
-  });
+  if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...started.map((s) => s.step)]);
+  for (const { step, n } of started)
+    pass.record('rollout_step', { replica: step.replica, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
 }
 
 /** totalSteps = steps taken + stale replicas still to go (follows scaling during the rollout). */
@@ -599,8 +597,8 @@ function serviceBudget(c: ServiceCtx): Budget {
   return budgetOf(c.snapshot.replicas.service(c.name, c.service), (id) => c.snapshot.replicas.byId.get(id)?.copies ?? [], template, { commands: c.snapshot.commands });
 }
 
-/** Writes the target into the replica's desired copies; `stopFirst` when the surge is spent (the agent then stops the old container first). */
-function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, stopFirst: boolean): void {
+/** Writes the target into the replica's desired copies and returns the step it adds to the plan; `stopFirst` when the surge is spent (the agent then stops the old container first). */
+function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, stopFirst: boolean): RolloutStep {
   const { c } = pass;
   const template = stopFirst ? { ...target.template, update: { ...target.template.update, order: 'stop-first' as const } } : target.template;
   for (const d of g.copies) {
@@ -608,8 +606,10 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, 
     const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
-  pass.plan!.steps.push({ replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso });
+  const step: RolloutStep = { replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso };
+  pass.plan!.steps.push(step);
   pass.wake(c.now + c.controls.stepTimeoutMs);
+  return step;
 }
 
 /** Replicas an agent still reports with an old container, or not yet at the target spec. */
