@@ -51,6 +51,7 @@ describe('decide', () => {
     const p = decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001)], { servers: new Map() }), T);
     expect(p.ops).toEqual([]);
     expect(p.reload!.routes.map((r) => r.published)).toEqual([18080]);
+    expect(p.reload!.address).toBe('127.0.1.1');
     expect([...p.reload!.servers.get('be_app_web_http')!.keys()]).toEqual([S1]);
     const cfg = renderConfig({ socket: '/s', address: '127.0.1.1', routes: p.reload!.routes, servers: p.reload!.servers });
     expect(cfg).toContain('bind 127.0.1.1:18080');

@@ -47,7 +47,7 @@ export type RuntimeOp =
 
 export interface IngressPlan {
   /** A new skeleton config: the frontend set or the address changed, or HAProxy's state is unknown. */
-  reload?: { key: string; routes: Route[]; servers: Map<string, Map<string, ServerAddr>> };
+  reload?: { key: string; address: string; routes: Route[]; servers: Map<string, Map<string, ServerAddr>> };
   ops: RuntimeOp[];
   /** HAProxy once the plan has been carried out. */
   next: HaproxyView;
@@ -117,7 +117,7 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
       servers.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port }])));
       next.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port, state: 'ready' as const, since: now }])));
     }
-    return { reload: { key, routes: s.routes, servers }, ops: [], next: { configKey: key, servers: next }, notes };
+    return { reload: { key, address: s.address, routes: s.routes, servers }, ops: [], next: { configKey: key, servers: next }, notes };
   }
 
   // 2. The same frontends: servers in, drained, out — by the runtime API, in backend and name order.

@@ -147,7 +147,7 @@ export class Ingress {
     this.logNotes(plan);
     try {
       if (plan.reload) {
-        const address = JSON.parse(plan.reload.key)[0] as string;
+        const { address } = plan.reload;
         await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address, routes: plan.reload.routes, servers: plan.reload.servers }));
         ingressMetrics.reloads.inc({ result: 'ok' });
         log.info({ routes: plan.reload.routes.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');
@@ -170,7 +170,8 @@ export class Ingress {
       this.view = { servers: new Map() };
       await new Promise((r) => setTimeout(r, this.opts.timings.backoffMinMs));
     }
-    ingressMetrics.routes.set(this.view.configKey ? (JSON.parse(this.view.configKey)[1] as unknown[]).length : 0);
+    // One backend per route (decide keeps an entry for every route, empty or not).
+    ingressMetrics.routes.set(this.view.servers.size);
     const counts = { ready: 0, drain: 0 };
     for (const m of this.view.servers.values()) for (const s of m.values()) counts[s.state]++;
     for (const [state, n] of Object.entries(counts)) ingressMetrics.servers.set({ state }, n);
