@@ -509,23 +509,33 @@ class ServiceMapper {
     return d;
   }
 
+  /** What update_config and rollback_config share (Swarm's pace of steps): parallelism, delay, order. */
+  private pace(o: Obj, at: (...x: string[]) => Path): NonNullable<UpdatePolicy['rollback']> {
+    const out: NonNullable<UpdatePolicy['rollback']> = {};
+    if (o.parallelism !== undefined) {
+      const n = this.num(o.parallelism, at('parallelism'));
+      if (n !== undefined) out.parallelism = n;
+    }
+    if (o.delay !== undefined) {
+      const d = this.duration(o.delay, at('delay'));
+      if (d) out.delay = d;
+    }
+    if (o.order !== undefined) out.order = o.order === 'start-first' ? 'start-first' : 'stop-first';
+    return out;
+  }
+
   /** deploy.update_config → update (docs/rollout.md). Swarm steps `parallelism` tasks at once; in
    *  jaco every replica mid-step counts against the one disruption budget, so maxUnavailable follows. */
   private update(u: Obj): void {
     const at = (...x: string[]) => this.at('deploy', 'update_config', ...x);
     const update: UpdatePolicy = { ...this.out.update };
-    if (u.order !== undefined) update.order = u.order === 'start-first' ? 'start-first' : 'stop-first';
-    if (u.parallelism !== undefined) {
-      const n = this.num(u.parallelism, at('parallelism'));
-      if (n !== undefined) {
-        update.parallelism = n;
-        if (n !== 1) update.maxUnavailable = n === 0 ? '100%' : n;
-      }
+    const { parallelism: n, delay, order } = this.pace(u, at);
+    if (order) update.order = order;
+    if (n !== undefined) {
+      update.parallelism = n;
+      if (n !== 1) update.maxUnavailable = n === 0 ? '100%' : n;
     }
-    if (u.delay !== undefined) {
-      const d = this.duration(u.delay, at('delay'));
-      if (d) update.delay = d;
-    }
+    if (delay) update.delay = delay;
     if (u.monitor !== undefined) {
       const d = this.duration(u.monitor, at('monitor'));
       if (d) update.monitor = d;
@@ -545,16 +555,7 @@ class ServiceMapper {
   /** deploy.rollback_config → update.rollback: how the revert after a failed rollout goes. */
   private rollback(r: Obj): void {
     const at = (...x: string[]) => this.at('deploy', 'rollback_config', ...x);
-    const rollback: NonNullable<UpdatePolicy['rollback']> = {};
-    if (r.parallelism !== undefined) {
-      const n = this.num(r.parallelism, at('parallelism'));
-      if (n !== undefined) rollback.parallelism = n;
-    }
-    if (r.delay !== undefined) {
-      const d = this.duration(r.delay, at('delay'));
-      if (d) rollback.delay = d;
-    }
-    if (r.order !== undefined) rollback.order = r.order === 'start-first' ? 'start-first' : 'stop-first';
+    const rollback = this.pace(r, at);
     for (const k of ['failure_action', 'monitor', 'max_failure_ratio'])
       if (r[k] !== undefined) this.warn(at(k), `${k} is ignored: a reverted replica that does not come back within the step timeout is left and the revert goes on`);
     if (Object.keys(rollback).length) this.out.update = { ...this.out.update, rollback };
