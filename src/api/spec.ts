@@ -5,7 +5,6 @@ import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
 import { canonicalPorts } from './ports.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
-import { dynamicPortNames, fixedHostPorts } from './ports.js';
 
 export const SERVICE_DEFAULTS = {
   replicas: 1,
@@ -130,7 +129,8 @@ export function isStateful(spec: ServiceSpec): boolean {
  * agent replaces containers by it and the rollout counts surges by it: one rule, so maxSurge holds.
  */
 export function startsFirst(t: ServiceSpec): boolean {
-  return t.update?.order !== 'stop-first' && !isStateful(t) && fixedHostPorts(t).length === 0 && dynamicPortNames(t).length === 0;
+  // Every port is a host port under host networking, fixed or dynamic: any one of them is held.
+  return t.update?.order !== 'stop-first' && !isStateful(t) && !t.ports?.length;
 }
 
 /** Services in placement order: descending priority, ties by name (seed 002). */
