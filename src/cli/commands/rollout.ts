@@ -168,6 +168,12 @@ function parseTarget(v: string): { name: string; service?: string } {
   return service ? { name, service } : { name };
 }
 
+/** The services a target names: the one given (it must exist), or every service of the deployment. */
+function targetServices(dep: Versioned<Deployment>, target: { name: string; service?: string }): string[] {
+  if (target.service && !dep.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
+  return target.service ? [target.service] : Object.keys(dep.value.spec.services).sort();
+}
+
 /** Whether the controller carried a request out (it clears one that does not apply, with a note). */
 const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
   pause: (p) => p.state === 'paused',
@@ -181,9 +187,7 @@ const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
  * print and the exit code.
  */
 async function requestAction(store: Store, target: { name: string; service?: string }, action: RolloutAction, waitMs: number): Promise<{ text: string; code: number }> {
-  const dep = await mustGetDeployment(store, target.name);
-  if (target.service && !dep.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
-  const services = target.service ? [target.service] : Object.keys(dep.value.spec.services).sort();
+  const services = targetServices(await mustGetDeployment(store, target.name), target);
   const requested: string[] = [];
   for (const service of services) {
     for (let attempt = 0; ; attempt++) {
@@ -226,8 +230,7 @@ const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', a
 /** A new revision with the same spec that replaces every replica of the service(s) (kubectl rollout restart). */
 async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {
   const cur = await mustGetDeployment(store, target.name);
-  if (target.service && !cur.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
-  const services = target.service ? [target.service] : Object.keys(cur.value.spec.services).sort();
+  const services = targetServices(cur, target);
   const [o] = await applyDeployments(store, [
     { name: target.name, spec: cur.value.spec, labels: cur.value.metadata.labels, annotations: cur.value.metadata.annotations, cause: `restart ${services.join(', ')}`, restart: services },
   ]);
