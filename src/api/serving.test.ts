@@ -17,6 +17,13 @@ describe('templateOf spec hash', () => {
     expect(after).toBe(specHash({ image: 'jaco-demo/busybox:2', replicas: 2 }));
   });
 
+  it('a frozen spec whose parts are not frozen is not memoized either', () => {
+    const spec = Object.freeze({ image: 'jaco-demo/busybox:1', env: { A: '1' } as Record<string, string> });
+    const before = templateOf(1, spec).specHash;
+    spec.env.A = '2';
+    expect(templateOf(1, spec).specHash).not.toBe(before);
+  });
+
   it('the cache holds deployment and revision service specs frozen (so their hash is memoized safely)', () => {
     const src = new SourceState('deployments', WATCHABLE.deployments, new ValueReader(testLogger()));
     const d: Deployment = { apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name: 'a', generation: 1 }, spec: { services: { web: { image: 'jaco-demo/busybox:1', env: { A: 'x' } } } } };

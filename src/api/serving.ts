@@ -39,15 +39,21 @@ export function templateOf(revision: number, spec: ServiceSpec): ServingTemplate
 }
 
 /**
- * Spec hashes of frozen spec objects: a spec held in the cache (frozen by its interner: see
- * WATCHABLE's `share`) is hashed once, not by every controller on every pass — a service with a
- * large env cost milliseconds per pass. A spec that is not frozen may still change in place, so
- * it is hashed afresh each time (never a stale hash). Entries go with their spec objects.
+ * Spec hashes of deeply frozen spec objects: a spec held in the cache (frozen by its interner:
+ * see WATCHABLE's `share`) is hashed once, not by every controller on every pass — a service with
+ * a large env cost milliseconds per pass. A spec any part of which is not frozen may still change
+ * in place, so it is hashed afresh each time (never a stale hash). Entries go with their specs.
  */
 const hashes = new WeakMap<ServiceSpec, string>();
 
+/** Whether nothing in `v` can change in place (checking is cheap next to hashing: no strings read). */
+function deeplyFrozen(v: unknown): boolean {
+  if (v === null || typeof v !== 'object') return true;
+  return Object.isFrozen(v) && Object.values(v).every(deeplyFrozen);
+}
+
 function hashOf(spec: ServiceSpec): string {
-  if (!Object.isFrozen(spec)) return specHash(spec);
+  if (!deeplyFrozen(spec)) return specHash(spec);
   let h = hashes.get(spec);
   if (h === undefined) hashes.set(spec, (h = specHash(spec)));
   return h;
