@@ -28,7 +28,8 @@ export class Interner {
   }
 }
 
-function deepFreeze(v: unknown): void {
+/** Freezes a value and everything in it (a value that is never to change in place). */
+export function deepFreeze(v: unknown): void {
   if (v === null || typeof v !== 'object' || Object.isFrozen(v)) return;
   Object.freeze(v);
   for (const x of Object.values(v)) deepFreeze(x);

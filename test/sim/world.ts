@@ -32,6 +32,7 @@ import {
 } from '../../src/api/types.js';
 import { Manager } from '../../src/runtime/manager.js';
 import type { ControllerSpec, Runner } from '../../src/runtime/runner.js';
+import { deepFreeze } from '../../src/store/interner.js';
 import type { Fence } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { CONTROLLERS } from '../../controllers/index.js';
@@ -160,6 +161,9 @@ export class Sim {
     } catch {
       value = c.text;
     }
+    // The truth as read never changes in place (new values are new writes): frozen, so the spec
+    // hashes the liveness check takes of it are memoized as the controllers' are (api/serving.ts).
+    deepFreeze(value);
     this.decoded.set(key, { rev: c.modRevision, value });
     return value as T;
   }
