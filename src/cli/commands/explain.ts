@@ -38,7 +38,7 @@ export function renderDecision(dec: PlacementDecision, now: number, current: Rep
 }
 
 /** Finds a replica's stored decision: deployments are few, so try each whose name prefixes the id. */
-async function findDecision(store: Store, replica: string): Promise<PlacementDecision | undefined> {
+export async function findDecision(store: Store, replica: string): Promise<PlacementDecision | undefined> {
   const deps = (await store.list<Deployment>(keys.deployments())).items.map((d) => d.value.metadata.name);
   for (const dep of deps.filter((n) => replica.startsWith(`${n}-`)).sort((a, b) => b.length - a.length)) {
     const dec = await store.get<PlacementDecision>(keys.decision(dep, replica));

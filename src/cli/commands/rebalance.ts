@@ -33,7 +33,7 @@ export async function rebalancerLeader(store: Store): Promise<string | undefined
   return first?.value.toString('utf8');
 }
 
-async function askLeader(store: Store, timeoutMs: number): Promise<PlanReport | string> {
+export async function askLeader(store: Store, timeoutMs: number): Promise<PlanReport | string> {
   const identity = await rebalancerLeader(store);
   if (!identity) return 'no rebalancer is running (no election key under leaders/rebalancer/)';
   const url = /\bmetrics=(\S+)/.exec(identity)?.[1];

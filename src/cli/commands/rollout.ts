@@ -20,7 +20,7 @@ import { age, printObjects, printTable } from '../output.js';
 export const EXIT_ROLLOUT_ABORTED = EXIT_INVALID;
 export const EXIT_ROLLOUT_TIMEOUT = 3;
 
-async function revisionsOf(store: Store, name: string): Promise<DeploymentRevision[]> {
+export async function revisionsOf(store: Store, name: string): Promise<DeploymentRevision[]> {
   const { items } = await store.list<DeploymentRevision>(keys.revisions(name));
   return items.map((i) => i.value).sort((a, b) => a.spec.revision - b.spec.revision);
 }
@@ -142,7 +142,7 @@ function revisionDetail(name: string, revisions: DeploymentRevision[], n: number
 
 // ---------------------------------------------------------------- rollback
 
-async function rollback(store: Store, name: string, toRevision: number | undefined, dryRun: boolean): Promise<string> {
+export async function rollback(store: Store, name: string, toRevision: number | undefined, dryRun: boolean): Promise<string> {
   const cur = await mustGetDeployment(store, name);
   const current = cur.value.metadata.generation ?? 1;
   const revisions = await revisionsOf(store, name);
@@ -186,7 +186,7 @@ const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
  * out and clears it), then waits up to `waitMs` for the controller to take it. Returns the lines to
  * print and the exit code.
  */
-async function requestAction(store: Store, target: { name: string; service?: string }, action: RolloutAction, waitMs: number): Promise<{ text: string; code: number }> {
+export async function requestAction(store: Store, target: { name: string; service?: string }, action: RolloutAction, waitMs: number): Promise<{ text: string; code: number }> {
   const services = targetServices(await mustGetDeployment(store, target.name), target);
   const requested: string[] = [];
   for (const service of services) {
