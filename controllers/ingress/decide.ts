@@ -3,7 +3,7 @@
 // frontend set (a port, a service) changes by a reload with the skeleton config; servers change
 // through the runtime API only: added when a replica is in endpoints, drained when it leaves,
 // then (after the drain period) put in maintenance and deleted. No I/O, clock as `now`.
-import { normalizePorts } from '../../src/api/ports.js';
+import { publishedPorts } from '../../src/api/ports.js';
 import type { Deployment, Endpoints } from '../../src/api/types.js';
 import { backendName, serverName, type Route, type ServerAddr } from './haproxy.js';
 
@@ -62,25 +62,24 @@ export interface IngressConfig {
 
 export const DEFAULT_INGRESS_CONFIG: IngressConfig = { drainMs: 2000 };
 
-/** Every published port of every deployment, in (deployment, service, port) order; a port claimed twice goes to the first. */
+/**
+ * Every published port of every deployment, in (deployment, service, port) order; a port claimed
+ * twice goes to the first. apply refuses such a clash (api/rules.ts), so a conflict here is left
+ * from before that check or written around it: routed one way on every node, and reported.
+ */
 export function routesOf(deployments: Iterable<Deployment>): Pick<IngressSnapshot, 'routes' | 'conflicts'> {
   const byPort = new Map<number, Route>();
   const conflicts = new Map<number, { published: number; winner: string; losers: string[] }>();
-  const sorted = [...deployments].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-  for (const d of sorted)
-    for (const svc of Object.keys(d.spec.services).sort())
-      for (const p of normalizePorts(d.spec.services[svc]!)) {
-        if (p.published === undefined || p.protocol !== 'tcp') continue;
-        const who = `${d.metadata.name}/${svc}`;
-        const have = byPort.get(p.published);
-        if (have) {
-          const c = conflicts.get(p.published) ?? { published: p.published, winner: `${have.deployment}/${have.service}`, losers: [] };
-          c.losers.push(who);
-          conflicts.set(p.published, c);
-          continue;
-        }
-        byPort.set(p.published, { published: p.published, deployment: d.metadata.name, service: svc, portName: p.name, backend: backendName(d.metadata.name, svc, p.name) });
-      }
+  for (const p of publishedPorts([...deployments].map((d) => ({ name: d.metadata.name, spec: d.spec })))) {
+    const have = byPort.get(p.published);
+    if (have) {
+      const c = conflicts.get(p.published) ?? { published: p.published, winner: `${have.deployment}/${have.service}`, losers: [] };
+      c.losers.push(`${p.deployment}/${p.service}`);
+      conflicts.set(p.published, c);
+      continue;
+    }
+    byPort.set(p.published, { ...p, backend: backendName(p.deployment, p.service, p.portName) });
+  }
   return { routes: [...byPort.values()].sort((a, b) => a.published - b.published), conflicts: [...conflicts.values()] };
 }
 

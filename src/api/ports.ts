@@ -32,6 +32,27 @@ export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort
   );
 }
 
+/** One published port: answered on every node's ingress at <node address>:published. */
+export interface PublishedPort {
+  published: number;
+  deployment: string;
+  service: string;
+  portName: string;
+}
+
+/**
+ * Every published TCP port of every deployment, in (deployment, service, port) order: what the
+ * ingresses route (controllers/ingress) and what apply checks for clashes (api/rules.ts).
+ */
+export function publishedPorts(deployments: Iterable<{ name: string; spec: { services: Record<string, Pick<ServiceSpec, 'ports'>> } }>): PublishedPort[] {
+  const out: PublishedPort[] = [];
+  for (const d of [...deployments].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
+    for (const service of Object.keys(d.spec.services).sort())
+      for (const p of normalizePorts(d.spec.services[service]!))
+        if (p.published !== undefined && p.protocol === 'tcp') out.push({ published: p.published, deployment: d.name, service, portName: p.name });
+  return out;
+}
+
 /** Host ports fixed by the spec: a per-node resource for placement. */
 export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
   const out: number[] = [];

@@ -1,7 +1,7 @@
 // Cross-field rules of a Deployment that a schema cannot state. Each rule has a name (reported as
 // the failed rule) and an exact message; all violations are reported, not the first only.
-import { normalizePorts } from './ports.js';
-import type { Deployment, ServiceSpec } from './types.js';
+import { DEFAULT_PORT_RANGE, fixedHostPorts, normalizePorts, publishedPorts } from './ports.js';
+import type { Deployment, PortRange, ServiceSpec } from './types.js';
 import type { Path, ValidationIssue } from './schema.js';
 import { NAME_PATTERN } from './crds.js';
 
@@ -166,5 +166,45 @@ export function replicaIdConflicts(deployments: { name: string; spec: Deployment
       if (a.stem === b.stem) out.push(`deployment "${a.d}" service "${a.svc}" and deployment "${b.d}" service "${b.svc}" would both name replicas "${a.stem}<n>"; rename one`);
       else if (a.global) out.push(`global service "${a.svc}" of deployment "${a.d}" names replicas "${a.stem}<host>", which could equal replicas "${b.stem}<n>" of deployment "${b.d}" service "${b.svc}"; rename one`);
     }
+  return out;
+}
+
+/**
+ * Published ports that cannot all be answered, over every deployment that will exist: every
+ * node's ingress binds each published port on the node's address, so a port published twice
+ * would route to one service only (the ingress keeps the first, controllers/ingress), and a port
+ * some replica binds on the node — a fixed host port, or one the scheduler may hand out from a
+ * node's dynamic range — would fail that container or the ingress. Checked at apply; each clash
+ * is described once. With no node registered yet, the agents' default range is checked.
+ */
+export function publishedPortConflicts(deployments: { name: string; spec: Deployment['spec'] }[], nodeRanges: { node: string; range: PortRange }[]): string[] {
+  const out: string[] = [];
+  const who = (p: { deployment: string; service: string }) => `deployment "${p.deployment}" service "${p.service}"`;
+  const first = new Map<number, { deployment: string; service: string }>();
+  const published = publishedPorts(deployments);
+  for (const p of published) {
+    const have = first.get(p.published);
+    if (!have) first.set(p.published, p);
+    else if (have.deployment !== p.deployment || have.service !== p.service)
+      out.push(`port ${p.published} is published by ${who(have)} and by ${who(p)}; every ingress answers a published port for one service: change one`);
+  }
+  const fixed = new Map<number, { deployment: string; service: string }>();
+  for (const d of deployments)
+    for (const [service, svc] of Object.entries(d.spec.services)) for (const port of fixedHostPorts(svc)) if (!fixed.has(port)) fixed.set(port, { deployment: d.name, service });
+  const byRange = new Map<string, { range: PortRange; nodes: string[] }>();
+  for (const { node, range } of nodeRanges) {
+    const k = `${range.min}-${range.max}`;
+    byRange.set(k, { range, nodes: [...(byRange.get(k)?.nodes ?? []), node] });
+  }
+  const ranges = byRange.size ? [...byRange.values()] : [{ range: DEFAULT_PORT_RANGE, nodes: [] }];
+  for (const [port, p] of first) {
+    const host = fixed.get(port);
+    if (host) out.push(`port ${port} is published by ${who(p)} and is a fixed host port of ${who(host)}; the ingress binds it on every node's address: change one`);
+    for (const { range, nodes } of ranges) {
+      if (port < range.min || port > range.max) continue;
+      const whose = nodes.length ? `of node${nodes.length > 1 ? 's' : ''} ${nodes.sort().join(', ')}` : "(the agents' default)";
+      out.push(`port ${port} published by ${who(p)} lies in the dynamic host port range ${range.min}-${range.max} ${whose}, from which the scheduler hands ports to replicas: publish a port outside it`);
+    }
+  }
   return out;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatPath, schemas } from './schema.js';
-import { deploymentRuleIssues, replicaIdConflicts } from './rules.js';
+import { deploymentRuleIssues, publishedPortConflicts, replicaIdConflicts } from './rules.js';
 import type { Deployment, ServiceSpec } from './types.js';
 
 const dep = (services: Record<string, unknown>, name = 'app'): Deployment => ({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services } }) as Deployment;
@@ -130,5 +130,33 @@ describe('replica id conflicts across deployments', () => {
   });
   it('accepts services whose stems only share a prefix when neither is global', () => {
     expect(replicaIdConflicts([{ name: 'app', spec: { services: { web: svc(), 'web-admin': svc() } } }, { name: 'app-web', spec: { services: { x: svc() } } }])).toEqual([]);
+  });
+});
+
+describe('published port conflicts (apply, across every deployment that would exist)', () => {
+  const pub = (published: number, extra: object = {}) => ({ image: 'x', ports: [{ name: 'http', containerPort: 80, published, ...extra }] }) as ServiceSpec;
+  const d = (name: string, services: Record<string, ServiceSpec>) => ({ name, spec: { services } });
+  const nodes = [
+    { node: 'node-2', range: { min: 20000, max: 32767 } },
+    { node: 'node-1', range: { min: 20000, max: 32767 } },
+    { node: 'edge', range: { min: 40000, max: 40100 } },
+  ];
+  it.each<[string, { name: string; spec: { services: Record<string, ServiceSpec> } }[], string[]]>([
+    ['distinct ports, outside every range', [d('a', { web: pub(18080) }), d('b', { web: pub(18081) })], []],
+    ['one service, one port (re-applied)', [d('a', { web: pub(18080) })], []],
+    ['a UDP port is not routed: no clash', [d('a', { web: pub(18080) }), d('b', { dns: pub(18080, { protocol: 'udp' }) })], []],
+    ['one port published by two deployments', [d('b', { web: pub(18080) }), d('a', { api: pub(18080) })], ['port 18080 is published by deployment "a" service "api" and by deployment "b" service "web"; every ingress answers a published port for one service: change one']],
+    ['one port published by two services of one deployment', [d('a', { web: pub(18080), api: pub(18080) })], ['port 18080 is published by deployment "a" service "api" and by deployment "a" service "web"; every ingress answers a published port for one service: change one']],
+    ['a published port that is another service\'s fixed host port', [d('a', { web: pub(18080) }), d('b', { db: { image: 'x', ports: [18080] } })], ['port 18080 is published by deployment "a" service "web" and is a fixed host port of deployment "b" service "db"; the ingress binds it on every node\'s address: change one']],
+    ['a published port inside two nodes\' dynamic range, named once', [d('a', { web: pub(20001) })], ['port 20001 published by deployment "a" service "web" lies in the dynamic host port range 20000-32767 of nodes node-1, node-2, from which the scheduler hands ports to replicas: publish a port outside it']],
+    ['a published port inside one node\'s own range', [d('a', { web: pub(40000) })], ['port 40000 published by deployment "a" service "web" lies in the dynamic host port range 40000-40100 of node edge, from which the scheduler hands ports to replicas: publish a port outside it']],
+  ])('%s', (_name, deployments, want) => {
+    expect(publishedPortConflicts(deployments, nodes)).toEqual(want);
+  });
+  it("checks the agents' default range while no node is registered", () => {
+    expect(publishedPortConflicts([d('a', { web: pub(32767) })], [])).toEqual([
+      'port 32767 published by deployment "a" service "web" lies in the dynamic host port range 20000-32767 (the agents\' default), from which the scheduler hands ports to replicas: publish a port outside it',
+    ]);
+    expect(publishedPortConflicts([d('a', { web: pub(19999) })], [])).toEqual([]);
   });
 });

@@ -4,9 +4,10 @@
 import { randomUUID } from 'node:crypto';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
-import { replicaIdConflicts } from '../api/rules.js';
+import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
 import { sameDeploymentSpec } from '../api/spec.js';
-import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec } from '../api/types.js';
+import { DEFAULT_PORT_RANGE } from '../api/ports.js';
+import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type Node } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
 import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
@@ -40,26 +41,33 @@ export function revisionNumberOfKey(key: string): number {
   return Number(key.slice(key.lastIndexOf('/') + 1));
 }
 
-export class ReplicaIdConflictError extends Error {
-  override name = 'ReplicaIdConflictError';
+/** An apply refused because of what it would clash with among every deployment that would exist. */
+export class ApplyConflictError extends Error {
+  override name = 'ApplyConflictError';
 }
 
-/** Refuses an apply after which two services would name replicas alike (see replicaIdConflicts). */
-function checkReplicaIds(current: Map<string, Versioned<Deployment>>, items: ApplyItem[]): void {
+/**
+ * Refuses an apply after which two services would name replicas alike (replicaIdConflicts) or a
+ * published port could not be answered (publishedPortConflicts).
+ */
+function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node[], items: ApplyItem[]): void {
   const applied = new Set(items.map((i) => i.name));
   const others = [...current.values()].map((d) => d.value).filter((d) => !applied.has(d.metadata.name));
-  const conflicts = replicaIdConflicts([...others.map((d) => ({ name: d.metadata.name, spec: d.spec })), ...items]);
-  if (conflicts.length) throw new ReplicaIdConflictError(`nothing was written: ${conflicts.join('; ')}`);
+  const all = [...others.map((d) => ({ name: d.metadata.name, spec: d.spec })), ...items];
+  const ranges = nodes.map((n) => ({ node: n.metadata.name, range: n.status?.portRange ?? DEFAULT_PORT_RANGE }));
+  const conflicts = [...replicaIdConflicts(all), ...publishedPortConflicts(all, ranges)];
+  if (conflicts.length) throw new ApplyConflictError(`nothing was written: ${conflicts.join('; ')}`);
 }
 
 /** Plans and commits the apply of several deployments in one transaction. */
 export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
-  // One read of every deployment serves the id check and each item's compare-and-swap; the
-  // transaction compares that nothing under deployments/ changed since, so the id check holds
-  // for what lands (two concurrent applies cannot both add colliding ids).
+  // One read of every deployment serves the conflict checks and each item's compare-and-swap; the
+  // transaction compares that nothing under deployments/ changed since, so the checks hold for
+  // what lands (two concurrent applies cannot both add colliding ids or published ports).
   const listed = await store.list<Deployment>(keys.deployments());
   const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
-  checkReplicaIds(current, items);
+  const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
+  checkConflicts(current, nodes, items);
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);

@@ -10,6 +10,8 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { jaco } from '../support/cli.js';
+import { keys } from '../../src/api/keys.js';
+import { commitAtomic } from '../../src/store/writer.js';
 
 const etcd = useTestEtcd();
 
@@ -105,6 +107,26 @@ describe('jaco apply', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('would both name replicas "a-b-c-<n>"');
     expect(await snapshot(prefix)).toEqual(before);
+  });
+
+  it('refuses a port another deployment publishes, or one in a registered node\'s dynamic range, and writes nothing', async () => {
+    const prefix = uniquePrefix();
+    const web = (published: number) => ({ image: 'x', ports: [{ name: 'http', containerPort: 80, published }] });
+    expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { web: web(18080) }) })).code).toBe(0);
+    const before = await snapshot(prefix);
+    const clash = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('blog', { site: web(18080) }) });
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toContain('port 18080 is published by deployment "blog" service "site" and by deployment "shop" service "web"');
+    expect(await snapshot(prefix)).toEqual(before);
+    // A node registered with its own range: a port inside it is refused, named with the node.
+    const store = etcd.store(prefix);
+    const node = { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name: 'edge' }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString(), portRange: { min: 18000, max: 18999 } } };
+    await commitAtomic(store, [{ ops: [{ op: 'put', key: keys.node('edge'), value: node }] }]);
+    const inRange = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('blog', { site: web(18500) }) });
+    expect(inRange.code).toBe(1);
+    expect(inRange.stderr).toContain('port 18500 published by deployment "blog" service "site" lies in the dynamic host port range 18000-18999 of node edge');
+    // Moving shop's own port is fine: its old claim goes with the re-apply.
+    expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { web: web(19080) }) })).code).toBe(0);
   });
 
   it('reads stdin and directories', async () => {
