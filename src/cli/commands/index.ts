@@ -4,9 +4,11 @@ import { registerAgent } from './agent.js';
 import { registerApply } from './apply.js';
 import { registerAudit } from './audit.js';
 import { registerController } from './controller.js';
+import { registerDashboard } from './dashboard.js';
 import { registerDrain } from './drain.js';
 import { registerExplain } from './explain.js';
 import { registerGet } from './get.js';
+import { registerHollowNodes } from './hollow-nodes.js';
 import { registerIngress } from './ingress.js';
 import { registerNode } from './node.js';
 import { registerRebalance } from './rebalance.js';
@@ -24,9 +26,11 @@ export function registerCommands(program: Command): void {
   registerDrain(registerNode(program));
   registerRebalance(program);
   registerAudit(program);
+  registerDashboard(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);
   registerAgent(program);
+  registerHollowNodes(program);
   registerIngress(program);
   registerVersion(program);
 }
