@@ -13,6 +13,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The ingress drives a local HAProxy (run as a child of `jaco ingress`, never the system service).
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+# The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
