@@ -10,8 +10,10 @@ if [ "${CI:-}" = "true" ] && grep -rnE '\b(it|test|describe)\.(skip|todo)\(|\bxi
 fi
 echo "== typecheck"
 npx tsc -p tsconfig.json --noEmit
+npx tsc -p web/tsconfig.json
 echo "== build"
 npx tsc -p tsconfig.build.json
+node scripts/build-web.mjs
 echo "== demo images"
 scripts/build-images.sh
 if [ $# -gt 0 ]; then
