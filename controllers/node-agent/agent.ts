@@ -1,8 +1,9 @@
 // The node-agent: one host's controller on the shared runtime, unelected, fenced by its claim on
 // the node. It is composed of parts, one job each:
 //   presence.ts     registration, the claim on heartbeats/<host>, heartbeats with pressure, removal
+//   runtime.ts      the container engine behind one interface: Docker (docker.ts) or hollow
 //   docker-view.ts  the picture of its containers (events + resync)
-//   executor.ts     carrying out starts and stops on Docker
+//   executor.ts     carrying out starts and stops on the runtime
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
@@ -21,11 +22,13 @@ import type { Timings } from '../../src/timings.js';
 import { CgroupReader } from './cgroup.js';
 import type { Owner } from './container-spec.js';
 import { decide, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
+import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
 import { PressureSampler } from './pressure.js';
+import type { RuntimeFactory } from './runtime.js';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -39,6 +42,8 @@ export interface AgentOptions {
   labels: Record<string, string>;
   /** unix:///var/run/docker.sock or tcp://host:port. */
   dockerHost: string;
+  /** The container engine; default Docker at dockerHost (hollow nodes pass an in-memory one). */
+  runtime?: RuntimeFactory;
   /** Register again although a drain removed this node from the cluster. */
   rejoin: boolean;
   log: Logger;
@@ -110,9 +115,11 @@ export class NodeAgent {
     const uid = (await this.untilEtcd('read the cluster uid', () => clusterInfo(store))).uid;
     this.owner = { clusterUid: uid, node, ...(this.opts.address ? { address: this.opts.address } : {}) };
     const trigger = () => this.runner?.trigger();
-    this.view = new DockerView(this.opts.dockerHost, this.owner, timings, this.log, trigger);
+    const makeRuntime: RuntimeFactory = this.opts.runtime ?? ((o) => new DockerRuntime(this.opts.dockerHost, o));
+    const runtime = makeRuntime(this.owner);
+    this.view = new DockerView(runtime, timings, this.log, trigger);
     this.executor = new Executor(this.view, this.owner, timings, this.log, trigger);
-    this.sampler = new PressureSampler(new CgroupReader(this.opts.cgroupRoot), (id) => this.view.docker.stats(id), this.opts.capacity);
+    this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity);
     this.presence = new Presence({
       ...this.opts,
       pressure: () => this.currentPressure(),
@@ -143,7 +150,7 @@ export class NodeAgent {
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
     await this.manager.start();
     this.log.info(
-      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: this.opts.dockerHost, statusIntervalMs: this.opts.statusIntervalMs, timings: timings.name },
+      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, timings: timings.name },
       'node-agent started',
     );
   }

@@ -1,19 +1,19 @@
-// The agent's picture of its Docker containers: connects, follows Docker's event stream, resyncs
+// The agent's picture of its containers: connects, follows the runtime's event stream, resyncs
 // (on connect and every dockerResyncMs, catching what the stream missed), and keeps the container
 // cache. When Docker is away it marks itself down and retries with back-off; containers are left
 // as they are. Every change calls `changed` so the agent decides again.
 import type { Logger } from '../../src/observability/log.js';
 import type { Timings } from '../../src/timings.js';
 import { ContainerCache } from './container-cache.js';
-import type { Owner } from './container-spec.js';
-import { DockerRuntime, DockerUnreachableError } from './docker.js';
+import { DockerUnreachableError } from './docker.js';
 import { agentMetrics } from './metrics.js';
+import type { ContainerRuntime } from './runtime.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class DockerView {
   readonly cache = new ContainerCache();
-  readonly docker: DockerRuntime;
+  readonly host: string;
   up = false;
   /** A full resync has completed since the last connect (the cache is complete). */
   synced = false;
@@ -23,13 +23,12 @@ export class DockerView {
   private stopped = false;
 
   constructor(
-    readonly host: string,
-    owner: Owner,
+    readonly docker: ContainerRuntime,
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,
   ) {
-    this.docker = new DockerRuntime(host, owner);
+    this.host = docker.host;
   }
 
   async start(): Promise<void> {

@@ -7,6 +7,7 @@ import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
 import { factsFromInspect, type ContainerFacts } from './facts.js';
 import { usageFromDockerStats } from './pressure.js';
+import type { ContainerRuntime } from './runtime.js';
 
 /** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
 export class DockerUnreachableError extends Error {
@@ -44,7 +45,8 @@ export function dockerError(host: string, e: unknown): Error {
 
 export const statusOf = (e: unknown): number | undefined => (e instanceof DockerApiError ? e.statusCode : undefined);
 
-export class DockerRuntime {
+/** The agent's runtime on a real host: Docker through dockerode. */
+export class DockerRuntime implements ContainerRuntime {
   readonly docker: Docker;
 
   constructor(readonly host: string, readonly owner: Owner) {

@@ -4,8 +4,9 @@
 // one-shot stats for a container whose cgroup files it cannot read.
 import type Docker from 'dockerode';
 import type { Capacity, PressureSample, ReplicaFootprint } from '../../src/api/types.js';
-import type { CgroupReader, CgroupUsage } from './cgroup.js';
+import type { CgroupUsage } from './cgroup.js';
 import type { ContainerFacts } from './facts.js';
+import type { UsageReader } from './runtime.js';
 
 export interface UsageReading {
   id: string;
@@ -88,7 +89,7 @@ export class PressureSampler {
   private marks = new Map<string, CpuMark>();
 
   constructor(
-    private readonly reader: CgroupReader,
+    private readonly reader: UsageReader,
     private readonly dockerStats: (id: string) => Promise<CgroupUsage | undefined>,
     private readonly capacity: Capacity,
     private readonly clock: () => number = Date.now,

@@ -8,8 +8,9 @@ import type { Timings } from '../../src/timings.js';
 import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions, type Owner } from './container-spec.js';
 import type { StartOrder, StartProgress } from './decide.js';
-import { DockerApiError, DockerUnreachableError, statusOf, type DockerRuntime } from './docker.js';
+import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
+import type { ContainerRuntime } from './runtime.js';
 
 /** Docker refused the spec (400) or a quantity did not parse: retrying cannot help. */
 export class InvalidSpecError extends Error {
@@ -45,7 +46,7 @@ export class Slots {
 }
 
 export interface StarterDeps {
-  docker: DockerRuntime;
+  docker: ContainerRuntime;
   /** Shared by every start of the agent. */
   slots: Slots;
   owner: Owner;

@@ -1,0 +1,52 @@
+// The agent's one door to a container engine. Everything above it — registration, the claim and
+// heartbeats, the pass, starts and stops, pressure — is the same whatever is behind it: Docker
+// (docker.ts, dockerode) on a real host, or the in-memory hollow runtime (controllers/hollow/) that
+// lets one process run a thousand agents against a real etcd for scale tests.
+//
+// The vocabulary is Docker's on purpose: the agent's container spec is a `docker create` body
+// (container-spec.ts), and failures are DockerApiError (with Docker's status codes: 404 gone, 409
+// conflict, 400 bad spec) or DockerUnreachableError (the engine does not answer).
+import type Docker from 'dockerode';
+import type { CgroupUsage } from './cgroup.js';
+import type { Owner } from './container-spec.js';
+import type { ContainerFacts } from './facts.js';
+
+/** Reads a container's usage without asking the engine (cgroup files); undefined: ask `stats`. */
+export interface UsageReader {
+  read(id: string, pid: number): CgroupUsage | undefined;
+  /** Forget what is kept for containers that are gone. */
+  retain(ids: Set<string>): void;
+}
+
+export interface ContainerRuntime {
+  /** Where the engine is, for logs and /healthz (unix:///var/run/docker.sock, hollow://node-7). */
+  readonly host: string;
+  /** Usage known without an API call; absent: the agent reads cgroup files (CgroupReader). */
+  readonly usage?: UsageReader;
+  ping(): Promise<void>;
+  /** Ids of every container (any state) of this agent's cluster and node. */
+  listOwn(): Promise<string[]>;
+  /** Facts of a container by id or name, or undefined when it is gone. */
+  inspect(idOrName: string): Promise<ContainerFacts | undefined>;
+  imagePresent(image: string): Promise<boolean>;
+  /** Pulls an image; an abort ends it. */
+  pull(image: string, signal?: AbortSignal): Promise<void>;
+  /** Creates a container; its id. */
+  create(opts: Docker.ContainerCreateOptions): Promise<string>;
+  /** Starts a container (already running is fine). */
+  start(id: string): Promise<void>;
+  /** Stops with the container's own stop signal and grace (already stopped or gone is fine). */
+  stop(id: string): Promise<void>;
+  /** Removes a container (gone is fine). */
+  remove(id: string): Promise<void>;
+  /** The engine's one-shot usage of a container (the fallback of `usage`). */
+  stats(id: string): Promise<CgroupUsage | undefined>;
+  /**
+   * Follows this agent's container events (start, die, destroy, health_status: …); `ended`
+   * resolves when the stream ends (the engine went away) or the signal aborts.
+   */
+  watchEvents(onEvent: (id: string, action: string) => void, signal: AbortSignal): Promise<{ ended: Promise<void> }>;
+}
+
+/** Makes the runtime of one agent once its owner (cluster uid, node) is known. */
+export type RuntimeFactory = (owner: Owner) => ContainerRuntime;
