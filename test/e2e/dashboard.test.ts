@@ -1,0 +1,117 @@
+// The dashboard in a real browser: headless Debian Chromium (playwright-core) on a page served by
+// `jaco dashboard` over a real cluster (etcd, `jaco controller all`, two `jaco agent`s on Docker).
+// Without reloading, the page shows an applied deployment's replicas running and a rolling update's
+// step advancing; a replica's explanation opens; actions are absent without --allow-actions (and
+// refused by the server), present with it, each showing its CLI command. Screenshots of each view
+// go to test-results/dashboard/ (not committed).
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, type TestCluster } from '../support/cluster.js';
+import { launchChromium, outputDir, startDashboard } from '../support/dashboard.js';
+import { busyboxService, webManifest } from '../support/rollout-workload.js';
+
+const out = outputDir('dashboard');
+// A one-second pause between steps: the page has time to show every step of three.
+const web = (image: string) => busyboxService(image, { replicas: 3, update: { delay: '1s' } });
+
+let c: TestCluster;
+let browser: Browser;
+let page: Page;
+let url = '';
+
+beforeAll(async () => {
+  [c, browser] = await Promise.all([startCluster({ nodes: 2, controllers: 'all' }), launchChromium()]);
+  url = (await startDashboard(c, 'dashboard')).url;
+  page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+});
+afterAll(async () => {
+  await browser?.close();
+  await c?.stop();
+});
+
+const shot = (name: string) => page.screenshot({ path: join(out, `${name}.png`), fullPage: true });
+const runningReplicas = () => page.locator('[data-replica][data-state="running"]').count();
+
+describe('jaco dashboard in headless Chromium', () => {
+  it('shows nodes, then an applied deployment and a rolling update live, and explains a replica', () =>
+    c.withLogs(async () => {
+      await page.goto(url);
+      await page.locator('#nodes tr[data-node="node-1"]').waitFor();
+      await expect.poll(() => page.locator('#nodes tr[data-node]').count()).toBe(2);
+      expect(await page.locator('#nodes tr[data-node="node-1"]').getAttribute('data-status')).toBe('Ready');
+      await shot('cluster');
+      // Marks this document: a reload would lose it.
+      await page.evaluate('window.__sameDocument = true');
+
+      await page.click('a[data-view="deployments"]');
+      await c.apply(webManifest(web('jaco-demo/busybox:1')));
+      await expect.poll(runningReplicas, { timeout: 60_000 }).toBe(3);
+      await shot('deployments');
+
+      // Record every step the page shows while the update rolls (a step lasts about a second).
+      // (Browser code as text: the tests' TypeScript has no DOM types.)
+      await page.evaluate(`{
+        const seen = (window.__steps = []);
+        setInterval(() => {
+          const el = document.querySelector('[data-rollout="app/web"]');
+          const v = el && el.dataset.state + ':' + el.dataset.step;
+          if (v && seen.at(-1) !== v) seen.push(v);
+        }, 25);
+      }`);
+      await c.apply(webManifest(web('jaco-demo/busybox:2')));
+      await page.locator('[data-rollout="app/web"][data-state="in_progress"]').waitFor({ timeout: 30_000 });
+      await shot('rollout');
+      await page.locator('[data-rollout="app/web"][data-state="completed"]').waitFor({ timeout: 60_000 });
+      const steps = (await page.evaluate('window.__steps')) as string[];
+      const progressing = steps.filter((s) => s.startsWith('in_progress:')).map((s) => Number(s.split(':')[1]));
+      // The step advanced in front of us: at least two different steps shown while in progress.
+      expect(new Set(progressing).size, steps.join(' ')).toBeGreaterThanOrEqual(2);
+      expect(progressing).toEqual([...progressing].sort((a, b) => a - b));
+      expect(steps.at(-1)).toBe('completed:3');
+      await expect.poll(runningReplicas, { timeout: 60_000 }).toBe(3);
+
+      const replica = (await page.locator('[data-replica]').first().getAttribute('data-replica'))!;
+      await page.click(`[data-explain="${replica}"]`);
+      await page.locator(`[data-explained="${replica}"] tr.chosen`).waitFor();
+      expect(await page.locator(`[data-explained="${replica}"] [data-verdict]`).count()).toBe(2);
+      expect(await page.locator(`[data-explained="${replica}"]`).innerText()).toContain(`jaco explain ${replica}`);
+      await page.locator('[data-stopped-by]').waitFor();
+      await expect.poll(() => page.locator('[data-audit="rollout_completed"]').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+      await shot('why');
+
+      await page.click('a[data-view="pressure"]');
+      await page.locator('[data-chart="node-1"] canvas').waitFor({ timeout: 20_000 });
+      await shot('pressure');
+
+      await page.click('a[data-view="deployments"]');
+      await page.click('[data-history="app"]');
+      await page.click('#diff-form button');
+      await expect.poll(() => page.locator('#diff-out').innerText()).toContain('jaco-demo/busybox:2');
+      await shot('history');
+      expect(await page.evaluate('window.__sameDocument')).toBe(true);
+
+      // Read-only: no action anywhere on the page, and the server refuses one asked for directly.
+      for (const v of ['cluster', 'deployments', 'why']) {
+        await page.click(`a[data-view="${v}"]`);
+        expect(await page.locator('[data-action]').count()).toBe(0);
+      }
+      const refused = await page.evaluate(`fetch('/api/actions/cordon', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"target":"node-1"}' }).then((r) => r.status)`);
+      expect(refused).toBe(403);
+    }));
+
+  it('with --allow-actions: cordon from the page, through the CLI code, showing the CLI command', () =>
+    c.withLogs(async () => {
+      const { url: actUrl } = await startDashboard(c, 'dashboard-actions', ['--allow-actions']);
+      const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      await p.goto(actUrl);
+      await p.click('[data-action="cordon"][data-target="node-2"]');
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node cordon node-2');
+      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]').waitFor({ timeout: 10_000 });
+      await p.locator('[data-action="uncordon"][data-target="node-2"]').waitFor();
+      await p.screenshot({ path: join(out, 'actions.png'), fullPage: true });
+      const audit = await c.jaco(['audit', '--type', 'node_cordoned', '-o', 'json']);
+      expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ node: 'node-2', unschedulable: true });
+      await p.close();
+    }));
+});
