@@ -1,0 +1,126 @@
+// Hollow clusters for the scale test and benchmark: a real etcd, real `jaco controller all` and
+// `jaco hollow-nodes` processes (no Docker), and the census every scale scenario asserts with —
+// all replicas running, none on two nodes.
+import { readFileSync } from 'node:fs';
+import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import { clusterInfo } from '../../src/store/cluster.js';
+import type { Store } from '../../src/store/store.js';
+import { TestCluster, type Proc } from './cluster.js';
+import { startTestEtcd } from './etcd.js';
+import { eventually } from './wait.js';
+
+export interface HollowProcOptions {
+  count: number;
+  first?: number;
+  namePrefix?: string;
+  startLatency?: string;
+  failRate?: number;
+  /** Extra flags (e.g. --status-interval). */
+  extra?: string[];
+  /** How long the fleet may take to report itself running. */
+  timeoutMs?: number;
+}
+
+/** A TestCluster whose nodes are hollow: no Docker, no per-node processes. */
+export class HollowCluster extends TestCluster {
+  override async start(): Promise<this> {
+    this.etcd = await startTestEtcd();
+    this.store = this.etcd.store(this.prefix);
+    this.uid = (await clusterInfo(this.store)).uid;
+    if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
+    return this;
+  }
+
+  /** Starts one `jaco hollow-nodes` process and waits until it says its nodes run. */
+  async startHollow(name: string, o: HollowProcOptions): Promise<Proc> {
+    const args = ['hollow-nodes', '--count', String(o.count), '--first', String(o.first ?? 1), '--name-prefix', o.namePrefix ?? 'hollow-'];
+    args.push('--start-latency', o.startLatency ?? '50ms', '--fail-rate', String(o.failRate ?? 0), '--log-level', 'warn', ...(o.extra ?? []));
+    const p = this.spawn(name, args);
+    await eventually(
+      () => {
+        if (p.exited()) throw new Error(`${name} exited:\n${this.tail(p)}`);
+        return readFileSync(p.logFile, 'utf8').includes('"hollow nodes running"');
+      },
+      { what: `${o.count} hollow nodes running (${name})`, timeoutMs: o.timeoutMs ?? 60_000, intervalMs: 50 },
+    );
+    return p;
+  }
+}
+
+export async function startHollowCluster(opts: ConstructorParameters<typeof HollowCluster>[0] = {}): Promise<HollowCluster> {
+  const c = new HollowCluster(opts);
+  try {
+    return await c.start();
+  } catch (e) {
+    const logs = c.logs();
+    await c.stop().catch(() => undefined);
+    throw new Error(`${(e as Error).message}\n${logs}`);
+  }
+}
+
+/** Ready nodes, as the scheduler judges them (a fresh heartbeat saying the runtime is up). */
+export async function readyNodes(store: Store, now = Date.now()): Promise<string[]> {
+  const { items } = await store.list<Heartbeat>(keys.heartbeat(''));
+  return items.filter((h) => nodeReady(h.value, now)).map((h) => h.value.spec.node);
+}
+
+export interface Census {
+  /** Distinct replica ids with a desired key. */
+  replicas: number;
+  /** Replicas whose desired copy is observed running at its desired revision and spec. */
+  running: number;
+  /** Replica ids desired on more than one node. */
+  desiredTwice: string[];
+  /** Replica ids observed running on more than one of the given live nodes. */
+  runningTwice: string[];
+  /** Desired replicas per node. */
+  perNode: Map<string, number>;
+  notRunning: string[];
+}
+
+/** One consistent look at desired and observed state: how many replicas run, and where any is twice. */
+export async function census(store: Store, liveNodes?: ReadonlySet<string>): Promise<Census> {
+  const [desired, observed] = await Promise.all([store.list<ReplicaDesired>(keys.desiredOf()), store.list<ReplicaObserved>(keys.observedOf())]);
+  const obs = new Map(observed.items.map((o) => [o.key.slice(keys.observedOf().length), o.value.status]));
+  const where = new Map<string, string[]>();
+  const perNode = new Map<string, number>();
+  const notRunning: string[] = [];
+  let running = 0;
+  for (const { value: d } of desired.items) {
+    const { replica, node, revision, specHash } = d.spec;
+    where.set(replica, [...(where.get(replica) ?? []), node]);
+    perNode.set(node, (perNode.get(node) ?? 0) + 1);
+    const s = obs.get(`${node}/${replica}`);
+    if (s?.state === 'running' && s.revision === revision && s.specHash === specHash) running++;
+    else notRunning.push(`${node}/${replica}`);
+  }
+  const runningOn = new Map<string, number>();
+  for (const [k, s] of obs) {
+    const [node, replica] = k.split('/') as [string, string];
+    if (s?.state === 'running' && (!liveNodes || liveNodes.has(node))) runningOn.set(replica, (runningOn.get(replica) ?? 0) + 1);
+  }
+  return {
+    replicas: where.size,
+    running,
+    desiredTwice: [...where].filter(([, n]) => n.length > 1).map(([r]) => r),
+    runningTwice: [...runningOn].filter(([, n]) => n > 1).map(([r]) => r),
+    perNode,
+    notRunning,
+  };
+}
+
+/** n deployments of one service each, `replicas` apiece, on the hollow runtime's image. */
+export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number } = {}): string {
+  return Array.from({ length: n }, (_, i) => {
+    const update = `{minReadyTime: ${opts.minReadyTime ?? '1s'}${opts.parallelism ? `, parallelism: ${opts.parallelism}, maxUnavailable: ${opts.parallelism}` : ''}}`;
+    return `apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: {name: ${opts.prefix ?? 'scale'}-${i}}
+spec:
+  services:
+    app: {image: hollow/app:1, replicas: ${replicas}, resources: {cpu: 100m, memory: 64Mi}, update: ${update}}
+`;
+  }).join('---\n');
+}
