@@ -29,6 +29,8 @@ export interface UpOptions {
   /** Start one ingress (HAProxy) per simulated node, beside its agent. */
   withIngress?: boolean;
   controllers: string[];
+  /** Start `jaco dashboard` on 127.0.0.1 at this port, or the next free one (0: no dashboard). */
+  dashboardPort?: number;
 }
 
 export interface ChildInfo {
@@ -48,6 +50,8 @@ export interface UpState {
   timings: string;
   ready: boolean;
   startedAt: string;
+  /** The dashboard's URL, when one was started. */
+  dashboard?: string;
   error?: string;
 }
 
@@ -163,6 +167,12 @@ export class LocalCluster {
           });
         }
       }
+    if (this.opts.dashboardPort) {
+      let dp = this.opts.dashboardPort;
+      while (await portInUse(dp)) dp++;
+      this.state.dashboard = `http://127.0.0.1:${dp}/`;
+      this.children.push({ info: { name: 'dashboard', metrics: `127.0.0.1:${dp}`, log: join(dataDir, 'logs', 'dashboard.log') }, args: ['dashboard', '--addr', `127.0.0.1:${dp}`], restarts: 0 });
+    }
     for (const c of this.children) this.spawnChild(c);
     this.save();
     await this.waitReady(60_000);

@@ -17,13 +17,15 @@ interface UpFlags {
   dataDir: string;
   etcdPort: string;
   metricsPort: string;
+  dashboardPort: string;
   supervise?: boolean;
 }
 
 function summary(st: UpState): string {
   const lines = [
     `jaco is up: etcd ${st.endpoint}, ${st.nodes.length} node(s), timings ${st.timings}`,
-    ...st.children.map((c) => `  ${c.name.padEnd(12)} pid ${c.pid}  metrics http://${c.metrics}/metrics  log ${c.log}`),
+    ...st.children.map((c) => `  ${c.name.padEnd(12)} pid ${c.pid}  ${c.name === 'dashboard' ? `${st.dashboard}` : `metrics http://${c.metrics}/metrics`}  log ${c.log}`),
+    ...(st.dashboard ? ['', `Dashboard: ${st.dashboard}`] : []),
     '',
     'Next:',
     '  ./bin/jaco get nodes',
@@ -50,6 +52,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
     .option('--data-dir <dir>', 'where etcd data, logs and state live', '.jaco')
     .option('--etcd-port <port>', 'etcd client port (the peer port is the next one)', '2379')
     .option('--metrics-port <port>', 'first /metrics port (controllers, then each node)', '9464')
+    .option('--dashboard-port <port>', 'port of the dashboard on 127.0.0.1 (the next free one if taken; 0: no dashboard)', '8090')
     .option('--supervise', 'internal: run as the detached supervisor')
     .addHelpText('after', '\nExamples:\n  jaco up --nodes 3 --detach\n  jaco --timings fast up --nodes 2\n')
     .action(
@@ -94,6 +97,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
             withAgents: hasAgent(),
             withIngress: hasAgent() && haproxyAvailable(),
             controllers: Object.keys(CONTROLLERS),
+            dashboardPort: Number(f.dashboardPort),
           },
           log,
         );
