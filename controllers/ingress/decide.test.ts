@@ -63,7 +63,7 @@ describe('decide', () => {
   });
 
   it('endpoint changes go through the runtime API: add, drain, then delete after the drain period', () => {
-    const r = (state: 'ready' | 'drain', since = T) => ({ addr: '127.0.1.1', port: 20001, state, since });
+    const r = (state: 'ready' | 'drain', since = T) => ({ addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1', state, since });
     const add = decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001), ep('app-web-1', 'node-2', '127.0.1.2', 20002)], running({ [S1]: r('ready') })), T);
     expect(add.reload).toBeUndefined();
     expect(add.ops).toEqual([{ op: 'add', backend: 'be_app_web_http', server: S2, addr: '127.0.1.2', port: 20002 }]);
@@ -79,7 +79,7 @@ describe('decide', () => {
   });
 
   it('a replica moved to another port or node is a new server: the old one drains, the new one is added', () => {
-    const p = decide(snapshot([ep('app-web-0', 'node-2', '127.0.1.2', 20009)], running({ [S1]: { addr: '127.0.1.1', port: 20001, state: 'ready', since: T } })), T);
+    const p = decide(snapshot([ep('app-web-0', 'node-2', '127.0.1.2', 20009)], running({ [S1]: { addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1', state: 'ready', since: T } })), T);
     expect(p.ops.map((o) => `${o.op} ${o.server}`)).toEqual([`drain ${S1}`, 'add app-web-0__node-2_20009']);
   });
 

@@ -15,6 +15,8 @@ export interface WantedServer extends ServerAddr {
 export type ServerState = 'ready' | 'drain';
 
 export interface RoutedServer extends ServerAddr {
+  replica: string;
+  node: string;
   state: ServerState;
   /** When it entered its state. */
   since: number;
@@ -24,6 +26,9 @@ export interface RoutedServer extends ServerAddr {
 export interface HaproxyView {
   /** The address and routes of the running config; undefined: not running, or unknown after a failure (reload). */
   configKey?: string;
+  /** The address and frontends of that config (with configKey). */
+  address?: string;
+  routes?: readonly Route[];
   servers: ReadonlyMap<string, ReadonlyMap<string, RoutedServer>>;
 }
 
@@ -114,9 +119,9 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
     for (const r of s.routes) {
       const w = s.want.get(r.backend) ?? new Map<string, WantedServer>();
       servers.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port }])));
-      next.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port, state: 'ready' as const, since: now }])));
+      next.set(r.backend, new Map([...w].map(([n, x]) => [n, { ...x, state: 'ready' as const, since: now }])));
     }
-    return { reload: { key, address: s.address, routes: s.routes, servers }, ops: [], next: { configKey: key, servers: next }, notes };
+    return { reload: { key, address: s.address, routes: s.routes, servers }, ops: [], next: { configKey: key, address: s.address, routes: s.routes, servers: next }, notes };
   }
 
   // 2. The same frontends: servers in, drained, out — by the runtime API, in backend and name order.
@@ -133,7 +138,7 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
       const w = want.get(name);
       if (w && !c) {
         ops.push({ op: 'add', backend: b, server: name, addr: w.addr, port: w.port });
-        out.set(name, { addr: w.addr, port: w.port, state: 'ready', since: now });
+        out.set(name, { ...w, state: 'ready', since: now });
       } else if (w && c!.state === 'drain') {
         // Back in endpoints before it was deleted (a health blip that healed): route to it again.
         ops.push({ op: 'ready', backend: b, server: name });
@@ -154,7 +159,7 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
     }
     next.set(b, out);
   }
-  return { ops, next: { configKey: key, servers: next }, ...(wakeAt !== undefined ? { wakeAt } : {}), notes };
+  return { ops, next: { configKey: key, address: s.address, routes: s.routes, servers: next }, ...(wakeAt !== undefined ? { wakeAt } : {}), notes };
 }
 
 /** The runtime API commands of one op, in order. */

@@ -2,8 +2,9 @@
 // cache holds deployments/ (published ports), endpoints/ (who is routable) and nodes/ (this
 // node's address); its pass diffs them against what HAProxy routes (decide.ts) and carries the
 // plan out on its HAProxy child (haproxy.ts): a reload for a new frontend set, runtime API
-// commands for servers. It writes nothing to etcd. One plan is carried out at a time; a failed
-// command makes the next pass reload from the whole picture (the state is then known again).
+// commands for servers. Its pass writes nothing to etcd; beside it, what it routes is reported as
+// ingresses/<node> (report.ts). One plan is carried out at a time; a failed command makes the
+// next pass reload from the whole picture (the state is then known again).
 import { Counter, Gauge } from 'prom-client';
 import { keys } from '../../src/api/keys.js';
 import type { Deployment, Endpoints, Node } from '../../src/api/types.js';
@@ -15,6 +16,7 @@ import type { Store } from '../../src/store/store.js';
 import type { Timings } from '../../src/timings.js';
 import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
 import { HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK } from './haproxy.js';
+import { ingressStatusOf, StatusReporter } from './report.js';
 
 const registers = [registry];
 export const ingressMetrics = {
@@ -35,6 +37,8 @@ export interface IngressOptions {
   dir: string;
   config?: IngressConfig;
   haproxyBinary?: string;
+  /** How often HAProxy's counters and checks are read and the status refreshed (default 2 s). */
+  statusIntervalMs?: number;
 }
 
 interface IngressPass extends PassResult<null> {
@@ -50,12 +54,18 @@ export class Ingress {
   private busy = false;
   private stopped = false;
   private lastNotes = '';
+  private readonly reporter: StatusReporter;
+  private refreshTimer?: NodeJS.Timeout;
+  /** HAProxy's check status by `<backend>/<server>`, as last read. */
+  private checks = new Map<string, string>();
+  private conflicts: IngressSnapshot['conflicts'] = [];
 
   constructor(readonly opts: IngressOptions) {
     this.haproxy = new HaproxyProcess(opts.dir, opts.log, opts.haproxyBinary, () => {
       this.view = { servers: new Map() };
       this.runner?.trigger();
     });
+    this.reporter = new StatusReporter(opts.store, opts.node, opts.timings.heartbeatTtlSec, opts.log);
   }
 
   /** What HAProxy routes now (tests, /healthz). */
@@ -65,15 +75,22 @@ export class Ingress {
 
   async start(): Promise<void> {
     const { store, timings, log, node } = this.opts;
-    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}` }, [this.spec()]);
+    // Each prefix on its own watch: etcd RBAC lets an ingress read these and nothing else (deploy/etcd/rbac.sh).
+    const watch = [keys.deployments(), keys.endpointsAll(), keys.nodes()];
+    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}`, cache: { watch } }, [this.spec()]);
     this.runner = this.manager.runners[0] as Runner<null, IngressSnapshot, unknown, IngressPass>;
     await this.manager.start();
+    this.reporter.start();
+    this.refreshTimer = setInterval(() => void this.scrape().then(() => this.report()), this.opts.statusIntervalMs ?? 2000);
+    this.refreshTimer.unref();
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    clearInterval(this.refreshTimer);
     await this.manager?.stop();
+    await this.reporter.stop();
     await this.haproxy.stop();
   }
 
@@ -90,18 +107,30 @@ export class Ingress {
     return { ok, detail: { node: this.opts.node, synced, haproxy: { running: this.haproxy.running, pid: this.haproxy.pid, socket: this.haproxy.socket }, servers } };
   }
 
-  /** Refreshes the per-backend request and error gauges from HAProxy's `show stat`. */
+  /** Refreshes the per-backend request and error gauges and each server's check from HAProxy's `show stat`. */
   async scrape(): Promise<void> {
     if (!this.haproxy.running) return;
     try {
+      const checks = new Map<string, string>();
       for (const s of parseStat(await runtimeCommand(this.haproxy.socket, 'show stat', 1000))) {
-        if (s.server !== 'BACKEND') continue;
+        if (s.server === 'FRONTEND') continue;
+        if (s.server !== 'BACKEND') {
+          checks.set(`${s.backend}/${s.server}`, s.status);
+          continue;
+        }
         ingressMetrics.requests.set({ backend: s.backend }, s.requests);
         ingressMetrics.errors.set({ backend: s.backend }, s.errors);
       }
+      this.checks = checks;
     } catch {
       // Scraping is best effort: /healthz says whether HAProxy runs.
     }
+  }
+
+  /** Reports what this ingress routes (ingresses/<node>), written when it changed. */
+  private report(): void {
+    if (this.stopped) return;
+    this.reporter.report(ingressStatusOf(this.opts.node, this.view, this.checks, this.haproxy.running, this.conflicts, Date.now()));
   }
 
   private spec(): ControllerSpec<null, IngressSnapshot, unknown, IngressPass> {
@@ -118,6 +147,7 @@ export class Ingress {
         const endpoints = cache.kind<Endpoints>('endpoints');
         const nodes = cache.kind<Node>('nodes');
         const { routes, conflicts } = routesOf([...deployments.items.values()].map((v) => v.value));
+        this.conflicts = conflicts;
         const address = nodes.items.get(keys.node(this.opts.node))?.value.status?.address;
         return { node: this.opts.node, address, routes, conflicts, want: wantedServers(routes, (d, s) => endpoints.items.get(keys.endpoints(d, s))?.value), haproxy: this.view };
       },
@@ -175,5 +205,6 @@ export class Ingress {
     const counts = { ready: 0, drain: 0 };
     for (const m of this.view.servers.values()) for (const s of m.values()) counts[s.state]++;
     for (const [state, n] of Object.entries(counts)) ingressMetrics.servers.set({ state }, n);
+    this.report();
   }
 }

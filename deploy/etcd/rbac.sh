@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Gives each node-agent its own etcd user, with its own password, that can touch only its own
-# node's keys (ARCHITECTURE.md: host-prefixed replica keys), and the controllers one user for the
-# whole prefix. Run it with etcdctl pointed at the cluster (ETCDCTL_ENDPOINTS, and ETCDCTL_USER
+# node's keys (ARCHITECTURE.md: host-prefixed replica keys), each node's ingress a user that reads
+# what it routes and writes only its own report, and the controllers one user for the whole prefix. Run it with etcdctl pointed at the cluster (ETCDCTL_ENDPOINTS, and ETCDCTL_USER
 # once auth is on) before `etcdctl auth enable`, and again for each node that joins later.
 #
 #   rbac.sh [--out DIR] PREFIX NODE...
 #
-# Writes DIR/controller.env and DIR/agent-NODE.env (mode 600; DIR defaults to ./jaco-credentials):
-# JACO_ETCD_USER and JACO_ETCD_PASSWORD for that process. Copy agent-NODE.env to NODE as
-# /etc/jaco/agent.env (deploy/systemd/jaco-agent.service reads it) and controller.env to the
-# controller hosts as /etc/jaco/controller.env. A password is generated per user unless
+# Writes DIR/controller.env, DIR/agent-NODE.env and DIR/ingress-NODE.env (mode 600; DIR defaults
+# to ./jaco-credentials): JACO_ETCD_USER and JACO_ETCD_PASSWORD for that process. Copy
+# agent-NODE.env to NODE as /etc/jaco/agent.env (deploy/systemd/jaco-agent.service reads it),
+# ingress-NODE.env to NODE as /etc/jaco/ingress.env (jaco-ingress.service), and controller.env to
+# the controller hosts as /etc/jaco/controller.env. A password is generated per user unless
 # JACO_CONTROLLER_PASSWORD is set (controller); a user that already exists keeps its password and
 # gets no file (delete the user to rotate it). A stolen agent password reaches one node's keys.
 set -euo pipefail
@@ -49,5 +50,13 @@ for node in "$@"; do
   for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
   e role grant-permission "$name" read "${prefix}drains/$node"
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
+
+  # Its ingress: reads the published ports, the endpoints and the nodes' addresses; writes only
+  # its own report (ingresses/NODE). It never touches replicas.
+  name="jaco-ingress-$node"
+  role "$name"
+  for k in deployments/ endpoints/ nodes/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  e role grant-permission "$name" readwrite "${prefix}ingresses/$node"
+  user "$name" "$name" "$(password)" "$out/ingress-$node.env"
 done
-echo "rbac.sh: credentials in $out (agent-NODE.env → /etc/jaco/agent.env on NODE)" >&2
+echo "rbac.sh: credentials in $out (agent-NODE.env → /etc/jaco/agent.env, ingress-NODE.env → /etc/jaco/ingress.env on NODE)" >&2

@@ -350,6 +350,37 @@ const KINDS: KindDef[] = [
     ),
   },
   {
+    kind: 'IngressStatus',
+    plural: 'ingressstatuses',
+    description: "What one node's ingress routes (jaco ingress), bound to its lease: gone when it stops.",
+    spec: obj(
+      {
+        node: str(),
+        address: str(),
+        time: time('When the ingress wrote it.'),
+        haproxy: str({ enum: ['running', 'down'] }),
+        routes: arr(
+          obj(
+            {
+              published: int({ minimum: 1, maximum: 65535 }),
+              deployment: str(),
+              service: str(),
+              servers: arr(
+                obj(
+                  { replica: str(), node: str(), address: str(), port: int({ minimum: 1, maximum: 65535 }), state: str({ enum: ['ready', 'drain'] }), check: str({ description: "HAProxy's own health check of the server." }) },
+                  ['replica', 'node', 'address', 'port', 'state'],
+                ),
+              ),
+            },
+            ['published', 'deployment', 'service', 'servers'],
+          ),
+        ),
+        conflicts: arr(obj({ published: int(), routedTo: str(), ignored: arr(str()) }, ['published', 'routedTo', 'ignored'])),
+      },
+      ['node', 'time', 'haproxy', 'routes'],
+    ),
+  },
+  {
     kind: 'PlacementDecision',
     plural: 'placementdecisions',
     description: 'Why a replica was placed where it was, as decided (jaco explain).',

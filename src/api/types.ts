@@ -392,6 +392,38 @@ export interface EndpointAddress {
 /** endpoints/<deployment>/<service>: the healthy replicas, for any load balancer to watch. */
 export type Endpoints = JacoObject<'Endpoints', { deployment: string; service: string; addresses: EndpointAddress[] }, never>;
 
+/** One server (a replica copy) of a route, as one node's ingress routes it. */
+export interface IngressServer {
+  replica: string;
+  node: string;
+  address: string;
+  port: number;
+  /** ready: takes new requests; drain: left endpoints, finishing the requests under way. */
+  state: 'ready' | 'drain';
+  /** HAProxy's own health check of it (UP, DOWN, …), when read. */
+  check?: string;
+}
+
+export interface IngressRoute {
+  published: number;
+  deployment: string;
+  service: string;
+  servers: IngressServer[];
+}
+
+export interface IngressStatusSpec {
+  node: string;
+  /** Where it answers (the node's address). */
+  address?: string;
+  time: string;
+  haproxy: 'running' | 'down';
+  routes: IngressRoute[];
+  /** Published ports claimed twice: routed to the first. */
+  conflicts?: { published: number; routedTo: string; ignored: string[] }[];
+}
+/** ingresses/<node>: what one node's ingress routes, bound to its lease (gone when it stops). */
+export type IngressStatus = JacoObject<'IngressStatus', IngressStatusSpec, never>;
+
 /** One node's verdict in a placement decision (what `jaco explain` prints). */
 export interface NodeVerdict {
   node: string;

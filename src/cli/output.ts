@@ -2,6 +2,11 @@
 import { stringify } from 'yaml';
 import { formatDuration } from '../api/units.js';
 
+/** Indents every line that has text (a trailing newline stays a newline, not an indented empty line). */
+export function indent(text: string, spaces: number): string {
+  return text.replace(/^(?=.)/gm, ' '.repeat(spaces));
+}
+
 export function table(headers: string[], rows: (string | number | undefined)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === undefined || c === '' ? '<none>' : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));

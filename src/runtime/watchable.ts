@@ -20,6 +20,7 @@ export const WATCHABLE = {
   disruptions: { prefix: keys.disruptionsAll(), kind: 'DisruptionLedger' },
   volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
   endpoints: { prefix: keys.endpointsAll(), kind: 'Endpoints' },
+  ingresses: { prefix: keys.ingresses(), kind: 'IngressStatus' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

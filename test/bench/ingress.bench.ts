@@ -19,9 +19,17 @@
 //       twice: its frontend set changes).
 // Reported per service: requests, failed requests (non-200 or a network error), and the requests
 // HAProxy had to retry or redispatch (its backend's wretr + wredis), with the load average.
+// Then, on their own:
+//   (c) a drain move of a single-replica service (bench-other): its one replica moves
+//       make-before-break; requests to its port only;
+//   (d) one replica of bench-on stops answering (its httpd SIGSTOPped: connections are still
+//       accepted, so HAProxy's TCP check passes and only jaco's health path can take it out):
+//       how long after Docker first reports it unhealthy it is out of routing (goal ≤ 5 s), and
+//       whether any request that started after that failed (goal: none).
 import { loadavg } from 'node:os';
 import { keys } from '../../src/api/keys.js';
 import type { Endpoints } from '../../src/api/types.js';
+import { runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
 import { TestCluster } from '../support/cluster.js';
 import { backendStat, httpdManifest, ingressSocket, nodeAddress as address, requestLoop, startIngress } from '../support/ingress.js';
 import { eventually, sleep } from '../support/wait.js';
@@ -37,9 +45,10 @@ const SERVICES = { on: 18280, off: 18281 } as const;
 type Mode = keyof typeof SERVICES;
 
 const manifest = (mode: Mode, image: string) => httpdManifest({ deployment: `bench-${mode}`, image, published: SERVICES[mode], extra: mode === 'off' ? 'deregistrationDelay: 0s' : '' });
+const OTHER_PORT = 18282;
 
 /** Another published service, deleted and applied again in (e). */
-const OTHER = httpdManifest({ deployment: 'bench-other', image: 'jaco-demo/busybox:1', published: 18282, replicas: 1 });
+const OTHER = httpdManifest({ deployment: 'bench-other', image: 'jaco-demo/busybox:1', published: OTHER_PORT, replicas: 1 });
 
 const until = (what: string, fn: () => Promise<boolean>, timeoutMs: number) => eventually(fn, { what, timeoutMs, intervalMs: 200 });
 const load = (url: string) => requestLoop(url, max, concurrency);
@@ -97,13 +106,83 @@ async function main(): Promise<void> {
       if (r.code !== 0) throw new Error(`delete: ${r.stdout}${r.stderr}`);
       await sleep(3000);
       await c.apply(OTHER);
-      await until('bench-other routed again', async () => (await fetch(`http://127.0.1.1:18282/`)).status === 200, 120_000);
+      await until('bench-other routed again', async () => (await fetch(`http://127.0.1.1:${OTHER_PORT}/`)).status === 200, 120_000);
     });
+    await singleReplicaMove(c);
+    await healthTurns(c);
     console.log(`load average after: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
     await ingress.kill();
   } finally {
     await c.stop();
   }
+}
+
+/** (c): the one replica of bench-other moves off its node (drain), under load on its port alone. */
+async function singleReplicaMove(c: TestCluster): Promise<void> {
+  for (const n of NODES) await c.jaco(['node', 'uncordon', n]);
+  const at = (await c.store.get<Endpoints>(keys.endpoints('bench-other', 'web')))!.value.spec.addresses[0]!;
+  const l = load(`http://127.0.1.1:${OTHER_PORT}/`);
+  const t0 = Date.now();
+  await sleep(1000);
+  const d = await c.jaco(['node', 'drain', at.node, '--wait']);
+  if (d.code !== 0) throw new Error(`drain: ${d.stdout}${d.stderr}`);
+  await sleep(2000);
+  const r = await l.stop();
+  const kinds = [...new Set(r.failures)].slice(0, 3).join('; ');
+  console.log(`${'(c) 1-replica drain move'.padEnd(22)} coordination on   ${String(r.sent).padStart(6)} requests  ${String(r.failures.length).padStart(4)} failed  ${((Date.now() - t0) / 1000).toFixed(0)} s (from ${at.node})${kinds ? `  (${kinds})` : ''}`);
+  await c.jaco(['node', 'uncordon', at.node]);
+}
+
+/** (d): one replica of bench-on stops answering; when it leaves routing, and what failed after. */
+async function healthTurns(c: TestCluster): Promise<void> {
+  const victim = (await c.store.get<Endpoints>(keys.endpoints('bench-on', 'web')))!.value.spec.addresses[0]!;
+  const ctr = (await c.containers(victim.node)).find((x) => x.Labels['jaco.dev/replica'] === victim.replica && x.State === 'running');
+  if (!ctr) throw new Error(`no running container of ${victim.replica}`);
+  const port = victim.hostPorts!.http!;
+  const routed = async () =>
+    (await runtimeCommand(ingressSocket(c, 'node-1'), 'show servers state be_bench-on_web_http')).split('\n').some((l) => {
+      const f = l.split(' ');
+      return f[3] === serverName(victim.replica, victim.node, port) && (Number(f[6]) & 0x7f) === 0; // no maint or drain bit
+    });
+  // Requests with their start times: which failed, and when they started.
+  const failedAt: number[] = [];
+  let sent = 0;
+  let stop = false;
+  const loop = async () => {
+    while (!stop && sent < max) {
+      sent++;
+      const start = Date.now();
+      try {
+        const r = await fetch(`http://127.0.1.1:${SERVICES.on}/`, { signal: AbortSignal.timeout(5000) });
+        await r.text();
+        if (r.status !== 200) failedAt.push(start);
+      } catch {
+        failedAt.push(start);
+      }
+    }
+  };
+  const loops = Promise.all(Array.from({ length: concurrency }, loop));
+  await sleep(1000);
+  const exec = await c.docker.getContainer(ctr.Id).exec({ Cmd: ['sh', '-c', 'kill -STOP $(pidof httpd)'] });
+  await exec.start({});
+  const stoppedAt = Date.now();
+  let unhealthyAt: number | undefined;
+  let outAt: number | undefined;
+  while ((!unhealthyAt || !outAt) && Date.now() < stoppedAt + 60_000) {
+    const now = Date.now();
+    if (!unhealthyAt && (await c.docker.getContainer(ctr.Id).inspect().catch(() => undefined))?.State.Health?.Status === 'unhealthy') unhealthyAt = now;
+    if (!outAt && !(await routed())) outAt = now;
+    await sleep(100);
+  }
+  await sleep(5000);
+  stop = true;
+  await loops;
+  const after = outAt ? failedAt.filter((t) => t >= outAt!).length : NaN;
+  console.log(
+    `(d) health turns: httpd of ${victim.replica} stopped; Docker unhealthy after ${unhealthyAt ? ((unhealthyAt - stoppedAt) / 1000).toFixed(1) : '?'} s; ` +
+      `out of node-1's routing ${unhealthyAt && outAt ? ((outAt - unhealthyAt) / 1000).toFixed(1) : '?'} s after that (goal ≤ 5 s); ` +
+      `${sent} requests, ${failedAt.length} failed, ${after} of them started after it left routing (goal 0)`,
+  );
 }
 
 main().catch((e) => {

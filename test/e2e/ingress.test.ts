@@ -4,12 +4,14 @@
 // published on every node's ingress. Asserted: one node's ingress reaches the replicas on the
 // other nodes; a rolling update 1 → 2 and a drain of a node hosting a replica, each under a
 // bounded request loop (loopback only), fail 0 requests — and HAProxy neither retried nor
-// re-dispatched one (jaco's routing did the work, not HAProxy's second line).
+// re-dispatched one (jaco's routing did the work, not HAProxy's second line); so do a drain move
+// of a single-replica service, and a delete and re-apply of another service. Each ingress reports
+// what it routes (ingresses/<node>), shown by `jaco get endpoints`, and the report goes with it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
 import { LABELS } from '../../src/api/labels.js';
 import { keys } from '../../src/api/keys.js';
-import type { Endpoints } from '../../src/api/types.js';
+import type { Endpoints, IngressStatus } from '../../src/api/types.js';
 import { startCluster, type Proc, type TestCluster } from '../support/cluster.js';
 import { backendStat, httpdManifest, ingressSocket, nodeAddress as address, requestLoop, startIngress } from '../support/ingress.js';
 import { eventually, sleep } from '../support/wait.js';
@@ -70,6 +72,16 @@ describe('ingress', () => {
       await eventually(async () => new Set((await pages(n, 12)).map((p) => p.split(' ')[2])).size === 3, { what: `${n}'s ingress reaching every node`, timeoutMs: 30_000 });
     const body = (await pages('node-1', 1))[0]!;
     expect(body).toMatch(/^shop-web-\d+ r1 node-\d$/);
+    // Each ingress reports the three servers it routes, ready and UP by HAProxy's own check, and
+    // `jaco get endpoints` shows every copy routed by both.
+    for (const n of ['node-1', 'node-2'])
+      await eventually(async () => {
+        const r = (await c.store.get<IngressStatus>(keys.ingress(n)))?.value.spec.routes.find((x) => x.published === PUBLISHED);
+        return r?.servers.length === 3 && r.servers.every((x) => x.state === 'ready' && x.check?.startsWith('UP'));
+      }, { what: `ingresses/${n} reporting three ready servers`, timeoutMs: 30_000 });
+    const ep = await c.jaco(['get', 'endpoints', 'shop/web']);
+    expect(ep.code, ep.stderr).toBe(0);
+    expect(ep.stdout.match(/ready on 2\/2 ingresses/g)).toHaveLength(3);
   }, 150_000);
 
   it('a rolling update 1 → 2 under load through one ingress: 0 failed requests, none retried by HAProxy', async () => {
@@ -114,6 +126,38 @@ describe('ingress', () => {
     expect(after.retries - before.retries).toBe(0);
   }, 240_000);
 
+  it('a drain move of a single-replica service, and a delete and re-apply of another service, under load: 0 failed requests', async () => {
+    expect((await c.jaco(['node', 'uncordon', 'node-3'])).code).toBe(0);
+    const one = (image: string) => httpdManifest({ deployment: 'solo', image, published: PUBLISHED + 1, replicas: 1, extra: 'deregistrationDelay: 2s' });
+    await c.apply(one('jaco-demo/busybox:1'));
+    const at = await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('solo', 'web')))?.value.spec.addresses[0], { what: 'solo routed', timeoutMs: 60_000 });
+    await eventually(async () => (await get(`http://${address('node-1')}:${PUBLISHED + 1}/`).catch(() => ({ status: 0 }))).status === 200, { what: 'solo answering', timeoutMs: 30_000 });
+    // (c) The one replica moves off its node, make-before-break: the loop never finds it gone.
+    let l = requestLoop(`http://${address('node-1')}:${PUBLISHED + 1}/`, 4000);
+    await sleep(300);
+    const d = await c.jaco(['node', 'drain', at.node, '--wait']);
+    expect(d.code, d.stdout + d.stderr).toBe(0);
+    await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('solo', 'web')))?.value.spec.addresses.find((a) => a.node !== at.node), { what: 'solo routed on another node', timeoutMs: 30_000 });
+    let r = await l.stop();
+    expect(r.failures).toEqual([]);
+    expect(r.sent).toBeGreaterThan(20);
+    expect((await c.jaco(['node', 'uncordon', at.node])).code).toBe(0);
+    // (e) Deleting another published service and applying it again reloads every ingress (a new
+    // frontend set): shop's requests through it do not notice.
+    const before = await shopStat();
+    l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    await sleep(300);
+    expect((await c.jaco(['delete', 'deployment', 'solo'])).code).toBe(0);
+    await eventually(async () => (await get(`http://${address('node-1')}:${PUBLISHED + 1}/`).catch(() => ({ status: 0 }))).status !== 200, { what: 'solo gone from the ingress', timeoutMs: 30_000 });
+    await c.apply(one('jaco-demo/busybox:1'));
+    await eventually(async () => (await get(`http://${address('node-1')}:${PUBLISHED + 1}/`).catch(() => ({ status: 0 }))).status === 200, { what: 'solo back', timeoutMs: 60_000 });
+    r = await l.stop();
+    expect(r.failures).toEqual([]);
+    expect(r.sent).toBeGreaterThan(20);
+    const after = await shopStat();
+    expect(after.errors - before.errors).toBe(0);
+  }, 240_000);
+
   it('a replica whose health check starts failing is out of the ingress within 5 s of its health turning', async () => {
     const eps = (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))!.value.spec.addresses;
     const victim = eps[0]!;
@@ -141,4 +185,11 @@ describe('ingress', () => {
     // creates a fresh container without /tmp/sick).
     await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))?.value.spec.addresses.some((a) => a.replica === victim.replica), { what: `${victim.replica} back in endpoints`, timeoutMs: 90_000 });
   }, 180_000);
+
+  it("a stopped ingress's report goes with its lease", async () => {
+    expect(await c.store.get(keys.ingress('node-2'))).toBeDefined();
+    await ingresses[1]!.kill();
+    await eventually(async () => (await c.store.get(keys.ingress('node-2'))) === undefined, { what: 'ingresses/node-2 gone', timeoutMs: 30_000 });
+    expect(await c.store.get(keys.ingress('node-1'))).toBeDefined();
+  }, 60_000);
 });

@@ -129,6 +129,40 @@ describe('jaco apply', () => {
     expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { web: web(19080) }) })).code).toBe(0);
   });
 
+  it("get endpoints and describe service show each node's ingress routing of every copy", async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { web: { image: 'x', ports: [{ name: 'http', containerPort: 80, published: 18080 }] } }) })).code).toBe(0);
+    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString() } });
+    const server = (replica: string, n: number, state: 'ready' | 'drain', check = 'UP') => ({ replica, node: `node-${n}`, address: `127.0.1.${n}`, port: 20000 + n, state, check });
+    const ingress = (n: number, servers: object[]) => ({ apiVersion: 'jaco.dev/v1', kind: 'IngressStatus', metadata: { name: `node-${n}` }, spec: { node: `node-${n}`, address: `127.0.1.${n}`, time: new Date().toISOString(), haproxy: 'running', routes: [{ published: 18080, deployment: 'shop', service: 'web', servers }] } });
+    const endpoints = { apiVersion: 'jaco.dev/v1', kind: 'Endpoints', metadata: { name: 'shop-web' }, spec: { deployment: 'shop', service: 'web', addresses: [{ replica: 'shop-web-0', node: 'node-1', address: '127.0.1.1', ports: [20001], hostPorts: { http: 20001 } }] } };
+    await commitAtomic(store, [
+      {
+        ops: [
+          ...[1, 2, 3].map((n) => ({ op: 'put' as const, key: keys.node(`node-${n}`), value: node(`node-${n}`) })),
+          { op: 'put', key: keys.endpoints('shop', 'web'), value: endpoints },
+          { op: 'put', key: keys.ingress('node-1'), value: ingress(1, [server('shop-web-0', 1, 'ready'), server('shop-web-1', 2, 'drain')]) },
+          { op: 'put', key: keys.ingress('node-2'), value: ingress(2, [server('shop-web-0', 1, 'ready', 'DOWN')]) },
+        ],
+      },
+    ]);
+    const get = await jaco(['get', 'endpoints', 'shop/web'], { endpoint: etcd.endpoint, prefix });
+    expect(get.code, get.stderr).toBe(0);
+    expect(get.stdout.split('\n')[0]).toMatch(/^DEPLOYMENT\s+SERVICE\s+REPLICA\s+NODE\s+ENDPOINTS\s+ROUTING$/);
+    expect(get.stdout).toMatch(/shop-web-0\s+node-1\s+http=127\.0\.1\.1:20001\s+node-1=ready,node-2=ready \(check DOWN\)/);
+    expect(get.stdout).toMatch(/shop-web-1\s+node-2\s+127\.0\.1\.2:20002\s+node-1=drain,node-2=absent/);
+    const d = await jaco(['describe', 'service', 'shop/web'], { endpoint: etcd.endpoint, prefix });
+    expect(d.code, d.stderr).toBe(0);
+    expect(d.stdout).toContain('Ports:      http 80/tcp → host dynamic, published 18080');
+    expect(d.stdout).toMatch(/REPLICA\s+NODE\s+STATE\s+ENDPOINT\s+IN ENDPOINTS\s+INGRESS node-1\s+INGRESS node-2/);
+    expect(d.stdout).toMatch(/shop-web-1\s+node-2\s+gone\s+127\.0\.1\.2:20002\s+no\s+drain\s+absent/);
+    expect(d.stdout).toContain('No ingress status from: node-3');
+    const missing = await jaco(['describe', 'service', 'shop/nope'], { endpoint: etcd.endpoint, prefix });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('service "shop/nope" not found');
+  });
+
   it('reads stdin and directories', async () => {
     const prefix = uniquePrefix();
     const r1 = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('fromstdin', { s: { image: 'x' } }) });

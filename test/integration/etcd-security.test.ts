@@ -11,7 +11,7 @@ import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { eventually } from '../support/wait.js';
 import { keys } from '../../src/api/keys.js';
-import type { Heartbeat } from '../../src/api/types.js';
+import type { Heartbeat, IngressStatus } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
@@ -43,7 +43,7 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
   });
 
   it('writes one env file per process, private, each agent with its own password', () => {
-    expect(readdirSync(creds).sort()).toEqual(['agent-n1.env', 'agent-n2.env', 'controller.env']);
+    expect(readdirSync(creds).sort()).toEqual(['agent-n1.env', 'agent-n2.env', 'controller.env', 'ingress-n1.env', 'ingress-n2.env']);
     for (const f of readdirSync(creds)) expect(statSync(join(creds, f)).mode & 0o077).toBe(0);
     const [a, b] = [envOf('agent-n1.env'), envOf('agent-n2.env')];
     expect([a.JACO_ETCD_USER, b.JACO_ETCD_USER]).toEqual(['jaco-agent-n1', 'jaco-agent-n2']);
@@ -85,6 +85,50 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(agent.list('deployments/')).rejects.toThrow(/permission denied/i);
     } finally {
       agent.close();
+    }
+  });
+
+  it("an ingress's user reads what it routes and writes only its own report", async () => {
+    const e = envOf('ingress-n1.env');
+    expect(e.JACO_ETCD_USER).toBe('jaco-ingress-n1');
+    const ingress = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: e.JACO_ETCD_USER, password: e.JACO_ETCD_PASSWORD });
+    try {
+      for (const p of ['deployments/', 'endpoints/', 'nodes/']) await expect(ingress.list(p)).resolves.toBeDefined();
+      await commitAtomic(ingress, [{ ops: [{ op: 'put', key: 'ingresses/n1', value: counter }] }]);
+      await expect(commitAtomic(ingress, [{ ops: [{ op: 'put', key: 'ingresses/n2', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(commitAtomic(ingress, [{ ops: [{ op: 'put', key: 'endpoints/a/b', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(ingress.list('desired/')).rejects.toThrow(/permission denied/i);
+      await expect(ingress.list('observed/n1/')).rejects.toThrow(/permission denied/i);
+    } finally {
+      await commitAtomic(ingress, [{ ops: [{ op: 'delete', key: 'ingresses/n1' }] }]);
+      ingress.close();
+    }
+  });
+
+  it('a real `jaco ingress` runs under its own user: watches what it routes and reports to ingresses/<node>', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'jaco-ingress-rbac-'));
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'ingress', '--node', 'n1', '--data-dir', dir, '--metrics-addr', '127.0.0.1:0'], {
+      env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, ...envOf('ingress-n1.env') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let log = '';
+    child.stdout.on('data', (d: Buffer) => (log += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (log += d.toString()));
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    try {
+      const report = await eventually(async () => (await controller.get<IngressStatus>(keys.ingress('n1')))?.value ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), {
+        what: 'the ingress of n1 reporting under its own user',
+        timeoutMs: 30_000,
+      });
+      // No node address registered: it routes nothing yet, and says so.
+      expect(report.spec).toMatchObject({ node: 'n1', haproxy: 'down', routes: [] });
+      expect(log).not.toMatch(/permission denied/i);
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+      controller.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

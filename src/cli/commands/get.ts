@@ -3,16 +3,17 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { placementMode } from '../../api/spec.js';
-import type { AuditEvent, Endpoints, PlacementDecision } from '../../api/types.js';
+import { normalizePorts } from '../../api/ports.js';
+import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, PlacementDecision } from '../../api/types.js';
 import { formatBytes } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
 import { desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
-import { endpointRows, ENDPOINT_HEADERS, selectEndpoints } from '../endpoints-view.js';
-import { age, printObjects, printTable, table, toYaml } from '../output.js';
+import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
+import { age, indent, printObjects, printTable, table, toYaml } from '../output.js';
 
-type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints';
+type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints' | 'services';
 const ALIASES: Record<string, Kind> = {
   deployment: 'deployments',
   deployments: 'deployments',
@@ -24,11 +25,14 @@ const ALIASES: Record<string, Kind> = {
   replicas: 'replicas',
   endpoints: 'endpoints',
   ep: 'endpoints',
+  service: 'services',
+  services: 'services',
+  svc: 'services',
 };
 
 function kindOf(t: string): Kind {
   const k = ALIASES[t];
-  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes, replicas or endpoints`);
+  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes, replicas, endpoints or services`);
   return k;
 }
 
@@ -92,31 +96,62 @@ async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n =
   const { events } = await readAudit(store, {});
   const mine = events.filter((e) => match(e.value)).slice(-n);
   if (!mine.length) return 'Events: <none>\n';
-  return 'Events:\n' + table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])).replace(/^/gm, '  ');
+  return 'Events:\n' + indent(table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])), 2);
+}
+
+/** A service's summary lines (describe deployment, describe service). */
+function serviceLines(v: ClusterView, d: Deployment, svc: string, st: DeploymentStatus['status'] | undefined, readyNodes: number): string {
+  const s = d.spec.services[svc]!;
+  const name = d.metadata.name;
+  const rows = v.replicas.filter((r) => r.desired.spec.deployment === name && r.desired.spec.service === svc);
+  let out = `Image:      ${s.image}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
+  const ports = normalizePorts(s).map((p) => `${p.name} ${p.containerPort}/${p.protocol} → host ${p.hostPort ?? 'dynamic'}${p.published !== undefined ? `, published ${p.published}` : ''}`);
+  if (ports.length) out += `Ports:      ${ports.join('; ')}\n`;
+  const sch = st?.scheduling?.services[svc];
+  if (sch?.unschedulable) out += `Unschedulable: ${sch.unschedulable.count} (${sch.unschedulable.reason}): ${sch.unschedulable.message}\n`;
+  const ro = st?.rollout?.services[svc];
+  if (ro) out += `Rollout:    ${ro.state} revision ${ro.fromRevision} → ${ro.toRevision}, step ${ro.currentStep}/${ro.totalSteps}${ro.failureReason ? ` (${ro.failureReason})` : ''}\n`;
+  return out;
+}
+
+/** `jaco describe service DEPLOYMENT/SERVICE`: the service, and how every node's ingress routes each copy. */
+async function describeService(store: Store, v: ClusterView, name: string, now: number): Promise<string> {
+  const [dep, svc] = name.split('/');
+  const d = v.deployments.get(dep ?? '')?.value;
+  if (!d || !svc || !d.spec.services[svc]) throw new CliError(`service "${name}" not found (name it DEPLOYMENT/SERVICE)`);
+  const [endpoints, ingresses] = await Promise.all([store.get<Endpoints>(keys.endpoints(dep!, svc)), store.list<IngressStatus>(keys.ingresses())]);
+  let out = `Name:         ${name}\n` + serviceLines(v, d, svc, v.statuses.get(dep!)?.status, readyNodeCount(v, now));
+  const mine = ingresses.items.map((i) => i.value);
+  const published = normalizePorts(d.spec.services[svc]!).filter((p) => p.published !== undefined);
+  const copies = v.replicas.filter((r) => r.desired.spec.deployment === dep && r.desired.spec.service === svc).map((r) => ({ replica: r.id, node: r.node, state: replicaState(r).state }));
+  const t = serviceRoutingTable(copies, endpoints?.value, published.length ? mine : []);
+  out += published.length ? `Routing (each node's ingress, from ingresses/<node>):\n` : 'Routing:      not published (no ingress answers it); endpoints only\n';
+  out += indent(table(t.headers, t.rows), 2);
+  if (published.length) {
+    const silent = [...v.nodes.keys()].filter((n) => !mine.some((i) => i.spec.node === n)).sort();
+    if (silent.length) out += `  No ingress status from: ${silent.join(', ')} (is \`jaco ingress\` running there?)\n`;
+    for (const i of mine) for (const c of i.spec.conflicts ?? []) if (c.ignored.includes(name) || c.routedTo === name) out += `  Conflict on ${i.spec.node}: port ${c.published} routed to ${c.routedTo}, ignored for ${c.ignored.join(', ')}\n`;
+  }
+  out += await recentEvents(store, (e) => e.spec.deployment === dep && (e.spec.payload.service === svc || String(e.spec.payload.replica ?? '').startsWith(`${dep}-${svc}-`)));
+  return out;
 }
 
 async function describe(store: Store, kind: Kind, name: string, now: number): Promise<string> {
   const v = await readClusterView(store);
   let out = '';
+  if (kind === 'services') return describeService(store, v, name, now);
   if (kind === 'deployments') {
     const d = v.deployments.get(name)?.value;
     if (!d) throw new CliError(`deployment "${name}" not found`);
     const st = v.statuses.get(name)?.status;
     out += `Name:         ${name}\nRevision:     ${d.metadata.generation}\nCreated:      ${d.metadata.creationTimestamp}\nServices:\n`;
     const ready = readyNodeCount(v, now);
-    for (const [svc, s] of Object.entries(d.spec.services)) {
-      const rows = v.replicas.filter((r) => r.desired.spec.deployment === name && r.desired.spec.service === svc);
-      out += `  ${svc}:\n    Image:      ${s.image}\n    Placement:  ${placementMode(s)}\n    Replicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, ready)} desired\n`;
-      const sch = st?.scheduling?.services[svc];
-      if (sch?.unschedulable) out += `    Unschedulable: ${sch.unschedulable.count} (${sch.unschedulable.reason}): ${sch.unschedulable.message}\n`;
-      const ro = st?.rollout?.services[svc];
-      if (ro) out += `    Rollout:    ${ro.state} revision ${ro.fromRevision} → ${ro.toRevision}, step ${ro.currentStep}/${ro.totalSteps}${ro.failureReason ? ` (${ro.failureReason})` : ''}\n`;
-    }
+    for (const svc of Object.keys(d.spec.services)) out += `  ${svc}:\n` + indent(serviceLines(v, d, svc, st, ready), 4);
     out += 'Replicas:\n';
-    out += table(
+    out += indent(table(
       ['NAME', 'NODE', 'REVISION', 'STATE', 'CODE'],
       v.replicas.filter((r) => r.desired.spec.deployment === name).map((r) => [r.id, r.node, r.desired.spec.revision, replicaState(r).state, replicaState(r).code ?? '']),
-    ).replace(/^/gm, '  ');
+    ), 2);
     out += await recentEvents(store, (e) => e.spec.deployment === name);
   } else if (kind === 'nodes') {
     const n = v.nodes.get(name)?.value;
@@ -130,7 +165,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time}\n`;
     const drain = v.drains.get(name);
     if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
-    out += 'Replicas:\n' + table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])).replace(/^/gm, '  ');
+    out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);
     out += await recentEvents(store, (e) => JSON.stringify(e.spec.payload).includes(`"${name}"`));
   } else {
     const rows = v.replicas.filter((r) => r.id === name);
@@ -157,9 +192,11 @@ export function registerGet(program: Command): void {
         const kind = kindOf(type);
         const out = parseOutput(opts.output, ['table', 'wide', 'yaml', 'json']);
         await withStore(cmd, async (store) => {
+          if (kind === 'services') throw new CliError('get: services are listed by `jaco get deployments -o wide`; see one with `jaco describe service DEPLOYMENT/SERVICE`');
           if (kind === 'endpoints') {
-            const items = selectEndpoints((await store.list<Endpoints>(keys.endpointsAll())).items.map((i) => i.value), name);
-            if (out === 'table' || out === 'wide') printTable(ENDPOINT_HEADERS, endpointRows(items));
+            const [eps, ingresses] = await Promise.all([store.list<Endpoints>(keys.endpointsAll()), store.list<IngressStatus>(keys.ingresses())]);
+            const items = selectEndpoints(eps.items.map((i) => i.value), name);
+            if (out === 'table' || out === 'wide') printTable(ENDPOINT_HEADERS, endpointRows(items, ingresses.items.map((i) => i.value)));
             else printObjects(out, items, false);
             return;
           }
@@ -174,9 +211,10 @@ export function registerGet(program: Command): void {
 
   program
     .command('describe')
-    .description('Show one deployment, node or replica in detail, with its recent audit events')
-    .argument('<type>', 'deployment, node or replica')
-    .argument('<name>', 'its name')
+    .description('Show one deployment, service, node or replica in detail, with its recent audit events')
+    .argument('<type>', 'deployment, service (svc), node or replica')
+    .argument('<name>', 'its name (a service: DEPLOYMENT/SERVICE)')
+    .addHelpText('after', "\nExamples:\n  jaco describe deployment hello\n  jaco describe service hello/site   # with each node's ingress routing of every replica\n  jaco describe node node-1\n")
     .action(
       action(async (type: string, name: string, _opts: unknown, cmd: Command) => {
         const kind = kindOf(type);

@@ -52,13 +52,10 @@ export function registerIngress(program: Command): void {
         const log = logger('ingress', { node: f.node });
         const ingress = new Ingress({ node: f.node, store, timings, log, dir: join(resolve(f.dataDir), f.node), config: { drainMs }, haproxyBinary: f.haproxy });
         const { server, url } = await serveObservability(f.metricsAddr, () => ingress.health());
-        const scrape = setInterval(() => void ingress.scrape(), 5000);
-        scrape.unref();
         await ingress.start();
         log.info({ metrics: `${url}/metrics`, healthz: `${url}/healthz`, dir: ingress.haproxy.dir }, 'ingress running');
         const signal = await untilSignal();
         log.info({ signal }, 'stopping; haproxy finishes the connections under way');
-        clearInterval(scrape);
         await ingress.stop();
         await new Promise<void>((r) => server.close(() => r()));
         store.close();
