@@ -6,14 +6,15 @@
 //                  for good: the consistency check compared only count and newest revision
 //                  (src/store/reflector.ts missedSince; src/store/reflector.test.ts, and
 //                  test/integration/runtime-informer.test.ts on a real etcd)
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Sim, type SimTimers } from './world.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimClock } from './clock.js';
+import { Sim } from './world.js';
 
-const timers: SimTimers = { reset: () => vi.clearAllTimers(), advance: (ms) => vi.advanceTimersByTime(ms) };
+const timers = new SimClock();
 
 describe('simulation seeds that found bugs', () => {
-  beforeAll(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
-  afterAll(() => vi.useRealTimers());
+  beforeAll(() => timers.install());
+  afterAll(() => timers.uninstall());
 
   it.each([1, 6, 7, 26])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);

@@ -1,22 +1,16 @@
 // Runs a range of the simulation's seeds as one test (sim.test.ts and sim-2.test.ts each run half
 // of `make test`'s seeds, so vitest runs them on both cores). A failure names its seed and the
 // command that replays it step by step.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { Sim, SimFailure, type SimTimers } from './world.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SimClock } from './clock.js';
+import { Sim, SimFailure } from './world.js';
 
 export const SEEDS = Number(process.env.SIM_SEEDS ?? 2000);
 const ONLY = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : undefined;
 const OPTIONS = { nodes: 4, steps: 550, quietSteps: 300, trace: process.env.SIM_TRACE === '1' };
 
 /** The runtime's timers (reflector back-off and consistency check, runner ticks) on the simulated clock. */
-const timers: SimTimers = {
-  reset() {
-    vi.clearAllTimers();
-  },
-  advance(ms) {
-    vi.advanceTimersByTime(ms);
-  },
-};
+const timers = new SimClock();
 
 /** Every fault kind must fire in a run this long (a fault that never fires proves nothing). */
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
@@ -24,8 +18,8 @@ const KINDS = ['stale decision', 'lost reply', 'operator between decision and co
 /** Runs shard `shard` (1-based) of `shards`: seeds from..to of SIM_SEEDS; SIM_SEED runs that one seed instead. */
 export function simulate(file: string, shard: number, shards: number): void {
   describe('deterministic simulation', () => {
-    beforeAll(() => vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] }));
-    afterAll(() => vi.useRealTimers());
+    beforeAll(() => timers.install());
+    afterAll(() => timers.uninstall());
 
     const per = Math.ceil(SEEDS / shards);
     const from = (shard - 1) * per + 1;

@@ -55,7 +55,7 @@ export interface SimOptions {
   trace?: boolean;
 }
 
-/** The fake clock the runtime's timers run on (vitest's fake timers in the test). */
+/** The fake clock the runtime's timers run on (test/sim/clock.ts). */
 export interface SimTimers {
   /** Sets the clock to `ms` and forgets every pending timer. */
   reset(ms: number): void;
