@@ -11,6 +11,7 @@ import {
   type Deployment,
   type DeploymentRevision,
   type DeploymentStatus,
+  type DeploymentUpdate,
   type Heartbeat,
   type ReplicaCommand,
   type ReplicaDesired,
@@ -23,6 +24,7 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import { MemoryStore } from '../../test/support/memory-store.js';
 import { Cache } from '../../src/runtime/cache.js';
 import { rolloutSnapshot } from './index.js';
+import { rolloutProgress } from './progress.js';
 import { replicaRunning as observedRunning } from '../../src/api/readiness.js';
 import { decide, type MetricEvent, type RolloutConfig, type RolloutDecision, type RolloutSnapshot } from './decide.js';
 import { prng } from '../../test/support/random.js';
@@ -47,16 +49,16 @@ class World extends MemoryStore {
   }
 
   /** What `jaco apply` does: a new generation and its revision record. */
-  apply(name: string, services: Record<string, ServiceSpec>): number {
+  apply(name: string, services: Record<string, ServiceSpec>, update?: DeploymentUpdate): number {
     const cur = this.get<Deployment>(keys.deployment(name));
     const generation = (cur?.metadata.generation ?? 0) + 1;
-    const dep: Deployment = { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation }, spec: { services } };
+    const dep: Deployment = { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation }, spec: { services, ...(update ? { update } : {}) } };
     this.put(keys.deployment(name), dep);
     const rec: DeploymentRevision = {
       apiVersion: API_VERSION,
       kind: 'DeploymentRevision',
       metadata: { name: `${name}-${generation}` },
-      spec: { deployment: name, revision: generation, appliedAt: new Date(this.now).toISOString(), cause: 'apply', summary: '', template: { services } },
+      spec: { deployment: name, revision: generation, appliedAt: new Date(this.now).toISOString(), cause: 'apply', summary: '', template: { services, ...(update ? { update } : {}) } },
     };
     this.put(keys.revision(name, generation), rec);
     return generation;
@@ -1268,5 +1270,104 @@ describe('restart (jaco rollout restart): every replica again at the same spec',
     w.rounds(3);
     expect(revisions(w)).toEqual([1, 1, 1]);
     expect(w.plan()?.state).toBe('aborted');
+  });
+});
+
+describe('deployment-atomic rollouts (spec.update.atomic)', () => {
+  const ATOMIC = { atomic: true };
+  const two = (web: string, db: string) => ({ web: svc(web, { replicas: 1 }), db: svc(db, { replicas: 1 }) });
+  const progress = (w: World) =>
+    rolloutProgress({
+      deployment: w.get<Deployment>(keys.deployment('app')),
+      status: w.get<DeploymentStatus>(keys.deploymentStatus('app')),
+      plans: w.under<RolloutPlan>('rollouts/').map((v) => v.value),
+      replicas: w.under<ReplicaDesired>('desired/').map((v) => ({ desired: v.value, observed: w.get<ReplicaObserved>(keys.observed(v.value.spec.node, v.value.spec.replica)) })),
+      now: w.now,
+    });
+  const hashOf = (w: World, service: string) => w.hashes('app', service)[0];
+
+  /** web and db at revision 1, then an apply of both; db's new image cannot be pulled. */
+  function dbFailsToPull(update?: DeploymentUpdate): World {
+    const w = webAndDb();
+    w.apply('app', two('img:1', 'db:1'), update);
+    w.pass();
+    w.converge();
+    w.apply('app', two('img:2', 'db:2'), update);
+    w.pass();
+    w.observe('app-web-0', {});
+    w.observe('app-db-0', { state: 'pending', code: 'image_pull_failed', health: 'none' });
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    return w;
+  }
+
+  it('one service fails: every service that rolled toward the revision goes back, audited with the service that failed', () => {
+    const w = dbFailsToPull(ATOMIC);
+    expect(w.plan('app', 'db')).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    // Revision 2 only added atomic (no container changed): revision 1 is what goes on serving.
+    expect(w.plan('app', 'web')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback', toRevision: 3, fromRevision: 1 });
+    expect(w.audit.filter((a) => a.type === 'rollout_aborted').map((a) => a.payload)).toEqual([
+      expect.objectContaining({ service: 'db', reason: 'image_pull_failed' }),
+      expect.objectContaining({ service: 'web', reason: 'atomic_rollback', failed_service: 'db', failed_reason: 'image_pull_failed' }),
+    ]);
+    w.rounds(4);
+    expect([hashOf(w, 'web'), hashOf(w, 'db')]).toEqual([specHash(svc('img:1', { replicas: 1 })), specHash(svc('db:1', { replicas: 1 }))]);
+    const p = progress(w);
+    expect(p.phase).toBe('aborted');
+    expect(p.unit).toEqual({ service: 'db', reason: 'image_pull_failed', fromRevision: 1 });
+    // The unit stays back until the next apply: no pass starts either service forward again.
+    w.rounds(3);
+    expect([w.plan('app', 'web')?.state, w.plan('app', 'db')?.state]).toEqual(['aborted', 'aborted']);
+  });
+
+  it('without atomic, the service that rolled out keeps its new revision', () => {
+    const w = dbFailsToPull();
+    w.rounds(3);
+    expect(w.plan('app', 'web')?.state).toBe('completed');
+    expect(hashOf(w, 'web')).toBe(specHash(svc('img:2', { replicas: 1 })));
+    expect(progress(w).unit).toBeUndefined();
+  });
+
+  it('a service that completed before the failure (decided earlier) follows on the next pass and reverts', () => {
+    const w = new World();
+    const svcs = (api: string, web: string) => ({ api: svc(api, { replicas: 1 }), web: svc(web, { replicas: 1 }) });
+    w.apply('app', svcs('api:1', 'img:1'), ATOMIC);
+    w.place('app', 'api', 0, 'node-1');
+    w.place('app', 'web', 0, 'node-2');
+    w.converge();
+    w.pass();
+    w.apply('app', svcs('api:2', 'img:2'), ATOMIC);
+    w.pass();
+    w.observe('app-api-0', {});
+    w.observe('app-web-0', { state: 'degraded', health: 'unhealthy' });
+    w.now += 1000;
+    w.pass();
+    expect(w.plan('app', 'api')?.state).toBe('completed');
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    // web failed in this pass, after api was decided: api goes back on the next one.
+    expect(w.plan('app', 'web')).toMatchObject({ state: 'aborted', failureReason: 'health_check_failed' });
+    expect(w.plan('app', 'api')?.state).toBe('completed');
+    w.pass();
+    expect(w.plan('app', 'api')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback' });
+    w.rounds(4);
+    expect(w.hashes('app', 'api')).toEqual([specHash(svc('api:1', { replicas: 1 }))]);
+  });
+
+  it("an operator's abort of one service aborts the unit", () => {
+    const w = webAndDb();
+    w.apply('app', two('img:1', 'db:1'), ATOMIC);
+    w.pass();
+    w.converge();
+    w.apply('app', { web: svc('img:2', { replicas: 2 }), db: svc('db:2', { replicas: 1 }) }, ATOMIC);
+    w.place('app', 'web', 1, 'node-3');
+    w.pass();
+    request(w, 'abort');
+    w.pass();
+    expect(w.plan('app', 'web')).toMatchObject({ state: 'aborted', failureReason: 'operator_abort' });
+    // db was decided before web in that pass: it follows on the next.
+    w.pass();
+    expect(w.plan('app', 'db')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback' });
+    expect(w.audit.find((a) => a.type === 'rollout_aborted' && a.payload.service === 'db')?.payload).toMatchObject({ failed_service: 'web', failed_reason: 'operator_abort' });
   });
 });

@@ -29,6 +29,7 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
+import { unitFailureOf } from './progress.js';
 import { REQUEST_APPLIES_TO, type FailureReason, type PauseReason, type RolloutResult, type StartReason, type StepDirection, type StepResult } from '../../src/api/reasons/rollout.js';
 
 /** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
@@ -171,6 +172,14 @@ interface ServiceCtx {
   controls: UpdateControls;
   /** The last revision that restarted the service (jaco rollout restart), or 0. */
   restartRevision: number;
+  /** spec.update.atomic: another service's rollout to this generation failed; this one goes back too. */
+  unitFailed?: UnitFailure;
+}
+
+/** The service whose failed (or aborted) rollout sends an atomic deployment back, and why. */
+export interface UnitFailure {
+  service: string;
+  reason: FailureReason;
 }
 
 /** What one pass does to one service: the plan after it, and the act that gets it there. */
@@ -240,6 +249,16 @@ function decideService(c: ServiceCtx): ServicePass {
   // A restart applies to the current revision's rollout, never to one serving an aborted rollout's fromRevision.
   const target: Target = serving.revision === c.generation ? { ...serving, restartRevision: c.restartRevision } : serving;
   const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target));
+  if (c.unitFailed && target.revision === c.generation) {
+    // The unit failed: a rollout toward this generation — under way, paused or even completed —
+    // goes back; one not started yet is recorded as aborted before its first step.
+    const toGeneration = prev && prev.toRevision === c.generation && prev.state !== 'aborted';
+    if (toGeneration || (stale.length && !live(prev))) {
+      if (!toGeneration) createPlan(pass, target, stale);
+      abort(pass, 'atomic_rollback', undefined, { failed_service: c.unitFailed.service, failed_reason: c.unitFailed.reason });
+      return pass;
+    }
+  }
   if (live(prev) && prev.toHash === target.specHash && prev.toRevision <= c.generation) {
     // A new apply that did not change this service's container keeps its rollout going.
     prev.toRevision = target.revision;
@@ -277,6 +296,12 @@ function takeRequest(pass: ServicePass): void {
 
 /** Creates a plan toward `target` (superseding one in progress or paused) and takes its first steps. */
 function startPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGroup[]): void {
+  createPlan(pass, target, stale);
+  runSteps(pass, target, 'forward');
+}
+
+/** A new plan toward `target`, superseding one in progress or paused (audited as started). */
+function createPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGroup[]): void {
   const { c } = pass;
   const prev = pass.plan;
   const superseding = live(prev);
@@ -302,7 +327,6 @@ function startPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGro
   };
   const reason: StartReason = superseding ? 'superseded' : 'new_revision';
   pass.record('rollout_started', { reason, total_steps: stale.length, ...(superseding ? { superseded_revision: prev.toRevision } : {}) });
-  runSteps(pass, target, 'forward');
 }
 
 /** The (revision, hash) most stale replicas run; ties to the lower revision. */
@@ -638,7 +662,7 @@ function complete(pass: ServicePass, target: ServingTemplate): void {
  * steps still in flight end as failed, and every replica already moved goes back. No half-rolled
  * state stays.
  */
-function abort(pass: ServicePass, reason: FailureReason, step?: RolloutStep): void {
+function abort(pass: ServicePass, reason: FailureReason, step?: RolloutStep, extra: Record<string, unknown> = {}): void {
   const { c } = pass;
   const plan = pass.plan!;
   for (const s of activeSteps(plan)) finishStep(pass, s, 'failed');
@@ -647,7 +671,7 @@ function abort(pass: ServicePass, reason: FailureReason, step?: RolloutStep): vo
   plan.finishedAt = c.iso;
   delete plan.pausedAt;
   pass.metrics.push({ metric: 'rollout', result: 'aborted' });
-  pass.record('rollout_aborted', { step: plan.currentStep, total_steps: plan.totalSteps, reason, ...(step ? { replica: step.replica, node: step.node } : {}) });
+  pass.record('rollout_aborted', { step: plan.currentStep, total_steps: plan.totalSteps, reason, ...(step ? { replica: step.replica, node: step.node } : {}), ...extra });
   const from = fromTemplate(c, plan);
   if (from) runSteps(pass, from, 'revert');
   else pass.notes.push(`cannot revert: revision ${plan.fromRevision} is gone and no replica runs it`);
@@ -695,6 +719,11 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
     const generation = dv.value.metadata.generation ?? 1;
     const services: Record<string, ServiceRolloutStatus> = {};
     let settled = true;
+    // spec.update.atomic: one service's failure (stored, or decided earlier in this pass) sends
+    // every other service back; services decided before it follow on the next pass.
+    const atomic = !!dv.value.spec.update?.atomic;
+    const stored = atomic ? unitFailureOf([...s.plans.values()].map((p) => p.value.spec).filter((p) => p.deployment === name), generation) : undefined;
+    let unitFailed: UnitFailure | undefined = stored && { service: stored.service, reason: stored.reason as FailureReason };
     for (const service of Object.keys(dv.value.spec.services).sort()) {
       const plan = s.plans.get(`${name}/${service}`);
       const groups = replicaGroups(s, name, service, now);
@@ -712,8 +741,10 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
         // The applied manifest's update block (the template's has defaults filled in; update.stepTimeout absent → the timings' default).
         controls: updateControls(dv.value.spec.services[service], groups.length, cfg),
         restartRevision: restarts.get(`${name}/${service}`) ?? 0,
+        ...(unitFailed && unitFailed.service !== service ? { unitFailed } : {}),
       };
       const pass = decideService(ctx);
+      if (atomic && !unitFailed && pass.plan?.state === 'aborted' && pass.plan.toRevision === generation) unitFailed = { service, reason: (pass.plan.failureReason as FailureReason | undefined) ?? 'operator_abort' };
       for (const note of pass.notes) notes.push({ deployment: name, service, note });
       if (pass.wakeAt !== undefined) wakeAt = Math.min(wakeAt ?? pass.wakeAt, pass.wakeAt);
       settled &&= pass.settled;

@@ -4,7 +4,7 @@
 // aborted when a rollout to the current revision was aborted. Pure: the CLI feeds it informers.
 import { replicaReady } from '../../src/api/readiness.js';
 import { placementMode } from '../../src/api/spec.js';
-import type { Deployment, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
+import type { Deployment, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan, RolloutPlanSpec } from '../../src/api/types.js';
 import { FAILURE_REASONS, type FailureReason } from '../../src/api/reasons/rollout.js';
 
 export interface ProgressInput {
@@ -25,6 +25,8 @@ export interface Progress {
   revision: number;
   /** Per service, in name order: what it is doing now. */
   lines: { service: string; text: string }[];
+  /** An atomic deployment (spec.update.atomic) that went back as one: the service that failed first, why, and where all go back to. */
+  unit?: { service: string; reason: string; fromRevision: number };
 }
 
 function describeFailure(reason: string | undefined): string {
@@ -74,5 +76,20 @@ export function rolloutProgress(i: ProgressInput): Progress {
     if (ready.size < want || ready.size < ids.size) settled = false;
     lines.push({ service, text: parts.join('; ') });
   }
-  return { phase: aborted ? 'aborted' : pausedOnFailure ? 'paused' : settled ? 'complete' : 'progressing', revision, lines };
+  const phase = aborted ? 'aborted' : pausedOnFailure ? 'paused' : settled ? 'complete' : 'progressing';
+  const unit = d.spec.update?.atomic && aborted ? unitFailureOf(i.plans.map((p) => p.spec), revision) : undefined;
+  return { phase, revision, lines, ...(unit ? { unit } : {}) };
+}
+
+/**
+ * The service whose failure sends an atomic deployment (spec.update.atomic) back: among one
+ * deployment's plans aborted on their way to `revision`, the first (by name) that failed by itself,
+ * else the first that followed. The rollout controller and `jaco rollout status` both ask this.
+ */
+export function unitFailureOf(plans: readonly RolloutPlanSpec[], revision: number): { service: string; reason: string; fromRevision: number } | undefined {
+  const aborted = plans
+    .filter((p) => p.state === 'aborted' && p.toRevision === revision)
+    .sort((a, b) => Number(a.failureReason === 'atomic_rollback') - Number(b.failureReason === 'atomic_rollback') || (a.service < b.service ? -1 : a.service > b.service ? 1 : 0));
+  const first = aborted[0];
+  return first && { service: first.service, reason: first.failureReason ?? 'operator_abort', fromRevision: first.fromRevision };
 }

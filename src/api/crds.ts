@@ -154,7 +154,12 @@ const serviceSchema: Schema = obj(
 );
 
 const deploymentSpec: Schema = obj(
-  { services: map(serviceSchema, { minProperties: 1, description: 'Services by name.' }) },
+  {
+    services: map(serviceSchema, { minProperties: 1, description: 'Services by name.' }),
+    update: obj({
+      atomic: bool(),
+    }, [], { description: "atomic: roll every service as one unit — a failed (or aborted) rollout of any service reverts every service of the deployment to the previous revision." }),
+  },
   ['services'],
 );
 

@@ -157,6 +157,17 @@ export type DependencyCondition = 'service_started' | 'service_healthy';
 
 export interface DeploymentSpec {
   services: Record<string, ServiceSpec>;
+  /** How the deployment's services roll out together. */
+  update?: DeploymentUpdate;
+}
+
+export interface DeploymentUpdate {
+  /**
+   * Roll the deployment as one unit: when any service's rollout fails (or is aborted), every
+   * service that rolled toward the same revision goes back to the previous one, and `jaco rollout
+   * status` reports the deployment as one.
+   */
+  atomic?: boolean;
 }
 
 /** Revision = metadata.generation: it bumps on every spec change, rollbacks included. */

@@ -3,11 +3,14 @@
 // replicas rolls two at a time (parallelism 2, maxUnavailable 2), and a rollout to an image that
 // cannot be pulled (a closed loopback registry) with failureAction rollback ends with the service
 // back on the previous revision, every replica running. Observed state is sampled throughout: never
-// more than maxUnavailable replicas without a running container.
+// more than maxUnavailable replicas without a running container. A deployment-atomic rollout
+// (spec.update.atomic) of two services, one of whose new image cannot be pulled, ends with both
+// services on the previous revision, and `jaco rollout status` reports it as one unit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
 import { specHash } from '../../src/api/spec.js';
 import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
+import { API_VERSION } from '../../src/api/types.js';
 import { busyboxService, rolloutPlan, webManifest } from '../support/rollout-workload.js';
 import { eventually } from '../support/wait.js';
 
@@ -95,5 +98,35 @@ describe('update block on real containers', () => {
     expect(new Set(p.steps.slice(2).map((s) => s.replica))).toEqual(new Set(forward.map((s) => s.replica)));
     const audit = await c.jaco(['audit', '-d', 'app', '--type', 'rollout_aborted', '-o', 'json']);
     expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 2, to_revision: 3, reason: 'image_pull_failed' });
+  });
+
+  it('update.atomic: one service fails to pull, so both services of the deployment go back, reported as one unit', async () => {
+    const unit = (webImage: string, dbImage: string) =>
+      JSON.stringify({
+        apiVersion: API_VERSION,
+        kind: 'Deployment',
+        metadata: { name: 'unit' },
+        spec: { update: { atomic: true }, services: { web: busyboxService(webImage, { replicas: 2 }), db: busyboxService(dbImage, { replicas: 1 }) } },
+      });
+    await c.apply(unit('jaco-demo/busybox:1', 'jaco-demo/busybox:1'));
+    let r = await c.jaco(['rollout', 'status', 'unit', '--timeout', '150s']);
+    expect(r.code, fail(r)).toBe(0);
+    await c.apply(unit('jaco-demo/busybox:2', '127.0.0.1:5999/nothing:1'));
+    r = await c.jaco(['rollout', 'status', 'unit', '--timeout', '150s']);
+    expect(r.code, fail(r)).toBe(1);
+    expect(r.stdout).toContain('deployment "unit" rollout to revision 2 aborted as one unit (spec.update.atomic): db failed (image_pull_failed); every service goes back to revision 1');
+    // web rolled (or was rolling) to busybox:2; it goes back to busybox:1 with db.
+    await eventually(
+      async () => {
+        const mine = (await c.containers()).filter((x) => x.Labels[LABELS.deployment] === 'unit');
+        return mine.length === 3 && mine.every((x) => x.State === 'running' && x.Image === 'jaco-demo/busybox:1');
+      },
+      { what: 'both services of unit back on busybox:1, every replica running', timeoutMs: 90_000 },
+    );
+    expect(await rolloutPlan(c.store, 'unit', 'db')).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', toRevision: 2 });
+    expect(await rolloutPlan(c.store, 'unit', 'web')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback', toRevision: 2, fromRevision: 1 });
+    const audit = await c.jaco(['audit', '-d', 'unit', '--type', 'rollout_aborted', '-o', 'json']);
+    const payloads = audit.stdout.trim().split('\n').map((l) => JSON.parse(l).payload);
+    expect(payloads).toContainEqual(expect.objectContaining({ service: 'web', reason: 'atomic_rollback', failed_service: 'db', failed_reason: 'image_pull_failed' }));
   });
 });

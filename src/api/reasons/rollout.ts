@@ -11,6 +11,7 @@ export const FAILURE_REASONS = {
   monitor_failed: 'the replica was ready at the new revision but stopped being ready within update.monitor',
   progress_deadline: 'no step completed within update.progressDeadline',
   operator_abort: 'the operator aborted the rollout (jaco rollout abort)',
+  atomic_rollback: 'another service of this deployment (spec.update.atomic) failed or was aborted: the deployment goes back as one unit',
 } as const;
 export type FailureReason = keyof typeof FAILURE_REASONS;
 

@@ -94,7 +94,11 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
           out.write(`${l.service}: ${l.text}\n`);
         }
         if (p.phase === 'aborted') {
-          out.write(`deployment "${name}" rollout to revision ${p.revision} aborted\n`);
+          out.write(
+            p.unit
+              ? `deployment "${name}" rollout to revision ${p.revision} aborted as one unit (spec.update.atomic): ${p.unit.service} failed (${p.unit.reason}); every service goes back to revision ${p.unit.fromRevision}\n`
+              : `deployment "${name}" rollout to revision ${p.revision} aborted\n`,
+          );
           return finish(EXIT_ROLLOUT_ABORTED);
         }
         if (p.phase === 'paused') {
