@@ -68,7 +68,10 @@ export class SimFailure extends Error {
 }
 
 /** Lets every promise chain started so far run to its end (etcd answers at once here). */
-const settle = () => new Promise<void>((r) => setImmediate(r));
+// A next-tick callback runs once the microtask queue has drained — every promise chain included —
+// and, unlike setImmediate, without a turn of the event loop (a poll of the OS each time: ~10 % of
+// a seed, three per step). Nothing here waits on real I/O or macrotasks.
+const settle = () => new Promise<void>((r) => process.nextTick(r));
 
 /**
  * Hand edits' oversized services: one whose deployment value just fits an etcd request (1.5 MiB)
