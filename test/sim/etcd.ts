@@ -58,9 +58,12 @@ export class SimEtcd implements KeySpace {
   private leases = 0;
   /** Called with every landed transaction, before anyone reads what it wrote. */
   onTxn?: (t: LandedTxn) => void;
+  /** Per first path segment (`desired/`, …), the last revision that changed a key under it. */
+  private readonly changed = new Map<string, number>();
 
   constructor() {
     this.kv.onRaw = (c) => {
+      this.changed.set(c.key.slice(0, c.key.indexOf('/') + 1), c.rev);
       this.history.push(c);
       for (const w of this.watchers) w.offer(c);
     };
@@ -73,6 +76,14 @@ export class SimEtcd implements KeySpace {
   // KeySpace, for conditionsHold
   get(key: string): Readonly<Stored> | undefined {
     return this.kv.stored(key);
+  }
+
+  /**
+   * The last revision that changed a key under the prefix's first path segment (0: none yet):
+   * what was read under the prefix at or after it is still what the store holds.
+   */
+  changedAt(prefix: string): number {
+    return this.changed.get(prefix.slice(0, prefix.indexOf('/') + 1)) ?? 0;
   }
 
   /** Keys under a prefix, in key order. */

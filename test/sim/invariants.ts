@@ -80,10 +80,15 @@ export const STATE_INVARIANTS: readonly Invariant[] = [oneCopyOutsideMoves, move
 
 // ---------------------------------------------------------------- as each transaction lands
 
-/** The audit records a transaction writes. */
+const audits = new WeakMap<LandedTxn, AuditEventSpec[]>();
+
+/** The audit records a transaction writes (decoded once: several invariants read them). */
 function auditOf(t: LandedTxn): AuditEventSpec[] {
-  const out: AuditEventSpec[] = [];
+  let out = audits.get(t);
+  if (out) return out;
+  out = [];
   for (const [k, text] of t.writes) if (k.startsWith('audit/') && text) out.push((JSON.parse(text) as { spec: AuditEventSpec }).spec);
+  audits.set(t, out);
   return out;
 }
 

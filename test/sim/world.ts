@@ -33,6 +33,7 @@ import {
 import { Manager } from '../../src/runtime/manager.js';
 import type { ControllerSpec, Runner } from '../../src/runtime/runner.js';
 import { deepFreeze } from '../../src/store/interner.js';
+import { encodeJson } from '../../src/store/store.js';
 import type { Fence } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { CONTROLLERS } from '../../controllers/index.js';
@@ -175,9 +176,17 @@ export class Sim {
     return this.etcd.get(key) !== undefined;
   }
 
-  keys(prefix: string): string[] {
-    return this.etcd.keys(prefix);
+  /** Keys under a prefix, in key order (read-only: shared by every read until a key under the prefix's segment changes). */
+  keys(prefix: string): readonly string[] {
+    const rev = this.etcd.changedAt(prefix);
+    const held = this.keysAt.get(prefix);
+    if (held?.rev === rev) return held.keys;
+    const ks = this.etcd.keys(prefix);
+    this.keysAt.set(prefix, { rev, keys: ks });
+    return ks;
   }
+
+  private readonly keysAt = new Map<string, { rev: number; keys: readonly string[] }>();
 
   under<T>(prefix: string): { key: string; value: T }[] {
     return this.keys(prefix).map((key) => ({ key, value: this.get<T>(key)! }));
@@ -195,9 +204,10 @@ export class Sim {
 
   private desiredAt?: { rev: number; values: ReplicaDesired[] };
 
-  /** Every desired value (decoded once per store revision: the invariants read it every step). */
+  /** Every desired value (decoded once per change under desired/: the invariants read it every step). */
   desired(): ReplicaDesired[] {
-    if (this.desiredAt?.rev !== this.etcd.rev) this.desiredAt = { rev: this.etcd.rev, values: this.under<ReplicaDesired>('desired/').map((v) => v.value) };
+    const rev = this.etcd.changedAt('desired/');
+    if (this.desiredAt?.rev !== rev) this.desiredAt = { rev, values: this.under<ReplicaDesired>('desired/').map((v) => v.value) };
     return this.desiredAt.values;
   }
 
@@ -221,8 +231,9 @@ export class Sim {
     return { image: `jaco-demo/busybox:${image}`, replicas, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1 } };
   }
 
+  /** An unconditional write as its own revision (as the store's own writes encode it; nothing read back). */
   private put(key: string, value: unknown): void {
-    this.etcd.kv.put(key, value);
+    this.etcd.kv.applyRaw([{ key, text: encodeJson(value) }]);
   }
 
   private remove(key: string): void {
@@ -386,13 +397,19 @@ export class Sim {
 
   /** The candidate with the lowest create revision leads. */
   leaderKey(controller: string): string | undefined {
+    const rev = this.etcd.changedAt('leaders/');
+    if (this.leadersAt.rev !== rev) this.leadersAt = { rev, byController: new Map() };
+    if (this.leadersAt.byController.has(controller)) return this.leadersAt.byController.get(controller);
     let best: { key: string; rev: number } | undefined;
     for (const key of this.keys(keys.leaders(controller))) {
       const rev = this.etcd.get(key)!.createRevision;
       if (!best || rev < best.rev) best = { key, rev };
     }
+    this.leadersAt.byController.set(controller, best?.key);
     return best?.key;
   }
+
+  private leadersAt: { rev: number; byController: Map<string, string | undefined> } = { rev: -1, byController: new Map() };
 
   /** Each controller's leader learns it leads (its term starts afresh: leader-local state reset). */
   private elect(): void {
@@ -735,8 +752,16 @@ export class Sim {
       .join('; ') + `; leaders: ${CONTROLLER_NAMES.map((c) => `${c} ${this.leaderKey(c)} [${this.keys(keys.leaders(c)).join(' ')}] campaigns ${this.procs.map((p) => p.campaign.get(c)?.key).join(' ')}`).join(', ')}`;
   }
 
+  /** The desired/ revision the state invariants last held at (they read desired values and the constant node list only). */
+  private stateCheckedAt = -1;
+
   check(invariants: readonly Invariant[]): void {
     if (this.failure) throw this.failure;
+    if (invariants === STATE_INVARIANTS) {
+      const rev = this.etcd.changedAt('desired/');
+      if (rev === this.stateCheckedAt) return;
+      this.stateCheckedAt = rev;
+    }
     for (const inv of invariants) {
       const broken = inv.check(this);
       if (broken) throw new SimFailure(`seed ${this.seed}, step ${this.step}: invariant "${inv.name}" broken: ${broken}`);
