@@ -18,7 +18,7 @@ function placeAll(inp: PlacementInput, spec: Partial<ServiceSpec>, count: number
 
 describe('hard filters: each records its reason per node', () => {
   it.each<[string, PlacementInput, Partial<ServiceSpec>, string, string]>([
-    ['NotReady node', input([node('a', { ineligible: 'NotReady (no fresh heartbeat)' })]), {}, 'eligibility', 'no_nodes_ready'],
+    ['NotReady node', input([node('a', { ineligible: 'NotReady (no fresh heartbeat)' })]), {}, 'eligibility', 'no_nodes_active'],
     ['memory (request + overhead over capacity)', input([node('a')], [placed('x', 'a', { memoryBytes: 1900 * Mi })]), { resources: { memory: '100Mi' } }, 'memory', 'no_capacity_memory'],
     ['gpus', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 1 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 1 } }, 'gpus', 'no_capacity_gpu'],
     ['host port taken', input([node('a')], [placed('x', 'a', { ports: [8080] })]), { ports: [8080] }, 'ports', 'port_conflict'],
@@ -71,7 +71,7 @@ describe('hard filters: each records its reason per node', () => {
     expect(d.verdicts[1]!.rejected!.detail).toBe('needs 1.0Gi (with 32Mi overhead); 0 of 2Gi free');
   });
 
-  it('no nodes at all is no_nodes_ready', () => expect(new Placer(input([])).decide(req()).reason).toBe('no_nodes_ready'));
+  it('no nodes at all is no_nodes_active', () => expect(new Placer(input([])).decide(req()).reason).toBe('no_nodes_active'));
 
   it('excludes a move source', () => {
     const d = new Placer(input([node('a'), node('b')])).decide(req({}, 0, { exclude: ['a'] }));

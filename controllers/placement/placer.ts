@@ -350,7 +350,7 @@ export class Placer {
   /** Why node fails a hard filter for this request, or undefined when it passes them all. */
   check(r: PlacementRequest, node: string, opts: { antiAffinity?: boolean } = {}): Rejection | undefined {
     const i = this.index.get(node);
-    if (i === undefined) return { filter: 'eligibility', reason: 'no_nodes_ready', detail: 'unknown node' };
+    if (i === undefined) return { filter: 'eligibility', reason: 'no_nodes_active', detail: 'unknown node' };
     const q = this.prepare(r);
     const f = this.failing(q, i, opts.antiAffinity ?? true);
     return f ? { filter: f, reason: FILTER_REASON[f], detail: this.detail(q, i, f) } : undefined;
@@ -498,7 +498,7 @@ export class Placer {
   private unschedulableReason(rejected: (FilterName | undefined)[]): UnschedulableReason {
     let furthest = -1;
     for (const f of rejected) if (f) furthest = Math.max(furthest, FILTER_ORDER.indexOf(f));
-    return furthest < 0 ? 'no_nodes_ready' : FILTER_REASON[FILTER_ORDER[furthest]!];
+    return furthest < 0 ? 'no_nodes_active' : FILTER_REASON[FILTER_ORDER[furthest]!];
   }
 }
 

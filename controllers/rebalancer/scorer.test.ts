@@ -97,7 +97,7 @@ describe('destination pipeline', () => {
     ['scheduler: gpus', { rejection: () => ({ filter: 'gpus', reason: 'no_capacity_gpu', detail: 'x' }) }, 'gpus', 'resource_limits'],
     ['scheduler: hosts', { rejection: () => ({ filter: 'hosts', reason: 'cannot_satisfy_host_placement', detail: 'x' }) }, 'hosts', 'anti_affinity'],
     ['scheduler: anti-affinity', { rejection: () => ({ filter: 'anti_affinity', reason: 'cannot_satisfy_host_placement', detail: 'x' }) }, 'anti_affinity', 'anti_affinity'],
-    ['scheduler: node NotReady/cordoned', { rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_ready', detail: 'cordoned' }) }, 'eligibility', 'no_eligible_dst'],
+    ['scheduler: node NotReady/cordoned', { rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_active', detail: 'cordoned' }) }, 'eligibility', 'no_eligible_dst'],
     ['post-move CPU over 1.0', { ewma: { cpu: 0.85, memory: 0.1 } }, 'post_fit', 'resource_limits'],
     ['post-move memory over 1.0', { ewma: { cpu: 0.1, memory: 0.95 } }, 'post_fit', 'resource_limits'],
     ['dst cap: 0.55 + 0.2 = 0.75 is not below 0.75', { ewma: { cpu: 0.55, memory: 0.1 } }, 'dst_cap', 'dst_cap'],
@@ -118,7 +118,7 @@ describe('destination pipeline', () => {
   });
 
   it('eligibility before the ping-pong exclusion before the scheduler’s other filters', () => {
-    expect(evaluateDst(dst({ movedAwayAgoMs: 1, rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_ready', detail: 'x' }) }), share, config).stage).toBe('eligibility');
+    expect(evaluateDst(dst({ movedAwayAgoMs: 1, rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_active', detail: 'x' }) }), share, config).stage).toBe('eligibility');
     expect(evaluateDst(dst({ movedAwayAgoMs: 1, rejection: () => ({ filter: 'memory', reason: 'no_capacity_memory', detail: 'x' }) }), share, config).stage).toBe('ping_pong');
   });
 

@@ -2,6 +2,7 @@
 // service, and a phase — complete when the rollout controller has applied the current revision
 // everywhere (status.rollout.appliedRevision) and every replica runs healthy at its desired spec;
 // aborted when a rollout to the current revision was aborted. Pure: the CLI feeds it informers.
+import { unschedulableReasonOf } from '../../src/api/reasons/scheduling.js';
 import { replicaReady } from '../../src/api/readiness.js';
 import { placementMode } from '../../src/api/spec.js';
 import type { Deployment, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutPlan, RolloutPlanSpec } from '../../src/api/types.js';
@@ -72,7 +73,7 @@ export function rolloutProgress(i: ProgressInput): Progress {
       );
     } else if (plan?.state === 'completed' && plan.toRevision === revision) parts.push(`rolled out revision ${plan.toRevision} in ${plan.totalSteps} step(s)`);
     if (plan?.state !== 'in_progress') parts.push(`${ready.size} of ${want} replicas ready`);
-    if (sch?.unschedulable && schedulingCurrent) parts.push(`${sch.unschedulable.count} unschedulable (${sch.unschedulable.reason}): ${sch.unschedulable.message}`);
+    if (sch?.unschedulable && schedulingCurrent) parts.push(`${sch.unschedulable.count} unschedulable (${unschedulableReasonOf(sch.unschedulable.reason)}): ${sch.unschedulable.message}`);
     if (ready.size < want || ready.size < ids.size) settled = false;
     lines.push({ service, text: parts.join('; ') });
   }

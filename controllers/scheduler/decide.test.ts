@@ -324,8 +324,8 @@ describe('modes, filters and reason codes', () => {
   });
 
   const cases: [string, (w: World) => void, Partial<ServiceSpec>, string, Record<string, string>?][] = [
-    ['no_nodes_ready', (w) => w.node('a', { ready: false }), {}, 'no_nodes_ready', { a: 'eligibility: NotReady (no fresh heartbeat)' }],
-    ['no_nodes_ready (cordoned)', (w) => w.node('a', { cordoned: true }), {}, 'no_nodes_ready', { a: 'eligibility: cordoned' }],
+    ['no_nodes_active', (w) => w.node('a', { ready: false }), {}, 'no_nodes_active', { a: 'eligibility: NotReady (no fresh heartbeat)' }],
+    ['no_nodes_active (cordoned)', (w) => w.node('a', { cordoned: true }), {}, 'no_nodes_active', { a: 'eligibility: cordoned' }],
     ['no_capacity_memory', (w) => w.node('a', { memory: '256Mi' }), { resources: { memory: '512Mi' } }, 'no_capacity_memory'],
     ['no_capacity_gpu', (w) => w.node('a'), { resources: { gpus: 1 } }, 'no_capacity_gpu'],
     ['node_selector_mismatch', (w) => w.node('a', { labels: { zone: 'b' } }), { placement: { nodeSelector: { zone: 'a' } } }, 'node_selector_mismatch'],
@@ -654,7 +654,7 @@ describe('node lost', () => {
     w.advance(5_000);
     const p = w.pass();
     expect(p.replaceLost).toEqual([]);
-    expect(scheduling(w, 'd', 'web')).toMatchObject({ desired: 1, placed: 1, unschedulable: { reason: 'no_nodes_ready', count: 1 } });
+    expect(scheduling(w, 'd', 'web')).toMatchObject({ desired: 1, placed: 1, unschedulable: { reason: 'no_nodes_active', count: 1 } });
   });
 });
 

@@ -259,7 +259,7 @@ export function decisionValue(d: Decision, trigger: PlaceTrigger, now: number, a
 export function unschedulableOf(d: Decision, count: number, missing?: string[]): Unschedulable {
   const nodes: Record<string, string> = {};
   for (const v of d.verdicts) if (v.rejected) nodes[v.node] = `${v.rejected.filter}: ${v.rejected.detail}`;
-  return { reason: d.reason ?? 'no_nodes_ready', count, message: d.why, nodes, ...(missing?.length ? { missing } : {}) };
+  return { reason: d.reason ?? 'no_nodes_active', count, message: d.why, nodes, ...(missing?.length ? { missing } : {}) };
 }
 
 export function addUnschedulable(st: ServiceSchedulingStatus, u: Unschedulable): void {

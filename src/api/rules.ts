@@ -132,6 +132,34 @@ function dependencyIssues(d: Deployment): ValidationIssue[] {
   return out;
 }
 
+/**
+ * Seed 004's single writer is per volume: a named volume (scoped to its deployment) mounted
+ * read-write by one service is mounted by no other service of the deployment, in any mode — the
+ * other would attach a volume in use. Several services may share a volume all read-only.
+ */
+function volumeWriterIssues(d: Deployment): ValidationIssue[] {
+  const mounts = new Map<string, { service: string; index: number; readOnly: boolean }[]>();
+  for (const name of Object.keys(d.spec.services).sort())
+    (d.spec.services[name]!.volumes ?? []).forEach((v, index) => {
+      if (v.type === 'volume') mounts.set(v.source, [...(mounts.get(v.source) ?? []), { service: name, index, readOnly: !!v.readOnly }]);
+    });
+  const out: ValidationIssue[] = [];
+  for (const [volume, ms] of mounts) {
+    const services = [...new Set(ms.map((m) => m.service))];
+    const writer = ms.find((m) => !m.readOnly);
+    if (services.length < 2 || !writer) continue;
+    for (const m of ms.filter((x) => x.service !== writer.service))
+      out.push(
+        issue(
+          'volume-single-writer',
+          ['spec', 'services', m.service, 'volumes', m.index],
+          `volume "${volume}" is mounted read-write by service "${writer.service}" and also by service "${m.service}"; a named volume has one writer (it lives on one node): mount it in one service, or read-only in all`,
+        ),
+      );
+  }
+  return out;
+}
+
 /** Cross-field violations of a Deployment that already passed its schema. */
 export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
   const out: ValidationIssue[] = [];
@@ -143,7 +171,7 @@ export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
       out.push(issue('name-length', at, `"${d.metadata.name}-${name}" is ${d.metadata.name.length + name.length + 1} characters; deployment and service names together may have at most ${MAX_DEPLOYMENT_SERVICE_CHARS}`));
     for (const rule of rules) out.push(...rule(name, svc, at));
   }
-  out.push(...dependencyIssues(d));
+  out.push(...dependencyIssues(d), ...volumeWriterIssues(d));
   return out;
 }
 

@@ -89,6 +89,11 @@ describe('cross-field rules', () => {
     ['a dependency cycle', { a: { image: 'i', dependsOn: { b: { condition: 'service_started' } } }, b: { image: 'i', dependsOn: { a: { condition: 'service_healthy' } } } }, 'spec.services.a.dependsOn: dependsOn forms a cycle: a → b → a'],
     ['bad env name', { x: { image: 'i', env: { '1AB': '1' } } }, 'spec.services.x.env.1AB: service "x": "1AB" is not a valid environment variable name'],
     ['bad service name', { Web_1: { image: 'i' } }, 'spec.services.Web_1: service name "Web_1" must be lowercase'],
+    [
+      'a named volume written by one service and mounted by another',
+      { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, backup: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/b', readOnly: true }] } },
+      'spec.services.backup.volumes[0]: volume "data" is mounted read-write by service "db" and also by service "backup"; a named volume has one writer',
+    ],
   ])('%s', (_n, services, want) => {
     const got = rules(services);
     expect(got.some((g) => g.startsWith(want)), `${got.join('\n')}\n does not contain\n${want}`).toBe(true);
@@ -104,6 +109,8 @@ describe('cross-field rules', () => {
     ['absolute bind', { x: { image: 'i', volumes: [{ type: 'bind', source: '/srv/x', target: '/x', readOnly: true }] } }],
     ['read-only binds with 3 replicas (configs, secrets)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] } }],
     ['a global service with binds (a log shipper: /var/log read-only, its positions writable)', { x: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'bind', source: '/var/log', target: '/host/log', readOnly: true }, { type: 'bind', source: '/var/lib/shipper', target: '/state' }] } }],
+    ['a named volume shared read-only by two services', { a: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/a', readOnly: true }] }, b: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/b', readOnly: true }] } }],
+    ['one service mounting its volume twice', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }, { type: 'volume', source: 'data', target: '/e', readOnly: true }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
 });
 

@@ -4,7 +4,8 @@
 
 /** Service-level reasons a replica cannot be placed (seed 004 and issue 4). */
 export const UNSCHEDULABLE_REASONS = {
-  no_nodes_ready: 'no node is Ready and schedulable (all NotReady, cordoned, draining or without capacity)',
+  // Seed 004's name; statuses written before it say no_nodes_ready (LEGACY_UNSCHEDULABLE_REASONS).
+  no_nodes_active: 'no node is Ready and schedulable (all NotReady, cordoned, draining or without capacity)',
   no_capacity_memory: 'no eligible node has the memory left for this replica (memory is never overcommitted)',
   no_capacity_gpu: 'no eligible node has enough free GPUs',
   port_conflict: 'every eligible node already has one of its host ports taken',
@@ -15,6 +16,12 @@ export const UNSCHEDULABLE_REASONS = {
   spec_too_large: 'one replica of the service is larger than an etcd request can carry (--max-request-bytes): shrink its spec (env, command)',
 } as const;
 export type UnschedulableReason = keyof typeof UNSCHEDULABLE_REASONS;
+
+/** Names older versions wrote, still read from stored statuses: the reason each now goes by. */
+export const LEGACY_UNSCHEDULABLE_REASONS: Readonly<Record<string, UnschedulableReason>> = { no_nodes_ready: 'no_nodes_active' };
+
+/** A stored unschedulable reason as it reads today (an older name mapped to its current one). */
+export const unschedulableReasonOf = (stored: string): string => LEGACY_UNSCHEDULABLE_REASONS[stored] ?? stored;
 
 /** The filters, in pipeline order; each rejects a node with one node-level reason. */
 export const FILTERS = {
@@ -33,8 +40,8 @@ export type FilterName = keyof typeof FILTERS;
 
 /** The service-level reason a filter's rejection stands for. */
 export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
-  eligibility: 'no_nodes_ready',
-  excluded: 'no_nodes_ready',
+  eligibility: 'no_nodes_active',
+  excluded: 'no_nodes_active',
   hosts: 'cannot_satisfy_host_placement',
   node_selector: 'node_selector_mismatch',
   volume_locality: 'volume_locality_no_node',

@@ -1,4 +1,5 @@
 // jaco get / describe: read the cluster, kubectl-style.
+import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
@@ -108,7 +109,7 @@ function serviceLines(v: ClusterView, d: Deployment, svc: string, st: Deployment
   const ports = normalizePorts(s).map((p) => `${p.name} ${p.containerPort}/${p.protocol} → host ${p.hostPort ?? 'dynamic'}${p.published !== undefined ? `, published ${p.published}` : ''}`);
   if (ports.length) out += `Ports:      ${ports.join('; ')}\n`;
   const sch = st?.scheduling?.services[svc];
-  if (sch?.unschedulable) out += `Unschedulable: ${sch.unschedulable.count} (${sch.unschedulable.reason}): ${sch.unschedulable.message}\n`;
+  if (sch?.unschedulable) out += `Unschedulable: ${sch.unschedulable.count} (${unschedulableReasonOf(sch.unschedulable.reason)}): ${sch.unschedulable.message}\n`;
   const ro = st?.rollout?.services[svc];
   if (ro) out += `Rollout:    ${ro.state} revision ${ro.fromRevision} → ${ro.toRevision}, step ${ro.currentStep}/${ro.totalSteps}${ro.failureReason ? ` (${ro.failureReason})` : ''}\n`;
   return out;

@@ -86,4 +86,13 @@ describe('jaco status rows', () => {
     expect(text).toContain('db: node_lost (stateful, kept on their node): shop-db-0');
     expect(JSON.parse(renderStatus(rows, 'json')).deployments[0].services[1].rollout).toEqual({ state: 'in_progress', fromRevision: 1, toRevision: 2, currentStep: 1, totalSteps: 3 });
   });
+
+  it("reads an older status's reason name as today's (no_nodes_ready → no_nodes_active)", () => {
+    const old = structuredClone(rows);
+    const w = old[0]!.services.find((s) => s.name === 'web')!;
+    w.unschedulable = { ...w.unschedulable!, reason: 'no_nodes_ready' };
+    const text = renderStatus(old, 'table');
+    expect(text).toContain('web: 1 replica(s) unschedulable: no_nodes_active\n');
+    expect(text).not.toContain('no_nodes_ready');
+  });
 });

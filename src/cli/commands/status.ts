@@ -1,6 +1,7 @@
 // jaco status [DEPLOYMENT] [-w] [-o json]: what the scheduler made of each deployment — per
 // service desired and running counts, unschedulable reasons, rollout state and moves in flight;
 // per replica its node, state, code, restarts and age. -w redraws on every change (informers).
+import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady } from '../../api/nodes.js';
@@ -160,7 +161,7 @@ export function renderDeployment(d: DeploymentStatusRow): string {
       s.running,
       rolloutText(s.rollout),
       s.moves.length ? s.moves.map((m) => `${m.replica} ${m.from}→${m.to} (${m.by})`).join(', ') : '-',
-      s.unschedulable ? `${s.unschedulable.count} ${s.unschedulable.reason}` : s.waitingForDependency ? `waiting_for_dependency: ${s.waitingForDependency.join(', ')}` : '-',
+      s.unschedulable ? `${s.unschedulable.count} ${unschedulableReasonOf(s.unschedulable.reason)}` : s.waitingForDependency ? `waiting_for_dependency: ${s.waitingForDependency.join(', ')}` : '-',
     ]),
   );
   const replicas = d.services.flatMap((s) => s.replicas.map((r) => ({ s, r })));
@@ -174,7 +175,7 @@ export function renderDeployment(d: DeploymentStatusRow): string {
   for (const s of d.services) {
     const u = s.unschedulable;
     if (!u) continue;
-    out += `\n${s.name}: ${u.count} replica(s) unschedulable: ${u.reason}\n  ${u.message}\n`;
+    out += `\n${s.name}: ${u.count} replica(s) unschedulable: ${unschedulableReasonOf(u.reason)}\n  ${u.message}\n`;
     if (u.missing?.length) out += `  missing hosts: ${u.missing.join(', ')}\n`;
     for (const [node, why] of Object.entries(u.nodes)) out += `  ${node}: ${why}\n`;
   }
