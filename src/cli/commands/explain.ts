@@ -5,8 +5,11 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentStatus, NodeVerdict, PlacementDecision, ReplicaDesired } from '../../api/types.js';
 import type { Store } from '../../store/store.js';
-import { action, CliError, parseOutput, withStore } from '../common.js';
-import { age, printObjects, table } from '../output.js';
+import { action, CliError, parseOutput, timingsOf, withStore } from '../common.js';
+import { age, indent, printObjects, table } from '../output.js';
+import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import { defaultConfig } from '../../../controllers/rebalancer/config.js';
+import { coalesceText, currentPlan } from './rebalance.js';
 
 function verdictRows(d: PlacementDecision['spec']): (string | number)[][] {
   const score = (v: NodeVerdict) => `${v.score!.total} (${Object.entries(v.score!.parts).map(([k, x]) => `${k} ${x}`).join(', ') || 'no scoring'})`;
@@ -15,7 +18,6 @@ function verdictRows(d: PlacementDecision['spec']): (string | number)[][] {
   );
 }
 
-const indent = (text: string) => text.replace(/^(?=.)/gm, '  ');
 
 function omittedText(o: Record<string, number> | undefined): string {
   if (!o || !Object.keys(o).length) return '';
@@ -59,7 +61,7 @@ async function explainReplica(store: Store, replica: string, format: string, now
   return renderDecision(dec, now, copies);
 }
 
-async function explainService(store: Store, dep: string, svc: string, format: string, now: number): Promise<string | undefined> {
+async function explainService(store: Store, dep: string, svc: string, format: string, now: number, rescheduler: () => Promise<readonly CoalesceView[]>): Promise<string | undefined> {
   const d = await store.get<Deployment>(keys.deployment(dep));
   if (!d) throw new CliError(`deployment "${dep}" not found`);
   const spec = d.value.spec.services[svc];
@@ -76,7 +78,10 @@ async function explainService(store: Store, dep: string, svc: string, format: st
   if (u) {
     out += `\nUnschedulable: ${u.count} replica(s), reason ${u.reason}\n  ${u.message}\n`;
     if (u.missing?.length) out += `  missing hosts: ${u.missing.join(', ')}\n`;
-    out += indent(table(['NODE', 'REJECTED BY'], Object.entries(u.nodes).map(([n, why]) => [n, why])));
+    out += indent(table(['NODE', 'REJECTED BY'], Object.entries(u.nodes).map(([n, why]) => [n, why])), 2);
+    // What the rescheduler does to make room (coalescing), from its leader or recomputed.
+    const v = (await rescheduler()).find((c) => c.deployment === dep && c.service === svc);
+    if (v) out += `Rescheduler: ${coalesceText(v)}\n`;
   }
   if (sch?.restartExhausted?.length) out += `\nRestart exhausted: ${sch.restartExhausted.join(', ')} (no more restarts until the next apply)\n`;
   if (sch?.nodeLost?.length) out += `\nNode lost: ${sch.nodeLost.join(', ')} (stateful: kept on their node)\n`;
@@ -86,13 +91,11 @@ async function explainService(store: Store, dep: string, svc: string, format: st
   if (ids.length) {
     out += '\nReplicas (the decision stored when each was placed; jaco explain REPLICA for every node):\n';
     const byId = new Map(decisions.map((x) => [x.spec.replica, x.spec]));
-    out += indent(table(
-      ['REPLICA', 'NOW ON', 'DECIDED', 'TRIGGER', 'WHY'],
-      ids.map((id) => {
-        const x = byId.get(id);
-        return [id, where.get(id)?.join(',') ?? '(gone)', x ? `${age(x.at, now)} ago` : '-', x?.trigger ?? '-', x?.why ?? 'no stored decision'];
-      }),
-    ));
+    const rows = ids.map((id) => {
+      const x = byId.get(id);
+      return [id, where.get(id)?.join(',') ?? '(gone)', x ? `${age(x.at, now)} ago` : '-', x?.trigger ?? '-', x?.why ?? 'no stored decision'];
+    });
+    out += indent(table(['REPLICA', 'NOW ON', 'DECIDED', 'TRIGGER', 'WHY'], rows), 2);
   }
   return out;
 }
@@ -126,7 +129,7 @@ Examples:
           if (slash < 0) return explainReplica(store, target, format, Date.now());
           const [dep, svc] = [target.slice(0, slash), target.slice(slash + 1)];
           if (!dep || !svc || svc.includes('/')) throw new CliError(`"${target}" is neither a replica id nor DEPLOYMENT/SERVICE`);
-          return explainService(store, dep, svc, format, Date.now());
+          return explainService(store, dep, svc, format, Date.now(), async () => (await currentPlan(store, defaultConfig(timingsOf(cmd)), { timeoutMs: 1500 })).plan.coalesce);
         });
         if (text) process.stdout.write(text);
       }),

@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { defaultConfig, type Config } from '../../../controllers/rebalancer/config.js';
 import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
+import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
 import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
 import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
 import { Cache } from '../../runtime/cache.js';
@@ -62,6 +63,19 @@ export async function planFromStore(store: Store, config: Config, now = Date.now
       'node cooldowns rebuilt from recent rebalance_moved audit records',
     ],
   };
+}
+
+/** The plan: the leader's when it answers within `timeoutMs`, else recomputed from the store (saying why). */
+export async function currentPlan(store: Store, config: Config, opts: { timeoutMs: number; fromStore?: boolean }): Promise<PlanReport> {
+  const asked = opts.fromStore ? 'asked for with --from-store' : await askLeader(store, opts.timeoutMs);
+  if (typeof asked !== 'string') return asked;
+  return { source: 'store', reason: asked, plan: await planFromStore(store, config) };
+}
+
+/** One line on what the rescheduler (coalescing) does for a pending service: a move under way, or why none. */
+export function coalesceText(v: CoalesceView): string {
+  const verdict = v.noPlan ? `${v.verdict}: ${v.noPlan}` : v.verdict;
+  return `${verdict}${v.node ? ` (room on ${v.node})` : ''} — ${v.detail}`;
 }
 
 const n2 = (x: number | undefined | null) => (x === undefined || x === null ? '-' : x.toFixed(2));
@@ -145,11 +159,7 @@ Examples:
     .action(
       action(async (opts: { output?: string; fromStore?: boolean; timeout: number }, cmd: Command) => {
         const out = parseOutput(opts.output, ['table', 'json']);
-        const report = await withStore(cmd, async (store) => {
-          const asked = opts.fromStore ? 'asked for with --from-store' : await askLeader(store, opts.timeout);
-          if (typeof asked !== 'string') return asked;
-          return { source: 'store' as const, reason: asked, plan: await planFromStore(store, defaultConfig(timingsOf(cmd))) };
-        });
+        const report = await withStore(cmd, (store) => currentPlan(store, defaultConfig(timingsOf(cmd)), { timeoutMs: opts.timeout, fromStore: opts.fromStore }));
         process.stdout.write(out === 'json' ? toJson(report) : renderPlan(report));
       }),
     );

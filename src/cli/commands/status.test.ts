@@ -4,7 +4,7 @@ import { templateOf } from '../../api/serving.js';
 import type { Deployment, DeploymentStatus, Heartbeat, Node, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../../api/types.js';
 import type { Versioned } from '../../store/store.js';
 import { joinClusterView, type ClusterParts } from '../cluster-view.js';
-import { renderStatus, statusRows } from './status.js';
+import { attachRescheduler, renderStatus, statusRows } from './status.js';
 
 const NOW = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -90,9 +90,19 @@ describe('jaco status rows', () => {
   it("reads an older status's reason name as today's (no_nodes_ready → no_nodes_active)", () => {
     const old = structuredClone(rows);
     const w = old[0]!.services.find((s) => s.name === 'web')!;
-    w.unschedulable = { ...w.unschedulable!, reason: 'no_nodes_ready' };
+    w.unschedulable = { ...w.unschedulable!, reason: 'no_nodes_ready' as never } // a name only older versions wrote;
     const text = renderStatus(old, 'table');
     expect(text).toContain('web: 1 replica(s) unschedulable: no_nodes_active\n');
     expect(text).not.toContain('no_nodes_ready');
+  });
+
+  it("adds the rescheduler's word to an unschedulable service only", () => {
+    const r = structuredClone(rows);
+    attachRescheduler(r, [
+      { deployment: 'shop', service: 'web', reason: 'no_capacity_memory', verdict: 'no_plan', noPlan: 'only_stateful_blockers', detail: 'the replicas in the way are stateful' },
+      { deployment: 'shop', service: 'db', reason: 'no_capacity_memory', verdict: 'move', node: 'node-1', detail: 'moving shop-db-0' },
+    ]);
+    expect(r[0]!.services.find((s) => s.name === 'db')!.rescheduler).toBeUndefined();
+    expect(renderStatus(r, 'table')).toContain('  node-1: memory: full\n  rescheduler: no_plan: only_stateful_blockers — the replicas in the way are stateful\n');
   });
 });

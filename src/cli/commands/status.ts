@@ -23,8 +23,11 @@ import { logger } from '../../observability/log.js';
 import { Informer } from '../../store/informer.js';
 import type { Store } from '../../store/store.js';
 import { desiredCount, joinClusterView, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
-import { action, CliError, connect, parseOutput } from '../common.js';
+import { action, CliError, connect, parseOutput, timingsOf } from '../common.js';
 import { age, table, toJson } from '../output.js';
+import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import { defaultConfig } from '../../../controllers/rebalancer/config.js';
+import { coalesceText, currentPlan } from './rebalance.js';
 
 export interface ReplicaStatusRow {
   replica: string;
@@ -46,6 +49,8 @@ export interface ServiceStatusRow {
   running: number;
   placed?: number;
   unschedulable?: Unschedulable;
+  /** What the rescheduler (coalescing) does to make room for it: a move, or why none (attachRescheduler). */
+  rescheduler?: string;
   restartExhausted?: string[];
   nodeLost?: string[];
   /** dependsOn not met yet: nothing new is placed. */
@@ -178,12 +183,22 @@ export function renderDeployment(d: DeploymentStatusRow): string {
     out += `\n${s.name}: ${u.count} replica(s) unschedulable: ${unschedulableReasonOf(u.reason)}\n  ${u.message}\n`;
     if (u.missing?.length) out += `  missing hosts: ${u.missing.join(', ')}\n`;
     for (const [node, why] of Object.entries(u.nodes)) out += `  ${node}: ${why}\n`;
+    if (s.rescheduler) out += `  rescheduler: ${s.rescheduler}\n`;
   }
   for (const s of d.services) {
     if (s.restartExhausted?.length) out += `\n${s.name}: restart_exhausted (no more restarts until the next apply): ${s.restartExhausted.join(', ')}\n`;
     if (s.nodeLost?.length) out += `\n${s.name}: node_lost (stateful, kept on their node): ${s.nodeLost.join(', ')}\n`;
   }
   return out;
+}
+
+/** Adds, to every unschedulable service, what the rescheduler's current plan does about it. */
+export function attachRescheduler(rows: DeploymentStatusRow[], coalesce: readonly CoalesceView[]): void {
+  for (const d of rows)
+    for (const s of d.services) {
+      const v = s.unschedulable && coalesce.find((c) => c.deployment === d.name && c.service === s.name);
+      if (v) s.rescheduler = coalesceText(v);
+    }
 }
 
 export function renderStatus(rows: DeploymentStatusRow[], format: string): string {
@@ -283,6 +298,8 @@ Examples:
           if (opts.watch) return await watchStatus(store, name, format);
           const rows = statusRows(await readClusterView(store), name, Date.now());
           if (name && !rows.length) throw new CliError(`deployment "${name}" not found`);
+          // Only a pending service needs the rescheduler's word (asking costs a round trip).
+          if (rows.some((d) => d.services.some((s) => s.unschedulable))) attachRescheduler(rows, (await currentPlan(store, defaultConfig(timingsOf(cmd)), { timeoutMs: 1500 })).plan.coalesce);
           process.stdout.write(renderStatus(rows, format));
         } catch (e) {
           throw store.unreachable(e);
