@@ -163,6 +163,30 @@ describe('jaco apply', () => {
     expect(missing.stderr).toContain('service "shop/nope" not found');
   });
 
+  it('apply --dry-run says where the scheduler would place new replicas, and what would stay unschedulable, writing nothing', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const now = new Date().toISOString();
+    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: now } });
+    const hb = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: now, intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } });
+    await commitAtomic(store, [{ ops: ['node-1', 'node-2'].flatMap((n) => [{ op: 'put' as const, key: keys.node(n), value: node(n) }, { op: 'put' as const, key: keys.heartbeat(n), value: hb(n) }]) }]);
+    const before = await snapshot(prefix);
+    const r = await jaco(['apply', '--dry-run', '-f', '-'], {
+      endpoint: etcd.endpoint,
+      prefix,
+      input: manifest('shop', { web: { image: 'x', replicas: 2, resources: { memory: '256Mi' } }, big: { image: 'x', resources: { memory: '4Gi' } } }),
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('deployment/shop created (dry run)');
+    expect(r.stdout).toContain('The scheduler would, now:');
+    // spread: one web replica on each node.
+    expect(r.stdout).toMatch(/shop\/web: shop-web-0 would be placed on node-[12] \(/);
+    expect(r.stdout).toMatch(/shop\/web: shop-web-1 would be placed on node-[12] \(/);
+    expect(new Set([...r.stdout.matchAll(/shop-web-\d would be placed on (node-\d)/g)].map((m) => m[1]))).toEqual(new Set(['node-1', 'node-2']));
+    expect(r.stdout).toContain('shop/big: 1 replica(s) would be unschedulable: no_capacity_memory');
+    expect(await snapshot(prefix)).toEqual(before);
+  });
+
   it('reads stdin and directories', async () => {
     const prefix = uniquePrefix();
     const r1 = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('fromstdin', { s: { image: 'x' } }) });

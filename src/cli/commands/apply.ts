@@ -8,6 +8,7 @@ import { formatProblem, ManifestError, parseManifests, readSources, type Manifes
 import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
+import { placementPreview } from '../placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
 
 /** How apply, diff, delete and convert read compose files. */
@@ -93,17 +94,22 @@ export function registerApply(program: Command): void {
       .command('apply')
       .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
       .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml, else its *.yaml files), or - for stdin (repeatable)', collect)
-      .option('--dry-run', 'validate and show what would change, write nothing'),
+      .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing'),
   )
     .addHelpText('after', '\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n')
     .action(
       action(async (opts: { filename: string[]; dryRun?: boolean } & ComposeFlags, cmd: Command) => {
         const items = manifestItems(opts.filename, opts);
-        const outcomes = await withStore(cmd, (store) => applyDeployments(store, items, { dryRun: opts.dryRun }));
+        const { outcomes, preview } = await withStore(cmd, async (store) => {
+          const outcomes = await applyDeployments(store, items, { dryRun: opts.dryRun });
+          // A dry run also says what the scheduler would do with it (like nomad job plan).
+          return { outcomes, preview: opts.dryRun ? await placementPreview(store, items) : [] };
+        });
         for (const o of outcomes) {
           const rev = o.result === 'unchanged' ? '' : ` (revision ${o.revision}${o.summary ? `: ${o.summary}` : ''})`;
           process.stdout.write(`deployment/${o.name} ${o.result}${opts.dryRun ? ' (dry run)' : ''}${rev}\n`);
         }
+        if (opts.dryRun) process.stdout.write(preview.length ? `\nThe scheduler would, now:\n${preview.map((l) => `  ${l}\n`).join('')}` : '\nThe scheduler would place or remove nothing now.\n');
       }),
     );
 
