@@ -12,6 +12,7 @@ import {
   type NodeDrain,
   type NodeDrainSpec,
   type ObservedState,
+  type PlacementDecision,
   type ReplicaDesired,
   type ReplicaDesiredSpec,
   type ReplicaObserved,
@@ -234,6 +235,11 @@ describe('drain: a full drain, pass by pass', () => {
     // Each move start is recorded with its act (found by the simulation: starts were unaudited).
     expect(w.audit.filter((a) => a.type === 'drain_move_started').map((a) => a.payload.replica).sort()).toEqual(['d-pack-0', 'd-web-1']);
     expect(w.audit.find((a) => a.payload.replica === 'd-web-1')).toMatchObject({ payload: { src: 'node-2', dst: st.replicas['d-web-1']!.dst, by: 'drain' } });
+    // The replica's placement decision moves with it: `jaco explain d-web-1` explains its new node.
+    const decision = w.get<PlacementDecision>(keys.decision('d', 'd-web-1'))!.spec;
+    expect(decision).toMatchObject({ chosen: st.replicas['d-web-1']!.dst, trigger: 'drain', actor: 'drain' });
+    expect(decision.why).toMatch(/^drained off node-2: /);
+    expect(decision.verdicts.find((v) => v.node === 'node-2')?.rejected?.filter).toMatch(/eligibility|excluded/);
     expect(d.inProgress).toBe(1);
     expect(d.wakeAt).toBe(T0 + TIMEOUT);
   });

@@ -319,6 +319,7 @@ class DrainPass {
       now: this.p.now,
       timeoutMs: Math.max(1, Date.parse(deadline) - this.p.now),
       sourceLeaving: true,
+      decision: { verdicts: d, why: `drained off ${this.host}: ${d.why}` },
     });
     if (!r.ok) {
       this.p.placer.forget(id, d.chosen);

@@ -31,7 +31,9 @@ import type { Watchable } from '../../src/runtime/watchable.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
+import { decisionValue } from '../placement/decision.js';
 import { eligibilityGuard, eligibilityRevisions, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
+import type { Decision } from '../placement/placer.js';
 
 export { ABANDON_REASONS, MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 export type { Copy } from '../../src/runtime/replicas.js';
@@ -153,6 +155,12 @@ export interface MoveRequest {
    * then already unavailable, so the budget counts it once, not twice.
    */
   sourceLeaving?: boolean;
+  /**
+   * The placer's verdicts over the nodes for this replica (its scheduler filters and scores): stored
+   * with the move as the replica's placement decision, chosen = dst and `why` the mover's reason,
+   * so `jaco explain REPLICA` explains where it is whatever put it there.
+   */
+  decision?: { verdicts: Decision; why: string };
 }
 
 export type MoveStart =
@@ -204,8 +212,15 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
       { op: 'create', key: keys.desired(m.dst, m.replica), value: dst },
       ...book.ledger.record(spec.deployment, spec.service, { replica: m.replica, by: m.by, kind: 'move', now: m.now }),
       ...eligibilityGuard(book.eligibility, m.dst),
+      ...(m.decision ? [moveDecisionOp(m, m.decision)] : []),
     ],
   };
+}
+
+/** The stored decision of a move's destination (decisions/<deployment>/<replica>). */
+function moveDecisionOp(m: MoveRequest, d: NonNullable<MoveRequest['decision']>): Op {
+  const value = decisionValue({ ...d.verdicts, chosen: m.dst, why: d.why }, m.by === 'drain' ? 'drain' : 'rebalance', m.now, m.by);
+  return { op: 'put', key: keys.decision(d.verdicts.deployment, m.replica), value };
 }
 
 export type MoveOutcome = 'cutover' | 'completed' | 'abandoned';

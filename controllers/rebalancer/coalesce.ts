@@ -119,7 +119,10 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
     const first = found.plan[0]!;
     const moveId = `co-${input.now}-${first.replica}`;
     const entry = input.book.entry(first.replica)!;
-    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry) });
+    const spec = entry.copies[0]!.desired.spec;
+    const verdicts = input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] });
+    const decision = { verdicts, why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}` };
+    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision });
     if (!started.ok) {
       const budget = started.refusal === 'budget_exceeded';
       Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${started.refusal} (${started.detail})` });

@@ -440,7 +440,10 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       const spec = book.copies(c.replica).find((x) => x.desired.spec.node === hot.node)!.desired.spec;
       const moveId = `rb-${now}-${c.replica}`;
       const timeoutMs = durationMs(spec.template.update?.stepTimeout, config.moveTimeoutMs);
-      const started = startMove(book, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs });
+      // The scheduler's verdicts over the nodes, stored with the move; the rebalancer's reason is the why.
+      const verdicts = placer.decide({ replica: c.replica, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] });
+      const decision = { verdicts, why: `moved off ${hot.node} for pressure: ${c.detail}` };
+      const started = startMove(book, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs, decision });
       if (!started.ok) {
         Object.assign(c, { verdict: 'refused', refusal: started.refusal, detail: `${c.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
         continue;

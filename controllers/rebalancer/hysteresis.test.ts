@@ -2,6 +2,7 @@
 // trigger, sustained pressure does; the imbalance gap, dst cap, relief floor and both cooldowns
 // each block when expected and the SKIPPED record carries the right reason; at most one move per
 // cycle; plus the cycle's bookkeeping (in-flight moves, skip de-duplication, ping-pong, failover).
+import type { PlacementDecision } from '../../src/api/types.js';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from './config.js';
 import { decide, initialState, seedState } from './decide.js';
@@ -71,8 +72,13 @@ describe('trigger and consecutive cycles', () => {
     // The move and its audit record are one act; the move goes through the shared mechanism.
     const act = second!.acts.find((a) => a.label.startsWith('rebalance move d-web-0'))!;
     // The shared move mechanism: the source is written (competing movers conflict), the destination created, the disruption recorded.
-    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web', 'check nodes/c', 'check drains/c']);
+    // …and the replica's placement decision now explains where the move put it.
+    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web', 'check nodes/c', 'check drains/c', 'put decisions/d/d-web-0']);
     expect((act.ops[1] as { value: { spec: { move: { by: string; from: string } } } }).value.spec.move).toMatchObject({ by: 'rebalancer', from: 'a' });
+    const decision = (act.ops[5] as { value: PlacementDecision }).value.spec;
+    expect(decision).toMatchObject({ replica: 'd-web-0', chosen: 'c', trigger: 'rebalance', actor: 'rebalancer' });
+    expect(decision.why).toMatch(/^moved off a for pressure: /);
+    expect(decision.verdicts.find((v) => v.node === 'a')?.rejected?.filter).toBe('excluded');
   });
 
   it('api-0 (relief 0.15) is movable but not chosen: one move per cycle, highest score wins', () => {

@@ -2,6 +2,7 @@
 // after its replicas were re-placed) is evened out one make-before-break move at a time, never
 // back and forth; pack services, opted-out services, young replicas and hot destinations stay.
 import { beforeEach, describe, expect, it } from 'vitest';
+import type { PlacementDecision } from '../../src/api/types.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const MIN = 60_000;
@@ -48,6 +49,11 @@ describe('spread skew', () => {
     expect(new Set(moves.map((m) => m.payload.dst))).toEqual(new Set(['b', 'c']));
     // The newest replicas move; the audit record carries the counts it judged.
     expect(moves[0]!.payload).toMatchObject({ replica_id: 'd-web-2', skew_before: 3, counts_before: { a: 3, b: 0, c: 0 } });
+    // Each moved replica's stored decision says the spread move put it where it is.
+    const decisions = h.cycles.flatMap((c) => c.acts.flatMap((a) => a.ops)).filter((o) => o.op === 'put' && o.key.startsWith('decisions/'));
+    expect(decisions.map((o) => (o as { value: PlacementDecision }).value.spec)).toEqual(
+      moves.map((m) => expect.objectContaining({ replica: m.payload.replica_id, chosen: m.payload.dst, trigger: 'rebalance', actor: 'rebalancer', why: expect.stringMatching(/^spread restored: /) })),
+    );
     // Once even, it stays even: nothing more moves however long it runs.
     const more = run(w, 40);
     expect(spreadMoves(more)).toEqual([]);

@@ -10,7 +10,7 @@
 import { placementMode } from '../../src/api/spec.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
-import type { Placer, PlacementRequest } from '../placement/placer.js';
+import type { Decision, Placer, PlacementRequest } from '../placement/placer.js';
 import type { Exclusion } from '../../src/api/reasons/rebalance.js';
 
 export type SpreadVerdict = 'move' | 'even' | 'held';
@@ -72,7 +72,8 @@ export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: Sp
       Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; not this cycle: one move per cycle${move ? ` (${move.view.replica} moves)` : ': a rebalancer move is in flight or a node is over the pressure trigger (pressure goes first)'}` });
       continue;
     }
-    const started = startMove(input.book, { replica: j.view.replica!, src: j.view.src!, dst: j.view.dst!, by: 'rebalancer', id: `sp-${input.now}-${j.view.replica}`, now: input.now, timeoutMs: j.timeoutMs });
+    const decision = j.decision && { verdicts: j.decision, why: `spread restored: ${j.view.detail}` };
+    const started = startMove(input.book, { replica: j.view.replica!, src: j.view.src!, dst: j.view.dst!, by: 'rebalancer', id: `sp-${input.now}-${j.view.replica}`, now: input.now, timeoutMs: j.timeoutMs, ...(decision ? { decision } : {}) });
     if (!started.ok) {
       Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
       continue;
@@ -85,6 +86,8 @@ export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: Sp
 interface Judged {
   view: SpreadView;
   timeoutMs: number;
+  /** The placer's decision that chose the destination (stored with the move). */
+  decision?: Decision;
 }
 
 function judge(input: SpreadInput, key: string): Judged | undefined {
@@ -150,6 +153,7 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
     }
     const judged = view('move', `${src} holds ${count(src!)}, ${dst} holds ${count(dst)}: move ${e.id} ${src} → ${dst} (${decision.why})`, { replica: e.id, src, dst });
     judged.timeoutMs = input.moveTimeoutMs(e);
+    judged.decision = decision;
     return judged;
   }
   return view('held', `skew ${skew} but nothing on ${src} can move: ${why.join('; ') || 'no single-copy replica'}`);

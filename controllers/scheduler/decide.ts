@@ -19,7 +19,6 @@ import {
   type Heartbeat,
   type Node,
   type NodeDrain,
-  type PlacementDecision,
   type ReplicaCommand,
   type ReplicaCommandStatus,
   type ReplicaCounter,
@@ -83,6 +82,8 @@ export interface SchedulerSnapshot {
   /** The scheduler's acts that keep failing (reported in their deployment's status). */
   failing: readonly ActFailure[];
 }
+
+export { decisionValue } from '../placement/decision.js';
 
 export interface SchedulerConfig {
   placement: PlacementConfig;
@@ -229,28 +230,6 @@ export function desiredValue(
       template: t.template,
       placedAt: iso(now),
       ...(Object.keys(hostPorts).length ? { hostPorts } : {}),
-    },
-  };
-}
-
-export function decisionValue(d: Decision, trigger: PlaceTrigger, now: number, actor: string): PlacementDecision {
-  return {
-    apiVersion: API_VERSION,
-    kind: 'PlacementDecision',
-    metadata: { name: d.replica },
-    spec: {
-      replica: d.replica,
-      deployment: d.deployment,
-      service: d.service,
-      at: iso(now),
-      actor,
-      mode: d.mode,
-      ...(d.chosen ? { chosen: d.chosen } : {}),
-      why: d.why,
-      ...(d.reason ? { reason: d.reason } : {}),
-      verdicts: d.verdicts,
-      ...(d.omitted ? { omitted: d.omitted } : {}),
-      trigger,
     },
   };
 }

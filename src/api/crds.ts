@@ -411,7 +411,7 @@ const KINDS: KindDef[] = [
           ),
         ),
         omitted: map(int({ minimum: 0 }), { description: 'Nodes not listed in verdicts (large clusters), by filter; "scored" counts passing nodes.' }),
-        trigger: str({ description: 'What made the scheduler place it: scale_up, global_node or node_lost.' }),
+        trigger: str({ description: 'What put it there: scale_up, global_node or node_lost (the scheduler); drain or rebalance (a move).' }),
       },
       ['replica', 'deployment', 'service', 'at', 'actor', 'mode', 'why', 'verdicts'],
     ),

@@ -5,7 +5,7 @@ import type { V1ObjectMeta } from '@kubernetes/client-node';
 import type { ActFailureReason } from './reasons/acts.js';
 import type { ObservedCode } from './reasons/agent.js';
 import type { DrainAbortReason, DrainReplicaReason } from './reasons/drain.js';
-import type { FilterName, PlaceTrigger, UnschedulableReason } from './reasons/scheduling.js';
+import type { DecisionTrigger, FilterName, UnschedulableReason } from './reasons/scheduling.js';
 
 export const GROUP = 'jaco.dev';
 export const API_VERSION = 'jaco.dev/v1';
@@ -459,8 +459,8 @@ export interface PlacementDecisionSpec {
   verdicts: NodeVerdict[];
   /** On large clusters: how many rejected or scored nodes are not listed in verdicts, by filter ("scored" for passing nodes). */
   omitted?: Record<string, number>;
-  /** What made the scheduler place it: scale_up, global_node or node_lost (src/api/reasons/scheduling.ts). */
-  trigger?: PlaceTrigger;
+  /** What put it there: scale_up, global_node or node_lost (the scheduler), drain or rebalance (a move) — src/api/reasons/scheduling.ts. */
+  trigger?: DecisionTrigger;
 }
 /** decisions/<deployment>/<replica>: stored with the decision, not recomputed later. */
 export type PlacementDecision = JacoObject<'PlacementDecision', PlacementDecisionSpec, never>;

@@ -62,6 +62,13 @@ export const PLACE_TRIGGERS = {
 } as const;
 export type PlaceTrigger = keyof typeof PLACE_TRIGGERS;
 
+/** What put a replica where it is, as its stored decision says: a scheduler placement, or a mover's move. */
+export const MOVE_DECISION_TRIGGERS = {
+  drain: 'a drain moved the replica off its node, make-before-break, to where the placer put it',
+  rebalance: 'the rebalancer moved it (pressure, spread or coalescing), make-before-break',
+} as const;
+export type DecisionTrigger = PlaceTrigger | keyof typeof MOVE_DECISION_TRIGGERS;
+
 /** Why the scheduler removes a replica (every copy of it). */
 export const REMOVE_REASONS = {
   scale_down: 'the service wants fewer replicas: the highest indexes go, not-running ones first',

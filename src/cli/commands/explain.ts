@@ -33,7 +33,7 @@ export function renderDecision(dec: PlacementDecision, now: number, current: Rep
   out += `Chosen:      ${d.chosen ?? `none (${d.reason})`}\nWhy:         ${d.why}\n`;
   const nodes = current.map((c) => c.spec.node);
   if (d.chosen && nodes.length && !nodes.includes(d.chosen))
-    out += `Now:         on ${nodes.join(' and ')}: moved since this decision (drain or rebalancer; see jaco audit --type replica_moved,rebalance_moved)\n`;
+    out += `Now:         on ${nodes.join(' and ')}: moved since this decision (see jaco audit --type replica_moved,rebalance_moved)\n`;
   else if (!nodes.length) out += 'Now:         the replica no longer exists\n';
   out += '\n' + table(['NODE', 'VERDICT', 'FILTER / SCORE', 'DETAIL'], verdictRows(d));
   return out + omittedText(d.omitted);
