@@ -79,17 +79,26 @@ export class SimEtcd implements KeySpace {
   }
 
   /**
-   * The last revision that changed a key under the prefix's first path segment (0: none yet):
-   * what was read under the prefix at or after it is still what the store holds.
+   * The last revision that changed a key under the prefix's first path segment (0: none yet; a
+   * prefix without one: the store's revision): what was read under the prefix at or after it is
+   * still what the store holds.
    */
   changedAt(prefix: string): number {
-    return this.changed.get(prefix.slice(0, prefix.indexOf('/') + 1)) ?? 0;
+    const slash = prefix.indexOf('/');
+    return slash < 0 ? this.rev : (this.changed.get(prefix.slice(0, slash + 1)) ?? 0);
   }
 
-  /** Keys under a prefix, in key order. */
-  keys(prefix: string): string[] {
-    return this.kv.keys(prefix);
+  /** Keys under a prefix, in key order (read-only: shared by every read until a key under the prefix's segment changes). */
+  keys(prefix: string): readonly string[] {
+    const rev = this.changedAt(prefix);
+    const held = this.keysAt.get(prefix);
+    if (held?.rev === rev) return held.keys;
+    const ks = this.kv.keys(prefix);
+    this.keysAt.set(prefix, { rev, keys: ks });
+    return ks;
   }
+
+  private readonly keysAt = new Map<string, { rev: number; keys: readonly string[] }>();
 
   *under(prefix: string): Iterable<Readonly<Stored>> {
     for (const k of this.keys(prefix)) yield this.kv.stored(k)!;

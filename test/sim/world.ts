@@ -45,6 +45,8 @@ import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
+/** One silent logger for every simulated process (a pino logger costs ~1 % of a seed to make, per process start). */
+const LOG = testLogger();
 const CONTROLLER_NAMES = Object.keys(CONTROLLERS);
 
 export interface SimOptions {
@@ -132,7 +134,7 @@ export class Sim {
   private failure?: SimFailure;
   /** Decoded values of the truth, by key, at their mod revision. */
   private readonly decoded = new Map<string, { rev: number; value: unknown }>();
-  private readonly reader = new SharedReader(testLogger());
+  private readonly reader = new SharedReader(LOG);
   /** Which oversized deployment this seed's operator hand-writes, if any. */
   private readonly oversized?: 'big' | 'large';
 
@@ -176,17 +178,9 @@ export class Sim {
     return this.etcd.get(key) !== undefined;
   }
 
-  /** Keys under a prefix, in key order (read-only: shared by every read until a key under the prefix's segment changes). */
   keys(prefix: string): readonly string[] {
-    const rev = this.etcd.changedAt(prefix);
-    const held = this.keysAt.get(prefix);
-    if (held?.rev === rev) return held.keys;
-    const ks = this.etcd.keys(prefix);
-    this.keysAt.set(prefix, { rev, keys: ks });
-    return ks;
+    return this.etcd.keys(prefix);
   }
-
-  private readonly keysAt = new Map<string, { rev: number; keys: readonly string[] }>();
 
   under<T>(prefix: string): { key: string; value: T }[] {
     return this.keys(prefix).map((key) => ({ key, value: this.get<T>(key)! }));
@@ -372,7 +366,7 @@ export class Sim {
       {
         store: this.etcd.client(p.name, p.faults),
         timings: FAST,
-        log: testLogger(),
+        log: LOG,
         identity: `${p.name}.${p.incarnation}`,
         clock: () => this.now,
         manual: true,
