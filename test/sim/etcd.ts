@@ -121,19 +121,25 @@ export class SimEtcd implements KeySpace {
   /** Count and newest mod revision of the keys under a prefix as they were at `rev`, and those changed after `since`. */
   factsAt(prefix: string, rev: number, since?: number): RangeFacts {
     if (rev < this.compacted) throw new CompactedError(`revision ${rev} has been compacted`);
-    const mods = new Map<string, number>();
-    for (const k of this.keys(prefix)) mods.set(k, this.get(k)!.modRevision);
-    // Roll back every change after rev.
+    // Keys changed after rev, with their mod revision at rev (undefined: absent then): walking
+    // back, the earliest change after rev is the last one set.
+    const then = new Map<string, number | undefined>();
     for (let i = this.history.length - 1; i >= 0 && this.history[i]!.rev > rev; i--) {
       const c = this.history[i]!;
-      if (!c.key.startsWith(prefix)) continue;
-      if (c.prevModRevision) mods.set(c.key, c.prevModRevision);
-      else mods.delete(c.key);
+      if (c.key.startsWith(prefix)) then.set(c.key, c.prevModRevision || undefined);
     }
+    let count = 0;
     let newest = 0;
-    for (const m of mods.values()) if (m > newest) newest = m;
-    const changed = since === undefined ? undefined : [...mods].filter(([, m]) => m > since).map(([key, modRevision]) => ({ key, modRevision }));
-    return { count: mods.size, newest, ...(changed ? { changed } : {}) };
+    const changed: { key: string; modRevision: number }[] = [];
+    const at = (key: string, modRevision: number | undefined) => {
+      if (modRevision === undefined) return;
+      count++;
+      if (modRevision > newest) newest = modRevision;
+      if (since !== undefined && modRevision > since) changed.push({ key, modRevision });
+    };
+    for (const k of this.keys(prefix)) if (!then.has(k)) at(k, this.get(k)!.modRevision);
+    for (const [k, m] of then) at(k, m);
+    return { count, newest, ...(since === undefined ? {} : { changed }) };
   }
 
   kvOf(key: string, withValue = true): IKeyValue {
