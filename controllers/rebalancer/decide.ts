@@ -8,7 +8,7 @@
 import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, VolumeHome } from '../../src/api/types.js';
+import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
@@ -20,6 +20,7 @@ import type { Placer, PlacementRequest } from '../placement/placer.js';
 import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import { planSpread, type SpreadView } from './spread.js';
 import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
+import { planConform, type ConformView } from './conform.js';
 import { atLeast, below, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
 import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
@@ -87,6 +88,8 @@ export interface Snapshot {
   eligibility: EligibilityRevisions;
   /** Services the scheduler cannot place for capacity (memory, GPUs, ports): coalescing's work. */
   pending?: readonly Omit<PendingService, 'since'>[];
+  /** Every service's current placement by `<deployment>/<service>` (placement conformance). */
+  placements?: ReadonlyMap<string, ServiceSpec['placement']>;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -146,7 +149,7 @@ export interface ExcludedView {
 
 export interface MoveView {
   /** What asked for the move: a pressured node, a spread service's skew, or room for a pending replica. */
-  trigger: 'pressure' | 'spread' | 'coalesce';
+  trigger: 'pressure' | 'placement' | 'spread' | 'coalesce';
   replica: string;
   deployment: string;
   service: string;
@@ -187,6 +190,8 @@ export interface RebalancePlan {
   candidates: CandidateView[];
   excluded: ExcludedView[];
   move?: MoveView;
+  /** Replicas on nodes their service's placement no longer allows, and what this cycle does about each. */
+  placement: ConformView[];
   /** Spread services as this cycle judged their skew (only those with more than one replica on a node are worth a look). */
   spread: SpreadView[];
   /** Pending services and the plan that would make room for each (coalescing). */
@@ -487,7 +492,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // Moves for spread and coalescing: the same view, act and audit record, told apart by trigger.
   const viewOf = new Map(views.map((v) => [v.node, v]));
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
-  const startedMove = (trigger: 'spread' | 'coalesce', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
+  const startedMove = (trigger: 'placement' | 'spread' | 'coalesce', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
     const [from, to] = [viewOf.get(m.src), viewOf.get(m.dst)];
     const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
     move = { trigger, replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, moveId };
@@ -499,6 +504,20 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       effect: { kind: 'move', trigger, replica: m.replica, src: m.src, dst: m.dst },
     });
   };
+
+  // 6. Placement conformance: replicas on nodes their service's placement no longer allows (a
+  // changed hosts or nodeSelector) move to where the scheduler places them — a broken hard
+  // constraint goes before spread and coalescing, as many at once as each service's budget allows.
+  const conform = planConform({
+    book,
+    placer: placerOnce,
+    placements: snap.placements ?? new Map(),
+    labels: new Map(snap.nodes.map((n) => [n.metadata.name, n.metadata.labels ?? {}])),
+    now,
+    moveTimeoutMs,
+    mayMove: countedCycle && !move,
+  });
+  for (const m of conform.moves) startedMove('placement', { ...m.view, src: m.view.node }, m.start.ops, m.moveId, { broken: m.view.broken, detail: m.view.detail });
 
   // 7. Spread skew, once the pressure path has had its turn: still one move per cycle, cluster-wide,
   // and none while a rebalancer move is in flight. Destinations keep under the pressure cap.
@@ -554,6 +573,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     candidates,
     excluded,
     ...(move ? { move } : {}),
+    placement: conform.views,
     spread: spread.views.filter((v) => v.verdict !== 'even'),
     coalesce: coalesce.views,
     inFlight: inFlightViews,

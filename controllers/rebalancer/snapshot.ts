@@ -1,7 +1,7 @@
 // What the rebalancer reads, and how its snapshot is built from the cache: one function for the
 // controller and for `jaco rebalance plan` recomputing from a one-shot read of the store.
 import { withDefaults } from '../../src/api/spec.js';
-import type { Deployment, DeploymentStatus, Node, NodeDrain } from '../../src/api/types.js';
+import type { Deployment, DeploymentStatus, Node, NodeDrain, ServiceSpec } from '../../src/api/types.js';
 import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
 import type { Config } from './config.js';
@@ -21,7 +21,15 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     nodes: [...cache.kind<Node>('nodes').items.values()].map((n) => n.value),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     pending: pendingOf(cache),
+    placements: placementsOf(cache),
   };
+}
+
+/** Every service's current placement (the deployment's spec, not the replicas' templates). */
+function placementsOf(cache: Cache): Map<string, ServiceSpec['placement']> {
+  const out = new Map<string, ServiceSpec['placement']>();
+  for (const [name, d] of valuesByRest(cache.kind<Deployment>('deployments'))) for (const [svc, spec] of Object.entries(d.spec.services)) out.set(`${name}/${svc}`, spec.placement);
+  return out;
 }
 
 /** Services the scheduler reports unschedulable for capacity, with the spec a new replica would carry. */

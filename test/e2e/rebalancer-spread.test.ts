@@ -2,7 +2,9 @@
 // engine; a spread service runs one replica per node. node-2's agent is stopped (SIGSTOP) until
 // its replica is re-placed elsewhere, then resumed: the returned node gets a replica back through
 // one rebalancer spread move, make-before-break — the service never runs fewer than its replicas
-// while the spread is restored — and the move is in the audit log with trigger "spread".
+// while the spread is restored — and the move is in the audit log with trigger "spread". Then a
+// placement change (hosts [node-1] → [node-2]) re-places a hosts service the same way: never
+// fewer running than wanted, audited with trigger "placement", explained by its decision.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEvent } from '../../src/api/types.js';
 import { keys } from '../../src/api/keys.js';
@@ -74,5 +76,30 @@ describe('spread restored when a node returns', () => {
       const moves = await spreadMoves();
       expect(moves).toHaveLength(1);
       expect(moves[0]!.payload).toMatchObject({ dst: 'node-2', skew_before: 2 });
+    }));
+});
+
+describe('placement changes re-place', () => {
+  const pinned = (host: string) => MANIFEST.replace('name: even', 'name: pinned').replace('replicas: 3', `replicas: 1\n      placement: { mode: hosts, hosts: [${host}] }`);
+  const on = async () => (await c.desired()).filter((d) => d.spec.deployment === 'pinned').map((d) => d.spec.node).sort();
+  const up = async () => (await c.observed()).filter((o) => o.status.deployment === 'pinned' && o.status.state === 'running').length;
+
+  it('hosts [node-1] → [node-2]: the replica moves make-before-break, never 0 running, audited and explained', () =>
+    c.withLogs(async () => {
+      await c.apply(pinned('node-1'));
+      await eventually(async () => JSON.stringify(await on()) === '["node-1"]' && (await up()) === 1, { what: 'pinned/web running on node-1', timeoutMs: 60_000 });
+      const samples = sampler(() => up(), 200);
+      try {
+        await c.apply(pinned('node-2'));
+        await eventually(async () => JSON.stringify(await on()) === '["node-2"]' && (await up()) === 1, { what: 'pinned/web re-placed on node-2', timeoutMs: 90_000 });
+      } finally {
+        const seen = await samples.stop();
+        expect(Math.min(...seen)).toBeGreaterThanOrEqual(1);
+      }
+      const moved = (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec).filter((s) => s.type === 'rebalance_moved' && s.payload.trigger === 'placement');
+      expect(moved).toEqual([expect.objectContaining({ payload: expect.objectContaining({ replica_id: 'pinned-web-0', src: 'node-1', dst: 'node-2' }) })]);
+      const explain = await c.jaco(['explain', 'pinned-web-0']);
+      expect(explain.stdout).toContain('trigger rebalance');
+      expect(explain.stdout).toMatch(/Why: +placement changed: node-1 not in placement.hosts \(node-2\)/);
     }));
 });

@@ -117,6 +117,8 @@ export class World {
   notReady = new Set<string>();
   /** Services the scheduler reports unschedulable for capacity (coalescing's input). */
   pending: NonNullable<Snapshot['pending']> = [];
+  /** The deployments' current placement by `<deployment>/<service>` (placement conformance's input). */
+  placements = new Map<string, ServiceSpec['placement']>();
 
   addNode(name: string, o: NodeOpts = {}): this {
     this.nodes.set(name, nodeObj(name, o));
@@ -161,7 +163,7 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map(), pending: this.pending };
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map(), pending: this.pending, placements: this.placements };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */

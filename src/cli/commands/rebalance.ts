@@ -119,6 +119,11 @@ export function renderPlan(r: PlanReport): string {
     const rows = p.spread.map((v) => [`${v.deployment}/${v.service}`, Object.entries(v.counts).map(([n, c]) => `${n}=${c}`).join(' '), v.skew, v.verdict, v.detail]);
     out.push(table(['SPREAD SERVICE', 'REPLICAS PER NODE', 'SKEW', 'VERDICT', 'DETAIL'], dash(rows)).trimEnd());
   }
+  if (p.placement?.length) {
+    out.push('');
+    const rows = p.placement.map((v) => [v.replica, `${v.deployment}/${v.service}`, v.node, v.broken, v.verdict, v.dst, v.detail]);
+    out.push(table(['MISPLACED', 'SERVICE', 'ON', 'NO LONGER', 'VERDICT', 'DST', 'DETAIL'], dash(rows)).trimEnd());
+  }
   if (p.coalesce?.length) {
     out.push('');
     const rows = p.coalesce.map((v) => [`${v.deployment}/${v.service}`, v.reason, v.noPlan ? `${v.verdict}: ${v.noPlan}` : v.verdict, v.node, v.detail]);
@@ -127,7 +132,8 @@ export function renderPlan(r: PlanReport): string {
   if (p.inFlight.length) out.push('', `In flight: ${p.inFlight.map((m) => `${m.replica} ${m.src}→${m.dst} (deadline ${m.deadline})`).join(', ')}`);
   out.push('');
   const m = p.move;
-  if (m?.trigger === 'spread') out.push(`Move (spread): ${m.replica} ${m.src} → ${m.dst}: ${p.spread.find((v) => v.replica === m.replica)?.detail ?? ''}`);
+  if (m?.trigger === 'placement') out.push(`Move (placement): ${m.replica} ${m.src} → ${m.dst}: ${p.placement.find((v) => v.replica === m.replica)?.detail ?? ''}`);
+  else if (m?.trigger === 'spread') out.push(`Move (spread): ${m.replica} ${m.src} → ${m.dst}: ${p.spread.find((v) => v.replica === m.replica)?.detail ?? ''}`);
   else if (m?.trigger === 'coalesce') out.push(`Move (coalesce): ${m.replica} ${m.src} → ${m.dst}: ${p.coalesce.find((v) => v.plan?.[0]?.replica === m.replica)?.detail ?? ''}`);
   else if (m) out.push(`Move: ${m.replica} ${m.src} → ${m.dst}: ${m.src} ${n2(m.srcBefore)} → ${n2(m.srcAfter)}, ${m.dst} ${n2(m.dstBefore)} → ${n2(m.dstAfter)} (${m.dominant} relief ${n2(m.relief)}, score ${n2(m.score)})`);
   else out.push(`No move: stopped by ${p.stoppedBy} (${p.gates.find((g) => g.gate === p.stoppedBy)?.detail ?? ''})`);

@@ -1,0 +1,97 @@
+// Placement conformance: a change to a service's `placement.hosts` or `placement.nodeSelector`
+// (or a node's labels) can leave replicas on nodes the service may no longer use. The spec hash
+// leaves placement out (it does not shape the container), so no rollout touches them and the
+// scheduler counts them as placed. Here each such replica moves to where the scheduler's own placer
+// puts it now, make-before-break: a hard constraint broken is worth more than ADR 0002's one move
+// per cycle, so every misplaced replica whose service's disruption budget has room moves in the
+// same cycle — as many at once as update.maxUnavailable allows, the rest on later cycles, never
+// fewer running than wanted. Pure: the placer comes in, and each started move is counted on it
+// where it lands (placer.assume), so two moves of one cycle never overfill one node.
+import type { ServiceSpec } from '../../src/api/types.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { footprintOf, type Placer } from '../placement/placer.js';
+
+export interface ConformView {
+  replica: string;
+  deployment: string;
+  service: string;
+  node: string;
+  /** What the node no longer satisfies. */
+  broken: string;
+  verdict: 'move' | 'held' | 'no_dst';
+  detail: string;
+  dst?: string;
+}
+
+export interface ConformMove {
+  view: ConformView & { dst: string };
+  start: Extract<MoveStart, { ok: true }>;
+  moveId: string;
+}
+
+export interface ConformInput {
+  book: MoveBook;
+  placer: () => Placer;
+  /** The current placement of every service, by `<deployment>/<service>` (from deployments/). */
+  placements: ReadonlyMap<string, ServiceSpec['placement']>;
+  /** Node labels by node name. */
+  labels: ReadonlyMap<string, Readonly<Record<string, string>>>;
+  now: number;
+  moveTimeoutMs: (entry: ReplicaEntry) => number;
+  /** False while another path moved this cycle or the cycle is not a counted one. */
+  mayMove: boolean;
+}
+
+/** What a node fails of a service's placement (hosts, nodeSelector), or undefined when it satisfies it. */
+export function brokenPlacement(placement: ServiceSpec['placement'], node: string, labels: Readonly<Record<string, string>> | undefined): string | undefined {
+  if (placement?.mode === 'hosts' && !(placement.hosts ?? []).includes(node)) return `not in placement.hosts (${(placement.hosts ?? []).join(', ')})`;
+  const wrong = Object.entries(placement?.nodeSelector ?? {}).filter(([k, v]) => labels?.[k] !== v);
+  if (wrong.length) return `lacks ${wrong.map(([k, v]) => `${k}=${v}`).join(', ')} (placement.nodeSelector)`;
+  return undefined;
+}
+
+/** Every replica on a node its service's placement no longer allows; moves for those the budget lets go now. */
+export function planConform(input: ConformInput): { views: ConformView[]; moves: ConformMove[] } {
+  const views: ConformView[] = [];
+  const moves: ConformMove[] = [];
+  for (const key of input.book.replicas.serviceKeys()) {
+    const placement = input.placements.get(key);
+    // Global services follow their nodes through the scheduler (a replica per eligible node).
+    if (!input.placements.has(key) || placement?.mode === 'global') continue;
+    for (const e of input.book.replicas.service(...(key.split('/') as [string, string]))) {
+      // One copy, not moving: a move in flight is settled first.
+      if (e.copies.length !== 1 || inFlight(e.copies)) continue;
+      const copy: Copy = e.copies[0]!;
+      const spec = copy.desired.spec;
+      const broken = brokenPlacement(placement, spec.node, input.labels.get(spec.node));
+      if (!broken) continue;
+      const base = { replica: e.id, deployment: spec.deployment, service: spec.service, node: spec.node, broken };
+      // The replica as its service is placed now: the current placement, the rest as it runs.
+      const req = { replica: e.id, deployment: spec.deployment, service: spec.service, spec: { ...spec.template, placement: placement ?? {} }, index: spec.index, exclude: [spec.node] };
+      const decision = input.placer().decide(req);
+      if (!decision.chosen) {
+        views.push({ ...base, verdict: 'no_dst', detail: `${spec.node} ${broken}; no node takes it: ${decision.why}` });
+        continue;
+      }
+      if (!input.mayMove) {
+        views.push({ ...base, verdict: 'held', dst: decision.chosen, detail: `${spec.node} ${broken}; not this cycle (another move was chosen, or the cycle is not counted)` });
+        continue;
+      }
+      const moveId = `pl-${input.now}-${e.id}`;
+      const why = `placement changed: ${spec.node} ${broken}; ${decision.why}`;
+      const started = startMove(input.book, { replica: e.id, src: spec.node, dst: decision.chosen, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(e), decision: { verdicts: decision, why } });
+      if (started.ok) input.placer().assume({ id: e.id, deployment: spec.deployment, service: spec.service, node: decision.chosen, ...footprintOf(req.spec) });
+      else {
+        views.push({ ...base, verdict: 'held', dst: decision.chosen, detail: `${spec.node} ${broken}; the move mechanism refused: ${started.refusal} (${started.detail})` });
+        continue;
+      }
+      // Later starts in this cycle see this one (the budget, and the destination's copy).
+      input.book.assume(e.id, started);
+      const view = { ...base, verdict: 'move' as const, dst: decision.chosen, detail: why };
+      views.push(view);
+      moves.push({ view, start: started, moveId });
+    }
+  }
+  return { views, moves };
+}
