@@ -6,9 +6,9 @@ import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import { clusterInfo } from '../../src/store/cluster.js';
-import type { Store } from '../../src/store/store.js';
-import { TestCluster, type Proc } from './cluster.js';
-import { startTestEtcd } from './etcd.js';
+import { Store } from '../../src/store/store.js';
+import { TestCluster, type ClusterOptions, type Proc } from './cluster.js';
+import { startEtcdCluster, startTestEtcd, type TestEtcd } from './etcd.js';
 import { eventually } from './wait.js';
 
 export interface HollowProcOptions {
@@ -23,10 +23,40 @@ export interface HollowProcOptions {
   timeoutMs?: number;
 }
 
+export interface HollowClusterOptions extends ClusterOptions {
+  /** etcd members: 1 (default) or a real 3-member cluster. */
+  etcdMembers?: 1 | 3;
+}
+
+/** A 3-member etcd as a TestEtcd (endpoint: all three, comma-separated): enough for a cluster's processes and stores. */
+async function threeMembers(): Promise<TestEtcd> {
+  const cl = await startEtcdCluster(3);
+  const stores: Store[] = [];
+  return {
+    endpoint: cl.endpoints.join(','),
+    member: cl.members[0]!,
+    store(prefix = '/jaco/') {
+      const st = new Store({ endpoints: cl.endpoints, prefix });
+      stores.push(st);
+      return st;
+    },
+    viaProxy: () => Promise.reject(new Error('no proxy in front of a 3-member cluster')),
+    restart: () => Promise.reject(new Error('restart a member of the cluster instead')),
+    async stop() {
+      for (const st of stores) st.close();
+      await cl.stop();
+    },
+  };
+}
+
 /** A TestCluster whose nodes are hollow: no Docker, no per-node processes. */
 export class HollowCluster extends TestCluster {
+  constructor(readonly hollowOpts: HollowClusterOptions = {}) {
+    super(hollowOpts);
+  }
+
   override async start(): Promise<this> {
-    this.etcd = await startTestEtcd();
+    this.etcd = this.hollowOpts.etcdMembers === 3 ? await threeMembers() : await startTestEtcd();
     this.store = this.etcd.store(this.prefix);
     this.uid = (await clusterInfo(this.store)).uid;
     if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
@@ -49,7 +79,7 @@ export class HollowCluster extends TestCluster {
   }
 }
 
-export async function startHollowCluster(opts: ConstructorParameters<typeof HollowCluster>[0] = {}): Promise<HollowCluster> {
+export async function startHollowCluster(opts: HollowClusterOptions = {}): Promise<HollowCluster> {
   const c = new HollowCluster(opts);
   try {
     return await c.start();
@@ -112,8 +142,9 @@ export async function census(store: Store, liveNodes?: ReadonlySet<string>): Pro
 }
 
 /** n deployments of one service each, `replicas` apiece, on the hollow runtime's image. */
-export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number } = {}): string {
-  return Array.from({ length: n }, (_, i) => {
+export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number; first?: number } = {}): string {
+  return Array.from({ length: n }, (_, k) => {
+    const i = (opts.first ?? 0) + k;
     const update = `{minReadyTime: ${opts.minReadyTime ?? '1s'}${opts.parallelism ? `, parallelism: ${opts.parallelism}, maxUnavailable: ${opts.parallelism}` : ''}}`;
     return `apiVersion: jaco.dev/v1
 kind: Deployment
