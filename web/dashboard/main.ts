@@ -9,6 +9,8 @@ import './style.css';
 
 type View = 'cluster' | 'pressure' | 'deployments' | 'why';
 const VIEWS: View[] = ['cluster', 'pressure', 'deployments', 'why'];
+/** Drawing a thousand rows on every frame makes the page sluggish; nobody reads past a few hundred. */
+const MAX_REPLICA_ROWS = 200;
 
 /** What the e2e test and the benchmark read: render counts and times. */
 interface Probe {
@@ -35,7 +37,7 @@ function layout(): void {
 <main>
   <section id="view-cluster" data-section="cluster"><div class="live"></div></section>
   <section id="view-pressure" data-section="pressure"><p class="hint">Per node: CPU and memory EWMA (the rebalancer's fold, 5-minute window in production) over the last hour kept by this dashboard; the red dashed line is the 0.85 trigger, the amber one the 0.75 destination cap; violet lines are rebalancer moves (→ out, ← in).</p><div class="charts"></div></section>
-  <section id="view-deployments" data-section="deployments"><div class="live"></div><div id="history-panel" class="panel"></div></section>
+  <section id="view-deployments" data-section="deployments"><div class="filters"><input id="replica-filter" placeholder="filter replicas: id, node, state, code" size="36"> <small class="hint">at most ${MAX_REPLICA_ROWS} replica rows per deployment are drawn; filter to see others</small></div><div class="live"></div><div id="history-panel" class="panel"></div></section>
   <section id="view-why" data-section="why">
     <div class="card"><h2>Explain a replica</h2><form id="explain-form"><input id="explain-input" placeholder="replica id, e.g. hello-web-0" size="32"> <button>Explain</button></form><div id="explain-panel" class="panel"></div></div>
     <div class="card"><h2>Rebalancer</h2><div class="live"></div></div>
@@ -99,9 +101,12 @@ ${live ? h`${actionButton('pause', `${r.deployment}/${r.service}`)} ${actionButt
 <ol class="steps">${r.steps.map((x) => h`<li class="${x.result ?? 'running'}">${x.replica} on ${x.node}: ${x.result ?? 'in progress'}${x.durationMs !== undefined ? ` in ${duration(x.durationMs)}` : ''}</li>`)}</ol></div>`;
 }
 
-function renderDeployment(d: DeploymentStatusRow, s: DashboardState): Raw {
+function renderDeployment(d: DeploymentStatusRow, s: DashboardState, filter: string): Raw {
   const rollouts = s.rollouts.filter((r) => r.deployment === d.name);
   const prog = s.progress[d.name];
+  const all = d.services.flatMap((v) => v.replicas.map((r) => ({ v, r })));
+  const matching = filter ? all.filter(({ v, r }) => `${r.replica} ${v.name} ${r.node} ${r.state} ${r.code ?? ''}`.toLowerCase().includes(filter)) : all;
+  const rows = matching.slice(0, MAX_REPLICA_ROWS);
   return h`<div class="card deployment" data-deployment="${d.name}">
 <h2>${d.name} <small>revision ${d.revision}${d.observedGeneration !== undefined && d.observedGeneration !== d.revision ? ` (scheduler at ${d.observedGeneration})` : ''} · age ${d.age}</small>
 <button data-history="${d.name}">history &amp; diff</button> ${actionButton('rollback', d.name)}</h2>
@@ -111,13 +116,14 @@ ${d.services.map((v) => h`<tr data-service="${d.name}/${v.name}" data-running="$
 ${prog?.lines.length ? h`<pre class="progress-lines">${prog.lines.map((l) => `${l.service}: ${l.text}\n`).join('')}</pre>` : raw('')}
 ${rollouts.map(rolloutBlock)}
 <table class="grid replicas"><thead><tr><th>Replica</th><th>Service</th><th>Node</th><th>State</th><th>Code</th><th>Restarts</th><th>Revision</th><th>Age</th><th>Move</th><th></th></tr></thead><tbody>
-${d.services.flatMap((v) => v.replicas.map((r) => h`<tr data-replica="${r.replica}" data-state="${r.state}"><td>${r.replica}</td><td>${v.name}</td><td>${r.node}</td><td><span class="chip ${r.state}">${r.state}</span></td><td>${r.code ?? '-'}</td><td>${r.restarts}</td><td>${r.revision}</td><td>${r.age}</td><td>${r.move ? `from ${r.move.from} (${r.move.by})` : '-'}</td><td><button data-explain="${r.replica}">why here?</button></td></tr>`))}
-</tbody></table></div>`;
+${rows.map(({ v, r }) => h`<tr data-replica="${r.replica}" data-state="${r.state}"><td>${r.replica}</td><td>${v.name}</td><td>${r.node}</td><td><span class="chip ${r.state}">${r.state}</span></td><td>${r.code ?? '-'}</td><td>${r.restarts}</td><td>${r.revision}</td><td>${r.age}</td><td>${r.move ? `from ${r.move.from} (${r.move.by})` : '-'}</td><td><button data-explain="${r.replica}">why here?</button></td></tr>`)}
+</tbody></table>${matching.length > rows.length ? h`<p class="hint">${rows.length} of ${matching.length} replicas shown${filter ? ' (filtered)' : ''}: filter to narrow.</p>` : filter ? h`<p class="hint">${matching.length} of ${all.length} replicas match.</p>` : raw('')}</div>`;
 }
 
 function renderDeployments(s: DashboardState): Raw {
   if (!s.deployments.length) return h`<p class="hint">No deployments. Try: jaco apply -f examples/hello.yaml</p>`;
-  return h`${s.deployments.map((d) => renderDeployment(d, s))}`;
+  const filter = $<HTMLInputElement>('#replica-filter').value.trim().toLowerCase();
+  return h`${s.deployments.map((d) => renderDeployment(d, s, filter))}`;
 }
 
 async function showHistory(name: string): Promise<void> {
@@ -200,9 +206,9 @@ function render(): void {
   const v = view();
   for (const sec of document.querySelectorAll<HTMLElement>('[data-section]')) sec.hidden = sec.dataset.section !== v;
   for (const a of document.querySelectorAll<HTMLElement>('[data-view]')) a.classList.toggle('active', a.dataset.view === v);
-  if (v === 'cluster') $('#view-cluster .live').innerHTML = renderCluster(s).html;
-  if (v === 'deployments') $('#view-deployments .live').innerHTML = renderDeployments(s).html;
-  if (v === 'why') $('#view-why .live').innerHTML = renderPlan(s).html;
+  if (v === 'cluster') put('#view-cluster .live', renderCluster(s));
+  if (v === 'deployments') put('#view-deployments .live', renderDeployments(s));
+  if (v === 'why') put('#view-why .live', renderPlan(s));
   if (v === 'pressure') drawCharts();
   const ms = performance.now() - t0;
   probe.renders++;
@@ -211,6 +217,14 @@ function render(): void {
   probe.revision = s.revision;
   probe.firstRenderMs ??= performance.now();
   document.body.dataset.revision = String(s.revision);
+}
+
+const drawn = new Map<string, string>();
+/** Replaces an element's content only when it changed: an unchanged view costs no layout. */
+function put(sel: string, html: Raw): void {
+  if (drawn.get(sel) === html.html) return;
+  drawn.set(sel, html.html);
+  $(sel).innerHTML = html.html;
 }
 
 function drawCharts(): void {
@@ -288,4 +302,5 @@ document.addEventListener('submit', (e) => {
 });
 $('#audit-filter').addEventListener('input', renderAudit);
 $('#audit-type').addEventListener('change', renderAudit);
+$('#replica-filter').addEventListener('input', schedule);
 connect();
