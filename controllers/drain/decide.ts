@@ -105,7 +105,7 @@ class Pass {
   get placer(): Placer {
     const { s } = this;
     this.placerCache ??= placerFor(
-      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes },
+      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes, commands: s.commands },
       this.now,
       this.config.placement,
     );

@@ -3,7 +3,8 @@
 import { unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
-import type { Heartbeat, Node, NodeDrain, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { Heartbeat, Node, NodeDrain, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Op } from '../../src/store/writer.js';
@@ -15,6 +16,27 @@ export interface StoredState {
   drains: ReadonlyMap<string, NodeDrain>;
   desired: Iterable<ReplicaDesired>;
   volumeHomes: Iterable<VolumeHome>;
+  /** Restart bookkeeping by store key (commands/<host>/<replica>): recent failures per node. */
+  commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+}
+
+/** Restarts within this long before now count against a node (seed 004: failure de-prioritization). */
+export const RECENT_FAILURE_WINDOW_MS = 10 * 60_000;
+
+/**
+ * Per node, the health restarts of its replicas whose last restart is recent: each replica counts
+ * its consecutive restarts (cleared once it is ready again), so a node where replicas keep
+ * failing scores lower for new placements, and one that recovered stops counting.
+ */
+export function recentFailuresOf(commands: ReadonlyMap<string, Versioned<ReplicaCommand>> | undefined, now: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [key, c] of commands ?? []) {
+    const st = c.value.status;
+    if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > RECENT_FAILURE_WINDOW_MS) continue;
+    const host = key.split('/')[1]!;
+    out.set(host, (out.get(host) ?? 0) + st.restarts);
+  }
+  return out;
 }
 
 /** What a controller's snapshot holds that a placer is built from. */
@@ -24,6 +46,7 @@ export interface PlacementView {
   drains: ReadonlyMap<string, NodeDrain>;
   replicas: ReplicaIndex;
   volumeHomes: Iterable<VolumeHome>;
+  commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
 }
 
 /**
@@ -58,7 +81,7 @@ function* desiredOf(replicas: ReplicaIndex): Generator<ReplicaDesired> {
 
 /** A placer with every desired copy accounted on its node (both copies of a moving replica). */
 export function placerFor(v: PlacementView, now: number, config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): Placer {
-  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes }, now), config);
+  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes, commands: v.commands }, now), config);
 }
 
 // Parsing the quantities of every desired key on every pass is most of building the input: the
@@ -75,12 +98,14 @@ export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
 }
 
 export function placementInputFrom(s: StoredState, now: number): PlacementInput {
+  const failures = recentFailuresOf(s.commands, now);
   const nodes = [...s.nodes].map((n) => ({
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: n.metadata.labels ?? {},
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
+    ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
   }));
   const placed: PlacedReplica[] = [];
   for (const d of s.desired) {

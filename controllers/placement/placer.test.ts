@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../../src/api/types.js';
 import { shuffled } from '../../test/support/scheduler-world.js';
 import { Placer, type NodeInfo, type PlacedReplica, type PlacementInput, type PlacementRequest } from './placer.js';
+import { RECENT_FAILURE_WINDOW_MS, recentFailuresOf } from './input.js';
 
 const Gi = 1024 ** 3;
 const Mi = 1024 ** 2;
@@ -128,6 +129,21 @@ describe('modes', () => {
     expect(new Placer(input([node('a')], [placed('x', 'a', { cpuMillis: 4000 })])).decide(req({ resources: { cpu: '500m' } })).chosen).toBe('a');
   });
 
+  it('recent failures: a node where replicas keep restarting is chosen last among equals, and the decision says why', () => {
+    // b has more CPU headroom (a is half booked), so b wins — until its replicas restart recently.
+    const busyA = [placed('x', 'a', { cpuMillis: 2000 })];
+    expect(new Placer(input([node('a'), node('b')], busyA)).decide(req()).chosen).toBe('b');
+    const d = new Placer(input([node('a'), node('b', { recentFailures: 2 })], busyA)).decide(req());
+    expect(d.chosen).toBe('a');
+    expect(d.why).toContain('runner-up b (-13.578: 2 recent failure(s) there)');
+    expect(d.verdicts.find((v) => v.node === 'b')?.score?.parts).toMatchObject({ failures: 2 });
+    expect(d.verdicts.find((v) => v.node === 'a')?.score?.parts).not.toHaveProperty('failures');
+    // Failures never outweigh spread: a node already holding a replica of the service loses to one with failures.
+    const withPeer = new Placer(input([node('a'), node('b', { recentFailures: 9 })], [placed('d-web-9', 'a', { service: 'web' })])).decide(req());
+    expect(withPeer.chosen).toBe('b');
+    expect(withPeer.verdicts.find((v) => v.node === 'b')?.score?.parts.failures).toBe(4); // capped
+  });
+
   it('priority order is the caller\'s: a high-priority service placed first takes the last slot', () => {
     const placer = new Placer(input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: 600 * Mi, gpus: 0 } })]));
     expect(placer.place({ ...req({ resources: { memory: '500Mi' }, priority: 10 }), service: 'important', replica: 'd-important-0' }).chosen).toBe('a');
@@ -176,5 +192,25 @@ describe('explanations', () => {
     const big = new Placer(input(many)).decide(req());
     expect(big.verdicts.length).toBe(15); // 10 rejections, the winner and the next 4
     expect(big.omitted).toEqual({ eligibility: 90, scored: 95 });
+  });
+});
+
+describe('recent failures from the restart bookkeeping', () => {
+  const NOW = Date.parse('2026-11-25T10:00:00Z');
+  const cmd = (restarts: number, agoMs: number) => ({
+    key: 'x',
+    modRevision: 1,
+    createRevision: 1,
+    version: 1,
+    value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'r' }, spec: { replica: 'r', op: 'restart', seq: restarts, issuedAt: '', reason: '' }, status: { restarts, lastRestartAt: new Date(NOW - agoMs).toISOString() } },
+  }) as const;
+  it('counts, per node, the consecutive restarts of replicas last restarted within the window', () => {
+    const commands = new Map([
+      ['commands/node-1/a', cmd(2, 60_000)],
+      ['commands/node-1/b', cmd(1, 5 * 60_000)],
+      ['commands/node-2/c', cmd(3, RECENT_FAILURE_WINDOW_MS + 1)], // too long ago
+      ['commands/node-3/d', cmd(0, 1_000)], // recovered: its counter was cleared
+    ]) as unknown as Parameters<typeof recentFailuresOf>[0];
+    expect(recentFailuresOf(commands, NOW)).toEqual(new Map([['node-1', 3]]));
   });
 });

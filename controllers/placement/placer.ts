@@ -14,8 +14,9 @@
 //   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
 //                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
 // Survivors are scored by mode: spread/hosts lexicographically by (fewest replicas of the service
-// already there, CPU headroom in quarter steps, rendezvous hash of deployment/service/index), pack
-// by fewest replicas; the best total wins.
+// already there, fewest recent restarts on the node — seed 004's failure de-prioritization —, CPU
+// headroom in quarter steps, rendezvous hash of deployment/service/index), pack by fewest
+// replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
 import { placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
@@ -43,7 +44,12 @@ export interface NodeInfo {
   ineligible?: string;
   /** Where dynamic host ports are assigned from (default DEFAULT_PORT_RANGE). */
   portRange?: PortRange;
+  /** Health restarts of replicas on the node within the recent-failure window (placement/input.ts). */
+  recentFailures?: number;
 }
+
+/** Recent failures on a node count against it up to this many (the score stays bounded). */
+export const MAX_FAILURE_PENALTY = 4;
 
 /** A replica that occupies a node (every desired key counts, both copies of a moving replica). */
 export interface PlacedReplica {
@@ -365,9 +371,15 @@ export class Placer {
   /** A node's score: hot path, no allocation. */
   private total(q: Req, i: number): number {
     if (q.mode === 'pack') return -this.count[i]!;
-    // Each replica of the service already on the node costs more than any CPU or hash difference
-    // can make up (cpu ≤ 10, hash < 1): spread stays even at any count.
-    return -q.svcCounts[i]! * 100 + this.cpuScore(q, i) * 10 + mix(q.hashKey, this.nodeHash[i]!);
+    // Each replica of the service already on the node costs more than any failure, CPU or hash
+    // difference can make up (failures ≤ 4 × 12, cpu ≤ 10, hash < 1): spread stays even at any
+    // count. A recent restart costs more than CPU and hash can make up: a node where replicas keep
+    // failing is chosen last among equals.
+    return -q.svcCounts[i]! * 100 - this.failures(i) * 12 + this.cpuScore(q, i) * 10 + mix(q.hashKey, this.nodeHash[i]!);
+  }
+
+  private failures(i: number): number {
+    return Math.min(this.nodes[i]!.recentFailures ?? 0, MAX_FAILURE_PENALTY);
   }
 
   /** CPU headroom against capacity × overcommit, in quarter steps: small load differences must not move a replica's choice (stability). */
@@ -380,7 +392,8 @@ export class Placer {
   /** The same score with its parts, for explanations. */
   private score(q: Req, i: number): { total: number; parts: Record<string, number> } {
     if (q.mode === 'pack') return { total: -this.count[i]!, parts: { replicas: this.count[i]! } };
-    const parts = { peers: q.svcCounts[i]!, cpu: this.cpuScore(q, i), hash: round(mix(q.hashKey, this.nodeHash[i]!)) };
+    const failures = this.failures(i);
+    const parts = { peers: q.svcCounts[i]!, ...(failures ? { failures } : {}), cpu: this.cpuScore(q, i), hash: round(mix(q.hashKey, this.nodeHash[i]!)) };
     return { total: round(this.total(q, i)), parts };
   }
 
@@ -489,7 +502,8 @@ export class Placer {
       .map(([k, v]) => `${k} ${v}`)
       .join(', ');
     const how = q.mode === 'pack' ? `fewest replicas (${s.parts.replicas})` : `highest score ${s.total} (${parts})`;
-    const next = runnerUp >= 0 ? `; runner-up ${this.names[runnerUp]} (${this.score(q, runnerUp).total})` : '';
+    const f = runnerUp >= 0 && q.mode !== 'pack' ? this.failures(runnerUp) : 0;
+    const next = runnerUp >= 0 ? `; runner-up ${this.names[runnerUp]} (${this.score(q, runnerUp).total}${f ? `: ${f} recent failure(s) there` : ''})` : '';
     const tie = runnerUp >= 0 && this.total(q, runnerUp) === this.total(q, best) ? ', tie broken by name' : '';
     return `${this.names[best]}: ${how} among ${passed} candidate(s)${tie}${next}${relaxed ? '; every fitting node already ran the service, so spread was relaxed' : ''}`;
   }

@@ -51,7 +51,7 @@ export class SchedulerPass {
   get placer(): Placer {
     const { snap } = this;
     this.placerCache ??= placerFor(
-      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value) },
+      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value), commands: snap.commands },
       this.now,
       this.cfg.placement,
     );
