@@ -50,7 +50,8 @@ export interface SchedulerState {
 export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: number): SchedulerSnapshot {
   const { cache } = input;
   const nodes = valuesByRest(cache.kind<Node>('nodes'));
-  const heartbeats = valuesByRest(cache.kind<Heartbeat>('heartbeats'));
+  const hbs = cache.kind<Heartbeat>('heartbeats');
+  const heartbeats = valuesByRest(hbs);
   const notReadySince = new Map(state.notReadySince);
   // Hosts with desired keys but no node object are lost at once (decide): only nodes need a clock.
   trackNotReady(notReadySince, [...nodes.keys(), ...frozenKeys(cache.kind('nodes'))], heartbeats, now);
@@ -63,6 +64,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     frozenNodes: frozenKeys(cache.kind('nodes')),
     eligibility: eligibilityRevisions(cache),
     heartbeats,
+    heartbeatRevisions: new Map([...hbs.items.values()].map((v) => [hbs.rest(v.key), v.modRevision])),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     replicas: cache.index(REPLICAS),
     commands: cache.kind<ReplicaCommand>('commands').items,

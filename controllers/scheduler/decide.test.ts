@@ -592,7 +592,9 @@ describe('node lost', () => {
         p = w.pass();
     expect(p.replaceLost).toMatchObject([{ replica: victim, from: [lostNode], notReadyForMs: 3_000 }]);
     const act = p.acts.find((a) => a.label === `replace ${victim}`)!;
-    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'check', 'create', 'put']); // the new node's eligibility and the deployment are guarded
+    // The lost node's heartbeat as judged (a newer one in the store refuses the act), the new node's eligibility and the deployment are guarded.
+    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'check', 'check', 'create', 'put']);
+    expect(act.ops[1]).toMatchObject({ op: 'check', key: keys.heartbeat(lostNode) });
     expect(act.audit[0]).toMatchObject({ type: 'node_lost', payload: { replica: victim, node: lostNode } });
     const moved = w.desired().find((d) => d.spec.replica === victim)!;
     expect(moved.spec.node).not.toBe(lostNode);

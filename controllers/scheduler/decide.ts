@@ -62,6 +62,12 @@ export interface SchedulerSnapshot {
   /** Mod revisions of the node and drain keys (an act placing on a node compares them). */
   eligibility: EligibilityRevisions;
   heartbeats: ReadonlyMap<string, Heartbeat>;
+  /**
+   * Mod revisions of the heartbeat keys, by node (absent: no heartbeat). A re-placement off a lost
+   * node compares its node's: one judged from a cache that lags, or missed the node's heartbeats,
+   * is refused instead of moving replicas off a node that is alive.
+   */
+  heartbeatRevisions: ReadonlyMap<string, number>;
   drains: ReadonlyMap<string, NodeDrain>;
   /** Every replica with its copies and what their agents observe (the shared index). */
   replicas: ReplicaIndex;

@@ -8,7 +8,24 @@ import type { ReplicaDesired, ServiceSchedulingStatus, ServiceSpec } from '../..
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { PlacementRequest } from '../placement/placer.js';
 import { addUnschedulable, decisionValue, unschedulableOf } from './decide.js';
+import type { Op } from '../../src/store/writer.js';
 import type { SchedulerPass } from './pass.js';
+
+/**
+ * Preconditions of a re-placement: the evidence of loss is still what this pass judged — each
+ * copy's node key still absent (a removed node), or its heartbeat key at the revision judged stale
+ * (absent: 0). A cache that lags, or missed heartbeats until its consistency check, sees a live
+ * node's heartbeat age; the newer heartbeat in the store refuses the act (the simulation, seed
+ * 10737: a replica re-placed off a node whose heartbeat never lapsed).
+ */
+function lossGuard(pass: SchedulerPass, e: ReplicaEntry): Op[] {
+  const ops: Op[] = [];
+  for (const host of new Set(e.copies.filter((c) => !c.desired.spec.suspended).map((c) => c.desired.spec.node))) {
+    if (!pass.snap.nodes.has(host) && !pass.snap.frozenNodes.has(host)) ops.push({ op: 'check', key: keys.node(host), modRevision: 0 });
+    else ops.push({ op: 'check', key: keys.heartbeat(host), modRevision: pass.snap.heartbeatRevisions.get(host) ?? 0 });
+  }
+  return ops;
+}
 
 export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: ServiceSpec, st: ServiceSchedulingStatus): ReplicaEntry[] {
   const out: ReplicaEntry[] = [];
@@ -46,7 +63,7 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     const moved: ReplicaDesired = { ...base.desired, metadata: { name: e.id }, spec: { ...rest, node: decision.chosen, placedAt: pass.iso, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) } };
     const newKey = keys.desired(decision.chosen, e.id);
     const ops = pass.deleteCopies(e);
-    ops.push(...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
+    ops.push(...lossGuard(pass, e), ...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
     pass.plan.replaceLost.push({ replica: e.id, deployment: e.deployment, service: e.service, from, to: decision.chosen, notReadyForMs, why: decision.why });
     pass.replicaAct(
       e,

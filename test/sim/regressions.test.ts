@@ -6,6 +6,10 @@
 //                  for good: the consistency check compared only count and newest revision
 //                  (src/store/reflector.ts missedSince; src/store/reflector.test.ts, and
 //                  test/integration/runtime-informer.test.ts on a real etcd)
+//   seed 10737   — the scheduler re-placed a replica off a node whose heartbeat never lapsed: its
+//                  cache lagged 8 s, longer than the 3 s grace, and showed the heartbeat aged
+//                  (controllers/scheduler/node-loss.ts lossGuard: a re-placement compares the
+//                  heartbeat key it judged; decide.test.ts "node lost")
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -16,7 +20,7 @@ describe('simulation seeds that found bugs', () => {
   beforeAll(() => timers.install());
   afterAll(() => timers.uninstall());
 
-  it.each([1, 6, 7, 26])('seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([1, 6, 7, 26, 10737])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);
