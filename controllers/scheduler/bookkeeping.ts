@@ -10,7 +10,7 @@ import { cmp, iso, type SchedulerPass } from './pass.js';
 
 export function cleanup(pass: SchedulerPass): void {
   const { snap } = pass;
-  const orphans: [{ key: string; modRevision: number }, string][] = [];
+  const orphans: [{ key: string; modRevision: number }, string, string?][] = [];
   // Commands whose copy is gone (a finished move, a removal another controller made).
   for (const cmd of snap.commands.values()) {
     const s = cmd.value.spec;
@@ -23,17 +23,33 @@ export function cleanup(pass: SchedulerPass): void {
   }
   // A deployment whose key cannot be read still exists: nothing of it is cleaned up.
   const serviceGone = (dep: string, svc: string) => !snap.frozenDeployments.has(dep) && !snap.deployments.get(dep)?.value.spec.services[svc];
+  // A counter outlives its service while any replica of it is still desired or reported by an
+  // agent: a service re-created meanwhile numbers on, so no new replica takes the id of an old
+  // container still there (the simulation, seed 10857: a re-created service's replica was matched
+  // to the observed key of the deleted one's container, and its rollout reported complete over it).
+  // Its delete compares the deployment key, so a re-create landing meanwhile refuses it.
+  let remaining: Set<string> | undefined;
   for (const [k, v] of snap.counters) {
     const [dep, svc] = k.split('/') as [string, string];
-    if (serviceGone(dep, svc)) orphans.push([v, `service ${k} no longer exists`]);
+    if (!serviceGone(dep, svc)) continue;
+    remaining ??= servicesWithReplicas(pass);
+    if (!remaining.has(k)) orphans.push([v, `service ${k} no longer exists`, dep]);
   }
   for (const [k, v] of snap.endpoints) if (serviceGone(v.value.spec.deployment, v.value.spec.service)) orphans.push([v, `service ${k} no longer exists`]);
   for (const [dep, v] of snap.statuses) if (!snap.deployments.has(dep) && !snap.frozenDeployments.has(dep)) orphans.push([v, `deployment ${dep} no longer exists`]);
-  for (const [v, why] of orphans.sort(([a], [b]) => cmp(a.key, b.key))) {
+  for (const [v, why, dep] of orphans.sort(([a], [b]) => cmp(a.key, b.key))) {
     if (pass.deleted.has(v.key)) continue;
     pass.plan.cleanup.push({ key: v.key, why });
-    pass.plan.acts.push({ label: `cleanup ${v.key}`, ops: [pass.deleteOp(v)], audit: [] });
+    pass.plan.acts.push({ label: `cleanup ${v.key}`, ops: [...(dep ? [pass.deploymentGuard(dep)] : []), pass.deleteOp(v)], audit: [] });
   }
+}
+
+/** `<deployment>/<service>` of every service with a desired copy, or a container an agent still reports. */
+function servicesWithReplicas(pass: SchedulerPass): Set<string> {
+  const { replicas } = pass.snap;
+  const out = new Set(replicas.serviceKeys());
+  for (const node of replicas.observedNodes()) for (const o of replicas.observedOn(node).values()) out.add(`${o.value.status.deployment}/${o.value.status.service}`);
+  return out;
 }
 
 /** The failing acts of one deployment, as its status shows them. */

@@ -180,6 +180,28 @@ describe('scale and membership', () => {
     expect(Object.keys(w.placement('d')).sort()).toEqual(['d-web-0', 'd-web-2', 'd-web-3', 'd-web-5']);
   });
 
+  it('a deleted service keeps its counter while an agent still reports its containers: re-created, it numbers on (no id of an old container reused)', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.converge();
+    w.runAll();
+    w.undeploy('d');
+    w.converge();
+    // The replicas are removed; their containers are still reported (the agents have not stopped them yet).
+    expect(w.list('desired/')).toEqual([]);
+    expect(w.list('observed/')).toHaveLength(2);
+    expect(w.list('counters/')).toHaveLength(1);
+    w.deploy('d', { web: svc({ replicas: 2 }) });
+    w.converge();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-web-2', 'd-web-3']);
+    // Deleted again, and once the agents report nothing of it, the counter goes.
+    w.undeploy('d');
+    w.converge();
+    for (const o of w.list('observed/')) w.remove(o.key);
+    w.converge();
+    expect(w.list('counters/')).toEqual([]);
+  });
+
   it('deleting a deployment removes every replica (every copy), command, decision, counter, endpoints and status; volume homes stay', () => {
     const w = threeNodes();
     w.deploy('d', { web: svc({ replicas: 2 }), db: svc({ volumes: [{ type: 'volume', source: 'data', target: '/data' }] }) });

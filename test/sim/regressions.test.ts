@@ -10,6 +10,11 @@
 //                  cache lagged 8 s, longer than the 3 s grace, and showed the heartbeat aged
 //                  (controllers/scheduler/node-loss.ts lossGuard: a re-placement compares the
 //                  heartbeat key it judged; decide.test.ts "node lost")
+//   seed 10857   — a deployment deleted and re-created while an agent still reported the old
+//                  containers: the counter had been cleaned up, ids were reused, the new replica was
+//                  matched to the old container, and its rollout reported complete over it
+//                  (controllers/scheduler/bookkeeping.ts: a counter outlives its service while any
+//                  replica of it is desired or reported; decide.test.ts "keeps its counter")
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -20,7 +25,7 @@ describe('simulation seeds that found bugs', () => {
   beforeAll(() => timers.install());
   afterAll(() => timers.uninstall());
 
-  it.each([1, 6, 7, 26, 10737])('seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([1, 6, 7, 26, 10737, 10857])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);
