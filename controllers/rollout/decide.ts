@@ -220,7 +220,10 @@ class ServicePass {
 function fromTemplate(c: ServiceCtx, plan: RolloutPlanSpec): Target | undefined {
   const exact = plan.fromHash === plan.toHash ? { exactRevision: true } : {};
   const rev = c.snapshot.revisions.get(keys.revision(c.name, plan.fromRevision))?.spec.template.services[c.service];
-  if (rev) return { ...templateOf(plan.fromRevision, rev), ...exact };
+  // A record of another spec under that number is not the revision the plan left: a deployment
+  // deleted and re-created numbers its revisions afresh (the simulation, seed 11639).
+  const recorded = rev && templateOf(plan.fromRevision, rev);
+  if (recorded && recorded.specHash === plan.fromHash) return { ...recorded, ...exact };
   for (const g of c.groups)
     for (const d of g.copies)
       if (d.value.spec.specHash === plan.fromHash) return { revision: exact.exactRevision ? plan.fromRevision : d.value.spec.revision, specHash: d.value.spec.specHash, template: d.value.spec.template, ...exact };

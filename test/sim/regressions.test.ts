@@ -15,6 +15,12 @@
 //                  matched to the old container, and its rollout reported complete over it
 //                  (controllers/scheduler/bookkeeping.ts: a counter outlives its service while any
 //                  replica of it is desired or reported; decide.test.ts "keeps its counter")
+//   seed 11639   — no convergence after an aborted rollout: the deployment had been deleted and
+//                  re-created (its generations numbered afresh) while replicas of the old one stayed;
+//                  the rollout from their revision 2 aborted and "reverted" to the new incarnation's
+//                  revision 2 record, another spec than the one they ran (controllers/rollout/
+//                  decide.ts fromTemplate: a revision record is used only when its spec hash is the
+//                  plan's fromHash, else the template of a replica still at it)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -25,7 +31,7 @@ describe('simulation seeds that found bugs', () => {
   beforeAll(() => timers.install());
   afterAll(() => timers.uninstall());
 
-  it.each([1, 6, 7, 26, 10737, 10857])('seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([1, 6, 7, 26, 10737, 10857, 11639])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);
