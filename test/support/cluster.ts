@@ -200,8 +200,8 @@ export class TestCluster {
   }
 }
 
-export async function startCluster(opts: ClusterOptions = {}): Promise<TestCluster> {
-  const c = new TestCluster(opts);
+/** Starts a cluster (a TestCluster, or a subclass's instance); a failed start stops it and carries its logs. */
+export async function startCluster<C extends TestCluster = TestCluster>(opts: ClusterOptions = {}, c: C = new TestCluster(opts) as C): Promise<C> {
   try {
     return await c.start();
   } catch (e) {
