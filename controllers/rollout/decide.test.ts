@@ -394,6 +394,21 @@ describe('step timeout, abort and revert', () => {
     expect(w.plan()?.state).toBe('aborted');
   });
 
+  it('a revert does not take a revision record of another spec under the plan\'s fromRevision (a deployment deleted and re-created numbers afresh)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    // Revision 1's record now holds another spec than the one the replicas left (fromHash).
+    const rec = w.get<DeploymentRevision>(keys.revision('app', 1))!;
+    w.put(keys.revision('app', 1), { ...rec, spec: { ...rec.spec, template: { services: { web: svc('img:9') } } } });
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', fromHash: H1 });
+    // Reverted to what the replicas ran (a replica still at it), not to the record's img:9.
+    expect(w.hashes()).toEqual([H1, H1, H1]);
+    expect(w.desiredOf('app-web-0')[0]!.spec.template).toMatchObject({ image: 'img:1' });
+  });
+
   it('update.stepTimeout of the service overrides the default', () => {
     const w = running();
     w.apply('app', { web: svc('img:2', { update: { stepTimeout: '5s' } }) });
