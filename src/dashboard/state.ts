@@ -84,15 +84,7 @@ function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | 
 function rolloutViews(v: ClusterView): RolloutView[] {
   return v.rollouts
     .map(({ spec: p }) => ({
-      deployment: p.deployment,
-      service: p.service,
-      state: p.state,
-      fromRevision: p.fromRevision,
-      toRevision: p.toRevision,
-      currentStep: p.currentStep,
-      totalSteps: p.totalSteps,
-      ...(p.failureReason ? { failureReason: p.failureReason } : {}),
-      startedAt: p.startedAt,
+      ...p,
       steps: p.steps.map((s) => ({
         replica: s.replica,
         node: s.node,

@@ -3,6 +3,7 @@
 // imports nothing from the server at run time.
 import type { DeploymentStatusRow } from '../cli/commands/status.js';
 import type { PlanReport } from '../cli/commands/rebalance.js';
+import type { RolloutPlanSpec, RolloutStep } from '../api/types.js';
 
 export interface NodeView {
   name: string;
@@ -27,17 +28,9 @@ export interface NodeView {
   drain?: { state: string; reason?: string; requestedAt: string; remaining?: number };
 }
 
-export interface RolloutView {
-  deployment: string;
-  service: string;
-  state: string;
-  fromRevision: number;
-  toRevision: number;
-  currentStep: number;
-  totalSteps: number;
-  failureReason?: string;
-  startedAt: string;
-  steps: { replica: string; node: string; result?: string; startedAt: string; finishedAt?: string; durationMs?: number }[];
+/** A rollout plan as stored, each step with its duration once finished. */
+export interface RolloutView extends Omit<RolloutPlanSpec, 'steps'> {
+  steps: (RolloutStep & { durationMs?: number })[];
 }
 
 export interface AuditView {
