@@ -18,6 +18,9 @@ import { eventually, sleep } from '../support/wait.js';
 
 // Not 18080 (the demo's): a `make up` cluster on this machine must not collide with the test.
 const PUBLISHED = 18180;
+// Each request loop is bounded (at a few ms a request, well over a minute) but must still be
+// running when the disruption it measures is over: every test asserts it did not hit the cap.
+const LOOP_MAX = 50_000;
 const NODES = ['node-1', 'node-2', 'node-3'];
 
 const manifest = (image: string) => httpdManifest({ deployment: 'shop', image, published: PUBLISHED, page: '$JACO_REPLICA r$JACO_REVISION $JACO_NODE', healthGuard: 'test ! -f /tmp/sick' });
@@ -86,7 +89,7 @@ describe('ingress', () => {
 
   it('a rolling update 1 → 2 under load through one ingress: 0 failed requests, none retried by HAProxy', async () => {
     const before = await shopStat();
-    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, LOOP_MAX);
     await sleep(500);
     await c.apply(manifest('jaco-demo/busybox:2'));
     const st = await c.jaco(['rollout', 'status', 'shop', '--timeout', '150s']);
@@ -96,6 +99,7 @@ describe('ingress', () => {
     const r = await l.stop();
     expect(r.failures).toEqual([]);
     expect(r.sent).toBeGreaterThan(50);
+    expect(r.sent, 'the loop ran until the rollout was over').toBeLessThan(LOOP_MAX);
     expect([...r.seen].some((p) => p.includes(' r1 '))).toBe(true);
     expect([...r.seen].some((p) => p.includes(' r2 '))).toBe(true);
     const after = await shopStat();
@@ -107,7 +111,7 @@ describe('ingress', () => {
     const onNode3 = (await c.desired()).find((d) => d.spec.deployment === 'shop' && d.spec.node === 'node-3')!;
     expect(onNode3).toBeDefined();
     const before = await shopStat();
-    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    const l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, LOOP_MAX);
     await sleep(500);
     const d = await c.jaco(['node', 'drain', 'node-3', '--wait']);
     expect(d.code, d.stdout + d.stderr).toBe(0);
@@ -121,6 +125,7 @@ describe('ingress', () => {
     const r = await l.stop();
     expect(r.failures).toEqual([]);
     expect(r.sent).toBeGreaterThan(20);
+    expect(r.sent, 'the loop ran until the disruption was over').toBeLessThan(LOOP_MAX);
     const after = await shopStat();
     expect(after.errors - before.errors).toBe(0);
     expect(after.retries - before.retries).toBe(0);
@@ -133,7 +138,7 @@ describe('ingress', () => {
     const at = await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('solo', 'web')))?.value.spec.addresses[0], { what: 'solo routed', timeoutMs: 60_000 });
     await eventually(async () => (await get(`http://${address('node-1')}:${PUBLISHED + 1}/`).catch(() => ({ status: 0 }))).status === 200, { what: 'solo answering', timeoutMs: 30_000 });
     // (c) The one replica moves off its node, make-before-break: the loop never finds it gone.
-    let l = requestLoop(`http://${address('node-1')}:${PUBLISHED + 1}/`, 4000);
+    let l = requestLoop(`http://${address('node-1')}:${PUBLISHED + 1}/`, LOOP_MAX);
     await sleep(300);
     const d = await c.jaco(['node', 'drain', at.node, '--wait']);
     expect(d.code, d.stdout + d.stderr).toBe(0);
@@ -141,11 +146,12 @@ describe('ingress', () => {
     let r = await l.stop();
     expect(r.failures).toEqual([]);
     expect(r.sent).toBeGreaterThan(20);
+    expect(r.sent, 'the loop ran until the disruption was over').toBeLessThan(LOOP_MAX);
     expect((await c.jaco(['node', 'uncordon', at.node])).code).toBe(0);
     // (e) Deleting another published service and applying it again reloads every ingress (a new
     // frontend set): shop's requests through it do not notice.
     const before = await shopStat();
-    l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, 4000);
+    l = requestLoop(`http://${address('node-1')}:${PUBLISHED}/`, LOOP_MAX);
     await sleep(300);
     expect((await c.jaco(['delete', 'deployment', 'solo'])).code).toBe(0);
     await eventually(async () => (await get(`http://${address('node-1')}:${PUBLISHED + 1}/`).catch(() => ({ status: 0 }))).status !== 200, { what: 'solo gone from the ingress', timeoutMs: 30_000 });
@@ -154,6 +160,7 @@ describe('ingress', () => {
     r = await l.stop();
     expect(r.failures).toEqual([]);
     expect(r.sent).toBeGreaterThan(20);
+    expect(r.sent, 'the loop ran until the disruption was over').toBeLessThan(LOOP_MAX);
     const after = await shopStat();
     expect(after.errors - before.errors).toBe(0);
   }, 240_000);
