@@ -5,7 +5,7 @@
 // (127.0.0.1 by default) and reads etcd with the operator's credentials (the Store it is given).
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
 import { yamlDiff } from '../api/change.js';
@@ -48,6 +48,16 @@ const PAGE = (actions: boolean) => `<!doctype html>
 <link rel="stylesheet" href="/assets/dashboard.css"></head>
 <body data-actions="${actions}"><div id="app">Connecting…</div><script src="/assets/dashboard.js"></script></body></html>
 `;
+
+/**
+ * DNS rebinding: a web page of a name that later resolves to 127.0.0.1 could read this server as
+ * its own origin. Its requests carry that name as Host, so only an address or localhost is served.
+ */
+export function hostAllowed(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.replace(/:\d+$/, '').replace(/^\[(.*)\]$/, '$1');
+  return name === 'localhost' || isIP(name) !== 0;
+}
 
 const auditView = (key: string, e: AuditEvent): AuditView => ({
   key,
@@ -190,6 +200,7 @@ export class DashboardServer {
     const q = (k: string) => url.searchParams.get(k) ?? '';
     res.setHeader('content-security-policy', "default-src 'self'; style-src 'self' 'unsafe-inline'");
     res.setHeader('x-content-type-options', 'nosniff');
+    if (!hostAllowed(req.headers.host)) return this.json(res, 421, { error: 'the dashboard answers only to an address or localhost in Host (see docs/dashboard.md, Security)' });
     if (req.method === 'POST' && url.pathname.startsWith('/api/actions/')) return this.action(req, res, url.pathname.slice('/api/actions/'.length));
     if (req.method !== 'GET') return this.json(res, 405, { error: 'method not allowed' });
     switch (url.pathname) {

@@ -6,6 +6,7 @@
 //   npx tsc -p tsconfig.build.json && node scripts/build-web.mjs && npx tsx test/bench/dashboard.bench.ts
 // Nodes, heartbeats and observed states are written directly (no agents); the 1,000 desired keys
 // and their placement decisions come from the scheduler, run here for the placing and stopped.
+// Screenshots of each view at that scale go to test-results/dashboard-bench/.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { schedulerController } from '../../controllers/scheduler/controller.js';
@@ -18,7 +19,7 @@ import type { Store } from '../../src/store/store.js';
 import { commitActs } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { JACO_BIN } from '../support/cli.js';
-import { launchChromium } from '../support/dashboard.js';
+import { launchChromium, outputDir } from '../support/dashboard.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 
@@ -109,6 +110,7 @@ try {
     await page.click(`a[data-view="${v}"]`);
     await page.locator(`[data-section="${v}"]`).waitFor({ state: 'visible' });
     viewMs[v] = performance.now() - t0;
+    await page.screenshot({ path: `${outputDir('dashboard-bench')}/${v}.png` });
   }
   const replicasShown = await (async () => {
     await page.click('a[data-view="deployments"]');
@@ -147,6 +149,8 @@ try {
   }
   stop = true;
   await writer;
+  await page.click('a[data-view="pressure"]');
+  await page.screenshot({ path: `${outputDir('dashboard-bench')}/pressure-streamed.png` });
   const frames = ((await page.evaluate('window.__dash.frames')) as number) - before;
   const maxRender = (await page.evaluate('window.__dash.maxRenderMs')) as number;
   const lag = (await page.evaluate('window.__lag')) as number[];

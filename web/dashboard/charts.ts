@@ -65,7 +65,8 @@ export class Charts {
       title: node,
       width,
       height: 180,
-      scales: { y: { range: [0, 1.1] } },
+      // At least the last five minutes wide: a chart of one or two samples stays readable.
+      scales: { x: { range: (_u, min, max) => [Math.min(min, max - 300), max] }, y: { range: [0, 1.1] } },
       axes: [{}, { values: (_u, vals) => vals.map((v) => `${Math.round(v * 100)}%`) }],
       series: [
         {},
