@@ -204,7 +204,8 @@ describe('drain: a full drain, pass by pass', () => {
     expect(where['d-agent-node-2']).toBeUndefined();
     // Make-before-break with a budget of 1: never more than one replica of a service down.
     expect(minRunning).toEqual({ web: 3, pack: 2 });
-    expect(w.types().filter((t) => t !== 'replica_moved' && t !== 'drain_move_started')).toEqual(['drain_started', 'drain_completed']);
+    // The global replica's drop is recorded in its own act (in the pass that started the drain).
+    expect(w.types().filter((t) => t !== 'replica_moved' && t !== 'drain_move_started')).toEqual(['drain_replica_dropped', 'drain_started', 'drain_completed']);
     // Every move is recorded when it starts (the simulation's "every act has its audit record"), and when it ends.
     expect(w.audit.filter((a) => a.type === 'drain_move_started').map((a) => a.payload.replica).sort()).toEqual(w.audit.filter((a) => a.type === 'replica_moved').map((a) => a.payload.replica).sort());
     expect(w.audit.filter((a) => a.type === 'replica_moved').map((a) => a.payload.replica)).toEqual(expect.arrayContaining(['d-web-1', 'd-pack-0', 'd-pack-1']));
@@ -342,6 +343,8 @@ describe('drain: per-replica outcomes', () => {
     const d = w.get<ReplicaDesired>(keys.desired('node-2', 'd-db-0'))!;
     expect(d.spec.suspended).toEqual({ reason: 'node_drained', at: iso(T0) });
     expect(w.placement()).toEqual({ 'd-db-0': ['node-2'] });
+    // The stop is an act on the replica: recorded in its transaction, naming it.
+    expect(w.audit.find((a) => a.type === 'drain_replica_stopped')!.payload).toMatchObject({ replica: 'd-db-0', node: 'node-2', reason: 'node_drained' });
     w.runAll();
     w.advance(1000);
     w.pass();
@@ -547,7 +550,7 @@ describe('drain: remove, cancel, resume', () => {
     expect(w.drainOf('node-2').status).toMatchObject({ state: 'removed' });
     expect(w.get(keys.node('node-2'))).toBeUndefined();
     expect(w.get(keys.heartbeat('node-2'))).toBeUndefined();
-    expect(w.types()).toEqual(['drain_started', 'drain_completed', 'node_removed']);
+    expect(w.types()).toEqual(['drain_replica_dropped', 'drain_started', 'drain_completed', 'node_removed']);
     expect(w.pass().acts).toEqual([]);
   });
 

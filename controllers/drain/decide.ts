@@ -281,16 +281,23 @@ class DrainPass {
     this.move(id, here);
   }
 
+  // Dropping and stopping change a desired replica like any other act: each is recorded in its own
+  // transaction (they had no record; the simulation's workload has neither global nor stateful
+  // services, so its "every act has its audit record" never saw them).
   private drop(id: string, here: Copy): void {
     this.work++;
-    this.p.acts.push({ label: `drop ${id} from ${this.host}`, ops: [{ op: 'delete', key: here.key, modRevision: here.modRevision }], audit: [], metrics: [] });
+    const sp = here.desired.spec;
+    const audit: AuditRecord[] = [{ type: 'drain_replica_dropped', time: this.p.now, deployment: sp.deployment, payload: { replica: id, deployment: sp.deployment, service: sp.service, node: this.host, reason: 'global_replica' } }];
+    this.p.acts.push({ label: `drop ${id} from ${this.host}`, ops: [{ op: 'delete', key: here.key, modRevision: here.modRevision }], audit, metrics: [] });
     this.set(id, 'dropped', 'global_replica');
   }
 
   private suspend(id: string, here: Copy): void {
     this.work++;
-    const value: ReplicaDesired = { ...here.desired, spec: { ...here.desired.spec, suspended: { reason: SUSPEND_REASON, at: iso(this.p.now) } } };
-    this.p.acts.push({ label: `stop ${id} on ${this.host}`, ops: [{ op: 'update', key: here.key, value, modRevision: here.modRevision }], audit: [], metrics: [] });
+    const sp = here.desired.spec;
+    const value: ReplicaDesired = { ...here.desired, spec: { ...sp, suspended: { reason: SUSPEND_REASON, at: iso(this.p.now) } } };
+    const audit: AuditRecord[] = [{ type: 'drain_replica_stopped', time: this.p.now, deployment: sp.deployment, payload: { replica: id, deployment: sp.deployment, service: sp.service, node: this.host, reason: SUSPEND_REASON } }];
+    this.p.acts.push({ label: `stop ${id} on ${this.host}`, ops: [{ op: 'update', key: here.key, value, modRevision: here.modRevision }], audit, metrics: [] });
     this.set(id, 'stopped', SUSPEND_REASON);
   }
 

@@ -23,6 +23,8 @@ export const AUDIT_TYPES = {
   drain_move_started: 'a drain began moving a replica make-before-break: source, destination',
   replica_moved: 'a replica was moved make-before-break (drain)',
   drain_move_abandoned: 'a drain move was abandoned (destination not healthy by the deadline, failed or lost); the source keeps serving',
+  drain_replica_dropped: 'a drain dropped a global replica from its node (global replicas are never moved: one runs per node)',
+  drain_replica_stopped: 'a forced drain stopped a stateful replica where it is (suspended until its node is schedulable again)',
   drain_completed: 'a node drain finished',
   drain_aborted: 'a node drain was aborted: reason',
   node_removed: 'a drained node was removed from the cluster',
