@@ -30,7 +30,7 @@ const scenarios = new Set((process.env.SCALE_SCENARIOS ?? '1,2,3,4,5,6').split('
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const load = () => loadavg()[0]!.toFixed(2);
-const report = (line: string) => console.log(line);
+const report = (line: string) => console.log(`${line} [at ${new Date().toISOString()}]`);
 
 /** CPU seconds (user + system) and RSS of a process, from /proc. */
 function usage(pid: number): { cpuS: number; rss: number } {
@@ -87,6 +87,8 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   const per = REPLICAS / DEPLOYMENTS;
   const live = await watchRunning(c, (_n, r, st) => r.startsWith('scale-') && st.state === 'running');
   const before = await etcdCounters(endpoint);
+  const pids = { etcd: c.etcd.member.process.pid!, controllers: c.procs.find((p) => p.name.startsWith('controllers') && !p.exited())!.child.pid!, hollow: c.procs.find((p) => p.name === 'hollow')!.child.pid! };
+  const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, usage(pid).cpuS]));
   const t0 = Date.now();
   // One apply is one transaction (≤ 128 ops, three per deployment): two applies of 25, one after
   // the other (concurrent applies conflict on purpose). Their CLI start-up is in the figure.
@@ -95,11 +97,14 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   const placedAt = until('all desired', async () => (await c.store.countPrefix(keys.desiredOf())) >= REPLICAS, 300_000, 100).then(() => Date.now() - t0);
   await until(`${REPLICAS} running`, () => live.count() >= REPLICAS);
   const total = Date.now() - t0;
+  const busy = Object.entries(pids)
+    .map(([k, pid]) => `${k} ${((100 * (usage(pid).cpuS - cpu0[k]!)) / (total / 1000)).toFixed(0)} %`)
+    .join(', ');
   const after = await etcdCounters(endpoint);
   await live.stop();
   const cs = await census(c.store);
   report(
-    `2${label}: apply ${DEPLOYMENTS} deployments, ${REPLICAS} replicas on ${NODES} nodes → all observed running in ${s(total)} (apply ${s(applied)}, all desired keys written by ${s(await placedAt)}); ${Math.round(REPLICAS / (total / 1000))} placements/s end to end (goal ≤ 10 s); etcd puts ${delta(before, after, 'etcd_mvcc_put_total')}, txns ${delta(before, after, 'etcd_mvcc_txn_total')}; census: ${cs.running}/${cs.replicas} running, desired twice ${cs.desiredTwice.length}, running twice ${cs.runningTwice.length}; load ${load()}`,
+    `2${label}: apply ${DEPLOYMENTS} deployments, ${REPLICAS} replicas on ${NODES} nodes → all observed running in ${s(total)} (apply ${s(applied)}, all desired keys written by ${s(await placedAt)}); ${Math.round(REPLICAS / (total / 1000))} placements/s end to end (goal ≤ 10 s); etcd puts ${delta(before, after, 'etcd_mvcc_put_total')}, txns ${delta(before, after, 'etcd_mvcc_txn_total')}; CPU of a core meanwhile: ${busy}${label ? ' (etcd: the first member)' : ''}; census: ${cs.running}/${cs.replicas} running, desired twice ${cs.desiredTwice.length}, running twice ${cs.runningTwice.length}; load ${load()}`,
   );
 }
 

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import type { NodeDrain } from '../../src/api/types.js';
+import { jaco } from '../support/cli.js';
 import type { Proc } from '../support/cluster.js';
 import { census, hollowManifest, readyNodes, startHollowCluster, type HollowCluster } from '../support/hollow.js';
 import { eventually } from '../support/wait.js';
@@ -52,6 +53,17 @@ async function allRunning(what: string, live?: ReadonlySet<string>) {
   expect(c.runningTwice).toEqual([]);
   return c;
 }
+
+describe('jaco hollow-nodes', () => {
+  it('has --help, and refuses a bad flag with exit 1 before touching etcd', async () => {
+    const help = await jaco(['hollow-nodes', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--start-latency');
+    const bad = await jaco(['hollow-nodes', '--count', '10', '--fail-rate', '2'], { endpoint: 'http://127.0.0.1:1' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('--fail-rate: "2" is not a share from 0 to 1');
+  });
+});
 
 describe('hollow nodes at small scale (50 nodes, 500 replicas)', () => {
   it('registers every hollow node Ready', async () => {

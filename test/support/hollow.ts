@@ -7,7 +7,7 @@ import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import { Store } from '../../src/store/store.js';
-import { TestCluster, type ClusterOptions, type Proc } from './cluster.js';
+import { startCluster, TestCluster, type ClusterOptions, type Proc } from './cluster.js';
 import { startEtcdCluster, startTestEtcd, type TestEtcd } from './etcd.js';
 import { eventually } from './wait.js';
 
@@ -79,15 +79,8 @@ export class HollowCluster extends TestCluster {
   }
 }
 
-export async function startHollowCluster(opts: HollowClusterOptions = {}): Promise<HollowCluster> {
-  const c = new HollowCluster(opts);
-  try {
-    return await c.start();
-  } catch (e) {
-    const logs = c.logs();
-    await c.stop().catch(() => undefined);
-    throw new Error(`${(e as Error).message}\n${logs}`);
-  }
+export function startHollowCluster(opts: HollowClusterOptions = {}): Promise<HollowCluster> {
+  return startCluster(opts, new HollowCluster(opts));
 }
 
 /** Ready nodes, as the scheduler judges them (a fresh heartbeat saying the runtime is up). */
