@@ -5,7 +5,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/api/spec.js';
 import type { ServiceSpec } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, resetRevisions, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 import { placerFor } from '../placement/input.js';
 import { MoveBook } from '../moves/move.js';
 import { planCoalesce } from './coalesce.js';
@@ -37,14 +37,7 @@ function crowded(): World {
   return w;
 }
 
-function run(w: World, cycles: number): Harness {
-  const h = new Harness(w);
-  for (let i = 0; i < cycles; i++) {
-    h.cycle(cool);
-    w.observeRunning(T0);
-  }
-  return h;
-}
+const run = (w: World, cycles: number): Harness => runCycles(w, cycles, cool);
 
 const coalesceMoves = (h: Harness) => h.audit().filter((a) => a.type === 'rebalance_moved' && a.payload.trigger === 'coalesce');
 

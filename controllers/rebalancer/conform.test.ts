@@ -4,20 +4,12 @@
 // running than wanted, and nothing moves that has nowhere to go.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { PlacementDecision, ServiceSpec } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, resetRevisions, service, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 import { brokenPlacement } from './conform.js';
 
 const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu: 0.2 } };
 
-/** Runs n cycles, every new copy observed running after each (the agents). */
-function run(w: World, cycles: number): Harness {
-  const h = new Harness(w);
-  for (let i = 0; i < cycles; i++) {
-    h.cycle(cool);
-    w.observeRunning(T0);
-  }
-  return h;
-}
+const run = (w: World, cycles: number): Harness => runCycles(w, cycles, cool);
 
 const nodesOf = (w: World) => w.replicas.map((r) => r.desired.value.spec.node).sort();
 const placementMoves = (h: Harness) => h.audit().filter((a) => a.type === 'rebalance_moved' && a.payload.trigger === 'placement');

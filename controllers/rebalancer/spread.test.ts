@@ -3,7 +3,7 @@
 // back and forth; pack services, opted-out services, young replicas and hot destinations stay.
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { PlacementDecision } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, resetRevisions, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 
 const MIN = 60_000;
 const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu: 0.2 } };
@@ -11,12 +11,7 @@ const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu:
 
 /** Cycles with agents that follow desired state at once; returns the harness. */
 function run(w: World, cycles: number, loads: Record<string, Load> = cool): Harness {
-  const h = new Harness(w);
-  for (let i = 0; i < cycles; i++) {
-    h.cycle(loads);
-    w.observeRunning(T0);
-  }
-  return h;
+  return runCycles(w, cycles, loads);
 }
 
 const countsOf = (w: World, svc = 'web') => {

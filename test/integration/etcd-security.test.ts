@@ -105,10 +105,13 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
     }
   });
 
-  it('a real `jaco ingress` runs under its own user: watches what it routes and reports to ingresses/<node>', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'jaco-ingress-rbac-'));
-    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'ingress', '--node', 'n1', '--data-dir', dir, '--metrics-addr', '127.0.0.1:0'], {
-      env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, ...envOf('ingress-n1.env') },
+  /**
+   * Runs a real `jaco` process under the user of `envFile`, waits until the controllers' user reads
+   * what `reported` looks for, and hands it (and the process's log) to `check`.
+   */
+  async function asProcess<T>(envFile: string, args: string[], what: string, reported: (controller: Store) => Promise<T | undefined>, check: (found: T, controller: Store, log: string) => Promise<void> | void): Promise<void> {
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', ...args], {
+      env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, ...envOf(envFile) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let log = '';
@@ -117,45 +120,43 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
     const ctl = envOf('controller.env');
     const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
     try {
-      const report = await eventually(async () => (await controller.get<IngressStatus>(keys.ingress('n1')))?.value ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), {
-        what: 'the ingress of n1 reporting under its own user',
-        timeoutMs: 30_000,
-      });
-      // No node address registered: it routes nothing yet, and says so.
-      expect(report.spec).toMatchObject({ node: 'n1', haproxy: 'down', routes: [] });
+      const found = await eventually(async () => (await reported(controller)) ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), { what, timeoutMs: 30_000 });
+      await check(found, controller, log);
       expect(log).not.toMatch(/permission denied/i);
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));
       controller.close();
+    }
+  }
+
+  it('a real `jaco ingress` runs under its own user: watches what it routes and reports to ingresses/<node>', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'jaco-ingress-rbac-'));
+    try {
+      await asProcess(
+        'ingress-n1.env',
+        ['ingress', '--node', 'n1', '--data-dir', dir, '--metrics-addr', '127.0.0.1:0'],
+        'the ingress of n1 reporting under its own user',
+        async (c) => (await c.get<IngressStatus>(keys.ingress('n1')))?.value,
+        // No node address registered: it routes nothing yet, and says so.
+        (report) => expect(report.spec).toMatchObject({ node: 'n1', haproxy: 'down', routes: [] }),
+      );
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it('a real `jaco agent` runs under its own user: registers, claims its heartbeat, reports; the controllers’ user sees it', async () => {
-    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`], {
-      env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, ...envOf('agent-n1.env') },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let log = '';
-    child.stdout.on('data', (d: Buffer) => (log += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (log += d.toString()));
-    const ctl = envOf('controller.env');
-    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
-    try {
-      const hb = await eventually(async () => (await controller.get<Heartbeat>(keys.heartbeat('n1')))?.value ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), {
-        what: 'the agent of n1 heartbeating under its own user',
-        timeoutMs: 30_000,
-      });
-      expect(hb.spec).toMatchObject({ node: 'n1', dockerUp: false });
-      expect((await controller.get(keys.node('n1')))?.value).toMatchObject({ metadata: { name: 'n1' } });
-      expect(log).not.toMatch(/permission denied/i);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-      controller.close();
-    }
-  });
+  it('a real `jaco agent` runs under its own user: registers, claims its heartbeat, reports; the controllers’ user sees it', () =>
+    asProcess(
+      'agent-n1.env',
+      ['agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`],
+      'the agent of n1 heartbeating under its own user',
+      async (c) => (await c.get<Heartbeat>(keys.heartbeat('n1')))?.value,
+      async (hb, controller) => {
+        expect(hb.spec).toMatchObject({ node: 'n1', dockerUp: false });
+        expect((await controller.get(keys.node('n1')))?.value).toMatchObject({ metadata: { name: 'n1' } });
+      },
+    ));
 });
 
 describe('etcd over TLS with client certificates', () => {

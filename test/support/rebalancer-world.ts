@@ -210,3 +210,13 @@ export class Harness {
     return this.cycles.flatMap((c) => c.acts.flatMap((a) => a.audit ?? []));
   }
 }
+
+/** Runs `cycles` cycles at `loads` against a world, every new copy observed running after each (the agents). */
+export function runCycles(w: World, cycles: number, loads: Record<string, Load>): Harness {
+  const h = new Harness(w);
+  for (let i = 0; i < cycles; i++) {
+    h.cycle(loads);
+    w.observeRunning(T0);
+  }
+  return h;
+}
