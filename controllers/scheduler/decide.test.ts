@@ -522,7 +522,8 @@ describe('health and restarts', () => {
     expect(w.pass().restart).toEqual([]);
     w.advance(1);
     expect(w.pass().restart).toMatchObject([{ cause: 'degraded', restarts: 3, seq: 3 }]);
-    w.ack('d-web-0', 'exited');
+    // Degraded (running, health failing): exhausted where it is (an exited one would relocate once: below).
+    w.ack('d-web-0', 'degraded');
     w.advance(5_000);
     p = w.pass();
     expect(p.restart).toEqual([]);
@@ -537,6 +538,69 @@ describe('health and restarts', () => {
     p = w.pass();
     expect(p.restart).toMatchObject([{ restarts: 1, seq: 4 }]);
     expect(scheduling(w, 'd', 'web')!.restartExhausted).toBeUndefined();
+  });
+
+  /** Fails d-web-0 (exited) until its budget is spent; returns the pass that spent it. */
+  function crashLoop(w: World): SchedulerPlan {
+    let p = w.pass();
+    for (let i = 0; i < 3; i++) {
+      w.ack('d-web-0', 'exited', { exitCode: 1 });
+      w.advance(10_000);
+      p = w.pass();
+    }
+    return p;
+  }
+  const nodeOf = (w: World, id = 'd-web-0') => w.list<ReplicaDesired>(keys.desiredOf()).map((v) => v.value).filter((d) => d.spec.replica === id).map((d) => d.spec.node);
+
+  it('crash-loop escalation: an exited replica that spends its budget is re-placed once on another node, same id, fresh budget; the second exhaustion is final', () => {
+    const w = oneReplica();
+    const [from] = nodeOf(w);
+    w.observe('d-web-0', 'exited', { exitCode: 1 });
+    const p = crashLoop(w);
+    expect(p.commandStatus).toEqual([]);
+    expect(p.place).toMatchObject([{ replica: 'd-web-0', trigger: 'crash_loop' }]);
+    const [to] = nodeOf(w);
+    expect(to).not.toBe(from);
+    const moved = w.list<ReplicaDesired>(keys.desiredOf()).find((v) => v.value.spec.replica === 'd-web-0')!.value;
+    expect(moved.spec.relocated).toMatchObject({ from, generation: 1 });
+    expect(w.list(keys.commandsOf())).toEqual([]); // the failing node's bookkeeping went with its copy
+    expect(w.auditOf('replica_relocated')).toMatchObject([{ payload: { replica: 'd-web-0', from, to, cause: 'exited', restarts: 3 } }]);
+    expect(w.get<PlacementDecision>(keys.decision('d', 'd-web-0'))?.spec).toMatchObject({ chosen: to, trigger: 'crash_loop' });
+    expect(scheduling(w, 'd', 'web')?.restartExhausted).toBeUndefined();
+    // It crash-loops on the new node too: now exhaustion is final, and it stays.
+    w.observe('d-web-0', 'exited', { exitCode: 1 }, to);
+    const q = crashLoop(w);
+    expect(q.commandStatus).toMatchObject([{ kind: 'exhaust', status: { exhausted: true } }]);
+    expect(nodeOf(w)).toEqual([to]);
+    expect(scheduling(w, 'd', 'web')!.restartExhausted).toEqual(['d-web-0']);
+    expect(w.auditOf('replica_relocated')).toHaveLength(1);
+  });
+
+  it('crash-loop escalation leaves alone: a stateful replica, a single-node cluster, and a replica its rollout is moving to a new spec', () => {
+    const stateful = oneReplica({ volumes: [{ type: 'volume', source: 'data', target: '/d' }] });
+    stateful.observe('d-web-0', 'exited', { exitCode: 1 });
+    expect(crashLoop(stateful).commandStatus).toMatchObject([{ kind: 'exhaust' }]);
+
+    const alone = new World();
+    alone.node('only');
+    alone.deploy('d', { web: svc() });
+    alone.converge();
+    alone.runAll();
+    alone.converge();
+    alone.observe('d-web-0', 'exited', { exitCode: 1 });
+    expect(crashLoop(alone).commandStatus).toMatchObject([{ kind: 'exhaust' }]);
+
+    const rolling = oneReplica();
+    const d = rolling.list<ReplicaDesired>(keys.desiredOf())[0]!.value;
+    const plan: RolloutPlan = {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'RolloutPlan',
+      metadata: { name: 'd-web' },
+      spec: { deployment: 'd', service: 'web', fromRevision: 0, toRevision: 1, fromHash: 'x'.repeat(64), toHash: d.spec.specHash, totalSteps: 1, currentStep: 1, state: 'in_progress', startedAt: iso(rolling.now), steps: [] },
+    };
+    rolling.put(keys.rollout('d', 'web'), plan);
+    rolling.observe('d-web-0', 'exited', { exitCode: 1 });
+    expect(crashLoop(rolling).commandStatus).toMatchObject([{ kind: 'exhaust' }]);
   });
 
   it('running past its minimum ready time clears the counter', () => {

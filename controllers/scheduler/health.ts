@@ -1,12 +1,13 @@
 // Health-driven restarts of the replicas that stay (restarts.ts judges one copy; this writes the
 // command and its bookkeeping): skipped while a move is in flight, for suspended replicas and on
-// NotReady nodes.
+// NotReady nodes. A replica about to be marked exhausted may be re-placed once instead (relocate.ts).
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type ReplicaCommand } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import { inFlight } from '../moves/move.js';
 import type { SchedulerPass } from './pass.js';
+import { relocate } from './relocate.js';
 import { judgeRestart } from './restarts.js';
 
 export function health(pass: SchedulerPass, e: ReplicaEntry, generation: number): void {
@@ -34,6 +35,8 @@ export function health(pass: SchedulerPass, e: ReplicaEntry, generation: number)
     pass.plan.restart.push({ replica: e.id, deployment: s.deployment, service: s.service, node: s.node, cause: v.cause, restarts: v.status.restarts, seq: v.seq });
     audit.push({ type: 'replica_restarted', time: pass.now, deployment: s.deployment, payload: { replica: e.id, service: s.service, node: s.node, cause: v.cause, observed, restarts: v.status.restarts, seq: v.seq } });
   } else {
+    // Before exhaustion is final: once per generation, another node (crash-loop escalation).
+    if (v.kind === 'exhaust' && relocate(pass, e, c, v.cause, v.status, generation)) return;
     pass.plan.commandStatus.push({ replica: e.id, node: s.node, kind: v.kind, status: v.status });
     if (v.kind === 'exhaust') {
       pass.condition(e).exhausted.push(e.id);

@@ -265,6 +265,9 @@ const KINDS: KindDef[] = [
         movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
         movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.') }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
+        relocated: obj({ from: str(), generation: int({ minimum: 1 }), at: time('When it was re-placed.') }, ['from', 'generation', 'at'], {
+          description: 'Crash-loop escalation: re-placed once after exhausting its restarts on `from`; exhausting again is final until the next apply.',
+        }),
         hostPorts: map(int({ minimum: 1, maximum: 65535 }), { description: 'Dynamic host ports assigned on this node, by port name.' }),
       },
       ['replica', 'deployment', 'service', 'node', 'revision', 'specHash', 'template', 'placedAt'],

@@ -290,6 +290,11 @@ export interface ReplicaDesiredSpec {
   movedFrom?: { node: string; by: MoveActor; at: string };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
+  /**
+   * Crash-loop escalation: the replica exhausted its restarts on `from` at the deployment's
+   * `generation` and was re-placed here once; exhausting again is final until the next apply.
+   */
+  relocated?: { from: string; generation: number; at: string };
   /** Dynamic host ports the scheduler assigned on this node, by port name (kept across revisions). */
   hostPorts?: Record<string, number>;
 }

@@ -11,6 +11,7 @@ export const AUDIT_TYPES = {
   placement_failed: 'a replica could not be placed: reason code and per-node breakdown',
   replica_restarted: 'the scheduler restarted a degraded or exited replica',
   restart_exhausted: 'a replica failed 3 times in a row; no more restarts until the next apply',
+  replica_relocated: 'a replica exhausted its restarts on its node and was re-placed once on another node (crash-loop escalation): from, to, why',
   node_lost: 'a node was NotReady past the grace period; its stateless replicas were re-placed',
   rollout_started: 'a rolling update of a service began',
   rollout_step: 'one replica of a rolling update was updated',

@@ -59,6 +59,7 @@ export const PLACE_TRIGGERS = {
   scale_up: 'the service wants more replicas than exist (new deployment, scale up, replica removed)',
   global_node: 'a global service gained an eligible node without its replica',
   node_lost: "the replica's node was NotReady past the grace period: re-placed, same id",
+  crash_loop: 'the replica exhausted its restarts on its node while its spec runs ready elsewhere: re-placed once on another node, same id',
 } as const;
 export type PlaceTrigger = keyof typeof PLACE_TRIGGERS;
 
