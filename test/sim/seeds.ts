@@ -6,6 +6,8 @@ import { SimClock } from './clock.js';
 import { Sim, SimFailure } from './world.js';
 
 export const SEEDS = Number(process.env.SIM_SEEDS ?? 2000);
+/** The first seed (a long run can go on where another stopped: SIM_FIRST=20001 SIM_SEEDS=30000). */
+const FIRST = Number(process.env.SIM_FIRST ?? 1);
 const ONLY = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : undefined;
 const OPTIONS = { nodes: 4, steps: 550, quietSteps: 300, trace: process.env.SIM_TRACE === '1' };
 
@@ -15,15 +17,15 @@ const timers = new SimClock();
 /** Every fault kind must fire in a run this long (a fault that never fires proves nothing). */
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
 
-/** Runs shard `shard` (1-based) of `shards`: seeds from..to of SIM_SEEDS; SIM_SEED runs that one seed instead. */
+/** Runs shard `shard` (1-based) of `shards` of the SIM_SEEDS seeds from SIM_FIRST; SIM_SEED runs that one seed instead. */
 export function simulate(file: string, shard: number, shards: number): void {
   describe('deterministic simulation', () => {
     beforeAll(() => timers.install());
     afterAll(() => timers.uninstall());
 
     const per = Math.ceil(SEEDS / shards);
-    const from = (shard - 1) * per + 1;
-    const to = Math.min(SEEDS, shard * per);
+    const from = FIRST + (shard - 1) * per;
+    const to = FIRST - 1 + Math.min(SEEDS, shard * per);
     const seeds = ONLY !== undefined ? [ONLY] : Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
 
     it(`${ONLY !== undefined ? `seed ${ONLY}` : `seeds ${from}–${to}`}: invariants hold every step and the cluster converges once faults stop`, async () => {
