@@ -40,8 +40,7 @@ export class Charts {
 
   private data(node: string): uPlot.AlignedData {
     const pts = this.points.get(node) ?? [];
-    const t = this.thresholds();
-    return [pts.map((p) => p[0] / 1000), pts.map((p) => p[1]), pts.map((p) => p[2]), pts.map(() => t.trigger), pts.map(() => t.dstCap)];
+    return [pts.map((p) => p[0] / 1000), pts.map((p) => p[1]), pts.map((p) => p[2])];
   }
 
   /** Draws (or updates) the chart of every node listed into `host`, which holds one div per node. */
@@ -72,15 +71,32 @@ export class Charts {
         {},
         { label: 'CPU EWMA', stroke: '#2563eb', width: 2, value: (_u, v) => (v === null ? '-' : `${(v * 100).toFixed(1)}%`) },
         { label: 'memory EWMA', stroke: '#16a34a', width: 2, value: (_u, v) => (v === null ? '-' : `${(v * 100).toFixed(1)}%`) },
-        { label: 'trigger', stroke: '#dc2626', dash: [6, 4], width: 1, points: { show: false } },
-        { label: 'dst cap', stroke: '#d97706', dash: [2, 4], width: 1, points: { show: false } },
       ],
       hooks: {
-        // Rebalancer moves touching this node: a vertical line, labelled out or in.
+        // The thresholds across the whole width, then the rebalancer moves touching this node: a
+        // vertical line each, labelled out (→) or in (←).
         draw: [
           (u) => {
             const ctx = u.ctx;
             ctx.save();
+            const t = this.thresholds();
+            for (const [v, color, dash, label] of [
+              [t.trigger, '#dc2626', [6, 4], 'trigger'],
+              [t.dstCap, '#d97706', [2, 4], 'dst cap'],
+            ] as const) {
+              const y = u.valToPos(v, 'y', true);
+              ctx.strokeStyle = color;
+              ctx.setLineDash(dash.map((d) => d * devicePixelRatio));
+              ctx.lineWidth = devicePixelRatio;
+              ctx.beginPath();
+              ctx.moveTo(u.bbox.left, y);
+              ctx.lineTo(u.bbox.left + u.bbox.width, y);
+              ctx.stroke();
+              ctx.fillStyle = color;
+              ctx.font = `${10 * devicePixelRatio}px sans-serif`;
+              ctx.fillText(`${label} ${v}`, u.bbox.left + 4, y - 3 * devicePixelRatio);
+            }
+            ctx.setLineDash([]);
             for (const m of moves()) {
               const x = u.valToPos(m.t / 1000, 'x', true);
               if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
