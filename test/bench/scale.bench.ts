@@ -109,6 +109,11 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
 }
 
 async function main(): Promise<void> {
+  if ([1, 2, 3, 4, 5, 6].some((n) => scenarios.has(n))) await singleMember();
+  if (scenarios.has(7)) await threeMemberEtcd();
+}
+
+async function singleMember(): Promise<void> {
   const c = await startHollowCluster({ timings: 'production' });
   // Interrupted (timeout, ^C): the cluster's processes and etcd go with the bench.
   for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void c.stop().finally(() => process.exit(1)));
@@ -221,19 +226,20 @@ async function main(): Promise<void> {
   } finally {
     await c.stop();
   }
-  // ---------------------------------------------------------------- 7: 3-member etcd
-  if (scenarios.has(7)) {
-    const c3 = await startHollowCluster({ timings: 'production', etcdMembers: 3 });
-    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void c3.stop().finally(() => process.exit(1)));
-    try {
-      const t0 = Date.now();
-      await c3.startHollow('hollow', { count: NODES, timeoutMs: 600_000 });
-      await until(`${NODES} Ready`, async () => (await readyNodes(c3.store)).length === NODES, 600_000, 500);
-      report(`7: 3-member etcd: ${NODES} hollow nodes (one process) registered → all Ready in ${s(Date.now() - t0)}; load ${load()}`);
-      await scenario2(c3, c3.endpoint.split(',')[0]!, ' (3-member etcd)');
-    } finally {
-      await c3.stop();
-    }
+}
+
+// ---------------------------------------------------------------- 7: 3-member etcd
+async function threeMemberEtcd(): Promise<void> {
+  const c3 = await startHollowCluster({ timings: 'production', etcdMembers: 3 });
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void c3.stop().finally(() => process.exit(1)));
+  try {
+    const t0 = Date.now();
+    await c3.startHollow('hollow', { count: NODES, timeoutMs: 600_000 });
+    await until(`${NODES} Ready`, async () => (await readyNodes(c3.store)).length === NODES, 600_000, 500);
+    report(`7: 3-member etcd: ${NODES} hollow nodes (one process) registered → all Ready in ${s(Date.now() - t0)}; load ${load()}`);
+    await scenario2(c3, c3.endpoint.split(',')[0]!, ' (3-member etcd)');
+  } finally {
+    await c3.stop();
   }
 }
 
