@@ -1,10 +1,16 @@
 // `jaco apply --dry-run`'s placement preview (like `nomad job plan`): what the scheduler would do
 // now if the apply landed — which replicas it would place where, which it would remove, and which
-// would stay unschedulable and why. Not a second scheduler: the scheduler's own pure decide runs
-// on one read of the store with the applied deployments put in place of the stored ones.
+// would stay unschedulable and why — and, for a replica that would not fit for capacity, what the
+// rescheduler would move to make room. Not a second scheduler: the scheduler's and the
+// rebalancer's own pure decides run on one read of the store with the applied deployments in place.
+import { CAPACITY_REASONS, type PendingService } from '../../controllers/rebalancer/coalesce.js';
+import { defaultConfig } from '../../controllers/rebalancer/config.js';
+import { decide as rebalance, seedState } from '../../controllers/rebalancer/decide.js';
+import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
 import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';
 import { decide, schedulerConfig } from '../../controllers/scheduler/decide.js';
 import { unschedulableReasonOf } from '../api/reasons/scheduling.js';
+import { withDefaults } from '../api/spec.js';
 import { API_VERSION, type Deployment, type DeploymentSpec } from '../api/types.js';
 import { logger } from '../observability/log.js';
 import { Cache } from '../runtime/cache.js';
@@ -38,7 +44,7 @@ export function previewLines(plan: ReturnType<typeof decide>, names: ReadonlySet
  * what the scheduler does — new replicas, removals, what cannot be placed.
  */
 export async function placementPreview(store: Store, items: readonly PreviewItem[], now = Date.now()): Promise<string[]> {
-  const cache = await Cache.read(store, SCHEDULER_READS, logger('apply'));
+  const cache = await Cache.read(store, [...new Set([...SCHEDULER_READS, ...REBALANCER_READS])], logger('apply'));
   const snap = schedulerSnapshotOf(cache, now);
   const deployments = new Map(snap.deployments);
   for (const i of items) {
@@ -48,5 +54,30 @@ export async function placementPreview(store: Store, items: readonly PreviewItem
     deployments.set(i.name, { key: `deployments/${i.name}`, modRevision: 0, createRevision: 0, version: 0, ...cur, value });
   }
   const plan = decide({ ...snap, deployments }, now, schedulerConfig(PRODUCTION));
-  return previewLines(plan, new Set(items.map((i) => i.name)));
+  const names = new Set(items.map((i) => i.name));
+  return [...previewLines(plan, names), ...roomLines(cache, plan, deployments, names, now)];
+}
+
+/**
+ * For each applied service that would not fit for capacity: the rescheduler's coalescing plan
+ * (the moves that would make room), as its pure cycle computes it on the store as it is, with the
+ * service counted as pending past its grace.
+ */
+function roomLines(cache: Cache, plan: ReturnType<typeof decide>, deployments: ReadonlyMap<string, { value: Deployment }>, names: ReadonlySet<string>, now: number): string[] {
+  const pending: Omit<PendingService, 'since'>[] = [];
+  for (const [dep, services] of plan.status)
+    for (const [service, st] of Object.entries(services)) {
+      const u = st.unschedulable;
+      const spec = deployments.get(dep)?.value.spec.services[service];
+      if (names.has(dep) && u && spec && CAPACITY_REASONS.includes(u.reason)) pending.push({ deployment: dep, service, spec: withDefaults(spec), reason: u.reason, count: u.count });
+    }
+  if (!pending.length) return [];
+  const config = defaultConfig(PRODUCTION);
+  const snap = { ...snapshotOf(cache, now, config), pending };
+  const state = { ...seedState(snap.samples, [], now, config), pendingSince: new Map(pending.map((p) => [`${p.deployment}/${p.service}`, now - 2 * config.cycleMs])) };
+  return rebalance(state, snap, now, config, { explainOnly: true }).plan.coalesce.map((v) =>
+    v.plan?.length
+      ? `${v.deployment}/${v.service}: the rescheduler would make room on ${v.node} by moving ${v.plan.map((m) => `${m.replica} ${m.from} → ${m.to}`).join(', ')}, one at a time`
+      : `${v.deployment}/${v.service}: the rescheduler could not make room (${v.noPlan ?? v.verdict}): ${v.detail}`,
+  );
 }

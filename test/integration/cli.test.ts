@@ -187,6 +187,37 @@ describe('jaco apply', () => {
     expect(await snapshot(prefix)).toEqual(before);
   });
 
+  it('apply --dry-run of a replica that fits nowhere shows the moves the rescheduler would make room with', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const now = new Date().toISOString();
+    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: now } });
+    const hb = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: now, intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } });
+    // filler: two 400 MiB replicas, one per node; a 600 MiB replica then fits on neither (1 GiB, 32 MiB overhead each).
+    const filler = { image: 'x', replicas: 2, resources: { memory: '400Mi' } };
+    expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('filler', { web: filler }) })).code).toBe(0);
+    const template = { ...filler, placement: { mode: 'spread' } };
+    const hash = 'a'.repeat(64);
+    const desired = (i: number, n: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: `filler-web-${i}` }, spec: { replica: `filler-web-${i}`, deployment: 'filler', service: 'web', node: n, index: i, revision: 1, specHash: hash, template, placedAt: '2026-01-01T00:00:00Z' } });
+    const observed = (i: number, n: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: `filler-web-${i}` }, status: { replica: `filler-web-${i}`, node: n, deployment: 'filler', service: 'web', state: 'running', specHash: hash, revision: 1, health: 'none', startedAt: '2026-01-01T00:00:00Z', observedAt: now } });
+    await commitAtomic(store, [
+      {
+        ops: ['node-1', 'node-2'].flatMap((n, i) => [
+          { op: 'put' as const, key: keys.node(n), value: node(n) },
+          { op: 'put' as const, key: keys.heartbeat(n), value: hb(n) },
+          { op: 'put' as const, key: keys.desired(n, `filler-web-${i}`), value: desired(i, n) },
+          { op: 'put' as const, key: keys.observed(n, `filler-web-${i}`), value: observed(i, n) },
+        ]),
+      },
+    ]);
+    const before = await snapshot(prefix);
+    const r = await jaco(['apply', '--dry-run', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { big: { image: 'x', resources: { memory: '600Mi' } } }) });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('shop/big: 1 replica(s) would be unschedulable: no_capacity_memory');
+    expect(r.stdout).toMatch(/shop\/big: the rescheduler would make room on node-[12] by moving filler-web-[01] node-[12] → node-[12], one at a time/);
+    expect(await snapshot(prefix)).toEqual(before);
+  });
+
   it('reads stdin and directories', async () => {
     const prefix = uniquePrefix();
     const r1 = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('fromstdin', { s: { image: 'x' } }) });
