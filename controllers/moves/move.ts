@@ -24,7 +24,7 @@ import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/a
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames } from '../../src/api/ports.js';
-import type { DisruptionLedger, Heartbeat, MoveActor, MoveMarker, Node, PortRange, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { DisruptionLedger, Heartbeat, HoleFor, MoveActor, MoveMarker, Node, PortRange, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Watchable } from '../../src/runtime/watchable.js';
@@ -161,6 +161,8 @@ export interface MoveRequest {
    * so `jaco explain REPLICA` explains where it is whatever put it there.
    */
   decision?: { verdicts: Decision; why: string };
+  /** A coalescing move: the pending service it makes room for (kept on the marker, then on movedFrom). */
+  forPending?: HoleFor;
 }
 
 export type MoveStart =
@@ -191,7 +193,7 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
   if (!m.sourceLeaving && !replicaRunning(src.observed)) return refuse('replica_not_running');
   const over = budgetRefusal(book, m.replica);
   if (over) return over;
-  const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs) };
+  const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs), ...(m.forPending ? { forPending: m.forPending } : {}) };
   const srcValue: ReplicaDesired = { ...src.desired, spec: { ...spec, movingTo: { id: m.id, node: m.dst, by: m.by } } };
   const { hostPorts: _srcPorts, ...rest } = spec;
   const hostPorts = book.hostPortsOn(m.dst, m.replica, spec.template);
@@ -293,7 +295,7 @@ export function advanceMoves(book: MoveBook, now: number, opts: AdvanceOptions, 
       // Complete once the source's container is gone (its agent forgot the replica), or its node is lost.
       if (observedOn(marker.from, id) !== undefined && !opts.lostNodes?.has(marker.from)) continue;
       const { move: _m, ...rest } = dst.desired.spec;
-      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now), movedFrom: { node: marker.from, by: marker.by, at: iso(now) } } };
+      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now), movedFrom: { node: marker.from, by: marker.by, at: iso(now), ...(marker.forPending ? { forPending: marker.forPending } : {}) } } };
       steps.push({ ...base, outcome: 'completed', ops: [{ op: 'update', key: dst.key, value: done, modRevision: dst.modRevision }] });
       continue;
     }

@@ -81,6 +81,8 @@ export interface PlacementRequest {
   index?: number;
   /** Nodes that must not be chosen (e.g. the source of a move). */
   exclude?: string[];
+  /** Nodes held for another replica, with why (a hole coalescing made for a pending service): excluded too. */
+  held?: Readonly<Record<string, string>>;
 }
 
 export interface Decision {
@@ -146,6 +148,8 @@ interface Req {
   svc: string;
   svcCounts: Int32Array;
   excluded: Set<number>;
+  /** Why an excluded node is held for another replica (the caller's own exclusions have no entry). */
+  heldWhy: Map<number, string>;
   hashKey: number;
 }
 
@@ -290,7 +294,8 @@ export class Placer {
       maxPerNode: r.spec.placement?.maxPerNode ?? Infinity,
       svc: `${r.deployment}/${r.service}`,
       svcCounts: this.serviceCounts(`${r.deployment}/${r.service}`),
-      excluded: new Set((r.exclude ?? []).map((x) => this.index.get(x)).filter((x): x is number => x !== undefined)),
+      excluded: new Set([...(r.exclude ?? []), ...Object.keys(r.held ?? {})].map((x) => this.index.get(x)).filter((x): x is number => x !== undefined)),
+      heldWhy: new Map(Object.entries(r.held ?? {}).flatMap(([n, why]) => (this.index.has(n) ? [[this.index.get(n)!, why] as const] : []))),
       hashKey: fnv1a(`${r.deployment}/${r.service}/${r.index ?? r.replica}`),
     };
   }
@@ -323,7 +328,7 @@ export class Placer {
       case 'eligibility':
         return node.ineligible!;
       case 'excluded':
-        return 'excluded by the caller (source of the move)';
+        return q.heldWhy.get(i) ?? 'excluded by the caller (source of the move)';
       case 'hosts':
         return `not in placement.hosts [${[...(q.hosts ?? [])].join(', ')}]`;
       case 'node_selector': {

@@ -74,6 +74,11 @@ describe('coalescing', () => {
     const moves = coalesceMoves(h);
     expect(moves.map((m) => m.payload.replica_id)).toEqual(['d-small-0', 'd-small-1']);
     expect(moves[0]!.payload).toMatchObject({ for: 'big/db', pending_reason: 'no_capacity_memory', hole_node: 'a', src: 'a', dst: 'c' });
+    // The moved replicas carry the hole they made (the scheduler holds it for big/db), through completion.
+    for (const id of ['d-small-0', 'd-small-1']) {
+      const spec = w.replicas.find((r) => r.desired.value.spec.replica === id)!.desired.value.spec;
+      expect(spec.move?.forPending ?? spec.movedFrom?.forPending).toEqual({ deployment: 'big', service: 'db', node: 'a' });
+    }
     // Room made: the scheduler can place it now, and coalescing says so instead of moving more.
     expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'fits' });
   });

@@ -122,7 +122,8 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
     const spec = entry.copies[0]!.desired.spec;
     const verdicts = input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] });
     const decision = { verdicts, why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}` };
-    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision });
+    const forPending = { deployment: p.deployment, service: p.service, node: found.node };
+    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision, forPending });
     if (!started.ok) {
       const budget = started.refusal === 'budget_exceeded';
       Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${started.refusal} (${started.detail})` });

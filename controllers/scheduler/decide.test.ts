@@ -17,6 +17,7 @@ import {
 import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
 import type { SchedulerPlan } from './decide.js';
+import { HOLE_HOLD_MS } from './holes.js';
 
 const IMG = 'jaco-demo/busybox:1';
 const svc = (x: Partial<ServiceSpec> = {}): ServiceSpec => ({ image: IMG, ...x });
@@ -902,5 +903,51 @@ describe('status', () => {
     const p = w.pass();
     for (const a of p.acts) for (const o of a.ops) if (o.key.startsWith('desired/')) expect(o.op).toBe('create');
     expect(w.desired().every((d: ReplicaDesired) => d.spec.placedAt === iso(T0))).toBe(true);
+  });
+});
+
+describe('holding the hole coalescing made (issue 17)', () => {
+  const svcMem = (memory: string, extra: Partial<ServiceSpec> = {}) => svc({ replicas: 1, resources: { memory }, ...extra });
+
+  /**
+   * Nodes a and b (1 GiB). filler-web-0 (500 MiB) was just moved from b to a by a coalescing move that made
+   * room on b for shop/big (600 MiB), which the scheduler's last pass reported unschedulable.
+   */
+  function holed(opts: { moveAgoMs?: number; pending?: boolean } = {}): World {
+    const w = new World();
+    w.node('a', { memory: '1Gi' });
+    w.node('b', { memory: '1Gi' });
+    w.deploy('filler', { web: svcMem('500Mi') });
+    w.replica('filler', 'web', 0, 'a', { movedFrom: { node: 'b', by: 'rebalancer', at: iso(w.now - (opts.moveAgoMs ?? 1_000)), forPending: { deployment: 'shop', service: 'big', node: 'b' } } });
+    const st: DeploymentStatus = {
+      apiVersion: 'jaco.dev/v1',
+      kind: 'DeploymentStatus',
+      metadata: { name: 'shop' },
+      status: { scheduling: { observedGeneration: 1, updatedAt: iso(w.now), services: { big: { desired: 1, placed: 0, ...(opts.pending === false ? {} : { unschedulable: { reason: 'no_capacity_memory', count: 1, message: 'x', nodes: {} } }) } } } },
+    };
+    w.put(keys.deploymentStatus('shop'), st);
+    // Another service, applied meanwhile, that would fit on b too — and sorts first by name.
+    w.deploy('aaa', { web: svcMem('600Mi') });
+    w.deploy('shop', { big: svcMem('600Mi') });
+    return w;
+  }
+  const nodeOf = (w: World, id: string) => w.list<ReplicaDesired>(keys.desiredOf()).find((v) => v.value.spec.replica === id)?.value.spec.node;
+
+  it('the hole on b goes to shop/big; the other service is not placed there, and its decision says why', () => {
+    const w = holed();
+    w.pass();
+    expect(nodeOf(w, 'shop-big-0')).toBe('b');
+    expect(nodeOf(w, 'aaa-web-0')).toBeUndefined();
+    const u = scheduling(w, 'aaa', 'web')!.unschedulable!;
+    expect(u.nodes.b).toContain('held for shop/big: the rescheduler made room here for it');
+  });
+
+  it('released once the pending service is placed (its status clears) or after HOLE_HOLD_MS', () => {
+    const placed = holed({ pending: false });
+    placed.pass();
+    expect(nodeOf(placed, 'aaa-web-0')).toBe('b');
+    const stale = holed({ moveAgoMs: HOLE_HOLD_MS + 1 });
+    stale.pass();
+    expect(nodeOf(stale, 'aaa-web-0')).toBe('b');
   });
 });

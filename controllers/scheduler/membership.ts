@@ -84,7 +84,9 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
   // The footprint of what will run (the serving template), today's placement constraints.
   const t = template();
   const shape: ServiceSpec = { ...t.template, placement: spec.placement };
-  const request = (index: number): PlacementRequest => ({ replica: replicaId(dep, svc, index), deployment: dep, service: svc, index, spec: shape });
+  // Holes the rescheduler made for other pending services are not this service's to take.
+  const held = pass.heldAgainst(dep, svc);
+  const request = (index: number): PlacementRequest => ({ replica: replicaId(dep, svc, index), deployment: dep, service: svc, index, spec: shape, ...(held ? { held } : {}) });
 
   if (mode === 'hosts') {
     // All or nothing (seed 001): fewer listed hosts able to take one than wanted → none placed.

@@ -3,11 +3,12 @@
 // host, and the few operations several jobs do (remove a replica, delete a key, ask to be woken).
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import type { ReplicaCommand } from '../../src/api/types.js';
+import type { HoleFor, ReplicaCommand } from '../../src/api/types.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import type { Placer } from '../placement/placer.js';
+import { heldAgainst, holesOf } from './holes.js';
 import { eligibilityGuard, placerFor } from '../placement/input.js';
 import type { RemoveReason } from '../../src/api/reasons/scheduling.js';
 import type { AuditType } from '../../src/api/reasons/audit.js';
@@ -37,6 +38,7 @@ export class SchedulerPass {
   /** Per service: replicas exhausted and stranded on lost nodes (status). */
   private readonly conditions = new Map<string, { exhausted: string[]; nodeLost: string[] }>();
   private placerCache?: Placer;
+  private holesCache?: Map<string, HoleFor[]>;
   private readonly readyCache = new Map<string, boolean>();
 
   constructor(
@@ -45,6 +47,12 @@ export class SchedulerPass {
     readonly cfg: SchedulerConfig,
   ) {
     this.iso = iso(now);
+  }
+
+  /** Nodes a service's new replicas may not take: holes coalescing made for other pending services (holes.ts). */
+  heldAgainst(deployment: string, service: string): Record<string, string> | undefined {
+    this.holesCache ??= holesOf(this.snap, this.now);
+    return this.holesCache.size ? heldAgainst(this.holesCache, deployment, service) : undefined;
   }
 
   /** Built on first use: an idle pass never needs it. */

@@ -36,6 +36,9 @@ const intOrString = (pattern: string, description: string): Schema => ({
   description,
 });
 
+/** A coalescing move's pending service and hole (MoveMarker.forPending, movedFrom.forPending). */
+const HOLE_FOR: Schema = obj({ deployment: str(), service: str(), node: str() }, ['deployment', 'service', 'node'], { description: 'A coalescing move: the pending service it makes room for, and the node of the hole (held for it).' });
+
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
 export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
@@ -259,11 +262,12 @@ const KINDS: KindDef[] = [
             startedAt: time('Move start.'),
             deadline: time('Abandoned after this.'),
             cutoverAt: time("The destination was ready and the source's desired key deleted; complete once the source's container is gone."),
+            forPending: HOLE_FOR,
           },
           ['id', 'from', 'by', 'startedAt', 'deadline'],
         ),
         movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
-        movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.') }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
+        movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.'), forPending: HOLE_FOR }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
         relocated: obj({ from: str(), generation: int({ minimum: 1 }), at: time('When it was re-placed.') }, ['from', 'generation', 'at'], {
           description: 'Crash-loop escalation: re-placed once after exhausting its restarts on `from`; exhausting again is final until the next apply.',

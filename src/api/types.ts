@@ -259,6 +259,15 @@ export interface MoveMarker {
   deadline: string;
   /** When the destination was ready and the source's desired key was deleted; the move completes once the source's container is gone. */
   cutoverAt?: string;
+  /** A coalescing move: it makes room on `node` for a pending replica of deployment/service (the scheduler holds the hole for it). */
+  forPending?: HoleFor;
+}
+
+/** The pending service a move makes room for, and where. */
+export interface HoleFor {
+  deployment: string;
+  service: string;
+  node: string;
 }
 
 /** Set on the source's desired key while a move of it is in flight (moves of one replica conflict on it). */
@@ -287,7 +296,7 @@ export interface ReplicaDesiredSpec {
    * The node a completed move took it from (drain or rebalancer): the ping-pong exclusion of seed
    * 002 reads it, so it survives a leader failover.
    */
-  movedFrom?: { node: string; by: MoveActor; at: string };
+  movedFrom?: { node: string; by: MoveActor; at: string; forPending?: HoleFor };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
   /**
