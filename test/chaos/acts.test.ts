@@ -1,6 +1,6 @@
 // The act-level checks against a real etcd: what they read is etcd's revisions (create revisions,
 // ranges at past revisions), so they are shown here on real etcd failing on what they must catch —
-// a placement with no audit record in its transaction, a controller write with no term in force,
+// a placement or a removal with no audit record in its transaction, a controller write with no term in force,
 // one process writing under two leaders — and finding a record whose lease was revoked since.
 import { describe, expect, it } from 'vitest';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -43,7 +43,18 @@ describe('the act-level checks on real etcd', () => {
       await txn(desired('n2', 'd-s-3'), audit('p2', 0, 'd-s-3'));
       await txn(desired('n3', 'd-s-4'), audit('p1', 2, 'd-s-4'));
       expect(await sample()).toEqual([expect.stringMatching(/^no write from a deposed leader lands: scheduler process p1 wrote under A's term \(revision \d+\) and replica_placed .* under B's/)]);
-      expect(checker.coverage).toMatchObject({ placements: 5, writes: 4, unverifiable: 0 });
+      // Removals: one recorded in its transaction, a move's source at cutover (exempt), one with no record.
+      const del = async (key: string, ...puts: [string, object, string?][]) => {
+        const res = await store.client.kv.txn({ compare: [], success: [{ request_delete_range: { key: Buffer.from(store.prefix + key) } }, ...puts.map(([k, v]) => ({ request_put: { key: Buffer.from(store.prefix + k), value: Buffer.from(JSON.stringify(v)) } }))], failure: [] });
+        return Number(res.header.revision);
+      };
+      await txn(['desired/n1/d-s-1', { spec: { node: 'n1', replica: 'd-s-1', movingTo: { node: 'n2' } } }]);
+      expect(await sample()).toEqual([]);
+      await del('desired/n1/d-s-0', audit('p2', 1, 'd-s-0'));
+      await del('desired/n1/d-s-1');
+      const bare = await del('desired/n2/d-s-2');
+      expect(await sample()).toEqual([expect.stringMatching(new RegExp(`^every act has its audit record: desired/n2/d-s-2 \\(created at revision \\d+\\) deleted at revision ${bare} with no audit record`))]);
+      expect(checker.coverage).toMatchObject({ placements: 5, removals: 3, unverifiable: 0 });
     } finally {
       store.close();
     }

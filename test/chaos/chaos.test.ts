@@ -22,6 +22,7 @@ describe('chaos on real etcd, controllers, agents and Docker', () => {
     expect(report.violations, trace).toEqual([]);
     // The act-level checks ran on the real run: placements and controller writes were checked.
     expect(report.acts.placements).toBeGreaterThan(0);
+    expect(report.acts.removals).toBeGreaterThan(0);
     expect(report.acts.writes).toBeGreaterThan(0);
     expect(report.acts.unverifiable).toBe(0);
     expect(report.convergeMs, `not converged: ${report.lastNotConverged}\n${trace}`).toBeDefined();

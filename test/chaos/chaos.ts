@@ -491,7 +491,7 @@ export function formatReport(r: ChaosReport): string {
     `chaos seed ${r.seed}: ${total} faults in ${(r.chaosMs / 1000).toFixed(0)} s, ${r.samples} samples of etcd and docker ps`,
     ...faults.map(([k, n]) => `  ${String(n).padStart(3)}  ${k}`),
     `  operator: ${Object.entries(r.operator).map(([k, n]) => `${k} ×${n}`).join(', ') || 'nothing'}`,
-    `  act checks: ${r.acts.placements} placements had their audit record checked, ${r.acts.writes} controller writes their leader's term (${Object.entries(r.acts.byType).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ×${n}`).join(', ')})${r.acts.unverifiable ? `, ${r.acts.unverifiable} unverifiable (compacted)` : ''}`,
+    `  act checks: ${r.acts.placements} placements and ${r.acts.removals} removals had their audit record checked, ${r.acts.writes} controller writes their leader's term (${Object.entries(r.acts.byType).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ×${n}`).join(', ')})${r.acts.unverifiable ? `, ${r.acts.unverifiable} unverifiable (compacted)` : ''}`,
     `  invariant violations: ${r.violations.length}${r.violations.map((v) => `\n    ${v.invariant}: ${v.detail}`).join('')}`,
     ...(r.errors.length ? [`  harness errors: ${r.errors.join('; ')}`] : []),
     `  converged: ${r.convergeMs === undefined ? `NO (${r.lastNotConverged})` : `${(r.convergeMs / 1000).toFixed(1)} s after the faults stopped`}`,

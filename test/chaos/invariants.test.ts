@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
+import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, unauditedRemoval, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
 
 const spec: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 1 };
 const t = templateOf(1, spec);
@@ -90,6 +90,24 @@ describe('the chaos checker', () => {
     ];
     for (const [why, audits, want] of table) {
       const got = unauditedPlacement(p, audits);
+      if (want) expect(got, why).toMatch(want);
+      else expect(got, why).toBeUndefined();
+    }
+  });
+
+  it('every act has its audit record, removals too: a desired key deleted at revision D needs a record created at D that names its replica — but a move’s cutover', () => {
+    const r = { key: 'desired/n1/d-s-0', createRevision: 20, replica: 'd-s-0', deletedAt: 40, cutover: false };
+    const rec = (createRevision: number, type: string, payload: object): AuditAt => ({ key: `audit/${createRevision}-${type}`, createRevision, type, actor: 'scheduler', payload: JSON.stringify(payload) });
+    const table: [string, typeof r, AuditAt[], RegExp | undefined][] = [
+      ['removed, recorded in its transaction', r, [rec(40, 'replica_removed', { replica: 'd-s-0', reason: 'scale_down' })], undefined],
+      ['a move’s destination abandoned', r, [rec(40, 'drain_move_abandoned', { replica: 'd-s-0' })], undefined],
+      ['a move’s source at cutover (recorded by the move’s start and end)', { ...r, cutover: true }, [], undefined],
+      ['no record at all', r, [], /deleted at revision 40 with no audit record/],
+      ['a record of an earlier transaction only', r, [rec(39, 'replica_removed', { replica: 'd-s-0' })], /with no audit record in that transaction/],
+      ['a record in its transaction about another replica', r, [rec(40, 'replica_removed', { replica: 'd-s-01' })], /\(replica_removed\) do not name d-s-0/],
+    ];
+    for (const [why, removal, audits, want] of table) {
+      const got = unauditedRemoval(removal, audits);
       if (want) expect(got, why).toMatch(want);
       else expect(got, why).toBeUndefined();
     }

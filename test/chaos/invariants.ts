@@ -261,6 +261,48 @@ export function unauditedPlacement(p: Placement, audits: readonly AuditAt[]): st
   return undefined;
 }
 
+/** A desired key deleted during the run: the revision of the transaction that deleted it, and whether its value then was a move's source. */
+export interface Removal extends RevKey {
+  replica: string;
+  deletedAt: number;
+  /** The deleted value carried `movingTo`: a move's cutover, recorded by the move's start and end. */
+  cutover: boolean;
+}
+
+/**
+ * Every act has its audit record, removals too: a desired key's delete (a replica removed, re-placed
+ * off a lost node, healed, a move's destination abandoned, a global replica dropped) lands with an
+ * audit record created in the same revision that names the replica — but a move's cutover, whose
+ * source goes as the second half of a move recorded by its start and end. `audits` are the records
+ * alive at the delete's revision. Returns what is wrong, or undefined.
+ */
+export function unauditedRemoval(r: Removal, audits: readonly AuditAt[]): string | undefined {
+  if (r.cutover) return undefined;
+  const same = audits.filter((a) => a.createRevision === r.deletedAt);
+  if (!same.length) return `${r.key} (created at revision ${r.createRevision}) deleted at revision ${r.deletedAt} with no audit record in that transaction`;
+  if (!same.some((a) => a.payload.includes(JSON.stringify(r.replica)))) return `${r.key} deleted at revision ${r.deletedAt}; that transaction's audit records (${same.map((a) => a.type).join(', ')}) do not name ${r.replica}`;
+  return undefined;
+}
+
+/**
+ * The revision that deleted a key (or replaced it by a new one) between `from`, when it was seen with
+ * `createRevision`, and `to`, when it was not: found by halving (reads at past revisions), with the
+ * value it had just before. Undefined when etcd never showed it gone (a read at `to` disagrees).
+ */
+export async function deletionOf(store: Store, key: string, createRevision: number, from: number, to: number): Promise<{ deletedAt: number; value: unknown } | undefined> {
+  const at = async (rev: number) => (await store.listRaw(key, rev)).kvs.find((kv) => kv.key.toString().slice(store.prefix.length) === key && Number(kv.create_revision) === createRevision);
+  if (await at(to)) return undefined;
+  let lo = from;
+  let hi = to;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await at(mid)) lo = mid;
+    else hi = mid;
+  }
+  const before = await at(lo);
+  return { deletedAt: hi, value: before ? JSON.parse(before.value.toString()) : undefined };
+}
+
 /** A controller's write etcd can attribute: an audit record (its actor is the controller) and the transaction it landed in. */
 export interface AttributedWrite {
   what: string;
@@ -317,6 +359,8 @@ export function writeUnderAnotherLeader(w: AttributedWrite & { writer: string },
 export interface ActCoverage {
   /** Desired keys whose creation was checked for its audit record. */
   placements: number;
+  /** Desired keys whose deletion was checked for its audit record (cutovers included, exempt). */
+  removals: number;
   /** Controller writes (audited transactions) checked against the controller's terms. */
   writes: number;
   /** By audit type: the records those writes carried. */
@@ -328,8 +372,9 @@ export interface ActCoverage {
 /**
  * The act-level invariants over the run, sample by sample: each desired key seen for the first time
  * (key and create revision) is checked by unauditedPlacement against the audit records read at its
- * create revision; each audit record seen for the first time (alive in a sample, or found for a
- * placement) whose actor is an elected controller is checked by deposedLeaderWrite against that
+ * create revision; each desired key seen at one sample and gone at the next is found deleted at its
+ * revision (deletionOf) and checked by unauditedRemoval against the records read there; each audit
+ * record seen for the first time (alive in a sample, or found for a placement or a removal) whose actor is an elected controller is checked by deposedLeaderWrite against that
  * controller's election keys read at the record's revision. When a read fails (no quorum, or no
  * answer within the timeout) the sample stops there and the rest is tried at the next one.
  */
@@ -340,7 +385,9 @@ export class ActChecker {
   private elected = new Set<string>();
   /** Per controller/audit nonce (one writer process): the leader identity its first checked write landed under. */
   private writers = new Map<string, { identity: string; revision: number }>();
-  readonly coverage: ActCoverage = { placements: 0, writes: 0, byType: {}, unverifiable: 0 };
+  readonly coverage: ActCoverage = { placements: 0, removals: 0, writes: 0, byType: {}, unverifiable: 0 };
+  /** Desired keys alive at the last sample (by key@createRevision): a key gone at the next one was deleted in between. */
+  private alive = new Map<string, { key: string; createRevision: number; replica: string; seenAt: number }>();
 
   constructor(private readonly readTimeoutMs = 5000) {}
 
@@ -364,6 +411,28 @@ export class ActChecker {
       if (bad) out.push({ at: s.at, invariant: 'every act has its audit record', detail: bad });
       found.push(...audits.filter((a) => a.createRevision === k.createRevision));
     }
+    // Removals: desired keys alive at the last sample and gone (or re-created) now.
+    const now = new Map<string, { key: string; createRevision: number; replica: string; seenAt: number }>();
+    for (const d of s.desired) {
+      const k = s.desiredKeys.find((x) => x.key === keys.desired(d.spec.node, d.spec.replica));
+      if (k) now.set(`${k.key}@${k.createRevision}`, { ...k, replica: d.spec.replica, seenAt: s.revision });
+    }
+    for (const [id, a] of this.alive) {
+      if (now.has(id)) continue;
+      const del = await this.attempt(() => withTimeout(deletionOf(store, a.key, a.createRevision, a.seenAt, s.revision), this.readTimeoutMs * 4, 'deletion read'));
+      if (del === 'retry') return out; // the rest (and this one: still in alive) at the next sample
+      this.alive.delete(id);
+      if (del === 'compacted' || del === undefined) continue;
+      const audits = await this.attempt(() => auditsOf(del.deletedAt));
+      if (audits === 'retry') return out;
+      if (audits === 'compacted') continue;
+      this.coverage.removals++;
+      const cutover = !!(del.value as ReplicaDesired | undefined)?.spec?.movingTo;
+      const bad = unauditedRemoval({ ...a, deletedAt: del.deletedAt, cutover }, audits);
+      if (bad) out.push({ at: s.at, invariant: 'every act has its audit record', detail: bad });
+      found.push(...audits.filter((x) => x.createRevision === del.deletedAt));
+    }
+    for (const [id, a] of now) this.alive.set(id, a);
     for (const a of [...s.audits, ...found]) {
       if (this.writes.has(a.key) || !this.elected.has(a.actor)) continue;
       const leaders = await this.attempt(() => withTimeout(leadersAt(store, a.actor, a.createRevision), this.readTimeoutMs, 'leaders read'));
