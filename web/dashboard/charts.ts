@@ -79,6 +79,9 @@ export class Charts {
           (u) => {
             const ctx = u.ctx;
             ctx.save();
+            // uPlot leaves the axes' text alignment on the context.
+            ctx.textAlign = 'left';
+            ctx.textBaseline = 'alphabetic';
             const t = this.thresholds();
             for (const [v, color, dash, label] of [
               [t.trigger, '#dc2626', [6, 4], 'trigger'],
