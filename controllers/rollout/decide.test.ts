@@ -28,6 +28,7 @@ import { rolloutProgress } from './progress.js';
 import { replicaRunning as observedRunning } from '../../src/api/readiness.js';
 import { decide, type MetricEvent, type RolloutConfig, type RolloutDecision, type RolloutSnapshot } from './decide.js';
 import { prng } from '../../test/support/random.js';
+import { MAX_TXN_OPS } from '../../src/store/store.js';
 
 const T0 = Date.parse('2025-01-01T00:00:00Z');
 const CFG: RolloutConfig = { stepTimeoutMs: 60_000 };
@@ -921,6 +922,21 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
     w.pass();
     expect(lastSteps(w)).toEqual(want);
     expect(w.plan()).toMatchObject({ currentStep: want.length, totalSteps: n });
+  });
+
+  it('parallelism 100: the steps start over consecutive passes, each act within etcd\'s 128 writes (found by the scale bench)', () => {
+    const w = rollingTo2({ parallelism: 100, maxUnavailable: 100, maxSurge: 100 }, 100);
+    const first = w.pass();
+    const size = (d: typeof first) => Math.max(...d.acts.map((a) => a.ops.length + a.audit.length));
+    expect(size(first)).toBeLessThanOrEqual(MAX_TXN_OPS - 1); // and the leader's fence
+    const started = w.plan()!.currentStep;
+    expect(started).toBeGreaterThan(50);
+    expect(started).toBeLessThan(100);
+    expect(notes(first)).toContain('more step(s) start on the next pass');
+    const second = w.pass();
+    expect(size(second)).toBeLessThanOrEqual(MAX_TXN_OPS - 1);
+    expect(w.plan()!.currentStep).toBe(100);
+    expect(w.plan()!.steps.filter((x) => !x.finishedAt)).toHaveLength(100);
   });
 
   it('parallel steps are audited each with its own step number', () => {

@@ -28,6 +28,7 @@ import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
+import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
 import { unitFailureOf } from './progress.js';
 import { REQUEST_APPLIES_TO, type FailureReason, type PauseReason, type RolloutResult, type StartReason, type StepDirection, type StepResult } from '../../src/api/reasons/rollout.js';
@@ -532,7 +533,7 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
       return;
     }
   }
-  const picks = pickNext(pass, stale, pace, inFlight);
+  const picks = fitInOneAct(pass, pickNext(pass, stale, pace, inFlight), target);
   const started = picks.map(({ group, stopFirst }) => {
     const step = startStep(pass, group, target, stopFirst);
     if (direction === 'forward') plan.currentStep++;
@@ -545,6 +546,29 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...started.map((s) => s.step)]);
   for (const { step, n } of started)
     pass.record('rollout_step', { replica: step.replica, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
+}
+
+/** Writes of an act besides its steps': the plan, the ledger and the leader's fence. */
+const ACT_BASE_OPS = 4;
+
+/**
+ * The picks whose writes fit one transaction with the plan, the ledger and every audit record
+ * (etcd's --max-txn-ops): an act over the limit could never land, so a large parallelism starts
+ * its steps over consecutive passes instead (each landing act wakes the next).
+ */
+function fitInOneAct(pass: ServicePass, picks: { group: ReplicaGroup; stopFirst: boolean }[], target: ServingTemplate): { group: ReplicaGroup; stopFirst: boolean }[] {
+  let used = pass.ops.length + pass.audit.length + ACT_BASE_OPS;
+  const out: typeof picks = [];
+  for (const p of picks) {
+    const cost = p.group.copies.filter((c) => copyStale(c.value, target)).length + 1; // its copies and its audit record
+    if (used + cost > MAX_TXN_OPS) {
+      pass.notes.push(`${picks.length - out.length} more step(s) start on the next pass: one act holds at most ${MAX_TXN_OPS} writes`);
+      break;
+    }
+    used += cost;
+    out.push(p);
+  }
+  return out;
 }
 
 /** totalSteps = steps taken + stale replicas still to go (follows scaling during the rollout). */
