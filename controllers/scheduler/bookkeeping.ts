@@ -1,6 +1,6 @@
 // Bookkeeping: deleting what no longer belongs to anything (restart commands of copies that are
 // gone, decisions of removed replicas, counters and endpoints of removed services, statuses of
-// deleted deployments), and writing deploymentstatus/<name>.status.scheduling when it changed.
+// deleted deployments, the last reports of removed nodes), and writing deploymentstatus/<name>.status.scheduling when it changed.
 import { keys } from '../../src/api/keys.js';
 import { canonicalJson } from '../../src/api/spec.js';
 import { API_VERSION, type DeploymentStatus, type FailingAct } from '../../src/api/types.js';
@@ -10,7 +10,7 @@ import { cmp, iso, type SchedulerPass } from './pass.js';
 
 export function cleanup(pass: SchedulerPass): void {
   const { snap } = pass;
-  const orphans: [{ key: string; modRevision: number }, string, string?][] = [];
+  const orphans: [{ key: string; modRevision: number }, string, string?, string?][] = [];
   // Commands whose copy is gone (a finished move, a removal another controller made).
   for (const cmd of snap.commands.values()) {
     const s = cmd.value.spec;
@@ -37,10 +37,18 @@ export function cleanup(pass: SchedulerPass): void {
   }
   for (const [k, v] of snap.endpoints) if (serviceGone(v.value.spec.deployment, v.value.spec.service)) orphans.push([v, `service ${k} no longer exists`]);
   for (const [dep, v] of snap.statuses) if (!snap.deployments.has(dep) && !snap.frozenDeployments.has(dep)) orphans.push([v, `deployment ${dep} no longer exists`]);
-  for (const [v, why, dep] of orphans.sort(([a], [b]) => cmp(a.key, b.key))) {
+  // What a removed node's agent last reported (its node key is gone, so no agent will): nothing of
+  // it runs any more that the cluster knows of. The delete compares the node key absent, so a node
+  // registering again under the name meanwhile refuses it. A lost node still registered keeps its
+  // reports: its agent may come back and settle them.
+  const removedNodes: string[] = [];
+  for (const host of snap.replicas.observedNodes()) if (!snap.nodes.has(host) && !snap.frozenNodes.has(host) && !snap.replicas.onNode(host).length) removedNodes.push(host);
+  for (const host of removedNodes) for (const v of snap.replicas.observedOn(host).values()) orphans.push([v, `node ${host} was removed`, undefined, host]);
+  for (const [v, why, dep, removedNode] of orphans.sort(([a], [b]) => cmp(a.key, b.key))) {
     if (pass.deleted.has(v.key)) continue;
     pass.plan.cleanup.push({ key: v.key, why });
-    pass.plan.acts.push({ label: `cleanup ${v.key}`, ops: [...(dep ? [pass.deploymentGuard(dep)] : []), pass.deleteOp(v)], audit: [] });
+    const guard = [...(dep ? [pass.deploymentGuard(dep)] : []), ...(removedNode ? [{ op: 'check' as const, key: keys.node(removedNode), modRevision: 0 }] : [])];
+    pass.plan.acts.push({ label: `cleanup ${v.key}`, ops: [...guard, pass.deleteOp(v)], audit: [] });
   }
 }
 

@@ -897,6 +897,23 @@ describe('status', () => {
     expect(p.cleanup).toEqual([{ key: 'commands/node-9/d-web-0', why: 'its replica has no desired key on that node' }]);
   });
 
+  it("deletes a removed node's last reports (guarded on the node key still absent), never a registered lost node's", () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc() });
+    w.converge();
+    const report = (node: string, replica: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: replica }, status: { replica, node, deployment: 'd', service: 'web', state: 'running', revision: 1, specHash: 'x', health: 'none', observedAt: iso(T0) } });
+    w.put(keys.observed('gone', 'd-web-7'), report('gone', 'd-web-7'));
+    // node-3 is lost (NotReady) but still registered: its agent may come back and settle its reports.
+    w.nodeDown('node-3');
+    w.put(keys.observed('node-3', 'd-web-8'), report('node-3', 'd-web-8'));
+    const p = w.pass();
+    expect(p.cleanup).toContainEqual({ key: 'observed/gone/d-web-7', why: 'node gone was removed' });
+    expect(p.cleanup.map((c) => c.key)).not.toContain('observed/node-3/d-web-8');
+    const act = p.acts.find((a) => a.label === 'cleanup observed/gone/d-web-7')!;
+    expect(act.ops).toContainEqual({ op: 'check', key: keys.node('gone'), modRevision: 0 });
+    expect(w.get(keys.observed('gone', 'd-web-7'))).toBeUndefined();
+  });
+
   it('every desired key is created, never overwritten', () => {
     const w = threeNodes();
     w.deploy('d', { web: svc({ replicas: 6 }), agent: svc({ placement: { mode: 'global' } }) });
