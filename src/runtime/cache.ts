@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from '../observability/log.js';
 import { Reflector, type Change, type ValueReader, type Feed, type SourceSpec, type SourceState, type Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
-import { WATCHABLE, type Watchable } from './watchable.js';
+import { ROUTINE, WATCHABLE, type Watchable } from './watchable.js';
 
 /** A source's values with their versions, keyed by what follows its prefix (a host, `<deployment>/<service>`). */
 export function byRest<T>(s: SourceState<T>): Map<string, Versioned<T>> {
@@ -35,8 +35,12 @@ export interface IndexDef<I> {
 }
 
 export interface CacheEvents {
-  /** A batch was applied: the sources it touched. */
-  changed: [ReadonlySet<string>];
+  /**
+   * A batch was applied: the sources it touched, and those of them whose every change in the
+   * batch was routine (Watchable's `routine`: a heartbeat renewed on time) — news to a
+   * dashboard, not to a controller.
+   */
+  changed: [ReadonlySet<string>, ReadonlySet<string>];
   synced: [];
   unsynced: [string];
 }
@@ -126,6 +130,7 @@ export class Cache extends EventEmitter<CacheEvents> {
       if (!def.sources.some((s) => touched.has(s))) continue;
       def.apply(index, changes.filter((c) => (def.sources as readonly string[]).includes(c.source)), this);
     }
-    this.emit('changed', touched);
+    const eventful = new Set(changes.filter((c) => !ROUTINE[c.source as Watchable]?.(c)).map((c) => c.source));
+    this.emit('changed', touched, new Set([...touched].filter((s) => !eventful.has(s))));
   }
 }

@@ -118,8 +118,8 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   private lastNotes = '';
   private passWaiters: (() => void)[] = [];
   private detach?: () => void;
-  private readonly onChanged = (touched: ReadonlySet<string>) => {
-    if (this.spec.reads.some((r) => touched.has(r))) this.trigger();
+  private readonly onChanged = (touched: ReadonlySet<string>, routine: ReadonlySet<string>) => {
+    if (this.spec.reads.some((r) => touched.has(r) && !routine.has(r))) this.trigger();
   };
   private readonly onSynced = () => this.trigger(0);
 

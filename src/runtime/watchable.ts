@@ -1,7 +1,8 @@
 // The prefixes a process can hold in its cache, each with the kind stored under it: one catalogue,
 // so no controller restates the key layout. A controller names the ones it reads (`reads`).
 import { keys } from '../api/keys.js';
-import type { SourceSpec } from '../store/reflector.js';
+import type { Heartbeat } from '../api/types.js';
+import type { Change, SourceSpec } from '../store/reflector.js';
 
 export const WATCHABLE = {
   // Service specs held frozen (shared), so their spec hashes are computed once (api/serving.ts).
@@ -26,3 +27,19 @@ export const WATCHABLE = {
 } as const satisfies Record<string, SourceSpec>;
 
 export type Watchable = keyof typeof WATCHABLE;
+
+/**
+ * Changes that are routine for a source: they touch the cache (a dashboard draws them) but decide
+ * nothing a controller would not see by other means, so they wake no event-driven controller. A
+ * heartbeat renewed on time with Docker's state unchanged is routine: readiness turns with the key
+ * (created on claim, deleted with its lease) or with dockerUp, and a renewal after a gap longer
+ * than its interval (a node coming back from stale) is not routine either. At 1,000 nodes,
+ * renewals were most of an idle controller's passes (docs/scale.md).
+ */
+export const ROUTINE: Partial<Record<Watchable, (c: Change) => boolean>> = {
+  heartbeats: (c) => {
+    const [next, prev] = [c.value?.value as Heartbeat | undefined, c.prev?.value as Heartbeat | undefined];
+    if (c.type !== 'put' || !next || !prev || next.spec.dockerUp !== prev.spec.dockerUp) return false;
+    return Date.parse(next.spec.time) - Date.parse(prev.spec.time) <= 1.5 * next.spec.intervalMs;
+  },
+};
