@@ -144,7 +144,7 @@ describe('apply → desired keys', () => {
       apiVersion: 'jaco.dev/v1',
       kind: 'RolloutPlan',
       metadata: { name: 'd-web' },
-      spec: { deployment: 'd', service: 'web', fromRevision: 1, toRevision: 2, fromHash: 'a', toHash: 'b', totalSteps: 1, currentStep: 1, state: 'aborted', startedAt: iso(T0), steps: [] },
+      spec: { deployment: 'd', service: 'web', fromRevision: 1, toRevision: 2, fromHash: specHash(svc({ replicas: 1 })), toHash: 'b', totalSteps: 1, currentStep: 1, state: 'aborted', startedAt: iso(T0), steps: [] },
     };
     w.put(keys.rollout('d', 'web'), plan);
     w.pass();

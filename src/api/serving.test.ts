@@ -1,11 +1,11 @@
-// templateOf's spec hash: memoized for frozen specs (the cache's), never stale for a spec changed in place.
+// templateOf's spec hash (memoized for frozen specs, never stale for a spec changed in place), and servingTemplate.
 import { describe, expect, it } from 'vitest';
 import { WATCHABLE } from '../runtime/watchable.js';
 import { SourceState, ValueReader } from '../store/reflector.js';
 import { testLogger } from '../../test/support/log.js';
-import { templateOf } from './serving.js';
+import { servingTemplate, templateOf } from './serving.js';
 import { specHash } from './spec.js';
-import type { Deployment, ServiceSpec } from './types.js';
+import type { Deployment, DeploymentRevision, RolloutPlan, ServiceSpec } from './types.js';
 
 describe('templateOf spec hash', () => {
   it('a spec changed in place after hashing gets the hash of what it now says', () => {
@@ -35,5 +35,21 @@ describe('templateOf spec hash', () => {
     expect(templateOf(1, web).specHash).toBe(specHash(d.spec.services.web!));
     expect(templateOf(1, web).specHash).toBe(templateOf(1, web).specHash);
     expect(WATCHABLE.revisions.share).toEqual([['spec', 'template', 'services']]);
+  });
+});
+
+describe('servingTemplate after an aborted rollout', () => {
+  const dep = (image: string, generation: number): Deployment => ({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name: 'd', generation }, spec: { services: { web: { image } } } });
+  const rev = (n: number, image: string): DeploymentRevision => ({ apiVersion: 'jaco.dev/v1', kind: 'DeploymentRevision', metadata: { name: `d-${n}` }, spec: { deployment: 'd', revision: n, appliedAt: '', cause: 'apply', summary: '', template: { services: { web: { image } } } } });
+  const aborted = (fromHash: string): RolloutPlan => ({ apiVersion: 'jaco.dev/v1', kind: 'RolloutPlan', metadata: { name: 'd-web' }, spec: { deployment: 'd', service: 'web', fromRevision: 1, toRevision: 2, fromHash, toHash: 'x', totalSteps: 1, currentStep: 1, state: 'aborted', startedAt: '', steps: [] } });
+  const old = templateOf(1, { image: 'img:1' });
+
+  it('serves the revision the aborted rollout came from', () => {
+    expect(servingTemplate(dep('img:2', 2), 'web', aborted(old.specHash), () => rev(1, 'img:1'))).toMatchObject({ revision: 1, specHash: old.specHash });
+  });
+
+  it('never a record under the same number of another spec (a deployment deleted and re-created: seed 11639)', () => {
+    const t = servingTemplate(dep('img:2', 2), 'web', aborted(old.specHash), () => rev(1, 'other:9'));
+    expect(t).toMatchObject({ revision: 2, specHash: templateOf(2, { image: 'img:2' }).specHash });
   });
 });

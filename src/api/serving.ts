@@ -27,8 +27,13 @@ export function servingTemplate(
 ): ServingTemplate | undefined {
   const generation = deployment.metadata.generation ?? 1;
   if (plan && plan.spec.state === 'aborted' && plan.spec.toRevision === generation) {
+    // Only the record of the spec the plan left: revision numbers start again at 1 when a
+    // deployment is deleted and re-created, so the number alone may name another spec (the
+    // simulation, seed 11639). Without it, the current spec serves, and the rollout reverts
+    // what it places (from a replica still at fromHash).
     const prev = revisionSpec(plan.spec.fromRevision)?.spec.template.services[service];
-    if (prev) return templateOf(plan.spec.fromRevision, prev);
+    const t = prev && templateOf(plan.spec.fromRevision, prev);
+    if (t && t.specHash === plan.spec.fromHash) return t;
   }
   const cur = deployment.spec.services[service];
   return cur ? templateOf(generation, cur) : undefined;
