@@ -23,6 +23,16 @@ function manifest(name: string, services: Record<string, unknown>): string {
   return JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services } });
 }
 
+/** A registered node of 2 CPUs and 1 GiB, as its agent would write it (status extras merged in). */
+function nodeValue(name: string, status: Record<string, unknown> = {}) {
+  return { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString(), ...status } };
+}
+
+/** A fresh heartbeat with Docker up: the node is Ready for an hour. */
+function readyHeartbeat(name: string) {
+  return { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: new Date().toISOString(), intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } };
+}
+
 /** Everything under the prefix, and the store revision: to prove nothing was written. */
 async function snapshot(prefix: string) {
   const store = etcd.store(prefix);
@@ -120,7 +130,7 @@ describe('jaco apply', () => {
     expect(await snapshot(prefix)).toEqual(before);
     // A node registered with its own range: a port inside it is refused, named with the node.
     const store = etcd.store(prefix);
-    const node = { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name: 'edge' }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString(), portRange: { min: 18000, max: 18999 } } };
+    const node = nodeValue('edge', { portRange: { min: 18000, max: 18999 } });
     await commitAtomic(store, [{ ops: [{ op: 'put', key: keys.node('edge'), value: node }] }]);
     const inRange = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('blog', { site: web(18500) }) });
     expect(inRange.code).toBe(1);
@@ -133,14 +143,13 @@ describe('jaco apply', () => {
     const prefix = uniquePrefix();
     const store = etcd.store(prefix);
     expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('shop', { web: { image: 'x', ports: [{ name: 'http', containerPort: 80, published: 18080 }] } }) })).code).toBe(0);
-    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString() } });
     const server = (replica: string, n: number, state: 'ready' | 'drain', check = 'UP') => ({ replica, node: `node-${n}`, address: `127.0.1.${n}`, port: 20000 + n, state, check });
     const ingress = (n: number, servers: object[]) => ({ apiVersion: 'jaco.dev/v1', kind: 'IngressStatus', metadata: { name: `node-${n}` }, spec: { node: `node-${n}`, address: `127.0.1.${n}`, time: new Date().toISOString(), haproxy: 'running', routes: [{ published: 18080, deployment: 'shop', service: 'web', servers }] } });
     const endpoints = { apiVersion: 'jaco.dev/v1', kind: 'Endpoints', metadata: { name: 'shop-web' }, spec: { deployment: 'shop', service: 'web', addresses: [{ replica: 'shop-web-0', node: 'node-1', address: '127.0.1.1', ports: [20001], hostPorts: { http: 20001 } }] } };
     await commitAtomic(store, [
       {
         ops: [
-          ...[1, 2, 3].map((n) => ({ op: 'put' as const, key: keys.node(`node-${n}`), value: node(`node-${n}`) })),
+          ...[1, 2, 3].map((n) => ({ op: 'put' as const, key: keys.node(`node-${n}`), value: nodeValue(`node-${n}`) })),
           { op: 'put', key: keys.endpoints('shop', 'web'), value: endpoints },
           { op: 'put', key: keys.ingress('node-1'), value: ingress(1, [server('shop-web-0', 1, 'ready'), server('shop-web-1', 2, 'drain')]) },
           { op: 'put', key: keys.ingress('node-2'), value: ingress(2, [server('shop-web-0', 1, 'ready', 'DOWN')]) },
@@ -166,10 +175,7 @@ describe('jaco apply', () => {
   it('apply --dry-run says where the scheduler would place new replicas, and what would stay unschedulable, writing nothing', async () => {
     const prefix = uniquePrefix();
     const store = etcd.store(prefix);
-    const now = new Date().toISOString();
-    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: now } });
-    const hb = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: now, intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } });
-    await commitAtomic(store, [{ ops: ['node-1', 'node-2'].flatMap((n) => [{ op: 'put' as const, key: keys.node(n), value: node(n) }, { op: 'put' as const, key: keys.heartbeat(n), value: hb(n) }]) }]);
+    await commitAtomic(store, [{ ops: ['node-1', 'node-2'].flatMap((n) => [{ op: 'put' as const, key: keys.node(n), value: nodeValue(n) }, { op: 'put' as const, key: keys.heartbeat(n), value: readyHeartbeat(n) }]) }]);
     const before = await snapshot(prefix);
     const r = await jaco(['apply', '--dry-run', '-f', '-'], {
       endpoint: etcd.endpoint,
@@ -191,8 +197,6 @@ describe('jaco apply', () => {
     const prefix = uniquePrefix();
     const store = etcd.store(prefix);
     const now = new Date().toISOString();
-    const node = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: now } });
-    const hb = (name: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: now, intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } });
     // filler: two 400 MiB replicas, one per node; a 600 MiB replica then fits on neither (1 GiB, 32 MiB overhead each).
     const filler = { image: 'x', replicas: 2, resources: { memory: '400Mi' } };
     expect((await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: manifest('filler', { web: filler }) })).code).toBe(0);
@@ -203,8 +207,8 @@ describe('jaco apply', () => {
     await commitAtomic(store, [
       {
         ops: ['node-1', 'node-2'].flatMap((n, i) => [
-          { op: 'put' as const, key: keys.node(n), value: node(n) },
-          { op: 'put' as const, key: keys.heartbeat(n), value: hb(n) },
+          { op: 'put' as const, key: keys.node(n), value: nodeValue(n) },
+          { op: 'put' as const, key: keys.heartbeat(n), value: readyHeartbeat(n) },
           { op: 'put' as const, key: keys.desired(n, `filler-web-${i}`), value: desired(i, n) },
           { op: 'put' as const, key: keys.observed(n, `filler-web-${i}`), value: observed(i, n) },
         ]),
