@@ -43,6 +43,8 @@ export const SCHEDULER_READS = [
 export interface SchedulerState {
   /** Since when (ms) each NotReady node has been seen NotReady in this term. */
   notReadySince: ReadonlyMap<string, number>;
+  /** The mod revision of the heartbeat each of those clocks judged (trackNotReady; absent: none yet). */
+  notReadyJudged?: ReadonlyMap<string, number>;
 }
 
 
@@ -53,8 +55,9 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
   const hbs = cache.kind<Heartbeat>('heartbeats');
   const heartbeats = valuesByRest(hbs);
   const notReadySince = new Map(state.notReadySince);
+  const heartbeatRevisions = new Map([...hbs.items.values()].map((v) => [hbs.rest(v.key), v.modRevision]));
   // Hosts with desired keys but no node object are lost at once (decide): only nodes need a clock.
-  trackNotReady(notReadySince, [...nodes.keys(), ...frozenKeys(cache.kind('nodes'))], heartbeats, now);
+  trackNotReady(notReadySince, new Map(state.notReadyJudged), [...nodes.keys(), ...frozenKeys(cache.kind('nodes'))], heartbeats, heartbeatRevisions, now);
   return {
     deployments: byRest(cache.kind<Deployment>('deployments')),
     frozenDeployments: frozenKeys(cache.kind('deployments')),
@@ -64,7 +67,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     frozenNodes: frozenKeys(cache.kind('nodes')),
     eligibility: eligibilityRevisions(cache),
     heartbeats,
-    heartbeatRevisions: new Map([...hbs.items.values()].map((v) => [hbs.rest(v.key), v.modRevision])),
+    heartbeatRevisions,
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     replicas: cache.index(REPLICAS),
     commands: cache.kind<ReplicaCommand>('commands').items,
@@ -94,7 +97,8 @@ export function schedulerController(timings: Timings, opts: SchedulerOptions = {
       const stop = schedulerMetrics.reconcileDuration.startTimer();
       const plan = decide(snap, now, config);
       stop();
-      return { ...plan, next: () => ({ notReadySince: snap.notReadySince }) };
+      // Every clock judged the heartbeat this snapshot holds (trackNotReady restarts the others).
+      return { ...plan, next: () => ({ notReadySince: snap.notReadySince, notReadyJudged: new Map([...snap.notReadySince.keys()].map((h) => [h, snap.heartbeatRevisions.get(h) ?? 0])) }) };
     },
     countMetric: countLanded,
     afterPass: (_state, plan) => setUnschedulable(plan.unschedulable),

@@ -700,6 +700,39 @@ describe('node lost', () => {
     expect(w.desired().find((d) => d.spec.replica === victim)!.spec.node).toBe(moved.spec.node);
   });
 
+  it('a node that returned unseen and lapses again gets a new grace: the clock follows the heartbeat it judged (sim seeds 55069, 61211)', () => {
+    const w = spreadOnThree();
+    const n = w.placement('d', 'db')['d-db-0']!;
+    w.heartbeat(n, w.now - 10_000); // stale: the clock starts
+    w.down.add(n);
+    expect(w.pass().replaceLost).toEqual([]);
+    w.advance(2_000);
+    w.heartbeat(n); // back, Ready — but no pass runs while it is
+    w.down.add(n);
+    w.advance(3_500); // and stale again
+    let p = w.pass();
+    expect(p.replaceLost).toEqual([]);
+    expect(p.wakeAt).toBe(w.now + 3_000);
+    w.advance(3_000);
+    p = w.pass();
+    expect(p.replaceLost).toMatchObject([{ from: [n], notReadyForMs: 3_000 }]);
+  });
+
+  it('a node rewriting its heartbeat with Docker down stays NotReady on one clock', () => {
+    const w = spreadOnThree();
+    const n = w.placement('d', 'db')['d-db-0']!;
+    w.down.add(n);
+    const dockerDown = () => w.put(keys.heartbeat(n), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name: n }, spec: { node: n, time: new Date(w.now).toISOString(), intervalMs: 1000, agentVersion: 'test', dockerUp: false } });
+    dockerDown();
+    w.pass();
+    w.advance(2_000);
+    dockerDown();
+    w.pass();
+    w.advance(1_000);
+    dockerDown();
+    expect(w.pass().replaceLost).toMatchObject([{ from: [n], notReadyForMs: 3_000 }]);
+  });
+
   it('a replica with one copy on a lost node and one on a live node (a move) is left to the move mechanism', () => {
     const w = spreadOnThree();
     const r = w.desired({ service: 'web' })[0]!;
