@@ -892,7 +892,7 @@ describe('the invariant over generated observed-state sequences', () => {
 // ---------------------------------------------------------------- the update block's controls
 
 /** What `jaco rollout pause|resume|abort` writes: a request on the plan, compare-and-swap. */
-function request(w: World, action: 'pause' | 'resume' | 'abort', dep = 'app', service = 'web'): void {
+function request(w: World, action: 'pause' | 'resume' | 'abort' | 'promote', dep = 'app', service = 'web'): void {
   const cur = w.get<RolloutPlan>(keys.rollout(dep, service))!;
   w.put(keys.rollout(dep, service), { ...cur, spec: { ...cur.spec, request: { action, requestedAt: new Date(w.now).toISOString() } } });
 }
@@ -1400,5 +1400,126 @@ describe('deployment-atomic rollouts (spec.update.atomic)', () => {
     w.pass();
     expect(w.plan('app', 'db')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback' });
     expect(w.audit.find((a) => a.type === 'rollout_aborted' && a.payload.service === 'db')?.payload).toMatchObject({ failed_service: 'web', failed_reason: 'operator_abort' });
+  });
+});
+
+describe('canary (update.canary) and promote', () => {
+  /** 3 replicas at img:1 rolling to img:2 with this canary block; the first pass made the plan, the scheduler placed `n` canaries. */
+  function withCanaries(update: ServiceSpec['update'], n = 1): World {
+    const w = rollingTo2(update);
+    w.pass();
+    for (let i = 0; i < n; i++) w.place('app', 'web', 3 + i, `node-${i + 1}`, { canary: { revision: 2 } });
+    return w;
+  }
+  const canaryIds = (w: World) => w.under<ReplicaDesired>('desired/').map((v) => v.value.spec).filter((d) => d.canary).map((d) => d.replica);
+  const oldHashes = (w: World) => w.under<ReplicaDesired>('desired/').map((v) => v.value.spec).filter((d) => !d.canary).map((d) => d.specHash);
+
+  it('starts no step of an old replica: the plan waits for the canary, watches it as a step, then for promote', () => {
+    const w = rollingTo2({ canary: 1 });
+    w.pass();
+    const plan = w.plan()!;
+    expect(plan).toMatchObject({ state: 'in_progress', currentStep: 0, totalSteps: 3, canary: { replicas: 1 } });
+    expect(oldHashes(w).every((h) => h === plan.fromHash)).toBe(true);
+    expect(w.audit[0]).toMatchObject({ type: 'rollout_started', payload: { canary: 1 } });
+    expect(w.status()?.rollout?.services.web?.canary).toEqual({ replicas: 1, ready: 0, promoted: false });
+    // The scheduler places the canary at the target; the rollout watches it as a canary step.
+    w.place('app', 'web', 3, 'node-1', { canary: { revision: 2 } });
+    w.pass();
+    expect(w.plan()!.steps).toEqual([{ replica: 'app-web-3', node: 'node-1', startedAt: new Date(w.now).toISOString(), canary: true }]);
+    w.converge();
+    w.now += 1000;
+    w.pass();
+    w.now += 1000;
+    const d = w.pass();
+    expect(w.plan()!).toMatchObject({ currentStep: 0, canary: { replicas: 1, readySince: expect.any(String) } });
+    expect(w.plan()!.steps[0]).toMatchObject({ result: 'done', canary: true });
+    expect(notes(d)).toContain('waiting for jaco rollout promote app/web');
+    expect(w.status()?.rollout?.services.web?.canary).toEqual({ replicas: 1, ready: 1, promoted: false });
+    // Hours later, nothing else has moved.
+    w.now += 3_600_000;
+    w.rounds(3);
+    expect(oldHashes(w).every((h) => h === plan.fromHash)).toBe(true);
+    // Promote: the rolling update of the three old replicas goes on; the canary stays until it ends.
+    request(w, 'promote');
+    w.pass();
+    expect(w.plan()!).toMatchObject({ currentStep: 1, canary: { promotedBy: 'operator', promotedAt: new Date(w.now).toISOString() } });
+    expect(w.auditTypes().filter((t) => t === 'rollout_promoted')).toHaveLength(1);
+    expect(w.audit.find((a) => a.type === 'rollout_promoted')!.payload).toMatchObject({ by: 'operator', canaries: 1 });
+    w.rounds(4);
+    expect(w.plan()).toMatchObject({ state: 'completed', currentStep: 3, totalSteps: 3 });
+    expect(oldHashes(w).every((h) => h === plan.toHash)).toBe(true);
+    expect(canaryIds(w)).toEqual(['app-web-3']); // the scheduler scales it away (its own test)
+    expect(w.status()?.rollout?.services.web?.canary).toBeUndefined();
+  });
+
+  it('autoPromote: promotes once every canary has stayed ready that long; a canary that stops being ready starts the clock again', () => {
+    const w = withCanaries({ canary: 2, autoPromote: '30s' }, 2);
+    w.rounds(2);
+    expect(w.plan()!.canary!.readySince).toBeDefined();
+    w.now += 20_000;
+    w.pass();
+    expect(w.plan()!.canary!.promotedAt).toBeUndefined();
+    w.observe('app-web-4', { state: 'running', health: 'unhealthy' }, 'node-2');
+    w.pass();
+    expect(w.plan()!.canary!.readySince).toBeUndefined();
+    w.observe('app-web-4', { state: 'running', health: 'healthy' }, 'node-2');
+    w.pass();
+    const since = Date.parse(w.plan()!.canary!.readySince!);
+    w.now = since + 29_000;
+    const d = w.pass();
+    expect(w.plan()!.canary!.promotedAt).toBeUndefined();
+    expect(d.wakeAt).toBe(since + 30_000);
+    w.now = since + 30_000;
+    w.pass();
+    expect(w.plan()!).toMatchObject({ currentStep: 1, canary: { promotedBy: 'auto' } });
+  });
+
+  it('a failing canary fails the rollout (failureAction rollback): no old replica was touched, the canary is left for the scheduler to scale away', () => {
+    const w = withCanaries({ canary: 1 });
+    w.observe('app-web-3', { state: 'failed', code: 'image_pull_failed' }, 'node-1');
+    w.pass();
+    // Like any step: the reason shows at the step timeout (an image pull may still succeed before it).
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed' });
+    w.rounds(3);
+    expect(w.steppedReplicas()).toEqual([]);
+    expect(canaryIds(w)).toEqual(['app-web-3']);
+  });
+
+  it('abort in the canary phase reverts nothing (no old replica moved); promote without canaries is refused with a note', () => {
+    const w = withCanaries({ canary: 1 });
+    w.rounds(2);
+    request(w, 'abort');
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'operator_abort' });
+    w.rounds(2);
+    expect(w.steppedReplicas()).toEqual([]);
+
+    const v = rollingTo2({});
+    v.pass();
+    request(v, 'promote');
+    expect(notes(v.pass())).toContain('ignored promote: the rollout has no canary');
+    expect(v.plan()!.canary).toBeUndefined();
+  });
+
+  it('the progress deadline does not run out while ready canaries wait for the operator', () => {
+    const w = withCanaries({ canary: 1, progressDeadline: '1m' });
+    w.rounds(2);
+    w.now += 600_000;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress' });
+  });
+
+  it('a newer apply during the canary phase steps the canaries (not the old replicas) to the newest spec', () => {
+    const w = withCanaries({ canary: 1 });
+    w.rounds(2);
+    w.apply('app', { web: svc('img:3', { update: { canary: 1 } }) });
+    w.pass();
+    const plan = w.plan()!;
+    expect(plan).toMatchObject({ toRevision: 3, canary: { replicas: 1 } });
+    expect(w.steppedReplicas()).toEqual(['app-web-3']);
+    expect(plan.steps).toEqual([expect.objectContaining({ replica: 'app-web-3', canary: true })]);
+    expect(plan.currentStep).toBe(0);
   });
 });

@@ -92,6 +92,8 @@ export interface ReplicaGroup {
   observed: (ReplicaObserved | undefined)[];
   moving: boolean;
   suspended: boolean;
+  /** A canary (update.canary): placed by the scheduler beside the service for a rollout, never stepped by a revert. */
+  canary: boolean;
   /** The copy's node is NotReady: leave the replica to the scheduler's node-lost handling. */
   nodeDown: boolean;
 }
@@ -123,6 +125,8 @@ const groupRunning = (g: ReplicaGroup) => !g.nodeDown && g.observed.some(replica
 const copyStale = (d: ReplicaDesired, target: Target) =>
   d.spec.specHash !== target.specHash || d.spec.revision < (target.restartRevision ?? 0) || (!!target.exactRevision && d.spec.revision !== target.revision);
 const groupStale = (g: ReplicaGroup, target: Target) => g.copies.some((c) => copyStale(c.value, target));
+/** The replicas a rollout steps: not suspended, and not canaries (the scheduler scales those away when the rollout ends). */
+const steppable = (g: ReplicaGroup, target: Target) => !g.suspended && !g.canary && groupStale(g, target);
 
 /** Where a service's replicas go: the serving template, and for a forward rollout the revision of its last restart. */
 type Target = ServingTemplate & { restartRevision?: number; exactRevision?: boolean };
@@ -142,6 +146,7 @@ export function replicaGroups(s: RolloutSnapshot, deployment: string, service: s
         // In flight while a move marker is on a copy (two copies until cutover, one until complete).
         moving: e.copies.some((c) => c.desired.spec.move || c.desired.spec.movingTo),
         suspended: e.copies.every((c) => !!c.desired.spec.suspended),
+        canary: e.copies.some((c) => !!c.desired.spec.canary),
         nodeDown: e.copies.every((c) => !nodeReady(s.heartbeats.get(c.desired.spec.node), now)),
       };
     })
@@ -193,6 +198,8 @@ class ServicePass {
   wakeAt?: number;
   /** Every replica runs the current generation's target and no rollout is pending or aborted. */
   settled = false;
+  /** The canaries as this pass leaves them (status.rollout.services[s].canary). */
+  canary?: ServiceRolloutStatus['canary'];
 
   constructor(readonly c: ServiceCtx) {
     this.plan = c.plan ? structuredClone(c.plan.value.spec) : undefined;
@@ -252,7 +259,7 @@ function decideService(c: ServiceCtx): ServicePass {
   const serving = servingTemplate(c.deployment.value, c.service, c.plan?.value, revisionSpec(c))!;
   // A restart applies to the current revision's rollout, never to one serving an aborted rollout's fromRevision.
   const target: Target = serving.revision === c.generation ? { ...serving, restartRevision: c.restartRevision } : serving;
-  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target));
+  const stale = c.groups.filter((g) => steppable(g, target));
   if (c.unitFailed && target.revision === c.generation) {
     // The unit failed: a rollout toward this generation — under way, paused or even completed —
     // goes back; one not started yet is recorded as aborted before its first step.
@@ -289,6 +296,9 @@ function takeRequest(pass: ServicePass): void {
     plan.state = 'paused';
     plan.pausedAt = c.iso;
     pass.record('rollout_paused', { reason: 'operator' satisfies PauseReason, step: plan.currentStep, total_steps: plan.totalSteps });
+  } else if (action === 'promote') {
+    if (plan.canary && !plan.canary.promotedAt) promote(pass, 'operator');
+    else pass.notes.push(`ignored promote: ${plan.canary ? 'the canaries are already promoted' : 'the rollout has no canary'}`);
   } else if (action === 'resume') {
     plan.state = 'in_progress';
     delete plan.pausedAt;
@@ -328,9 +338,15 @@ function createPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGr
     state: 'in_progress',
     startedAt: c.iso,
     steps: [],
+    ...(c.controls.canary > 0 ? { canary: { replicas: c.controls.canary } } : {}),
   };
   const reason: StartReason = superseding ? 'superseded' : 'new_revision';
-  pass.record('rollout_started', { reason, total_steps: stale.length, ...(superseding ? { superseded_revision: prev.toRevision } : {}) });
+  pass.record('rollout_started', {
+    reason,
+    total_steps: stale.length,
+    ...(superseding ? { superseded_revision: prev.toRevision } : {}),
+    ...(pass.plan.canary ? { canary: pass.plan.canary.replicas } : {}),
+  });
 }
 
 /** The (revision, hash) most stale replicas run; ties to the lower revision. */
@@ -447,6 +463,7 @@ function watchRevert(pass: ServicePass, target: ServingTemplate): RolloutStep[] 
 /** When the rollout last made progress: its start, its last resume, or its last finished step. */
 function lastProgress(plan: RolloutPlanSpec): number {
   let t = Date.parse(plan.resumedAt ?? plan.startedAt);
+  if (plan.canary?.promotedAt) t = Math.max(t, Date.parse(plan.canary.promotedAt));
   for (const s of plan.steps) if (s.result === 'done' && s.finishedAt) t = Math.max(t, Date.parse(s.finishedAt));
   return Math.max(t, Date.parse(plan.startedAt));
 }
@@ -498,7 +515,9 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
     inFlight = w.inFlight;
     if (w.failed.length) onFailures(pass, w.failed);
     if (plan.state === 'aborted') return;
-    if (plan.state === 'in_progress' && ctl.progressDeadlineMs !== undefined) {
+    // Canaries waiting for the operator's promote are not a rollout that stopped making progress.
+    const awaitingPromote = !!plan.canary?.readySince && !plan.canary.promotedAt;
+    if (plan.state === 'in_progress' && ctl.progressDeadlineMs !== undefined && !awaitingPromote) {
       const due = lastProgress(plan) + ctl.progressDeadlineMs;
       if (c.now >= due) {
         if (ctl.failureAction === 'rollback') return abort(pass, 'progress_deadline');
@@ -508,8 +527,18 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
     }
   } else inFlight = watchRevert(pass, target);
 
-  const stale = c.groups.filter((g) => !g.suspended && groupStale(g, target));
+  let stale = c.groups.filter((g) => steppable(g, target));
+  let canaryPhase = false;
+  if (direction === 'forward' && plan.canary) {
+    canaryPhase = canaries(pass, target, inFlight);
+    // Before promotion only the canaries move: stale ones (of a superseded rollout) step to the target.
+    if (canaryPhase) stale = c.groups.filter((g) => g.canary && !g.suspended && groupStale(g, target));
+  }
   if (!stale.length) {
+    if (canaryPhase) {
+      updateTotals(pass, target, inFlight);
+      return;
+    }
     if (direction === 'forward') {
       updateTotals(pass, target, inFlight);
       if (!inFlight.length && plan.state === 'in_progress') complete(pass, target);
@@ -536,7 +565,8 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   const picks = fitInOneAct(pass, pickNext(pass, stale, pace, inFlight), target);
   const started = picks.map(({ group, stopFirst }) => {
     const step = startStep(pass, group, target, stopFirst);
-    if (direction === 'forward') plan.currentStep++;
+    if (canaryPhase) step.canary = true;
+    else if (direction === 'forward') plan.currentStep++;
     // Each forward step its own number, even when several start in one pass.
     return { step, n: plan.currentStep };
   });
@@ -545,7 +575,61 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   if (picks.length) pass.ops.push(...c.ledger.record(c.name, c.service, { replica: picks.at(-1)!.group.id, by: 'rollout', kind: 'rollout_step', now: c.now }));
   if (direction === 'forward') updateTotals(pass, target, [...inFlight, ...started.map((s) => s.step)]);
   for (const { step, n } of started)
-    pass.record('rollout_step', { replica: step.replica, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction });
+    pass.record('rollout_step', { replica: step.replica, node: step.node, step: n, total_steps: plan.totalSteps, revision: target.revision, reason: direction, ...(step.canary ? { canary: true } : {}) });
+}
+
+/**
+ * The canary phase of a forward rollout (update.canary). Each canary the scheduler placed at the
+ * target gets a step of its own when first seen, so it is watched like any step (step timeout,
+ * failures, monitor) and a failing canary fails the rollout under failureAction. Once every canary
+ * is ready — at least plan.canary.replicas of them, none of their steps in flight — the rollout
+ * waits for `jaco rollout promote`, or promotes itself after update.autoPromote. Returns whether
+ * the rollout is still in its canary phase (only canaries step).
+ */
+function canaries(pass: ServicePass, target: Target, inFlight: RolloutStep[]): boolean {
+  const { c } = pass;
+  const plan = pass.plan!;
+  const canary = plan.canary!;
+  const groups = c.groups.filter((g) => g.canary && !g.suspended);
+  const ready = groups.filter((g) => !groupStale(g, target) && groupReady(g, target.specHash, c.now).ready).length;
+  pass.canary = { replicas: canary.replicas, ready, promoted: !!canary.promotedAt };
+  if (canary.promotedAt) return false;
+  if (plan.state !== 'in_progress') return true;
+  for (const g of groups) {
+    if (groupStale(g, target) || plan.steps.some((s) => s.replica === g.id)) continue;
+    const step: RolloutStep = { replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso, canary: true };
+    plan.steps.push(step);
+    inFlight.push(step);
+    pass.wake(c.now + c.controls.stepTimeoutMs);
+  }
+  const watching = inFlight.some((s) => s.canary);
+  if (ready < canary.replicas || ready < groups.length || watching) {
+    delete canary.readySince;
+    pass.notes.push(`canary: ${ready} of ${canary.replicas} ready at revision ${plan.toRevision}`);
+    return true;
+  }
+  canary.readySince ??= c.iso;
+  const due = c.controls.autoPromoteMs === undefined ? undefined : Date.parse(canary.readySince) + c.controls.autoPromoteMs;
+  if (due !== undefined && c.now >= due) {
+    promote(pass, 'auto');
+    return false;
+  }
+  if (due !== undefined) pass.wake(due);
+  pass.notes.push(
+    `canary: ${ready} of ${canary.replicas} ready at revision ${plan.toRevision}; ` +
+      (due !== undefined ? `promoting at ${new Date(due).toISOString()} (update.autoPromote)` : `waiting for jaco rollout promote ${c.name}/${c.service}`),
+  );
+  return true;
+}
+
+/** The canaries are promoted: the rolling update of the other replicas goes on (canaries stay until it ends). */
+function promote(pass: ServicePass, by: 'operator' | 'auto'): void {
+  const canary = pass.plan!.canary!;
+  canary.promotedAt = pass.c.iso;
+  canary.promotedBy = by;
+  delete canary.readySince;
+  if (pass.canary) pass.canary.promoted = true;
+  pass.record('rollout_promoted', { by, canaries: canary.replicas });
 }
 
 /** Writes of an act besides its steps': the plan, the ledger and the leader's fence. */
@@ -575,7 +659,7 @@ function fitInOneAct(pass: ServicePass, picks: { group: ReplicaGroup; stopFirst:
 function updateTotals(pass: ServicePass, target: ServingTemplate, inFlight: RolloutStep[]): void {
   const plan = pass.plan!;
   const busy = new Set(inFlight.map((s) => s.replica));
-  const remaining = pass.c.groups.filter((g) => !g.suspended && !busy.has(g.id) && groupStale(g, target)).length;
+  const remaining = pass.c.groups.filter((g) => !busy.has(g.id) && steppable(g, target)).length;
   plan.totalSteps = plan.currentStep + remaining;
 }
 
@@ -776,7 +860,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
       if (pass.wakeAt !== undefined) wakeAt = Math.min(wakeAt ?? pass.wakeAt, pass.wakeAt);
       settled &&= pass.settled;
       if (pass.plan) {
-        services[service] = serviceRolloutStatus(pass.plan);
+        services[service] = { ...serviceRolloutStatus(pass.plan), ...(pass.canary && live(pass.plan) ? { canary: pass.canary } : {}) };
         if (pass.plan.state === 'in_progress') inProgress++;
       }
       const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(plan?.value.spec);

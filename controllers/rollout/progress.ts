@@ -58,7 +58,11 @@ export function rolloutProgress(i: ProgressInput): Progress {
       const steps = plan.steps.filter((x) => !x.finishedAt);
       const active = steps.length ? ` (${steps.map((x) => `${x.replica} on ${x.node}`).join(', ')})` : ' (waiting for room in the disruption budget, or the update delay, before the next step)';
       const updated = new Set(reps.filter((r) => r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
-      parts.push(`rolling revision ${plan.fromRevision} → ${plan.toRevision}: step ${plan.currentStep} of ${plan.totalSteps}${active}, ${updated.size} of ${want} updated`);
+      if (plan.canary && !plan.canary.promotedAt) {
+        const canaries = reps.filter((r) => r.desired.spec.canary && r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).length;
+        const next = plan.canary.readySince ? `waiting for jaco rollout promote ${d.metadata.name}/${service}${spec.update?.autoPromote ? ` (or update.autoPromote ${spec.update.autoPromote})` : ''}` : 'starting';
+        parts.push(`canary of revision ${plan.toRevision}: ${canaries} of ${plan.canary.replicas} ready beside the ${want} replicas of revision ${plan.fromRevision}; ${next}`);
+      } else parts.push(`rolling revision ${plan.fromRevision} → ${plan.toRevision}: step ${plan.currentStep} of ${plan.totalSteps}${active}, ${updated.size} of ${want} updated`);
     } else if (plan?.state === 'paused') {
       settled = false;
       const why = plan.failureReason ? `after ${describeFailure(plan.failureReason)}; jaco rollout resume|abort, or apply a fix` : 'by the operator; jaco rollout resume to go on';

@@ -39,6 +39,7 @@ import { cleanup, writeStatuses } from './bookkeeping.js';
 import { health } from './health.js';
 import { healCopies } from './copies.js';
 import { waitingFor } from './dependencies.js';
+import { canariesWanted } from './canary.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
 import { replaceLost } from './node-loss.js';
 import { cmp, iso, SchedulerPass } from './pass.js';
@@ -345,10 +346,15 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
     } else {
       // Scale down before re-placing lost replicas: a replica about to go is not worth moving.
       const want = spec.replicas ?? 1;
-      kept = replaceLost(pass, scaleDown(pass, kept, want), spec, st);
+      // A rollout's canaries are wanted beside the replicas while it lasts (canary.ts).
+      const canary = canariesWanted(snap.rollouts.get(`${dep}/${svc}`));
+      const total = want + (canary?.count ?? 0);
+      kept = replaceLost(pass, scaleDown(pass, kept, total), spec, st);
+      let placed = kept.length;
+      if (kept.length < total && !waiting.length) placed += placeIndexed(pass, dep, svc, spec, template, kept, total - kept.length, st, canary && { from: Math.max(0, want - kept.length), revision: canary.revision });
       st.desired = want;
-      st.placed = kept.length;
-      if (kept.length < want && !waiting.length) st.placed += placeIndexed(pass, dep, svc, spec, template, kept, want - kept.length, st);
+      st.placed = Math.min(placed, want);
+      if (canary) st.canaries = placed - st.placed;
     }
   }
   for (const e of kept) health(pass, e, d.metadata.generation ?? 1);

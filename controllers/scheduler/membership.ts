@@ -3,6 +3,7 @@
 // hosts scale down from the highest indexes (not-running ones first) and place new indexes with
 // the counter's compare-and-swap; global runs one replica per eligible node.
 import { keys, replicaId } from '../../src/api/keys.js';
+import type { PlaceTrigger } from '../../src/api/reasons/scheduling.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { ServingTemplate } from '../../src/api/serving.js';
 import { placementMode } from '../../src/api/spec.js';
@@ -12,7 +13,8 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
 import { actBytes, type Op } from '../../src/store/writer.js';
 import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
-import { addUnschedulable, decisionValue, desiredValue, unschedulableOf } from './decide.js';
+import { addUnschedulable, decisionValue, desiredValue, unschedulableOf, type ActMetrics } from './decide.js';
+import { isCanary } from './canary.js';
 import { cmp, type SchedulerPass } from './pass.js';
 
 /** Replicas whose deployment or service is gone (a deployment whose key is unreadable is not gone). */
@@ -40,11 +42,11 @@ export function keptReplicas(pass: SchedulerPass, replicas: readonly ReplicaEntr
   return kept;
 }
 
-/** spread, pack and hosts over `want`: not-running replicas go first, then the highest indexes. */
+/** spread, pack and hosts over `want`: not-running replicas go first, then canaries whose rollout ended, then the highest indexes. */
 export function scaleDown(pass: SchedulerPass, kept: ReplicaEntry[], want: number): ReplicaEntry[] {
   if (kept.length <= want) return kept;
   const up = (e: ReplicaEntry) => e.copies.some((c) => pass.ready(c.desired.spec.node) && replicaRunning(c.observed));
-  const order = [...kept].sort((a, b) => Number(up(a)) - Number(up(b)) || (b.index ?? 0) - (a.index ?? 0) || cmp(a.id, b.id));
+  const order = [...kept].sort((a, b) => Number(up(a)) - Number(up(b)) || Number(isCanary(b)) - Number(isCanary(a)) || (b.index ?? 0) - (a.index ?? 0) || cmp(a.id, b.id));
   const gone = new Set(order.slice(0, kept.length - want));
   for (const e of order) if (gone.has(e)) pass.remove(e, 'scale_down');
   return kept.filter((e) => !gone.has(e));
@@ -60,8 +62,9 @@ const auditBytes = (r: AuditRecord) => Buffer.byteLength(JSON.stringify(r.payloa
 interface Chunk {
   first: number;
   end: number;
-  /** Placements in it. */
+  /** Placements in it, and how many of them are canaries. */
   n: number;
+  canaries: number;
   ops: Op[];
   /** Nodes it places on (each guarded once, by the act's last ops). */
   nodes: Set<string>;
@@ -76,7 +79,18 @@ interface Chunk {
  * chained on the counter (the first compares its mod revision, each next one its version), so
  * the indexes are this leader's alone and never handed out twice. Returns how many it placed.
  */
-export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec: ServiceSpec, template: () => ServingTemplate, existing: ReplicaEntry[], count: number, st: ServiceSchedulingStatus): number {
+export function placeIndexed(
+  pass: SchedulerPass,
+  dep: string,
+  svc: string,
+  spec: ServiceSpec,
+  template: () => ServingTemplate,
+  existing: ReplicaEntry[],
+  count: number,
+  st: ServiceSchedulingStatus,
+  /** The placements from the `from`-th on (0-based) are canaries of the rollout to `revision`. */
+  canaries?: { from: number; revision: number },
+): number {
   const { snap, placer } = pass;
   const counter = snap.counters.get(`${dep}/${svc}`);
   let next = nextIndex(pass, dep, svc, counter?.value.spec.next ?? 0);
@@ -114,11 +128,15 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
       break;
     }
     const id = decision.replica;
+    const canary = canaries && placed >= canaries.from ? { revision: canaries.revision } : undefined;
+    const trigger: PlaceTrigger = canary ? 'canary' : 'scale_up';
+    const desired = desiredValue(id, dep, svc, decision.chosen, index, t, pass.now, placer.assignPorts(id, decision.chosen, shape));
+    if (canary) desired.spec.canary = canary;
     const ops: Op[] = [
-      { op: 'create', key: keys.desired(decision.chosen, id), value: desiredValue(id, dep, svc, decision.chosen, index, t, pass.now, placer.assignPorts(id, decision.chosen, shape)) },
-      { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'scale_up', pass.now, pass.cfg.actor) },
+      { op: 'create', key: keys.desired(decision.chosen, id), value: desired },
+      { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, trigger, pass.now, pass.cfg.actor) },
     ];
-    const audit: AuditRecord = { type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: decision.chosen, revision: t.revision, trigger: 'scale_up', why: decision.why } };
+    const audit: AuditRecord = { type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: decision.chosen, revision: t.revision, trigger, why: decision.why } };
     const bytes = actBytes(ops) + auditBytes(audit);
     if (bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
       // No act can carry even one replica of this spec: refuse here, with a reason, rather than fail every pass.
@@ -138,7 +156,7 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     const need = (c: Chunk) => 3 + (c.nodes.has(host) ? 0 : 2);
     const room = (k: number) => TXN_OPS - (k === 0 ? 1 : 2) - 1; // and the deployment guard
     if (!cur || cur.count + need(cur) > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
-      cur = { first: index, end: index, n: 0, ops: [], nodes: new Set(), count: 0, audit: [], bytes: 0 };
+      cur = { first: index, end: index, n: 0, canaries: 0, ops: [], nodes: new Set(), count: 0, audit: [], bytes: 0 };
       chunks.push(cur);
       if (chunks.length === 1) for (const v of volumes) cur.ops.push(recordVolumeHome(pass, dep, v, decision.chosen));
       cur.count = cur.ops.length;
@@ -149,9 +167,10 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
     cur.audit.push(audit);
     cur.bytes += bytes;
     cur.n++;
+    if (canary) cur.canaries++;
     cur.end = index + 1;
     next++;
-    pass.plan.place.push({ replica: id, deployment: dep, service: svc, node: decision.chosen, index, trigger: 'scale_up', why: decision.why });
+    pass.plan.place.push({ replica: id, deployment: dep, service: svc, node: decision.chosen, index, trigger, why: decision.why });
   }
   if (!placed) return 0;
   const counterKey = keys.counter(dep, svc);
@@ -166,13 +185,16 @@ export function placeIndexed(pass: SchedulerPass, dep: string, svc: string, spec
             { op: 'check', key: counterKey, version: version0 + k },
             { op: 'put', key: counterKey, value },
           ];
-    const n = c.n;
+    const n = c.n - c.canaries;
+    const metrics: ActMetrics[] = [];
+    if (n) metrics.push({ placements: { trigger: 'scale_up', count: n } });
+    if (c.canaries) metrics.push({ placements: { trigger: 'canary', count: c.canaries } });
     pass.plan.acts.push({
       label: `place ${dep}/${svc} ${c.first}..${c.end - 1}`,
       subject: `deployment/${dep}`,
       ops: [...counterOps, ...c.ops, ...[...c.nodes].sort().flatMap((n) => pass.guard(n)), pass.deploymentGuard(dep)],
       audit: c.audit,
-      metrics: [{ placements: { trigger: 'scale_up', count: n } }],
+      metrics,
     });
   });
   return placed;

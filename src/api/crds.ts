@@ -130,6 +130,8 @@ const serviceSchema: Schema = obj(
         [],
         { description: 'How a revert after a failed rollout goes (compose: deploy.rollback_config). Reverts pass the same disruption budget.' },
       ),
+      canary: int({ minimum: 0, description: 'Canary: a rollout first starts this many extra replicas at the new spec beside the old ones and waits for jaco rollout promote (or autoPromote) before stepping the old ones (default 0: none).' }),
+      autoPromote: duration('With canary: promote once every canary has stayed ready this long (default: wait for jaco rollout promote).'),
     }),
     dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
       description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
@@ -269,6 +271,10 @@ const KINDS: KindDef[] = [
         movingTo: obj({ id: str(), node: str(), by: str({ enum: ['drain', 'rebalancer'] }) }, ['id', 'node', 'by'], { description: 'On the source copy while a move of it is in flight.' }),
         movedFrom: obj({ node: str(), by: str({ enum: ['drain', 'rebalancer'] }), at: time('When the move completed.'), forPending: HOLE_FOR }, ['node', 'by', 'at'], { description: 'The node a completed move took the replica from (the ping-pong exclusion).' }),
         suspended: obj({ reason: str(), at: time('When it was suspended.') }, ['reason', 'at']),
+        preempted: obj({ for: HOLE_FOR, priority: int(), forPriority: int(), at: time('When it was preempted.') }, ['for', 'priority', 'forPriority', 'at'], {
+          description: 'Stopped (suspended, reason preempted) to make room for a higher-priority pending service; the scheduler re-places it once capacity exists.',
+        }),
+        canary: obj({ revision: int({ minimum: 1 }) }, ['revision'], { description: 'A canary (update.canary) the scheduler placed beside the service for the rollout to this revision; scaled away when that rollout ends.' }),
         relocated: obj({ from: str(), generation: int({ minimum: 1 }), at: time('When it was re-placed.') }, ['from', 'generation', 'at'], {
           description: 'Crash-loop escalation: re-placed once after exhausting its restarts on `from`; exhausting again is final until the next apply.',
         }),
@@ -337,7 +343,7 @@ const KINDS: KindDef[] = [
         deployment: str(),
         service: str(),
         sequence: int({ minimum: 0 }),
-        last: obj({ replica: str(), by: str(), kind: str({ enum: ['move', 'rollout_step'] }), at: time('When.') }, ['replica', 'by', 'kind', 'at']),
+        last: obj({ replica: str(), by: str(), kind: str({ enum: ['move', 'rollout_step', 'preempt'] }), at: time('When.') }, ['replica', 'by', 'kind', 'at']),
       },
       ['deployment', 'service', 'sequence', 'last'],
     ),
@@ -445,6 +451,7 @@ const KINDS: KindDef[] = [
                 nodeLost: arr(str()),
                 unreadable: arr(str(), { description: 'Desired keys of the service whose value cannot be read: the service is held until they are fixed.' }),
                 waitingForDependency: arr(str(), { description: 'Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do.' }),
+                canaries: int({ minimum: 0, description: "Canary replicas placed beside the service's replicas for its rollout (update.canary)." }),
               },
               ['desired', 'placed'],
             ),
@@ -478,6 +485,7 @@ const KINDS: KindDef[] = [
                 currentStep: int({ minimum: 0 }),
                 totalSteps: int({ minimum: 0 }),
                 failureReason: str(),
+                canary: obj({ replicas: int({ minimum: 0 }), ready: int({ minimum: 0 }), promoted: bool() }, ['replicas', 'ready', 'promoted']),
               },
               ['state', 'fromRevision', 'toRevision', 'currentStep', 'totalSteps'],
             ),
@@ -508,9 +516,9 @@ const KINDS: KindDef[] = [
         pausedAt: time('Paused since (by the operator, or by failureAction pause).'),
         resumedAt: time('Last resume: the progress deadline counts from here.'),
         request: obj(
-          { action: str({ enum: ['pause', 'resume', 'abort'] }), requestedAt: time('Request time.') },
+          { action: str({ enum: ['pause', 'resume', 'abort', 'promote'] }), requestedAt: time('Request time.') },
           ['action', 'requestedAt'],
-          { description: 'Written by the CLI (jaco rollout pause|resume|abort); the controller carries it out and clears it.' },
+          { description: 'Written by the CLI (jaco rollout pause|resume|abort|promote); the controller carries it out and clears it.' },
         ),
         steps: arr(
           obj(
@@ -521,9 +529,20 @@ const KINDS: KindDef[] = [
               readyAt: time('With update.monitor: first seen ready.'),
               finishedAt: time('Step end.'),
               result: str({ enum: ['done', 'failed', 'reverted', 'superseded'] }),
+              canary: bool(),
             },
             ['replica', 'node', 'startedAt'],
           ),
+        ),
+        canary: obj(
+          {
+            replicas: int({ minimum: 0 }),
+            readySince: time('Since when every canary has been ready.'),
+            promotedAt: time('When the canaries were promoted.'),
+            promotedBy: str({ enum: ['operator', 'auto'] }),
+          },
+          ['replicas'],
+          { description: 'The canary phase (update.canary): no replica is stepped until promoted.' },
         ),
       },
       ['deployment', 'service', 'fromRevision', 'toRevision', 'fromHash', 'toHash', 'totalSteps', 'currentStep', 'state', 'startedAt', 'steps'],

@@ -13,6 +13,17 @@ type Rule = (name: string, svc: ServiceSpec, at: Path) => ValidationIssue[];
 const issue = (rule: string, path: Path, message: string): ValidationIssue => ({ rule, path, message });
 
 const rules: Rule[] = [
+  /** update.canary adds replicas beside the service's: meaningless for global, a second writer for a volume. */
+  function canaryNeedsReplicas(name, svc, at) {
+    const u = svc.update;
+    const path = [...at, 'update', 'canary'];
+    if (u?.autoPromote !== undefined && !u.canary) return [issue('canary', [...at, 'update', 'autoPromote'], `service "${name}" sets update.autoPromote without update.canary; set canary: N, or remove autoPromote`)];
+    if (!u?.canary) return [];
+    if (svc.placement?.mode === 'global') return [issue('canary', path, `service "${name}" uses placement=global; update.canary needs replicas (a canary is an extra replica beside them)`)];
+    const writable = (svc.volumes ?? []).find((v) => v.type === 'volume' || (v.type === 'bind' && !v.readOnly));
+    if (writable) return [issue('canary', path, `service "${name}" mounts ${writable.type} "${writable.source}" read-write; a canary would be a second writer beside the replica: remove update.canary`)];
+    return [];
+  },
   function globalHasNoReplicas(name, svc, at) {
     return svc.placement?.mode === 'global' && svc.replicas !== undefined
       ? [issue('global-replicas', [...at, 'replicas'], `service "${name}" uses placement=global; remove replicas (global runs one replica per ready node)`)]

@@ -112,6 +112,14 @@ export interface UpdatePolicy {
   maxFailureRatio?: number;
   /** How a revert after a failed rollout goes (compose's rollback_config); each field defaults to the forward one, delay to 0s. */
   rollback?: { parallelism?: number; delay?: string; order?: UpdateOrder };
+  /**
+   * Canary: a rollout first starts this many extra replicas at the new spec beside the old ones
+   * (taking none out) and waits for `jaco rollout promote` (or autoPromote) before stepping the
+   * old ones. Default 0: no canary.
+   */
+  canary?: number;
+  /** With canary: promote once every canary has stayed ready this long (default: wait for the operator). */
+  autoPromote?: string;
 }
 
 export interface ServiceSpec {
@@ -270,6 +278,16 @@ export interface HoleFor {
   node: string;
 }
 
+/** Who preempted a replica, and when (ReplicaDesiredSpec.preempted). */
+export interface Preempted {
+  /** The beneficiary: the pending service the room was made for, and the node of the hole. */
+  for: HoleFor;
+  /** The victim's priority and the beneficiary's, as they were when it was preempted. */
+  priority: number;
+  forPriority: number;
+  at: string;
+}
+
 /** Set on the source's desired key while a move of it is in flight (moves of one replica conflict on it). */
 export interface MovingTo {
   id: string;
@@ -299,6 +317,17 @@ export interface ReplicaDesiredSpec {
   movedFrom?: { node: string; by: MoveActor; at: string; forPending?: HoleFor };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
+  /**
+   * Preemption by priority (issue 17): the rebalancer stopped this replica (with `suspended`,
+   * reason `preempted`) to make room on its node for a higher-priority pending service. The
+   * scheduler holds the hole for `for` and re-places this replica once capacity exists elsewhere.
+   */
+  preempted?: Preempted;
+  /**
+   * A canary (update.canary): an extra replica the scheduler placed for the rollout to `revision`
+   * beside the service's replicas; the scheduler scales it away when that rollout ends.
+   */
+  canary?: { revision: number };
   /**
    * Crash-loop escalation: the replica exhausted its restarts on `from` at the deployment's
    * `generation` and was re-placed here once; exhausting again is final until the next apply.
@@ -388,7 +417,7 @@ export interface StatusObject<K extends string, St> {
 export type ReplicaCounter = JacoObject<'ReplicaCounter', { next: number }, never>;
 
 /** What a voluntary disruption is (the disruption budget's vocabulary). */
-export type DisruptionKind = 'move' | 'rollout_step';
+export type DisruptionKind = 'move' | 'rollout_step' | 'preempt';
 
 /**
  * disruptions/<deployment>/<service>: the sequencer of the service's voluntary disruptions. Every
@@ -498,6 +527,8 @@ export interface ServiceSchedulingStatus {
   unreadable?: string[];
   /** Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do. */
   waitingForDependency?: string[];
+  /** Canary replicas placed beside `placed` for the service's rollout (update.canary). */
+  canaries?: number;
 }
 
 /** A write a controller keeps failing to make (src/runtime/acts.ts), as status reports it. */
@@ -516,6 +547,8 @@ export interface ServiceRolloutStatus {
   currentStep: number;
   totalSteps: number;
   failureReason?: string;
+  /** While a rollout has canaries (update.canary): how many, how many are ready, whether promoted. */
+  canary?: { replicas: number; ready: number; promoted: boolean };
 }
 
 export interface DeploymentStatusStatus {
@@ -531,8 +564,8 @@ export type DeploymentStatus = StatusObject<'DeploymentStatus', DeploymentStatus
 
 export type RolloutState = 'in_progress' | 'paused' | 'completed' | 'aborted';
 
-/** What an operator asks of a rollout (`jaco rollout pause|resume|abort`). */
-export type RolloutAction = 'pause' | 'resume' | 'abort';
+/** What an operator asks of a rollout (`jaco rollout pause|resume|abort|promote`). */
+export type RolloutAction = 'pause' | 'resume' | 'abort' | 'promote';
 
 export interface RolloutStep {
   replica: string;
@@ -544,6 +577,18 @@ export interface RolloutStep {
   /** done: ready at the new revision; failed: the step that aborted the rollout; reverted: a
    *  step back to fromRevision after an abort; superseded: a newer apply replaced the plan. */
   result?: 'done' | 'failed' | 'reverted' | 'superseded';
+  /** A canary's step: watched like any step, but not one of currentStep/totalSteps. */
+  canary?: boolean;
+}
+
+/** A rollout's canary phase (update.canary). */
+export interface RolloutCanary {
+  /** Canary replicas wanted beside the service's replicas. */
+  replicas: number;
+  /** Since when every canary has been ready (autoPromote counts from here). */
+  readySince?: string;
+  promotedAt?: string;
+  promotedBy?: 'operator' | 'auto';
 }
 
 export interface RolloutPlanSpec {
@@ -566,6 +611,8 @@ export interface RolloutPlanSpec {
   /** Written by the CLI only (compare-and-swap); the controller carries it out and clears it in one write. */
   request?: { action: RolloutAction; requestedAt: string };
   steps: RolloutStep[];
+  /** With update.canary: no replica is stepped until the canaries are promoted. */
+  canary?: RolloutCanary;
 }
 /** rollouts/<deployment>/<service>: written by the rollout controller only. */
 export type RolloutPlan = JacoObject<'RolloutPlan', RolloutPlanSpec, never>;

@@ -61,6 +61,10 @@ export interface UpdateControls {
   maxFailureRatio: number;
   /** How reverts go (update.rollback; each defaults to the forward setting, delay to 0s). */
   revert: { parallelism: number; delayMs: number; order: UpdateOrder };
+  /** Canary replicas a rollout starts first (0: none). */
+  canary: number;
+  /** Undefined: canaries wait for `jaco rollout promote`. */
+  autoPromoteMs?: number;
 }
 
 /** A parallelism setting: 0 means no limit of its own, absent means `otherwise`. */
@@ -86,5 +90,7 @@ export function updateControls(spec: ServiceSpec | undefined, replicas: number, 
       delayMs: durationMs(u.rollback?.delay ?? UPDATE_DEFAULTS.delay),
       order: u.rollback?.order ?? u.order ?? SERVICE_DEFAULTS.updateOrder,
     },
+    canary: u.canary ?? 0,
+    ...(u.autoPromote !== undefined ? { autoPromoteMs: durationMs(u.autoPromote) } : {}),
   };
 }

@@ -55,4 +55,5 @@ export const REQUEST_APPLIES_TO: Readonly<Record<RolloutAction, readonly Rollout
   pause: ['in_progress'],
   resume: ['paused'],
   abort: ['in_progress', 'paused'],
+  promote: ['in_progress', 'paused'],
 };

@@ -13,6 +13,7 @@ export const UNSCHEDULABLE_REASONS = {
   node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
   cannot_satisfy_host_placement: 'fewer of the listed hosts are eligible than replicas are wanted',
   volume_locality_no_node: "the node holding the service's volumes is not eligible",
+  preempted: 'stopped to make room for a higher-priority service (priority preemption): placed again as soon as capacity exists',
   spec_too_large: 'one replica of the service is larger than an etcd request can carry (--max-request-bytes): shrink its spec (env, command)',
 } as const;
 export type UnschedulableReason = keyof typeof UNSCHEDULABLE_REASONS;
@@ -57,6 +58,7 @@ export const FILTER_ORDER = Object.keys(FILTERS) as FilterName[];
 /** What made the scheduler place a replica (decisions/<dep>/<replica>.spec.trigger, audit, metrics). */
 export const PLACE_TRIGGERS = {
   scale_up: 'the service wants more replicas than exist (new deployment, scale up, replica removed)',
+  canary: "a canary beside the service's replicas, for a rollout with update.canary (scaled away when the rollout ends)",
   global_node: 'a global service gained an eligible node without its replica',
   node_lost: "the replica's node was NotReady past the grace period: re-placed, same id",
   crash_loop: 'the replica exhausted its restarts on its node while its spec runs ready elsewhere: re-placed once on another node, same id',

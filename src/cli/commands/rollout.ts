@@ -183,7 +183,11 @@ const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
   pause: (p) => p.state === 'paused',
   resume: (p) => p.state !== 'paused',
   abort: (p) => p.state === 'aborted',
+  promote: (p) => !!p.canary?.promotedAt,
 };
+
+/** Whether a request makes sense on this plan (the controller would only clear it with a note otherwise). */
+const applies = (action: RolloutAction, p: RolloutPlanSpec) => REQUEST_APPLIES_TO[action].includes(p.state) && (action !== 'promote' || (!!p.canary && !p.canary.promotedAt));
 
 /**
  * Writes the request on each matching plan (compare-and-swap; the rollout controller carries it
@@ -196,7 +200,7 @@ export async function requestAction(store: Store, target: { name: string; servic
   for (const service of services) {
     for (let attempt = 0; ; attempt++) {
       const cur = await store.get<RolloutPlan>(keys.rollout(target.name, service));
-      if (!cur || !REQUEST_APPLIES_TO[action].includes(cur.value.spec.state)) break;
+      if (!cur || !applies(action, cur.value.spec)) break;
       const value: RolloutPlan = { ...cur.value, spec: { ...cur.value.spec, request: { action, requestedAt: new Date().toISOString() } } };
       const r = await commitActs(store, [{ label: `rollout ${action} ${target.name}/${service}`, ops: [{ op: 'update', key: cur.key, value, modRevision: cur.modRevision }] }]);
       if (r.committed.length) {
@@ -209,7 +213,8 @@ export async function requestAction(store: Store, target: { name: string; servic
   }
   if (!requested.length) {
     const which = target.service ? `${target.name}/${target.service}` : `deployment "${target.name}"`;
-    throw new CliError(`${which} has no rollout to ${action} (${action === 'resume' ? 'none is paused' : 'none is in progress'}); see jaco rollout status ${target.name}`);
+    const none = { resume: 'none is paused', promote: 'no rollout has canaries waiting', pause: 'none is in progress', abort: 'none is in progress' }[action];
+    throw new CliError(`${which} has no rollout to ${action} (${none}); see jaco rollout status ${target.name}`);
   }
   let text = requested.map((svc) => `${target.name}/${svc}: ${action} requested\n`).join('');
   const deadline = Date.now() + waitMs;
@@ -229,7 +234,7 @@ export async function requestAction(store: Store, target: { name: string; servic
   return { text, code: EXIT_OK };
 }
 
-const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', abort: 'aborted' })[a];
+const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', abort: 'aborted', promote: 'promoted' })[a];
 
 /** A new revision with the same spec that replaces every replica of the service(s) (kubectl rollout restart). */
 async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {
@@ -252,7 +257,7 @@ function parseWait(v: string): number {
 // ---------------------------------------------------------------- commands
 
 export function registerRollout(program: Command): void {
-  const rollout = program.command('rollout').description('Follow, pause, resume, abort and restart rolling updates; read revision history (see also: jaco rollback)');
+  const rollout = program.command('rollout').description('Follow, pause, resume, abort, promote and restart rolling updates; read revision history (see also: jaco rollback)');
 
   const requestHelp = (action: RolloutAction, what: string) =>
     `\n${what}\n` +
@@ -264,7 +269,8 @@ export function registerRollout(program: Command): void {
   for (const [verb, description, what, example] of [
     ['pause', 'Pause a rollout in progress: no new step starts; steps in flight finish', 'A paused rollout keeps its place; `jaco rollout resume` goes on, `jaco rollout abort` reverts,\na new apply starts a new rollout. The progress deadline does not count while paused.', 'jaco rollout pause app/web'],
     ['resume', 'Resume a paused rollout (paused by an operator or by failureAction: pause)', 'Steps start again where the rollout stopped; a step that failed before the pause stays failed\n(its replica is left to the scheduler’s restarts).', 'jaco rollout resume app'],
-    ['abort', 'Abort a rollout in progress or paused and revert every replica to the previous revision', 'The revert goes step by step under the same disruption budget; the previous revision keeps\nserving new replicas until the next apply (failure reason operator_abort).', 'jaco rollout abort app/web'],
+    ['abort', 'Abort a rollout in progress or paused and revert every replica to the previous revision', 'The revert goes step by step under the same disruption budget; the previous revision keeps\nserving new replicas until the next apply (failure reason operator_abort). A rollout still in\nits canary phase loses its canaries (the scheduler scales them away); no other replica moved.', 'jaco rollout abort app/web'],
+    ['promote', 'Promote a rollout’s canaries (update.canary): the rolling update of the other replicas goes on', 'With update.canary: N a rollout first starts N extra replicas at the new spec beside the old\nones and waits. promote lets it step the old replicas (the canaries stay until it completes, then\nthe scheduler scales them away); abort removes the canaries instead. update.autoPromote promotes\nby itself once every canary has stayed ready that long.', 'jaco rollout promote app/web'],
   ] as const)
     rollout
       .command(verb)
