@@ -24,6 +24,7 @@ import type { Owner } from './container-spec.js';
 import { decide, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
 import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
+import { EarlyHealth } from './early-health.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
@@ -82,6 +83,7 @@ export class NodeAgent {
   private executor!: Executor;
   private presence!: Presence;
   private sampler!: PressureSampler;
+  private early!: EarlyHealth;
   private manager?: Manager;
   private runner?: Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
   private sampling?: Promise<PressureSample>;
@@ -119,6 +121,7 @@ export class NodeAgent {
     const runtime = makeRuntime(this.owner);
     this.view = new DockerView(runtime, timings, this.log, trigger);
     this.executor = new Executor(this.view, this.owner, timings, this.log, trigger);
+    this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
     this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity);
     this.presence = new Presence({
       ...this.opts,
@@ -161,6 +164,7 @@ export class NodeAgent {
     this.stopped = true;
     this.view?.stop();
     this.executor?.stopAll();
+    this.early?.stop();
     await this.manager?.stop();
     // The heartbeat goes with its lease: the node turns NotReady at once rather than after the TTL.
     await this.presence?.stop(true);
@@ -225,7 +229,12 @@ export class NodeAgent {
         return { plan, acts: this.observeActs(plan), wakeAt: plan.recheckAt, next: (landed) => this.afterWrite(state, plan, landed) };
       },
       // Starts and stops go at once; a restart only once its acknowledgement is stored (afterPass).
-      perform: ({ plan }) => this.executor.execute(plan, { restarts: false }),
+      perform: ({ plan }) => {
+        this.executor.execute(plan, { restarts: false });
+        // New containers get the agent's own first health checks (issue 14: a step need not wait
+        // for Docker's first interval).
+        this.early.sync(this.view.cache.values());
+      },
       afterPass: (_state, { plan }, landed) => {
         for (const s of plan.starts) if (s.kind === 'restart' && landed.has(`observe ${s.replica}`)) this.executor.launch(s);
         const n = plan.observe.filter((o) => landed.has(`observe ${o.replica}`)).length + plan.forget.filter((r) => landed.has(`forget ${r}`)).length;
@@ -272,7 +281,8 @@ export class NodeAgent {
       invalid,
       commands,
       observed: state.observed,
-      containers: this.view.cache.values(),
+      // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts).
+      containers: this.early.overlay(this.view.cache.values()),
       starts: this.executor.starts(),
       stopping: this.executor.stoppingIds(now),
       retiring: this.retiring,
@@ -358,6 +368,7 @@ export class NodeAgent {
     this.log.warn(`node ${node} was deleted from the cluster (nodes/${node}); stopping and removing its containers`);
     await this.manager?.stop();
     this.executor.stopAll();
+    this.early.stop();
     let code = 0;
     let removed = 0;
     try {

@@ -203,6 +203,7 @@ describe('factsFromInspect', () => {
       revision: 3,
       specHash: 'deadbeef',
       image: 'jaco-demo/busybox:1',
+      healthcheck: { test: ['CMD', 'true'], timeoutMs: 0 },
       state: 'running',
       health: 'unhealthy',
       healthOutput: 'boom',

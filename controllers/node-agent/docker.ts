@@ -26,6 +26,11 @@ export class DockerApiError extends Error {
   }
 }
 
+/** An exec (the agent's early health check) did not exit within its timeout. */
+export class HealthExecTimeout extends Error {
+  override name = 'HealthExecTimeout';
+}
+
 const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up/;
 
 /** Normalises dockerode's errors into the two kinds above. */
@@ -151,6 +156,35 @@ export class DockerRuntime implements ContainerRuntime {
       if (s === 404 || (s === 409 && /already in progress/.test((e as Error).message))) return;
       throw e;
     }
+  }
+
+  /**
+   * docker exec to the command's exit: the output is read and dropped (only the code counts). Past
+   * timeoutMs the agent stops waiting and says so; the process is left to end in the container, like
+   * Docker's own timed-out check, and the caller runs no further exec for that container.
+   */
+  async exec(id: string, cmd: string[], timeoutMs: number): Promise<number> {
+    const ex = await this.call(() => this.docker.getContainer(id).exec({ Cmd: cmd, AttachStdout: true, AttachStderr: true }));
+    const stream = await this.call(() => ex.start({ hijack: true, stdin: false }));
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => {
+        stream.destroy();
+        reject(new HealthExecTimeout(`health check did not exit within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(t);
+        resolve();
+      };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', (e) => {
+        clearTimeout(t);
+        reject(dockerError(this.host, e));
+      });
+      stream.resume();
+    });
+    const info = await this.call(() => ex.inspect());
+    return info.ExitCode ?? -1;
   }
 
   /** Docker's one-shot stats (the fallback when cgroup files are not readable). */

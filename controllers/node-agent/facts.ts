@@ -36,6 +36,16 @@ export interface ContainerFacts {
   pid: number;
   /** How long it stays out of routing before a stop (its label, set at create; absent: none). */
   deregistrationMs?: number;
+  /** The container's own health check as Docker holds it (absent: none, or NONE). */
+  healthcheck?: HealthcheckFacts;
+}
+
+/** A container's health check as created (image defaults merged in by Docker), in ms. */
+export interface HealthcheckFacts {
+  /** Docker's Test: ["CMD", …] or ["CMD-SHELL", "…"]. */
+  test: string[];
+  /** 0: Docker's default (30 s). */
+  timeoutMs: number;
 }
 
 /** The label carrying a container's deregistration delay: a stop honours the container's own, like its grace. */
@@ -95,6 +105,7 @@ export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts
     startedAt: time(st.StartedAt),
     finishedAt: time(st.FinishedAt),
     deregistrationMs: Number(labels[DEREGISTRATION_LABEL]) > 0 ? Number(labels[DEREGISTRATION_LABEL]) : undefined,
+    healthcheck: health === 'none' ? undefined : { test: i.Config.Healthcheck!.Test ?? [], timeoutMs: Math.round((i.Config.Healthcheck!.Timeout ?? 0) / 1e6) },
   };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (facts as unknown as Record<string, unknown>)[k] = v;
   return facts;

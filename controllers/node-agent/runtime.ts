@@ -39,6 +39,12 @@ export interface ContainerRuntime {
   stop(id: string): Promise<void>;
   /** Removes a container (gone is fine). */
   remove(id: string): Promise<void>;
+  /**
+   * Runs a command in a running container to its exit code (the agent's early health checks);
+   * throws HealthExecTimeout past timeoutMs. Absent: the runtime has no exec (hollow), and health
+   * comes from the runtime's own checks only.
+   */
+  exec?(id: string, cmd: string[], timeoutMs: number): Promise<number>;
   /** The engine's one-shot usage of a container (the fallback of `usage`). */
   stats(id: string): Promise<CgroupUsage | undefined>;
   /**
