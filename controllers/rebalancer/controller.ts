@@ -64,6 +64,7 @@ export function rebalancerController(timings: Timings, opts: RebalancerOptions =
       const moved = plan.move && done.some((a) => a.effect?.kind === 'move') ? plan.move : undefined;
       for (const a of done) {
         if (a.effect?.kind === 'move') rebalanceMetrics.moves.inc({ trigger: a.effect.trigger });
+        if (a.effect?.kind === 'preempt') rebalanceMetrics.preempted.inc(a.effect.stopped);
         for (const r of a.audit ?? []) {
           if (r.type !== 'rebalance_completed' && r.type !== 'rebalance_abandoned') continue;
           rebalanceMetrics.outcomes.inc({ outcome: r.type === 'rebalance_completed' ? 'completed' : 'abandoned' });
@@ -71,7 +72,8 @@ export function rebalancerController(timings: Timings, opts: RebalancerOptions =
         }
       }
       // A planned move that did not land (conflict) is retried by the next cycle: not "none".
-      const stoppedBy = plan.stoppedBy === 'none' && !moved ? 'candidates' : plan.stoppedBy;
+      const preempted = done.some((a) => a.effect?.kind === 'preempt');
+      const stoppedBy = plan.stoppedBy === 'none' && !moved && !preempted ? 'candidates' : plan.stoppedBy;
       setGate(stoppedBy);
       if (plan.countedCycle) lastCycle = { at: plan.at, cycle: plan.cycle, stoppedBy, ...(moved ? { move: `${moved.replica} ${moved.src}→${moved.dst}` } : {}) };
       // One log line per change of outcome, not per cycle ("cluster uniformly busy: nothing to do").

@@ -21,6 +21,7 @@ import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import { planSpread, type SpreadView } from './spread.js';
 import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
 import { planConform, type ConformView } from './conform.js';
+import { planPreempt, type PreemptView } from './preempt.js';
 import { atLeast, below, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
 import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
@@ -90,6 +91,8 @@ export interface Snapshot {
   pending?: readonly Omit<PendingService, 'since'>[];
   /** Every service's current placement by `<deployment>/<service>` (placement conformance). */
   placements?: ReadonlyMap<string, ServiceSpec['placement']>;
+  /** Every service's current priority by `<deployment>/<service>` (preemption; templates may lag: priority is not in the spec hash). */
+  priorities?: ReadonlyMap<string, number>;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -149,7 +152,7 @@ export interface ExcludedView {
 
 export interface MoveView {
   /** What asked for the move: a pressured node, a spread service's skew, or room for a pending replica. */
-  trigger: 'pressure' | 'placement' | 'spread' | 'coalesce';
+  trigger: 'pressure' | 'placement' | 'spread' | 'coalesce' | 'preempt';
   replica: string;
   deployment: string;
   service: string;
@@ -196,13 +199,19 @@ export interface RebalancePlan {
   spread: SpreadView[];
   /** Pending services and the plan that would make room for each (coalescing). */
   coalesce: CoalesceView[];
+  /** Pending services coalescing could not serve, and the lower-priority replicas each would evict. */
+  preempt: PreemptView[];
   inFlight: InFlightView[];
   /** Set on a plan recomputed outside the leader: what was assumed. */
   assumptions?: string[];
 }
 
 /** What landing an act means for leader-local state (applied by afterCommit). */
-export type Effect = { kind: 'move'; trigger: MoveView['trigger']; replica: string; src: string; dst: string } | { kind: 'skip'; key: string; reason: SkipReason };
+export type Effect =
+  | { kind: 'move'; trigger: MoveView['trigger']; replica: string; src: string; dst: string }
+  | { kind: 'skip'; key: string; reason: SkipReason }
+  /** Replicas stopped for a higher-priority pending one (the metric counts them). */
+  | { kind: 'preempt'; stopped: number };
 
 export interface RebalanceAct extends Act {
   effect?: Effect;
@@ -492,7 +501,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // Moves for spread and coalescing: the same view, act and audit record, told apart by trigger.
   const viewOf = new Map(views.map((v) => [v.node, v]));
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
-  const startedMove = (trigger: 'placement' | 'spread' | 'coalesce', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
+  const startedMove = (trigger: 'placement' | 'spread' | 'coalesce' | 'preempt', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
     const [from, to] = [viewOf.get(m.src), viewOf.get(m.dst)];
     const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
     move = { trigger, replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, moveId };
@@ -560,6 +569,36 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     startedMove('coalesce', { replica: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to }, start.ops, moveId, { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail });
   }
 
+  // 9. Preemption by priority: a pending service coalescing found no plan for evicts the fewest
+  // lower-priority replicas in its way — each migrated when it fits elsewhere, else stopped — one
+  // disruption per cycle and none while a rebalancer move is in flight.
+  const unserved = pending.filter((p) => coalesce.views.some((v) => v.deployment === p.deployment && v.service === p.service && v.verdict === 'no_plan'));
+  const preempt = planPreempt({
+    book,
+    placer: placerOnce,
+    pending: unserved,
+    priorityOf: (d, s, t) => snap.priorities?.get(`${d}/${s}`) ?? t.priority ?? 0,
+    now,
+    moveTimeoutMs,
+    mayAct: countedCycle && !move && moving === 0,
+  });
+  if (preempt.move) {
+    const { view, victim, start, moveId } = preempt.move;
+    startedMove('preempt', { replica: victim.replica, deployment: victim.deployment, service: victim.service, src: victim.node, dst: victim.to! }, start.ops, moveId, {
+      for: `${view.deployment}/${view.service}`,
+      for_priority: view.priority,
+      priority: victim.priority,
+      pending_reason: view.reason,
+      hole_node: view.node,
+      victims: view.victims,
+      detail: view.detail,
+    });
+  } else if (preempt.stop) {
+    const { view, victims, ops, audit } = preempt.stop;
+    stoppedBy = 'none';
+    acts.push({ label: `rebalance preempt ${victims.map((v) => v.replica).join(',')} on ${view.node} for ${view.deployment}/${view.service}`, ops, audit, effect: { kind: 'preempt', stopped: victims.length } });
+  }
+
   const plan: RebalancePlan = {
     at: new Date(now).toISOString(),
     cycle: state.cycles + (countedCycle ? 1 : 0),
@@ -576,6 +615,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     placement: conform.views,
     spread: spread.views.filter((v) => v.verdict !== 'even'),
     coalesce: coalesce.views,
+    preempt: preempt.views,
     inFlight: inFlightViews,
   };
   const next: RebalancerState = {
@@ -608,7 +648,7 @@ export function afterCommit(state: RebalancerState, landed: readonly RebalanceAc
   const audited = new Map(state.audited);
   for (const e of effects) {
     if (e.kind === 'move') received.set(e.dst, now);
-    else audited.set(e.key, { reason: e.reason, at: now });
+    else if (e.kind === 'skip') audited.set(e.key, { reason: e.reason, at: now });
   }
   return { ...state, received, audited };
 }

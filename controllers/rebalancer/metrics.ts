@@ -7,7 +7,12 @@ import { DIMENSIONS } from './pressure.js';
 import { GATE_NAMES, SKIP_REASON_NAMES, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
 
 export const rebalanceMetrics = {
-  moves: new Counter({ name: 'jaco_rebalance_moves_total', help: 'Moves the rebalancer committed (rebalance_moved audit records), by trigger (pressure, spread, coalesce)', labelNames: ['trigger'], registers: [registry] }),
+  moves: new Counter({ name: 'jaco_rebalance_moves_total', help: 'Moves the rebalancer committed (rebalance_moved audit records), by trigger (pressure, placement, spread, coalesce, preempt)', labelNames: ['trigger'], registers: [registry] }),
+  preempted: new Counter({
+    name: 'jaco_rebalance_preempted_total',
+    help: 'Lower-priority replicas the rebalancer stopped for a higher-priority pending one (replica_preempted); migrations count in jaco_rebalance_moves_total{trigger="preempt"}',
+    registers: [registry],
+  }),
   outcomes: new Counter({
     name: 'jaco_rebalance_move_outcomes_total',
     help: 'Rebalancer moves that finished, by outcome (completed, abandoned)',
@@ -41,7 +46,8 @@ export const rebalanceMetrics = {
 };
 
 for (const reason of SKIP_REASON_NAMES) rebalanceMetrics.skips.inc({ reason }, 0);
-for (const trigger of ['pressure', 'spread', 'coalesce']) rebalanceMetrics.moves.inc({ trigger }, 0);
+for (const trigger of ['pressure', 'placement', 'spread', 'coalesce', 'preempt']) rebalanceMetrics.moves.inc({ trigger }, 0);
+rebalanceMetrics.preempted.inc(0);
 
 export function setGate(stoppedBy: Gate | undefined): void {
   for (const g of GATE_NAMES) rebalanceMetrics.gate.set({ gate: g }, g === stoppedBy ? 1 : 0);

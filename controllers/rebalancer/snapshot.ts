@@ -22,6 +22,7 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     pending: pendingOf(cache),
     placements: placementsOf(cache),
+    priorities: prioritiesOf(cache),
   };
 }
 
@@ -29,6 +30,13 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
 function placementsOf(cache: Cache): Map<string, ServiceSpec['placement']> {
   const out = new Map<string, ServiceSpec['placement']>();
   for (const [name, d] of valuesByRest(cache.kind<Deployment>('deployments'))) for (const [svc, spec] of Object.entries(d.spec.services)) out.set(`${name}/${svc}`, spec.placement);
+  return out;
+}
+
+/** Every service's current priority (the deployment's spec: priority is not in the spec hash). */
+function prioritiesOf(cache: Cache): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [name, d] of valuesByRest(cache.kind<Deployment>('deployments'))) for (const [svc, spec] of Object.entries(d.spec.services)) out.set(`${name}/${svc}`, spec.priority ?? 0);
   return out;
 }
 

@@ -47,3 +47,11 @@ export const NO_PLAN_REASONS = {
   would_exceed_budget: "the plan's next move would take its service past its disruption budget (update.maxUnavailable)",
 } as const;
 export type NoPlanReason = keyof typeof NO_PLAN_REASONS;
+
+/** Why a pending replica that coalescing could not serve preempts nothing (`jaco rebalance plan`). */
+export const NO_PREEMPT_REASONS = {
+  no_lower_priority: 'no node would take it even with every replica of lower priority gone (equal or higher priority, stateful, global and same-service replicas are never preempted)',
+  would_exceed_budget: "the victims it needs would take their service past its disruption budget (update.maxUnavailable)",
+  waits_for_moves: 'a rebalancer move is in flight: preemption waits for it to land (one disruption at a time)',
+} as const;
+export type NoPreemptReason = keyof typeof NO_PREEMPT_REASONS;

@@ -1,0 +1,312 @@
+// Preemption by priority (issue 17, seed 002's "lower priority migration"): when coalescing cannot
+// make room for a pending replica, replicas of lower priority make way for it. On the node where it
+// costs least (the highest victim priority lowest, then the fewest victims), the fewest
+// lower-priority replicas whose departure lets it fit — Kubernetes' choice: every lower-priority
+// replica off, then as many reprieved as still leave it room, highest priority and smallest first.
+// Each victim is moved elsewhere when the scheduler's placer finds it a home (a migration, through
+// the make-before-break move, one per cycle), else stopped where it is (suspended, reason
+// `preempted`) and left to the scheduler, which places it again once capacity exists. Never
+// equal or higher priority, a stateful or global replica, a replica of the same service, or past a
+// victim service's disruption budget. Pure: the placer comes in and is left as it was found.
+import { isStateful, placementMode } from '../../src/api/spec.js';
+import type { HoleFor, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
+import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
+import { NO_PREEMPT_REASONS, type NoPreemptReason } from '../../src/api/reasons/rebalance.js';
+import { replicaRunning } from '../../src/api/readiness.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
+import type { AuditRecord } from '../../src/store/audit.js';
+import type { Op } from '../../src/store/writer.js';
+import { admits } from '../disruption/budget.js';
+import { inFlight, startMove, type MoveBook, type MoveStart } from '../moves/move.js';
+import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
+import type { PendingService } from './coalesce.js';
+
+const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export interface PreemptVictim {
+  replica: string;
+  deployment: string;
+  service: string;
+  priority: number;
+  node: string;
+  /** Moved elsewhere (to `to`) or stopped where it is. */
+  action: 'migrate' | 'stop';
+  to?: string;
+}
+
+export interface PreemptView {
+  deployment: string;
+  service: string;
+  priority: number;
+  reason: UnschedulableReason;
+  /** preempt: this cycle evicts (or the plan waits only for one move per cycle); held: waits its turn or its migrations; none: no plan. */
+  verdict: 'preempt' | 'held' | 'none';
+  noPreempt?: NoPreemptReason;
+  node?: string;
+  victims?: PreemptVictim[];
+  detail: string;
+}
+
+export interface PreemptInput {
+  book: MoveBook;
+  placer: () => Placer;
+  /** Pending services coalescing found no plan for (past their grace). */
+  pending: readonly PendingService[];
+  /** A service's priority now (the deployment's spec: priority is not in the spec hash, templates may lag). */
+  priorityOf: (deployment: string, service: string, template: ServiceSpec) => number;
+  now: number;
+  moveTimeoutMs: (entry: ReplicaEntry) => number;
+  /** False while another rebalancer move is in flight or started this cycle: one disruption at a time. */
+  mayAct: boolean;
+}
+
+export interface PreemptOutcome {
+  views: PreemptView[];
+  /** The plan's first migration, started this cycle. */
+  move?: { view: PreemptView; victim: PreemptVictim; start: Extract<MoveStart, { ok: true }>; moveId: string };
+  /** Once no migration is left: every stop of the plan, in one act with its audit records. */
+  stop?: { view: PreemptView; victims: PreemptVictim[]; ops: Op[]; audit: AuditRecord[] };
+}
+
+/** The rebalancer's preemption for this cycle: the highest-priority pending service with a plan is served, the rest wait. */
+export function planPreempt(input: PreemptInput): PreemptOutcome {
+  const pending = [...input.pending].sort((a, b) => prio(input, b) - prio(input, a) || byName(`${a.deployment}/${a.service}`, `${b.deployment}/${b.service}`));
+  const views: PreemptView[] = [];
+  const out: PreemptOutcome = { views };
+  let planned: string | undefined;
+  for (const p of pending) {
+    const priority = prio(input, p);
+    const base = { deployment: p.deployment, service: p.service, priority, reason: p.reason };
+    if (planned) {
+      views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
+      continue;
+    }
+    const found = bestVictims(input, p, priority);
+    if ('noPreempt' in found) {
+      views.push({ ...base, verdict: 'none', noPreempt: found.noPreempt, detail: found.detail });
+      continue;
+    }
+    planned = `${p.deployment}/${p.service}`;
+    const view: PreemptView = { ...base, verdict: 'preempt', node: found.node, victims: found.victims, detail: describe(found.node, found.victims, found.leaving) };
+    views.push(view);
+    if (!input.mayAct) {
+      Object.assign(view, { verdict: 'held', noPreempt: 'waits_for_moves', detail: `${view.detail}; not this cycle: ${NO_PREEMPT_REASONS.waits_for_moves}` });
+      continue;
+    }
+    const hole: HoleFor = { deployment: p.deployment, service: p.service, node: found.node };
+    const migration = found.victims.find((v) => v.action === 'migrate');
+    if (migration) {
+      const entry = input.book.entry(migration.replica)!;
+      const spec = entry.copies[0]!.desired.spec;
+      const moveId = `pe-${input.now}-${migration.replica}`;
+      const verdicts = input.placer().decide({ replica: migration.replica, deployment: migration.deployment, service: migration.service, spec: spec.template, index: spec.index, exclude: [found.node] });
+      const decision = { verdicts, why: `moved off ${found.node} to make room for ${planned} (priority ${priority} over ${migration.priority}): ${view.detail}` };
+      const started = startMove(input.book, { replica: migration.replica, src: found.node, dst: migration.to!, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision, forPending: hole });
+      if (!started.ok) Object.assign(view, { verdict: 'held', detail: `${view.detail}; the move mechanism refused ${migration.replica}: ${started.refusal} (${started.detail})` });
+      else out.move = { view, victim: migration, start: started, moveId };
+      continue;
+    }
+    if (found.leaving) {
+      Object.assign(view, { verdict: 'held', detail: `${view.detail}; waits for the migration(s) away from ${found.node} to land` });
+      continue;
+    }
+    out.stop = { view, victims: found.victims, ...stopOps(input, p, priority, hole, found.victims) };
+  }
+  return out;
+}
+
+const prio = (input: PreemptInput, p: PendingService) => input.priorityOf(p.deployment, p.service, p.spec);
+
+function describe(node: string, victims: PreemptVictim[], leaving: number): string {
+  const what = victims.map((v) => (v.action === 'migrate' ? `${v.replica} (priority ${v.priority}) moves → ${v.to}` : `${v.replica} (priority ${v.priority}) is stopped`));
+  return `${victims.length} lower-priority replica(s) make room on ${node}: ${what.join(', ')}${leaving ? `; ${leaving} already moving away` : ''}`;
+}
+
+type Found = { node: string; victims: PreemptVictim[]; leaving: number } | { noPreempt: NoPreemptReason; detail: string };
+
+interface Candidate {
+  entry: ReplicaEntry;
+  priority: number;
+  placed: PlacedReplica;
+}
+
+const request = (p: PendingService): PlacementRequest => ({ replica: `${p.deployment}-${p.service}-pending`, deployment: p.deployment, service: p.service, spec: p.spec });
+
+/** The node where evicting costs least, and its victims, or why there is none. */
+function bestVictims(input: PreemptInput, p: PendingService, priority: number): Found {
+  const placer = input.placer();
+  const req = request(p);
+  const antiAffinity = p.spec.placement?.mode === 'hosts';
+  let budgetBlocked = false;
+  let best: { node: string; victims: Candidate[]; leaving: number; key: number[] } | undefined;
+  for (const node of placer.names) {
+    const rej = placer.check(req, node, { antiAffinity });
+    if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already (the scheduler's), or no eviction helps
+    const onNode = input.book.replicas.onNode(node);
+    const cands: Candidate[] = [];
+    for (const e of onNode) {
+      const c = preemptible(input, e, p, node, priority);
+      if (c) cands.push(c);
+    }
+    if (!cands.length) continue;
+    // Cheap bound first: even every candidate gone leaves too little memory or GPUs.
+    const room = placer.headroom(node);
+    let mem = room.memoryBytes;
+    let gpus = room.gpus;
+    for (const c of cands) {
+      const n = placer.needs(c.entry.copies[0]!.desired.spec.template, node);
+      mem += n.memoryBytes;
+      gpus += n.gpus;
+    }
+    const wants = placer.needs(p.spec, node);
+    if (mem < wants.memoryBytes || gpus < wants.gpus) continue;
+    if (best && best.victims.length === 1 && best.key[0]! <= Math.min(...cands.map((c) => c.priority))) continue; // cannot do better here
+    const leaving = onNode.filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
+    const victims = victimsOn(placer, req, node, cands, leaving, antiAffinity);
+    if (!victims) continue;
+    if (!withinBudget(input, victims)) {
+      budgetBlocked = true;
+      continue;
+    }
+    const key = [Math.max(...victims.map((v) => v.priority)), victims.length, victims.reduce((s, v) => s + v.priority, 0)];
+    if (!best || less(key, best.key)) best = { node, victims, leaving: leaving.length, key };
+  }
+  if (!best) {
+    return budgetBlocked
+      ? { noPreempt: 'would_exceed_budget', detail: NO_PREEMPT_REASONS.would_exceed_budget }
+      : { noPreempt: 'no_lower_priority', detail: NO_PREEMPT_REASONS.no_lower_priority };
+  }
+  return { node: best.node, victims: homes(placer, req, best.node, best.victims, best.leaving ? leavingOf(input, best.node) : []), leaving: best.leaving };
+}
+
+const less = (a: number[], b: number[]) => {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
+  return false;
+};
+
+const leavingOf = (input: PreemptInput, node: string) => input.book.replicas.onNode(node).filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
+
+/** A replica on `node` the pending service may evict, or undefined. */
+function preemptible(input: PreemptInput, e: ReplicaEntry, p: PendingService, node: string, priority: number): Candidate | undefined {
+  if (e.copies.length !== 1) return undefined; // moving: not ours to touch
+  const s = e.copies[0]!.desired.spec;
+  if (s.node !== node || s.movingTo || s.suspended) return undefined;
+  if (e.deployment === p.deployment && e.service === p.service) return undefined;
+  if (isStateful(s.template) || placementMode(s.template) === 'global') return undefined;
+  const victimPriority = input.priorityOf(e.deployment, e.service, s.template);
+  if (victimPriority >= priority) return undefined;
+  return { entry: e, priority: victimPriority, placed: { id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(s.template) } };
+}
+
+/**
+ * What-if on one node: every candidate (and every replica already leaving) off; if the pending
+ * replica fits, reprieve candidates one by one — highest priority, then smallest, first — keeping
+ * each that still leaves room. The victims are the candidates not reprieved. Placer restored.
+ */
+function victimsOn(placer: Placer, req: PlacementRequest, node: string, cands: Candidate[], leaving: ReplicaEntry[], antiAffinity: boolean): Candidate[] | undefined {
+  for (const e of leaving) placer.forget(e.id, node);
+  for (const c of cands) placer.forget(c.entry.id, node);
+  let victims: Candidate[] | undefined;
+  if (!placer.check(req, node, { antiAffinity })) {
+    victims = [];
+    const order = [...cands].sort((a, b) => b.priority - a.priority || size(a) - size(b) || byName(a.entry.id, b.entry.id));
+    for (const c of order) {
+      placer.assume(c.placed);
+      if (placer.check(req, node, { antiAffinity })) {
+        placer.forget(c.entry.id, node);
+        victims.push(c);
+      }
+    }
+  }
+  // Restore: candidates not reprieved (and the leaving replicas) go back on the node.
+  const back = new Set(victims ?? cands);
+  for (const c of cands) if (!victims || back.has(c)) placer.assume(c.placed);
+  for (const e of leaving) placer.assume({ id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(e.copies.find((c) => c.desired.spec.node === node)!.desired.spec.template) });
+  return victims?.sort((a, b) => a.priority - b.priority || size(b) - size(a) || byName(a.entry.id, b.entry.id));
+}
+
+/** GPUs weigh more than any memory: a GPU holder is the last reprieved when GPUs are what is short. */
+const size = (c: Candidate) => (c.placed.gpus === 'all' ? 1e6 : c.placed.gpus) * 1e15 + c.placed.memoryBytes;
+
+/** Every victim's service can afford it: its disruption budget counts the other victims of the service too. */
+function withinBudget(input: PreemptInput, victims: Candidate[]): boolean {
+  const byService = new Map<string, Candidate[]>();
+  for (const v of victims) byService.set(`${v.entry.deployment}/${v.entry.service}`, [...(byService.get(`${v.entry.deployment}/${v.entry.service}`) ?? []), v]);
+  for (const vs of byService.values()) {
+    const e = vs[0]!.entry;
+    const budget = input.book.budget(e.deployment, e.service, e.copies[0]!.desired.spec.template);
+    for (const v of vs) {
+      if (!admits(budget, v.entry.id).ok) return false;
+      budget.disrupted.set(v.entry.id, 'down');
+    }
+  }
+  return true;
+}
+
+/**
+ * Where each victim goes: with the hole held for the pending replica, a running victim that the
+ * placer fits elsewhere migrates there (counted, so the next victim sees it); the rest are stopped.
+ * Placer restored.
+ */
+function homes(placer: Placer, req: PlacementRequest, node: string, victims: Candidate[], leaving: ReplicaEntry[]): PreemptVictim[] {
+  for (const e of leaving) placer.forget(e.id, node);
+  for (const v of victims) placer.forget(v.entry.id, node);
+  const hole: PlacedReplica = { id: req.replica, deployment: req.deployment, service: req.service, node, ...footprintOf(req.spec) };
+  placer.assume(hole);
+  const landed: PlacedReplica[] = [];
+  const out: PreemptVictim[] = [];
+  for (const v of victims) {
+    const e = v.entry;
+    const copy = e.copies[0]!;
+    const base = { replica: e.id, deployment: e.deployment, service: e.service, priority: v.priority, node };
+    const movable = replicaRunning(copy.observed) && copy.desired.spec.template.rebalance !== 'disabled';
+    const d = movable ? placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: copy.desired.spec.template, exclude: [node] }) : undefined;
+    if (d?.chosen) {
+      const p = { ...v.placed, node: d.chosen };
+      placer.assume(p);
+      landed.push(p);
+      out.push({ ...base, action: 'migrate', to: d.chosen });
+    } else out.push({ ...base, action: 'stop' });
+  }
+  for (const p of landed) placer.forget(p.id, p.node);
+  placer.forget(hole.id, node);
+  for (const v of victims) placer.assume(v.placed);
+  for (const e of leaving) placer.assume({ id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(e.copies.find((c) => c.desired.spec.node === node)!.desired.spec.template) });
+  return out;
+}
+
+/**
+ * The stops, one transaction: each victim's desired key (compared at the revision judged) says it
+ * is suspended for preemption and for whom — the agent stops its container, the placer no longer
+ * counts it, the scheduler holds the hole and re-places the victim when capacity exists — and its
+ * service's disruption ledger is advanced (two deciders cannot both spend the last unit).
+ */
+function stopOps(input: PreemptInput, p: PendingService, priority: number, hole: HoleFor, victims: PreemptVictim[]): { ops: Op[]; audit: AuditRecord[] } {
+  const ops: Op[] = [];
+  const audit: AuditRecord[] = [];
+  const at = iso(input.now);
+  for (const v of victims) {
+    const copy = input.book.entry(v.replica)!.copies[0]!;
+    const value: ReplicaDesired = { ...copy.desired, spec: { ...copy.desired.spec, suspended: { reason: 'preempted', at }, preempted: { for: hole, priority: v.priority, forPriority: priority, at } } };
+    ops.push({ op: 'update', key: copy.key, value, modRevision: copy.modRevision }, ...input.book.ledger.record(v.deployment, v.service, { replica: v.replica, by: 'rebalancer', kind: 'preempt', now: input.now }));
+    audit.push({
+      type: 'replica_preempted',
+      time: input.now,
+      deployment: v.deployment,
+      payload: {
+        replica_id: v.replica,
+        deployment: v.deployment,
+        service: v.service,
+        priority: v.priority,
+        node: v.node,
+        for: `${p.deployment}/${p.service}`,
+        for_priority: priority,
+        pending_reason: p.reason,
+        detail: `stopped on ${v.node} to make room for ${p.deployment}/${p.service} (priority ${priority} over ${v.priority}); placed again when capacity exists`,
+      },
+    });
+  }
+  return { ops, audit };
+}
