@@ -1,4 +1,5 @@
-// Benchmark: a rolling update of 10 replicas, one at a time, jaco vs Docker Swarm on this machine.
+// Benchmark: a rolling update of 10 replicas, jaco vs Docker Swarm on this machine, side by side in
+// one run: one at a time start-first, one at a time stop-first, and five at a time start-first.
 // Same image (jaco-demo/busybox:1 → :2, one image ID with two tags), same workload (exits at once
 // on SIGTERM), same exec health check (`true` every 1 s, 5 s timeout, 3 retries), same stop signal and grace
 // (SIGTERM, 10 s), host networking, one node each unless --nodes says otherwise for jaco.
@@ -7,15 +8,17 @@
 //
 // jaco: a real etcd, `jaco agent` process(es) and `jaco controller all` (test/support/cluster.ts).
 // Time = from the apply until every replica is observed running and healthy at the new spec and
-// the rollout plan is completed. Both update orders are measured (start-first is jaco's default).
+// the rollout plan is completed. Variants: start-first ×1 (jaco's default), stop-first ×1 (Swarm's
+// default), start-first ×5 (`update: {parallelism: 5}` vs `--update-parallelism 5`).
 //
-// Swarm: `docker swarm init --advertise-addr 127.0.0.1`, a host-network service, then `docker
-// service update --update-parallelism 1 --update-delay 0s --image jaco-demo/busybox:2
-// --no-resolve-image` (stop-first is Swarm's default; start-first measured too). Time = from the
+// Swarm: `docker swarm init --advertise-addr 127.0.0.1`, a host-network service created with the
+// variant's `--update-order`, then `docker service update --update-parallelism N --update-delay 0s
+// --image jaco-demo/busybox:2 --no-resolve-image`. Time = from the
 // update until every task runs the new image with its container healthy, and until Swarm marks
 // the update completed (after its monitoring period). The Swarm part runs under
 // `flock /tmp/jaco-swarm.lock` (another benchmark uses Swarm too) and always leaves the swarm.
 import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { keys } from '../../src/api/keys.js';
@@ -31,6 +34,18 @@ const LOCK = '/tmp/jaco-swarm.lock';
 const SWARM_SERVICE = 'jaco-bench-rollout';
 
 type Order = 'start-first' | 'stop-first';
+
+/** One way to roll, the same on both sides. */
+interface Variant {
+  name: string;
+  order: Order;
+  parallelism: number;
+}
+const VARIANTS: Variant[] = [
+  { name: 'start-first ×1', order: 'start-first', parallelism: 1 },
+  { name: 'stop-first ×1', order: 'stop-first', parallelism: 1 },
+  { name: 'start-first ×5', order: 'start-first', parallelism: 5 },
+];
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -51,7 +66,7 @@ async function until(what: string, fn: () => Promise<boolean>, timeoutMs: number
 
 // ---------------------------------------------------------------- jaco
 
-function jacoService(image: string, order: Order): ServiceSpec {
+function jacoService(image: string, v: Variant): ServiceSpec {
   return {
     image,
     replicas: REPLICAS,
@@ -59,11 +74,11 @@ function jacoService(image: string, order: Order): ServiceSpec {
     healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3, startPeriod: '0s' },
     stopSignal: 'SIGTERM',
     stopGracePeriod: '10s',
-    update: { order },
+    update: { order: v.order, parallelism: v.parallelism },
   };
 }
 
-async function jacoRun(c: TestCluster, name: string, order: Order): Promise<{ totalMs: number; planMs: number }> {
+async function jacoRun(c: TestCluster, name: string, v: Variant): Promise<{ totalMs: number; planMs: number }> {
   const store = c.store;
   const converged = async (hash: string): Promise<boolean> => {
     const [desired, observed] = await Promise.all([store.list<ReplicaDesired>(keys.desiredOf()), store.list<ReplicaObserved>(keys.observedOf())]);
@@ -72,8 +87,8 @@ async function jacoRun(c: TestCluster, name: string, order: Order): Promise<{ to
     const now = Date.now();
     return mine.length === REPLICAS && mine.every((d) => d.spec.specHash === hash && replicaReady(d, obs.get(`${d.spec.node}/${d.spec.replica}`), now));
   };
-  const v1 = jacoService('jaco-demo/busybox:1', order);
-  const v2 = jacoService('jaco-demo/busybox:2', order);
+  const v1 = jacoService('jaco-demo/busybox:1', v);
+  const v2 = jacoService('jaco-demo/busybox:2', v);
   await applyDeployments(store, [{ name, spec: { services: { web: v1 } }, cause: 'apply' }]);
   await until(`${name}: 10 replicas of :1 ready`, () => converged(specHash(v1)), 120_000);
   const t0 = Date.now();
@@ -86,24 +101,24 @@ async function jacoRun(c: TestCluster, name: string, order: Order): Promise<{ to
   );
   const totalMs = Date.now() - t0;
   const plan = (await store.get<RolloutPlan>(keys.rollout(name, 'web')))!.value.spec;
-  if (plan.totalSteps !== REPLICAS) throw new Error(`${name}: expected ${REPLICAS} steps, plan has ${plan.totalSteps}`);
+  if (plan.totalSteps !== REPLICAS / v.parallelism && plan.totalSteps !== REPLICAS) throw new Error(`${name}: expected ${REPLICAS} steps, plan has ${plan.totalSteps}`);
   await deleteDeployments(store, [name]);
   await until(`${name}: containers gone`, async () => (await c.containers()).every((x) => x.Labels['jaco.dev/deployment'] !== name), 120_000, 200);
   return { totalMs, planMs: Date.parse(plan.finishedAt!) - Date.parse(plan.startedAt) };
 }
 
-async function benchJaco(nodes: number, timings: 'production' | 'fast'): Promise<Record<Order, { totalMs: number; planMs: number }[]>> {
+async function benchJaco(nodes: number, timings: 'production' | 'fast'): Promise<Record<string, { totalMs: number; planMs: number }[]>> {
   // Info-level logs, as in production (the test clusters default to debug).
   process.env.JACO_LOG_LEVEL = 'info';
   const c = new TestCluster({ nodes, controllers: 'all', timings, capacity: 'cpu=2,memory=4Gi' });
   await c.start();
-  const out: Record<Order, { totalMs: number; planMs: number }[]> = { 'start-first': [], 'stop-first': [] };
+  const out: Record<string, { totalMs: number; planMs: number }[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
   try {
     for (let r = 0; r < runs; r++)
-      for (const order of ['start-first', 'stop-first'] as const) {
-        const res = await jacoRun(c, `bench-${order === 'start-first' ? 'sf' : 'pf'}-${r}`, order);
-        out[order].push(res);
-        console.log(`  jaco ${order} run ${r + 1}: ${fmt(res.totalMs)} (plan ${fmt(res.planMs)})`);
+      for (const v of VARIANTS) {
+        const res = await jacoRun(c, `bench-${v.order === 'start-first' ? 'sf' : 'pf'}${v.parallelism}-${r}`, v);
+        out[v.name]!.push(res);
+        console.log(`  jaco ${v.name} run ${r + 1}: ${fmt(res.totalMs)} (plan ${fmt(res.planMs)})`);
       }
   } catch (e) {
     console.error(c.logs(20));
@@ -127,11 +142,11 @@ function docker(args: string[], allowFail = false): string {
   return r.stdout;
 }
 
-async function swarmRun(d: Docker, order: Order): Promise<SwarmRun> {
+async function swarmRun(d: Docker, v: Variant): Promise<SwarmRun> {
   docker([
     'service', 'create', '--detach', '--name', SWARM_SERVICE, '--network', 'host', '--replicas', String(REPLICAS), '--no-resolve-image',
     '--health-cmd', 'true', '--health-interval', '1s', '--health-timeout', '5s', '--health-retries', '3', '--health-start-period', '0s',
-    '--stop-signal', 'SIGTERM', '--stop-grace-period', '10s', '--update-order', order,
+    '--stop-signal', 'SIGTERM', '--stop-grace-period', '10s', '--update-order', v.order,
     'jaco-demo/busybox:1', ...WORKLOAD,
   ]);
   // Converged: every task wanted running runs the image, and its container reports healthy.
@@ -147,7 +162,7 @@ async function swarmRun(d: Docker, order: Order): Promise<SwarmRun> {
   try {
     await until('swarm: 10 tasks of :1 running', () => running('jaco-demo/busybox:1'), 180_000, 100);
     const t0 = Date.now();
-    docker(['service', 'update', '--detach', '--update-parallelism', '1', '--update-delay', '0s', '--image', 'jaco-demo/busybox:2', '--no-resolve-image', SWARM_SERVICE]);
+    docker(['service', 'update', '--detach', '--update-parallelism', String(v.parallelism), '--update-delay', '0s', '--image', 'jaco-demo/busybox:2', '--no-resolve-image', SWARM_SERVICE]);
     await until('swarm: 10 tasks of :2 running', () => running('jaco-demo/busybox:2'), 600_000, 100);
     const convergedMs = Date.now() - t0;
     await until(
@@ -168,7 +183,7 @@ async function swarmRun(d: Docker, order: Order): Promise<SwarmRun> {
 /** Runs inside `flock`: init, measure, and leave the swarm whatever happens. */
 async function swarmChild(): Promise<void> {
   const d = new Docker();
-  const out: Record<Order, SwarmRun[]> = { 'stop-first': [], 'start-first': [] };
+  const out: Record<string, SwarmRun[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
   // A swarm still active here is left over from a crashed run of ours (we hold the lock).
   if (/Swarm: active/.test(docker(['info'], true))) docker(['swarm', 'leave', '--force'], true);
   const init = spawnSync('docker', ['swarm', 'init', '--advertise-addr', '127.0.0.1'], { encoding: 'utf8' });
@@ -178,10 +193,10 @@ async function swarmChild(): Promise<void> {
   }
   try {
     for (let r = 0; r < runs; r++)
-      for (const order of ['stop-first', 'start-first'] as const) {
-        const res = await swarmRun(d, order);
-        out[order].push(res);
-        process.stderr.write(`  swarm ${order} run ${r + 1}: tasks converged ${fmt(res.convergedMs)}, update completed ${fmt(res.completedMs)}\n`);
+      for (const v of VARIANTS) {
+        const res = await swarmRun(d, v);
+        out[v.name]!.push(res);
+        process.stderr.write(`  swarm ${v.name} run ${r + 1}: tasks converged ${fmt(res.convergedMs)}, update completed ${fmt(res.completedMs)}\n`);
       }
     process.stdout.write(JSON.stringify(out) + '\n');
   } finally {
@@ -190,14 +205,14 @@ async function swarmChild(): Promise<void> {
   }
 }
 
-function benchSwarm(): Record<Order, SwarmRun[]> | { error: string } {
+function benchSwarm(): Record<string, SwarmRun[]> | { error: string } {
   const self = fileURLToPath(import.meta.url);
   // The shell runs `swarm leave` even when the measuring process dies, still holding the lock.
   const inner = `"${process.execPath}" --import tsx "${self}" --swarm-child --runs ${runs}; rc=$?; docker swarm leave --force >/dev/null 2>&1; exit $rc`;
   const r = spawnSync('flock', [LOCK, 'sh', '-c', inner], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const last = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !last.startsWith('{')) return { error: `swarm benchmark failed (exit ${r.status}): ${r.stdout.trim()}` };
-  return JSON.parse(last) as Record<Order, SwarmRun[]> | { error: string };
+  return JSON.parse(last) as Record<string, SwarmRun[]> | { error: string };
 }
 
 // ---------------------------------------------------------------- main
@@ -207,7 +222,7 @@ if (process.argv.includes('--swarm-child')) {
 } else {
   const nodes = Number(arg('nodes', '1'));
   const timings = arg('timings', 'production') as 'production' | 'fast';
-  console.log(`rolling update of ${REPLICAS} replicas, one at a time, busybox:1 → :2, health check every 1 s; ${runs} run(s) each`);
+  console.log(`rolling update of ${REPLICAS} replicas, busybox:1 → :2, health check every 1 s; ${runs} run(s) of each variant; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`jaco (${nodes} node(s), ${timings} timings):`);
   const j = await benchJaco(nodes, timings);
   let s: ReturnType<typeof benchSwarm> | undefined;
@@ -215,15 +230,15 @@ if (process.argv.includes('--swarm-child')) {
     console.log('Docker Swarm (1 node):');
     s = benchSwarm();
   }
-  console.log('\nmedians:');
-  for (const order of ['start-first', 'stop-first'] as const)
-    console.log(`  jaco  ${order.padEnd(11)}: ${fmt(median(j[order].map((x) => x.totalMs)))} to every replica healthy at :2 (plan ${fmt(median(j[order].map((x) => x.planMs)))})`);
-  if (s && 'error' in s) console.log(`  swarm: could not run: ${s.error}`);
-  else if (s) {
-    for (const order of ['stop-first', 'start-first'] as const)
-      console.log(`  swarm ${order.padEnd(11)}: ${fmt(median(s[order].map((x) => x.convergedMs)))} to every task running :2, ${fmt(median(s[order].map((x) => x.completedMs)))} to update completed`);
-    const ratio = (o: Order) => median(j[o].map((x) => x.totalMs)) / median(s[o].map((x) => x.convergedMs));
-    console.log(`  ratio jaco/swarm (same order, to every replica running the new image healthy): start-first ${ratio('start-first').toFixed(2)}×, stop-first ${ratio('stop-first').toFixed(2)}×`);
-    console.log(`  ratio jaco default / swarm default: ${(median(j['start-first'].map((x) => x.totalMs)) / median(s['stop-first'].map((x) => x.convergedMs))).toFixed(2)}×`);
+  console.log(`\nmedians (load average at the end ${loadavg().map((x) => x.toFixed(2)).join(' ')}):`);
+  for (const v of VARIANTS) {
+    const jm = median(j[v.name]!.map((x) => x.totalMs));
+    let line = `  ${v.name.padEnd(15)} jaco ${fmt(jm)} (plan ${fmt(median(j[v.name]!.map((x) => x.planMs)))}; runs ${j[v.name]!.map((x) => fmt(x.totalMs)).join(' / ')})`;
+    if (s && !('error' in s)) {
+      const sm = median(s[v.name]!.map((x) => x.convergedMs));
+      line += ` | swarm ${fmt(sm)} to every task running :2 healthy, ${fmt(median(s[v.name]!.map((x) => x.completedMs)))} to update completed (runs ${s[v.name]!.map((x) => fmt(x.convergedMs)).join(' / ')}) | jaco/swarm ${(jm / sm).toFixed(2)}×`;
+    }
+    console.log(line);
   }
+  if (s && 'error' in s) console.log(`  swarm: could not run: ${s.error}`);
 }
