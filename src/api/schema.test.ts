@@ -89,6 +89,9 @@ describe('cross-field rules', () => {
     ['a dependency cycle', { a: { image: 'i', dependsOn: { b: { condition: 'service_started' } } }, b: { image: 'i', dependsOn: { a: { condition: 'service_healthy' } } } }, 'spec.services.a.dependsOn: dependsOn forms a cycle: a → b → a'],
     ['bad env name', { x: { image: 'i', env: { '1AB': '1' } } }, 'spec.services.x.env.1AB: service "x": "1AB" is not a valid environment variable name'],
     ['bad service name', { Web_1: { image: 'i' } }, 'spec.services.Web_1: service name "Web_1" must be lowercase'],
+    ['a canary of a global service', { x: { image: 'i', placement: { mode: 'global' }, update: { canary: 1 } } }, 'spec.services.x.update.canary: service "x" uses placement=global; update.canary needs replicas'],
+    ['a canary beside a volume writer', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }], update: { canary: 1 } } }, 'spec.services.db.update.canary: service "db" mounts volume "data" read-write; a canary would be a second writer'],
+    ['autoPromote without canary', { x: { image: 'i', update: { autoPromote: '1m' } } }, 'spec.services.x.update.autoPromote: service "x" sets update.autoPromote without update.canary'],
     [
       'a named volume written by one service and mounted by another',
       { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, backup: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/b', readOnly: true }] } },

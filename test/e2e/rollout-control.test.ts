@@ -5,7 +5,8 @@
 // back on the previous revision, every replica running. Observed state is sampled throughout: never
 // more than maxUnavailable replicas without a running container. A deployment-atomic rollout
 // (spec.update.atomic) of two services, one of whose new image cannot be pulled, ends with both
-// services on the previous revision, and `jaco rollout status` reports it as one unit.
+// services on the previous revision, and `jaco rollout status` reports it as one unit. A canary of
+// one beside three old replicas runs until `jaco rollout promote`, never taking an old one out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
 import { specHash } from '../../src/api/spec.js';
@@ -128,5 +129,49 @@ describe('update block on real containers', () => {
     const audit = await c.jaco(['audit', '-d', 'unit', '--type', 'rollout_aborted', '-o', 'json']);
     const payloads = audit.stdout.trim().split('\n').map((l) => JSON.parse(l).payload);
     expect(payloads).toContainEqual(expect.objectContaining({ service: 'web', reason: 'atomic_rollback', failed_service: 'db', failed_reason: 'image_pull_failed' }));
+  });
+
+  it('canary 1 beside 3 old replicas: nothing old moves until promote; then the update goes on and the canary is scaled away', async () => {
+    const canary = (image: string) => busyboxService(image, { replicas: 3, update: { canary: 1 } });
+    const byImage = async () => {
+      const mine = (await c.containers()).filter((x) => x.Labels[LABELS.deployment] === 'cn' && x.State === 'running');
+      const out: Record<string, number> = {};
+      for (const x of mine) out[x.Image] = (out[x.Image] ?? 0) + 1;
+      return out;
+    };
+    await c.apply(webManifest(canary('jaco-demo/busybox:1'), 'cn'));
+    let r = await c.jaco(['rollout', 'status', 'cn', '--timeout', '150s']);
+    expect(r.code, fail(r)).toBe(0);
+
+    const samples = sampler(async () => (await c.replicasNotRunning('cn')).filter((id) => id !== 'cn-web-3'), 100);
+    await c.apply(webManifest(canary('jaco-demo/busybox:2'), 'cn'));
+    await eventually(async () => !!(await rolloutPlan(c.store, 'cn', 'web')).canary?.readySince, { what: 'the canary ready and waiting for promote', timeoutMs: 90_000 });
+    expect(await byImage()).toEqual({ 'jaco-demo/busybox:1': 3, 'jaco-demo/busybox:2': 1 });
+    const canaries = (await c.desired()).filter((d) => d.spec.deployment === 'cn' && d.spec.canary);
+    expect(canaries.map((d) => d.spec.replica)).toEqual(['cn-web-3']);
+    const waiting = await rolloutPlan(c.store, 'cn', 'web');
+    expect(waiting).toMatchObject({ state: 'in_progress', currentStep: 0, totalSteps: 3 });
+    r = await c.jaco(['rollout', 'status', 'cn', '--timeout', '2s']);
+    expect(r.code, fail(r)).toBe(3);
+    expect(r.stdout).toContain('canary of revision 2: 1 of 1 ready beside the 3 replicas of revision 1; waiting for jaco rollout promote cn/web');
+
+    // The canary phase took no old replica out.
+    expect(Math.max(0, ...(await samples.stop()).map((x) => x.length))).toBe(0);
+
+    const rolling = sampler(async () => (await c.replicasNotRunning('cn')).filter((id) => id !== 'cn-web-3'), 100);
+    r = await c.jaco(['rollout', 'promote', 'cn/web']);
+    expect(r.code, fail(r)).toBe(0);
+    expect(r.stdout).toContain('cn/web: promoted');
+    r = await c.jaco(['rollout', 'status', 'cn', '--timeout', '150s']);
+    expect(r.code, fail(r)).toBe(0);
+    await eventually(async () => JSON.stringify(await byImage()) === JSON.stringify({ 'jaco-demo/busybox:2': 3 }), { what: '3 replicas of busybox:2, the canary gone', timeoutMs: 90_000 });
+    // Then one step at a time, within the budget (maxUnavailable 1).
+    expect(Math.max(0, ...(await rolling.stop()).map((x) => x.length))).toBeLessThanOrEqual(1);
+    expect((await c.desired()).filter((d) => d.spec.deployment === 'cn').map((d) => d.spec.replica).sort()).toEqual(['cn-web-0', 'cn-web-1', 'cn-web-2']);
+    const audit = await c.jaco(['audit', '-d', 'cn', '--type', 'rollout_promoted', '-o', 'json']);
+    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ service: 'web', by: 'operator', canaries: 1 });
+    r = await c.jaco(['rollout', 'promote', 'cn/web']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('no rollout has canaries waiting');
   });
 });
