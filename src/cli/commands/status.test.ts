@@ -105,4 +105,16 @@ describe('jaco status rows', () => {
     expect(r[0]!.services.find((s) => s.name === 'db')!.rescheduler).toBeUndefined();
     expect(renderStatus(r, 'table')).toContain('  node-1: memory: full\n  rescheduler: no_plan: only_stateful_blockers — the replicas in the way are stateful\n');
   });
+
+  it('shows a rollout waiting for promote and marks its canary replicas', () => {
+    const p = parts();
+    const plan = p.rollouts[0]!.value.spec;
+    plan.currentStep = 0;
+    plan.canary = { replicas: 1, readySince: iso(NOW) };
+    p.desired.push(desired('shop-web-3', 'web', 'node-1', web, { canary: { revision: 2 } }));
+    p.observed.push(observed('shop-web-3', 'node-1', 'running'));
+    const text = renderStatus(statusRows(joinClusterView(p), undefined, NOW), 'table');
+    expect(text).toMatch(/in_progress r1→r2 0\/3 canary×1 waiting for promote/);
+    expect(text).toMatch(/^shop-web-3 +web +node-1 +running +- +0 +2 \(canary\) +90s +-$/m);
+  });
 });

@@ -40,6 +40,8 @@ export interface ReplicaStatusRow {
   placedAt: string;
   age: string;
   move?: { from: string; by: string; deadline: string };
+  /** A canary of a rollout (update.canary): scaled away when the rollout ends. */
+  canary?: boolean;
 }
 
 export interface ServiceStatusRow {
@@ -55,7 +57,7 @@ export interface ServiceStatusRow {
   nodeLost?: string[];
   /** dependsOn not met yet: nothing new is placed. */
   waitingForDependency?: string[];
-  rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string };
+  rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string; canary?: { replicas: number; phase: 'starting' | 'waiting' | 'promoted' } };
   moves: { replica: string; from: string; to: string; by: string }[];
   replicas: ReplicaStatusRow[];
 }
@@ -116,6 +118,7 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
                   currentStep: plan.currentStep,
                   totalSteps: plan.totalSteps,
                   ...(plan.failureReason ? { failureReason: plan.failureReason } : {}),
+                  ...(plan.canary ? { canary: { replicas: plan.canary.replicas, phase: plan.canary.promotedAt ? 'promoted' : plan.canary.readySince ? 'waiting' : 'starting' } } : {}),
                 },
               }
             : {}),
@@ -135,6 +138,7 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
               placedAt: r.desired.spec.placedAt,
               age: age(startedAt ?? r.desired.spec.placedAt, now),
               ...(m ? { move: { from: m.from, by: m.by, deadline: m.deadline } } : {}),
+              ...(r.desired.spec.canary ? { canary: true } : {}),
             };
           }),
         };
@@ -151,7 +155,8 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
 
 function rolloutText(r: ServiceStatusRow['rollout']): string {
   if (!r) return '-';
-  return `${r.state} r${r.fromRevision}→r${r.toRevision} ${r.currentStep}/${r.totalSteps}${r.failureReason ? ` (${r.failureReason})` : ''}`;
+  const canary = r.canary && r.state !== 'completed' && r.state !== 'aborted' ? ` canary×${r.canary.replicas} ${r.canary.phase === 'waiting' ? 'waiting for promote' : r.canary.phase}` : '';
+  return `${r.state} r${r.fromRevision}→r${r.toRevision} ${r.currentStep}/${r.totalSteps}${r.failureReason ? ` (${r.failureReason})` : ''}${canary}`;
 }
 
 /** The table form of one deployment's status. */
@@ -175,7 +180,7 @@ export function renderDeployment(d: DeploymentStatusRow): string {
       '\n' +
       table(
         ['REPLICA', 'SERVICE', 'NODE', 'STATE', 'CODE', 'RESTARTS', 'REVISION', 'AGE', 'MOVE'],
-        replicas.map(({ s, r }) => [r.replica, s.name, r.node, r.state, r.code ?? '-', r.restarts, r.revision, r.age, r.move ? `from ${r.move.from} (${r.move.by})` : '-']),
+        replicas.map(({ s, r }) => [r.replica, s.name, r.node, r.state, r.code ?? '-', r.restarts, r.canary ? `${r.revision} (canary)` : r.revision, r.age, r.move ? `from ${r.move.from} (${r.move.by})` : '-']),
       );
   for (const s of d.services) {
     const u = s.unschedulable;
