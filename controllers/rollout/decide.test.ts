@@ -748,6 +748,57 @@ describe('deleted deployments and services, and the status record', () => {
     expect(w.hashes()).toEqual(hashes);
     expect(w.plan()?.currentStep).toBe(2);
   });
+
+  /** Rolls app/web to img:2 until a pass would complete it; returns that pass's snapshot, kept apart from later writes. */
+  function aboutToComplete(w: World): RolloutSnapshot {
+    for (let i = 0; i < 20; i++) {
+      w.converge();
+      w.now += 1000;
+      const snap = w.frozenSnapshot();
+      if (decide(snap, w.now, CFG).acts.some((a) => a.audit.some((r) => r.type === 'rollout_completed'))) return snap;
+      w.pass();
+    }
+    throw new Error('the rollout never came to complete');
+  }
+
+  it('a completion compares the counter it judged: a replica placed unseen at the old spec refuses it (sim seeds 66901, 69100)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    const stale = aboutToComplete(w);
+    // The scheduler placed one more replica at the old spec; the snapshot never received it (a lost event).
+    w.place('app', 'web', 3, 'node-1', { specHash: H1, revision: 1 });
+    w.put(keys.counter('app', 'web'), { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: 'app-web' }, spec: { next: 4 } });
+    const conflicts = w.conflicts;
+    const d = decide(stale, w.now, CFG);
+    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.counter('app', 'web'), modRevision: 0 });
+    w.commit(d);
+    expect(w.conflicts).toBeGreaterThan(conflicts);
+    expect(w.plan()!.state).toBe('in_progress');
+    w.pass();
+    expect(w.steppedReplicas().at(-1)).toBe('app-web-3');
+  });
+
+  it('a completion compares the heartbeat of every node it excused as NotReady: an agent alive after all refuses it', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    aboutToComplete(w);
+    // node-1's heartbeat as a lagging cache shows it (aged: NotReady), its agent still reporting the old container of the first step's replica.
+    const aged: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: 'node-1' }, spec: { node: 'node-1', time: new Date(w.now - 10_000).toISOString(), intervalMs: 1000, agentVersion: 't', dockerUp: true } };
+    w.put(keys.heartbeat('node-1'), aged);
+    w.observe('app-web-0', { specHash: H1, revision: 1 });
+    const stale = w.frozenSnapshot();
+    const d = decide(stale, w.now, CFG);
+    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.heartbeat('node-1'), modRevision: w.versioned(keys.heartbeat('node-1'))!.modRevision });
+    // The store has the agent's newer heartbeat: the completion is refused, and a pass on it waits for the old container.
+    w.heartbeat('node-1');
+    const conflicts = w.conflicts;
+    w.commit(d);
+    expect(w.conflicts).toBeGreaterThan(conflicts);
+    expect(w.plan()!.state).toBe('in_progress');
+    w.pass();
+    expect(w.plan()!.state).toBe('in_progress');
+    expect(w.decisions.at(-1)!.decision.notes.map((n) => n.note).join('; ')).toContain('waiting for the old container(s) of app-web-0 to stop');
+  });
 });
 
 // ---------------------------------------------------------------- generated observed-state sequences

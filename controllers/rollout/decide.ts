@@ -31,10 +31,11 @@ import type { Op } from '../../src/store/writer.js';
 import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
 import { unitFailureOf } from './progress.js';
+import { completionGuard, type EvidenceRevisions } from './evidence.js';
 import { REQUEST_APPLIES_TO, type FailureReason, type PauseReason, type RolloutResult, type StartReason, type StepDirection, type StepResult } from '../../src/api/reasons/rollout.js';
 
 /** Everything decide reads. Maps are keyed as noted; the shell builds them from its informers. */
-export interface RolloutSnapshot {
+export interface RolloutSnapshot extends EvidenceRevisions {
   /** By deployment name. */
   deployments: ReadonlyMap<string, Versioned<Deployment>>;
   /** By key (keys.revision(name, n)). */
@@ -747,9 +748,12 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, 
   return step;
 }
 
+/** An agent reports an old container of the replica, or one not yet at the target spec. */
+const reportsOld = (g: ReplicaGroup, hash: string) => g.observed.some((o) => o && (o.status.specHash !== hash || o.status.replacing));
+
 /** Replicas an agent still reports with an old container, or not yet at the target spec. */
 function oldContainers(c: ServiceCtx, hash: string): string[] {
-  return c.groups.filter((g) => !g.suspended && !g.nodeDown && g.observed.some((o) => o && (o.status.specHash !== hash || o.status.replacing))).map((g) => g.id);
+  return c.groups.filter((g) => !g.suspended && !g.nodeDown && reportsOld(g, hash)).map((g) => g.id);
 }
 
 function complete(pass: ServicePass, target: ServingTemplate): void {
@@ -760,6 +764,9 @@ function complete(pass: ServicePass, target: ServingTemplate): void {
     pass.notes.push(`every replica is at revision ${plan.toRevision}; waiting for the old container(s) of ${old.join(', ')} to stop`);
     return;
   }
+  // The snapshot it judged from is compared (evidence.ts): no replica placed unseen, no node whose old container it excused as NotReady alive after all.
+  const excused = pass.c.groups.filter((g) => !g.suspended && g.nodeDown && reportsOld(g, target.specHash)).flatMap((g) => g.copies.map((d) => d.value.spec.node));
+  pass.ops.push(...completionGuard(pass.c.snapshot, pass.c.name, pass.c.service, excused));
   plan.state = 'completed';
   plan.finishedAt = pass.c.iso;
   plan.totalSteps = plan.currentStep;

@@ -3,13 +3,18 @@
 import type { Deployment, DeploymentRevision, DeploymentStatus, DisruptionLedger, Heartbeat, ReplicaCommand, RolloutPlan } from '../../src/api/types.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
+import type { SourceState } from '../../src/store/reflector.js';
 import type { ControllerSpec } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
 import { decide, type MetricEvent, type RolloutDecision, type RolloutSnapshot } from './decide.js';
 import { countMetric, rolloutMetrics } from './metrics.js';
 
-const READS = ['deployments', 'revisions', 'desired', 'observed', 'commands', 'heartbeats', 'rollouts', 'statuses', 'disruptions'] as const;
+const READS = ['deployments', 'revisions', 'desired', 'observed', 'commands', 'heartbeats', 'counters', 'rollouts', 'statuses', 'disruptions'] as const;
 
+/** Mod revisions of a source's keys, by what follows its prefix (the completion's evidence, evidence.ts). */
+function revisionsByRest(s: SourceState<unknown>): Map<string, number> {
+  return new Map([...s.items.values()].map((v) => [s.rest(v.key), v.modRevision]));
+}
 
 export function rolloutSnapshot(cache: Cache): RolloutSnapshot {
   return {
@@ -19,6 +24,8 @@ export function rolloutSnapshot(cache: Cache): RolloutSnapshot {
     commands: cache.kind<ReplicaCommand>('commands').items,
     ledgers: byRest(cache.kind<DisruptionLedger>('disruptions')),
     heartbeats: valuesByRest(cache.kind<Heartbeat>('heartbeats')),
+    heartbeatRevisions: revisionsByRest(cache.kind('heartbeats')),
+    counterRevisions: revisionsByRest(cache.kind('counters')),
     plans: byRest(cache.kind<RolloutPlan>('rollouts')),
     statuses: byRest(cache.kind<DeploymentStatus>('statuses')),
   };
