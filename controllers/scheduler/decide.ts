@@ -42,6 +42,7 @@ import { waitingFor } from './dependencies.js';
 import { canariesWanted } from './canary.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
 import { replaceLost } from './node-loss.js';
+import { returnPreempted } from './preempted.js';
 import { cmp, iso, SchedulerPass } from './pass.js';
 import { MAX_CONSECUTIVE_RESTARTS, type RestartPolicy } from './restarts.js';
 import { endpoints } from './routing.js';
@@ -350,7 +351,8 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
       const canary = canariesWanted(snap.rollouts.get(`${dep}/${svc}`));
       const total = want + (canary?.count ?? 0);
       kept = replaceLost(pass, scaleDown(pass, kept, total), spec, st);
-      let placed = kept.length;
+      // Replicas stopped by preemption stay members (no new index replaces them): placed again when they fit.
+      let placed = kept.length - returnPreempted(pass, spec, kept, st);
       if (kept.length < total && !waiting.length) placed += placeIndexed(pass, dep, svc, spec, template, kept, total - kept.length, st, canary && { from: Math.max(0, want - kept.length), revision: canary.revision });
       st.desired = want;
       st.placed = Math.min(placed, want);

@@ -61,6 +61,7 @@ export const PLACE_TRIGGERS = {
   canary: "a canary beside the service's replicas, for a rollout with update.canary (scaled away when the rollout ends)",
   global_node: 'a global service gained an eligible node without its replica',
   node_lost: "the replica's node was NotReady past the grace period: re-placed, same id",
+  preempted: 'a replica stopped by priority preemption, placed again (same id) once capacity exists',
   crash_loop: 'the replica exhausted its restarts on its node while its spec runs ready elsewhere: re-placed once on another node, same id',
 } as const;
 export type PlaceTrigger = keyof typeof PLACE_TRIGGERS;
