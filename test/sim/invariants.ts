@@ -123,7 +123,8 @@ export const READY_FOR_MS = 30_000;
 
 /**
  * Nothing is re-placed off a node that stayed Ready: a `node_lost` record lands only for nodes
- * whose heartbeat lapsed (the scheduler's own readiness rule) within the last READY_FOR_MS — never
+ * whose heartbeat lapsed (the scheduler's own readiness rule) within the last READY_FOR_MS, or is
+ * lapsed now — never
  * because a node's value is unreadable, or a cache missed its heartbeats.
  */
 export const noReplacementOffReadyNode: TxnInvariant = {
@@ -134,7 +135,7 @@ export const noReplacementOffReadyNode: TxnInvariant = {
       const p = a.payload as { node?: string; replica?: string };
       const ready = String(p.node ?? '')
         .split(',')
-        .filter((n) => n && sim.has(keys.node(n)) && sim.now - (sim.lapsedAt.get(n) ?? -Infinity) > READY_FOR_MS);
+        .filter((n) => n && sim.has(keys.node(n)) && sim.readyThroughout(n, READY_FOR_MS));
       if (ready.length) return `${a.actor} re-placed ${p.replica} off ${ready.join(', ')}, Ready without a lapse for ${READY_FOR_MS / 1000} s${ready.some((n) => sim.broken.has(keys.node(n))) ? ' (its node value unreadable)' : ''}`;
     }
     return undefined;
@@ -216,8 +217,9 @@ export const drainCompleteOnObserved: TxnInvariant = {
 
 /**
  * A rollout reported complete has no container left that it should have stopped: when
- * rollouts/<deployment>/<service> becomes completed, no node that stayed Ready (no heartbeat lapse
- * within READY_FOR_MS: a NotReady node cannot report, and a rollout completes without it) reports
+ * rollouts/<deployment>/<service> becomes completed, no node that stayed Ready (Ready now and no
+ * heartbeat lapse within READY_FOR_MS: a NotReady node cannot report, and a rollout completes
+ * without it) reports
  * a container of one of the service's replicas at another spec than the one rolled out.
  */
 export const rolloutCompleteOnObserved: TxnInvariant = {
@@ -230,7 +232,7 @@ export const rolloutCompleteOnObserved: TxnInvariant = {
       for (const d of sim.desired()) {
         const s = d.spec;
         if (s.deployment !== plan.deployment || s.service !== plan.service || s.suspended) continue;
-        if (sim.now - (sim.lapsedAt.get(s.node) ?? -Infinity) <= READY_FOR_MS) continue;
+        if (!sim.readyThroughout(s.node, READY_FOR_MS)) continue;
         const o = sim.get<ReplicaObserved>(keys.observed(s.node, s.replica));
         if (o && o.status.specHash !== plan.toHash) return `${k} completed while ${s.node} still runs ${s.replica} at ${o.status.specHash} (${o.status.state}), not ${plan.toHash}`;
       }

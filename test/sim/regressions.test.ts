@@ -21,6 +21,19 @@
 //                  revision 2 record, another spec than the one they ran (controllers/rollout/
 //                  decide.ts fromTemplate: a revision record is used only when its spec hash is the
 //                  plan's fromHash, else the template of a replica still at it)
+//   seed 55069, 61211 — a replica re-placed 0.1 s into a node's lapse: the scheduler's NotReady clock
+//                  was kept by node name, so a node that came back unseen (no pass, or a cache that
+//                  missed its heartbeat) and lapsed again was judged from the first lapse's clock
+//                  (controllers/scheduler/decide.ts trackNotReady: a clock follows the heartbeat
+//                  revision it judged; decide.test.ts "node lost")
+//   seed 66901, 69100 — a rollout completed over a replica its cache never received (the placement's
+//                  event lost): the scheduler had placed it at the previous spec (controllers/
+//                  rollout/evidence.ts: a completion compares the service's counter, and the
+//                  heartbeat of each node whose old container it excused; decide.test.ts "a
+//                  completion compares ...")
+//   seed 60348   — the invariant itself: a node 0.4 s into its lapse counted as Ready, the lapse
+//                  record being refreshed only at the end of a step (test/sim/world.ts
+//                  readyThroughout: Ready now, and no lapse within 30 s)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -31,7 +44,7 @@ describe('simulation seeds that found bugs', () => {
   beforeAll(() => timers.install());
   afterAll(() => timers.uninstall());
 
-  it.each([1, 6, 7, 26, 10737, 10857, 11639])('seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([1, 6, 7, 26, 10737, 10857, 11639, 55069, 60348, 61211, 66901, 69100])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);

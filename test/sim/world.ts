@@ -205,6 +205,15 @@ export class Sim {
     return this.desiredAt.values;
   }
 
+  /**
+   * Whether a node has been Ready without a lapse for the last `ms`, as of now — mid-step too: a
+   * heartbeat that went stale since the last step's end is a lapse now (lapsedAt, refreshed at the
+   * end of each step, does not know it yet: seed 60348 counted a node 0.4 s into its lapse as Ready).
+   */
+  readyThroughout(node: string, ms: number): boolean {
+    return readyNow(this, node) && this.now - (this.lapsedAt.get(node) ?? -Infinity) > ms;
+  }
+
   // ------------------------------------------------------------------ helpers
 
   private pick<T>(xs: readonly T[]): T {
