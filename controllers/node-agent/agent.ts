@@ -28,6 +28,7 @@ import { EarlyHealth } from './early-health.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
+import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
 
@@ -50,6 +51,12 @@ export interface AgentOptions {
   log: Logger;
   /** Where cgroups are mounted (tests point it at fixtures). */
   cgroupRoot?: string;
+  /**
+   * What the node's pressure measures (node-usage.ts): `node` the whole host, `containers` the sum
+   * of this agent's containers. Default: node on Docker, containers with a runtime of its own
+   * (hollow nodes have no host to measure).
+   */
+  pressureMode?: PressureMode;
   /** The node's address (Node.status.address, JACO_NODE_ADDRESS). */
   address?: string;
   /** Where the scheduler assigns this node's dynamic host ports from (Node.status.portRange). */
@@ -104,6 +111,11 @@ export class NodeAgent {
     return this.opts.node;
   }
 
+  /** What its pressure measures: the whole host, or its own containers (AgentOptions.pressureMode). */
+  get pressureMode(): PressureMode {
+    return this.opts.pressureMode ?? (this.opts.runtime ? 'containers' : 'node');
+  }
+
   /** The containers the agent knows (tests). */
   get containers() {
     return this.view.cache;
@@ -122,7 +134,10 @@ export class NodeAgent {
     this.view = new DockerView(runtime, timings, this.log, trigger);
     this.executor = new Executor(this.view, this.owner, timings, this.log, trigger);
     this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
-    this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity);
+    this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity, {
+      mode: this.pressureMode,
+      node: new NodeUsageReader(this.opts.cgroupRoot),
+    });
     this.presence = new Presence({
       ...this.opts,
       pressure: () => this.currentPressure(),
@@ -153,7 +168,7 @@ export class NodeAgent {
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
     await this.manager.start();
     this.log.info(
-      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, timings: timings.name },
+      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
       'node-agent started',
     );
   }
@@ -178,6 +193,7 @@ export class NodeAgent {
       ok: !!this.view?.up && synced && claimed && !this.removing && !this.stopped,
       detail: {
         node: this.node,
+        pressureMode: this.pressureMode,
         docker: this.view?.health(),
         cache: { synced, revision: cache?.revision },
         claim: this.presence?.health(),

@@ -84,7 +84,7 @@ describe('PressureSampler', () => {
     const cpu: Record<string, number> = { a: 10e9 };
     const reader = { read: (id: string) => (id in cpu ? { cpuUsageNs: cpu[id]!, memoryBytes: 10 } : undefined), retain: () => undefined } as unknown as CgroupReader;
     const statsCalls: string[] = [];
-    const sampler = new PressureSampler(reader, async (id) => (statsCalls.push(id), id === 'b' ? { cpuUsageNs: 0, memoryBytes: 20 } : undefined), CAP, () => now);
+    const sampler = new PressureSampler(reader, async (id) => (statsCalls.push(id), id === 'b' ? { cpuUsageNs: 0, memoryBytes: 20 } : undefined), CAP, { clock: () => now });
     const first = await sampler.sample([facts('a'), facts('b'), facts('c'), facts('d', 'exited')]);
     expect(statsCalls.sort()).toEqual(['b', 'c']);
     expect(first).toMatchObject({ fallbacks: 1, unreadable: 1 });

@@ -1,11 +1,14 @@
 // Node pressure (seed 000's signal): each running container's CPU (a delta of its cumulative CPU
-// time over the interval) and memory, summed per replica and over the node's capacity. The
-// arithmetic is pure (pressureSample); PressureSampler reads cgroups and falls back to Docker's
-// one-shot stats for a container whose cgroup files it cannot read.
+// time over the interval) and memory, summed per replica (the rebalancer's relief estimates) and,
+// in `containers` mode, over the node's capacity. In `node` mode (a real host, seed 001) the node's
+// figures are the whole host's instead (node-usage.ts). The arithmetic is pure (pressureSample);
+// PressureSampler reads cgroups and falls back to Docker's one-shot stats for a container whose
+// cgroup files it cannot read.
 import type Docker from 'dockerode';
 import type { Capacity, PressureSample, ReplicaFootprint } from '../../src/api/types.js';
 import type { CgroupUsage } from './cgroup.js';
 import type { ContainerFacts } from './facts.js';
+import { nodeCpuUtil, nodeMemoryUtil, type NodeUsage, type PressureMode } from './node-usage.js';
 import type { UsageReader } from './runtime.js';
 
 export interface UsageReading {
@@ -85,15 +88,33 @@ export interface SampleResult {
 }
 
 /** Samples this agent's running containers; keeps the CPU marks between samples. */
+/** The node's figures from a whole-host reading (node mode), replacing the containers' sum. */
+export function withNodeUsage(sample: PressureSample, prev: NodeUsage | undefined, cur: NodeUsage): PressureSample {
+  return { ...sample, cpuUtil: nodeCpuUtil(prev, cur), memoryUtil: nodeMemoryUtil(cur.memory), mode: 'node' };
+}
+
+export interface SamplerOptions {
+  /** Default containers. */
+  mode?: PressureMode;
+  /** Node mode: reads the whole host (NodeUsageReader). */
+  node?: { read(): NodeUsage };
+  clock?: () => number;
+}
+
+/** Samples this agent's running containers (and, in node mode, the host); keeps the CPU marks between samples. */
 export class PressureSampler {
   private marks = new Map<string, CpuMark>();
+  private lastNode?: NodeUsage;
+  private readonly clock: () => number;
 
   constructor(
     private readonly reader: UsageReader,
     private readonly dockerStats: (id: string) => Promise<CgroupUsage | undefined>,
     private readonly capacity: Capacity,
-    private readonly clock: () => number = Date.now,
-  ) {}
+    private readonly opts: SamplerOptions = {},
+  ) {
+    this.clock = opts.clock ?? Date.now;
+  }
 
   async sample(containers: readonly ContainerFacts[]): Promise<SampleResult> {
     const running = containers.filter((c) => c.state === 'running');
@@ -122,6 +143,20 @@ export class PressureSampler {
     this.reader.retain(new Set(running.map((c) => c.id)));
     const { sample, marks } = pressureSample(readings, this.marks, this.capacity, this.clock());
     this.marks = marks;
-    return { sample, fallbacks: missing.length - unreadable, unreadable };
+    return { sample: this.nodeWide(sample), fallbacks: missing.length - unreadable, unreadable };
+  }
+
+  /** Node mode: the host's figures; when /proc cannot be read, the containers' sum, said so by its mode. */
+  private nodeWide(sample: PressureSample): PressureSample {
+    if (this.opts.mode !== 'node' || !this.opts.node) return { ...sample, mode: 'containers' };
+    let cur: NodeUsage;
+    try {
+      cur = this.opts.node.read();
+    } catch {
+      return { ...sample, mode: 'containers' };
+    }
+    const out = withNodeUsage(sample, this.lastNode, cur);
+    this.lastNode = cur;
+    return out;
   }
 }

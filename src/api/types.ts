@@ -241,6 +241,12 @@ export interface PressureSample {
   memoryUtil: number;
   /** Measured per replica: the rebalancer's relief estimate. */
   replicas: Record<string, ReplicaFootprint>;
+  /**
+   * What cpuUtil and memoryUtil measure: `node` the whole host (root cgroup CPU, /proc/meminfo;
+   * a real host), `containers` the sum of the agent's own containers over its capacity (simulated
+   * and hollow nodes). Absent in samples of agents before the mode existed: containers.
+   */
+  mode?: 'node' | 'containers';
 }
 
 export interface HeartbeatSpec {

@@ -155,7 +155,7 @@ export class LocalCluster {
         this.children.push({
           info: { name: node, metrics, log: join(dataDir, 'logs', `${node}.log`) },
           // Each simulated node its own loopback address (all of 127/8 is loopback on Linux).
-          args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--address', simulatedAddress(i)],
+          args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--address', simulatedAddress(i), '--pressure', 'containers'],
           restarts: 0,
         });
         if (this.opts.withIngress) {

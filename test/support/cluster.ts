@@ -108,7 +108,7 @@ export class TestCluster {
 
   /** Starts `jaco agent --node NAME` and waits until its node is Ready. */
   async startAgent(node: string, extra: string[] = []): Promise<Proc> {
-    const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', ...extra]);
+    const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', '--pressure', 'containers', ...extra]);
     await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now()) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
       what: `node ${node} Ready`,
       timeoutMs: 30_000,

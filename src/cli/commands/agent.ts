@@ -6,6 +6,7 @@ import { defaultAddress } from '../../../controllers/node-agent/address.js';
 import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
 import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
 import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
+import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../runtime/process.js';
@@ -21,6 +22,7 @@ interface AgentFlags {
   rejoin?: boolean;
   address?: string;
   portRange: string;
+  pressure: string;
 }
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -31,6 +33,7 @@ Examples:
   jaco agent --node gpu-1 --capacity cpu=16,memory=64Gi,gpus=2 --labels zone=a,gpu=true
   jaco --timings fast agent --node node-1 --capacity cpu=1,memory=2Gi --metrics-addr 127.0.0.1:0
   jaco agent --node node-3 --rejoin          # after jaco node remove node-3
+  jaco agent --node sim-1 --pressure containers --address 127.0.1.1   # a simulated node on a shared host
 
 The agent registers nodes/<node>, heartbeats on its own etcd lease with the node's pressure, runs
 the replicas of desired/<node>/ on Docker and reports them in observed/<node>/. It stops nothing
@@ -50,6 +53,7 @@ export function registerAgent(program: Command): void {
     .option('--status-interval <duration>', 'heartbeat and pressure sampling period, 5s…5m (default 30s; 1s with --timings fast)')
     .option('--address <ip>', "the address this node's replicas are reached at (Node.status.address, JACO_NODE_ADDRESS); default: the default route interface's address")
     .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
+    .option('--pressure <mode>', 'what the node\'s pressure measures: node (the whole host: root cgroup CPU, /proc/meminfo; one agent per host) or containers (the sum of this agent\'s containers: simulated nodes sharing a host)', 'node')
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -61,6 +65,8 @@ export function registerAgent(program: Command): void {
         let declared;
         let portRange;
         const address = f.address ?? defaultAddress();
+        if (!(PRESSURE_MODES as readonly string[]).includes(f.pressure)) throw new CliError(`--pressure: "${f.pressure}" is not one of ${PRESSURE_MODES.join(', ')}`);
+        const pressureMode = f.pressure as PressureMode;
         if (isIP(address) !== 4) throw new CliError(`--address: "${address}" is not an IPv4 address`);
         try {
           portRange = parsePortRange(f.portRange);
@@ -79,7 +85,7 @@ export function registerAgent(program: Command): void {
         const capacity = await resolveCapacity(declared);
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
-        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange });
+        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange, pressureMode });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {
           await agent.stop();
