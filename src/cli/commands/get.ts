@@ -71,11 +71,11 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host), now), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
     if (out === 'wide') {
       const p = hb?.spec.pressure;
-      row.push(p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
+      row.push(p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
     }
     return row;
   });
-  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['CPU%', 'MEM%', 'LABELS'] : [])], rows);
+  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])], rows);
 }
 
 function getReplicas(v: ClusterView, name: string | undefined, out: string, now: number, deployment?: string): void {
@@ -163,7 +163,8 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
     out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;
     const p = hb?.spec.pressure;
-    if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time}\n`;
+    // The mode: the whole host (a real agent) or the sum of its own containers (a simulated node).
+    if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time} (${(p.mode ?? 'containers') === 'node' ? 'node-wide' : 'sum of its containers'})\n`;
     const drain = v.drains.get(name);
     if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
     out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);
