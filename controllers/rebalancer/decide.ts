@@ -580,7 +580,8 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     priorityOf: (d, s, t) => snap.priorities?.get(`${d}/${s}`) ?? t.priority ?? 0,
     now,
     moveTimeoutMs,
-    mayAct: countedCycle && !move && moving === 0,
+    // One disruption per cycle: a move started or in flight lands first.
+    blockedBy: !countedCycle ? 'explain only' : move ? `${move.trigger} move ${move.replica} started this cycle` : moving ? `${moving} rebalancer move(s) in flight` : undefined,
   });
   if (preempt.move) {
     const { view, victim, start, moveId } = preempt.move;

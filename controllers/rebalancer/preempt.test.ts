@@ -8,7 +8,7 @@ import type { ServiceSpec } from '../../src/api/types.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 import { placerFor } from '../placement/input.js';
 import { MoveBook } from '../moves/move.js';
-import { planPreempt } from './preempt.js';
+import { planPreempt, preemptText } from './preempt.js';
 
 const MiB = 1024 ** 2;
 const loads = (w: World): Record<string, Load> => Object.fromEntries([...w.nodes.keys()].map((n) => [n, { cpu: 0.1 }]));
@@ -133,8 +133,10 @@ describe('preemption by priority', () => {
     const placer = placerFor(snap, T0);
     const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.headroom(n))}`);
     const before = probe();
-    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000, mayAct: false });
+    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000, blockedBy: 'explain only' });
     expect(out.views[0]).toMatchObject({ verdict: 'held', node: 'a', victims: [{ replica: 'low-w-0', action: 'migrate', to: 'b' }, { replica: 'low-w-1', action: 'stop' }] });
     expect(probe()).toEqual(before);
+    // What `jaco rebalance plan` and `jaco apply --dry-run` print for it (nomad job plan's words).
+    expect(preemptText(out.views[0]!)).toBe('hi/api (priority 10) would preempt on a: 1 replica of low/w (priority 0) moved to b [low-w-0]; 1 replica of low/w (priority 0) preempted [low-w-1]');
   });
 });

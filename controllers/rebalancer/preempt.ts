@@ -58,8 +58,8 @@ export interface PreemptInput {
   priorityOf: (deployment: string, service: string, template: ServiceSpec) => number;
   now: number;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
-  /** False while another rebalancer move is in flight or started this cycle: one disruption at a time. */
-  mayAct: boolean;
+  /** Why nothing may be evicted this cycle (a move in flight or started, an explain-only pass); undefined: it may. */
+  blockedBy?: string;
 }
 
 export interface PreemptOutcome {
@@ -91,8 +91,8 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
     planned = `${p.deployment}/${p.service}`;
     const view: PreemptView = { ...base, verdict: 'preempt', node: found.node, victims: found.victims, detail: describe(found.node, found.victims, found.leaving) };
     views.push(view);
-    if (!input.mayAct) {
-      Object.assign(view, { verdict: 'held', noPreempt: 'waits_for_moves', detail: `${view.detail}; not this cycle: ${NO_PREEMPT_REASONS.waits_for_moves}` });
+    if (input.blockedBy) {
+      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: ${input.blockedBy}` });
       continue;
     }
     const hole: HoleFor = { deployment: p.deployment, service: p.service, node: found.node };
@@ -115,6 +115,22 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
     out.stop = { view, victims: found.victims, ...stopOps(input, p, priority, hole, found.victims) };
   }
   return out;
+}
+
+/**
+ * What a preemption view means, in the words of `nomad job plan` ("1 replica of batch/worker
+ * preempted"): `jaco rebalance plan` and `jaco apply --dry-run` print it.
+ */
+export function preemptText(v: PreemptView): string {
+  const who = `${v.deployment}/${v.service} (priority ${v.priority})`;
+  if (!v.victims?.length) return `${who} would preempt nothing${v.noPreempt ? ` (${v.noPreempt})` : ''}: ${v.detail}`;
+  const groups = new Map<string, PreemptVictim[]>();
+  for (const x of v.victims) {
+    const k = `${x.deployment}/${x.service} (priority ${x.priority}) ${x.action === 'migrate' ? `moved to ${x.to}` : 'preempted'}`;
+    groups.set(k, [...(groups.get(k) ?? []), x]);
+  }
+  const parts = [...groups].map(([k, xs]) => `${xs.length} replica${xs.length > 1 ? 's' : ''} of ${k} [${xs.map((x) => x.replica).join(', ')}]`);
+  return `${who} would preempt on ${v.node}: ${parts.join('; ')}`;
 }
 
 const prio = (input: PreemptInput, p: PendingService) => input.priorityOf(p.deployment, p.service, p.spec);

@@ -1,11 +1,12 @@
 // `jaco apply --dry-run`'s placement preview (like `nomad job plan`): what the scheduler would do
 // now if the apply landed — which replicas it would place where, which it would remove, and which
 // would stay unschedulable and why — and, for a replica that would not fit for capacity, what the
-// rescheduler would move to make room. Not a second scheduler: the scheduler's and the
+// rescheduler would move or preempt to make room. Not a second scheduler: the scheduler's and the
 // rebalancer's own pure decides run on one read of the store with the applied deployments in place.
 import { CAPACITY_REASONS, type PendingService } from '../../controllers/rebalancer/coalesce.js';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
 import { decide as rebalance, seedState } from '../../controllers/rebalancer/decide.js';
+import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
 import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';
 import { decide, schedulerConfig } from '../../controllers/scheduler/decide.js';
@@ -75,9 +76,13 @@ function roomLines(cache: Cache, plan: ReturnType<typeof decide>, deployments: R
   const config = defaultConfig(PRODUCTION);
   const snap = { ...snapshotOf(cache, now, config), pending };
   const state = { ...seedState(snap.samples, [], now, config), pendingSince: new Map(pending.map((p) => [`${p.deployment}/${p.service}`, now - 2 * config.cycleMs])) };
-  return rebalance(state, snap, now, config, { explainOnly: true }).plan.coalesce.map((v) =>
-    v.plan?.length
-      ? `${v.deployment}/${v.service}: the rescheduler would make room on ${v.node} by moving ${v.plan.map((m) => `${m.replica} ${m.from} → ${m.to}`).join(', ')}, one at a time`
-      : `${v.deployment}/${v.service}: the rescheduler could not make room (${v.noPlan ?? v.verdict}): ${v.detail}`,
-  );
+  const room = rebalance(state, snap, now, config, { explainOnly: true }).plan;
+  const preempting = new Map(room.preempt.map((v) => [`${v.deployment}/${v.service}`, v]));
+  return room.coalesce.map((v) => {
+    if (v.plan?.length) return `${v.deployment}/${v.service}: the rescheduler would make room on ${v.node} by moving ${v.plan.map((m) => `${m.replica} ${m.from} → ${m.to}`).join(', ')}, one at a time`;
+    // No coalescing plan: lower-priority replicas may make way (priority preemption).
+    const p = preempting.get(`${v.deployment}/${v.service}`);
+    if (p?.victims?.length) return `${v.deployment}/${v.service}: ${preemptText(p)}`;
+    return `${v.deployment}/${v.service}: the rescheduler could not make room (${v.noPlan ?? v.verdict}): ${v.detail}${p ? `; no preemption either (${p.noPreempt ?? p.verdict}): ${p.detail}` : ''}`;
+  });
 }

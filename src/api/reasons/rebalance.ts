@@ -52,6 +52,5 @@ export type NoPlanReason = keyof typeof NO_PLAN_REASONS;
 export const NO_PREEMPT_REASONS = {
   no_lower_priority: 'no node would take it even with every replica of lower priority gone (equal or higher priority, stateful, global and same-service replicas are never preempted)',
   would_exceed_budget: "the victims it needs would take their service past its disruption budget (update.maxUnavailable)",
-  waits_for_moves: 'a rebalancer move is in flight: preemption waits for it to land (one disruption at a time)',
 } as const;
 export type NoPreemptReason = keyof typeof NO_PREEMPT_REASONS;

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { defaultConfig, type Config } from '../../../controllers/rebalancer/config.js';
 import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
 import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import { preemptText } from '../../../controllers/rebalancer/preempt.js';
 import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
 import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
 import { Cache } from '../../runtime/cache.js';
@@ -129,11 +130,13 @@ export function renderPlan(r: PlanReport): string {
     const rows = p.coalesce.map((v) => [`${v.deployment}/${v.service}`, v.reason, v.noPlan ? `${v.verdict}: ${v.noPlan}` : v.verdict, v.node, v.detail]);
     out.push(table(['PENDING SERVICE', 'REASON', 'VERDICT', 'ROOM ON', 'PLAN'], dash(rows)).trimEnd());
   }
+  if (p.preempt?.length) out.push('', 'Preemption (pending services coalescing cannot make room for):', ...p.preempt.map((v) => `  ${preemptText(v)}${v.verdict === 'held' ? ` — ${v.verdict}: ${v.detail}` : ''}`));
   if (p.inFlight.length) out.push('', `In flight: ${p.inFlight.map((m) => `${m.replica} ${m.src}→${m.dst} (deadline ${m.deadline})`).join(', ')}`);
   out.push('');
   const m = p.move;
   if (m?.trigger === 'placement') out.push(`Move (placement): ${m.replica} ${m.src} → ${m.dst}: ${p.placement.find((v) => v.replica === m.replica)?.detail ?? ''}`);
   else if (m?.trigger === 'spread') out.push(`Move (spread): ${m.replica} ${m.src} → ${m.dst}: ${p.spread.find((v) => v.replica === m.replica)?.detail ?? ''}`);
+  else if (m?.trigger === 'preempt') out.push(`Move (preempt): ${m.replica} ${m.src} → ${m.dst}: ${p.preempt.find((v) => v.victims?.some((x) => x.replica === m.replica))?.detail ?? ''}`);
   else if (m?.trigger === 'coalesce') out.push(`Move (coalesce): ${m.replica} ${m.src} → ${m.dst}: ${p.coalesce.find((v) => v.plan?.[0]?.replica === m.replica)?.detail ?? ''}`);
   else if (m) out.push(`Move: ${m.replica} ${m.src} → ${m.dst}: ${m.src} ${n2(m.srcBefore)} → ${n2(m.srcAfter)}, ${m.dst} ${n2(m.dstBefore)} → ${n2(m.dstAfter)} (${m.dominant} relief ${n2(m.relief)}, score ${n2(m.score)})`);
   else out.push(`No move: stopped by ${p.stoppedBy} (${p.gates.find((g) => g.gate === p.stoppedBy)?.detail ?? ''})`);
