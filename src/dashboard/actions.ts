@@ -23,7 +23,7 @@ function service(target: string): { name: string; service: string } {
   return { name, service: svc };
 }
 
-const rolloutRequest = (verb: 'pause' | 'resume' | 'abort'): ActionDef => ({
+const rolloutRequest = (verb: 'pause' | 'resume' | 'abort' | 'promote'): ActionDef => ({
   target: 'service',
   cli: (target) => `jaco rollout ${verb} ${target} --wait 0`,
   // --wait 0: the page shows the plan change as it streams in, so nothing waits here.
@@ -42,6 +42,7 @@ export const ACTIONS: Record<ActionKind, ActionDef> = {
   pause: rolloutRequest('pause'),
   resume: rolloutRequest('resume'),
   abort: rolloutRequest('abort'),
+  promote: rolloutRequest('promote'),
 };
 
 export const isActionKind = (k: string): k is ActionKind => Object.hasOwn(ACTIONS, k);

@@ -90,6 +90,7 @@ function rolloutViews(v: ClusterView): RolloutView[] {
         node: s.node,
         startedAt: s.startedAt,
         ...(s.result ? { result: s.result } : {}),
+        ...(s.canary ? { canary: true } : {}),
         ...(s.finishedAt ? { finishedAt: s.finishedAt, durationMs: Date.parse(s.finishedAt) - Date.parse(s.startedAt) } : {}),
       })),
     }))

@@ -60,7 +60,7 @@ export interface DashboardState {
 export type PressurePoints = Record<string, [number, number, number][]>;
 
 /** An action the page may ask for (only with --allow-actions). */
-export type ActionKind = 'cordon' | 'uncordon' | 'drain' | 'rollback' | 'pause' | 'resume' | 'abort';
+export type ActionKind = 'cordon' | 'uncordon' | 'drain' | 'rollback' | 'pause' | 'resume' | 'abort' | 'promote';
 
 export interface ActionResult {
   ok: boolean;

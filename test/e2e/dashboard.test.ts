@@ -2,7 +2,8 @@
 // `jaco dashboard` over a real cluster (etcd, `jaco controller all`, two `jaco agent`s on Docker).
 // Without reloading, the page shows an applied deployment's replicas running and a rolling update's
 // step advancing; a replica's explanation opens; actions are absent without --allow-actions (and
-// refused by the server), present with it, each showing its CLI command. Screenshots of each view
+// refused by the server), present with it, each showing its CLI command: cordon and uncordon, a
+// canary rollout paused, resumed and promoted, a rollback aborted, a drain. Screenshots of each view
 // go to test-results/dashboard/ (not committed).
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -19,6 +20,8 @@ let c: TestCluster;
 let browser: Browser;
 let page: Page;
 let url = '';
+/** The dashboard started with --allow-actions. */
+let actUrl = '';
 
 beforeAll(async () => {
   [c, browser] = await Promise.all([startCluster({ nodes: 2, controllers: 'all' }), launchChromium()]);
@@ -102,7 +105,7 @@ describe('jaco dashboard in headless Chromium', () => {
 
   it('with --allow-actions: cordon from the page, through the CLI code, showing the CLI command', () =>
     c.withLogs(async () => {
-      const { url: actUrl } = await startDashboard(c, 'dashboard-actions', ['--allow-actions']);
+      actUrl = (await startDashboard(c, 'dashboard-actions', ['--allow-actions'])).url;
       const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       await p.goto(actUrl);
       await p.click('[data-action="cordon"][data-target="node-2"]');
@@ -112,6 +115,54 @@ describe('jaco dashboard in headless Chromium', () => {
       await p.screenshot({ path: join(out, 'actions.png'), fullPage: true });
       const audit = await c.jaco(['audit', '--type', 'node_cordoned', '-o', 'json']);
       expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ node: 'node-2', unschedulable: true });
+      await p.close();
+    }));
+
+  it('with --allow-actions: uncordon, then a canary rollout paused, resumed and promoted, a rollback aborted and a drain, each from the page', () =>
+    c.withLogs(async () => {
+      const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+      // drain, rollback and abort ask for confirmation first.
+      p.on('dialog', (d) => void d.accept());
+      await p.goto(actUrl);
+      await p.click('[data-action="uncordon"][data-target="node-2"]');
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node uncordon node-2');
+      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready"]').waitFor({ timeout: 10_000 });
+
+      const cn = (image: string) => busyboxService(image, { replicas: 2, update: { canary: 1 } });
+      await c.apply(webManifest(cn('jaco-demo/busybox:1'), 'cn'));
+      expect((await c.jaco(['rollout', 'status', 'cn', '--timeout', '120s'])).code).toBe(0);
+      await p.click('a[data-view="deployments"]');
+      await c.apply(webManifest(cn('jaco-demo/busybox:2'), 'cn'));
+      const block = '[data-rollout="cn/web"]';
+      await p.locator(`${block} [data-canary="waiting"]`).waitFor({ timeout: 60_000 });
+      await p.screenshot({ path: join(out, 'canary.png'), fullPage: true });
+      await p.click(`[data-action="pause"][data-target="cn/web"]`);
+      await p.locator(`${block}[data-state="paused"]`).waitFor({ timeout: 10_000 });
+      expect(await p.locator('#action-result').innerText()).toContain('$ jaco rollout pause cn/web --wait 0');
+      await p.click(`[data-action="resume"][data-target="cn/web"]`);
+      await p.locator(`${block}[data-state="in_progress"]`).waitFor({ timeout: 10_000 });
+      await p.click(`[data-action="promote"][data-target="cn/web"]`);
+      expect(await p.locator('#action-result').innerText()).toContain('$ jaco rollout promote cn/web --wait 0');
+      await p.locator(`${block}[data-state="completed"]`).waitFor({ timeout: 60_000 });
+
+      // Rollback (revision 3 = revision 1's spec, with its canary), aborted in its canary phase.
+      await p.click('[data-action="rollback"][data-target="cn"]');
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollback cn');
+      await p.locator(`${block}[data-state="in_progress"]`).waitFor({ timeout: 10_000 });
+      await p.click(`[data-action="abort"][data-target="cn/web"]`);
+      await p.locator(`${block}[data-state="aborted"]`).waitFor({ timeout: 10_000 });
+
+      await p.click('a[data-view="cluster"]');
+      await p.click('[data-action="drain"][data-target="node-2"]');
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node drain node-2');
+      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]').waitFor({ timeout: 10_000 });
+
+      const audit = await c.jaco(['audit', '-d', 'cn', '-o', 'json']);
+      const records = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+      const types = records.map((r) => r.type);
+      for (const t of ['rollout_paused', 'rollout_resumed', 'rollout_promoted', 'rollout_aborted']) expect(types, t).toContain(t);
+      expect(records.find((r) => r.type === 'rollout_aborted')!.payload).toMatchObject({ reason: 'operator_abort', to_revision: 3 });
+      expect(records.find((r) => r.type === 'deployment_applied' && String(r.payload.cause ?? '').includes('rollback'))).toBeDefined();
       await p.close();
     }));
 });

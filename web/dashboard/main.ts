@@ -92,13 +92,15 @@ function renderCluster(s: DashboardState): Raw {
 // ---------------------------------------------------------------- deployments
 
 function rolloutBlock(r: RolloutView): Raw {
-  const done = r.steps.filter((x) => x.result).length;
+  // Canary steps are not steps k of n.
+  const done = r.steps.filter((x) => x.result && !x.canary && x.result !== 'reverted').length;
   const live = r.state === 'in_progress' || r.state === 'paused';
   return h`<div class="rollout" data-rollout="${r.deployment}/${r.service}" data-step="${r.currentStep}" data-state="${r.state}">
 <b>${r.service}</b>: rollout r${r.fromRevision}→r${r.toRevision} <b class="badge">${r.state}</b> step <b>${r.currentStep}</b> of ${r.totalSteps}${r.failureReason ? ` (${r.failureReason})` : ''}
 <span class="progress"><span style="width:${r.totalSteps ? ((100 * done) / r.totalSteps).toFixed(0) : 0}%"></span></span>
-${live ? h`${actionButton('pause', `${r.deployment}/${r.service}`)} ${actionButton('resume', `${r.deployment}/${r.service}`)} ${actionButton('abort', `${r.deployment}/${r.service}`)}` : raw('')}
-<ol class="steps">${r.steps.map((x) => h`<li class="${x.result ?? 'running'}">${x.replica} on ${x.node}: ${x.result ?? 'in progress'}${x.durationMs !== undefined ? ` in ${duration(x.durationMs)}` : ''}</li>`)}</ol></div>`;
+${r.canary ? h`<span class="canary" data-canary="${r.canary.promotedAt ? 'promoted' : r.canary.readySince ? 'waiting' : 'starting'}">canary ×${r.canary.replicas}: ${r.canary.promotedAt ? `promoted (${r.canary.promotedBy})` : r.canary.readySince ? 'ready, waiting for promote' : 'starting'}</span>` : raw('')}
+${live ? h`${actionButton('pause', `${r.deployment}/${r.service}`)} ${actionButton('resume', `${r.deployment}/${r.service}`)} ${actionButton('abort', `${r.deployment}/${r.service}`)}${r.canary && !r.canary.promotedAt ? h` ${actionButton('promote', `${r.deployment}/${r.service}`)}` : raw('')}` : raw('')}
+<ol class="steps">${r.steps.map((x) => h`<li class="${x.result ?? 'running'}">${x.canary ? 'canary ' : ''}${x.replica} on ${x.node}: ${x.result ?? 'in progress'}${x.durationMs !== undefined ? ` in ${duration(x.durationMs)}` : ''}</li>`)}</ol></div>`;
 }
 
 function renderDeployment(d: DeploymentStatusRow, s: DashboardState, filter: string): Raw {

@@ -111,7 +111,7 @@ describe('jaco status rows', () => {
     const plan = p.rollouts[0]!.value.spec;
     plan.currentStep = 0;
     plan.canary = { replicas: 1, readySince: iso(NOW) };
-    p.desired.push(desired('shop-web-3', 'web', 'node-1', web, { canary: { revision: 2 } }));
+    p.desired.push(desired('shop-web-3', 'web', 'node-1', p.deployments[0]!.value.spec.services.web!, { canary: { revision: 2 } }));
     p.observed.push(observed('shop-web-3', 'node-1', 'running'));
     const text = renderStatus(statusRows(joinClusterView(p), undefined, NOW), 'table');
     expect(text).toMatch(/in_progress r1→r2 0\/3 canary×1 waiting for promote/);
