@@ -5,6 +5,7 @@ import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObservedStatus, type ServiceSpec } from '../../src/api/types.js';
 import { decide, readiness, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
 import type { ContainerFacts } from './facts.js';
+import { containerFacts } from './facts.fixture.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -25,25 +26,15 @@ let nextId = 0;
 /** A container of a desired replica (its labels), running and started a minute ago unless told. */
 function ctr(d: ReplicaDesired, o: Partial<ContainerFacts> = {}): ContainerFacts {
   const id = o.id ?? `c${String(++nextId).padStart(3, '0')}`;
-  return {
+  return containerFacts(NOW, {
     id,
     name: `jaco-x-n1-${d.spec.replica}-r${d.spec.revision}-${d.spec.specHash.slice(0, 8)}`,
     replica: d.spec.replica,
-    deployment: 'demo',
-    service: 'web',
     revision: d.spec.revision,
     specHash: d.spec.specHash,
     image: d.spec.template.image,
-    state: 'running',
-    health: 'none',
-    exitCode: 0,
-    oomKilled: false,
-    createdAt: iso(NOW - 61_000),
-    startedAt: iso(NOW - 60_000),
-    ports: [],
-    pid: 100,
     ...o,
-  };
+  });
 }
 
 function cmd(replica: string, seq: number): ReplicaCommand {

@@ -9,34 +9,16 @@ import { decide } from './decide.js';
 import { HealthExecTimeout } from './docker.js';
 import { EarlyHealth, probeCommand, runKey, shouldProbe, withEarlyHealth, type EarlyCheck } from './early-health.js';
 import type { ContainerFacts } from './facts.js';
+import { containerFacts } from './facts.fixture.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
 const HC = { test: ['CMD', 'true'], timeoutMs: 5000 };
 const log = pino({ level: 'silent' });
 
-function ctr(o: Partial<ContainerFacts> = {}): ContainerFacts {
-  return {
-    id: 'c1',
-    name: 'jaco-x-n1-web-1',
-    replica: 'web-1',
-    deployment: 'demo',
-    service: 'web',
-    revision: 2,
-    specHash: 'h2',
-    image: 'jaco-demo/busybox:2',
-    state: 'running',
-    health: 'starting',
-    exitCode: 0,
-    oomKilled: false,
-    createdAt: iso(NOW - 1000),
-    startedAt: iso(NOW - 900),
-    ports: [],
-    pid: 100,
-    healthcheck: HC,
-    ...o,
-  };
-}
+/** A container of revision 2 just started, Docker's health still starting. */
+const ctr = (o: Partial<ContainerFacts> = {}): ContainerFacts =>
+  containerFacts(NOW, { revision: 2, specHash: 'h2', image: 'jaco-demo/busybox:2', health: 'starting', createdAt: iso(NOW - 1000), startedAt: iso(NOW - 900), healthcheck: HC, ...o });
 
 describe('probeCommand', () => {
   it.each([
@@ -186,20 +168,17 @@ describe('EarlyHealth (the probe loop, with a fake exec and fake timers)', () =>
     expect(h.calls).toHaveLength(2); // nothing more once it passed
   });
 
-  it('stops when Docker speaks or the container stops', async () => {
+  it.each<[string, Partial<ContainerFacts>]>([
+    ['Docker speaks', { health: 'unhealthy' }],
+    ['the container stops', { state: 'exited' }],
+  ])('stops when %s', async (_w, later) => {
     const h = harness([1, 1, 1, 1]);
     h.early.sync([h.c!]);
     await tick(50);
-    h.set({ health: 'unhealthy' });
+    h.set(later);
     await tick(500);
     expect(h.calls).toHaveLength(1);
-    const h2 = harness([1, 1, 1, 1]);
-    h2.early.sync([h2.c!]);
-    await tick(50);
-    h2.set({ state: 'exited' });
-    await tick(500);
-    expect(h2.calls).toHaveLength(1);
-    expect(h2.changed).toBe(0);
+    expect(h.changed).toBe(0);
   });
 
   it('a check that times out ends the agent’s checks of that container (no exec storm)', async () => {

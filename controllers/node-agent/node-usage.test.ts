@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ContainerFacts } from './facts.js';
+import { containerFacts } from './facts.fixture.js';
 import { nodeCpuUtil, nodeMemoryUtil, NodeUsageReader, parseMeminfo, parseProcStat, type NodeUsage } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 
@@ -105,10 +105,7 @@ describe('NodeUsageReader (fixture files)', () => {
 
 describe('PressureSampler modes', () => {
   const CAP = { cpuMillis: 1000, memoryBytes: 1e9, gpus: 0 };
-  const c: ContainerFacts = {
-    id: 'a', name: 'a', replica: 'web-1', deployment: 'd', service: 'web', revision: 1, specHash: 'h', image: 'i', state: 'running', health: 'none',
-    exitCode: 0, oomKilled: false, createdAt: new Date(T0 - 60_000).toISOString(), startedAt: new Date(T0 - 60_000).toISOString(), ports: [], pid: 1,
-  };
+  const c = containerFacts(T0, { id: 'a' });
   // The container used 0.1 s of CPU a second for its minute of life, and 100 MB.
   const reader = { read: () => ({ cpuUsageNs: 6e9, memoryBytes: 1e8 }), retain: () => undefined };
   const stats = async () => undefined;
