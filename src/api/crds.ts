@@ -234,7 +234,13 @@ const KINDS: KindDef[] = [
         agentVersion: str(),
         dockerUp: bool(),
         pressure: obj(
-          { time: time('Sample time.'), cpuUtil: num({ minimum: 0 }), memoryUtil: num({ minimum: 0 }), replicas: map(footprint) },
+          {
+            time: time('Sample time.'),
+            cpuUtil: num({ minimum: 0 }),
+            memoryUtil: num({ minimum: 0 }),
+            replicas: map(footprint),
+            mode: str({ enum: ['node', 'containers'], description: 'What cpuUtil and memoryUtil measure: node = the whole host (root cgroup CPU, /proc/meminfo), containers = the sum of the agent’s own containers over its capacity (simulated and hollow nodes).' }),
+          },
           ['time', 'cpuUtil', 'memoryUtil', 'replicas'],
         ),
       },
