@@ -200,6 +200,13 @@ export class Presence {
             this.opts.claimChanged(true);
             return;
           }
+          if (kv && !Number(kv.lease)) {
+            // Every claim is on a lease: a heartbeat bound to none is nobody's live claim, and nothing
+            // would ever remove it (a put that lost its lease, a hand edit). Remove it, unless it changed.
+            this.opts.log.warn({ key }, 'the heartbeat is bound to no lease (it would never go); removing it to claim the node');
+            await store.ns.if(key, 'Mod', '==', Number(kv.mod_revision)).then(store.ns.delete().key(key)).commit();
+            continue;
+          }
           if (kv && this.lease?.wasOurs(kv.lease)) {
             // Our own claim on a lease we gave up (its revoke did not land): end it, claim at once.
             this.opts.log.info({ key, lease: kv.lease }, 'the heartbeat is held by this agent\'s own lost lease; revoking it');
@@ -241,8 +248,13 @@ export class Presence {
   /** Rewrites heartbeats/<host> (fenced by the claim), only while nodes/<host> exists. */
   private async heartbeat(): Promise<void> {
     if (this.stopped) return;
+    // The claim and its lease as they are when the heartbeat starts: a lease lost while it is on its
+    // way (a pause past the TTL) must not make it a put with no lease at all — the fence still holds
+    // while etcd has the old lease, and a heartbeat bound to no lease never goes: the agent then
+    // stood by for good behind its own heartbeat, its node's orphans running (the chaos run, seed 11).
     const fence = this.claim;
-    if (!fence || !this.leaseId) return; // claiming: the claim writes the first heartbeat
+    const leaseId = this.leaseId;
+    if (!fence || !leaseId) return; // claiming: the claim writes the first heartbeat
     try {
       const hb = await this.heartbeatValue();
       for (let attempt = 0; ; attempt++) {
@@ -250,7 +262,7 @@ export class Presence {
         if (!node) return this.opts.removed();
         const ops: Op[] = [
           { op: 'check', key: keys.node(this.node), modRevision: node.modRevision },
-          { op: 'put', key: keys.heartbeat(this.node), value: hb, lease: this.leaseId },
+          { op: 'put', key: keys.heartbeat(this.node), value: hb, lease: leaseId },
         ];
         // A conflict is the CLI cordoning the node meanwhile: read it again.
         if ((await commitActs(this.opts.store, [{ label: 'heartbeat', ops }], fence)).committed.length || attempt >= 2) break;
@@ -262,7 +274,7 @@ export class Presence {
       agentMetrics.heartbeatFailures.inc();
       if (isLeaseNotFound(e)) {
         // The lease expired while we were away: the kept lease replaces it and the claim follows.
-        if (this.leaseId) this.lease?.gone(this.leaseId, 'a heartbeat was refused: lease not found');
+        this.lease?.gone(leaseId, 'a heartbeat was refused: lease not found');
         return;
       }
       if ((e as Error).name === 'FencedError') {
