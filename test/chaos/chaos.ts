@@ -36,6 +36,8 @@ export interface ChaosReport {
   samples: number;
   /** What the act-level checks (audit record per placement, writes within a leader's term) covered. */
   acts: ActCoverage;
+  /** The longest a stray container stayed with its agent up (the margin under the bound), and the bound. */
+  longestStray: { ms: number; detail: string; boundMs: number };
   /** From the end of the faults until converged (undefined: not within convergeMs). */
   convergeMs?: number;
   lastNotConverged?: string;
@@ -449,7 +451,7 @@ export class Chaos {
         await sleep(500);
       }
       this.log(converged === undefined ? `NOT converged within ${convergeMs} ms: ${why}` : `converged ${converged} ms after the faults stopped`);
-      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
+      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, longestStray: { ...this.stray.longest, boundMs: this.stray.boundMs }, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
     } finally {
       checking = false;
       await checker;
@@ -492,6 +494,7 @@ export function formatReport(r: ChaosReport): string {
     ...faults.map(([k, n]) => `  ${String(n).padStart(3)}  ${k}`),
     `  operator: ${Object.entries(r.operator).map(([k, n]) => `${k} ×${n}`).join(', ') || 'nothing'}`,
     `  act checks: ${r.acts.placements} placements and ${r.acts.removals} removals had their audit record checked, ${r.acts.writes} controller writes their leader's term (${Object.entries(r.acts.byType).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ×${n}`).join(', ')})${r.acts.unverifiable ? `, ${r.acts.unverifiable} unverifiable (compacted)` : ''}`,
+    `  longest stray container with its agent up: ${r.longestStray.ms} ms (bound ${r.longestStray.boundMs} ms)${r.longestStray.detail ? `: ${r.longestStray.detail}` : ''}`,
     `  invariant violations: ${r.violations.length}${r.violations.map((v) => `\n    ${v.invariant}: ${v.detail}`).join('')}`,
     ...(r.errors.length ? [`  harness errors: ${r.errors.join('; ')}`] : []),
     `  converged: ${r.convergeMs === undefined ? `NO (${r.lastNotConverged})` : `${(r.convergeMs / 1000).toFixed(1)} s after the faults stopped`}`,

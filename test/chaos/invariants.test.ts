@@ -3,6 +3,7 @@
 // replacement, a stray while its agent is held by a fault, an apply of unknown outcome).
 import { describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
+import { DEREGISTRATION_LABEL } from '../../controllers/node-agent/facts.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
 import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, unauditedRemoval, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
@@ -47,6 +48,17 @@ describe('the chaos checker', () => {
     const v = tracker.check(stray(16_500), since);
     expect(v.map((x) => x.detail)).toEqual([expect.stringMatching(/^orphan: n1\/d-s-0 running \(x\) without a desired replica, for 6500 ms/)]);
     expect(tracker.check(stray(20_000), since)).toEqual([]); // reported once
+    expect(tracker.longest.ms).toBe(6500);
+  });
+
+  it('a container held out of routing for its deregistration delay has that long more', () => {
+    const tracker = new StrayTracker(6000);
+    const held = container('x', 'n1') as { Id: string; Labels: Record<string, string> };
+    held.Labels[DEREGISTRATION_LABEL] = '5000';
+    const at = (ms: number) => snap({ at: ms, desired: [], running: [held as never] });
+    expect(tracker.check(at(0), () => 0)).toEqual([]);
+    expect(tracker.check(at(10_000), () => 0)).toEqual([]);
+    expect(tracker.check(at(11_500), () => 0).map((v) => v.detail)).toEqual([expect.stringMatching(/^orphan: n1\/d-s-0 .* for 11500 ms/)]);
   });
 
   it('a duplicate at one spec is a stray; a start-first replacement at another spec is not', () => {
