@@ -4,7 +4,7 @@
 // on SIGTERM), same exec health check (`true` every 1 s, 5 s timeout, 3 retries), same stop signal and grace
 // (SIGTERM, 10 s), host networking, one node each unless --nodes says otherwise for jaco.
 //
-//   npx tsx test/bench/rollout-update.bench.ts [--runs 3] [--nodes 1] [--timings production|fast] [--no-swarm]
+//   npx tsx test/bench/rollout-update.bench.ts [--runs 3] [--variant sf1,pf1,sf5] [--nodes 1] [--timings production|fast] [--no-swarm]
 //
 // jaco: a real etcd, `jaco agent` process(es) and `jaco controller all` (test/support/cluster.ts).
 // Time = from the apply until every replica is observed running and healthy at the new spec and
@@ -37,14 +37,16 @@ type Order = 'start-first' | 'stop-first';
 
 /** One way to roll, the same on both sides. */
 interface Variant {
+  /** For --variant. */
+  id: string;
   name: string;
   order: Order;
   parallelism: number;
 }
-const VARIANTS: Variant[] = [
-  { name: 'start-first ×1', order: 'start-first', parallelism: 1 },
-  { name: 'stop-first ×1', order: 'stop-first', parallelism: 1 },
-  { name: 'start-first ×5', order: 'start-first', parallelism: 5 },
+const ALL_VARIANTS: Variant[] = [
+  { id: 'sf1', name: 'start-first ×1', order: 'start-first', parallelism: 1 },
+  { id: 'pf1', name: 'stop-first ×1', order: 'stop-first', parallelism: 1 },
+  { id: 'sf5', name: 'start-first ×5', order: 'start-first', parallelism: 5 },
 ];
 
 function arg(name: string, fallback: string): string {
@@ -52,6 +54,8 @@ function arg(name: string, fallback: string): string {
   return i > 0 && process.argv[i + 1] ? process.argv[i + 1]! : fallback;
 }
 const runs = Number(arg('runs', '3'));
+const only = arg('variant', '').split(',').filter(Boolean);
+const VARIANTS = ALL_VARIANTS.filter((v) => !only.length || only.includes(v.id));
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -74,7 +78,9 @@ function jacoService(image: string, v: Variant): ServiceSpec {
     healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3, startPeriod: '0s' },
     stopSignal: 'SIGTERM',
     stopGracePeriod: '10s',
-    update: { order: v.order, parallelism: v.parallelism },
+    // Swarm's --update-parallelism N updates N tasks at once; jaco's disruption budget
+    // (maxUnavailable, default 1) would otherwise hold a start-first rollout to one step at a time.
+    update: { order: v.order, parallelism: v.parallelism, maxUnavailable: v.parallelism },
   };
 }
 
@@ -208,7 +214,7 @@ async function swarmChild(): Promise<void> {
 function benchSwarm(): Record<string, SwarmRun[]> | { error: string } {
   const self = fileURLToPath(import.meta.url);
   // The shell runs `swarm leave` even when the measuring process dies, still holding the lock.
-  const inner = `"${process.execPath}" --import tsx "${self}" --swarm-child --runs ${runs}; rc=$?; docker swarm leave --force >/dev/null 2>&1; exit $rc`;
+  const inner = `"${process.execPath}" --import tsx "${self}" --swarm-child --runs ${runs}${only.length ? ` --variant ${only.join(',')}` : ''}; rc=$?; docker swarm leave --force >/dev/null 2>&1; exit $rc`;
   const r = spawnSync('flock', [LOCK, 'sh', '-c', inner], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const last = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !last.startsWith('{')) return { error: `swarm benchmark failed (exit ${r.status}): ${r.stdout.trim()}` };
