@@ -26,6 +26,8 @@ describe('hard filters: each records its reason per node', () => {
     ['node selector', input([node('a', { labels: { zone: 'b' } })]), { placement: { nodeSelector: { zone: 'a' } } }, 'node_selector', 'node_selector_mismatch'],
     ['hosts list', input([node('a')]), { placement: { mode: 'hosts', hosts: ['b'] } }, 'hosts', 'cannot_satisfy_host_placement'],
     ['volume locality', input([node('a'), node('b', { ineligible: 'cordoned' })], [], { 'd/data': 'b' }), { volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, 'volume_locality', 'volume_locality_no_node'],
+    ['volume in use read-write by another replica', input([node('a')], [placed('d-old-0', 'a', { volumes: [{ source: 'data', readOnly: false }] })], { 'd/data': 'a' }), { volumes: [{ type: 'volume', source: 'data', target: '/d', readOnly: true }] }, 'volume_in_use', 'volume_in_use'],
+    ['volume in use read-only, this replica would write', input([node('a')], [placed('d-old-0', 'a', { volumes: [{ source: 'data', readOnly: true }] })], { 'd/data': 'a' }), { volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, 'volume_in_use', 'volume_in_use'],
     ['gpus: all on a node without GPUs', input([node('a')]), { resources: { gpus: 'all' } }, 'gpus', 'no_capacity_gpu'],
     ['gpus: all on a node with one GPU taken', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 2 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 'all' } }, 'gpus', 'no_capacity_gpu'],
     ['placement.maxPerNode reached', input([node('a')], [placed('d-web-7', 'a', { service: 'web' }), placed('d-web-8', 'a', { service: 'web' })]), { placement: { mode: 'pack', maxPerNode: 2 } }, 'max_per_node', 'max_per_node'],
@@ -36,6 +38,21 @@ describe('hard filters: each records its reason per node', () => {
     expect(d.reason).toBe(reason);
     expect(d.verdicts.find((v) => v.node === 'a')?.rejected?.filter).toBe(filter);
     expect(d.why).toContain(reason);
+  });
+
+  it('volume_in_use: readers share a volume; the same replica (re-placed, same id) is not its own writer; another deployment\'s same-named volume is another volume', () => {
+    const vol = (readOnly: boolean): Partial<ServiceSpec> => ({ volumes: [{ type: 'volume', source: 'data', target: '/d', readOnly }] });
+    const reader = input([node('a')], [placed('d-old-0', 'a', { volumes: [{ source: 'data', readOnly: true }] })], { 'd/data': 'a' });
+    expect(new Placer(reader).decide(req(vol(true))).chosen).toBe('a');
+    const self = input([node('a')], [placed('d-web-0', 'a', { service: 'web', volumes: [{ source: 'data', readOnly: false }] })], { 'd/data': 'a' });
+    expect(new Placer(self).decide(req(vol(false))).chosen).toBe('a');
+    const elsewhere = input([node('a')], [placed('e-old-0', 'a', { deployment: 'e', volumes: [{ source: 'data', readOnly: false }] })]);
+    expect(new Placer(elsewhere).decide(req(vol(false))).chosen).toBe('a');
+    // The detail names the holder; forgetting it frees the volume.
+    const placer = new Placer(input([node('a')], [placed('d-old-0', 'a', { volumes: [{ source: 'data', readOnly: false }] })], { 'd/data': 'a' }));
+    expect(placer.check(req(vol(false)), 'a')?.detail).toBe('volume "data" is attached read-write by d-old-0 (one writer per volume)');
+    placer.forget('d-old-0', 'a');
+    expect(placer.check(req(vol(false)), 'a')).toBeUndefined();
   });
 
   it('gpus: all takes every GPU of its node: nothing else GPU-bound fits there afterwards', () => {

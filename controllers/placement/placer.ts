@@ -7,6 +7,8 @@
 //   eligibility      — NotReady/cordoned/draining nodes are out before anything is computed
 //   excluded         — the caller's exclusions (a move's source)
 //   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
+//   volume_in_use    — one writer per named volume (seed 004): no second replica attaches a volume
+//                      another holds when either mount is read-write
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
 //   ports            — host ports are a per-node resource under host networking (fixed ones
 //                      free, and enough of the dynamic range free for the rest)
@@ -62,6 +64,8 @@ export interface PlacedReplica {
   /** A count, or every GPU of the node ("all": needs at least one, and all of them free). */
   gpus: number | 'all';
   ports: number[];
+  /** Named volumes it mounts (scoped to its deployment), and whether read-only. */
+  volumes?: { source: string; readOnly: boolean }[];
 }
 
 export interface PlacementInput {
@@ -105,8 +109,9 @@ export interface Rejection {
 }
 
 /** The resources a replica of this spec occupies. */
-export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports'> {
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec) };
+export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
+  const volumes = (spec.volumes ?? []).filter((v) => v.type === 'volume').map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
+  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
@@ -142,6 +147,8 @@ interface Req {
   cpu: number;
   gpus: number | 'all';
   ports: number[];
+  /** Its named volumes, keyed "<deployment>/<volume>", and whether read-only. */
+  volumes: { key: string; source: string; readOnly: boolean }[];
   /** How many host ports the scheduler assigns it from the node's range (assignPorts). */
   dynamicPorts: number;
   maxPerNode: number;
@@ -168,6 +175,8 @@ export class Placer {
   private readonly svcCount = new Map<string, Int32Array>();
   private readonly nodeHash: number[];
   private readonly placed = new Map<string, PlacedReplica[]>();
+  /** Per node: the replicas attaching each named volume ("<deployment>/<volume>"), and how. */
+  private readonly attached: Map<string, { id: string; readOnly: boolean }[]>[];
   private readonly volumeHomes: Record<string, string>;
 
   constructor(input: PlacementInput, readonly config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG) {
@@ -180,6 +189,7 @@ export class Placer {
     this.gpuUsed = new Float64Array(n);
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
+    this.attached = Array.from({ length: n }, () => new Map());
     this.nodeHash = this.names.map(fnv1a);
     this.volumeHomes = { ...input.volumeHomes };
     for (const p of input.placed) this.assume(p);
@@ -194,6 +204,10 @@ export class Placer {
     this.gpuUsed[i]! += this.gpusOn(i, p.gpus);
     this.count[i]!++;
     for (const port of p.ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
+    for (const v of p.volumes ?? []) {
+      const k = `${p.deployment}/${v.source}`;
+      this.attached[i]!.set(k, [...(this.attached[i]!.get(k) ?? []), { id: p.id, readOnly: v.readOnly }]);
+    }
     this.serviceCounts(`${p.deployment}/${p.service}`)[i]!++;
     const list = this.placed.get(p.node) ?? [];
     list.push(p);
@@ -215,6 +229,12 @@ export class Placer {
       const c = (this.ports[i]!.get(port) ?? 1) - 1;
       if (c) this.ports[i]!.set(port, c);
       else this.ports[i]!.delete(port);
+    }
+    for (const v of p!.volumes ?? []) {
+      const k = `${p!.deployment}/${v.source}`;
+      const left = (this.attached[i]!.get(k) ?? []).filter((a) => a.id !== p!.id);
+      if (left.length) this.attached[i]!.set(k, left);
+      else this.attached[i]!.delete(k);
     }
     this.serviceCounts(`${p!.deployment}/${p!.service}`)[i]!--;
   }
@@ -290,6 +310,7 @@ export class Placer {
       cpu: f.cpuMillis,
       gpus: f.gpus,
       ports: f.ports,
+      volumes: (f.volumes ?? []).map((v) => ({ key: `${r.deployment}/${v.source}`, ...v })),
       dynamicPorts: dynamicPortNames(r.spec).length,
       maxPerNode: r.spec.placement?.maxPerNode ?? Infinity,
       svc: `${r.deployment}/${r.service}`,
@@ -309,6 +330,7 @@ export class Placer {
     // Indexed loops: this runs for every (request, node) pair, and most requests have no selector or ports.
     for (let s = 0; s < q.selector.length; s++) if (node.labels[q.selector[s]![0]] !== q.selector[s]![1]) return 'node_selector';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
+    if (q.volumes.length && this.volumeHolder(q, i)) return 'volume_in_use';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
     if (q.gpus === 'all' ? node.capacity.gpus < 1 || this.gpuUsed[i]! > 0 : q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
     if (q.ports.length) {
@@ -337,6 +359,10 @@ export class Placer {
       }
       case 'volume_locality':
         return q.home === -2 ? 'the service\'s volumes live on different nodes' : `the service's volumes live on ${q.homeName}`;
+      case 'volume_in_use': {
+        const h = this.volumeHolder(q, i)!;
+        return `volume "${h.source}" is attached ${h.readOnly ? 'read-only' : 'read-write'} by ${h.id}${h.readOnly ? '; this replica mounts it read-write' : ''} (one writer per volume)`;
+      }
       case 'memory': {
         const free = Math.max(0, node.capacity.memoryBytes - this.memUsed[i]!);
         return `needs ${formatBytes(q.mem)} (with ${formatBytes(this.config.memoryOverheadBytes)} overhead); ${formatBytes(free)} of ${formatBytes(node.capacity.memoryBytes)} free`;
@@ -356,6 +382,15 @@ export class Placer {
       case 'anti_affinity':
         return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}`;
     }
+  }
+
+  /** Another replica attaching one of the request's volumes on node i where either mount writes, or undefined. */
+  private volumeHolder(q: Req, i: number): { id: string; source: string; readOnly: boolean } | undefined {
+    for (const v of q.volumes) {
+      const other = this.attached[i]!.get(v.key)?.find((a) => a.id !== q.r.replica && (!a.readOnly || !v.readOnly));
+      if (other) return { id: other.id, source: v.source, readOnly: other.readOnly };
+    }
+    return undefined;
   }
 
   /** Why node fails a hard filter for this request, or undefined when it passes them all. */

@@ -91,6 +91,7 @@ export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   hosts: 'anti_affinity',
   node_selector: 'anti_affinity',
   volume_locality: 'anti_affinity',
+  volume_in_use: 'resource_limits',
   memory: 'resource_limits',
   gpus: 'resource_limits',
   max_per_node: 'anti_affinity',

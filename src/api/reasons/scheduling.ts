@@ -13,6 +13,7 @@ export const UNSCHEDULABLE_REASONS = {
   node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
   cannot_satisfy_host_placement: 'fewer of the listed hosts are eligible than replicas are wanted',
   volume_locality_no_node: "the node holding the service's volumes is not eligible",
+  volume_in_use: 'its named volume is attached read-write by another replica (or it would attach read-write a volume others use): one writer per volume (seed 004)',
   preempted: 'stopped to make room for a higher-priority service (priority preemption): placed again as soon as capacity exists',
   spec_too_large: 'one replica of the service is larger than an etcd request can carry (--max-request-bytes): shrink its spec (env, command)',
 } as const;
@@ -31,6 +32,7 @@ export const FILTERS = {
   hosts: 'node is not in placement.hosts',
   node_selector: 'node lacks a label in placement.nodeSelector',
   volume_locality: "node is not the home of the service's volumes",
+  volume_in_use: 'a named volume it mounts is in use on the node by another replica, and one of the two mounts is read-write',
   memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
   gpus: 'not enough free GPUs',
   ports: 'a host port of the service is taken on the node',
@@ -46,6 +48,7 @@ export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
   hosts: 'cannot_satisfy_host_placement',
   node_selector: 'node_selector_mismatch',
   volume_locality: 'volume_locality_no_node',
+  volume_in_use: 'volume_in_use',
   memory: 'no_capacity_memory',
   gpus: 'no_capacity_gpu',
   ports: 'port_conflict',
