@@ -402,6 +402,20 @@ export class Placer {
     return f ? { filter: f, reason: FILTER_REASON[f], detail: this.detail(q, i, f) } : undefined;
   }
 
+  /**
+   * The first hard filter each node fails for one request, prepared once (a what-if looping over
+   * every node calls this rather than check, and needs no detail strings). The placer's
+   * accounting is read live, so assume/forget between calls count.
+   */
+  checker(r: PlacementRequest, opts: { antiAffinity?: boolean } = {}): (node: string) => FilterName | undefined {
+    const q = this.prepare(r);
+    const anti = opts.antiAffinity ?? true;
+    return (node) => {
+      const i = this.index.get(node);
+      return i === undefined ? 'eligibility' : this.failing(q, i, anti);
+    };
+  }
+
   /** Nodes passing every hard filter (anti-affinity included), by name. */
   candidates(r: PlacementRequest): string[] {
     const q = this.prepare(r);

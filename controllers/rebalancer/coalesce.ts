@@ -78,6 +78,7 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
   const views: CoalesceView[] = [];
   let move: CoalesceMove | undefined;
   let planned: string | undefined;
+  const nodes = new NodeBook(input);
   for (const p of pending) {
     const base = { deployment: p.deployment, service: p.service, reason: p.reason };
     if (input.now - p.since < input.graceMs) {
@@ -94,7 +95,7 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn}): the scheduler places it` });
       continue;
     }
-    const found = bestPlan(input, p);
+    const found = bestPlan(input, p, nodes);
     if ('noPlan' in found) {
       views.push({ ...base, verdict: 'no_plan', noPlan: found.noPlan, detail: found.detail });
       continue;
@@ -139,8 +140,44 @@ type Found = { node: string; plan: CoalesceVictim[] } | { noPlan: NoPlanReason; 
 const pendingRequest = (p: PendingService): PlacementRequest => ({ replica: `${p.deployment}-${p.service}-pending`, deployment: p.deployment, service: p.service, spec: p.spec });
 
 /** The node needing the fewest moves (ties by name), or why there is none. */
-function bestPlan(input: CoalesceInput, p: PendingService): Found {
-  const { book } = input;
+/**
+ * Per node, what every pending service's what-if starts from — its single-copy replicas, the
+ * movable ones in freeing order, those already leaving — worked out once per cycle: with many
+ * pending services each tries every node, and the node's replicas do not change between them.
+ */
+class NodeBook {
+  private readonly byNode = new Map<string, { here: ReplicaEntry[]; movable: ReplicaEntry[]; leaving: ReplicaEntry[]; ordered?: ReplicaEntry[] }>();
+  constructor(private readonly input: CoalesceInput) {}
+
+  of(node: string): { here: ReplicaEntry[]; movable: ReplicaEntry[]; leaving: ReplicaEntry[]; ordered?: ReplicaEntry[] } {
+    let v = this.byNode.get(node);
+    if (!v) {
+      const onNode = this.input.book.replicas.onNode(node);
+      const here = onNode.filter((e) => e.copies.length === 1);
+      const movable = here.filter((e) => !this.input.exclusion(e.copies, e.copies[0]!));
+      // Replicas already moving away from the node (an earlier move of this plan) count as gone.
+      const leaving = onNode.filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
+      this.byNode.set(node, (v = { here, movable, leaving }));
+    }
+    return v;
+  }
+
+  /**
+   * The node's movable replicas other than the pending service's, in the order that frees its
+   * needs fastest. `hasPorts`: whether the pending service has fixed host ports (the caller works
+   * it out once; this runs for every node).
+   */
+  blockers(node: string, p: PendingService, hasPorts: boolean): ReplicaEntry[] {
+    const v = this.of(node);
+    let own = false;
+    for (const e of v.movable) if (e.deployment === p.deployment && e.service === p.service) own = true;
+    // Without host ports the order does not depend on the pending service: sorted once.
+    if (hasPorts || own) return order(v.movable.filter((e) => e.deployment !== p.deployment || e.service !== p.service), p.spec);
+    return (v.ordered ??= order(v.movable, p.spec));
+  }
+}
+
+function bestPlan(input: CoalesceInput, p: PendingService, nodes: NodeBook): Found {
   const placer = input.placer();
   const req = pendingRequest(p);
   const antiAffinity = p.spec.placement?.mode === 'hosts';
@@ -150,20 +187,18 @@ function bestPlan(input: CoalesceInput, p: PendingService): Found {
   // First the cheap bound: on each node the capacity filters block, the fewest blockers (largest
   // first) whose departure could make room at all. Only those nodes get the what-if, fewest first.
   const bounds: { node: string; blockers: ReplicaEntry[]; leaving: ReplicaEntry[]; k: number }[] = [];
+  const check = placer.checker(req, { antiAffinity });
+  const hasPorts = footprintOf(p.spec).ports.length > 0;
   for (const node of placer.names) {
-    const rej = placer.check(req, node, { antiAffinity });
-    if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already, or no move can help here
-    const onNode = book.replicas.onNode(node);
-    const here = onNode.filter((e) => e.copies.length === 1);
-    const movable = here.filter((e) => !(e.deployment === p.deployment && e.service === p.service) && !input.exclusion(e.copies, e.copies[0]!));
-    // Replicas already moving away from the node (an earlier move of this plan) count as gone.
-    const leaving = onNode.filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
-    if (!movable.length && !leaving.length) {
+    const rej = check(node);
+    if (!rej || !CAPACITY_FILTERS.has(rej)) continue; // fits already, or no move can help here
+    const { here, leaving } = nodes.of(node);
+    const blockers = nodes.blockers(node, p, hasPorts);
+    if (!blockers.length && !leaving.length) {
       onlyFixed ||= here.length > 0;
       continue;
     }
     triedMovable = true;
-    const blockers = order(movable, p.spec);
     const k = lowerBound(placer.headroom(node), placer.needs(p.spec, node), [...leaving, ...blockers], placer, node);
     if (k !== undefined) bounds.push({ node, blockers, leaving, k: Math.max(1, k - leaving.length) });
   }

@@ -19,6 +19,7 @@ import type { Op } from '../../src/store/writer.js';
 import { admits } from '../disruption/budget.js';
 import { inFlight, startMove, type MoveBook, type MoveStart } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
+import { placedReplicaOf } from '../placement/input.js';
 import type { PendingService } from './coalesce.js';
 
 const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
@@ -155,39 +156,52 @@ function bestVictims(input: PreemptInput, p: PendingService, priority: number): 
   const placer = input.placer();
   const req = request(p);
   const antiAffinity = p.spec.placement?.mode === 'hosts';
-  let budgetBlocked = false;
-  let best: { node: string; victims: Candidate[]; leaving: number; key: number[] } | undefined;
+  const check = placer.checker(req, { antiAffinity });
+  const overhead = placer.config.memoryOverheadBytes;
+  // First the cheap bound on every node the capacity filters block: the lowest priority among its
+  // candidates and the fewest of them that could free enough memory and GPUs. Only nodes whose
+  // bound could beat the best so far get the reprieve what-if, best bound first.
+  const bounds: { node: string; cands: Candidate[]; leaving: ReplicaEntry[]; minPriority: number; k: number }[] = [];
   for (const node of placer.names) {
-    const rej = placer.check(req, node, { antiAffinity });
-    if (!rej || !CAPACITY_FILTERS.has(rej.filter)) continue; // fits already (the scheduler's), or no eviction helps
+    const rej = check(node);
+    if (!rej || !CAPACITY_FILTERS.has(rej)) continue; // fits already (the scheduler's), or no eviction helps
     const onNode = input.book.replicas.onNode(node);
     const cands: Candidate[] = [];
+    let minPriority = Infinity;
     for (const e of onNode) {
       const c = preemptible(input, e, p, node, priority);
-      if (c) cands.push(c);
+      if (!c) continue;
+      cands.push(c);
+      minPriority = Math.min(minPriority, c.priority);
     }
     if (!cands.length) continue;
-    // Cheap bound first: even every candidate gone leaves too little memory or GPUs.
-    const room = placer.headroom(node);
-    let mem = room.memoryBytes;
-    let gpus = room.gpus;
-    for (const c of cands) {
-      const n = placer.needs(c.entry.copies[0]!.desired.spec.template, node);
-      mem += n.memoryBytes;
-      gpus += n.gpus;
-    }
-    const wants = placer.needs(p.spec, node);
-    if (mem < wants.memoryBytes || gpus < wants.gpus) continue;
-    if (best && best.victims.length === 1 && best.key[0]! <= Math.min(...cands.map((c) => c.priority))) continue; // cannot do better here
     const leaving = onNode.filter((e) => inFlight(e.copies)?.desired.spec.move?.from === node);
-    const victims = victimsOn(placer, req, node, cands, leaving, antiAffinity);
-    if (!victims) continue;
-    if (!withinBudget(input, victims)) {
-      budgetBlocked = true;
-      continue;
+    const room = placer.headroom(node);
+    const wants = placer.needs(p.spec, node);
+    for (const e of leaving) {
+      const f = placedReplicaOf(e.copies.find((c) => c.desired.spec.node === node)!.desired);
+      room.memoryBytes += (f?.memoryBytes ?? 0) + overhead;
+      room.gpus += gpusOf(placer, f?.gpus ?? 0, node);
     }
+    const k = Math.max(
+      fewest(room.memoryBytes, wants.memoryBytes, cands.map((c) => c.placed.memoryBytes + overhead)),
+      fewest(room.gpus, wants.gpus, cands.map((c) => gpusOf(placer, c.placed.gpus, node))),
+      1,
+    );
+    if (Number.isFinite(k)) bounds.push({ node, cands, leaving, minPriority, k });
+  }
+  bounds.sort((a, b) => a.minPriority - b.minPriority || a.k - b.k || byName(a.node, b.node));
+  let budgetBlocked = false;
+  let best: { node: string; victims: Candidate[]; leaving: number; key: number[] } | undefined;
+  for (const b of bounds) {
+    if (best && !less([b.minPriority, b.k], best.key.slice(0, 2))) break; // no node further on can do better
+    const victims = victimsOn(placer, check, b.node, b.cands, b.leaving);
+    if (!victims) continue;
     const key = [Math.max(...victims.map((v) => v.priority)), victims.length, victims.reduce((s, v) => s + v.priority, 0)];
-    if (!best || less(key, best.key)) best = { node, victims, leaving: leaving.length, key };
+    if (best && !less(key, best.key)) continue;
+    // The budget last, for a node that would be chosen: it reads the victims' services.
+    if (withinBudget(input, victims)) best = { node: b.node, victims, leaving: b.leaving.length, key };
+    else budgetBlocked = true;
   }
   if (!best) {
     return budgetBlocked
@@ -195,6 +209,16 @@ function bestVictims(input: PreemptInput, p: PendingService, priority: number): 
       : { noPreempt: 'no_lower_priority', detail: NO_PREEMPT_REASONS.no_lower_priority };
   }
   return { node: best.node, victims: homes(placer, req, best.node, best.victims, best.leaving ? leavingOf(input, best.node) : []), leaving: best.leaving };
+}
+
+const gpusOf = (placer: Placer, gpus: number | 'all', node: string) => (gpus === 'all' ? placer.needs({ image: '', resources: { gpus: 'all' } }, node).gpus : gpus);
+
+/** The fewest of `sizes` (largest first) that bring `room` to `need`: Infinity when all of them do not. */
+function fewest(room: number, need: number, sizes: number[]): number {
+  if (room >= need) return 0;
+  const sorted = [...sizes].sort((a, b) => b - a);
+  for (let k = 0; k < sorted.length; k++) if ((room += sorted[k]!) >= need) return k + 1;
+  return Infinity;
 }
 
 const less = (a: number[], b: number[]) => {
@@ -213,7 +237,8 @@ function preemptible(input: PreemptInput, e: ReplicaEntry, p: PendingService, no
   if (isStateful(s.template) || placementMode(s.template) === 'global') return undefined;
   const victimPriority = input.priorityOf(e.deployment, e.service, s.template);
   if (victimPriority >= priority) return undefined;
-  return { entry: e, priority: victimPriority, placed: { id: e.id, deployment: e.deployment, service: e.service, node, ...footprintOf(s.template) } };
+  const placed = placedReplicaOf(e.copies[0]!.desired);
+  return placed ? { entry: e, priority: victimPriority, placed } : undefined;
 }
 
 /**
@@ -221,16 +246,16 @@ function preemptible(input: PreemptInput, e: ReplicaEntry, p: PendingService, no
  * replica fits, reprieve candidates one by one — highest priority, then smallest, first — keeping
  * each that still leaves room. The victims are the candidates not reprieved. Placer restored.
  */
-function victimsOn(placer: Placer, req: PlacementRequest, node: string, cands: Candidate[], leaving: ReplicaEntry[], antiAffinity: boolean): Candidate[] | undefined {
+function victimsOn(placer: Placer, check: (node: string) => unknown, node: string, cands: Candidate[], leaving: ReplicaEntry[]): Candidate[] | undefined {
   for (const e of leaving) placer.forget(e.id, node);
   for (const c of cands) placer.forget(c.entry.id, node);
   let victims: Candidate[] | undefined;
-  if (!placer.check(req, node, { antiAffinity })) {
+  if (!check(node)) {
     victims = [];
     const order = [...cands].sort((a, b) => b.priority - a.priority || size(a) - size(b) || byName(a.entry.id, b.entry.id));
     for (const c of order) {
       placer.assume(c.placed);
-      if (placer.check(req, node, { antiAffinity })) {
+      if (check(node)) {
         placer.forget(c.entry.id, node);
         victims.push(c);
       }

@@ -6,6 +6,7 @@
 // per process and kept up to date from watch events), so a cycle reads it as it stands. Cases:
 //   - decide, cycle that moves (the placer is built from the index every cycle);
 //   - decide, cycle stopped by the imbalance gap (the everyday case on a uniformly busy cluster);
+//   - decide, 100 pending services: a coalescing move; no coalescing plan, preemption;
 //   - snapshot: the samples and node lists a cycle builds around the shared index.
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -90,7 +91,24 @@ console.log(`coalescing: ${planned.coalesce.length} pending; first: ${planned.co
 if (planned.move?.trigger !== 'coalesce') throw new Error('the pending cluster should start a coalescing move');
 const coalescing = bench('decide: 100 pending services, a coalescing move', () => decide(pendingState, pendingSnap, now, config));
 
+// Preemption (issue 17): the same 100 pending services at priority 10 on a cluster whose replicas
+// (priority 0) are opted out of rebalancing: coalescing finds no plan for any of them
+// (only_stateful_blockers, every node tried), so the first preempts — on the node where its
+// victims cost least, every node's reprieve what-if run — and the rest wait their turn. Goal ≤ 50 ms.
+const fixedSpecs = specs.map((sp) => ({ ...sp, rebalance: 'disabled' as const }));
+const fixedWorld = new World();
+for (let i = 0; i < NODES; i++) fixedWorld.addNode(name(i), { cpuMillis: 8000, memoryBytes: 32 * 1024 ** 3 });
+for (let s = 0; s < SERVICES; s++)
+  for (let j = 0; j < PER_SERVICE; j++) fixedWorld.add(replica(`d${s}-svc-${j}`, name((s + j * 100) % NODES), { deployment: `d${s}`, service: 'svc', spec: { ...fixedSpecs[s % specs.length]!, update: { maxUnavailable: PER_SERVICE } }, index: j }));
+fixedWorld.pending = pendingWorld.pending.map((p) => ({ ...p, spec: { ...p.spec, priority: 10 } }));
+const preemptSnap = fixedWorld.snapshot(now, coolLoads);
+const preempting = decide(pendingState, preemptSnap, now, config);
+const pv = preempting.plan.preempt[0];
+console.log(`preemption: ${preempting.plan.coalesce.filter((v) => v.verdict === 'no_plan').length} pending without a coalescing plan; first: ${pv?.verdict} ${pv?.detail.slice(0, 120)}`);
+if (!preempting.acts.some((a) => a.audit?.some((r) => r.type === 'replica_preempted'))) throw new Error('the opted-out cluster should preempt');
+const preemption = bench('decide: 100 pending services, coalescing fails, preemption', () => decide(pendingState, preemptSnap, now, config));
+
 const GOAL_MS = 10;
 console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores`);
-for (const [what, r, goal] of [['a cycle that moves', steady, GOAL_MS], ['100 pending, coalescing', coalescing, 50]] as const)
+for (const [what, r, goal] of [['a cycle that moves', steady, GOAL_MS], ['100 pending, coalescing', coalescing, 50], ['100 pending, preemption', preemption, 50]] as const)
   console.log(`goal ≤ ${goal} ms, ${what}: cpu median ${r.cpu.toFixed(2)} ms (${r.cpu <= goal ? 'met' : 'NOT met'}), wall median ${r.wall.toFixed(2)} ms (${r.wall <= goal ? 'met' : 'NOT met'})`);
