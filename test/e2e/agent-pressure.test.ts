@@ -1,9 +1,12 @@
 // Pressure sampling with real containers: two simulated nodes share one Docker engine, and each
-// agent counts only its own containers, so a CPU burner on one node raises that node's cpu_util
-// while the other's stays near 0.
+// agent (--pressure containers) counts only its own containers, so a CPU burner on one node raises
+// that node's cpu_util while the other's stays near 0. An agent with --pressure node (a real host's
+// default) reports the whole host instead.
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import type { Heartbeat } from '../../src/api/types.js';
+import { nodeMemoryUtil, parseMeminfo } from '../../controllers/node-agent/node-usage.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
 import { deleteDesired, desired, IMAGE, metric, metricsUrl, putDesired, SLEEPER, waitObserved } from './agent-fixtures.js';
@@ -55,5 +58,22 @@ describe('pressure', () => {
       const p = await pressure('node-1');
       return p && !p.replicas['demo-burn-1'] && p.cpuUtil < 0.1;
     }, { what: 'node-1 cool again', timeoutMs: 30_000 });
+  });
+
+  it('an agent with --pressure node reports the whole host (root cgroup CPU, /proc/meminfo) and says so', async () => {
+    await c.startAgent('node-3', ['--pressure', 'node']);
+    const p = await eventually(async () => {
+      const s = await pressure('node-3');
+      return s?.mode === 'node' ? s : undefined;
+    }, { what: 'node-3 reporting node-wide pressure', timeoutMs: 30_000 });
+    // What the host uses, not what the agent's (no) containers use.
+    const host = nodeMemoryUtil(parseMeminfo(readFileSync('/proc/meminfo', 'utf8')));
+    expect(host).toBeGreaterThan(0);
+    expect(Math.abs(p.memoryUtil - host)).toBeLessThan(0.05);
+    expect(p.cpuUtil).toBeGreaterThanOrEqual(0);
+    expect(p.cpuUtil).toBeLessThanOrEqual(1);
+    expect(p.replicas).toEqual({});
+    expect((await pressure('node-1'))?.mode).toBe('containers');
+    await c.agent('node-3')!.kill('SIGTERM');
   });
 });
