@@ -6,7 +6,7 @@
 // Controllers commit with `commitEach`: acts are packed into transactions of at most MAX_TXN_OPS
 // operations and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by the leader's
 // election key; a transaction that fails a precondition is retried act by act, so one act that
-// cannot land never holds back the others. The CLI commits with `commitAtomic`: all or nothing.
+// cannot land never holds back the others. Transactions that share no key go concurrently. The CLI commits with `commitAtomic`: all or nothing.
 import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3';
 import { ConflictError, FencedError, TooLargeError } from './errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, MAX_TXN_OPS, prefixEnd, type Store } from './store.js';
@@ -196,11 +196,74 @@ export interface CommitResult<A extends Act = Act> {
   transactions: number;
 }
 
+/** Transactions of one commit in flight at once: etcd batches concurrent proposals into one raft round. */
+export const MAX_IN_FLIGHT = 16;
+
+/**
+ * For each transaction (a group of acts, in plan order), the earlier ones it must wait for: those
+ * that write a key it compares or writes, and those that compare a key it writes (an act's
+ * compare is meant for the state the acts planned before it leave, or find). Transactions that
+ * share no key are independent and may land in any order.
+ */
+export function dependencies(groups: readonly (readonly Act[])[]): number[][] {
+  const lastWrite = new Map<string, number>();
+  const readSince = new Map<string, number[]>();
+  const ranges: { prefix: string; group: number }[] = [];
+  const written: { key: string; group: number }[] = [];
+  return groups.map((g, i) => {
+    const deps = new Set<number>();
+    const ops = g.flatMap((a) => a.ops);
+    for (const o of ops) {
+      if (o.op === 'checkRange') {
+        for (const w of written) if (w.key.startsWith(o.key)) deps.add(w.group);
+        ranges.push({ prefix: o.key, group: i });
+        continue;
+      }
+      const w = lastWrite.get(o.key);
+      if (w !== undefined) deps.add(w);
+      if (!isWrite(o)) {
+        const r = readSince.get(o.key);
+        if (r) r.push(i);
+        else readSince.set(o.key, [i]);
+        continue;
+      }
+      for (const r of readSince.get(o.key) ?? []) deps.add(r);
+      for (const r of ranges) if (o.key.startsWith(r.prefix)) deps.add(r.group);
+      readSince.delete(o.key);
+      lastWrite.set(o.key, i);
+      written.push({ key: o.key, group: i });
+    }
+    deps.delete(i);
+    return [...deps].sort((a, b) => a - b);
+  });
+}
+
+/** One transaction of acts; if a precondition fails, each act alone, in order (etcd does not say which one failed). */
+async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence | undefined, out: CommitResult<A>): Promise<void> {
+  out.transactions++;
+  if (await commitTxn(store, group.flatMap((a) => a.ops), fence)) {
+    out.committed.push(...group);
+    return;
+  }
+  if (group.length === 1) {
+    out.conflicted.push(group[0]!);
+    return;
+  }
+  // An act may follow one it chains on: in order, so the others still land.
+  for (const a of group) {
+    out.transactions++;
+    (await commitTxn(store, a.ops, fence) ? out.committed : out.conflicted).push(a);
+  }
+}
+
 /**
  * Commits acts in as few transactions as the limits allow, each act landing or failing on its own:
  * a batch that fails a precondition is retried act by act. An act that can never fit is refused
- * up front. A failed fence throws FencedError at once and stops the rest; any other error (etcd
- * away, a lost response) throws too, and the caller decides again from what its cache shows.
+ * up front. Transactions that share no key go concurrently (up to MAX_IN_FLIGHT); one that
+ * shares a key with an earlier one is sent once that one has its answer, so a chain of acts on a
+ * key lands in plan order and breaks where one fails. A failed fence throws FencedError; any
+ * other error (etcd away, a lost response) throws too, once every transaction already sent has
+ * its answer, and no further one is sent — the caller decides again from what its cache shows.
  */
 export async function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
   const result: CommitResult<A> = { committed: [], conflicted: [], refused: [], transactions: 0 };
@@ -210,22 +273,42 @@ export async function commitEach<A extends Act>(store: Store, acts: A[], fence?:
     if (why) result.refused.push({ act, ...why });
     else fit.push(act);
   }
-  for (const group of packActs(fit, MAX_TXN_OPS, !!fence)) {
-    result.transactions++;
-    if (await commitTxn(store, group.flatMap((a) => a.ops), fence)) {
-      result.committed.push(...group);
-      continue;
-    }
-    if (group.length === 1) {
-      result.conflicted.push(group[0]!);
-      continue;
-    }
-    // Which act failed is not said by etcd: try each alone, in order (an act may follow one it
-    // chains on), so the others still land.
-    for (const a of group) {
-      result.transactions++;
-      (await commitTxn(store, a.ops, fence) ? result.committed : result.conflicted).push(a);
-    }
+  const groups = packActs(fit, MAX_TXN_OPS, !!fence);
+  if (groups.length === 1) {
+    await commitGroup(store, groups[0]!, fence, result);
+    return result;
+  }
+  const deps = dependencies(groups);
+  const outs = groups.map((): CommitResult<A> => ({ committed: [], conflicted: [], refused: [], transactions: 0 }));
+  let failed: unknown;
+  let inFlight = 0;
+  const queue: (() => void)[] = [];
+  const slot = () => (inFlight < MAX_IN_FLIGHT ? (inFlight++, Promise.resolve()) : new Promise<void>((r) => queue.push(r)));
+  const release = () => {
+    const next = queue.shift();
+    if (next) next();
+    else inFlight--;
+  };
+  const done: Promise<void>[] = [];
+  groups.forEach((g, i) => {
+    done[i] = Promise.all(deps[i]!.map((d) => done[d]))
+      .then(slot)
+      .then(async () => {
+        try {
+          if (failed === undefined) await commitGroup(store, g, fence, outs[i]!);
+        } catch (e) {
+          failed ??= e;
+        } finally {
+          release();
+        }
+      });
+  });
+  await Promise.all(done);
+  if (failed !== undefined) throw failed;
+  for (const o of outs) {
+    result.committed.push(...o.committed);
+    result.conflicted.push(...o.conflicted);
+    result.transactions += o.transactions;
   }
   return result;
 }
