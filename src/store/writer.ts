@@ -6,7 +6,8 @@
 // Controllers commit with `commitEach`: acts are packed into transactions of at most MAX_TXN_OPS
 // operations and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by the leader's
 // election key; a transaction that fails a precondition is retried act by act, so one act that
-// cannot land never holds back the others. Transactions that share no key go concurrently. The CLI commits with `commitAtomic`: all or nothing.
+// cannot land never holds back the others; transactions that share no key go concurrently. The
+// CLI commits with `commitAtomic`: all or nothing.
 import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3';
 import { ConflictError, FencedError, TooLargeError } from './errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, MAX_TXN_OPS, prefixEnd, type Store } from './store.js';
