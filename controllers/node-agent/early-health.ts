@@ -10,6 +10,7 @@
 import type { Logger } from '../../src/observability/log.js';
 import { statusOf } from './docker.js';
 import type { ContainerFacts, HealthcheckFacts } from './facts.js';
+import { agentMetrics } from './metrics.js';
 
 /** Between two early checks of one container (the figure). */
 export const EARLY_CHECK_EVERY_MS = 250;
@@ -126,9 +127,11 @@ export class EarlyHealth {
           // A check that hangs past its timeout, or an engine that refuses exec: Docker's checks decide.
           const gone = statusOf(e) === 404 || statusOf(e) === 409;
           if (!gone) log.info({ err: (e as Error).message }, 'early health check not possible; Docker’s own checks decide');
+          agentMetrics.earlyHealthChecks.inc({ result: 'gave_up' });
           this.checks.set(key, { gaveUp: true });
           return;
         }
+        agentMetrics.earlyHealthChecks.inc({ result: code === 0 ? 'passed' : 'failed' });
         if (code === 0) {
           this.checks.set(key, { passedAt: this.clock() });
           log.debug({ attempt: attempt + 1 }, 'early health check passed');

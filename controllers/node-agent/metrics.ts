@@ -8,7 +8,13 @@ const registers = [registry];
 export const agentMetrics = {
   dockerUp: new Gauge({ name: 'jaco_agent_docker_up', help: '1 while the Docker engine answers, 0 while it does not', registers }),
   containers: new Gauge({ name: 'jaco_agent_containers', help: "This agent's containers by Docker state", labelNames: ['state'], registers }),
-  pressure: new Gauge({ name: 'jaco_agent_pressure', help: "The node's latest utilisation sample (container usage over capacity)", labelNames: ['dimension'], registers }),
+  pressure: new Gauge({ name: 'jaco_agent_pressure', help: "The node's latest utilisation sample (the whole host in node mode, its containers over capacity in containers mode)", labelNames: ['dimension'], registers }),
+  earlyHealthChecks: new Counter({
+    name: 'jaco_agent_early_health_checks_total',
+    help: "The agent's own first health checks of new containers, by result (passed, failed, gave_up: timed out or exec refused)",
+    labelNames: ['result'],
+    registers,
+  }),
   imagePulls: new Counter({ name: 'jaco_agent_image_pulls_total', help: 'Image pull attempts by result (success, failure)', labelNames: ['result'], registers }),
   starts: new Counter({ name: 'jaco_agent_starts_total', help: 'Container starts by result (started, start_failed, invalid_spec, cancelled)', labelNames: ['result'], registers }),
   stops: new Counter({ name: 'jaco_agent_stops_total', help: 'Containers stopped or removed, by reason', labelNames: ['reason'], registers }),
