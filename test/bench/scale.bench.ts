@@ -1,8 +1,9 @@
 // Scale by simulation (issue 16): 1,000 hollow nodes and 10,000 replicas through a real etcd, real
 // `jaco controller all` (production timings) and `jaco hollow-nodes`. Run with
 //   npx tsc -p tsconfig.build.json && flock /tmp/jaco-heavy.lock npx tsx test/bench/scale.bench.ts
-// Environment: SCALE_NODES (1000), SCALE_REPLICAS (10000), SCALE_IDLE_S (60: the issue asks 300),
-// SCALE_SCENARIOS (1,2,3,4,5,6: which to run; 7 runs scenario 2 against a 3-member etcd).
+// Environment: SCALE_NODES (1000), SCALE_REPLICAS (10000), SCALE_IDLE_S (60; 300 is the issue's full
+// form), SCALE_ROLL_PARALLELISM (100), SCALE_SCENARIOS (1,2,3,4,5,6: which to run; 7 runs scenario
+// 2 against a 3-member etcd).
 // Scenarios: 1 register → Ready; 2 apply 50 deployments → all observed running (goal ≤ 10 s);
 // 3 idle: controller CPU/RSS, hollow RSS, etcd request rate; 4 scheduler leader failover (goal ≤
 // lease TTL + 2 s); 5 rolling update of 1,000 replicas, parallelism 100, and a drain of a node;
@@ -13,7 +14,7 @@ import { keys } from '../../src/api/keys.js';
 import type { NodeDrain } from '../../src/api/types.js';
 import { PRODUCTION } from '../../src/timings.js';
 import type { Proc } from '../support/cluster.js';
-import { census, hollowManifest, readyNodes, startHollowCluster, type HollowCluster } from '../support/hollow.js';
+import { census, hollowManifest, readyNodes, startHollowCluster, watchRunning, type HollowCluster } from '../support/hollow.js';
 import { eventually } from '../support/wait.js';
 
 const NODES = Number(process.env.SCALE_NODES ?? 1000);
@@ -22,9 +23,8 @@ const DEPLOYMENTS = 50;
 const LOST = Math.max(1, Math.round(NODES / 10));
 const IDLE_S = Number(process.env.SCALE_IDLE_S ?? 60);
 const ROLL = Math.min(1000, REPLICAS / 10);
-// The issue asks 100; the rollout controller puts every step it starts in one transaction (two
-// ops a step), so 100 steps (203 ops) are held back forever as too_many_ops. 50 fit.
-const PARALLELISM = Number(process.env.SCALE_ROLL_PARALLELISM ?? 50);
+// The issue's 100 (since 5a35506 a pass starts the steps that fit one 128-op act, the next the rest).
+const PARALLELISM = Number(process.env.SCALE_ROLL_PARALLELISM ?? 100);
 const scenarios = new Set((process.env.SCALE_SCENARIOS ?? '1,2,3,4,5,6').split(',').map(Number));
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -55,27 +55,6 @@ async function etcdCounters(endpoint: string): Promise<Map<string, number>> {
 }
 
 const delta = (a: Map<string, number>, b: Map<string, number>, k: string) => (b.get(k) ?? 0) - (a.get(k) ?? 0);
-
-/**
- * Replicas observed running that `match` accepts, from one list of observed/ and a watch from its
- * revision (a poll of 10,000 keys would be the heaviest client of all).
- */
-async function watchRunning(c: HollowCluster, match: (node: string, replica: string, status: { state?: string; revision?: number }) => boolean): Promise<{ count(): number; stop(): Promise<void> }> {
-  const running = new Set<string>();
-  const base = c.prefix + keys.observedOf();
-  const on = (kv: { key: Buffer; value: Buffer }) => {
-    const [node, replica] = kv.key.toString().slice(base.length).split('/') as [string, string];
-    const status = (JSON.parse(kv.value.toString()) as { status?: { state?: string; revision?: number } }).status ?? {};
-    if (match(node, replica, status)) running.add(`${node}/${replica}`);
-    else running.delete(`${node}/${replica}`);
-  };
-  const { kvs, revision } = await c.store.listRaw(keys.observedOf());
-  for (const kv of kvs) on(kv);
-  const w = await c.store.ns.watch().prefix(keys.observedOf()).startRevision(String(revision + 1)).create();
-  w.on('put', on);
-  w.on('delete', (kv: { key: Buffer }) => running.delete(kv.key.toString().slice(base.length)));
-  return { count: () => running.size, stop: () => w.cancel() };
-}
 
 async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 300_000, intervalMs = 20): Promise<number> {
   const t0 = Date.now();
@@ -142,7 +121,17 @@ async function singleMember(): Promise<void> {
       const a = usage(controllers.child.pid!);
       const h = usage(hollow.child.pid!);
       const ea = await etcdCounters(endpoint);
+      // Every key written while idle, by its first segment: heartbeats and nothing else is the goal.
+      const written = new Map<string, number>();
+      const w = await c.store.ns.watch().prefix('').create();
+      w.on('data', (res) => {
+        for (const e of res.events ?? []) {
+          const top = e.kv.key.toString().split('/')[0]!; // a namespace's watch gives keys without its prefix
+          written.set(top, (written.get(top) ?? 0) + 1);
+        }
+      });
       await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+      await w.cancel();
       const b = usage(controllers.child.pid!);
       const hb = usage(hollow.child.pid!);
       const eb = await etcdCounters(endpoint);
@@ -151,7 +140,7 @@ async function singleMember(): Promise<void> {
         .filter((k) => (k.startsWith('calls ') || k.startsWith('msgs ')) && rate(k) >= 0.05)
         .map((k) => `${k.slice(k.indexOf(' ') + 1)}${k.startsWith('msgs') ? ' (stream msgs)' : ''} ${rate(k).toFixed(1)}/s`);
       report(
-        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB); hollow-nodes (${NODES - LOST} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; load ${load()}`,
+        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB); hollow-nodes (${NODES - LOST} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; keys written, by prefix: ${[...written].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; load ${load()}`,
       );
     }
     // ---------------------------------------------------------------- 4: failover

@@ -134,6 +134,40 @@ export async function census(store: Store, liveNodes?: ReadonlySet<string>): Pro
   };
 }
 
+export interface RunningWatch {
+  /** Copies (node/replica) observed running now, as `match` judges them. */
+  count(): number;
+  /** The fewest seen after any one etcd revision since the watch began (a dip inside one transaction is not one). */
+  min(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * Copies observed running that `match` accepts, from one list of observed/ and a watch from its
+ * revision (a poll of 10,000 keys would be the heaviest client of all). Counted after each watch
+ * response, so the minimum is over states the store really passed through.
+ */
+export async function watchRunning(c: HollowCluster, match: (node: string, replica: string, status: { state?: string; revision?: number }) => boolean): Promise<RunningWatch> {
+  const running = new Set<string>();
+  // A list gives keys with the store prefix, a watch of the namespace without it: node/replica either way.
+  const on = (key: string, value?: Buffer) => {
+    const id = (key.startsWith(c.prefix) ? key.slice(c.prefix.length) : key).slice(keys.observedOf().length);
+    const [node, replica] = id.split('/') as [string, string];
+    const status = value ? ((JSON.parse(value.toString()) as { status?: { state?: string; revision?: number } }).status ?? {}) : undefined;
+    if (status && match(node, replica, status)) running.add(id);
+    else running.delete(id);
+  };
+  const { kvs, revision } = await c.store.listRaw(keys.observedOf());
+  for (const kv of kvs) on(kv.key.toString(), kv.value);
+  let min = running.size;
+  const w = await c.store.ns.watch().prefix(keys.observedOf()).startRevision(String(revision + 1)).create();
+  w.on('data', (res) => {
+    for (const e of res.events ?? []) if (e.kv) on(e.kv.key.toString(), e.type === 'Delete' ? undefined : e.kv.value);
+    min = Math.min(min, running.size);
+  });
+  return { count: () => running.size, min: () => min, stop: () => w.cancel() };
+}
+
 /** n deployments of one service each, `replicas` apiece, on the hollow runtime's image. */
 export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number; first?: number } = {}): string {
   return Array.from({ length: n }, (_, k) => {
