@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../../src/api/types.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
-import { deleteDesired, desired, IMAGE, IMAGE_2, putDesired, waitObserved } from './agent-fixtures.js';
+import { deleteDesired, desired, IMAGE, IMAGE_2, metric, metricsUrl, putDesired, waitObserved } from './agent-fixtures.js';
 
 let c: TestCluster;
 beforeAll(async () => {
@@ -43,6 +43,10 @@ describe('early health check', () => {
       const i2 = await c.docker.getContainer(second.containerId!).inspect();
       expect(i2.State.Health?.Status).toBe('starting');
       expect(i2.State.Health?.Log ?? []).toHaveLength(0);
+
+      // One passed early check per container is all it took (the loop stops at the first success).
+      const url = await metricsUrl(c.agent('node-1')!);
+      expect(await metric(url, 'jaco_agent_early_health_checks_total', 'result="passed"')).toBe(2);
 
       await deleteDesired(c.store, 'node-1', replica);
       await eventually(async () => (await c.containers('node-1')).length === 0, { what: 'containers removed' });
