@@ -12,6 +12,7 @@ import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/ap
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
+import type { PreemptView } from './preempt.js';
 
 /** Reasons coalescing can help with: the replica would fit but for what others hold. */
 export const CAPACITY_REASONS: readonly UnschedulableReason[] = ['no_capacity_memory', 'no_capacity_gpu', 'port_conflict'];
@@ -48,6 +49,8 @@ export interface CoalesceView {
   /** The node the hole is made on, and every move of the plan (the first starts this cycle). */
   node?: string;
   plan?: CoalesceVictim[];
+  /** With no plan: what preemption by priority does instead (`jaco status` and `explain` show it with the verdict). */
+  preempt?: PreemptView;
 }
 
 export interface CoalesceInput {

@@ -583,6 +583,10 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     // One disruption per cycle: a move started or in flight lands first.
     blockedBy: !countedCycle ? 'explain only' : move ? `${move.trigger} move ${move.replica} started this cycle` : moving ? `${moving} rebalancer move(s) in flight` : undefined,
   });
+  for (const v of preempt.views) {
+    const c = coalesce.views.find((x) => x.deployment === v.deployment && x.service === v.service);
+    if (c) c.preempt = v;
+  }
   if (preempt.move) {
     const { view, victim, start, moveId } = preempt.move;
     startedMove('preempt', { replica: victim.replica, deployment: victim.deployment, service: victim.service, src: victim.node, dst: victim.to! }, start.ops, moveId, {

@@ -59,6 +59,8 @@ describe('preemption by priority', () => {
     expect(suspended(w)).toEqual([]);
     expect(records(h, 'replica_preempted')).toEqual([]);
     expect(last(h)[0]).toMatchObject({ verdict: 'none', noPreempt: 'no_lower_priority' });
+    // The coalescing view carries it too: jaco status and explain print both under the pending service.
+    expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', preempt: { verdict: 'none', noPreempt: 'no_lower_priority' } });
   });
 
   it('never a stateful replica', () => {

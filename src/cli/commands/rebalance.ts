@@ -73,10 +73,11 @@ export async function currentPlan(store: Store, config: Config, opts: { timeoutM
   return { source: 'store', reason: asked, plan: await planFromStore(store, config) };
 }
 
-/** One line on what the rescheduler (coalescing) does for a pending service: a move under way, or why none. */
+/** One line on what the rescheduler does for a pending service: a coalescing move under way, or why none — and then what preemption does. */
 export function coalesceText(v: CoalesceView): string {
   const verdict = v.noPlan ? `${v.verdict}: ${v.noPlan}` : v.verdict;
-  return `${verdict}${v.node ? ` (room on ${v.node})` : ''} — ${v.detail}`;
+  const preempt = v.preempt ? `; preemption: ${preemptText(v.preempt)}${v.preempt.verdict === 'held' ? ` (${v.preempt.verdict})` : ''}` : '';
+  return `${verdict}${v.node ? ` (room on ${v.node})` : ''} — ${v.detail}${preempt}`;
 }
 
 const n2 = (x: number | undefined | null) => (x === undefined || x === null ? '-' : x.toFixed(2));
