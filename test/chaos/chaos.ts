@@ -236,18 +236,33 @@ export class Chaos {
     return Math.max(this.globalFreeAt, this.agentFreeAt.get(node) ?? 0);
   }
 
+  /** Why the last sample could not be taken (etcd or Docker did not answer), for the report. */
+  lastSampleError?: string;
+  private failedSamples = 0;
+
   /** One sample: every invariant over a fresh snapshot. */
   async check(): Promise<Snapshot | undefined> {
+    // The applies allowed as the read starts: an apply acknowledged while a slow read is on its way
+    // (a paused etcd member) must not be held against a snapshot taken before it landed — it was
+    // still in flight then, and its predecessor allowed (run 3 of 2026-11-25 reported web's
+    // replicas 4 as a lost apply 0.8 s after the apply to 3 was acknowledged).
+    const allowed = new Map(this.allowed);
     let s: Snapshot;
     try {
       s = await snapshot(this.c.store, () => this.c.containers());
-    } catch {
-      return undefined; // no quorum right now: not a sample
+    } catch (e) {
+      // No quorum right now: not a sample. Said once per streak, with the error, so a checker that
+      // cannot read a healthy cluster shows why.
+      this.lastSampleError = (e as Error).message;
+      if (this.failedSamples++ === 0) this.log(`sample failed: ${this.lastSampleError}`);
+      return undefined;
     }
+    if (this.failedSamples > 1) this.log(`samples again after ${this.failedSamples} failed`);
+    this.failedSamples = 0;
     this.samples++;
     this.last = s;
     const acts = await this.acts.check(this.c.store, s);
-    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, this.allowed), ...acts]) {
+    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, allowed), ...acts]) {
       const k = `${v.invariant}|${v.detail}`;
       if (this.seenViolations.has(k)) continue;
       this.seenViolations.add(k);
@@ -443,7 +458,7 @@ export class Chaos {
       let why: string | undefined = 'no sample';
       while (Date.now() - start < convergeMs) {
         const s = await this.check();
-        why = s ? notConverged(s) : 'etcd not answering';
+        why = s ? notConverged(s) : `etcd not answering (${this.lastSampleError})`;
         if (!why) {
           converged = Date.now() - start;
           break;
