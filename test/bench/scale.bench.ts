@@ -8,13 +8,12 @@
 // 3 idle: controller CPU/RSS, hollow RSS, etcd request rate; 4 scheduler leader failover (goal ≤
 // lease TTL + 2 s); 5 rolling update of 1,000 replicas, parallelism 100, and a drain of a node;
 // 6 100 nodes lost (their hollow-nodes process killed) → replaced. Figures: docs/benchmarks.md.
-import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { keys } from '../../src/api/keys.js';
 import type { NodeDrain } from '../../src/api/types.js';
 import { PRODUCTION } from '../../src/timings.js';
 import type { Proc } from '../support/cluster.js';
-import { census, hollowManifest, readyNodes, startHollowCluster, watchRunning, type HollowCluster } from '../support/hollow.js';
+import { census, hollowManifest, readyNodes, startHollowCluster, usage, watchRunning, type HollowCluster } from '../support/hollow.js';
 import { eventually } from '../support/wait.js';
 
 const NODES = Number(process.env.SCALE_NODES ?? 1000);
@@ -31,14 +30,6 @@ const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
 const load = () => loadavg()[0]!.toFixed(2);
 const report = (line: string) => console.log(`${line} [at ${new Date().toISOString()}]`);
-
-/** CPU seconds (user + system) and RSS of a process, from /proc. */
-function usage(pid: number): { cpuS: number; rss: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-  return { cpuS: (Number(f[11]) + Number(f[12])) / 100, rss };
-}
 
 /** etcd's counters: requests by gRPC method (unary calls and stream messages) and writes. */
 async function etcdCounters(endpoint: string): Promise<Map<string, number>> {

@@ -83,6 +83,14 @@ export function startHollowCluster(opts: HollowClusterOptions = {}): Promise<Hol
   return startCluster(opts, new HollowCluster(opts));
 }
 
+/** CPU seconds (user + system) and RSS of a process, from /proc. */
+export function usage(pid: number): { cpuS: number; rss: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+  return { cpuS: (Number(f[11]) + Number(f[12])) / 100, rss };
+}
+
 /** Ready nodes, as the scheduler judges them (a fresh heartbeat saying the runtime is up). */
 export async function readyNodes(store: Store, now = Date.now()): Promise<string[]> {
   const { items } = await store.list<Heartbeat>(keys.heartbeat(''));
