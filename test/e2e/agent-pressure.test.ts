@@ -74,6 +74,12 @@ describe('pressure', () => {
     expect(p.cpuUtil).toBeLessThanOrEqual(1);
     expect(p.replicas).toEqual({});
     expect((await pressure('node-1'))?.mode).toBe('containers');
+    // The CLI says which mode each node's figures are in.
+    const wide = await c.jaco(['get', 'nodes', '-o', 'wide']);
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout).toMatch(/^node-3\s.*\snode\s/m);
+    expect(wide.stdout).toMatch(/^node-1\s.*\scontainers\s/m);
+    expect((await c.jaco(['describe', 'node', 'node-3'])).stdout).toMatch(/^Pressure: .*\(node-wide\)$/m);
     await c.agent('node-3')!.kill('SIGTERM');
   });
 });
