@@ -961,7 +961,8 @@ describe('parallelism, maxSurge and maxUnavailable', () => {
   it.each<[string, ServiceSpec['update'], number, [string, string][]]>([
     ['defaults: one at a time (seed 001)', {}, 4, [['app-web-0', 'start-first']]],
     ['parallelism 2, maxUnavailable 2', { parallelism: 2, maxUnavailable: 2 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first']]],
-    ['parallelism 3 held to the default budget of 1', { parallelism: 3 }, 4, [['app-web-0', 'start-first']]],
+    ['parallelism 3: the budget defaults to it (Swarm\'s --update-parallelism 3)', { parallelism: 3 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first'], ['app-web-2', 'start-first']]],
+    ['parallelism 3 held to an explicit budget of 1', { parallelism: 3, maxUnavailable: 1 }, 4, [['app-web-0', 'start-first']]],
     ['maxUnavailable 50% of 4 = 2', { parallelism: 4, maxUnavailable: '50%' }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'start-first']]],
     ['maxUnavailable 30% of 4 rounds down to 1', { parallelism: 4, maxUnavailable: '30%' }, 4, [['app-web-0', 'start-first']]],
     ['maxSurge 1: the second and third steps go stop-first', { parallelism: 3, maxUnavailable: 3, maxSurge: 1 }, 4, [['app-web-0', 'start-first'], ['app-web-1', 'stop-first'], ['app-web-2', 'stop-first']]],

@@ -112,7 +112,7 @@ const serviceSchema: Schema = obj(
     update: obj({
       order: str({ enum: ['start-first', 'stop-first'], description: 'start-first (default): the old container serves until the new one is ready; stop-first: stop it first.' }),
       stepTimeout: duration('Rolling-update step timeout (default 60s).'),
-      maxUnavailable: replicaCount(1, 'The disruption budget: replicas that may be disrupted at once by moves and rollout steps (default 1). A count, or a percentage of the replicas rounded down (at least 1).'),
+      maxUnavailable: replicaCount(1, 'The disruption budget: replicas that may be disrupted at once by moves and rollout steps (default: update.parallelism when above 1, else 1). A count, or a percentage of the replicas rounded down (at least 1).'),
       minReadyTime: duration('With no health check: how long a replica must run to count as ready (default 5s).'),
       parallelism: int({ minimum: 0, description: 'Replicas stepped at once (default 1; 0: as many as maxUnavailable allows).' }),
       maxSurge: replicaCount(0, 'Start-first steps in flight, i.e. extra containers (default: parallelism); further steps go stop-first. A count, or a percentage of the replicas rounded up.'),

@@ -20,6 +20,16 @@ export const SERVICE_DEFAULTS = {
   health: { interval: '30s', timeout: '30s', retries: 3, startPeriod: '0s' },
 } as const;
 
+/**
+ * update.maxUnavailable when the manifest leaves it out: update.parallelism when that is above 1 —
+ * replicas stepped N at once are N in motion, as with Swarm's --update-parallelism N — else 1
+ * (seed 001's one at a time). The disruption budget of moves follows it too.
+ */
+export function defaultMaxUnavailable(update: ServiceSpec['update']): number {
+  const p = update?.parallelism;
+  return p !== undefined && p > 1 ? p : SERVICE_DEFAULTS.maxUnavailable;
+}
+
 /** The service spec with every default filled in: what a replica's template carries. */
 export function withDefaults(spec: ServiceSpec): ServiceSpec {
   const mode = spec.placement?.mode ?? SERVICE_DEFAULTS.mode;
@@ -33,7 +43,7 @@ export function withDefaults(spec: ServiceSpec): ServiceSpec {
     update: {
       order: spec.update?.order ?? SERVICE_DEFAULTS.updateOrder,
       stepTimeout: spec.update?.stepTimeout ?? SERVICE_DEFAULTS.stepTimeout,
-      maxUnavailable: spec.update?.maxUnavailable ?? SERVICE_DEFAULTS.maxUnavailable,
+      maxUnavailable: spec.update?.maxUnavailable ?? defaultMaxUnavailable(spec.update),
       minReadyTime: spec.update?.minReadyTime ?? SERVICE_DEFAULTS.minReadyTime,
     },
   };

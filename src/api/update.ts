@@ -2,7 +2,7 @@
 // disruption budget that moves and rollout steps share. Counts may be written as percentages of the
 // service's replicas ("25%"); maxUnavailable rounds down and maxSurge up (Kubernetes' rule), and
 // maxUnavailable is never below 1, so a rollout or a drain can always make progress.
-import { SERVICE_DEFAULTS } from './spec.js';
+import { defaultMaxUnavailable, SERVICE_DEFAULTS } from './spec.js';
 import type { FailureAction, ReplicaCount, ServiceSpec, UpdateOrder } from './types.js';
 import { durationMs } from './units.js';
 
@@ -30,14 +30,14 @@ export function resolveCount(v: ReplicaCount, total: number, round: 'down' | 'up
   return round === 'down' ? Math.floor(exact) : Math.ceil(exact);
 }
 
-/** The disruption budget of a service with `replicas` replicas: update.maxUnavailable resolved, at least 1. */
+/** The disruption budget of a service with `replicas` replicas: update.maxUnavailable resolved (default: parallelism above 1, else 1), at least 1. */
 export function maxUnavailableOf(spec: ServiceSpec | undefined, replicas: number): number {
   const v = spec?.update?.maxUnavailable;
-  if (v === undefined) return SERVICE_DEFAULTS.maxUnavailable;
+  if (v === undefined) return defaultMaxUnavailable(spec?.update);
   try {
     return Math.max(1, resolveCount(v, replicas, 'down'));
   } catch {
-    return SERVICE_DEFAULTS.maxUnavailable;
+    return defaultMaxUnavailable(spec?.update);
   }
 }
 

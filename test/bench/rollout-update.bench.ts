@@ -78,9 +78,9 @@ function jacoService(image: string, v: Variant): ServiceSpec {
     healthcheck: { test: ['CMD', 'true'], interval: '1s', timeout: '5s', retries: 3, startPeriod: '0s' },
     stopSignal: 'SIGTERM',
     stopGracePeriod: '10s',
-    // Swarm's --update-parallelism N updates N tasks at once; jaco's disruption budget
-    // (maxUnavailable, default 1) would otherwise hold a start-first rollout to one step at a time.
-    update: { order: v.order, parallelism: v.parallelism, maxUnavailable: v.parallelism },
+    // Swarm's --update-parallelism N updates N tasks at once; jaco's parallelism N alone does the
+    // same (the disruption budget, maxUnavailable, defaults to parallelism).
+    update: { order: v.order, parallelism: v.parallelism },
   };
 }
 
