@@ -213,8 +213,9 @@ async function swarmChild(): Promise<void> {
 
 function benchSwarm(): Record<string, SwarmRun[]> | { error: string } {
   const self = fileURLToPath(import.meta.url);
-  // The shell runs `swarm leave` even when the measuring process dies, still holding the lock.
-  const inner = `"${process.execPath}" --import tsx "${self}" --swarm-child --runs ${runs}${only.length ? ` --variant ${only.join(',')}` : ''}; rc=$?; docker swarm leave --force >/dev/null 2>&1; exit $rc`;
+  // The shell runs `swarm leave` even when the measuring process dies, still holding the lock, and
+  // removes the bridge network swarm init creates (docker_gwbridge): no bridge outlives the run.
+  const inner = `"${process.execPath}" --import tsx "${self}" --swarm-child --runs ${runs}${only.length ? ` --variant ${only.join(',')}` : ''}; rc=$?; docker swarm leave --force >/dev/null 2>&1; docker network rm docker_gwbridge >/dev/null 2>&1; exit $rc`;
   const r = spawnSync('flock', [LOCK, 'sh', '-c', inner], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const last = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status !== 0 || !last.startsWith('{')) return { error: `swarm benchmark failed (exit ${r.status}): ${r.stdout.trim()}` };

@@ -44,7 +44,7 @@ function swarmRun(n: number): { commandMs: number; runningMs: number } | { error
   // One shell under the lock: init, create (timed), poll until n tasks run, remove, always leave.
   const script = `
 set -u
-trap 'docker service rm jaco-sched-bench >/dev/null 2>&1; docker swarm leave --force >/dev/null 2>&1' EXIT
+trap 'docker service rm jaco-sched-bench >/dev/null 2>&1; docker swarm leave --force >/dev/null 2>&1; docker network rm docker_gwbridge >/dev/null 2>&1' EXIT
 docker swarm init --advertise-addr 127.0.0.1 >/dev/null 2>&1 || { echo "ERR swarm init: $(docker swarm init --advertise-addr 127.0.0.1 2>&1)"; exit 0; }
 t0=$(date +%s%N)
 ( timeout 300 docker service create --name jaco-sched-bench --replicas ${n} --detach=false --network host --no-resolve-image jaco-demo/busybox:1 sleep 3600 >/tmp/jaco-sched-bench.out 2>&1; echo "CMD $(( ($(date +%s%N) - t0) / 1000000 )) $?" ) &
