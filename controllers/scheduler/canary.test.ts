@@ -69,4 +69,33 @@ describe('canary replicas (update.canary)', () => {
     rollout(w, 'aborted');
     expect(w.pass().stop.map((s) => s.replica)).toEqual(['d-web-3']);
   });
+
+  it('replicas and canaries are counted apart: a scale during the canary phase scales the replicas; the canary stays until the rollout ends', () => {
+    const w = new World();
+    for (const n of ['node-1', 'node-2', 'node-3']) w.node(n);
+    w.deploy('d', { web: web('jaco-demo/busybox:1') });
+    w.converge();
+    for (const d of w.desired()) w.observe(d.spec.replica, 'running');
+    w.deploy('d', { web: web('jaco-demo/busybox:2') });
+    rollout(w, 'in_progress');
+    expect(w.pass().place.map((p) => [p.replica, p.trigger])).toEqual([['d-web-3', 'canary']]);
+    w.observe('d-web-3', 'running');
+    // Scale up: one more replica, not a canary.
+    w.deploy('d', { web: { ...web('jaco-demo/busybox:2'), replicas: 4 } });
+    rollout(w, 'in_progress');
+    expect(w.pass().place.map((p) => [p.replica, p.trigger])).toEqual([['d-web-4', 'scale_up']]);
+    w.observe('d-web-4', 'running');
+    // Scale down to 2: two replicas go, the canary stays.
+    w.deploy('d', { web: { ...web('jaco-demo/busybox:2'), replicas: 2 } });
+    rollout(w, 'in_progress');
+    expect(w.pass().stop.map((s) => s.replica).sort()).toEqual(['d-web-2', 'd-web-4']);
+    expect(w.desired().filter((d) => d.spec.canary).map((d) => d.spec.replica)).toEqual(['d-web-3']);
+    // The rollout ends with a replica short (one lost): the canary still goes, a replica is placed.
+    w.remove(keys.desired(w.placement('d')['d-web-1']!, 'd-web-1'));
+    rollout(w, 'completed');
+    const end = w.pass();
+    expect(end.stop.map((s) => s.replica)).toEqual(['d-web-3']);
+    expect(end.place.map((p) => p.trigger)).toEqual(['scale_up']);
+    expect(w.desired().filter((d) => d.spec.canary)).toEqual([]);
+  });
 });

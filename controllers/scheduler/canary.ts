@@ -1,8 +1,9 @@
 // Canary replicas (update.canary, docs/rollout.md "Canary"): while a rollout with canaries is in
 // progress or paused, the service wants `canary.replicas` replicas beyond spec.replicas. The
 // scheduler places them like any replica (the serving template is the rollout's target), marked
-// spec.canary so the rollout controller can tell them from the replicas it steps, and scales them
-// away when the rollout ends (completed or aborted) — the canaries first, whatever their index.
+// spec.canary so the rollout controller can tell them from the replicas it steps. Replicas and
+// canaries are counted apart (decide.ts): a scale during the canary phase scales the replicas, and
+// when the rollout ends (completed or aborted) every canary goes, whatever the replicas' count.
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { RolloutPlan } from '../../src/api/types.js';
 

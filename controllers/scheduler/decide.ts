@@ -39,7 +39,7 @@ import { cleanup, writeStatuses } from './bookkeeping.js';
 import { health } from './health.js';
 import { healCopies } from './copies.js';
 import { waitingFor } from './dependencies.js';
-import { canariesWanted } from './canary.js';
+import { canariesWanted, isCanary } from './canary.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
 import { replaceLost } from './node-loss.js';
 import { returnPreempted } from './preempted.js';
@@ -347,13 +347,17 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
     } else {
       // Scale down before re-placing lost replicas: a replica about to go is not worth moving.
       const want = spec.replicas ?? 1;
-      // A rollout's canaries are wanted beside the replicas while it lasts (canary.ts).
+      // A rollout's canaries (canary.ts) are a pool of their own beside the replicas: each pool is
+      // scaled to what is wanted of it — the canaries to none once their rollout has ended — so a
+      // canary never stands in for a replica, nor a replica for a canary.
       const canary = canariesWanted(snap.rollouts.get(`${dep}/${svc}`));
-      const total = want + (canary?.count ?? 0);
-      kept = replaceLost(pass, scaleDown(pass, kept, total), spec, st);
+      const canaryWant = canary?.count ?? 0;
+      kept = replaceLost(pass, [...scaleDown(pass, kept.filter((e) => !isCanary(e)), want), ...scaleDown(pass, kept.filter(isCanary), canaryWant)], spec, st);
       // Replicas stopped by preemption stay members (no new index replaces them): placed again when they fit.
       let placed = kept.length - returnPreempted(pass, spec, kept, st);
-      if (kept.length < total && !waiting.length) placed += placeIndexed(pass, dep, svc, spec, template, kept, total - kept.length, st, canary && { from: Math.max(0, want - kept.length), revision: canary.revision });
+      const replicasKept = kept.filter((e) => !isCanary(e)).length;
+      const missing = Math.max(0, want - replicasKept) + Math.max(0, canaryWant - (kept.length - replicasKept));
+      if (missing && !waiting.length) placed += placeIndexed(pass, dep, svc, spec, template, kept, missing, st, canary && { from: Math.max(0, want - replicasKept), revision: canary.revision });
       st.desired = want;
       st.placed = Math.min(placed, want);
       if (canary) st.canaries = placed - st.placed;

@@ -14,7 +14,6 @@ import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
 import { actBytes, type Op } from '../../src/store/writer.js';
 import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
 import { addUnschedulable, decisionValue, desiredValue, unschedulableOf, type ActMetrics } from './decide.js';
-import { isCanary } from './canary.js';
 import { cmp, type SchedulerPass } from './pass.js';
 
 /** Replicas whose deployment or service is gone (a deployment whose key is unreadable is not gone). */
@@ -42,11 +41,11 @@ export function keptReplicas(pass: SchedulerPass, replicas: readonly ReplicaEntr
   return kept;
 }
 
-/** spread, pack and hosts over `want`: not-running replicas go first, then canaries whose rollout ended, then the highest indexes. */
+/** spread, pack and hosts over `want`: not-running replicas go first, then the highest indexes. */
 export function scaleDown(pass: SchedulerPass, kept: ReplicaEntry[], want: number): ReplicaEntry[] {
   if (kept.length <= want) return kept;
   const up = (e: ReplicaEntry) => e.copies.some((c) => pass.ready(c.desired.spec.node) && replicaRunning(c.observed));
-  const order = [...kept].sort((a, b) => Number(up(a)) - Number(up(b)) || Number(isCanary(b)) - Number(isCanary(a)) || (b.index ?? 0) - (a.index ?? 0) || cmp(a.id, b.id));
+  const order = [...kept].sort((a, b) => Number(up(a)) - Number(up(b)) || (b.index ?? 0) - (a.index ?? 0) || cmp(a.id, b.id));
   const gone = new Set(order.slice(0, kept.length - want));
   for (const e of order) if (gone.has(e)) pass.remove(e, 'scale_down');
   return kept.filter((e) => !gone.has(e));
