@@ -1574,4 +1574,29 @@ describe('canary (update.canary) and promote', () => {
     expect(plan.steps).toEqual([expect.objectContaining({ replica: 'app-web-3', canary: true })]);
     expect(plan.currentStep).toBe(0);
   });
+
+  it('a plan with no old replica to step has no canary phase (a service re-created mid-rollout: canary simulation seed 490)', () => {
+    const w = running(svc('img:1', { update: { canary: 1 } }));
+    // A live plan of the deployment's previous incarnation, toward another spec.
+    const stale: RolloutPlan = { apiVersion: API_VERSION, kind: 'RolloutPlan', metadata: { name: 'app-web' }, spec: { deployment: 'app', service: 'web', fromRevision: 3, toRevision: 4, fromHash: 'x', toHash: 'y', totalSteps: 3, currentStep: 1, state: 'in_progress', startedAt: new Date(w.now).toISOString(), steps: [] } };
+    w.put(keys.rollout('app', 'web'), stale);
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 1 });
+    expect(w.plan()!.canary).toBeUndefined();
+  });
+
+  it("a rollout does not complete while a canary of an earlier rollout still runs another spec (canary simulation, seed 3019)", () => {
+    const w = withCanaries({ canary: 1 });
+    w.rounds(2);
+    // Back to img:1 before any old replica stepped: nothing to step, but the canary runs img:2.
+    w.apply('app', { web: svc('img:1', { update: { canary: 1 } }) });
+    const d = w.pass();
+    expect(w.plan()).toMatchObject({ state: 'in_progress', toRevision: 3 });
+    expect(notes(d)).toContain('waiting for the canaries app-web-3 of an earlier rollout to be scaled away');
+    // The scheduler scales it away (its plan wants no canary): then complete.
+    w.remove(keys.desired('node-1', 'app-web-3'));
+    w.remove(keys.observed('node-1', 'app-web-3'));
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'completed', toRevision: 3 });
+  });
 });

@@ -339,7 +339,9 @@ function createPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGr
     state: 'in_progress',
     startedAt: c.iso,
     steps: [],
-    ...(c.controls.canary > 0 ? { canary: { replicas: c.controls.canary } } : {}),
+    // A canary is tried beside old replicas: with none to step (a service re-created mid-rollout, found
+    // by the canary simulation, seed 490) there is nothing to compare it with, nor to go back to.
+    ...(c.controls.canary > 0 && stale.length ? { canary: { replicas: c.controls.canary } } : {}),
   };
   const reason: StartReason = superseding ? 'superseded' : 'new_revision';
   pass.record('rollout_started', {
@@ -758,6 +760,14 @@ function oldContainers(c: ServiceCtx, hash: string): string[] {
 
 function complete(pass: ServicePass, target: ServingTemplate): void {
   const plan = pass.plan!;
+  // Canaries of an earlier rollout at another spec are not stepped (the scheduler scales them
+  // away), but until they are gone their agents may start their containers: not complete yet
+  // (canary simulation, seed 3019).
+  const leftover = pass.c.groups.filter((g) => g.canary && !g.suspended && groupStale(g, target)).map((g) => g.id);
+  if (leftover.length) {
+    pass.notes.push(`every replica is at revision ${plan.toRevision}; waiting for the canaries ${leftover.join(', ')} of an earlier rollout to be scaled away`);
+    return;
+  }
   // Completed on observed state: no agent still runs a container of an old revision.
   const old = oldContainers(pass.c, target.specHash);
   if (old.length) {
