@@ -241,7 +241,28 @@ export const rolloutCompleteOnObserved: TxnInvariant = {
   },
 };
 
-export const TXN_INVARIANTS: readonly TxnInvariant[] = [noDeposedLeaderWrite, actsAudited, noRemovalAsDeleted, noReplacementOffReadyNode, drainCompleteOnObserved, rolloutCompleteOnObserved];
+/**
+ * Canaries come first (update.canary): while a service's rollout waits with canaries not yet
+ * promoted, no replica but a canary is moved to the rollout's target spec — a desired key that
+ * existed before the transaction and is not a canary never changes its spec hash to the plan's.
+ */
+export const noStepBeforePromote: TxnInvariant = {
+  name: 'no replica but a canary steps before the canaries are promoted',
+  check(sim, t) {
+    for (const [k, text] of t.writes) {
+      if (!k.startsWith('desired/') || text === undefined) continue;
+      const before = sim.get<ReplicaDesired>(k)?.spec;
+      const now = (JSON.parse(text) as ReplicaDesired).spec;
+      if (!before || now.canary || before.specHash === now.specHash) continue;
+      const plan = after<RolloutPlan>(sim, t, keys.rollout(now.deployment, now.service))?.spec;
+      if (plan?.canary && !plan.canary.promotedAt && (plan.state === 'in_progress' || plan.state === 'paused') && now.specHash === plan.toHash)
+        return `${now.replica} stepped to ${plan.toHash} while the canaries of ${now.deployment}/${now.service} wait for promotion`;
+    }
+    return undefined;
+  },
+};
+
+export const TXN_INVARIANTS: readonly TxnInvariant[] = [noDeposedLeaderWrite, actsAudited, noRemovalAsDeleted, noReplacementOffReadyNode, drainCompleteOnObserved, rolloutCompleteOnObserved, noStepBeforePromote];
 
 // ---------------------------------------------------------------- as each act is planned
 

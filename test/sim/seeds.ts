@@ -5,11 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim, SimFailure } from './world.js';
 
-export const SEEDS = Number(process.env.SIM_SEEDS ?? 2000);
+export const ALL_SEEDS = Number(process.env.SIM_SEEDS ?? 2000);
 /** The first seed (a long run can go on where another stopped: SIM_FIRST=20001 SIM_SEEDS=30000). */
 const FIRST = Number(process.env.SIM_FIRST ?? 1);
 const ONLY = process.env.SIM_SEED ? Number(process.env.SIM_SEED) : undefined;
-const OPTIONS = { nodes: 4, steps: 550, quietSteps: 300, trace: process.env.SIM_TRACE === '1' };
+const BASE_OPTIONS = { nodes: 4, steps: 550, quietSteps: 300, trace: process.env.SIM_TRACE === '1' };
 
 /** The runtime's timers (reflector back-off and consistency check, runner ticks) on the simulated clock. */
 const timers = new SimClock();
@@ -18,8 +18,10 @@ const timers = new SimClock();
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
 
 /** Runs shard `shard` (1-based) of `shards` of the SIM_SEEDS seeds from SIM_FIRST; SIM_SEED runs that one seed instead. */
-export function simulate(file: string, shard: number, shards: number): void {
-  describe('deterministic simulation', () => {
+export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; seeds?: number } = {}): void {
+  const SEEDS = variant.seeds ?? ALL_SEEDS;
+  const OPTIONS = { ...BASE_OPTIONS, ...(variant.canary ? { canary: true } : {}) };
+  describe(`deterministic simulation${variant.canary ? ' (canary rollouts)' : ''}`, () => {
     beforeAll(() => timers.install());
     afterAll(() => timers.uninstall());
 

@@ -56,6 +56,11 @@ export interface SimOptions {
   quietSteps: number;
   /** Print every step (SIM_TRACE=1). */
   trace?: boolean;
+  /**
+   * Every service rolls out with a canary (update.canary 1, autoPromote 5s), and the operator
+   * sometimes promotes by hand (sim-canary.test.ts): the canary path under the same faults.
+   */
+  canary?: boolean;
 }
 
 /** The fake clock the runtime's timers run on (test/sim/clock.ts). */
@@ -231,7 +236,18 @@ export class Sim {
   }
 
   service(replicas: number, image: number): ServiceSpec {
-    return { image: `jaco-demo/busybox:${image}`, replicas, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1 } };
+    const canary = this.opts.canary ? { canary: 1, autoPromote: '5s' } : {};
+    return { image: `jaco-demo/busybox:${image}`, replicas, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1, ...canary } };
+  }
+
+  /** `jaco rollout promote`: a request on a rollout whose canaries wait (false when none does). */
+  private promote(): boolean {
+    const waiting = this.under<RolloutPlan>('rollouts/').filter(({ value: p }) => typeof p === 'object' && p.spec?.canary && !p.spec.canary.promotedAt && !p.spec.request && (p.spec.state === 'in_progress' || p.spec.state === 'paused'));
+    if (!waiting.length) return false;
+    const { key, value } = this.pick(waiting);
+    this.log(`operator: rollout promote ${value.spec.deployment}/${value.spec.service}`);
+    this.put(key, { ...value, spec: { ...value.spec, request: { action: 'promote', requestedAt: iso(this.now) } } });
+    return true;
   }
 
   /** An unconditional write as its own revision (as the store's own writes encode it; nothing read back). */
@@ -551,6 +567,7 @@ export class Sim {
   // ------------------------------------------------------------------ the operator
 
   private operator(): void {
+    if (this.opts.canary && this.r() < 0.15 && this.promote()) return;
     const deps = this.deployments().filter((d) => d.metadata.name !== 'big' && d.metadata.name !== 'large');
     const roll = this.r();
     if (roll < 0.2 && deps.length) {
