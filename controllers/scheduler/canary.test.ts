@@ -17,14 +17,20 @@ function rollout(w: World, state: RolloutState, canary = 1): void {
   w.put(keys.rollout('d', 'web'), plan);
 }
 
+/** Three nodes; d/web's 3 replicas running at busybox:1; then busybox:2 applied (no plan yet). */
+function runningThenApplied(): World {
+  const w = new World();
+  for (const n of ['node-1', 'node-2', 'node-3']) w.node(n);
+  w.deploy('d', { web: web('jaco-demo/busybox:1') });
+  w.converge();
+  for (const d of w.desired()) w.observe(d.spec.replica, 'running');
+  w.deploy('d', { web: web('jaco-demo/busybox:2') });
+  return w;
+}
+
 describe('canary replicas (update.canary)', () => {
-  it('places the canaries beside the replicas at the target while the rollout lasts, and scales them away first when it ends', () => {
-    const w = new World();
-    for (const n of ['node-1', 'node-2', 'node-3']) w.node(n);
-    w.deploy('d', { web: web('jaco-demo/busybox:1') });
-    w.converge();
-    for (const d of w.desired()) w.observe(d.spec.replica, 'running');
-    w.deploy('d', { web: web('jaco-demo/busybox:2') });
+  it('places the canaries beside the replicas at the target while the rollout lasts, and scales them all away when it ends', () => {
+    const w = runningThenApplied();
     rollout(w, 'in_progress', 2);
     const plan = w.pass();
     expect(plan.place.map((p) => [p.replica, p.trigger])).toEqual([
@@ -71,12 +77,7 @@ describe('canary replicas (update.canary)', () => {
   });
 
   it('replicas and canaries are counted apart: a scale during the canary phase scales the replicas; the canary stays until the rollout ends', () => {
-    const w = new World();
-    for (const n of ['node-1', 'node-2', 'node-3']) w.node(n);
-    w.deploy('d', { web: web('jaco-demo/busybox:1') });
-    w.converge();
-    for (const d of w.desired()) w.observe(d.spec.replica, 'running');
-    w.deploy('d', { web: web('jaco-demo/busybox:2') });
+    const w = runningThenApplied();
     rollout(w, 'in_progress');
     expect(w.pass().place.map((p) => [p.replica, p.trigger])).toEqual([['d-web-3', 'canary']]);
     w.observe('d-web-3', 'running');
