@@ -89,6 +89,10 @@ describe('coalescing', () => {
     const h = run(w, 10);
     expect(coalesceMoves(h)).toEqual([]);
     expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'no_plan_fits' });
+    // The refusal is an audit record, once (not every cycle), with what preemption said too.
+    const refusals = h.audit().filter((a) => a.type === 'rebalance_skipped' && a.payload.for === 'big/db');
+    expect(refusals).toHaveLength(1);
+    expect(refusals[0]!.payload).toMatchObject({ trigger: 'preempt', reason: 'no_lower_priority', coalesce_reason: 'no_plan_fits', pending_reason: 'no_capacity_memory', priority: 0 });
   });
 
   it('blockers that never move (stateful, opted out) give only_stateful_blockers and no move', () => {

@@ -65,6 +65,7 @@ export function rebalancerController(timings: Timings, opts: RebalancerOptions =
       for (const a of done) {
         if (a.effect?.kind === 'move') rebalanceMetrics.moves.inc({ trigger: a.effect.trigger });
         if (a.effect?.kind === 'preempt') rebalanceMetrics.preempted.inc(a.effect.stopped);
+        if (a.effect?.kind === 'refusal') rebalanceMetrics.refusals.inc({ trigger: a.effect.trigger, reason: a.effect.reason });
         for (const r of a.audit ?? []) {
           if (r.type !== 'rebalance_completed' && r.type !== 'rebalance_abandoned') continue;
           rebalanceMetrics.outcomes.inc({ outcome: r.type === 'rebalance_completed' ? 'completed' : 'abandoned' });

@@ -24,7 +24,10 @@ import { planConform, type ConformView } from './conform.js';
 import { planPreempt, type PreemptView } from './preempt.js';
 import { atLeast, below, EPSILON, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
-import { EXCLUSIONS, type Exclusion, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
+import { EXCLUSIONS, type Exclusion, type Gate, type NoPlanReason, type NoPreemptReason, type SkipReason } from '../../src/api/reasons/rebalance.js';
+
+/** What the audit log last recorded for a key: a candidate's skip, or why a pending service gets no help. */
+type AuditedReason = SkipReason | NoPlanReason | NoPreemptReason;
 import {
   clearsReliefFloor,
   dimShare,
@@ -60,7 +63,7 @@ export interface RebalancerState {
   /** Node → when it last received a move (node cooldown). */
   received: ReadonlyMap<string, number>;
   /** Skip key → the reason last recorded in the audit log, and when (no flooding). */
-  audited: ReadonlyMap<string, { reason: SkipReason; at: number }>;
+  audited: ReadonlyMap<string, { reason: AuditedReason; at: number }>;
   /** Pending service (`<deployment>/<service>`) → when this leader first saw it unschedulable for capacity. */
   pendingSince?: ReadonlyMap<string, number>;
   /** Set on a state rebuilt outside the leader: counters and cooldowns are assumptions. */
@@ -209,7 +212,9 @@ export interface RebalancePlan {
 /** What landing an act means for leader-local state (applied by afterCommit). */
 export type Effect =
   | { kind: 'move'; trigger: MoveView['trigger']; replica: string; src: string; dst: string }
-  | { kind: 'skip'; key: string; reason: SkipReason }
+  | { kind: 'skip'; key: string; reason: AuditedReason }
+  /** A pending service the rescheduler can do nothing for, recorded (the metric counts it by trigger and reason). */
+  | { kind: 'refusal'; key: string; trigger: 'coalesce' | 'preempt'; reason: NoPlanReason | NoPreemptReason }
   /** Replicas stopped for a higher-priority pending one (the metric counts them). */
   | { kind: 'preempt'; stopped: number };
 
@@ -370,7 +375,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   const candidates: CandidateView[] = [];
   const excluded: ExcludedView[] = [];
   const skipRepeatMs = config.cycleMs * SKIP_REPEAT_CYCLES;
-  const audited = new Map<string, { reason: SkipReason; at: number }>();
+  const audited = new Map<string, { reason: AuditedReason; at: number }>();
   // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
   if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
   let move: MoveView | undefined;
@@ -604,6 +609,24 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     acts.push({ label: `rebalance preempt ${victims.map((v) => v.replica).join(',')} on ${view.node} for ${view.deployment}/${view.service}`, ops, audit, effect: { kind: 'preempt', stopped: victims.length } });
   }
 
+  // 10. Refusals: a pending service neither coalescing nor preemption can serve is recorded once per
+  // change of reason (rebalance_skipped with its trigger), like a pressure candidate's skip.
+  if (countedCycle)
+    for (const c of coalesce.views) {
+      if (c.verdict !== 'no_plan' || !c.noPlan) continue;
+      const p = c.preempt?.verdict === 'none' && c.preempt.noPreempt ? c.preempt : undefined;
+      if (c.preempt && !p) continue; // preemption acts on it (or waits its turn)
+      const key = `pending:${c.deployment}/${c.service}`;
+      const [trigger, reason] = p ? (['preempt', p.noPreempt!] as const) : (['coalesce', c.noPlan] as const);
+      const last = state.audited.get(key);
+      if (last && last.reason === reason && now - last.at < skipRepeatMs) {
+        audited.set(key, last);
+        continue;
+      }
+      const payload = { for: `${c.deployment}/${c.service}`, trigger, reason, pending_reason: c.reason, ...(p ? { coalesce_reason: c.noPlan, priority: p.priority } : {}), detail: p ? p.detail : c.detail };
+      acts.push({ label: `rebalance refusal ${c.deployment}/${c.service}`, ops: [], audit: [{ type: 'rebalance_skipped', time: now, deployment: c.deployment, payload }], effect: { kind: 'refusal', key, trigger, reason } });
+    }
+
   const plan: RebalancePlan = {
     at: new Date(now).toISOString(),
     cycle: state.cycles + (countedCycle ? 1 : 0),
@@ -653,7 +676,7 @@ export function afterCommit(state: RebalancerState, landed: readonly RebalanceAc
   const audited = new Map(state.audited);
   for (const e of effects) {
     if (e.kind === 'move') received.set(e.dst, now);
-    else if (e.kind === 'skip') audited.set(e.key, { reason: e.reason, at: now });
+    else if (e.kind === 'skip' || e.kind === 'refusal') audited.set(e.key, { reason: e.reason, at: now });
   }
   return { ...state, received, audited };
 }

@@ -13,6 +13,12 @@ export const rebalanceMetrics = {
     help: 'Lower-priority replicas the rebalancer stopped for a higher-priority pending one (replica_preempted); migrations count in jaco_rebalance_moves_total{trigger="preempt"}',
     registers: [registry],
   }),
+  refusals: new Counter({
+    name: 'jaco_rebalance_refusals_total',
+    help: 'Pending services the rescheduler could not serve, recorded (rebalance_skipped with a trigger): by trigger (coalesce, preempt) and reason',
+    labelNames: ['trigger', 'reason'],
+    registers: [registry],
+  }),
   outcomes: new Counter({
     name: 'jaco_rebalance_move_outcomes_total',
     help: 'Rebalancer moves that finished, by outcome (completed, abandoned)',

@@ -33,7 +33,7 @@ export const AUDIT_TYPES = {
   replica_resumed: 'a replica stopped by a forced drain started again: its node is schedulable again',
   rebalance_moved: 'the rebalancer moved a replica off a pressured node, or to even out a spread service',
   replica_preempted: 'the rebalancer stopped a lower-priority replica to make room for a higher-priority pending one: victim, its priority, the beneficiary and its priority, node',
-  rebalance_skipped: 'the rebalancer considered a candidate and skipped it: reason',
+  rebalance_skipped: 'the rebalancer considered a candidate and skipped it: reason; or a pending service neither coalescing nor preemption can serve: for, trigger, reason',
   rebalance_completed: 'a rebalancer move finished: the replica runs healthy on dst and src was stopped',
   rebalance_abandoned: 'a rebalancer move was abandoned (dst not healthy by the deadline, failed or lost); src keeps serving',
 } as const;
