@@ -138,11 +138,12 @@ describe('jaco dashboard in headless Chromium', () => {
       await p.screenshot({ path: join(out, 'canary.png'), fullPage: true });
       await p.click(`[data-action="pause"][data-target="cn/web"]`);
       await p.locator(`${block}[data-state="paused"]`).waitFor({ timeout: 10_000 });
-      expect(await p.locator('#action-result').innerText()).toContain('$ jaco rollout pause cn/web --wait 0');
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollout pause cn/web --wait 0');
       await p.click(`[data-action="resume"][data-target="cn/web"]`);
       await p.locator(`${block}[data-state="in_progress"]`).waitFor({ timeout: 10_000 });
       await p.click(`[data-action="promote"][data-target="cn/web"]`);
-      expect(await p.locator('#action-result').innerText()).toContain('$ jaco rollout promote cn/web --wait 0');
+      // The result box shows the last action's answer once it comes (the resume's until then).
+      await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollout promote cn/web --wait 0');
       await p.locator(`${block}[data-state="completed"]`).waitFor({ timeout: 60_000 });
 
       // Rollback (revision 3 = revision 1's spec, with its canary), aborted in its canary phase.
