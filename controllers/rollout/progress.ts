@@ -46,7 +46,9 @@ export function rolloutProgress(i: ProgressInput): Progress {
   const lines: Progress['lines'] = [];
   for (const service of Object.keys(d.spec.services).sort()) {
     const plan = i.plans.find((p) => p.spec.service === service)?.spec;
-    const reps = i.replicas.filter((r) => r.desired.spec.service === service && !r.desired.spec.suspended);
+    const all = i.replicas.filter((r) => r.desired.spec.service === service && !r.desired.spec.suspended);
+    // Canaries (update.canary) are counted on their own line: "3 of 3 updated" means the replicas.
+    const reps = all.filter((r) => !r.desired.spec.canary);
     const ids = new Set(reps.map((r) => r.desired.spec.replica));
     const ready = new Set(reps.filter((r) => replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
     const sch = scheduling?.services[service];
@@ -59,7 +61,7 @@ export function rolloutProgress(i: ProgressInput): Progress {
       const active = steps.length ? ` (${steps.map((x) => `${x.replica} on ${x.node}`).join(', ')})` : ' (waiting for room in the disruption budget, or the update delay, before the next step)';
       const updated = new Set(reps.filter((r) => r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).map((r) => r.desired.spec.replica));
       if (plan.canary && !plan.canary.promotedAt) {
-        const canaries = reps.filter((r) => r.desired.spec.canary && r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).length;
+        const canaries = all.filter((r) => r.desired.spec.canary && r.desired.spec.specHash === plan.toHash && replicaReady(r.desired, r.observed, i.now)).length;
         const next = plan.canary.readySince ? `waiting for jaco rollout promote ${d.metadata.name}/${service}${spec.update?.autoPromote ? ` (or update.autoPromote ${spec.update.autoPromote})` : ''}` : 'starting';
         parts.push(`canary of revision ${plan.toRevision}: ${canaries} of ${plan.canary.replicas} ready beside the ${want} replicas of revision ${plan.fromRevision}; ${next}`);
       } else parts.push(`rolling revision ${plan.fromRevision} → ${plan.toRevision}: step ${plan.currentStep} of ${plan.totalSteps}${active}, ${updated.size} of ${want} updated`);
