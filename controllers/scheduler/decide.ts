@@ -271,9 +271,16 @@ export function unschedulableOf(d: Decision, count: number, missing?: string[]):
   return { reason: d.reason ?? 'no_nodes_active', count, message: d.why, nodes, ...(missing?.length ? { missing } : {}) };
 }
 
+/**
+ * Adds `u` to the service's status: counts add up; the first reason heads it, except that a reason
+ * the rescheduler can act on (capacity) heads one that only waits (`preempted`): a service with a
+ * preempted replica and another pending for capacity still gets coalescing and preemption for it.
+ */
 export function addUnschedulable(st: ServiceSchedulingStatus, u: Unschedulable): void {
-  if (!st.unschedulable) st.unschedulable = u;
-  else st.unschedulable = { ...st.unschedulable, count: st.unschedulable.count + u.count };
+  const cur = st.unschedulable;
+  if (!cur) st.unschedulable = u;
+  else if (cur.reason === 'preempted' && u.reason !== 'preempted') st.unschedulable = { ...u, count: cur.count + u.count, message: `${u.message}; and ${cur.message}` };
+  else st.unschedulable = { ...cur, count: cur.count + u.count };
 }
 
 // ---------------------------------------------------------------- the pass

@@ -63,4 +63,15 @@ describe('preempted replicas (issue 17)', () => {
     expect(w.auditOf('replica_placed').at(-1)!.payload).toMatchObject({ replica: 'low-w-0', node: 'b', from: 'a', trigger: 'preempted' });
     expect(scheduling(w, 'low', 'w')).toEqual({ desired: 1, placed: 1 });
   });
+
+  it('a replica pending for capacity beside a preempted one heads the status, so the rescheduler still sees it', () => {
+    const w = preempted();
+    w.pass();
+    // Scale low/w to 2: the new replica does not fit either.
+    w.deploy('low', { w: svc('500Mi', { replicas: 2 }) });
+    w.pass();
+    const u = scheduling(w, 'low', 'w')!.unschedulable!;
+    expect(u).toMatchObject({ reason: 'no_capacity_memory', count: 2 });
+    expect(u.message).toContain('low-w-0 was stopped on a for hi/api');
+  });
 });
