@@ -261,7 +261,8 @@ interface Stream {
 }
 
 const MIN_BACKOFF_MS = 100;
-const MAX_BACKOFF_MS = 5_000;
+/** The longest wait before a failed list or watch is retried (chaos bounds stray containers with it). */
+export const MAX_BACKOFF_MS = 5_000;
 
 export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   readonly sources: Record<string, SourceState>;
