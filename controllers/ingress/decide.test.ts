@@ -90,7 +90,7 @@ describe('decide', () => {
   });
 
   it('runtime API commands: a dynamic server starts in maintenance with checks off; removal goes through maintenance', () => {
-    expect(commandsOf({ op: 'add', backend: 'b', server: 's', addr: '127.0.1.2', port: 2 }, 'check')).toEqual(['add server b/s 127.0.1.2:2 check', 'enable health b/s', 'set server b/s state ready']);
+    expect(commandsOf({ op: 'add', backend: 'b', server: 's', addr: '127.0.1.2', port: 2 }, 'check')).toEqual(['add server b/s 127.0.1.2:2 check', 'enable health b/s', 'set server b/s health up', 'set server b/s state ready']);
     expect(commandsOf({ op: 'remove', backend: 'b', server: 's' }, 'check')).toEqual(['set server b/s state maint', 'shutdown sessions server b/s', 'del server b/s']);
   });
 });

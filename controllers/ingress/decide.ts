@@ -167,8 +167,13 @@ export function commandsOf(o: RuntimeOp, check: string): string[] {
   const id = `${o.backend}/${o.server}`;
   switch (o.op) {
     case 'add':
-      // A dynamic server starts in maintenance with its checks off.
-      return [`add server ${id} ${o.addr}:${o.port} ${check}`, `enable health ${id}`, `set server ${id} state ready`];
+      // A dynamic server starts in maintenance with its checks off, and once they are on its check
+      // state is DOWN until the first check passes (up to one `inter`): a replica is routed only
+      // once its agent saw it ready, so its health starts up and HAProxy's checks (fall 2) may still
+      // take it down. Otherwise a single-replica move's old copy could drain before the new one's
+      // first check, leaving the backend without a server for a moment (503s; found by the
+      // ingress e2e once the agent's early health check made replicas ready sooner).
+      return [`add server ${id} ${o.addr}:${o.port} ${check}`, `enable health ${id}`, `set server ${id} health up`, `set server ${id} state ready`];
     case 'ready':
       return [`set server ${id} state ready`];
     case 'drain':
