@@ -3,6 +3,7 @@
 // from it, panels the operator opened (an explanation, a diff) and the audit filter stay put.
 import type { ActionKind, ActionResult, AuditView, DashboardState, NodeView, PressurePoints, RolloutView } from '../../src/dashboard/wire.js';
 import type { DeploymentStatusRow } from '../../src/cli/commands/status.js';
+import { canaryPhase, type CanaryPhase } from '../../src/api/reasons/rollout.js';
 import { Charts } from './charts.js';
 import { bytes, cores, duration, esc, h, meter, pct, raw, type Raw } from './html.js';
 import './style.css';
@@ -91,6 +92,13 @@ function renderCluster(s: DashboardState): Raw {
 
 // ---------------------------------------------------------------- deployments
 
+const CANARY_TEXT: Record<CanaryPhase, string> = { starting: 'starting', waiting: 'ready, waiting for promote', promoted: 'promoted' };
+
+function canaryBadge(c: NonNullable<RolloutView['canary']>): Raw {
+  const phase = canaryPhase(c);
+  return h`<span class="canary" data-canary="${phase}">canary ×${c.replicas}: ${CANARY_TEXT[phase]}${c.promotedBy ? ` (${c.promotedBy})` : ''}</span>`;
+}
+
 function rolloutBlock(r: RolloutView): Raw {
   // Canary steps are not steps k of n.
   const done = r.steps.filter((x) => x.result && !x.canary && x.result !== 'reverted').length;
@@ -98,7 +106,7 @@ function rolloutBlock(r: RolloutView): Raw {
   return h`<div class="rollout" data-rollout="${r.deployment}/${r.service}" data-step="${r.currentStep}" data-state="${r.state}">
 <b>${r.service}</b>: rollout r${r.fromRevision}→r${r.toRevision} <b class="badge">${r.state}</b> step <b>${r.currentStep}</b> of ${r.totalSteps}${r.failureReason ? ` (${r.failureReason})` : ''}
 <span class="progress"><span style="width:${r.totalSteps ? ((100 * done) / r.totalSteps).toFixed(0) : 0}%"></span></span>
-${r.canary ? h`<span class="canary" data-canary="${r.canary.promotedAt ? 'promoted' : r.canary.readySince ? 'waiting' : 'starting'}">canary ×${r.canary.replicas}: ${r.canary.promotedAt ? `promoted (${r.canary.promotedBy})` : r.canary.readySince ? 'ready, waiting for promote' : 'starting'}</span>` : raw('')}
+${r.canary ? canaryBadge(r.canary) : raw('')}
 ${live ? h`${actionButton('pause', `${r.deployment}/${r.service}`)} ${actionButton('resume', `${r.deployment}/${r.service}`)} ${actionButton('abort', `${r.deployment}/${r.service}`)}${r.canary && !r.canary.promotedAt ? h` ${actionButton('promote', `${r.deployment}/${r.service}`)}` : raw('')}` : raw('')}
 <ol class="steps">${r.steps.map((x) => h`<li class="${x.result ?? 'running'}">${x.canary ? 'canary ' : ''}${x.replica} on ${x.node}: ${x.result ?? 'in progress'}${x.durationMs !== undefined ? ` in ${duration(x.durationMs)}` : ''}</li>`)}</ol></div>`;
 }

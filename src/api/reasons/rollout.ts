@@ -1,7 +1,7 @@
 // The rollout controller's closed vocabularies: why a rollout aborted, why one started, which way a
 // step goes, how a rollout ended. The same strings appear in RolloutPlan.failureReason, audit
 // payloads (`reason`), metric labels and `jaco rollout status`.
-import type { RolloutAction, RolloutState } from '../types.js';
+import type { RolloutAction, RolloutCanary, RolloutState } from '../types.js';
 
 export const FAILURE_REASONS = {
   step_timeout: 'the replica of the current step was not running and healthy at the new revision within the step timeout',
@@ -57,3 +57,7 @@ export const REQUEST_APPLIES_TO: Readonly<Record<RolloutAction, readonly Rollout
   abort: ['in_progress', 'paused'],
   promote: ['in_progress', 'paused'],
 };
+
+/** Where a rollout's canaries are (update.canary): placed and watched, ready and waiting for promote, or promoted. */
+export type CanaryPhase = 'starting' | 'waiting' | 'promoted';
+export const canaryPhase = (c: RolloutCanary): CanaryPhase => (c.promotedAt ? 'promoted' : c.readySince ? 'waiting' : 'starting');

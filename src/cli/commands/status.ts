@@ -2,6 +2,7 @@
 // service desired and running counts, unschedulable reasons, rollout state and moves in flight;
 // per replica its node, state, code, restarts and age. -w redraws on every change (informers).
 import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
+import { canaryPhase, type CanaryPhase } from '../../api/reasons/rollout.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady } from '../../api/nodes.js';
@@ -57,7 +58,7 @@ export interface ServiceStatusRow {
   nodeLost?: string[];
   /** dependsOn not met yet: nothing new is placed. */
   waitingForDependency?: string[];
-  rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string; canary?: { replicas: number; phase: 'starting' | 'waiting' | 'promoted' } };
+  rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string; canary?: { replicas: number; phase: CanaryPhase } };
   moves: { replica: string; from: string; to: string; by: string }[];
   replicas: ReplicaStatusRow[];
 }
@@ -118,7 +119,7 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
                   currentStep: plan.currentStep,
                   totalSteps: plan.totalSteps,
                   ...(plan.failureReason ? { failureReason: plan.failureReason } : {}),
-                  ...(plan.canary ? { canary: { replicas: plan.canary.replicas, phase: plan.canary.promotedAt ? 'promoted' : plan.canary.readySince ? 'waiting' : 'starting' } } : {}),
+                  ...(plan.canary ? { canary: { replicas: plan.canary.replicas, phase: canaryPhase(plan.canary) } } : {}),
                 },
               }
             : {}),
