@@ -778,6 +778,29 @@ describe('deleted deployments and services, and the status record', () => {
     expect(w.steppedReplicas().at(-1)).toBe('app-web-3');
   });
 
+  it('a global service too: a global replica placed unseen at the old spec refuses the completion (its placement writes the counter)', () => {
+    const g = (image: string): ServiceSpec => ({ image, healthcheck: HC, placement: { mode: 'global' } });
+    const w = new World();
+    w.apply('app', { web: g('img:1') });
+    for (const n of ['node-1', 'node-2', 'node-3']) w.place('app', 'web', undefined, n);
+    w.converge();
+    w.pass();
+    w.apply('app', { web: g('img:2') });
+    const stale = aboutToComplete(w);
+    // node-4 joined; the scheduler placed its replica at the old spec (the serving template) with the
+    // counter in the same transaction (controllers/scheduler/membership.ts globalMarker); the snapshot missed both.
+    w.place('app', 'web', undefined, 'node-4', { specHash: specHash(g('img:1')), revision: 1 });
+    w.put(keys.counter('app', 'web'), { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: 'app-web' }, spec: { next: 0 } });
+    const conflicts = w.conflicts;
+    const d = decide(stale, w.now, CFG);
+    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.counter('app', 'web'), modRevision: 0 });
+    w.commit(d);
+    expect(w.conflicts).toBeGreaterThan(conflicts);
+    expect(w.plan()!.state).toBe('in_progress');
+    w.pass();
+    expect(w.steppedReplicas().at(-1)).toBe('app-web-node-4');
+  });
+
   it('a completion compares the heartbeat of every node it excused as NotReady: an agent alive after all refuses it', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });

@@ -10,8 +10,10 @@
 //     (controllers/scheduler/node-loss.ts). Simulation seed 60348.
 //   - A replica the cache never received (its placement's event lost): the scheduler placed it at
 //     the previous spec, the rollout saw every replica it knew at the new one and completed. Every
-//     indexed placement writes the service's counter in the same transaction, so the act compares
-//     the counter at the revision judged (absent: 0). Simulation seeds 66901, 69100.
+//     placement writes the service's counter in the same transaction — an indexed one its next
+//     index, a global one the counter unchanged (controllers/scheduler/membership.ts globalMarker)
+//     — so the act compares the counter at the revision judged (absent: 0). Simulation seeds
+//     66901, 69100 (indexed); the breadth variant's global services (test/sim/sim-breadth.test.ts).
 //
 // A refused completion is decided again from a cache that has caught up (or been healed by its
 // consistency check). Two or three compares, whatever the size of the service.

@@ -334,6 +334,33 @@ describe('modes, filters and reason codes', () => {
     expect(w.auditOf('replica_removed').at(-1)!.payload.reason).toBe('node_gone');
   });
 
+  it('global: each placement writes the service counter in its transaction, chained within a pass, `next` kept (a rollout completion compares it)', () => {
+    const w = threeNodes();
+    const key = keys.counter('d', 'agent');
+    // Indexes handed out before the change to global stay handed out.
+    w.deploy('d', { agent: svc({ replicas: 2 }) });
+    w.converge();
+    w.deploy('d', { agent: svc({ placement: { mode: 'global' } }) });
+    const version = w.store.versioned(key)!.version;
+    const acts = decideOnce(w).acts.filter((a) => a.label.startsWith('place'));
+    expect(acts.map((a) => a.ops.filter((o) => o.key === key).map((o) => ({ op: o.op, modRevision: 'modRevision' in o ? o.modRevision : undefined, version: 'version' in o ? o.version : undefined })))).toEqual([
+      [{ op: 'update', modRevision: w.store.versioned(key)!.modRevision, version: undefined }],
+      [{ op: 'check', modRevision: undefined, version: version + 1 }, { op: 'put', modRevision: undefined, version: undefined }],
+      [{ op: 'check', modRevision: undefined, version: version + 2 }, { op: 'put', modRevision: undefined, version: undefined }],
+    ]);
+    w.converge();
+    expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3']);
+    expect(w.get<ReplicaCounter>(key)!.spec.next).toBe(2);
+    // A placement decided before the counter moved (a cache that lags) is refused, and made again.
+    w.node('node-4');
+    const stale = decideOnce(w);
+    w.put(key, w.get(key));
+    expect(w.apply(stale)).toEqual(['place d-agent-node-4']);
+    w.converge();
+    expect(w.placement('d')['d-agent-node-4']).toBe('node-4');
+    expect(w.get<ReplicaCounter>(key)!.spec.next).toBe(2);
+  });
+
   it('global: nodes outside the node selector are not wanted; a port conflict is unschedulable with its node', () => {
     const w = new World();
     w.node('a', { labels: { role: 'edge' } });

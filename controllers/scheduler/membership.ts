@@ -223,6 +223,7 @@ function recordVolumeHome(pass: SchedulerPass, dep: string, volume: string, node
  */
 export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec: ServiceSpec, template: () => ServingTemplate, kept: ReplicaEntry[], st: ServiceSchedulingStatus): void {
   const { placer } = pass;
+  const marker = globalMarker(pass, dep, svc);
   const holding = new Set(kept.flatMap((e) => e.copies.map((c) => c.desired.spec.node)));
   let t: ServingTemplate | undefined;
   let shape: ServiceSpec | undefined;
@@ -259,6 +260,7 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
       label: `place ${id}`,
       subject: `deployment/${dep}`,
       ops: [
+        ...marker(),
         ...pass.guard(host),
         pass.deploymentGuard(dep),
         { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now, placer.assignPorts(id, host, shape)) },
@@ -276,4 +278,31 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
     const nodes = Object.fromEntries(rejected.map((d) => [d.verdicts[0]!.node, `${d.verdicts[0]!.rejected!.filter}: ${d.verdicts[0]!.rejected!.detail}`]));
     addUnschedulable(st, { reason: first.reason!, count: rejected.length, message: `${rejected.length} eligible node(s) cannot run their replica; first: ${first.why}`, nodes });
   }
+}
+
+/**
+ * The service's counter, written by each global placement in the same transaction as an indexed
+ * placement writes it: a rollout's completion compares the counter it judged (controllers/rollout/
+ * evidence.ts), so a global replica its cache never received refuses the completion too. The value
+ * keeps `next` (indexes handed out before a change to global are never reused). Each act writes
+ * it, so each placement moves it: the acts of one pass chain on it — the first compares its mod
+ * revision, each next one the version the previous act leaves — and a cache that lags is refused
+ * rather than writing an older `next` back.
+ */
+function globalMarker(pass: SchedulerPass, dep: string, svc: string): () => Op[] {
+  const counter = pass.snap.counters.get(`${dep}/${svc}`);
+  const key = keys.counter(dep, svc);
+  const value: ReplicaCounter = { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: `${dep}-${svc}` }, spec: { next: counter?.value.spec.next ?? 0 } };
+  let k = 0;
+  return () => {
+    const ops: Op[] =
+      k === 0
+        ? [counter ? { op: 'update', key, value, modRevision: counter.modRevision } : { op: 'create', key, value }]
+        : [
+            { op: 'check', key, version: (counter?.version ?? 0) + k },
+            { op: 'put', key, value },
+          ];
+    k++;
+    return ops;
+  };
 }
