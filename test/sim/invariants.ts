@@ -3,7 +3,9 @@
 // over each transaction as it lands (before anyone reads it); act invariants over every act a
 // controller plans, before its commit.
 import { keys } from '../../src/api/keys.js';
-import type { AuditEventSpec, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../../src/api/types.js';
+import { drainActive, nodeReady } from '../../src/api/nodes.js';
+import { isStateful, placementMode } from '../../src/api/spec.js';
+import type { AuditEventSpec, Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, VolumeHome } from '../../src/api/types.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { LandedTxn } from './etcd.js';
 import type { Sim } from './world.js';
@@ -288,3 +290,147 @@ export const actCarriesAudit: ActInvariant = {
 };
 
 export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit];
+
+// ---------------------------------------------------------------- the breadth variant (sim-breadth.test.ts)
+// Global and stateful services and forced drains: vacuous without them, so checked only there.
+
+/** Named volumes a replica's template mounts, as `<deployment>/<volume>`. */
+const namedVolumes = (d: ReplicaDesired) => (d.spec.template.volumes ?? []).filter((v) => v.type === 'volume').map((v) => `${d.spec.deployment}/${v.source}`);
+
+/**
+ * A stateful replica (seed 004: its data is on its node) is desired on one node only: never a
+ * move's destination beside its source, never two copies — its data cannot be in two places.
+ */
+export const statefulOnOneNode: Invariant = {
+  name: 'a stateful replica is desired on one node only',
+  check(sim) {
+    const nodes = new Map<string, string[]>();
+    for (const d of sim.desired()) {
+      if (!isStateful(d.spec.template)) continue;
+      nodes.set(d.spec.replica, [...(nodes.get(d.spec.replica) ?? []), `${d.spec.node}${d.spec.move ? ` (move from ${d.spec.move.from} by ${d.spec.move.by})` : ''}`]);
+    }
+    for (const [id, on] of nodes) if (on.length > 1) return `stateful ${id} is desired on ${on.join(', ')}`;
+    return undefined;
+  },
+};
+
+/**
+ * One writer per named volume (seed 004's exclusive volume usage): at most one desired replica of
+ * a deployment mounts each of its named volumes — a scale-down's replica is gone before another
+ * index takes the volume, a stop-first rollout changes the one replica in place.
+ */
+export const oneReplicaPerVolume: Invariant = {
+  name: 'at most one replica per named volume',
+  check(sim) {
+    const holders = new Map<string, string[]>();
+    for (const d of sim.desired()) for (const v of namedVolumes(d)) holders.set(v, [...(holders.get(v) ?? []), `${d.spec.replica}@${d.spec.node}`]);
+    for (const [v, on] of holders) if (on.length > 1) return `volume ${v} is mounted by ${on.join(', ')}`;
+    return undefined;
+  },
+};
+
+/**
+ * A global service runs at most one replica per node, and each replica stays on the node its id
+ * names (replicaId(deployment, service, host)): it is never moved, re-placed or doubled — a drain
+ * drops it (seed 001), a lost node keeps it.
+ */
+export const globalOnePerNode: Invariant = {
+  name: 'a global service has at most one replica per node, on the node its id names',
+  check(sim) {
+    const seen = new Set<string>();
+    for (const d of sim.desired()) {
+      const s = d.spec;
+      if (placementMode(s.template) !== 'global') continue;
+      if (s.replica !== `${s.deployment}-${s.service}-${s.node}`) return `global ${s.replica} is desired on ${s.node}${s.move ? ` (a move from ${s.move.from} by ${s.move.by})` : ''}`;
+      const k = `${s.deployment}/${s.service}@${s.node}`;
+      if (seen.has(k)) return `global ${s.deployment}/${s.service} has two replicas on ${s.node}`;
+      seen.add(k);
+    }
+    return undefined;
+  },
+};
+
+export const BREADTH_STATE_INVARIANTS: readonly Invariant[] = [statefulOnOneNode, oneReplicaPerVolume, globalOnePerNode];
+
+/**
+ * A stateful replica is never re-placed (seed 004): a transaction creates its desired key only on
+ * its volume's home node (volumes/<deployment>/<volume>, fixed by its first placement), and never
+ * while the replica is desired on another node — not by a lost node (it stays, reported
+ * `node_lost`, its record `stranded`), a drain, the rebalancer or a crash loop.
+ */
+export const statefulNeverReplaced: TxnInvariant = {
+  name: 'a stateful replica is never re-placed',
+  check(sim, t) {
+    for (const a of auditOf(t)) {
+      const p = a.payload as { replica?: string; stranded?: boolean; to?: string };
+      if (a.type !== 'node_lost' || p.stranded) continue;
+      const copy = sim.desired().find((d) => d.spec.replica === p.replica);
+      if (copy && isStateful(copy.spec.template)) return `${a.actor} re-placed stateful ${p.replica} off a lost node (to ${p.to ?? '?'})`;
+    }
+    for (const [k, text] of t.writes) {
+      if (!k.startsWith('desired/') || text === undefined || sim.has(k)) continue;
+      const d = JSON.parse(text) as ReplicaDesired;
+      if (!isStateful(d.spec.template)) continue;
+      const elsewhere = sim.desired().find((x) => x.spec.replica === d.spec.replica && x.spec.node !== d.spec.node);
+      if (elsewhere) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node} while it is desired on ${elsewhere.spec.node}${t.writes.has(keys.desired(elsewhere.spec.node, d.spec.replica)) ? ' (deleted in the same transaction: re-placed)' : ''}`;
+      for (const v of namedVolumes(d)) {
+        const [dep, vol] = v.split('/') as [string, string];
+        const home = after<VolumeHome>(sim, t, keys.volumeHome(dep, vol))?.spec.node;
+        if (home !== d.spec.node) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node}, but its volume ${v} lives on ${home ?? 'no node'}`;
+      }
+    }
+    return undefined;
+  },
+};
+
+export const BREADTH_TXN_INVARIANTS: readonly TxnInvariant[] = [statefulNeverReplaced];
+
+// Liveness, once faults stop (checked with convergence: each must hold before the quiet window ends).
+
+/**
+ * Once quiet, a global service runs one replica per eligible Ready node — on each registered,
+ * schedulable, Ready node the replica its id names, running at the spec its desired key holds —
+ * and none on a node that is not registered.
+ */
+export const globalOnEveryEligibleNode: Invariant = {
+  name: 'a global service runs one replica per eligible Ready node once quiet',
+  check(sim) {
+    const eligible = sim.nodes.filter((n) => sim.get<Node>(keys.node(n))?.spec?.unschedulable !== true && sim.has(keys.node(n)) && readyOf(sim, n));
+    for (const d of sim.deployments()) {
+      for (const [svc, spec] of Object.entries(d.spec.services)) {
+        if (placementMode(spec) !== 'global') continue;
+        const dep = d.metadata.name;
+        for (const n of eligible) {
+          const id = `${dep}-${svc}-${n}`;
+          const o = sim.get<ReplicaObserved>(keys.observed(n, id));
+          if (!sim.has(keys.desired(n, id)) || o?.status.state !== 'running') return `${dep}/${svc} has no running replica on ${n} (${o ? o.status.state : 'nothing observed'})`;
+        }
+        const stray = sim.desired().find((x) => x.spec.deployment === dep && x.spec.service === svc && !sim.has(keys.node(x.spec.node)));
+        if (stray) return `${dep}/${svc} keeps ${stray.spec.replica} on ${stray.spec.node}, which is not registered`;
+      }
+    }
+    return undefined;
+  },
+};
+
+/**
+ * The replicas a forced drain stopped resume once their node takes placements again: none is left
+ * suspended (reason node_drained) on a node that is registered, schedulable, and not draining.
+ */
+export const forcedDrainResumes: Invariant = {
+  name: "a forced drain's stopped replicas resume once the node is uncordoned",
+  check(sim) {
+    for (const d of sim.desired()) {
+      const s = d.spec;
+      if (s.suspended?.reason !== 'node_drained') continue;
+      const node = sim.get<Node>(keys.node(s.node));
+      if (node && !node.spec?.unschedulable && !drainActive(sim.get<NodeDrain>(keys.drain(s.node)))) return `${s.replica} is still suspended on ${s.node}, which is uncordoned with no drain in progress`;
+    }
+    return undefined;
+  },
+};
+
+export const BREADTH_LIVENESS: readonly Invariant[] = [globalOnEveryEligibleNode, forcedDrainResumes];
+
+/** Whether a node is Ready now (its heartbeat fresh: the scheduler's own rule). */
+const readyOf = (sim: Sim, node: string) => nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)), sim.now);

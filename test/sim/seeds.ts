@@ -18,10 +18,10 @@ const timers = new SimClock();
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
 
 /** Runs shard `shard` (1-based) of `shards` of the SIM_SEEDS seeds from SIM_FIRST; SIM_SEED runs that one seed instead. */
-export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; seeds?: number } = {}): void {
+export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; breadth?: boolean; seeds?: number } = {}): void {
   const SEEDS = variant.seeds ?? ALL_SEEDS;
-  const OPTIONS = { ...BASE_OPTIONS, ...(variant.canary ? { canary: true } : {}) };
-  describe(`deterministic simulation${variant.canary ? ' (canary rollouts)' : ''}`, () => {
+  const OPTIONS = { ...BASE_OPTIONS, ...(variant.canary ? { canary: true } : {}), ...(variant.breadth ? { breadth: true } : {}) };
+  describe(`deterministic simulation${variant.canary ? ' (canary rollouts)' : ''}${variant.breadth ? ' (global and stateful services, forced drains)' : ''}`, () => {
     beforeAll(() => timers.install());
     afterAll(() => timers.uninstall());
 

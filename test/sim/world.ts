@@ -17,6 +17,7 @@
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { templateOf } from '../../src/api/serving.js';
+import { isStateful, placementMode } from '../../src/api/spec.js';
 import {
   API_VERSION,
   type Deployment,
@@ -40,7 +41,7 @@ import { CONTROLLERS } from '../../controllers/index.js';
 import { testLogger } from '../support/log.js';
 import { prng } from '../support/random.js';
 import { SharedReader, SimEtcd, type ClientFaults, type LandedTxn } from './etcd.js';
-import { ACT_INVARIANTS, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
+import { ACT_INVARIANTS, BREADTH_LIVENESS, BREADTH_STATE_INVARIANTS, BREADTH_TXN_INVARIANTS, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
 import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -61,6 +62,14 @@ export interface SimOptions {
    * sometimes promotes by hand (sim-canary.test.ts): the canary path under the same faults.
    */
   canary?: boolean;
+  /**
+   * The workload's breadth (sim-breadth.test.ts): a deployment `infra` with a global service
+   * (`agent`, one replica per eligible node) and a stateful one (`db`, one replica with a named
+   * volume: never moved or re-placed); drains are sometimes forced (stateful replicas stopped where
+   * they are, resumed once the node is uncordoned), a blocked drain is forced or cancelled, and the
+   * invariants of BREADTH_INVARIANTS hold too.
+   */
+  breadth?: boolean;
 }
 
 /** The fake clock the runtime's timers run on (test/sim/clock.ts). */
@@ -153,11 +162,17 @@ export class Sim {
     timers.reset(T0);
     this.nodes = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
     this.procs = ['p1', 'p2'].map((n) => new Proc(n));
-    this.etcd.onTxn = (t) => this.checkTxn(t, TXN_INVARIANTS);
+    this.stateInvariants = opts.breadth ? [...STATE_INVARIANTS, ...BREADTH_STATE_INVARIANTS] : STATE_INVARIANTS;
+    const txnInvariants = opts.breadth ? [...TXN_INVARIANTS, ...BREADTH_TXN_INVARIANTS] : TXN_INVARIANTS;
+    this.etcd.onTxn = (t) => this.checkTxn(t, txnInvariants);
     for (const n of this.nodes) this.addNode(n);
     this.deploy('app', { web: this.service(3, 1), api: this.service(2, 1) });
     this.deploy('side', { worker: this.service(2, 1) });
+    if (opts.breadth) this.deploy('infra', { agent: this.globalService(1), db: this.statefulService(1, 1) });
   }
+
+  /** The invariants checked after every step (the breadth variant's too). */
+  private readonly stateInvariants: readonly Invariant[];
 
   // ------------------------------------------------------------------ the truth, read
 
@@ -240,6 +255,16 @@ export class Sim {
     return { image: `jaco-demo/busybox:${image}`, replicas, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1, ...canary } };
   }
 
+  /** A global service (placement: global, no replica count): one replica per eligible node. */
+  globalService(image: number): ServiceSpec {
+    return { image: `jaco-demo/busybox:${image}`, placement: { mode: 'global' }, update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1 } };
+  }
+
+  /** A stateful service: a named volume, so at most one replica (seed 004), stop-first rollouts. */
+  statefulService(replicas: number, image: number): ServiceSpec {
+    return { image: `jaco-demo/busybox:${image}`, replicas, volumes: [{ type: 'volume', source: 'data', target: '/data' }], update: { minReadyTime: '1s', stepTimeout: '60s', maxUnavailable: 1 } };
+  }
+
   /** `jaco rollout promote`: a request on a rollout whose canaries wait (false when none does). */
   private promote(): boolean {
     const waiting = this.under<RolloutPlan>('rollouts/').filter(({ value: p }) => typeof p === 'object' && p.spec?.canary && !p.spec.canary.promotedAt && !p.spec.request && (p.spec.state === 'in_progress' || p.spec.state === 'paused'));
@@ -315,7 +340,8 @@ export class Sim {
       const cmd = this.get<ReplicaCommand>(keys.command(node, s.replica));
       const ack = cmd && cmd.spec.seq > (o?.status.ackedCommand ?? 0) ? cmd.spec.seq : undefined;
       const stale = o && (o.status.revision !== s.revision || o.status.specHash !== s.specHash);
-      if (!o || stale || ack !== undefined || o.status.state === 'exited') {
+      // A stopped container (a replica its drain suspended, now resumed) starts again, as an exited one does.
+      if (!o || stale || ack !== undefined || o.status.state === 'exited' || o.status.state === 'stopped') {
         if (o?.status.state !== 'starting' || stale || ack !== undefined) {
           this.startsAt.set(started, this.now + 200 + Math.floor(this.r() * 2000));
           this.observe(d, 'starting', o, ack);
@@ -568,13 +594,16 @@ export class Sim {
 
   private operator(): void {
     if (this.opts.canary && this.r() < 0.15 && this.promote()) return;
+    if (this.opts.breadth && this.r() < 0.15 && this.settleDrain()) return;
     const deps = this.deployments().filter((d) => d.metadata.name !== 'big' && d.metadata.name !== 'large');
     const roll = this.r();
     if (roll < 0.2 && deps.length) {
       const d = this.pick(deps);
       const svc = this.pick(Object.keys(d.spec.services));
       const s = d.spec.services[svc]!;
-      const replicas = Math.max(0, Math.min(5, (s.replicas ?? 1) + this.pick([-1, 1, 2])));
+      // A global service has no replica count; a stateful one runs at most one (apply refuses more).
+      if (placementMode(s) === 'global') return;
+      const replicas = Math.max(0, Math.min(isStateful(s) ? 1 : 5, (s.replicas ?? 1) + this.pick([-1, 1, 2])));
       this.log(`operator: scale ${d.metadata.name}/${svc} to ${replicas}`);
       this.deploy(d.metadata.name, { ...d.spec.services, [svc]: { ...s, replicas } });
     } else if (roll < 0.4 && deps.length) {
@@ -605,9 +634,11 @@ export class Sim {
       if (!node) return;
       // Removing a node is a drain that ends by removing it (jaco node remove).
       const remove = this.r() < 0.3;
-      this.log(`operator: ${remove ? 'remove node' : 'drain'} ${n}`);
+      // --force: stateful replicas are stopped where they are (breadth only: the others keep their draws).
+      const force = !!this.opts.breadth && this.r() < 0.5;
+      this.log(`operator: ${remove ? 'remove node' : 'drain'} ${n}${force ? ' --force' : ''}`);
       this.put(keys.node(n), { ...node, spec: { unschedulable: true } });
-      this.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force: false, remove, requestedAt: iso(this.now) } } satisfies NodeDrain);
+      this.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force, remove, requestedAt: iso(this.now) } } satisfies NodeDrain);
     } else if (roll < 0.66) {
       // A removed node's agent registers it again (jaco agent --rejoin).
       const gone = this.nodes.filter((n) => !this.has(keys.node(n)));
@@ -627,6 +658,25 @@ export class Sim {
     } else if (roll < 0.9) {
       this.repair();
     }
+  }
+
+  /**
+   * The operator settles a drain in progress (a stateful replica blocks a drain without --force
+   * for good): adds --force to it (`jaco node drain HOST --force` on a node being drained: its
+   * progress is kept), or cancels it (`--cancel`: the node stays cordoned). False when none runs.
+   */
+  private settleDrain(): boolean {
+    const running = this.under<NodeDrain>('drains/').filter(({ value: d }) => typeof d === 'object' && !!d.spec && !['completed', 'aborted', 'removed'].includes(d.status?.state ?? ''));
+    if (!running.length) return false;
+    const { key, value } = this.pick(running);
+    if (!value.spec.force && this.r() < 0.6) {
+      this.log(`operator: drain ${value.spec.node} --force (added to the drain in progress)`);
+      this.put(key, { ...value, spec: { ...value.spec, force: true } });
+    } else {
+      this.log(`operator: drain ${value.spec.node} --cancel`);
+      this.remove(key);
+    }
+    return true;
   }
 
   /** A hand edit (etcdctl put) leaves a value this version cannot read — or reads with a field it does not know. */
@@ -733,7 +783,7 @@ export class Sim {
     for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted', 'removed'].includes(d.value.status?.state ?? '')) this.remove(d.key);
     await settle();
     for (const n of this.nodes) if (!this.has(keys.node(n)) || !readyNow(this, n)) this.lapsedAt.set(n, this.now);
-    this.check(STATE_INVARIANTS);
+    this.check(this.stateInvariants);
   }
 
   private leadershipFault(): void {
@@ -777,7 +827,7 @@ export class Sim {
 
   check(invariants: readonly Invariant[]): void {
     if (this.failure) throw this.failure;
-    if (invariants === STATE_INVARIANTS) {
+    if (invariants === this.stateInvariants) {
       const rev = this.etcd.changedAt('desired/');
       if (rev === this.stateCheckedAt) return;
       this.stateCheckedAt = rev;
@@ -845,7 +895,8 @@ export function converged(sim: Sim): string | undefined {
       continue;
     }
     for (const [svc, spec] of Object.entries(d.spec.services)) {
-      const want = spec.replicas ?? 1;
+      // A global service: one per registered, schedulable, Ready node (globalOnEveryEligibleNode says which is missing).
+      const want = placementMode(spec) === 'global' ? sim.nodes.filter((n) => sim.has(keys.node(n)) && !sim.get<{ spec?: { unschedulable?: boolean } }>(keys.node(n))?.spec?.unschedulable && readyNow(sim, n)).length : (spec.replicas ?? 1);
       const current = templateOf(d.metadata.generation ?? 1, spec).specHash;
       const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
       // Reverted until the next apply (any new generation of the deployment counts).
@@ -859,6 +910,11 @@ export function converged(sim: Sim): string | undefined {
     }
   }
   if (sim.has(keys.deployment('ghost')) && desired.some((x) => x.spec.deployment === 'ghost')) problems.push('ghost: replicas of a deployment that was never readable');
+  if (sim.opts.breadth)
+    for (const inv of BREADTH_LIVENESS) {
+      const broken = inv.check(sim);
+      if (broken) problems.push(`${inv.name}: ${broken}`);
+    }
   return problems.length ? problems.join('; ') : undefined;
 }
 
