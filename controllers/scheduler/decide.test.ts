@@ -15,6 +15,7 @@ import {
   type VolumeHome,
 } from '../../src/api/types.js';
 import { MAX_TXN_OPS } from '../../src/store/store.js';
+import { txnCounts } from '../../src/store/writer.js';
 import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
 import type { SchedulerPlan } from './decide.js';
 import { HOLE_HOLD_MS } from './holes.js';
@@ -31,6 +32,13 @@ function threeNodes(o: Parameters<World['node']>[1] = {}): World {
 const status = (w: World, dep: string) => w.get<DeploymentStatus>(keys.deploymentStatus(dep))?.status;
 const scheduling = (w: World, dep: string, s: string) => status(w, dep)?.scheduling?.services[s];
 const labels = (p: SchedulerPlan) => p.acts.map((a) => a.label);
+
+/** Each act fits one fenced transaction with its audit records (puts), and every act but the last is full: one more placement would not fit. */
+function expectFullActs(acts: SchedulerPlan['acts']): void {
+  const counts = acts.map((a) => txnCounts([...a.ops, ...a.audit.map((r) => ({ op: 'put' as const, key: `audit/${r.type}`, value: r }))], true));
+  for (const c of counts) expect(Math.max(c.compares, c.writes)).toBeLessThanOrEqual(MAX_TXN_OPS);
+  for (const c of counts.slice(0, -1)) expect(Math.max(c.compares + 3, c.writes + 3)).toBeGreaterThan(MAX_TXN_OPS);
+}
 
 describe('apply → desired keys', () => {
   it('places every replica with its decision, audit, counter, status and endpoints; the next pass is idle', () => {
@@ -81,14 +89,24 @@ describe('apply → desired keys', () => {
     expect(Object.values(w.placement('hello'))).not.toContain('node-2');
   });
 
+  it('placements on as many nodes as replicas fill an act up to its 128 compares (each node guarded)', () => {
+    const w = new World();
+    for (let i = 0; i < 300; i++) w.node(`n${String(i).padStart(3, '0')}`, { memory: '64Gi' });
+    w.deploy('wide', { web: svc({ replicas: 200 }) });
+    const places = w.pass().acts.filter((a) => a.label.startsWith('place'));
+    expect(places.length).toBe(5); // 41 placements: 3 compares each (the desired key absent, the node and drain guards) and 3 of the act
+    expectFullActs(places);
+    expect(w.desired()).toHaveLength(200);
+  });
+
   it('a big service is placed in one pass: acts chained on the counter, each within one transaction, every index once', () => {
     const w = new World();
     for (let i = 0; i < 10; i++) w.node(`n${i}`, { memory: '64Gi' });
     w.deploy('big', { web: svc({ replicas: 200 }) });
     const p = w.pass();
     const places = p.acts.filter((a) => a.label.startsWith('place'));
-    expect(places.length).toBeGreaterThan(4);
-    for (const a of places) expect(a.ops.length + a.audit.length).toBeLessThanOrEqual(MAX_TXN_OPS - 1);
+    expect(places.length).toBe(5); // 42 placements fill an act's 128 writes (desired, decision, audit record each, and the counter)
+    expectFullActs(places);
     // The first compares the counter's revision; each next one its version, and moves it on.
     expect(places[0]!.ops[0]).toMatchObject({ op: 'create', key: keys.counter('big', 'web') });
     places.slice(1).forEach((a, k) => expect(a.ops[0]).toEqual({ op: 'check', key: keys.counter('big', 'web'), version: k + 1 }));

@@ -51,12 +51,16 @@ export function scaleDown(pass: SchedulerPass, kept: ReplicaEntry[], want: numbe
   return kept.filter((e) => !gone.has(e));
 }
 
-/** The ops one transaction holds besides the fence. */
-const TXN_OPS = MAX_TXN_OPS - 1;
 /** Room left in a request for what a placement act carries besides its placements (counter, volumes). */
 const ACT_OVERHEAD_BYTES = 16 * 1024;
 /** An audit record's op, as the runtime adds it: its payload plus the event's envelope and key. */
 const auditBytes = (r: AuditRecord) => Buffer.byteLength(JSON.stringify(r.payload)) + 400;
+/**
+ * What every placement act holds besides its placements, counted as etcd counts a transaction
+ * (compares and writes each up to MAX_TXN_OPS; writer.txnCounts): the leader's fence, the
+ * counter's compare and write, and the deployment guard.
+ */
+const ACT_BASE = { compares: 3, writes: 1 };
 
 interface Chunk {
   first: number;
@@ -67,8 +71,9 @@ interface Chunk {
   ops: Op[];
   /** Nodes it places on (each guarded once, by the act's last ops). */
   nodes: Set<string>;
-  /** Ops it will hold besides the counter's: placements, volume homes, guards, audit records. */
-  count: number;
+  /** Compares and writes of the transaction it will be, audit records and fence included. */
+  compares: number;
+  writes: number;
   audit: AuditRecord[];
   bytes: number;
 }
@@ -77,6 +82,12 @@ interface Chunk {
  * Places up to `count` new replicas, all in this pass: in acts that each fill one transaction,
  * chained on the counter (the first compares its mod revision, each next one its version), so
  * the indexes are this leader's alone and never handed out twice. Returns how many it placed.
+ *
+ * Every act writes the counter, so a rollout's completion, which compares the counter at the
+ * revision it judged (controllers/rollout/evidence.ts), is refused by any placement its cache has
+ * not seen — even one its watch lost. That is why the acts of one service go one after another:
+ * acts that did not all write the counter could commit concurrently, but the guard would then
+ * miss a lost event of one of them.
  */
 export function placeIndexed(
   pass: SchedulerPass,
@@ -148,19 +159,22 @@ export function placeIndexed(
       });
       break;
     }
-    // Ops of an act: the counter (the first act one, the others two), the first act's volume
-    // homes, three per placement (desired, decision, audit record) and two per node it places on
-    // (the node's eligibility guard).
+    // Each placement writes its desired key (and compares it absent), its decision and its audit
+    // record; each node it places on adds the node's eligibility guard (compares).
     const host = decision.chosen;
-    const need = (c: Chunk) => 3 + (c.nodes.has(host) ? 0 : 2);
-    const room = (k: number) => TXN_OPS - (k === 0 ? 1 : 2) - 1; // and the deployment guard
-    if (!cur || cur.count + need(cur) > room(chunks.length - 1) || cur.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES) {
-      cur = { first: index, end: index, n: 0, canaries: 0, ops: [], nodes: new Set(), count: 0, audit: [], bytes: 0 };
+    const guards = (c: Chunk) => (c.nodes.has(host) ? 0 : pass.guard(host).length);
+    const full = (c: Chunk) => c.compares + 1 + guards(c) > MAX_TXN_OPS || c.writes + 3 > MAX_TXN_OPS || c.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES;
+    if (!cur || full(cur)) {
+      const first = !chunks.length;
+      cur = { first: index, end: index, n: 0, canaries: 0, ops: [], nodes: new Set(), compares: ACT_BASE.compares, writes: ACT_BASE.writes, audit: [], bytes: 0 };
       chunks.push(cur);
-      if (chunks.length === 1) for (const v of volumes) cur.ops.push(recordVolumeHome(pass, dep, v, decision.chosen));
-      cur.count = cur.ops.length;
+      // The first act records the volume homes (each a create: one compare, one write).
+      if (first) for (const v of volumes) cur.ops.push(recordVolumeHome(pass, dep, v, decision.chosen));
+      cur.compares += cur.ops.length;
+      cur.writes += cur.ops.length;
     }
-    cur.count += need(cur);
+    cur.compares += 1 + guards(cur);
+    cur.writes += 3;
     cur.nodes.add(host);
     cur.ops.push(...ops);
     cur.audit.push(audit);

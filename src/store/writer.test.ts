@@ -2,7 +2,7 @@
 // and back (conditionOfCompare, what an in-memory etcd evaluates): the round trip loses nothing.
 import { describe, expect, it } from 'vitest';
 import { CompareResult, CompareTarget } from 'etcd3';
-import { compareOf, conditionOfCompare, conditionsOf, dependencies, type Act, type Op } from './writer.js';
+import { compareOf, conditionOfCompare, conditionsOf, dependencies, packActs, txnCounts, unfit, type Act, type Op } from './writer.js';
 
 describe('compareOf / conditionOfCompare', () => {
   const ops: Op[] = [
@@ -51,5 +51,49 @@ describe('dependencies (which transactions of one commit must wait for which)', 
       txn({ op: 'create', key: 'desired/n1/c', value: {} }),
     ]);
     expect(deps).toEqual([[], [], [0], [], [1, 3], [0], [5]]);
+  });
+});
+
+describe('txnCounts / packActs (etcd bounds compares and writes of a transaction each on its own)', () => {
+  const placement = (i: number): Op[] => [
+    { op: 'create', key: `desired/n${i}/r${i}`, value: { i } },
+    { op: 'put', key: `decisions/d/r${i}`, value: { i } },
+    { op: 'check', key: `nodes/n${i}`, modRevision: 3 },
+  ];
+
+  it('counts a create, update and guarded delete as a compare and a write, a check as a compare, a put and a bare delete as a write, the fence as a compare', () => {
+    const ops: Op[] = [
+      { op: 'create', key: 'a', value: 1 },
+      { op: 'update', key: 'b', value: 1, modRevision: 2 },
+      { op: 'delete', key: 'c', modRevision: 2 },
+      { op: 'delete', key: 'd' },
+      { op: 'put', key: 'e', value: 1 },
+      { op: 'check', key: 'f', modRevision: 0 },
+      { op: 'check', key: 'g', version: 1 },
+      { op: 'checkRange', key: 'h/', unchangedSince: 5 },
+    ];
+    expect(txnCounts(ops, false)).toEqual({ compares: 6, writes: 5 });
+    expect(txnCounts(ops, true)).toEqual({ compares: 7, writes: 5 });
+  });
+
+  it('fills a transaction up to 128 compares and 128 writes, not 128 of both together', () => {
+    // 42 acts of 2 compares and 2 writes: 84 + 84 ops, one transaction (a sum of 128 would take two).
+    const acts: Act[] = Array.from({ length: 42 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
+    expect(packActs(acts, 128, true)).toHaveLength(1);
+    // 64 acts: 128 compares with the fence is one too many.
+    const more: Act[] = Array.from({ length: 64 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
+    expect(packActs(more, 128, true).map((t) => t.length)).toEqual([63, 1]);
+    expect(unfit(Array.from({ length: 128 }, (_, i): Op => ({ op: 'put', key: `k${i}`, value: 1 })), true)).toBeUndefined();
+    expect(unfit(Array.from({ length: 128 }, (_, i): Op => ({ op: 'check', key: `k${i}`, modRevision: 1 })), true)?.reason).toBe('too_many_ops');
+  });
+
+  it('never puts an act in the transaction of an earlier act that writes a key it compares (compares are evaluated before any write)', () => {
+    const acts: Act[] = [
+      { label: 'first', ops: [{ op: 'update', key: 'counters/d/s', value: { next: 10 }, modRevision: 4 }] },
+      { label: 'next', ops: [{ op: 'check', key: 'counters/d/s', version: 2 }, { op: 'create', key: 'desired/n1/x', value: 1 }] },
+      { label: 'range', ops: [{ op: 'checkRange', key: 'desired/', unchangedSince: 9 }] },
+      { label: 'other', ops: [{ op: 'put', key: 'status/d', value: 1 }] },
+    ];
+    expect(packActs(acts, 128, true).map((t) => t.map((a) => a.label))).toEqual([['first'], ['next'], ['range', 'other']]);
   });
 });

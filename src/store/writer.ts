@@ -4,8 +4,8 @@
 // and the simulation (`conditionsHold`), so both follow the same rules.
 //
 // Controllers commit with `commitEach`: acts are packed into transactions of at most MAX_TXN_OPS
-// operations and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by the leader's
-// election key; a transaction that fails a precondition is retried act by act, so one act that
+// compares, as many writes and MAX_REQUEST_BYTES, never split, each all-or-nothing and fenced by
+// the leader's election key; a transaction that fails a precondition is retried act by act, so one act that
 // cannot land never holds back the others; transactions that share no key go concurrently. The
 // CLI commits with `commitAtomic`: all or nothing.
 import { CompareResult, CompareTarget, type ICompare, type IRequestOp } from 'etcd3';
@@ -136,10 +136,27 @@ export function actBytes(ops: readonly Op[]): number {
   return ops.reduce((s, o) => s + opSize(o), 0);
 }
 
+/**
+ * What one transaction of these ops asks of etcd: its compares (the fence's included) and its
+ * writes. etcd's --max-txn-ops bounds each list on its own (compares, success ops, failure ops:
+ * checked on a real etcd, 128 of each pass and 129 of either is refused), so an act that both
+ * checks and writes many keys fits where a count of all its ops together would split it.
+ */
+export function txnCounts(ops: readonly Op[], fenced: boolean): { compares: number; writes: number } {
+  let compares = fenced ? 1 : 0;
+  let writes = 0;
+  for (const o of ops) {
+    if (o.op !== 'check' && o.op !== 'checkRange') writes++;
+    if (o.op === 'create' || o.op === 'update' || o.op === 'check' || o.op === 'checkRange' || (o.op === 'delete' && o.modRevision !== undefined)) compares++;
+  }
+  return { compares, writes };
+}
+
 /** Why an act can never fit one transaction, or undefined when it can. */
 export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_ops' | 'too_large'; detail: string } | undefined {
-  const budget = fenced ? MAX_TXN_OPS - 1 : MAX_TXN_OPS;
-  if (ops.length > budget) return { reason: 'too_many_ops', detail: `${ops.length} operations; one transaction holds at most ${budget}` };
+  const { compares, writes } = txnCounts(ops, fenced);
+  if (compares > MAX_TXN_OPS || writes > MAX_TXN_OPS)
+    return { reason: 'too_many_ops', detail: `${writes} writes and ${compares} compares; one transaction holds at most ${MAX_TXN_OPS} of each` };
   const bytes = actBytes(ops);
   if (bytes > MAX_REQUEST_BYTES) return { reason: 'too_large', detail: new TooLargeError('the act', bytes, MAX_REQUEST_BYTES).message };
   return undefined;
@@ -149,32 +166,38 @@ const isWrite = (o: Op): o is Extract<Op, { op: 'create' | 'update' | 'delete' |
 const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key);
 
 /**
- * Packs acts into transactions of ≤ maxOps ops and compares, never splitting an act, and never
- * putting two acts that write one key into one transaction (etcd refuses a duplicate key, and the
- * second act's precondition is meant for the first one's result).
+ * Packs acts into transactions of ≤ maxOps compares and ≤ maxOps writes (txnCounts), never
+ * splitting an act, and never putting into one transaction two acts that write one key (etcd
+ * refuses a duplicate key) or an act that compares a key an earlier act of it writes (a
+ * transaction evaluates every compare before any write, and the later act's precondition is meant
+ * for the earlier one's result).
  */
 export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
-  const budget = fenced ? maxOps - 1 : maxOps; // the fence takes one compare
+  const base = fenced ? 1 : 0; // the fence takes one compare of every transaction
   const txns: A[][] = [];
   let cur: A[] = [];
-  let n = 0;
+  let compares = base;
+  let writes = 0;
   let bytes = 0;
   let written = new Set<string>();
   for (const act of acts) {
-    const size = act.ops.length;
+    const size = txnCounts(act.ops, false);
     const b = actBytes(act.ops);
-    if (size > budget) throw new Error(`act ${act.label ?? ''} has ${size} ops; a transaction holds at most ${budget}`);
+    if (base + size.compares > maxOps || size.writes > maxOps) throw new Error(`act ${act.label ?? ''} has ${size.writes} writes and ${size.compares} compares; a transaction holds at most ${maxOps} of each`);
     if (b > maxBytes) throw new TooLargeError(`act ${act.label ?? ''}`, b, maxBytes);
     const keys = writtenKeys(act.ops);
-    if (cur.length && (n + size > budget || bytes + b > maxBytes || keys.some((k) => written.has(k)))) {
+    const follows = act.ops.some((o) => (o.op === 'checkRange' ? [...written].some((w) => w.startsWith(o.key)) : written.has(o.key)));
+    if (cur.length && (compares + size.compares > maxOps || writes + size.writes > maxOps || bytes + b > maxBytes || follows)) {
       txns.push(cur);
       cur = [];
-      n = 0;
+      compares = base;
+      writes = 0;
       bytes = 0;
       written = new Set();
     }
     cur.push(act);
-    n += size;
+    compares += size.compares;
+    writes += size.writes;
     bytes += b;
     for (const k of keys) written.add(k);
   }
@@ -182,25 +205,27 @@ export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced 
   return txns;
 }
 
-/** Commits ops in one transaction; false when a precondition failed; FencedError when the fence did. */
-async function commitTxn(store: Store, ops: Op[], fence?: Fence): Promise<boolean> {
+/** Commits ops in one transaction: the revision it landed at, or 0 when a precondition failed; FencedError when the fence did. */
+async function commitTxn(store: Store, ops: Op[], fence?: Fence): Promise<number> {
   const key = (k: string) => Buffer.from(store.prefix + k);
   const compare = conditionsOf(ops, fence).map((c) => compareOf(c, store.prefix));
   const success: IRequestOp[] = ops.filter(isWrite).map((o) =>
     o.op === 'delete' ? { request_delete_range: { key: key(o.key) } } : { request_put: { key: key(o.key), value: valueBytes(o), ...(o.lease ? { lease: o.lease } : {}) } },
   );
   const res = await store.client.kv.txn({ compare, success, failure: fence ? [{ request_range: { key: key(fence.key) } }] : [] });
-  if (res.succeeded) return true;
+  if (res.succeeded) return Number(res.header?.revision ?? 0) || 1;
   if (fence) {
     const kv = res.responses?.[0]?.response_range?.kvs?.[0];
     if (!kv || Number(kv.create_revision) !== fence.createRevision) throw new FencedError(fence.controller);
   }
-  return false;
+  return 0;
 }
 
 export interface CommitResult<A extends Act = Act> {
   /** Acts that landed. */
   committed: A[];
+  /** The store revision each act that landed was written at (its transaction's). */
+  landedAt: Map<A, number>;
   /** Acts whose preconditions failed (re-read and decide again). */
   conflicted: A[];
   /** Acts refused before sending: they can never fit one transaction. */
@@ -252,9 +277,14 @@ export function dependencies(groups: readonly (readonly Act[])[]): number[][] {
 
 /** One transaction of acts; if a precondition fails, each act alone, in order (etcd does not say which one failed). */
 async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence | undefined, out: CommitResult<A>): Promise<void> {
+  const landed = (a: A, revision: number) => {
+    out.committed.push(a);
+    out.landedAt.set(a, revision);
+  };
   out.transactions++;
-  if (await commitTxn(store, group.flatMap((a) => a.ops), fence)) {
-    out.committed.push(...group);
+  const revision = await commitTxn(store, group.flatMap((a) => a.ops), fence);
+  if (revision) {
+    for (const a of group) landed(a, revision);
     return;
   }
   if (group.length === 1) {
@@ -264,7 +294,9 @@ async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence
   // An act may follow one it chains on: in order, so the others still land.
   for (const a of group) {
     out.transactions++;
-    (await commitTxn(store, a.ops, fence) ? out.committed : out.conflicted).push(a);
+    const r = await commitTxn(store, a.ops, fence);
+    if (r) landed(a, r);
+    else out.conflicted.push(a);
   }
 }
 
@@ -278,7 +310,7 @@ async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence
  * its answer, and no further one is sent — the caller decides again from what its cache shows.
  */
 export async function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
-  const result: CommitResult<A> = { committed: [], conflicted: [], refused: [], transactions: 0 };
+  const result: CommitResult<A> = { committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 };
   const fit: A[] = [];
   for (const act of acts) {
     const why = unfit(act.ops, !!fence);
@@ -291,7 +323,7 @@ export async function commitEach<A extends Act>(store: Store, acts: A[], fence?:
     return result;
   }
   const deps = dependencies(groups);
-  const outs = groups.map((): CommitResult<A> => ({ committed: [], conflicted: [], refused: [], transactions: 0 }));
+  const outs = groups.map((): CommitResult<A> => ({ committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 }));
   let failed: unknown;
   let inFlight = 0;
   const queue: (() => void)[] = [];
@@ -319,6 +351,7 @@ export async function commitEach<A extends Act>(store: Store, acts: A[], fence?:
   if (failed !== undefined) throw failed;
   for (const o of outs) {
     result.committed.push(...o.committed);
+    for (const [a, r] of o.landedAt) result.landedAt.set(a, r);
     result.conflicted.push(...o.conflicted);
     result.transactions += o.transactions;
   }
@@ -348,13 +381,14 @@ export interface AtomicOptions {
 /** Commits a set of acts atomically in one transaction (CLI apply): all or nothing. */
 export async function commitAtomic(store: Store, acts: Act[], opts: AtomicOptions = {}): Promise<void> {
   const ops = acts.flatMap((a) => a.ops);
-  if (ops.length > MAX_TXN_OPS)
-    throw new Error(`this change needs ${ops.length} writes; one etcd transaction holds at most ${MAX_TXN_OPS} (--max-txn-ops): split it`);
+  const { compares, writes } = txnCounts(ops, false);
+  if (compares > MAX_TXN_OPS || writes > MAX_TXN_OPS)
+    throw new Error(`this change needs ${writes} writes and ${compares} compares; one etcd transaction holds at most ${MAX_TXN_OPS} of each (--max-txn-ops): split it`);
   const bytes = actBytes(ops);
   if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError('this change', bytes, MAX_REQUEST_BYTES);
   let ok: boolean;
   try {
-    ok = await commitTxn(store, ops);
+    ok = (await commitTxn(store, ops)) > 0;
   } catch (e) {
     if (opts.landed && (await opts.landed().catch(() => false))) return;
     throw e;

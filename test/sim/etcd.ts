@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import type { ICompare, IKeyValue, IRequestOp, IWatchResponse } from '../../src/store/wire.js';
 import { ValueReader, type SourceState } from '../../src/store/reflector.js';
-import { MAX_REQUEST_BYTES, type RangeFacts, type Store } from '../../src/store/store.js';
+import { MAX_REQUEST_BYTES, MAX_TXN_OPS, type RangeFacts, type Store } from '../../src/store/store.js';
 import { conditionOfCompare, conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
 import { MemoryStore, type RawChange, type Stored } from '../support/memory-store.js';
 
@@ -183,6 +183,8 @@ export class SimEtcd implements KeySpace {
   private txn(client: string, req: { compare: ICompare[]; success: IRequestOp[]; failure: IRequestOp[] }, faults: ClientFaults) {
     const bytes = req.success.reduce((n, o) => n + (o.request_put ? Buffer.byteLength(o.request_put.key as Buffer) + (o.request_put.value as Buffer).length : 64), 0);
     if (bytes > MAX_REQUEST_BYTES) throw new Error('etcdserver: request is too large');
+    // etcd's --max-txn-ops bounds compares, success and failure ops each on its own.
+    if (Math.max(req.compare.length, req.success.length, req.failure.length) > MAX_TXN_OPS) throw new Error('etcdserver: too many operations in txn request');
     const conditions = req.compare.map((c) => conditionOfCompare(c));
     if (!conditionsHold(conditions, this)) {
       const responses = req.failure.map((o) => {
