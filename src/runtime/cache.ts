@@ -85,6 +85,14 @@ export class Cache extends EventEmitter<CacheEvents> {
     return this.feed.revision;
   }
 
+  /**
+   * Whether a write of `key` that landed at `revision` is in the cache — or would never be (a key
+   * under no watch of the cache). A runner waits for its own last write before deciding again.
+   */
+  hasSeen(key: string, revision: number): boolean {
+    return (this.feed.revisionFor?.(key) ?? this.feed.revision) >= revision;
+  }
+
   get synced(): boolean {
     return this.feed.synced;
   }

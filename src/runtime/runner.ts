@@ -15,7 +15,9 @@
 //     writes a key the cache cannot read is refused before it is sent;
 //   - after the writes: metrics and audit log lines of the acts that landed, the next state;
 //   - requeue rules: a conflict runs again shortly (the cache is catching up); any other error
-//     backs off exponentially.
+//     backs off exponentially;
+//   - read your writes: the next pass waits (up to CATCH_UP_MAX_MS) until the cache holds the
+//     pass's last landed write, so it never decides again from a cache older than its own acts.
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { AuditLog } from '../store/audit.js';
@@ -27,6 +29,15 @@ import type { Timings } from '../timings.js';
 import { ACT_FAILURES, ActFailures, type Act, type ActFailure } from './acts.js';
 import type { Cache } from './cache.js';
 import type { Watchable } from './watchable.js';
+
+/**
+ * How long a pass waits for the cache to show the previous pass's own writes. Normally a few
+ * milliseconds; a watch that lags longer (or is being re-made) does not hold the controller back:
+ * it decides anyway, and its acts' preconditions refuse what the cache did not know.
+ */
+export const CATCH_UP_MAX_MS = 1000;
+/** How often a waiting pass looks again. */
+const CATCH_UP_POLL_MS = 5;
 
 export interface PassResult<S, M = unknown> {
   acts: Act<M>[];
@@ -117,6 +128,8 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   private backoffMs = 0;
   private lastNotes = '';
   private passWaiters: (() => void)[] = [];
+  /** The last write of the last pass that the cache holds a watch over, and when it landed (wall time: it waits on I/O, not on the controller's clock). */
+  private lastWrite?: { key: string; revision: number; at: number };
   private detach?: () => void;
   private readonly onChanged = (touched: ReadonlySet<string>, routine: ReadonlySet<string>) => {
     if (this.spec.reads.some((r) => touched.has(r) && !routine.has(r))) this.trigger();
@@ -209,6 +222,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     const fence = this.fence();
     // null: elected but not leading; a synced cache is required to decide at all.
     if (fence === null || !this.deps.cache.synced || this.spec.ready?.() === false) return this.finishPass();
+    if (this.behindOwnWrite()) return void this.trigger(CATCH_UP_POLL_MS);
     this.running = true;
     const timer = metrics.reconcileDuration.startTimer({ controller: this.spec.name });
     try {
@@ -270,6 +284,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       acts = await withAudit();
       res = await commitEach(store, acts, fence);
     }
+    this.noteLastWrite(res.committed, res.landedAt);
     for (const { act } of res.committed) {
       landed.add(act.label);
       this.failures.landed(act.label);
@@ -283,6 +298,34 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       this.again = true; // the cache is behind: decide again once it has caught up
     }
     return landed;
+  }
+
+  /** Remembers the newest write of what landed that this process's cache will see come back. */
+  private noteLastWrite<A extends { ops: Act['ops'] }>(committed: readonly A[], landedAt: ReadonlyMap<A, number>): void {
+    let last: { key: string; revision: number } | undefined;
+    for (const a of committed) {
+      const revision = landedAt.get(a) ?? 0;
+      if (last && revision <= last.revision) continue;
+      const w = a.ops.find((o) => o.op !== 'check' && o.op !== 'checkRange' && !this.deps.cache.hasSeen(o.key, revision));
+      if (w) last = { key: w.key, revision };
+    }
+    if (last) this.lastWrite = { ...last, at: performance.now() };
+  }
+
+  /**
+   * The cache does not yet hold this runner's last write (and has not kept it waiting for
+   * CATCH_UP_MAX_MS). Deciding now would re-plan what already landed — wasted transactions the
+   * preconditions refuse, and another pass. The simulation's driver decides when passes run
+   * (RunnerDeps.manual), so there a pass never waits: its seeds exercise stale caches on purpose.
+   */
+  private behindOwnWrite(): boolean {
+    const w = this.lastWrite;
+    if (!w || this.deps.manual) return false;
+    if (this.deps.cache.hasSeen(w.key, w.revision) || performance.now() - w.at > CATCH_UP_MAX_MS) {
+      this.lastWrite = undefined;
+      return false;
+    }
+    return true;
   }
 
   private failed(act: Act<M>, reason: keyof typeof ACT_FAILURES, detail: string, now: number): void {

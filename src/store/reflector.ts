@@ -217,6 +217,8 @@ export interface Feed {
   readonly sources: Record<string, SourceState>;
   /** Every change up to this revision has been applied. */
   readonly revision: number;
+  /** Every change of `key` up to this revision has been applied (its watch's revision; default: revision). */
+  revisionFor?(key: string): number;
   readonly synced: boolean;
   on<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
   off<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
@@ -301,6 +303,11 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   /** Every event up to this revision has been applied (the lowest of the watches). */
   get revision(): number {
     return Math.min(...this.streams.map((s) => s.revision));
+  }
+
+  /** The revision of the watch `key` is under (a key under none: Infinity, nothing to wait for). */
+  revisionFor(key: string): number {
+    return this.streams.find((s) => key.startsWith(s.prefix))?.revision ?? Infinity;
   }
 
   /** Lists and starts watching; resolves once the first list is held. */
