@@ -6,6 +6,7 @@ import { canonicalJson } from '../../src/api/spec.js';
 import { API_VERSION, type DeploymentStatus, type FailingAct } from '../../src/api/types.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
+import type { Op } from '../../src/store/writer.js';
 import { cmp, iso, type SchedulerPass } from './pass.js';
 
 export function cleanup(pass: SchedulerPass): void {
@@ -83,6 +84,10 @@ export function writeStatuses(pass: SchedulerPass): void {
     const comparable = (s: typeof scheduling) => canonicalJson({ ...s, updatedAt: '', failingActs: s.failingActs?.map((f) => [f.act, f.reason]) });
     if (prev && comparable(prev) === comparable(scheduling)) continue;
     const audit: AuditRecord[] = [];
+    // A stateful replica newly reported lost: the status compares the evidence of loss it judged
+    // (its node's heartbeat, or the node key absent), as a re-placement does — a cache that lags
+    // must not report a live node's replica node_lost (the breadth simulation, seed 265).
+    const guards = new Map<string, Op>();
     for (const [svc, s] of Object.entries(services)) {
       const before = prev?.services[svc];
       const u = s.unschedulable;
@@ -90,7 +95,9 @@ export function writeStatuses(pass: SchedulerPass): void {
         audit.push({ type: 'placement_failed', time: pass.now, deployment: dep, payload: { service: svc, reason: u.reason, count: u.count, message: u.message, nodes: u.nodes, ...(u.missing ? { missing: u.missing } : {}) } });
       const newlyLost = (s.nodeLost ?? []).filter((r) => !before?.nodeLost?.includes(r));
       for (const r of newlyLost) {
-        const node = pass.plan.stranded.find((x) => x.replica === r)?.node;
+        const stranded = pass.plan.stranded.find((x) => x.replica === r);
+        const node = stranded?.node;
+        for (const g of stranded?.guard ?? []) guards.set(g.key, g);
         audit.push({ type: 'node_lost', time: pass.now, deployment: dep, payload: { replica: r, service: svc, node, stranded: true, why: 'the replica has volumes: its data is on that node, so it stays (node_lost)' } });
       }
     }
@@ -98,6 +105,6 @@ export function writeStatuses(pass: SchedulerPass): void {
     const value: DeploymentStatus = cur
       ? { ...cur.value, status: { ...cur.value.status, scheduling } }
       : { apiVersion: API_VERSION, kind: 'DeploymentStatus', metadata: { name: dep }, status: { scheduling } };
-    pass.plan.acts.push({ label: `status ${dep}`, subject: `deployment/${dep}`, ops: [cur ? { op: 'update', key, value, modRevision: cur.modRevision } : { op: 'create', key, value }], audit });
+    pass.plan.acts.push({ label: `status ${dep}`, subject: `deployment/${dep}`, ops: [cur ? { op: 'update', key, value, modRevision: cur.modRevision } : { op: 'create', key, value }, ...guards.values()], audit });
   }
 }

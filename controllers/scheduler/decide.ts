@@ -33,6 +33,7 @@ import type { Act, ActFailure } from '../../src/runtime/acts.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
+import type { Op } from '../../src/store/writer.js';
 import type { EligibilityRevisions } from '../placement/input.js';
 import { DEFAULT_PLACEMENT_CONFIG, type Decision, type PlacementConfig } from '../placement/placer.js';
 import { cleanup, writeStatuses } from './bookkeeping.js';
@@ -216,8 +217,11 @@ export interface SchedulerPlan {
   replaceLost: ReplaceItem[];
   restart: RestartItem[];
   commandStatus: CommandStatusItem[];
-  /** Stateful replicas left on lost nodes (status node_lost). */
-  stranded: { replica: string; node: string }[];
+  /**
+   * Stateful replicas left on lost nodes (status node_lost), each with the evidence of loss its
+   * first report compares (node-loss.ts lossGuard): a report judged from a cache that lags is refused.
+   */
+  stranded: { replica: string; node: string; guard: Op[] }[];
   /** Per deployment, the scheduling status this pass leaves (written only when it changed). */
   status: Map<string, Record<string, ServiceSchedulingStatus>>;
   /** Endpoints that changed (written this pass). */

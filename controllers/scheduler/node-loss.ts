@@ -12,11 +12,13 @@ import type { Op } from '../../src/store/writer.js';
 import type { SchedulerPass } from './pass.js';
 
 /**
- * Preconditions of a re-placement: the evidence of loss is still what this pass judged — each
+ * Preconditions of a re-placement, and of a stateful replica's first node_lost report: the
+ * evidence of loss is still what this pass judged — each
  * copy's node key still absent (a removed node), or its heartbeat key at the revision judged stale
  * (absent: 0). A cache that lags, or missed heartbeats until its consistency check, sees a live
  * node's heartbeat age; the newer heartbeat in the store refuses the act (the simulation, seed
- * 10737: a replica re-placed off a node whose heartbeat never lapsed).
+ * 10737: a replica re-placed off a node whose heartbeat never lapsed; breadth seed 265: a stateful
+ * replica reported node_lost off a node whose heartbeat never lapsed).
  */
 function lossGuard(pass: SchedulerPass, e: ReplicaEntry): Op[] {
   const ops: Op[] = [];
@@ -43,7 +45,7 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     const base = live.find((c) => !c.desired.spec.move) ?? live[0]!;
     if (isStateful(base.desired.spec.template)) {
       pass.condition(e).nodeLost.push(e.id);
-      pass.plan.stranded.push({ replica: e.id, node: base.desired.spec.node });
+      pass.plan.stranded.push({ replica: e.id, node: base.desired.spec.node, guard: lossGuard(pass, e) });
       out.push(e);
       continue;
     }

@@ -34,6 +34,12 @@
 //   seed 60348   — the invariant itself: a node 0.4 s into its lapse counted as Ready, the lapse
 //                  record being refreshed only at the end of a step (test/sim/world.ts
 //                  readyThroughout: Ready now, and no lapse within 30 s)
+//
+// The breadth variant's seeds (sim-breadth.test.ts: global and stateful services, forced drains):
+//   seed 265     — a stateful replica reported node_lost off a node whose heartbeat never lapsed:
+//                  the scheduler's cache lagged and the status act that reports it compared
+//                  nothing (controllers/scheduler/bookkeeping.ts: the first report compares the
+//                  evidence of loss, node-loss.ts lossGuard; node-loss.test.ts)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -46,6 +52,12 @@ describe('simulation seeds that found bugs', () => {
 
   it.each([1, 6, 7, 26, 10737, 10857, 11639, 55069, 60348, 61211, 66901, 69100])('seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300 }, timers);
+    await sim.run();
+    expect(sim.quietMs).toBeGreaterThan(0);
+  });
+
+  it.each([265])('breadth seed %i: invariants hold and the cluster converges', async (seed) => {
+    const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300, breadth: true }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);
   });
