@@ -5,6 +5,7 @@
 // CHAOS_TRACE=1 prints each fault and operator action as it happens.
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatReport, runChaos } from './chaos.js';
+import { formatGap } from './gaps.js';
 import type { ChaosCluster } from './cluster.js';
 
 const seed = Number(process.env.CHAOS_SEED ?? 11);
@@ -17,7 +18,8 @@ describe('chaos on real etcd, controllers, agents and Docker', () => {
   it(`seed ${seed}: 0 invariant violations under faults, converged within 60 s after`, async () => {
     const report = await runChaos({ seed, chaosMs: 45_000, maxFaults: 30, convergeMs: 60_000, log: (l) => process.env.CHAOS_TRACE && console.log(l) }, (c) => (cluster = c));
     console.log(formatReport(report));
-    const trace = report.trace.join('\n');
+    // A failure says what blocked the samples, if any did: the longest gap, its reasons and probes.
+    const trace = `longest time without a sample: ${formatGap(report.longestGap, report.t0)}\n${report.trace.join('\n')}`;
     expect(Object.values(report.faults).reduce((a, n) => a + n, 0), trace).toBeGreaterThanOrEqual(10);
     expect(report.violations, trace).toEqual([]);
     // The act-level checks ran on the real run: placements and controller writes were checked.

@@ -15,6 +15,7 @@ import { sleep } from '../support/wait.js';
 import { bounded, ChaosCluster, type Component, type EtcdNode } from './cluster.js';
 import { ActChecker, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
 import { MAX_BACKOFF_MS } from '../../src/store/reflector.js';
+import { formatGap, SampleGaps, type Gap } from './gaps.js';
 
 export interface ChaosOptions {
   seed: number;
@@ -39,6 +40,12 @@ export interface ChaosReport {
   acts: ActCoverage;
   /** The longest a stray container stayed with its agent up (the margin under the bound), and the bound. */
   longestStray: { ms: number; detail: string; boundMs: number };
+  /** jaco processes that exited without the harness ending them, and why (their last log line). */
+  exits: string[];
+  /** The longest time without a sample of etcd and `docker ps`, and why (undefined: none failed). */
+  longestGap?: Gap;
+  /** When the run started (the gap's times are relative to it). */
+  t0: number;
   /** From the end of the faults until converged (undefined: not within convergeMs). */
   convergeMs?: number;
   lastNotConverged?: string;
@@ -112,7 +119,7 @@ export class Chaos {
   /** Faults the harness could not inject or undo (reported; not jaco's violations). */
   readonly errors: string[] = [];
   private seenViolations = new Set<string>();
-  private readonly t0 = Date.now();
+  readonly t0 = Date.now();
   private services = new Map<string, Svc>();
   /** Per deployment: the last acknowledged apply's shape, then later ones of unknown outcome. */
   private allowed = new Map<string, string[]>();
@@ -140,7 +147,21 @@ export class Chaos {
     // desired key only once its watch is back, up to that long after the cut ends (a stray of
     // 3.1 s against a 6 s bound was measured; a watch retried at 5 s would have broken it).
     this.stray = new StrayTracker(t.dockerResyncMs + 2_000 + 2_000 + MAX_BACKOFF_MS);
+    // The harness stands in for the supervisor (deploy/systemd: Restart=always): a process that
+    // exits on its own is started again a second later, and the report says so.
+    c.onExit = (comp, code, signal) => {
+      setTimeout(() => {
+        // A second on, its last words have reached the log file.
+        const why = `${signal ?? `exit ${code}`}: ${comp.tail(1).slice(0, 200)}`;
+        this.exits.push(`${comp.name} (${why})`);
+        this.log(`${comp.name} exited on its own (${why}); started again`);
+        if (!comp.running && !comp.killing && !c.isStopping) c.launch(comp);
+      }, 1000);
+    };
   }
+
+  /** Processes that exited without the harness ending them (each started again, as a supervisor would). */
+  readonly exits: string[] = [];
 
   log(line: string): void {
     const l = `t+${((Date.now() - this.t0) / 1000).toFixed(1)}s ${line}`;
@@ -242,7 +263,10 @@ export class Chaos {
 
   /** Why the last sample could not be taken (etcd or Docker did not answer), for the report. */
   lastSampleError?: string;
-  private failedSamples = 0;
+  /** Streaks of failed samples: the longest gap between two samples and its causes, for the report. */
+  readonly gaps = new SampleGaps(this.t0);
+  private probing = false;
+  private probedAt = 0;
 
   /** One sample: every invariant over a fresh snapshot. */
   async check(): Promise<Snapshot | undefined> {
@@ -255,14 +279,16 @@ export class Chaos {
     try {
       s = await snapshot(this.c.store, () => this.c.containers());
     } catch (e) {
-      // No quorum right now: not a sample. Said once per streak, with the error, so a checker that
-      // cannot read a healthy cluster shows why.
+      // No quorum right now: not a sample. Said once per streak, with the error, and probed (each
+      // member, Docker, the checker's own client) so a checker that cannot read a healthy cluster
+      // shows why.
       this.lastSampleError = (e as Error).message;
-      if (this.failedSamples++ === 0) this.log(`sample failed: ${this.lastSampleError}`);
+      if (this.gaps.failed(this.lastSampleError)) this.log(`sample failed: ${this.lastSampleError}`);
+      this.probeStreak();
       return undefined;
     }
-    if (this.failedSamples > 1) this.log(`samples again after ${this.failedSamples} failed`);
-    this.failedSamples = 0;
+    const gap = this.gaps.ok(Date.now());
+    if (gap && gap.failed > 1) this.log(`samples again after ${gap.failed} failed (${(gap.ms / 1000).toFixed(1)} s without a sample)`);
     this.samples++;
     this.last = s;
     const acts = await this.acts.check(this.c.store, s);
@@ -274,6 +300,28 @@ export class Chaos {
       this.log(`VIOLATION ${v.invariant}: ${v.detail}`);
     }
     return s;
+  }
+
+  /**
+   * While samples fail for more than 3 s, probes what answers (ChaosCluster.probe) every 5 s,
+   * in the background: the sampling goes on meanwhile.
+   */
+  private probeStreak(): void {
+    const now = Date.now();
+    if (this.probing || this.gaps.streakMs(now) < 3000 || now - this.probedAt < 5000) return;
+    this.probing = true;
+    this.probedAt = now;
+    void this.c
+      .probe()
+      .then(
+        (found) => found,
+        (e: Error) => `probe failed: ${e.message}`,
+      )
+      .then((found) => {
+        this.probing = false;
+        this.gaps.probe(found);
+        this.log(`probe while samples fail: ${found}`);
+      });
   }
 
   // ---------------------------------------------------------------- faults
@@ -462,7 +510,7 @@ export class Chaos {
       let why: string | undefined = 'no sample';
       while (Date.now() - start < convergeMs) {
         const s = await this.check();
-        why = s ? notConverged(s) : `etcd not answering (${this.lastSampleError})`;
+        why = s ? notConverged(s) : `no sample (${this.lastSampleError})`;
         if (!why) {
           converged = Date.now() - start;
           break;
@@ -470,7 +518,7 @@ export class Chaos {
         await sleep(500);
       }
       this.log(converged === undefined ? `NOT converged within ${convergeMs} ms: ${why}` : `converged ${converged} ms after the faults stopped`);
-      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, longestStray: { ...this.stray.longest, boundMs: this.stray.boundMs }, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
+      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, longestStray: { ...this.stray.longest, boundMs: this.stray.boundMs }, longestGap: this.gaps.longest(Date.now()), t0: this.t0, exits: this.exits, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
     } finally {
       checking = false;
       await checker;
@@ -514,6 +562,8 @@ export function formatReport(r: ChaosReport): string {
     `  operator: ${Object.entries(r.operator).map(([k, n]) => `${k} ×${n}`).join(', ') || 'nothing'}`,
     `  act checks: ${r.acts.placements} placements and ${r.acts.removals} removals had their audit record checked, ${r.acts.writes} controller writes their leader's term (${Object.entries(r.acts.byType).sort(([a], [b]) => a.localeCompare(b)).map(([k, n]) => `${k} ×${n}`).join(', ')})${r.acts.unverifiable ? `, ${r.acts.unverifiable} unverifiable (compacted)` : ''}`,
     `  longest stray container with its agent up: ${r.longestStray.ms} ms (bound ${r.longestStray.boundMs} ms)${r.longestStray.detail ? `: ${r.longestStray.detail}` : ''}`,
+    `  longest time without a sample: ${formatGap(r.longestGap, r.t0)}`,
+    ...(r.exits.length ? [`  exited on their own (started again): ${r.exits.join('; ')}`] : []),
     `  invariant violations: ${r.violations.length}${r.violations.map((v) => `\n    ${v.invariant}: ${v.detail}`).join('')}`,
     ...(r.errors.length ? [`  harness errors: ${r.errors.join('; ')}`] : []),
     `  converged: ${r.convergeMs === undefined ? `NO (${r.lastNotConverged})` : `${(r.convergeMs / 1000).toFixed(1)} s after the faults stopped`}`,

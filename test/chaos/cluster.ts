@@ -96,6 +96,30 @@ async function ended(child: ChildProcess, signal: NodeJS.Signals): Promise<void>
   clearTimeout(t);
 }
 
+const BREAKER = ['closed', 'open', 'half-open', 'isolated'];
+const CHANNEL = ['idle', 'connecting', 'ready', 'transient-failure', 'shutdown'];
+
+/**
+ * The state etcd3 keeps per host of a client (its connection pool is not public API: read here for
+ * diagnosis only): the circuit breaker, and the connectivity of each gRPC channel it holds.
+ */
+export function clientHosts(store: Store, etcd: EtcdNode[]): string {
+  interface Host {
+    host: string;
+    faultHandling?: { state?: number };
+    cachedServices: Record<string, { getChannel(): { getConnectivityState(connect: boolean): number } }>;
+  }
+  const hosts = (store.client as unknown as { pool?: { hosts?: Host[] } }).pool?.hosts ?? [];
+  return hosts
+    .map((h) => {
+      const name = etcd.find((e) => h.host.endsWith(`:${e.spec.clientPort}`))?.spec.name ?? h.host;
+      const state = h.faultHandling?.state;
+      const channels = Object.entries(h.cachedServices).map(([svc, c]) => `${svc} ${CHANNEL[c.getChannel().getConnectivityState(false)] ?? '?'}`);
+      return `${name} breaker ${state === undefined ? '?' : BREAKER[state]}${channels.length ? ` (${channels.join(', ')})` : ''}`;
+    })
+    .join(', ');
+}
+
 /** One etcd member: killed, paused, restarted on its data, or removed and added back empty. */
 export class EtcdNode {
   member!: EtcdMember;
@@ -167,7 +191,11 @@ export class Component {
     if (this.running) this.child!.kill(s);
   }
 
+  /** The harness is ending this process (an exit now is not the process's own). */
+  killing = false;
+
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    this.killing = true;
     if (this.child) await ended(this.child, signal);
     this.paused = false;
   }
@@ -270,7 +298,16 @@ export class ChaosCluster {
     c.child = child;
     c.starts++;
     c.paused = false;
+    c.killing = false;
+    // A process that ends on its own (a controller copy whose start found no etcd quorum exits 2)
+    // leaves the run one copy short without a word: say so (run 3 of 2026-11-25 lost a copy so).
+    child.once('exit', (code, signal) => {
+      if (!c.killing && c.child === child && !this.stopping) this.onExit?.(c, code, signal);
+    });
   }
+
+  /** Called when a component's process exits without the harness ending it. */
+  onExit?: (c: Component, code: number | null, signal: NodeJS.Signals | null) => void;
 
   async waitReady(node: string, timeoutMs = 30_000): Promise<void> {
     await eventually(async () => nodeReady((await bounded(this.store.get<Heartbeat>(keys.heartbeat(node)), 3000, 'heartbeat'))?.value, Date.now()), { what: `node ${node} Ready`, timeoutMs });
@@ -306,6 +343,35 @@ export class ChaosCluster {
       }
     }
     return undefined;
+  }
+
+  /**
+   * What answers right now, for a streak of failed samples: each etcd member through a fresh
+   * client (its raft view), Docker, and the checker's own etcd client — one call through it, and
+   * each of its hosts' circuit breaker and gRPC channel. All members answering a fresh client
+   * while the checker's client fails is a client stuck behind its breaker or its channel's back-off.
+   */
+  async probe(): Promise<string> {
+    const members = await Promise.all(
+      this.etcd.map(async (e) => {
+        if (!e.running) return `${e.spec.name} down`;
+        try {
+          const st = await this.onMember(e, (s) => bounded(s.client.maintenance.status(), 2000, 'status'));
+          return `${e.spec.name} ok${st.leader === st.header.member_id ? ' (raft leader)' : st.leader === '0' ? ' (no leader)' : ''}`;
+        } catch (err) {
+          return `${e.spec.name} no answer (${(err as Error).message.split('\n')[0]!.slice(0, 80)})`;
+        }
+      }),
+    );
+    const docker = await bounded(this.docker.ping(), 3000, 'docker ping').then(
+      () => 'docker ok',
+      (err: Error) => `docker: ${err.message.slice(0, 80)}`,
+    );
+    const own = await bounded(this.store.client.maintenance.status(), 3000, 'status').then(
+      () => 'answers',
+      (err: Error) => `fails (${err.message.split('\n')[0]!.slice(0, 80)})`,
+    );
+    return `${members.join(', ')}; ${docker}; checker's client ${own}: ${clientHosts(this.store, this.etcd)}`;
   }
 
   async restartEtcd(e: EtcdNode): Promise<void> {
@@ -370,6 +436,10 @@ export class ChaosCluster {
   }
 
   private stopping?: Promise<void>;
+
+  get isStopping(): boolean {
+    return !!this.stopping;
+  }
 
   /** Ends every process, proxy and container of the cluster; safe to call twice. Logs are kept only when asked (a failed run). */
   stop(opts: { keepLogs?: boolean } = {}): Promise<void> {

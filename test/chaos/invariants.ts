@@ -47,25 +47,47 @@ export interface AuditAt extends RevKey {
   payload: string;
 }
 
-/** Docker first, then etcd at one revision: a container seen running had its chance to be in etcd. */
+/**
+ * Docker first, then etcd at one revision: a container seen running had its chance to be in etcd.
+ * A failure names the read that failed, or the ones still unanswered after 10 s (a long streak of
+ * failed samples must say whether Docker, etcd or the checker's own client was in the way).
+ */
 export function snapshot(store: Store, containers: () => Promise<Docker.ContainerInfo[]>): Promise<Snapshot> {
-  return withTimeout(read(store, containers), 10_000, 'snapshot: etcd or Docker did not answer within 10 s');
+  const pending = new Set<string>();
+  const step = async <T>(what: string, p: () => Promise<T>): Promise<T> => {
+    pending.add(what);
+    try {
+      return await p();
+    } catch (e) {
+      throw new Error(`${what}: ${(e as Error).message.split('\n')[0]}`);
+    } finally {
+      pending.delete(what);
+    }
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`snapshot: no answer within 10 s from ${[...pending].join(', ') || 'nothing pending'}`)), 10_000);
+  });
+  return Promise.race([read(store, containers, step).finally(() => clearTimeout(timer)), late]);
 }
 
-async function read(store: Store, containers: () => Promise<Docker.ContainerInfo[]>): Promise<Snapshot> {
+type Step = <T>(what: string, p: () => Promise<T>) => Promise<T>;
+
+async function read(store: Store, containers: () => Promise<Docker.ContainerInfo[]>, step: Step): Promise<Snapshot> {
   const at = Date.now();
-  const running = await containers();
-  const first = await store.listRaw(keys.desiredOf());
+  const running = await step('docker ps', containers);
+  const first = await step('etcd range desired/', () => store.listRaw(keys.desiredOf()));
   const rev = first.revision;
-  const read = async <T>(prefix: string): Promise<T[]> => (await store.listRaw(prefix, rev)).kvs.map((kv) => JSON.parse(kv.value.toString()) as T);
+  const range = <T>(prefix: string, fn: () => Promise<T>) => step(`etcd range ${prefix} at the revision`, fn);
+  const read = <T>(prefix: string): Promise<T[]> => range(prefix, async () => (await store.listRaw(prefix, rev)).kvs.map((kv) => JSON.parse(kv.value.toString()) as T));
   const [observed, nodes, deployments, rollouts, drains, audits, leaders] = await Promise.all([
     read<ReplicaObserved>(keys.observedOf()),
-    store.listRaw(keys.nodes(), rev, { keysOnly: true }),
+    range(keys.nodes(), () => store.listRaw(keys.nodes(), rev, { keysOnly: true })),
     read<Deployment>(keys.deployments()),
     read<RolloutPlan>(keys.rollouts()),
     read<NodeDrain>(keys.drains()),
-    auditsAt(store, rev),
-    leadersAt(store, '', rev),
+    range(keys.audits(), () => auditsAt(store, rev)),
+    range('leaders/', () => leadersAt(store, '', rev)),
   ]);
   return {
     at,
