@@ -352,6 +352,27 @@ describe('drain: per-replica outcomes', () => {
     expect(w.audit.find((a) => a.type === 'drain_completed')!.payload).toMatchObject({ moved: 0, dropped: 0, stopped: 1 });
   });
 
+  it('a completion compares the desired keys of the stopped replicas it leaves: one removed meanwhile refuses it (breadth sim seed 4453)', () => {
+    const w = new World();
+    w.replica('d-db-0', 'node-2', db, { state: 'running', index: 0 });
+    w.drain('node-2', { force: true });
+    w.pass();
+    w.runAll();
+    w.advance(1000);
+    const stale = decide(w.snapshot(), w.now, { drainTimeoutMs: 300_000 });
+    const act = stale.acts.find((a) => a.label === 'drain node-2: completed')!;
+    const key = keys.desired('node-2', 'd-db-0');
+    expect(act.ops).toContainEqual({ op: 'check', key, modRevision: w.versioned(key)!.modRevision });
+    // A scale-down removes the stopped replica before the completion commits: its container is still there.
+    w.remove(key);
+    expect(w.applyAct(act.ops)).toBe(false);
+    w.pass();
+    expect(w.drainOf('node-2').status).toMatchObject({ state: 'draining', stopping: ['d-db-0'] });
+    w.remove(keys.observed('node-2', 'd-db-0')); // the agent removed the container
+    w.pass();
+    expect(w.drainOf('node-2').status).toMatchObject({ state: 'completed' });
+  });
+
   it('a drain without --force waits on a stateful replica; adding --force (a new spec) stops it', () => {
     const w = new World();
     w.replica('d-db-0', 'node-2', db, { state: 'running', index: 0 });

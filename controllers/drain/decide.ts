@@ -405,6 +405,7 @@ class DrainPass {
       return { status: base, audit, extraOps };
     }
     if (running.length) base.unconfirmed = running;
+    extraOps.push(...this.keptCopies());
     const took = formatDuration(now - Date.parse(base.startedAt!));
     audit.push({ type: 'drain_completed', time: now, payload: { node: this.host, duration: took, remove: this.spec.remove, ...this.counts() } });
     if (!this.spec.remove) return { status: { ...base, state: 'completed', finishedAt: iso(now) }, audit, extraOps };
@@ -412,6 +413,20 @@ class DrainPass {
     extraOps.push({ op: 'delete', key: keys.node(this.host) }, { op: 'delete', key: keys.heartbeat(this.host) });
     audit.push({ type: 'node_removed', time: now, payload: { node: this.host, ...this.counts() } });
     return { status: { ...base, state: 'removed', finishedAt: iso(now) }, audit, extraOps };
+  }
+
+  /**
+   * The evidence a completion compares: the desired key of every copy left on the node (the
+   * replicas --force stopped, whose stopped containers may stay) at the revision judged. One
+   * removed or resumed since (a scale-down, an uncordon landing between the decision and its
+   * commit) has a container to go or to run: the completion is refused and decided again — the
+   * breadth simulation, seed 4453, completed a drain while the agent still reported the container of
+   * a stopped replica that a scale-down had just removed.
+   */
+  private keptCopies(): Op[] {
+    const ops: Op[] = [];
+    for (const e of this.p.s.replicas.onNode(this.host)) for (const c of e.copies) if (c.desired.spec.node === this.host) ops.push({ op: 'check', key: c.key, modRevision: c.modRevision });
+    return ops;
   }
 
   private counts(): { moved: number; dropped: number; stopped: number } {
