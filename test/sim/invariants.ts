@@ -372,7 +372,7 @@ export const statefulNeverReplaced: TxnInvariant = {
       const d = JSON.parse(text) as ReplicaDesired;
       if (!isStateful(d.spec.template)) continue;
       const elsewhere = sim.desired().find((x) => x.spec.replica === d.spec.replica && x.spec.node !== d.spec.node);
-      if (elsewhere) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node} while it is desired on ${elsewhere.spec.node}${t.writes.has(keys.desired(elsewhere.spec.node, d.spec.replica)) ? ' (deleted in the same transaction: re-placed)' : ''}`;
+      if (elsewhere) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node} while it is desired on ${elsewhere.spec.node}${t.writes.has(keys.desired(elsewhere.spec.node, d.spec.replica)) && t.writes.get(keys.desired(elsewhere.spec.node, d.spec.replica)) === undefined ? ' (deleted in the same transaction: re-placed)' : ''}`;
       for (const v of namedVolumes(d)) {
         const [dep, vol] = v.split('/') as [string, string];
         const home = after<VolumeHome>(sim, t, keys.volumeHome(dep, vol))?.spec.node;
