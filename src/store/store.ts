@@ -14,11 +14,19 @@ export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 export const MAX_TXN_OPS = 128;
 /** Page size of paginated lists (keeps each response far below gRPC's message limit). */
 export const LIST_PAGE = 500;
+/**
+ * Deadline of a unary call. Above etcd's own server-side timeouts (a write answers "request timed
+ * out" after 5 s + 2 election timeouts), so a call etcd would answer gets its answer; it only ends
+ * calls that would otherwise wait for ever.
+ */
+export const CALL_TIMEOUT_MS = 15_000;
 
 export interface StoreOptions {
   endpoints?: string[] | string;
   prefix?: string;
   dialTimeoutMs?: number;
+  /** Deadline of each unary call (default CALL_TIMEOUT_MS); watch and keepalive streams have none. */
+  callTimeoutMs?: number;
   /** etcd authentication (etcd RBAC: deploy/etcd/rbac.sh gives each agent only its own keys). */
   user?: string;
   password?: string;
@@ -158,6 +166,12 @@ export class Store {
       faultHandling: {
         host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
       },
+      // Without a deadline a call on a connection that went silent (no reply, no reset: a
+      // partition, a stalled member) waits for ever — and when it is the breaker's half-open trial,
+      // every later call to that host waits behind it (test/integration/store-hung-call.test.ts;
+      // the likely cause of a chaos run's 60 s without a sample, issue 11). With a deadline the
+      // call fails as DEADLINE_EXCEEDED, a recoverable error: the host is reset, the call retried.
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + (opts.callTimeoutMs ?? CALL_TIMEOUT_MS) }),
     });
     this.ns = this.client.namespace(this.prefix);
   }

@@ -223,6 +223,14 @@ export class ChaosCluster {
   readonly prefix = '/jaco/';
   /** The test's own view: straight to the members, never cut. */
   store!: Store;
+  /**
+   * The faults' own client (membership changes, lease revocations), apart from the checker's: a
+   * member add or remove sent while the cluster has no leader can go unanswered for ever (seen on
+   * this etcd, tests of 2026-11-25), and on the checker's client such a call, as a host's
+   * half-open breaker trial, would hold every later read of that host behind it (until the call
+   * deadline src/store added for it).
+   */
+  admin!: Store;
   docker!: Docker;
   uid = '';
   private proxies: TcpProxy[] = [];
@@ -258,6 +266,7 @@ export class ChaosCluster {
     }
     await waitForEtcd(this.endpoints, 30_000);
     this.store = new Store({ endpoints: this.endpoints, prefix: this.prefix });
+    this.admin = new Store({ endpoints: this.endpoints, prefix: this.prefix });
     this.uid = (await clusterInfo(this.store)).uid;
     noteCluster(this.uid);
     const nodes = this.opts.nodes ?? 3;
@@ -385,13 +394,13 @@ export class ChaosCluster {
    * started empty (--initial-cluster-state existing); it catches up from the others.
    */
   async rejoinEtcd(e: EtcdNode): Promise<void> {
-    const members = (await bounded(this.store.client.cluster.memberList({}), 5000, 'member list')).members;
+    const members = (await bounded(this.admin.client.cluster.memberList({}), 5000, 'member list')).members;
     const me = members.find((m) => m.name === e.spec.name || m.peerURLs.includes(`http://127.0.0.1:${e.spec.peerPort}`));
     if (!me) throw new Error(`member ${e.spec.name} is not in the member list`);
     // etcd refuses a reconfiguration while a member is still catching up (strict reconfig check).
     await eventually(
       async () => {
-        await bounded(this.store.client.cluster.memberRemove({ ID: me.ID }), 5000, 'member remove');
+        await bounded(this.admin.client.cluster.memberRemove({ ID: me.ID }), 5000, 'member remove');
         return true;
       },
       { what: `member ${e.spec.name} removed`, timeoutMs: 30_000, intervalMs: 500 },
@@ -402,12 +411,12 @@ export class ChaosCluster {
     // A removed member's peer URL can be added back once the removal is applied everywhere.
     await eventually(
       async () => {
-        await bounded(this.store.client.cluster.memberAdd({ peerURLs: [peer] }), 5000, 'member add');
+        await bounded(this.admin.client.cluster.memberAdd({ peerURLs: [peer] }), 5000, 'member add');
         return true;
       },
       { what: `member ${e.spec.name} added back`, timeoutMs: 30_000, intervalMs: 500 },
     );
-    const now = (await bounded(this.store.client.cluster.memberList({}), 5000, 'member list')).members;
+    const now = (await bounded(this.admin.client.cluster.memberList({}), 5000, 'member list')).members;
     const initial = now.map((m) => `${m.name || e.spec.name}=${m.peerURLs[0]}`).join(',');
     e.spec = { ...e.spec, initialCluster: initial };
     e.start(['--initial-cluster-state', 'existing']);
@@ -416,8 +425,8 @@ export class ChaosCluster {
 
   /** Revokes every lease in etcd at once (what a snapshot restore or an operator's mistake does). */
   async revokeAllLeases(): Promise<number> {
-    const { leases } = await bounded(this.store.client.leaseClient.leaseLeases(), 5000, 'lease list');
-    await Promise.all(leases.map((l) => bounded(this.store.client.leaseClient.leaseRevoke({ ID: l.ID }), 5000, 'revoke').catch(() => undefined)));
+    const { leases } = await bounded(this.admin.client.leaseClient.leaseLeases(), 5000, 'lease list');
+    await Promise.all(leases.map((l) => bounded(this.admin.client.leaseClient.leaseRevoke({ ID: l.ID }), 5000, 'revoke').catch(() => undefined)));
     return leases.length;
   }
 
@@ -451,6 +460,7 @@ export class ChaosCluster {
     await Promise.all(this.components.map((c) => c.kill('SIGTERM')));
     for (const p of this.proxies) await p.close().catch(() => undefined);
     this.store?.close();
+    this.admin?.close();
     if (this.docker && this.uid) {
       const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.cluster}=${this.uid}`] } }).catch(() => []);
       await Promise.all(list.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
