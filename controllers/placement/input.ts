@@ -88,9 +88,15 @@ export function placerFor(v: PlacementView, now: number, config: PlacementConfig
 // answer for a stored object never changes (informers replace objects, they never mutate them).
 const placedOf = new WeakMap<ReplicaDesired, PlacedReplica>();
 
-/** What a desired key occupies on its node; a suspended replica (stopped by a forced drain) occupies nothing. */
+/**
+ * What a desired key occupies on its node. A replica preemption stopped occupies nothing: freeing
+ * it is the point (the scheduler places it again when it fits). One a forced drain stopped occupies
+ * all it had: it resumes where it is — its data is there — as soon as its node is uncordoned, and
+ * nothing else may be placed into its memory, its fixed ports or its volume meanwhile (the drain
+ * cordons the node while it is stopped, so this only matters once the node takes placements again).
+ */
 export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
-  if (d.spec.suspended) return undefined;
+  if (d.spec.suspended && d.spec.suspended.reason !== 'node_drained') return undefined;
   let p = placedOf.get(d);
   // Assigned dynamic host ports occupy the node like fixed ones.
   if (!p) placedOf.set(d, (p = { id: d.spec.replica, deployment: d.spec.deployment, service: d.spec.service, node: d.spec.node, ...footprintOf(d.spec.template), ports: hostPortList(d.spec) }));
