@@ -761,13 +761,8 @@ describe('deleted deployments and services, and the status record', () => {
     throw new Error('the rollout never came to complete');
   }
 
-  it('a completion compares the counter it judged: a replica placed unseen at the old spec refuses it (sim seeds 66901, 69100)', () => {
-    const w = running();
-    w.apply('app', { web: svc('img:2') });
-    const stale = aboutToComplete(w);
-    // The scheduler placed one more replica at the old spec; the snapshot never received it (a lost event).
-    w.place('app', 'web', 3, 'node-1', { specHash: H1, revision: 1 });
-    w.put(keys.counter('app', 'web'), { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: 'app-web' }, spec: { next: 4 } });
+  /** The completion decided from `stale` compares the counter as judged (absent), is refused, and the next pass steps `unseen`. */
+  function refusedByCounter(w: World, stale: RolloutSnapshot, unseen: string): void {
     const conflicts = w.conflicts;
     const d = decide(stale, w.now, CFG);
     expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.counter('app', 'web'), modRevision: 0 });
@@ -775,7 +770,17 @@ describe('deleted deployments and services, and the status record', () => {
     expect(w.conflicts).toBeGreaterThan(conflicts);
     expect(w.plan()!.state).toBe('in_progress');
     w.pass();
-    expect(w.steppedReplicas().at(-1)).toBe('app-web-3');
+    expect(w.steppedReplicas().at(-1)).toBe(unseen);
+  }
+
+  it('a completion compares the counter it judged: a replica placed unseen at the old spec refuses it (sim seeds 66901, 69100)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    const stale = aboutToComplete(w);
+    // The scheduler placed one more replica at the old spec; the snapshot never received it (a lost event).
+    w.place('app', 'web', 3, 'node-1', { specHash: H1, revision: 1 });
+    w.put(keys.counter('app', 'web'), { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: 'app-web' }, spec: { next: 4 } });
+    refusedByCounter(w, stale, 'app-web-3');
   });
 
   it('a global service too: a global replica placed unseen at the old spec refuses the completion (its placement writes the counter)', () => {
@@ -791,14 +796,7 @@ describe('deleted deployments and services, and the status record', () => {
     // counter in the same transaction (controllers/scheduler/membership.ts globalMarker); the snapshot missed both.
     w.place('app', 'web', undefined, 'node-4', { specHash: specHash(g('img:1')), revision: 1 });
     w.put(keys.counter('app', 'web'), { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: 'app-web' }, spec: { next: 0 } });
-    const conflicts = w.conflicts;
-    const d = decide(stale, w.now, CFG);
-    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.counter('app', 'web'), modRevision: 0 });
-    w.commit(d);
-    expect(w.conflicts).toBeGreaterThan(conflicts);
-    expect(w.plan()!.state).toBe('in_progress');
-    w.pass();
-    expect(w.steppedReplicas().at(-1)).toBe('app-web-node-4');
+    refusedByCounter(w, stale, 'app-web-node-4');
   });
 
   it('a completion compares the heartbeat of every node it excused as NotReady: an agent alive after all refuses it', () => {

@@ -6,13 +6,18 @@ import { decideOnce, World } from '../../test/support/scheduler-world.js';
 const db: ServiceSpec = { image: 'jaco-demo/busybox:1', volumes: [{ type: 'volume', source: 'data', target: '/data' }] };
 const nodeLost = (w: World) => w.get<DeploymentStatus>(keys.deploymentStatus('d'))!.status!.scheduling!.services.db!.nodeLost;
 
+/** Two nodes, d/db placed on one of them. */
+function dbPlaced(): { w: World; node: string } {
+  const w = new World();
+  for (const n of ['node-1', 'node-2']) w.node(n);
+  w.deploy('d', { db });
+  w.converge();
+  return { w, node: w.placement('d', 'db')['d-db-0']! };
+}
+
 describe('a stateful replica on a lost node', () => {
   it('its first node_lost report compares the heartbeat it judged: a cache that saw a live node age reports nothing (breadth sim seed 265)', () => {
-    const w = new World();
-    for (const n of ['node-1', 'node-2']) w.node(n);
-    w.deploy('d', { db });
-    w.converge();
-    const node = w.placement('d', 'db')['d-db-0']!;
+    const { w, node } = dbPlaced();
     // The node's heartbeat as a cache that lags shows it: aged, past the grace once the clock has run.
     w.heartbeat(node, w.now - 10_000);
     w.down.add(node);
@@ -31,11 +36,7 @@ describe('a stateful replica on a lost node', () => {
   });
 
   it('a node really lost: reported once, the replica stays where its data is', () => {
-    const w = new World();
-    for (const n of ['node-1', 'node-2']) w.node(n);
-    w.deploy('d', { db });
-    w.converge();
-    const node = w.placement('d', 'db')['d-db-0']!;
+    const { w, node } = dbPlaced();
     w.nodeDown(node);
     w.pass();
     w.advance(4_000);
