@@ -636,6 +636,7 @@ export class Sim {
       const remove = this.r() < 0.3;
       // --force: stateful replicas are stopped where they are (breadth only: the others keep their draws).
       const force = !!this.opts.breadth && this.r() < 0.5;
+      if (force) this.count('forced drain');
       this.log(`operator: ${remove ? 'remove node' : 'drain'} ${n}${force ? ' --force' : ''}`);
       this.put(keys.node(n), { ...node, spec: { unschedulable: true } });
       this.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force, remove, requestedAt: iso(this.now) } } satisfies NodeDrain);
@@ -670,9 +671,11 @@ export class Sim {
     if (!running.length) return false;
     const { key, value } = this.pick(running);
     if (!value.spec.force && this.r() < 0.6) {
+      this.count('drain forced in progress');
       this.log(`operator: drain ${value.spec.node} --force (added to the drain in progress)`);
       this.put(key, { ...value, spec: { ...value.spec, force: true } });
     } else {
+      this.count('drain cancelled');
       this.log(`operator: drain ${value.spec.node} --cancel`);
       this.remove(key);
     }
