@@ -147,16 +147,16 @@ export class Chaos {
     // desired key only once its watch is back, up to that long after the cut ends (a stray of
     // 3.1 s against a 6 s bound was measured; a watch retried at 5 s would have broken it).
     this.stray = new StrayTracker(t.dockerResyncMs + 2_000 + 2_000 + MAX_BACKOFF_MS);
-    // The harness stands in for the supervisor (deploy/systemd: Restart=always): a process that
-    // exits on its own is started again a second later, and the report says so.
+    // The harness stands in for the supervisor (deploy/systemd: Restart=always, RestartSec=2): a
+    // process that exits on its own is started again 2 s later, and the report says so.
     c.onExit = (comp, code, signal) => {
       setTimeout(() => {
-        // A second on, its last words have reached the log file.
+        // By then its last words have reached the log file.
         const why = `${signal ?? `exit ${code}`}: ${comp.tail(1).slice(0, 200)}`;
         this.exits.push(`${comp.name} (${why})`);
         this.log(`${comp.name} exited on its own (${why}); started again`);
         if (!comp.running && !comp.killing && !c.isStopping) c.launch(comp);
-      }, 1000);
+      }, 2000);
     };
   }
 
