@@ -9,7 +9,7 @@ import type { ServingTemplate } from '../../src/api/serving.js';
 import { placementMode } from '../../src/api/spec.js';
 import { API_VERSION, type ReplicaCounter, type ServiceSchedulingStatus, type ServiceSpec, type VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import type { AuditRecord } from '../../src/store/audit.js';
+import { AUDIT_OP_COUNTS, type AuditRecord } from '../../src/store/audit.js';
 import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
 import { actBytes, type Op } from '../../src/store/writer.js';
 import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
@@ -61,6 +61,8 @@ const auditBytes = (r: AuditRecord) => Buffer.byteLength(JSON.stringify(r.payloa
  * counter's compare and write, and the deployment guard.
  */
 const ACT_BASE = { compares: 3, writes: 1 };
+/** One placement: its desired key's create and its decision's put, and its audit record (a create). */
+const PLACEMENT = { compares: 1 + AUDIT_OP_COUNTS.compares, writes: 2 + AUDIT_OP_COUNTS.writes };
 
 interface Chunk {
   first: number;
@@ -159,11 +161,12 @@ export function placeIndexed(
       });
       break;
     }
-    // Each placement writes its desired key (and compares it absent), its decision and its audit
-    // record; each node it places on adds the node's eligibility guard (compares).
+    // Each placement creates its desired key (a compare and a write), writes its decision and its
+    // audit record; each node it places on adds the node's eligibility guard (compares).
     const host = decision.chosen;
     const guards = (c: Chunk) => (c.nodes.has(host) ? 0 : pass.guard(host).length);
-    const full = (c: Chunk) => c.compares + 1 + guards(c) > MAX_TXN_OPS || c.writes + 3 > MAX_TXN_OPS || c.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES;
+    const full = (c: Chunk) =>
+      c.compares + PLACEMENT.compares + guards(c) > MAX_TXN_OPS || c.writes + PLACEMENT.writes > MAX_TXN_OPS || c.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES;
     if (!cur || full(cur)) {
       const first = !chunks.length;
       cur = { first: index, end: index, n: 0, canaries: 0, ops: [], nodes: new Set(), compares: ACT_BASE.compares, writes: ACT_BASE.writes, audit: [], bytes: 0 };
@@ -173,8 +176,8 @@ export function placeIndexed(
       cur.compares += cur.ops.length;
       cur.writes += cur.ops.length;
     }
-    cur.compares += 1 + guards(cur);
-    cur.writes += 3;
+    cur.compares += PLACEMENT.compares + guards(cur);
+    cur.writes += PLACEMENT.writes;
     cur.nodes.add(host);
     cur.ops.push(...ops);
     cur.audit.push(audit);

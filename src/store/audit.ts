@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { API_VERSION, type AuditEvent } from '../api/types.js';
 import type { AuditType } from '../api/reasons/audit.js';
 import { keys } from '../api/keys.js';
-import type { Op } from './writer.js';
+import { txnCounts, type Op } from './writer.js';
 import type { Store, Versioned } from './store.js';
 
 /** An audit event as decide code produces it: data, with its time from the injected clock. */
@@ -78,7 +78,7 @@ export class AuditLog {
   /** The op that writes a record; put it in the same act as what it records. */
   async op(r: AuditRecord): Promise<Op> {
     const ev = this.event(r);
-    return { op: 'create', key: keys.audit(ev.metadata.name), value: ev, lease: await this.lease() };
+    return recordOp(keys.audit(ev.metadata.name), ev, await this.lease());
   }
 
   async ops(records: AuditRecord[]): Promise<Op[]> {
@@ -103,3 +103,11 @@ export async function readAudit(store: Store, q: AuditQuery): Promise<{ events: 
   const events = items.filter((i) => auditMatches(i.value, q));
   return { events: q.limit ? events.slice(-q.limit) : events, revision };
 }
+
+/** A record's op: a create, so a record id is never written twice. */
+function recordOp(key: string, value: AuditEvent, lease?: string): Op {
+  return { op: 'create', key, value, ...(lease ? { lease } : {}) };
+}
+
+/** What one audit record adds to its act's transaction (for acts sized to fill one: writer.txnCounts). */
+export const AUDIT_OP_COUNTS = txnCounts([recordOp('', {} as AuditEvent)], false);
