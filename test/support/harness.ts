@@ -6,8 +6,9 @@
 import { Cache } from '../../src/runtime/cache.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { ControllerSpec, PassResult } from '../../src/runtime/runner.js';
-import type { AuditRecord } from '../../src/store/audit.js';
-import type { Fence } from '../../src/store/writer.js';
+import { AUDIT_OP_COUNTS, type AuditRecord } from '../../src/store/audit.js';
+import { MAX_TXN_OPS } from '../../src/store/store.js';
+import { txnCounts, type Fence } from '../../src/store/writer.js';
 import { MemoryStore } from './memory-store.js';
 
 export class Harness<S, Snap, M = unknown, R extends PassResult<S, M> = PassResult<S, M>> {
@@ -40,6 +41,7 @@ export class Harness<S, Snap, M = unknown, R extends PassResult<S, M> = PassResu
     const landed = new Set<string>();
     this.conflicted = [];
     for (const act of acts) {
+      assertFits(act);
       if (!this.store.applyAct(act.ops, fence)) {
         this.conflicted.push(act.label);
         continue;
@@ -58,4 +60,18 @@ export class Harness<S, Snap, M = unknown, R extends PassResult<S, M> = PassResu
     if (r.next) this.state = r.next(landed);
     return r;
   }
+}
+
+/**
+ * An act etcd would refuse fails the test here, loudly: the runtime commits every act in a fenced
+ * transaction with its audit records (creates), and etcd takes at most MAX_TXN_OPS compares and as
+ * many writes (writer.txnCounts). Table tests apply acts without etcd, so without this an act sized
+ * by a wrong count would pass them and never land in production.
+ */
+function assertFits(act: Act<unknown>): void {
+  const c = txnCounts(act.ops, true);
+  const n = act.audit?.length ?? 0;
+  const compares = c.compares + n * AUDIT_OP_COUNTS.compares;
+  const writes = c.writes + n * AUDIT_OP_COUNTS.writes;
+  if (compares > MAX_TXN_OPS || writes > MAX_TXN_OPS) throw new Error(`act ${act.label} has ${writes} writes and ${compares} compares with its fence and audit records: etcd refuses more than ${MAX_TXN_OPS} of either`);
 }
