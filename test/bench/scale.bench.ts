@@ -65,6 +65,8 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   for (let k = 0; k < 2; k++) await c.apply(hollowManifest(DEPLOYMENTS / 2, per, { minReadyTime: '0s', first: (k * DEPLOYMENTS) / 2 }));
   const applied = Date.now() - t0;
   const placedAt = until('all desired', async () => (await c.store.countPrefix(keys.desiredOf())) >= REPLICAS, 300_000, 100).then(() => Date.now() - t0);
+  // Awaited below: until then a timeout must not crash the bench past its clean-up (an orphaned etcd).
+  placedAt.catch(() => undefined);
   await until(`${REPLICAS} running`, () => live.count() >= REPLICAS);
   const total = Date.now() - t0;
   const busy = Object.entries(pids)
