@@ -168,11 +168,25 @@ function newest(cs: ContainerFacts[]): ContainerFacts | undefined {
   return [...cs].sort((a, b) => ((b.startedAt ?? b.createdAt) > (a.startedAt ?? a.createdAt) ? 1 : -1) || (a.id < b.id ? -1 : 1))[0];
 }
 
+/**
+ * A status as compared: canonical, without observedAt and lastHealthAt. The last written status
+ * is the cache's object, the same on every pass until the next write, so its form is kept: an
+ * agent compares every replica of its node on every pass (5 % of a 900-agent hollow process).
+ */
+const comparable = new WeakMap<ReplicaObservedStatus, string>();
+function comparableOf(s: ReplicaObservedStatus): string {
+  let c = comparable.get(s);
+  if (c === undefined) {
+    const { observedAt: _o, lastHealthAt: _l, ...rest } = s;
+    comparable.set(s, (c = canonicalJson(rest)));
+  }
+  return c;
+}
+
 /** True when two statuses differ in anything but observedAt (and a lastHealthAt that moved little). */
 export function statusChanged(prev: ReplicaObservedStatus | undefined, next: ReplicaObservedStatus, healthRefreshMs: number): boolean {
   if (!prev) return true;
-  const strip = ({ observedAt: _o, lastHealthAt: _l, ...rest }: ReplicaObservedStatus) => canonicalJson(rest);
-  if (strip(prev) !== strip(next)) return true;
+  if (comparableOf(prev) !== comparableOf(next)) return true;
   if (prev.lastHealthAt === next.lastHealthAt) return false;
   if (!prev.lastHealthAt || !next.lastHealthAt) return true;
   return Date.parse(next.lastHealthAt) - Date.parse(prev.lastHealthAt) >= healthRefreshMs;

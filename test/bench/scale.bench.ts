@@ -3,7 +3,9 @@
 //   npx tsc -p tsconfig.build.json && flock /tmp/jaco-heavy.lock npx tsx test/bench/scale.bench.ts
 // Environment: SCALE_NODES (1000), SCALE_REPLICAS (10000), SCALE_IDLE_S (60; 300 is the issue's full
 // form), SCALE_ROLL_PARALLELISM (100), SCALE_SCENARIOS (1,2,3,4,5,6: which to run; 7 runs scenario
-// 2 against a 3-member etcd).
+// 2 against a 3-member etcd), SCALE_HOLLOW_PROCS (1: how many hollow-nodes processes share the
+// nodes that are not lost; a real node runs its own agent on its own CPU, while one process runs
+// every hollow agent on one thread).
 // Scenarios: 1 register → Ready; 2 apply 50 deployments → all observed running (goal ≤ 10 s);
 // 3 idle: controller CPU/RSS, hollow RSS, etcd request rate; 4 scheduler leader failover (goal ≤
 // lease TTL + 2 s); 5 rolling update of 1,000 replicas, parallelism 100, and a drain of a node;
@@ -24,6 +26,7 @@ const IDLE_S = Number(process.env.SCALE_IDLE_S ?? 60);
 const ROLL = Math.min(1000, REPLICAS / 10);
 // The issue's 100 (since 5a35506 a pass starts the steps that fit one 128-op act, the next the rest).
 const PARALLELISM = Number(process.env.SCALE_ROLL_PARALLELISM ?? 100);
+const HOLLOW_PROCS = Math.max(1, Number(process.env.SCALE_HOLLOW_PROCS ?? 1));
 const scenarios = new Set((process.env.SCALE_SCENARIOS ?? '1,2,3,4,5,6').split(',').map(Number));
 
 const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -57,8 +60,10 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   const per = REPLICAS / DEPLOYMENTS;
   const live = await watchRunning(c, (_n, r, st) => r.startsWith('scale-') && st.state === 'running');
   const before = await etcdCounters(endpoint);
-  const pids = { etcd: c.etcd.member.process.pid!, controllers: c.procs.find((p) => p.name.startsWith('controllers') && !p.exited())!.child.pid!, hollow: c.procs.find((p) => p.name === 'hollow')!.child.pid! };
-  const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, usage(pid).cpuS]));
+  const hollowPids = c.procs.filter((p) => p.name.startsWith('hollow')).map((p) => p.child.pid!);
+  const pids: Record<string, number[]> = { etcd: [c.etcd.member.process.pid!], controllers: [c.procs.find((p) => p.name.startsWith('controllers') && !p.exited())!.child.pid!], hollow: hollowPids };
+  const cpuOf = (ps: number[]) => ps.reduce((n, pid) => n + usage(pid).cpuS, 0);
+  const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)]));
   const t0 = Date.now();
   // One apply is one transaction (≤ 128 ops, three per deployment): two applies of 25, one after
   // the other (concurrent applies conflict on purpose). Their CLI start-up is in the figure.
@@ -70,7 +75,7 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   await until(`${REPLICAS} running`, () => live.count() >= REPLICAS);
   const total = Date.now() - t0;
   const busy = Object.entries(pids)
-    .map(([k, pid]) => `${k} ${((100 * (usage(pid).cpuS - cpu0[k]!)) / (total / 1000)).toFixed(0)} %`)
+    .map(([k, ps]) => `${k} ${((100 * (cpuOf(ps) - cpu0[k]!)) / (total / 1000)).toFixed(0)} %`)
     .join(', ');
   const after = await etcdCounters(endpoint);
   await live.stop();
@@ -96,15 +101,16 @@ async function singleMember(): Promise<void> {
     // ---------------------------------------------------------------- 1: register → Ready
     const e0 = await etcdCounters(endpoint);
     const t0 = Date.now();
-    const [hollow, lostProc] = await Promise.all([
-      c.startHollow('hollow', { count: NODES - LOST, timeoutMs: 600_000 }),
+    const each = Math.ceil((NODES - LOST) / HOLLOW_PROCS);
+    const [lostProc, hollow] = await Promise.all([
       c.startHollow('lost', { count: LOST, first: NODES - LOST + 1, timeoutMs: 600_000 }),
+      ...Array.from({ length: HOLLOW_PROCS }, (_, k) => c.startHollow(k ? `hollow-${k + 1}` : 'hollow', { count: Math.min(each, NODES - LOST - k * each), first: k * each + 1, timeoutMs: 600_000 })),
     ]);
     lost = lostProc;
     await until(`${NODES} Ready`, async () => (await readyNodes(c.store)).length === NODES, 600_000, 500);
     const e1 = await etcdCounters(endpoint);
     report(
-      `1: ${NODES} hollow nodes (two processes: ${NODES - LOST} + ${LOST}) registered → all Ready in ${s(Date.now() - t0)}; etcd keys ${e1.get('etcd_debugging_mvcc_keys_total')}, DB ${mib(e1.get('etcd_mvcc_db_total_size_in_bytes') ?? 0)}, requests ${[...e1.keys()].filter((k) => k.startsWith('calls ')).reduce((n, k) => n + delta(e0, e1, k), 0)}; hollow RSS ${mib(usage(hollow.child.pid!).rss)} for ${NODES - LOST} nodes; load ${load()}`,
+      `1: ${NODES} hollow nodes (${HOLLOW_PROCS + 1} processes: ${HOLLOW_PROCS > 1 ? `${HOLLOW_PROCS} × ${each}` : NODES - LOST} + ${LOST}) registered → all Ready in ${s(Date.now() - t0)}; etcd keys ${e1.get('etcd_debugging_mvcc_keys_total')}, DB ${mib(e1.get('etcd_mvcc_db_total_size_in_bytes') ?? 0)}, requests ${[...e1.keys()].filter((k) => k.startsWith('calls ')).reduce((n, k) => n + delta(e0, e1, k), 0)}; hollow RSS ${mib(usage(hollow!.child.pid!).rss)} for ${each} nodes; load ${load()}`,
     );
     // ---------------------------------------------------------------- 2: 10,000 replicas
     if (scenarios.has(2)) await scenario2(c, endpoint, '');
@@ -112,7 +118,7 @@ async function singleMember(): Promise<void> {
     if (scenarios.has(3)) {
       await new Promise((r) => setTimeout(r, 10_000)); // let the last passes settle
       const a = usage(controllers.child.pid!);
-      const h = usage(hollow.child.pid!);
+      const h = usage(hollow!.child.pid!);
       const ea = await etcdCounters(endpoint);
       // Every key written while idle, by its first segment: heartbeats and nothing else is the goal.
       const written = new Map<string, number>();
@@ -126,14 +132,14 @@ async function singleMember(): Promise<void> {
       await new Promise((r) => setTimeout(r, IDLE_S * 1000));
       await w.cancel();
       const b = usage(controllers.child.pid!);
-      const hb = usage(hollow.child.pid!);
+      const hb = usage(hollow!.child.pid!);
       const eb = await etcdCounters(endpoint);
       const rate = (k: string) => delta(ea, eb, k) / IDLE_S;
       const byMethod = [...eb.keys()]
         .filter((k) => (k.startsWith('calls ') || k.startsWith('msgs ')) && rate(k) >= 0.05)
         .map((k) => `${k.slice(k.indexOf(' ') + 1)}${k.startsWith('msgs') ? ' (stream msgs)' : ''} ${rate(k).toFixed(1)}/s`);
       report(
-        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB); hollow-nodes (${NODES - LOST} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; keys written, by prefix: ${[...written].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; load ${load()}`,
+        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB); hollow-nodes (the first process, ${each} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; keys written, by prefix: ${[...written].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; load ${load()}`,
       );
     }
     // ---------------------------------------------------------------- 4: failover
