@@ -799,6 +799,21 @@ describe('deleted deployments and services, and the status record', () => {
     refusedByCounter(w, stale, 'app-web-node-4');
   });
 
+  it('a completion compares the disruption ledger it judged: a move started meanwhile refuses it (breadth sim seed 30302)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    const stale = aboutToComplete(w);
+    const ledger = w.versioned(keys.disruptions('app', 'web'));
+    const d = decide(stale, w.now, CFG);
+    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.disruptions('app', 'web'), modRevision: ledger?.modRevision ?? 0 });
+    // A drain's move start, decided from the same state, lands first: it records itself in the ledger.
+    w.put(keys.disruptions('app', 'web'), { apiVersion: API_VERSION, kind: 'DisruptionLedger', metadata: { name: 'app-web' }, spec: { deployment: 'app', service: 'web', sequence: 99, last: { replica: 'app-web-1', by: 'drain', kind: 'move', at: new Date(w.now).toISOString() } } });
+    const conflicts = w.conflicts;
+    w.commit(d);
+    expect(w.conflicts).toBeGreaterThan(conflicts);
+    expect(w.plan()!.state).toBe('in_progress');
+  });
+
   it('a completion compares the heartbeat of every node it excused as NotReady: an agent alive after all refuses it', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });

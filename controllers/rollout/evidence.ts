@@ -15,8 +15,14 @@
 //     — so the act compares the counter at the revision judged (absent: 0). Simulation seeds
 //     66901, 69100 (indexed); the breadth variant's global services (test/sim/sim-breadth.test.ts).
 //
+//   - A move started meanwhile (a drain's or the rebalancer's, decided from the same state): its
+//     destination can bring into view a container the rollout never judged — an old one left on
+//     that node by an earlier re-placement, whose agent has not stopped it yet. Every voluntary
+//     disruption records itself in the service's disruption ledger, in the same transaction, so the
+//     act compares the ledger at the revision judged. Simulation seed 30302 (breadth variant).
+//
 // A refused completion is decided again from a cache that has caught up (or been healed by its
-// consistency check). Two or three compares, whatever the size of the service.
+// consistency check). A few compares, whatever the size of the service.
 import { keys } from '../../src/api/keys.js';
 import type { Op } from '../../src/store/writer.js';
 
@@ -26,11 +32,17 @@ export interface EvidenceRevisions {
   heartbeatRevisions: ReadonlyMap<string, number>;
   /** Counter mod revisions by `<deployment>/<service>` (absent: no counter). */
   counterRevisions: ReadonlyMap<string, number>;
+  /** Disruption ledgers by `<deployment>/<service>` (absent: none recorded yet). */
+  ledgers: ReadonlyMap<string, { modRevision: number }>;
 }
 
-/** The checks a completion of `deployment/service` carries: its counter, and the heartbeat of every node whose old containers it excused as NotReady. */
+/** The checks a completion of `deployment/service` carries: its counter, its disruption ledger, and the heartbeat of every node whose old containers it excused as NotReady. */
 export function completionGuard(s: EvidenceRevisions, deployment: string, service: string, excusedNodes: Iterable<string>): Op[] {
-  const ops: Op[] = [{ op: 'check', key: keys.counter(deployment, service), modRevision: s.counterRevisions.get(`${deployment}/${service}`) ?? 0 }];
+  const k = `${deployment}/${service}`;
+  const ops: Op[] = [
+    { op: 'check', key: keys.counter(deployment, service), modRevision: s.counterRevisions.get(k) ?? 0 },
+    { op: 'check', key: keys.disruptions(deployment, service), modRevision: s.ledgers.get(k)?.modRevision ?? 0 },
+  ];
   for (const node of [...new Set(excusedNodes)].sort()) ops.push({ op: 'check', key: keys.heartbeat(node), modRevision: s.heartbeatRevisions.get(node) ?? 0 });
   return ops;
 }

@@ -44,6 +44,11 @@
 //                  the replica it had stopped, removed by a scale-down between the decision and
 //                  its commit (controllers/drain/decide.ts keptCopies: a completion compares the
 //                  desired keys of the copies it leaves on the node; drain tables "seed 4453")
+//   seed 30302   — a rollout completed while a drain's move, decided from the same state, landed
+//                  first: its destination brought into view an old container left on that node
+//                  by an earlier re-placement (controllers/rollout/evidence.ts: a completion
+//                  compares the service's disruption ledger, which every move start writes;
+//                  rollout tables "seed 30302")
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -60,7 +65,7 @@ describe('simulation seeds that found bugs', () => {
     expect(sim.quietMs).toBeGreaterThan(0);
   });
 
-  it.each([265, 4453])('breadth seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([265, 4453, 30302])('breadth seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300, breadth: true }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);
