@@ -16,7 +16,7 @@
 // (scale, new image, rollback, cordon, drain, remove node, delete and re-create).
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import { servingTemplate, templateOf } from '../../src/api/serving.js';
+import { templateOf } from '../../src/api/serving.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import {
   API_VERSION,
@@ -880,13 +880,10 @@ export class Sim {
 }
 
 /**
- * Liveness: every wanted replica of every deployment runs once, at the spec its service serves
- * (servingTemplate, the scheduler's and the rollout's own rule): its current spec — or, when the
- * rollout to the deployment's current generation was aborted, the spec it reverted to (seed 001:
- * an aborted rollout stays reverted until the next apply), if the revision record it reverted to
- * is that spec (a re-created deployment numbers its revisions afresh: breadth seed 26425, seed
- * 11639). A hand-written deployment too large for one request has no replica (refused at decide
- * time), and holds nobody else up.
+ * Liveness: every wanted replica of every deployment runs once, at its service's current spec — or,
+ * when the rollout to the deployment's current generation was aborted, at the spec it reverted to
+ * (seed 001: an aborted rollout stays reverted until the next apply). A hand-written deployment
+ * too large for one request has no replica (refused at decide time), and holds nobody else up.
  */
 export function converged(sim: Sim): string | undefined {
   const desired = sim.desired();
@@ -903,10 +900,10 @@ export function converged(sim: Sim): string | undefined {
     for (const [svc, spec] of Object.entries(d.spec.services)) {
       // A global service: one per registered, schedulable, Ready node (globalOnEveryEligibleNode says which is missing).
       const want = placementMode(spec) === 'global' ? sim.nodes.filter((n) => sim.has(keys.node(n)) && !sim.get<{ spec?: { unschedulable?: boolean } }>(keys.node(n))?.spec?.unschedulable && readyNow(sim, n)).length : (spec.replicas ?? 1);
-      const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc));
-      const serving = servingTemplate(d, svc, plan, (n) => sim.get<DeploymentRevision>(keys.revision(d.metadata.name, n)));
       const current = templateOf(d.metadata.generation ?? 1, spec).specHash;
-      const target = serving?.specHash ?? current;
+      const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
+      // Reverted until the next apply (any new generation of the deployment counts).
+      const target = plan?.state === 'aborted' && plan.toRevision === (d.metadata.generation ?? 1) ? plan.fromHash : current;
       const ids = new Set<string>();
       for (const r of desired.filter((x) => x.spec.deployment === d.metadata.name && x.spec.service === svc)) {
         const o = sim.get<ReplicaObserved>(keys.observed(r.spec.node, r.spec.replica));
