@@ -410,6 +410,28 @@ describe('step timeout, abort and revert', () => {
     expect(w.desiredOf('app-web-0')[0]!.spec.template).toMatchObject({ image: 'img:1' });
   });
 
+  it('a plan of a deleted and re-created deployment\'s previous incarnation never governs the new one (breadth sim seed 26425, seed 11639)', () => {
+    const w = running();
+    w.apply('app', { web: svc('img:2') });
+    w.pass();
+    w.now += CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', fromHash: H1, toRevision: 2 });
+    w.converge();
+    // Deleted and re-created before any rollout pass saw the deletion: the new incarnation numbers
+    // its revisions afresh and reaches generation 2 (the old plan's toRevision); the replicas the
+    // scheduler had not yet removed still run img:1.
+    w.remove(keys.deployment('app'));
+    for (const r of [1, 2]) w.remove(keys.revision('app', r));
+    w.apply('app', { web: svc('img:3', { replicas: 2 }) });
+    w.apply('app', { web: svc('img:3') });
+    w.pass();
+    // Not reverted to the old incarnation's img:1: a new plan toward img:3, made for this incarnation.
+    const created = w.versioned(keys.deployment('app'))!.createRevision;
+    expect(w.plan()).toMatchObject({ state: 'in_progress', fromHash: H1, toHash: H3, toRevision: 2, incarnation: created });
+    expect(w.hashes()).toContain(H3);
+  });
+
   it('update.stepTimeout of the service overrides the default', () => {
     const w = running();
     w.apply('app', { web: svc('img:2', { update: { stepTimeout: '5s' } }) });

@@ -6,7 +6,7 @@ import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { canonicalJson, startsFirst } from '../../src/api/spec.js';
-import { servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
+import { planOfIncarnation, servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
 import {
   API_VERSION,
   type Deployment,
@@ -339,6 +339,7 @@ function createPlan(pass: ServicePass, target: ServingTemplate, stale: ReplicaGr
     state: 'in_progress',
     startedAt: c.iso,
     steps: [],
+    incarnation: c.deployment.createRevision,
     // A canary is tried beside old replicas: with none to step (a service re-created mid-rollout, found
     // by the canary simulation, seed 490) there is nothing to compare it with, nor to go back to.
     ...(c.controls.canary > 0 && stale.length ? { canary: { replicas: c.controls.canary } } : {}),
@@ -850,10 +851,12 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
     // spec.update.atomic: one service's failure (stored, or decided earlier in this pass) sends
     // every other service back; services decided before it follow on the next pass.
     const atomic = !!dv.value.spec.update?.atomic;
-    const stored = atomic ? unitFailureOf([...s.plans.values()].map((p) => p.value.spec).filter((p) => p.deployment === name), generation) : undefined;
+    const stored = atomic ? unitFailureOf([...s.plans.values()].filter((p) => p.value.spec.deployment === name && planOfIncarnation(dv, p.value)).map((p) => p.value.spec), generation) : undefined;
     let unitFailed: UnitFailure | undefined = stored && { service: stored.service, reason: stored.reason as FailureReason };
     for (const service of Object.keys(dv.value.spec.services).sort()) {
-      const plan = s.plans.get(`${name}/${service}`);
+      // A plan of the deployment's previous incarnation (deleted and re-created) is none; it is replaced or deleted below.
+      const kept = s.plans.get(`${name}/${service}`);
+      const plan = kept && planOfIncarnation(dv, kept.value) ? kept : undefined;
       const groups = replicaGroups(s, name, service, now);
       const ctx: ServiceCtx = {
         ledger,
@@ -880,10 +883,14 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
         services[service] = { ...serviceRolloutStatus(pass.plan), ...(pass.canary && live(pass.plan) ? { canary: pass.canary } : {}) };
         if (pass.plan.state === 'in_progress') inProgress++;
       }
-      const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(plan?.value.spec);
+      const planChanged = pass.plan && canonicalJson(pass.plan) !== canonicalJson(kept?.value.spec);
+      if (!pass.plan && kept && !plan) {
+        acts.push({ label: `rollout ${name}/${service} (previous incarnation)`, ops: [{ op: 'delete', key: kept.key, modRevision: kept.modRevision }], audit: [], metrics: [] });
+        continue;
+      }
       if (!planChanged && !pass.ops.length) continue;
       const key = keys.rollout(name, service);
-      const planOp: Op = plan ? { op: 'update', key, value: planObject(pass.plan!), modRevision: plan.modRevision } : { op: 'create', key, value: planObject(pass.plan!) };
+      const planOp: Op = kept ? { op: 'update', key, value: planObject(pass.plan!), modRevision: kept.modRevision } : { op: 'create', key, value: planObject(pass.plan!) };
       acts.push({ label: `rollout ${name}/${service}`, ops: [planOp, ...pass.ops], audit: pass.audit, metrics: pass.metrics });
     }
     const st = s.statuses.get(name);

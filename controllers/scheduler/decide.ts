@@ -330,7 +330,7 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
   const d = snap.deployments.get(dep)!.value;
   // What new replicas get (hashing the spec is not free: only when something is placed).
   let served: ServingTemplate | undefined;
-  const template = () => (served ??= servingTemplate(d, svc, snap.rollouts.get(`${dep}/${svc}`), (n) => snap.revisions.get(keys.revision(dep, n)))!);
+  const template = () => (served ??= servingTemplate(d, svc, pass.rolloutPlan(dep, svc), (n) => snap.revisions.get(keys.revision(dep, n)))!);
   const st: ServiceSchedulingStatus = { desired: 0, placed: 0 };
   const replicas = snap.replicas.service(dep, svc);
   const unreadable = frozenOf(snap, dep, svc);
@@ -361,7 +361,7 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
       // A rollout's canaries (canary.ts) are a pool of their own beside the replicas: each pool is
       // scaled to what is wanted of it — the canaries to none once their rollout has ended — so a
       // canary never stands in for a replica, nor a replica for a canary.
-      const canary = canariesWanted(snap.rollouts.get(`${dep}/${svc}`));
+      const canary = canariesWanted(pass.rolloutPlan(dep, svc));
       const canaryWant = canary?.count ?? 0;
       kept = replaceLost(pass, [...scaleDown(pass, kept.filter((e) => !isCanary(e)), want), ...scaleDown(pass, kept.filter(isCanary), canaryWant)], spec, st);
       // Replicas stopped by preemption stay members (no new index replaces them): placed again when they fit.

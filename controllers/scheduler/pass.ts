@@ -3,7 +3,8 @@
 // host, and the few operations several jobs do (remove a replica, delete a key, ask to be woken).
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import type { HoleFor, ReplicaCommand } from '../../src/api/types.js';
+import { planOfIncarnation } from '../../src/api/serving.js';
+import type { HoleFor, ReplicaCommand, RolloutPlan } from '../../src/api/types.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
@@ -112,6 +113,13 @@ export class SchedulerPass {
   /** Preconditions of an act placing on `host`: its node and drain keys are as judged (no cordon or drain landed since). */
   guard(host: string): Op[] {
     return eligibilityGuard(this.snap.eligibility, host);
+  }
+
+  /** A service's rollout plan, if it is of the deployment's current incarnation (serving.ts planOfIncarnation). */
+  rolloutPlan(dep: string, svc: string): RolloutPlan | undefined {
+    const d = this.snap.deployments.get(dep);
+    const p = this.snap.rollouts.get(`${dep}/${svc}`);
+    return d ? planOfIncarnation(d, p) : p;
   }
 
   wake(at: number | undefined): void {

@@ -25,7 +25,7 @@ export function relocate(pass: SchedulerPass, e: ReplicaEntry, c: Copy, cause: R
   const s = c.desired.spec;
   if (cause === 'degraded' || isStateful(s.template) || placementMode(s.template) === 'global') return false;
   if (s.relocated?.generation === generation) return false;
-  const plan = pass.snap.rollouts.get(`${e.deployment}/${e.service}`)?.spec;
+  const plan = pass.rolloutPlan(e.deployment, e.service)?.spec;
   if (plan && (plan.state === 'in_progress' || plan.state === 'paused') && plan.toHash === s.specHash) return false;
   const placement = pass.snap.deployments.get(e.deployment)?.value.spec.services[e.service]?.placement;
   const req: PlacementRequest = { replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: { ...s.template, placement }, exclude: [s.node] };

@@ -513,6 +513,7 @@ const KINDS: KindDef[] = [
         toRevision: int({ minimum: 1 }),
         fromHash: str(),
         toHash: str(),
+        incarnation: int({ minimum: 1, description: 'The create revision of the deployment key the plan was made for: a plan of a deleted and re-created deployment\'s previous incarnation never governs the new one.' }),
         totalSteps: int({ minimum: 0 }),
         currentStep: int({ minimum: 0 }),
         state: str({ enum: ['in_progress', 'paused', 'completed', 'aborted'] }),

@@ -19,6 +19,18 @@ export interface ServingTemplate {
  * The template new replicas of `service` get. `revisionSpec(n)` returns the stored spec of
  * revision n (revisions/<name>/<n>), or undefined when it is gone.
  */
+/**
+ * The plan of a service as it bears on the deployment's current incarnation: a plan made before
+ * the deployment was deleted and re-created (its `incarnation` another create revision of the
+ * deployment key) is none — the new incarnation's revision numbers may repeat the old ones, and an
+ * old aborted plan would otherwise send the new replicas back to the old incarnation's spec
+ * (breadth simulation, seed 26425).
+ */
+export function planOfIncarnation<P extends { spec: { incarnation?: number } }>(deployment: { createRevision: number }, plan: P | undefined): P | undefined {
+  const made = plan?.spec.incarnation;
+  return made === undefined || made === deployment.createRevision ? plan : undefined;
+}
+
 export function servingTemplate(
   deployment: Deployment,
   service: string,

@@ -619,6 +619,12 @@ export interface RolloutPlanSpec {
   steps: RolloutStep[];
   /** With update.canary: no replica is stepped until the canaries are promoted. */
   canary?: RolloutCanary;
+  /**
+   * The create revision of the deployment key the plan was made for. A deployment deleted and
+   * re-created is another incarnation, which numbers its revisions afresh: a plan of the previous
+   * one never governs it (absent in plans written before this field: taken as the current one).
+   */
+  incarnation?: number;
 }
 /** rollouts/<deployment>/<service>: written by the rollout controller only. */
 export type RolloutPlan = JacoObject<'RolloutPlan', RolloutPlanSpec, never>;

@@ -49,6 +49,14 @@
 //                  by an earlier re-placement (controllers/rollout/evidence.ts: a completion
 //                  compares the service's disruption ledger, which every move start writes;
 //                  rollout tables "seed 30302")
+//   seed 26425   — a deployment deleted and re-created before a pass saw the deletion: its first
+//                  rollout (from the replicas the previous incarnation left) aborted with nothing
+//                  left to revert to, so the current spec serves — the liveness check wrongly
+//                  expected the plan's fromHash. The check now asks what the rollout does: revert
+//                  only to a spec with a revision record or a replica still at it. Beside it, a
+//                  real defect of the same ground: a plan of the previous incarnation governed the
+//                  new one (RolloutPlanSpec.incarnation, serving.ts planOfIncarnation; rollout
+//                  table "previous incarnation")
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SimClock } from './clock.js';
 import { Sim } from './world.js';
@@ -65,7 +73,7 @@ describe('simulation seeds that found bugs', () => {
     expect(sim.quietMs).toBeGreaterThan(0);
   });
 
-  it.each([265, 4453, 30302])('breadth seed %i: invariants hold and the cluster converges', async (seed) => {
+  it.each([265, 4453, 30302, 26425])('breadth seed %i: invariants hold and the cluster converges', async (seed) => {
     const sim = new Sim(seed, { nodes: 4, steps: 550, quietSteps: 300, breadth: true }, timers);
     await sim.run();
     expect(sim.quietMs).toBeGreaterThan(0);

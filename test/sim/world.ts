@@ -902,8 +902,15 @@ export function converged(sim: Sim): string | undefined {
       const want = placementMode(spec) === 'global' ? sim.nodes.filter((n) => sim.has(keys.node(n)) && !sim.get<{ spec?: { unschedulable?: boolean } }>(keys.node(n))?.spec?.unschedulable && readyNow(sim, n)).length : (spec.replicas ?? 1);
       const current = templateOf(d.metadata.generation ?? 1, spec).specHash;
       const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
-      // Reverted until the next apply (any new generation of the deployment counts).
-      const target = plan?.state === 'aborted' && plan.toRevision === (d.metadata.generation ?? 1) ? plan.fromHash : current;
+      // Reverted until the next apply (any new generation of the deployment counts) — if there is
+      // something to revert to: the revision record of that spec, or a replica still at it (the
+      // rollout's fromTemplate). Otherwise the current spec serves: a re-created deployment's first
+      // rollout, from replicas its previous incarnation left, aborted once none of them was left
+      // (breadth seed 26425; seed 11639 is the other branch).
+      const reverted = plan?.state === 'aborted' && plan.toRevision === (d.metadata.generation ?? 1);
+      const rec = reverted ? sim.get<DeploymentRevision>(keys.revision(d.metadata.name, plan.fromRevision))?.spec.template.services[svc] : undefined;
+      const canRevert = reverted && ((rec && templateOf(plan.fromRevision, rec).specHash === plan.fromHash) || desired.some((x) => x.spec.deployment === d.metadata.name && x.spec.service === svc && x.spec.specHash === plan.fromHash));
+      const target = canRevert ? plan!.fromHash : current;
       const ids = new Set<string>();
       for (const r of desired.filter((x) => x.spec.deployment === d.metadata.name && x.spec.service === svc)) {
         const o = sim.get<ReplicaObserved>(keys.observed(r.spec.node, r.spec.replica));

@@ -100,7 +100,7 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
   clone(): MemoryStore {
     const c = new MemoryStore(Object.fromEntries(Object.entries(this.sources).map(([n, src]) => [n, src.spec])));
     c.rev = this.rev;
-    for (const s of [...this.data.values()].sort((a, b) => a.modRevision - b.modRevision)) c.write(s.key, s.text, s.modRevision, s.lease);
+    for (const s of [...this.data.values()].sort((a, b) => a.modRevision - b.modRevision)) c.write(s.key, s.text, s.modRevision, s.lease, s);
     c.pending = [];
     return c;
   }
@@ -160,9 +160,10 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     this.flush();
   }
 
-  private write(key: string, text: string, rev: number, lease?: string): void {
+  /** Writes a key at `rev`; `as` keeps a copied key's create revision and version (clone). */
+  private write(key: string, text: string, rev: number, lease?: string, as?: Pick<Stored, 'createRevision' | 'version'>): void {
     const prev = this.data.get(key);
-    const s: Stored = { key, text, modRevision: rev, createRevision: prev?.createRevision ?? rev, version: (prev?.version ?? 0) + 1, ...(lease ? { lease } : {}) };
+    const s: Stored = { key, text, modRevision: rev, createRevision: as?.createRevision ?? prev?.createRevision ?? rev, version: as?.version ?? (prev?.version ?? 0) + 1, ...(lease ? { lease } : {}) };
     this.data.set(key, s);
     const top = topOf(key);
     let set = this.byTop.get(top);
