@@ -200,6 +200,16 @@ function running(spec: ServiceSpec = svc('img:1'), n = 3): World {
   return w;
 }
 
+/** Three replicas of img:1 rolled to `spec` (img:2), whose first step never got ready: aborted on the step timeout. */
+function timedOut(spec: ServiceSpec = svc('img:2')): World {
+  const w = running();
+  w.apply('app', { web: spec });
+  w.pass();
+  w.now += CFG.stepTimeoutMs;
+  w.pass();
+  return w;
+}
+
 /** A running service (img:1) with this update block, and the apply that rolls it to img:2; no pass yet. */
 function rollingTo2(update: ServiceSpec['update'], n = 3): World {
   const w = running(svc('img:1', { replicas: n, update }), n);
@@ -411,11 +421,7 @@ describe('step timeout, abort and revert', () => {
   });
 
   it('a plan of a deleted and re-created deployment\'s previous incarnation never governs the new one (breadth sim seed 26425, seed 11639)', () => {
-    const w = running();
-    w.apply('app', { web: svc('img:2') });
-    w.pass();
-    w.now += CFG.stepTimeoutMs;
-    w.pass();
+    const w = timedOut();
     expect(w.plan()).toMatchObject({ state: 'aborted', fromHash: H1, toRevision: 2 });
     w.converge();
     // Deleted and re-created before any rollout pass saw the deletion: the new incarnation numbers
@@ -505,11 +511,7 @@ describe('step timeout, abort and revert', () => {
   });
 
   it('the scheduler places new replicas at the old revision after an abort (servingTemplate)', () => {
-    const w = running();
-    w.apply('app', { web: svc('img:2', { replicas: 4 }) });
-    w.pass();
-    w.now += CFG.stepTimeoutMs;
-    w.pass();
+    const w = timedOut(svc('img:2', { replicas: 4 }));
     w.place('app', 'web', 3, 'node-1');
     expect(w.hashes()[3]).toBe(H1);
     w.converge();
@@ -537,11 +539,7 @@ describe('step timeout, abort and revert', () => {
   });
 
   it('a new apply after an abort starts a new rollout from the revision that kept serving', () => {
-    const w = running();
-    w.apply('app', { web: svc('img:2') });
-    w.pass();
-    w.now += CFG.stepTimeoutMs;
-    w.pass();
+    const w = timedOut();
     w.converge();
     w.pass();
     w.apply('app', { web: svc('img:3') });
