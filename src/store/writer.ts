@@ -170,38 +170,67 @@ const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key
  * splitting an act, and never putting into one transaction two acts that write one key (etcd
  * refuses a duplicate key) or an act that compares a key an earlier act of it writes (a
  * transaction evaluates every compare before any write, and the later act's precondition is meant
- * for the earlier one's result).
+ * for the earlier one's result). Acts come one at a time (a commit may be fed while its pass still
+ * decides: Committer); `add` hands back the transaction an act closed, `close` the open one.
  */
-export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
-  const base = fenced ? 1 : 0; // the fence takes one compare of every transaction
-  const txns: A[][] = [];
-  let cur: A[] = [];
-  let compares = base;
-  let writes = 0;
-  let bytes = 0;
-  let written = new Set<string>();
-  for (const act of acts) {
+export class Packer<A extends Act> {
+  private readonly base: number;
+  private cur: A[] = [];
+  private compares = 0;
+  private writes = 0;
+  private bytes = 0;
+  private written = new Set<string>();
+
+  constructor(
+    private readonly maxOps = MAX_TXN_OPS,
+    fenced = false,
+    private readonly maxBytes = MAX_REQUEST_BYTES,
+  ) {
+    this.base = fenced ? 1 : 0; // the fence takes one compare of every transaction
+    this.compares = this.base;
+  }
+
+  /** Adds an act; returns the transaction it closed, if it did not fit the open one. */
+  add(act: A): A[] | undefined {
     const size = txnCounts(act.ops, false);
     const b = actBytes(act.ops);
-    if (base + size.compares > maxOps || size.writes > maxOps) throw new Error(`act ${act.label ?? ''} has ${size.writes} writes and ${size.compares} compares; a transaction holds at most ${maxOps} of each`);
-    if (b > maxBytes) throw new TooLargeError(`act ${act.label ?? ''}`, b, maxBytes);
-    const keys = writtenKeys(act.ops);
-    const follows = act.ops.some((o) => (o.op === 'checkRange' ? [...written].some((w) => w.startsWith(o.key)) : written.has(o.key)));
-    if (cur.length && (compares + size.compares > maxOps || writes + size.writes > maxOps || bytes + b > maxBytes || follows)) {
-      txns.push(cur);
-      cur = [];
-      compares = base;
-      writes = 0;
-      bytes = 0;
-      written = new Set();
-    }
-    cur.push(act);
-    compares += size.compares;
-    writes += size.writes;
-    bytes += b;
-    for (const k of keys) written.add(k);
+    if (this.base + size.compares > this.maxOps || size.writes > this.maxOps)
+      throw new Error(`act ${act.label ?? ''} has ${size.writes} writes and ${size.compares} compares; a transaction holds at most ${this.maxOps} of each`);
+    if (b > this.maxBytes) throw new TooLargeError(`act ${act.label ?? ''}`, b, this.maxBytes);
+    const follows = act.ops.some((o) => (o.op === 'checkRange' ? [...this.written].some((w) => w.startsWith(o.key)) : this.written.has(o.key)));
+    const full = this.compares + size.compares > this.maxOps || this.writes + size.writes > this.maxOps || this.bytes + b > this.maxBytes;
+    const closed = this.cur.length && (full || follows) ? this.close() : undefined;
+    this.cur.push(act);
+    this.compares += size.compares;
+    this.writes += size.writes;
+    this.bytes += b;
+    for (const k of writtenKeys(act.ops)) this.written.add(k);
+    return closed;
   }
-  if (cur.length) txns.push(cur);
+
+  /** Closes the open transaction (undefined when it is empty). */
+  close(): A[] | undefined {
+    if (!this.cur.length) return undefined;
+    const txn = this.cur;
+    this.cur = [];
+    this.compares = this.base;
+    this.writes = 0;
+    this.bytes = 0;
+    this.written = new Set();
+    return txn;
+  }
+}
+
+/** Every act packed into transactions at once (Packer). */
+export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
+  const packer = new Packer<A>(maxOps, fenced, maxBytes);
+  const txns: A[][] = [];
+  for (const a of acts) {
+    const t = packer.add(a);
+    if (t) txns.push(t);
+  }
+  const last = packer.close();
+  if (last) txns.push(last);
   return txns;
 }
 
@@ -240,39 +269,50 @@ export const MAX_IN_FLIGHT = 16;
  * For each transaction (a group of acts, in plan order), the earlier ones it must wait for: those
  * that write a key it compares or writes, and those that compare a key it writes (an act's
  * compare is meant for the state the acts planned before it leave, or find). Transactions that
- * share no key are independent and may land in any order.
+ * share no key are independent and may land in any order. Fed one transaction at a time, as a
+ * commit is (Committer).
  */
-export function dependencies(groups: readonly (readonly Act[])[]): number[][] {
-  const lastWrite = new Map<string, number>();
-  const readSince = new Map<string, number[]>();
-  const ranges: { prefix: string; group: number }[] = [];
-  const written: { key: string; group: number }[] = [];
-  return groups.map((g, i) => {
+export class Dependencies {
+  private readonly lastWrite = new Map<string, number>();
+  private readonly readSince = new Map<string, number[]>();
+  private readonly ranges: { prefix: string; group: number }[] = [];
+  private readonly written: { key: string; group: number }[] = [];
+  private count = 0;
+
+  /** The earlier transactions the next one waits for, ascending. */
+  next(group: readonly Act[]): number[] {
+    const i = this.count++;
     const deps = new Set<number>();
-    const ops = g.flatMap((a) => a.ops);
-    for (const o of ops) {
-      if (o.op === 'checkRange') {
-        for (const w of written) if (w.key.startsWith(o.key)) deps.add(w.group);
-        ranges.push({ prefix: o.key, group: i });
-        continue;
+    for (const a of group)
+      for (const o of a.ops) {
+        if (o.op === 'checkRange') {
+          for (const w of this.written) if (w.key.startsWith(o.key)) deps.add(w.group);
+          this.ranges.push({ prefix: o.key, group: i });
+          continue;
+        }
+        const w = this.lastWrite.get(o.key);
+        if (w !== undefined) deps.add(w);
+        if (!isWrite(o)) {
+          const r = this.readSince.get(o.key);
+          if (r) r.push(i);
+          else this.readSince.set(o.key, [i]);
+          continue;
+        }
+        for (const r of this.readSince.get(o.key) ?? []) deps.add(r);
+        for (const r of this.ranges) if (o.key.startsWith(r.prefix)) deps.add(r.group);
+        this.readSince.delete(o.key);
+        this.lastWrite.set(o.key, i);
+        this.written.push({ key: o.key, group: i });
       }
-      const w = lastWrite.get(o.key);
-      if (w !== undefined) deps.add(w);
-      if (!isWrite(o)) {
-        const r = readSince.get(o.key);
-        if (r) r.push(i);
-        else readSince.set(o.key, [i]);
-        continue;
-      }
-      for (const r of readSince.get(o.key) ?? []) deps.add(r);
-      for (const r of ranges) if (o.key.startsWith(r.prefix)) deps.add(r.group);
-      readSince.delete(o.key);
-      lastWrite.set(o.key, i);
-      written.push({ key: o.key, group: i });
-    }
     deps.delete(i);
     return [...deps].sort((a, b) => a - b);
-  });
+  }
+}
+
+/** The dependencies of every transaction of a commit at once. */
+export function dependencies(groups: readonly (readonly Act[])[]): number[][] {
+  const d = new Dependencies();
+  return groups.map((g) => d.next(g));
 }
 
 /** One transaction of acts; if a precondition fails, each act alone, in order (etcd does not say which one failed). */
@@ -300,6 +340,8 @@ async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence
   }
 }
 
+const emptyResult = <A extends Act>(): CommitResult<A> => ({ committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 });
+
 /**
  * Commits acts in as few transactions as the limits allow, each act landing or failing on its own:
  * a batch that fails a precondition is retried act by act. An act that can never fit is refused
@@ -308,54 +350,107 @@ async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence
  * key lands in plan order and breaks where one fails. A failed fence throws FencedError; any
  * other error (etcd away, a lost response) throws too, once every transaction already sent has
  * its answer, and no further one is sent — the caller decides again from what its cache shows.
+ *
+ * A commit can be fed while its pass still decides (a controller deciding in steps, runner.ts):
+ * `add` sends every transaction its acts fill, `flush` the partly filled one too, and `finish`
+ * sends the rest and gives the result, in the order the acts were added. Fed at once, it packs
+ * exactly as a whole plan would.
  */
-export async function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
-  const result: CommitResult<A> = { committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 };
-  const fit: A[] = [];
-  for (const act of acts) {
-    const why = unfit(act.ops, !!fence);
-    if (why) result.refused.push({ act, ...why });
-    else fit.push(act);
+export class Committer<A extends Act> {
+  private readonly packer: Packer<A>;
+  private readonly deps = new Dependencies();
+  private readonly refused: CommitResult<A>['refused'] = [];
+  /** Per transaction sent: its outcome, and when it has its answer. */
+  private readonly outs: CommitResult<A>[] = [];
+  private readonly done: Promise<void>[] = [];
+  private failed: unknown;
+  private inFlight = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly fence?: Fence,
+  ) {
+    this.packer = new Packer<A>(MAX_TXN_OPS, !!fence);
   }
-  const groups = packActs(fit, MAX_TXN_OPS, !!fence);
-  if (groups.length === 1) {
-    await commitGroup(store, groups[0]!, fence, result);
+
+  /** Whether a transaction failed with an error (nothing more is sent). */
+  get broken(): boolean {
+    return this.failed !== undefined;
+  }
+
+  /** Takes acts in plan order; sends each transaction they fill. */
+  add(acts: readonly A[]): void {
+    for (const act of acts) {
+      const why = unfit(act.ops, !!this.fence);
+      if (why) this.refused.push({ act, ...why });
+      else {
+        const txn = this.packer.add(act);
+        if (txn) this.send(txn);
+      }
+    }
+  }
+
+  /** Sends the partly filled transaction too (the pass goes on deciding: what it has should not wait). */
+  flush(): void {
+    const txn = this.packer.close();
+    if (txn) this.send(txn);
+  }
+
+  /** Sends what is left and waits for every answer; throws the first error (after every answer). */
+  async finish(): Promise<CommitResult<A>> {
+    this.flush();
+    await Promise.all(this.done);
+    if (this.failed !== undefined) throw this.failed;
+    const result = emptyResult<A>();
+    result.refused.push(...this.refused);
+    for (const o of this.outs) {
+      result.committed.push(...o.committed);
+      for (const [a, r] of o.landedAt) result.landedAt.set(a, r);
+      result.conflicted.push(...o.conflicted);
+      result.transactions += o.transactions;
+    }
     return result;
   }
-  const deps = dependencies(groups);
-  const outs = groups.map((): CommitResult<A> => ({ committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 }));
-  let failed: unknown;
-  let inFlight = 0;
-  const queue: (() => void)[] = [];
-  const slot = () => (inFlight < MAX_IN_FLIGHT ? (inFlight++, Promise.resolve()) : new Promise<void>((r) => queue.push(r)));
-  const release = () => {
-    const next = queue.shift();
-    if (next) next();
-    else inFlight--;
-  };
-  const done: Promise<void>[] = [];
-  groups.forEach((g, i) => {
-    done[i] = Promise.all(deps[i]!.map((d) => done[d]))
-      .then(slot)
+
+  private send(txn: A[]): void {
+    const i = this.outs.length;
+    const out = emptyResult<A>();
+    this.outs.push(out);
+    const after = this.deps.next(txn).map((d) => this.done[d]);
+    this.done[i] = Promise.all(after)
+      .then(() => this.slot())
       .then(async () => {
         try {
-          if (failed === undefined) await commitGroup(store, g, fence, outs[i]!);
+          if (this.failed === undefined) await commitGroup(this.store, txn, this.fence, out);
         } catch (e) {
-          failed ??= e;
+          this.failed ??= e;
         } finally {
-          release();
+          this.release();
         }
       });
-  });
-  await Promise.all(done);
-  if (failed !== undefined) throw failed;
-  for (const o of outs) {
-    result.committed.push(...o.committed);
-    for (const [a, r] of o.landedAt) result.landedAt.set(a, r);
-    result.conflicted.push(...o.conflicted);
-    result.transactions += o.transactions;
   }
-  return result;
+
+  private slot(): Promise<void> {
+    if (this.inFlight < MAX_IN_FLIGHT) {
+      this.inFlight++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((r) => this.queue.push(r));
+  }
+
+  private release(): void {
+    const next = this.queue.shift();
+    if (next) next();
+    else this.inFlight--;
+  }
+}
+
+/** Commits a whole plan's acts (Committer, fed at once). */
+export function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
+  const c = new Committer<A>(store, fence);
+  c.add(acts);
+  return c.finish();
 }
 
 /** commitEach for writers that want only what landed and what conflicted (refusals throw). */

@@ -6,7 +6,7 @@ import { ConflictError, FencedError } from '../../src/store/errors.js';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
-import { commitActs, commitAtomic, commitEach, type Act } from '../../src/store/writer.js';
+import { commitActs, commitAtomic, commitEach, Committer, type Act } from '../../src/store/writer.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
@@ -98,6 +98,40 @@ describe('batched writer', () => {
     const broken = await commitEach(store, [chain(5), chain(3)]);
     expect(broken.committed.map((a) => a.label)).toEqual(['c3']);
     expect(broken.conflicted.map((a) => a.label)).toEqual(['c5']);
+  });
+
+  it('a commit fed while its pass decides sends what it has at once; a chain spread over its steps still lands in order', async () => {
+    const store = etcd.store();
+    const chain = (k: number): Act => ({
+      label: `c${k}`,
+      ops: [...(k === 0 ? [{ op: 'create' as const, key: 'seq', value: counter(0) }] : [{ op: 'check' as const, key: 'seq', version: k }, { op: 'put' as const, key: 'seq', value: counter(k) }]), { op: 'create', key: `step/${k}`, value: counter(k) }],
+    });
+    const c = new Committer<Act>(store);
+    c.add([chain(0), chain(1)]);
+    c.flush();
+    // Sent before the rest is even decided: the first step is in etcd while the commit is open.
+    await eventually(async () => (await store.get('step/1')) !== undefined, { what: 'the first step landed before finish' });
+    c.add([chain(2)]);
+    c.flush();
+    c.add([chain(3), chain(5)]);
+    const res = await c.finish();
+    expect(res.committed.map((a) => a.label)).toEqual(['c0', 'c1', 'c2', 'c3']);
+    expect(res.conflicted.map((a) => a.label)).toEqual(['c5']);
+    expect((await store.get<{ spec: { next: number } }>('seq'))!.value.spec.next).toBe(3);
+  });
+
+  it('a fenced commit fed in steps sends nothing after the fence failed', async () => {
+    const store = etcd.store();
+    await commitAtomic(store, [{ ops: [{ op: 'put', key: 'leaders/x/1', value: counter(0) }] }]);
+    const held = (await store.get('leaders/x/1'))!;
+    const fence = { controller: 'x', key: 'leaders/x/1', createRevision: held.createRevision + 1 }; // not the key's: refused
+    const c = new Committer<Act>(store, fence);
+    c.add([{ label: 'a', ops: [{ op: 'create', key: 'f/a', value: counter(1) }] }]);
+    c.flush();
+    await eventually(() => c.broken, { what: 'the fence refused the first transaction' });
+    c.add([{ label: 'b', ops: [{ op: 'create', key: 'f/b', value: counter(2) }] }]);
+    await expect(c.finish()).rejects.toThrow(FencedError);
+    expect(await store.countPrefix('f/')).toBe(0);
   });
 });
 
