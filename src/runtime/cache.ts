@@ -101,6 +101,14 @@ export class Cache extends EventEmitter<CacheEvents> {
     return name in this.feed.sources;
   }
 
+  /**
+   * Holds the cache still (Feed.hold) until the returned function is called: a pass that decides
+   * in steps, letting I/O run between them, reads one unchanging cut of the store throughout.
+   */
+  hold(): () => void {
+    return this.feed.hold?.() ?? (() => undefined);
+  }
+
   /** What is stored under one prefix. */
   kind<T>(name: Watchable): SourceState<T> {
     const s = this.feed.sources[name];

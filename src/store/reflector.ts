@@ -220,6 +220,11 @@ export interface Feed {
   /** Every change of `key` up to this revision has been applied (its watch's revision; default: revision). */
   revisionFor?(key: string): number;
   readonly synced: boolean;
+  /**
+   * Holds what the feed shows still until the returned function is called: changes that arrive
+   * meanwhile wait, in order (a pass that decides in steps reads one unchanging cut between them).
+   */
+  hold?(): () => void;
   on<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
   off<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
   start(): Promise<void>;
@@ -276,6 +281,9 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   private checkTimer?: NodeJS.Timeout;
   /** Per source, the revision up to which the consistency check (or a list) found it right. */
   private readonly checkedAt = new Map<SourceState, number>();
+  /** Holds in force (hold()), and what waits for them to end, in arrival order. */
+  private holds = 0;
+  private readonly waiting: (() => void)[] = [];
   constructor(
     private readonly store: Store,
     specs: Record<string, SourceSpec>,
@@ -321,6 +329,28 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     this.stopped = true;
     clearInterval(this.checkTimer);
     await Promise.all(this.streams.map((s) => this.closeStream(s)));
+  }
+
+  /**
+   * Nothing changes what the sources hold until the returned release is called: watch responses,
+   * progress notifications and a relist's result wait, then apply in the order they came. The
+   * watches keep reading meanwhile, so etcd never finds this client a slow watcher.
+   */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds > 0) return;
+      while (this.waiting.length && !this.holds) this.waiting.shift()!();
+    };
+  }
+
+  /** Runs `fn` now, or once no hold is in force. */
+  private whenFree(fn: () => void): void {
+    if (this.holds) this.waiting.push(fn);
+    else fn();
   }
 
   // ------------------------------------------------------------------ list
@@ -375,6 +405,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       revision ||= r.revision;
       listed.set(src, staged);
     }
+    if (this.holds) await new Promise<void>((r) => this.waiting.push(r));
     if (this.stopped) return;
     const changes: Change[] = [];
     for (const [src, staged] of listed) {
@@ -420,7 +451,8 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       this.setSynced(this.streams.every((x) => x.up));
     });
     w.on('data', (res: IWatchResponse) => {
-      if (s.watcher === w) this.onResponse(s, res);
+      // A response of a watch replaced while it waited is dropped: the new one resumes before it.
+      this.whenFree(() => s.watcher === w && this.onResponse(s, res));
     });
     w.on('disconnected', (e: Error) => {
       if (s.watcher !== w) return;

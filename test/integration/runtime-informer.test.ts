@@ -3,7 +3,9 @@
 // ahead of events not yet delivered), `synced` is false while the watch is down, the consistency
 // check catches a lost event, an unreadable value is not a deletion, unknown fields are pruned.
 import { describe, expect, it } from 'vitest';
+import { Cache } from '../../src/runtime/cache.js';
 import { Informer } from '../../src/store/informer.js';
+import type { Reflector } from '../../src/store/reflector.js';
 import { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { uniquePrefix } from '../support/etcd.js';
@@ -134,5 +136,47 @@ describe('reading values', () => {
     expect(inf.items.get('counters/d/new')?.value).not.toHaveProperty('extra');
     expect(inf.items.get('counters/d/nested')?.value.spec).toEqual({ next: 5 });
     await inf.stop();
+  });
+});
+
+describe('a held cache (a pass deciding in steps)', () => {
+  it('shows nothing new while held — neither watch events nor a relist — then applies everything in order', async () => {
+    const store = etcd.store();
+    await put(store, 'counters/d/a', counter(1));
+    const cache = Cache.onStore(store, ['counters'], { log: testLogger() });
+    await cache.start();
+    await eventually(() => cache.synced, { what: 'synced' });
+    const next = (k: string) => (cache.kind<Counter>('counters').items.get(k)?.value.spec.next);
+    const batches: string[][] = [];
+    cache.feed.on('batch', (changes) => batches.push(changes.map((c) => c.key)));
+    const release = cache.hold();
+    await put(store, 'counters/d/b', counter(2));
+    await put(store, 'counters/d/a', counter(3));
+    // A second reader on the same etcd sees both writes: the held cache's watch has had them too.
+    const other = new Informer<Counter>(store, 'counters/', { kind: 'ReplicaCounter', log: testLogger() });
+    await other.start();
+    await eventually(() => other.items.get('counters/d/a')?.value.spec.next === 3, { what: 'the writes visible elsewhere' });
+    await other.stop();
+    await sleep(200);
+    expect(next('counters/d/a')).toBe(1);
+    expect(next('counters/d/b')).toBeUndefined();
+    expect(batches).toEqual([]);
+    release();
+    // Released: the watch's two events (one response or two), in the order they were written.
+    expect(batches.flat()).toEqual(['counters/d/b', 'counters/d/a']);
+    expect(next('counters/d/a')).toBe(3);
+    expect(next('counters/d/b')).toBe(2);
+    // A relist while held (a consistency check found a difference) applies once released.
+    const again = cache.hold();
+    await put(store, 'counters/d/b', counter(5));
+    const relisted = (cache.feed as Reflector).relist('test: a relist while held');
+    await sleep(300);
+    expect(next('counters/d/b')).toBe(2);
+    again();
+    await relisted;
+    expect(next('counters/d/b')).toBe(5);
+    await put(store, 'counters/d/c', counter(4));
+    await eventually(() => next('counters/d/c') === 4, { what: 'following again' });
+    await cache.stop();
   });
 });
