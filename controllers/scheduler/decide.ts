@@ -30,6 +30,7 @@ import {
   type VolumeHome,
 } from '../../src/api/types.js';
 import type { Act, ActFailure } from '../../src/runtime/acts.js';
+import { allSteps } from '../../src/runtime/steps.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -290,12 +291,27 @@ export function addUnschedulable(st: ServiceSchedulingStatus, u: Unschedulable):
 // ---------------------------------------------------------------- the pass
 
 export function decide(snap: SchedulerSnapshot, now: number, cfg: SchedulerConfig): SchedulerPlan {
+  return allSteps(decideSteps(snap, now, cfg));
+}
+
+/**
+ * The pass, in steps (runner.ts decideSteps): yields the acts of each service as it is decided,
+ * so the runtime writes the first services' placements while it decides the rest. Returns the
+ * whole plan, whose acts are every act yielded, in order, and the statuses last.
+ */
+export function* decideSteps(snap: SchedulerSnapshot, now: number, cfg: SchedulerConfig): Generator<readonly SchedulerAct[], SchedulerPlan, void> {
   const pass = new SchedulerPass(snap, now, cfg);
+  let handed = 0;
+  const step = () => pass.plan.acts.slice(handed, (handed = pass.plan.acts.length));
   // Replicas whose deployment or service is gone first: they are not any service's to count.
   removeOrphanedReplicas(pass);
+  yield step();
   // Services in priority order, so a higher-priority service takes the last free capacity; each
   // fixes membership (mode change, lost nodes, scale) before its restarts, status and endpoints.
-  for (const [dep, svc, spec] of servicesInPlacementOrder(snap)) reconcileService(pass, dep, svc, spec);
+  for (const [dep, svc, spec] of servicesInPlacementOrder(snap)) {
+    reconcileService(pass, dep, svc, spec);
+    yield step();
+  }
   // Bookkeeping of what no longer exists: commands, decisions, counters, endpoints, statuses.
   cleanup(pass);
   // Last: the status reports what the acts above leave behind.

@@ -24,6 +24,8 @@ export interface ManagerOptions {
   beforeCommit?: RunnerDeps['beforeCommit'];
   /** The simulation drives every pass: see RunnerDeps.manual. */
   manual?: boolean;
+  /** The simulation sends a stepped pass's acts step by step: see RunnerDeps.stepCommits. */
+  stepCommits?: boolean;
 }
 
 /** Consistency check period of the cache, per timings (a lost event is found within this). */
@@ -41,7 +43,7 @@ export class Manager {
     const names = [...new Set([...specs.flatMap((s) => s.reads), ...(opts.extraSources ?? [])])].sort() as Watchable[];
     this.cache = Cache.onStore(opts.store, names, { log: opts.log, checkEveryMs: CHECK_EVERY[opts.timings.name], ...opts.cache });
     for (const spec of specs)
-      this.runners.push(new Runner(spec, { store: opts.store, cache: this.cache, timings: opts.timings, log: opts.log, identity: opts.identity, clock: opts.clock, beforeCommit: opts.beforeCommit, manual: opts.manual }));
+      this.runners.push(new Runner(spec, { store: opts.store, cache: this.cache, timings: opts.timings, log: opts.log, identity: opts.identity, clock: opts.clock, beforeCommit: opts.beforeCommit, manual: opts.manual, stepCommits: opts.stepCommits }));
   }
 
   runner<S = unknown, Snap = unknown, M = unknown>(name: string): Runner<S, Snap, M> {

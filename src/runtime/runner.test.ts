@@ -9,7 +9,7 @@ import { FAST } from '../timings.js';
 import { SimEtcd, type ClientFaults } from '../../test/sim/etcd.js';
 import { testLogger } from '../../test/support/log.js';
 import { Cache } from './cache.js';
-import { CATCH_UP_MAX_MS, Runner } from './runner.js';
+import { CATCH_UP_MAX_MS, Runner, STEP_SLICE_MS } from './runner.js';
 
 const counter = (name: string): ReplicaCounter => ({ apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name }, spec: { next: 1 } });
 
@@ -85,5 +85,95 @@ describe('Runner: read your writes', () => {
       await vi.advanceTimersByTimeAsync(50);
     }
     expect(etcd.keys('counters/')).toHaveLength(3);
+  });
+});
+
+describe('Runner: a pass decided in steps', () => {
+  // A controller that creates one counter per step. Each step takes a slice (the fake clock moves
+  // STEP_SLICE_MS inside it), so its act goes out before the next step is decided; meanwhile the
+  // test writes a key of its own and delivers every watch event, which the held cache must not show.
+  let etcd: SimEtcd;
+  let faults: ClientFaults;
+  let cache: Cache;
+  let runner: Runner<number, number>;
+  const deliver = () => faults.watchers.forEach((w) => w.deliver());
+  const create = (name: string) => ({ label: `create ${name}`, subject: 'x', ops: [{ op: 'create' as const, key: keys.counter('d', name), value: counter(name) }] });
+
+  beforeEach(async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
+    etcd = new SimEtcd();
+    faults = { watchers: new Set() };
+    cache = Cache.onStore(etcd.client('p1', faults), ['counters'], { log: testLogger() });
+    await cache.start();
+    await vi.advanceTimersByTimeAsync(0);
+  });
+
+  afterEach(async () => {
+    await runner.stop();
+    await cache.stop();
+    vi.useRealTimers();
+  });
+
+  function start(log: { seen: number[]; stored: number[]; batches: string[][] }, opts: { stepCommits?: boolean; manual?: boolean } = {}) {
+    const store = etcd.client('p1', faults);
+    runner = new Runner<number, number>(
+      {
+        name: 'stepping',
+        reads: ['counters'],
+        elected: false,
+        initialState: () => 0,
+        snapshot: () => 0,
+        decide: () => ({ acts: [] }),
+        *decideSteps() {
+          const acts = [];
+          for (let k = 0; k < 3; k++) {
+            // What this step reads (the held cache) and what etcd holds by now.
+            log.seen.push(cache.kind('counters').items.size);
+            log.stored.push(etcd.keys('counters/').length);
+            vi.advanceTimersByTime(STEP_SLICE_MS);
+            const act = create(`s${k}`);
+            acts.push(act);
+            yield [act];
+          }
+          // The whole result: every act yielded, then one more decided at the end.
+          return { acts: [...acts, create('last')] };
+        },
+      },
+      { store, cache, timings: FAST, log: testLogger(), identity: 'test', ...opts, beforeCommit: async (acts) => void log.batches.push(acts.map((a) => a.label)) },
+    );
+  }
+
+  it('sends each step\u2019s acts while the next is decided, from a cache held still until the pass has decided', async () => {
+    const log = { seen: [] as number[], stored: [] as number[], batches: [] as string[][] };
+    start(log);
+    // Another writer's key, and every event, arrive while the pass decides.
+    etcd.kv.put(keys.counter('other', 'x'), counter('x'));
+    const pass = runner.passNow();
+    deliver();
+    await pass;
+    // The steps read one unchanging cut (nothing: the other key came after the pass started)...
+    expect(log.seen).toEqual([0, 0, 0]);
+    // ...while their acts landed one by one: s0 was in etcd when step 1 was decided.
+    expect(log.stored).toEqual([1, 2, 3]);
+    expect(log.batches).toEqual([['create s0'], ['create s1'], ['create s2'], ['create last']]);
+    expect(etcd.keys('counters/d/')).toHaveLength(4);
+    // Released: what arrived meanwhile is applied, in order.
+    deliver();
+    await vi.advanceTimersByTimeAsync(0);
+    expect([...cache.kind('counters').items.keys()].sort()).toEqual([keys.counter('d', 'last'), keys.counter('d', 's0'), keys.counter('d', 's1'), keys.counter('d', 's2'), keys.counter('other', 'x')].sort());
+  });
+
+  it('the simulation decides every step before any write, unless it asks for step commits', async () => {
+    const whole = { seen: [] as number[], stored: [] as number[], batches: [] as string[][] };
+    start(whole, { manual: true });
+    await runner.passNow();
+    expect(whole.stored).toEqual([0, 0, 0]);
+    expect(whole.batches).toEqual([['create s0', 'create s1', 'create s2', 'create last']]);
+    await runner.stop();
+    etcd = new SimEtcd();
+    const stepped = { seen: [] as number[], stored: [] as number[], batches: [] as string[][] };
+    start(stepped, { manual: true, stepCommits: true });
+    await runner.passNow();
+    expect(stepped.batches).toEqual([['create s0'], ['create s1'], ['create s2'], ['create last']]);
   });
 });

@@ -17,14 +17,17 @@
 //   - requeue rules: a conflict runs again shortly (the cache is catching up); any other error
 //     backs off exponentially;
 //   - read your writes: the next pass waits (up to CATCH_UP_MAX_MS) until the cache holds the
-//     pass's last landed write, so it never decides again from a cache older than its own acts.
+//     pass's last landed write, so it never decides again from a cache older than its own acts;
+//   - a controller that decides in steps (decideSteps: the scheduler, service by service) has each
+//     step's acts sent while it decides the next, the cache held still meanwhile: a pass that
+//     places thousands of replicas writes from its first service on instead of after its last.
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { AuditLog } from '../store/audit.js';
 import { FencedError, isLeaseNotFound } from '../store/errors.js';
 import { Leadership } from '../store/leadership.js';
 import type { Store } from '../store/store.js';
-import { commitEach, type Fence } from '../store/writer.js';
+import { commitEach, Committer, type CommitResult, type Fence, type Op } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { ACT_FAILURES, ActFailures, type Act, type ActFailure } from './acts.js';
 import type { Cache } from './cache.js';
@@ -38,6 +41,14 @@ import type { Watchable } from './watchable.js';
 export const CATCH_UP_MAX_MS = 1000;
 /** How often a waiting pass looks again. */
 const CATCH_UP_POLL_MS = 5;
+/**
+ * How long a pass that decides in steps runs before the acts decided so far go out and I/O gets
+ * its turn (sends, answers, watch responses read and queued). A pass shorter than this sends its
+ * acts at the end, packed as one plan: only large passes are split.
+ */
+export const STEP_SLICE_MS = 20;
+/** A pass longer than this is logged with its timings. */
+const SLOW_PASS_MS = 1000;
 
 export interface PassResult<S, M = unknown> {
   acts: Act<M>[];
@@ -69,6 +80,14 @@ export interface ControllerSpec<S, Snap, M = unknown, R extends PassResult<S, M>
   initialState(): S;
   snapshot(input: PassInput, state: S, now: number): Snap;
   decide(state: S, snapshot: Snap, now: number): R;
+  /**
+   * decide, in steps (optional): yields the acts of each step as it is decided and returns the
+   * whole result, whose acts begin with every act yielded, in order — the same result as decide.
+   * The runner sends a step's acts while it decides the next (holding the cache still between
+   * steps), so a large pass overlaps its deciding with its writing. Not with `perform`, whose
+   * side effects go before any write.
+   */
+  decideSteps?(state: S, snapshot: Snap, now: number): Generator<readonly Act<M>[], R, void>;
   /** Counts one metric event of an act that landed. */
   countMetric?(m: M): void;
   /** Side effects of a decision other than writes (the node-agent's Docker orders), before the writes. */
@@ -99,9 +118,12 @@ export interface RunnerDeps {
   beforeCommit?: (acts: readonly Act[]) => Promise<void>;
   /**
    * The deterministic simulation (test/sim): no trigger (change, tick, wake, retry) starts a pass;
-   * its driver calls passNow() when its seeded schedule says so.
+   * its driver calls passNow() when its seeded schedule says so. A pass that decides in steps
+   * decides them all before any write (beforeCommit sees the whole plan once)...
    */
   manual?: boolean;
+  /** ...unless this is set: then each step's acts are sent as it is decided, beforeCommit once per step. */
+  stepCommits?: boolean;
 }
 
 export interface RunnerHealth {
@@ -140,6 +162,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     readonly spec: ControllerSpec<S, Snap, M, R>,
     private readonly deps: RunnerDeps,
   ) {
+    if (spec.decideSteps && spec.perform) throw new Error(`controller ${spec.name}: decideSteps and perform do not go together (perform's effects precede every write)`);
     this.log = deps.log.child({ controller: spec.name });
     this.clock = deps.clock ?? Date.now;
     this.state = spec.initialState();
@@ -225,19 +248,25 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     if (this.behindOwnWrite()) return void this.trigger(CATCH_UP_POLL_MS);
     this.running = true;
     const timer = metrics.reconcileDuration.startTimer({ controller: this.spec.name });
+    const t0 = performance.now();
+    const writes = new PassWrites(this, fence);
     try {
       const now = this.clock();
       const snapshot = this.spec.snapshot({ cache: this.deps.cache, failing: this.failures.persistent() }, this.state, now);
-      const result = this.spec.decide(this.state, snapshot, now);
+      const result = this.spec.decideSteps ? await this.decideInSteps(snapshot, now, writes) : this.spec.decide(this.state, snapshot, now);
+      const decided = performance.now();
       this.logNotes(result.notes ?? []);
       this.spec.perform?.(result, now);
-      await this.deps.beforeCommit?.(result.acts);
-      const landed = await this.commit(result, fence, now);
+      await this.send(writes, result.acts.slice(writes.handed), now);
+      const landed = await this.landed(writes, result, now);
       if (result.next) this.state = result.next(landed);
       this.spec.afterPass?.(this.state, result, landed);
       this.backoffMs = 0;
       this.scheduleWake(result.wakeAt, now);
+      const ms = performance.now() - t0;
+      if (ms > SLOW_PASS_MS) this.log.info({ ms: Math.round(ms), decideMs: Math.round(decided - t0), acts: result.acts.length, landed: landed.size, transactions: writes.transactions }, 'slow pass');
     } catch (e) {
+      writes.abandon();
       const err = e as Error;
       metrics.reconcileErrors.inc({ controller: this.spec.name, error: err.name });
       if (e instanceof FencedError && this.leadership && fence) {
@@ -257,33 +286,47 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     }
   }
 
-  /** Commits what may be tried now; returns the labels that landed. */
-  private async commit(result: R, fence: Fence | undefined, now: number): Promise<Set<string>> {
-    const { cache, store } = this.deps;
+  /**
+   * Runs decideSteps to its end. Live, the cache is held still throughout, and every
+   * STEP_SLICE_MS the acts decided so far are sent and I/O gets its turn. In the simulation
+   * (manual) nothing is sent before the end, or, with stepCommits, each step's acts at once.
+   */
+  private async decideInSteps(snapshot: Snap, now: number, writes: PassWrites<S, Snap, M, R>): Promise<R> {
+    const { manual, stepCommits } = this.deps;
+    const steps = this.spec.decideSteps!(this.state, snapshot, now);
+    const release = manual ? undefined : this.deps.cache.hold();
+    try {
+      let pending: Act<M>[] = [];
+      let slice = performance.now();
+      for (;;) {
+        const step = steps.next();
+        if (step.done) return step.value;
+        if (manual && !stepCommits) continue;
+        pending.push(...step.value);
+        if (!pending.length || (!manual && performance.now() - slice < STEP_SLICE_MS)) continue;
+        await this.send(writes, pending, now);
+        pending = [];
+        if (!manual) await new Promise((r) => setImmediate(r));
+        slice = performance.now();
+      }
+    } finally {
+      release?.();
+    }
+  }
+
+  /** Hands acts to the pass's writes (after the test seam, which sees every act before it is sent). */
+  private async send(writes: PassWrites<S, Snap, M, R>, acts: readonly Act<M>[], now: number): Promise<void> {
+    if (!acts.length) return;
+    await this.deps.beforeCommit?.(acts);
+    writes.send(acts, now);
+  }
+
+  /** Waits for the pass's writes; books what landed, conflicted or was refused; returns the labels that landed. */
+  private async landed(writes: PassWrites<S, Snap, M, R>, result: R, now: number): Promise<Set<string>> {
     const landed = new Set<string>();
     this.failures.retain(new Set(result.acts.map((a) => a.label)));
-    const tryNow: Act<M>[] = [];
-    for (const act of result.acts) {
-      if (this.failures.held(act.label, now)) continue;
-      const unreadable = act.ops.map((o) => cache.unreadableAt(o.key)).find((u) => u !== undefined);
-      if (unreadable) this.failed(act, 'unreadable_key', `${unreadable.key}: ${unreadable.reason}`, now);
-      else tryNow.push(act);
-    }
-    if (!tryNow.length) return landed;
-    const withAudit = () => Promise.all(tryNow.map(async (a) => ({ act: a, label: a.label, ops: [...a.ops, ...(await this.audit.ops(a.audit ?? []))] })));
-    let acts = await withAudit();
-    let res;
-    try {
-      res = await commitEach(store, acts, fence);
-    } catch (e) {
-      if (!isLeaseNotFound(e)) throw e;
-      // The audit lease is gone (revoked, or etcd restored from a snapshot): records go on a new one.
-      const leases = new Set(acts.flatMap((a) => a.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))));
-      for (const l of leases) this.audit.leaseLost(l);
-      this.log.warn({ leases: [...leases] }, 'the audit lease is gone; writing on a new one');
-      acts = await withAudit();
-      res = await commitEach(store, acts, fence);
-    }
+    const res = await writes.finish();
+    if (!res) return landed;
     this.noteLastWrite(res.committed, res.landedAt);
     for (const { act } of res.committed) {
       landed.add(act.label);
@@ -298,6 +341,24 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       this.again = true; // the cache is behind: decide again once it has caught up
     }
     return landed;
+  }
+
+  /** An act may be tried now: not held back after failures, and writing no key the cache cannot read. */
+  tryable(act: Act<M>, now: number): boolean {
+    if (this.failures.held(act.label, now)) return false;
+    const unreadable = act.ops.map((o) => this.deps.cache.unreadableAt(o.key)).find((u) => u !== undefined);
+    if (!unreadable) return true;
+    this.failed(act, 'unreadable_key', `${unreadable.key}: ${unreadable.reason}`, now);
+    return false;
+  }
+
+  /** The ops of an act with its audit records (the act and its records are one transaction). */
+  async audited(act: Act<M>): Promise<Audited<M>> {
+    return { act, label: act.label, ops: [...act.ops, ...(await this.audit.ops(act.audit ?? []))] };
+  }
+
+  get store(): Store {
+    return this.deps.store;
   }
 
   /** Remembers the newest write of what landed that this process's cache will see come back. */
@@ -328,7 +389,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     return true;
   }
 
-  private failed(act: Act<M>, reason: keyof typeof ACT_FAILURES, detail: string, now: number): void {
+  failed(act: Act<M>, reason: keyof typeof ACT_FAILURES, detail: string, now: number): void {
     const { failure, changed } = this.failures.failed(act, reason, detail, now);
     metrics.actFailures.inc({ controller: this.spec.name, reason });
     if (changed && reason !== 'conflict')
@@ -380,5 +441,77 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     this.deps.cache.off('changed', this.onChanged);
     this.deps.cache.off('synced', this.onSynced);
     await this.leadership?.stop();
+  }
+}
+
+/** An act as sent: its ops with its audit records. */
+interface Audited<M> {
+  act: Act<M>;
+  label: string;
+  ops: Op[];
+}
+
+/**
+ * One pass's writes (writer.Committer): acts are taken as they are decided, checked (held back,
+ * unreadable key), given their audit records and sent in order. The audit lease gone (revoked,
+ * or etcd restored from a snapshot) fails the commit: every act is sent again on a new lease,
+ * and those that had landed conflict, as any act decided twice does.
+ */
+class PassWrites<S, Snap, M, R extends PassResult<S, M>> {
+  /** Acts taken so far (a stepped pass's result begins with them). */
+  handed = 0;
+  transactions = 0;
+  /** Acts tried (not held back), and as sent, with their records. */
+  private readonly tried: Act<M>[] = [];
+  private readonly sent: Audited<M>[] = [];
+  private readonly committer: Committer<Audited<M>>;
+  /** Audit records are made in order, so acts reach the committer in plan order. */
+  private sending: Promise<void> = Promise.resolve();
+  private abandoned = false;
+
+  constructor(
+    private readonly runner: Runner<S, Snap, M, R>,
+    private readonly fence: Fence | undefined,
+  ) {
+    this.committer = new Committer(runner.store, fence);
+  }
+
+  send(acts: readonly Act<M>[], now: number): void {
+    this.handed += acts.length;
+    const fit = acts.filter((a) => this.runner.tryable(a, now));
+    if (!fit.length) return;
+    this.tried.push(...fit);
+    this.sending = this.sending.then(async () => {
+      const audited = await Promise.all(fit.map((a) => this.runner.audited(a)));
+      this.sent.push(...audited);
+      if (this.abandoned || this.committer.broken) return;
+      this.committer.add(audited);
+      this.committer.flush();
+    });
+    this.sending.catch(() => undefined); // its error is thrown by finish
+  }
+
+  /** Every answer (undefined when nothing was tried); the first error, once every answer is in. */
+  async finish(): Promise<CommitResult<Audited<M>> | undefined> {
+    if (!this.tried.length) return undefined;
+    let res: CommitResult<Audited<M>>;
+    try {
+      await this.sending;
+      res = await this.committer.finish();
+    } catch (e) {
+      if (!isLeaseNotFound(e)) throw e;
+      const leases = new Set(this.sent.flatMap((a) => a.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))));
+      for (const l of leases) this.runner.audit.leaseLost(l);
+      this.runner.log.warn({ leases: [...leases] }, 'the audit lease is gone; writing on a new one');
+      res = await commitEach(this.runner.store, await Promise.all(this.tried.map((a) => this.runner.audited(a))), this.fence);
+    }
+    this.transactions = res.transactions;
+    return res;
+  }
+
+  /** The pass failed: what is in flight finishes on its own, nothing more is sent. */
+  abandon(): void {
+    this.abandoned = true;
+    void this.sending.then(() => this.committer.finish()).catch(() => undefined);
   }
 }

@@ -17,13 +17,15 @@ const timers = new SimClock();
 /** Every fault kind must fire in a run this long (a fault that never fires proves nothing). */
 /** And in the breadth variant, the operator's drain actions it adds. */
 const BREADTH_KINDS = ['forced drain', 'drain forced in progress', 'drain cancelled'];
+/** And in the stepped variant, a fault between two steps of one pass. */
+const STEPPED_KINDS = ['fault between the steps of a pass'];
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies'];
 
 /** Runs shard `shard` (1-based) of `shards` of the SIM_SEEDS seeds from SIM_FIRST; SIM_SEED runs that one seed instead. */
-export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; breadth?: boolean; seeds?: number } = {}): void {
+export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; breadth?: boolean; stepped?: boolean; seeds?: number } = {}): void {
   const SEEDS = variant.seeds ?? ALL_SEEDS;
-  const OPTIONS = { ...BASE_OPTIONS, ...(variant.canary ? { canary: true } : {}), ...(variant.breadth ? { breadth: true } : {}) };
-  describe(`deterministic simulation${variant.canary ? ' (canary rollouts)' : ''}${variant.breadth ? ' (global and stateful services, forced drains)' : ''}`, () => {
+  const OPTIONS = { ...BASE_OPTIONS, ...(variant.canary ? { canary: true } : {}), ...(variant.breadth ? { breadth: true } : {}), ...(variant.stepped ? { stepped: true } : {}) };
+  describe(`deterministic simulation${variant.canary ? ' (canary rollouts)' : ''}${variant.breadth ? ' (global and stateful services, forced drains)' : ''}${variant.stepped ? ' (passes committed step by step)' : ''}`, () => {
     beforeAll(() => timers.install());
     afterAll(() => timers.uninstall());
 
@@ -63,7 +65,7 @@ export function simulate(file: string, shard: number, shards: number, variant: {
           `slowest seed ${slowest.seed} (${slowest.ms.toFixed(0)} ms); longest convergence after faults: seed ${longestQuiet.seed} (${(longestQuiet.ms / 1000).toFixed(0)} s simulated)\n` +
           `[sim ${shard}/${shards}] faults injected: ${[...injected].sort().map(([k, n]) => `${k} ${n}`).join(', ')}`,
       );
-      if (seeds.length >= 200) for (const kind of [...KINDS, ...(variant.breadth ? BREADTH_KINDS : [])]) expect(injected.get(kind) ?? 0, kind).toBeGreaterThan(0);
+      if (seeds.length >= 200) for (const kind of [...KINDS, ...(variant.breadth ? BREADTH_KINDS : []), ...(variant.stepped ? STEPPED_KINDS : [])]) expect(injected.get(kind) ?? 0, kind).toBeGreaterThan(0);
       if (seeds.length >= 400) expect(injected.get('oversized spec') ?? 0, 'oversized spec').toBeGreaterThan(0);
       expect(failures.slice(0, 3).join('\n\n')).toBe('');
     }, 1_800_000);

@@ -70,6 +70,12 @@ export interface SimOptions {
    * invariants of BREADTH_INVARIANTS hold too.
    */
   breadth?: boolean;
+  /**
+   * A pass that decides in steps (the scheduler, service by service) sends each step's acts as
+   * it is decided (sim-stepped.test.ts), and the faults between decision and commit fall between
+   * the steps of one pass too: another controller lands, the leadership changes, a reply is lost.
+   */
+  stepped?: boolean;
 }
 
 /** The fake clock the runtime's timers run on (test/sim/clock.ts). */
@@ -122,6 +128,8 @@ interface Passing {
   proc: Proc;
   controller: string;
   nested: boolean;
+  /** The acts of this pass already handed to commit (a stepped pass sends them step by step). */
+  sent: number;
 }
 
 export class Sim {
@@ -421,6 +429,7 @@ export class Sim {
         identity: `${p.name}.${p.incarnation}`,
         clock: () => this.now,
         manual: true,
+        stepCommits: !!this.opts.stepped,
         cache: { reader: this.reader },
         beforeCommit: (acts) => this.beforeCommit(acts),
       },
@@ -495,7 +504,7 @@ export class Sim {
     const leaders = this.procs.filter((p) => p.leads.has(controller));
     if (!leaders.length) return;
     const p = this.pick(leaders);
-    this.passing.push({ proc: p, controller, nested: this.passing.length > 0 });
+    this.passing.push({ proc: p, controller, nested: this.passing.length > 0, sent: 0 });
     try {
       await p.runner(controller).passNow();
     } finally {
@@ -515,8 +524,12 @@ export class Sim {
       }
     const labels = acts.map((a) => a.label);
     if (labels.length) this.log(`${cur.proc.name}/${cur.controller} decided: ${labels.join('; ')}`);
+    // Part of this pass went out already: what happens now happens between the steps of one pass.
+    const midPass = cur.sent > 0;
+    cur.sent += acts.length;
     if (!this.faults || cur.nested || !acts.length) return;
     const f = this.r();
+    if (midPass && f < 0.3) this.count('fault between the steps of a pass');
     if (f < 0.1) {
       // Another controller's pass lands between this decision and its commit.
       const others = this.procs.flatMap((p) => [...p.leads.keys()].filter((c) => c !== cur.controller).map((c) => [p, c] as const));
@@ -524,7 +537,7 @@ export class Sim {
       const [op, oc] = this.pick(others);
       this.count('stale decision');
       this.log(`${cur.proc.name}/${cur.controller}: ${op.name}/${oc} lands first`);
-      this.passing.push({ proc: op, controller: oc, nested: true });
+      this.passing.push({ proc: op, controller: oc, nested: true, sent: 0 });
       try {
         await op.runner(oc).passNow();
       } finally {
