@@ -138,6 +138,9 @@ export function encodeJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
+/** The HTTP/2 flow-control window a client gives etcd (see the client's grpcOptions). */
+const WATCH_WINDOW_BYTES = 16 * 1024 * 1024;
+
 export class Store {
   readonly client: Etcd3;
   readonly ns: Namespace;
@@ -160,7 +163,14 @@ export class Store {
           }
         : {}),
       dialTimeout: opts.dialTimeoutMs ?? 3000,
-      grpcOptions: { 'grpc.max_receive_message_length': 64 * 1024 * 1024 },
+      grpcOptions: {
+        'grpc.max_receive_message_length': 64 * 1024 * 1024,
+        // HTTP/2's 64 KiB default window lets etcd send a watch stream one burst of a few dozen
+        // values before it must wait for this process to read: a pass that writes thousands of
+        // keys outruns it, etcd's send buffer fills, and every watcher of the stream turns "slow"
+        // — caught up later from etcd's backend, the most expensive read it does.
+        'grpc-node.flow_control_window': WATCH_WINDOW_BYTES,
+      },
       // etcd3's default breaker holds a host off for 5 s after 3 failures; after an etcd restart
       // or a network blip jaco wants to be back within a second.
       faultHandling: {
