@@ -68,6 +68,13 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
   const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
   const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
   checkConflicts(current, nodes, items);
+  // Every deployment's revision records (keys only) in one read, not one read per deployment.
+  const recorded = new Map<string, string[]>();
+  for (const kv of (await store.listRaw(keys.revisions(), listed.revision, { keysOnly: true })).kvs) {
+    const key = kv.key.toString('utf8').slice(store.prefix.length);
+    const name = key.slice(keys.revisions().length, key.lastIndexOf('/'));
+    recorded.set(name, [...(recorded.get(name) ?? []), key]);
+  }
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
@@ -106,8 +113,7 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
         spec: { deployment: item.name, revision: generation, appliedAt: iso, cause: item.cause, summary, template: item.spec, ...(item.restart?.length ? { restarted: item.restart } : {}) },
       };
       ops.push({ op: 'put', key: keys.revision(item.name, generation), value: rev });
-      const { kvs } = await store.listRaw(keys.revisions(item.name));
-      const old = kvs.map((kv) => kv.key.toString('utf8').slice(store.prefix.length)).filter((k) => revisionNumberOfKey(k) !== generation);
+      const old = (recorded.get(item.name) ?? []).filter((k) => revisionNumberOfKey(k) !== generation);
       for (const k of old.slice(0, Math.max(0, old.length - (REVISION_HISTORY_LIMIT - 1)))) ops.push({ op: 'delete', key: k });
     }
     // Every change is audited (a label change too): the record is also how a lost reply is resolved.
