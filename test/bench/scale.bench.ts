@@ -6,10 +6,15 @@
 // 2 against a 3-member etcd), SCALE_HOLLOW_PROCS (1: how many hollow-nodes processes share the
 // nodes that are not lost; a real node runs its own agent on its own CPU, while one process runs
 // every hollow agent on one thread).
+// Looking inside scenario 2: SCALE_TIMELINE=1 prints every 0.5 s each process's CPU, the desired
+// and running counts and etcd's slow watchers, then etcd's requests by method;
+// JACO_TEST_ETCD_ARGS=--enable-pprof SCALE_ETCD_PROF=/tmp/etcd.pprof takes etcd's own CPU profile
+// of it (read with `go tool pprof -top /usr/bin/etcd /tmp/etcd.pprof`).
 // Scenarios: 1 register → Ready; 2 apply 50 deployments → all observed running (goal ≤ 10 s);
 // 3 idle: controller CPU/RSS, hollow RSS, etcd request rate; 4 scheduler leader failover (goal ≤
 // lease TTL + 2 s); 5 rolling update of 1,000 replicas, parallelism 100, and a drain of a node;
 // 6 100 nodes lost (their hollow-nodes process killed) → replaced. Figures: docs/benchmarks.md.
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { keys } from '../../src/api/keys.js';
 import type { NodeDrain } from '../../src/api/types.js';
@@ -64,7 +69,23 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   const pids: Record<string, number[]> = { etcd: [c.etcd.member.process.pid!], controllers: [c.procs.find((p) => p.name.startsWith('controllers') && !p.exited())!.child.pid!], hollow: hollowPids };
   const cpuOf = (ps: number[]) => ps.reduce((n, pid) => n + usage(pid).cpuS, 0);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)]));
+  // SCALE_ETCD_PROF=<file>: etcd's own CPU profile of the scenario (etcd started with --enable-pprof).
+  const etcdProf = process.env.SCALE_ETCD_PROF
+    ? fetch(`${endpoint}/debug/pprof/profile?seconds=11`).then(async (r) => writeFileSync(process.env.SCALE_ETCD_PROF!, Buffer.from(await r.arrayBuffer())))
+    : undefined;
   const t0 = Date.now();
+  const self = process.pid;
+  let last = { ...Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)])), bench: usage(self).cpuS };
+  let desiredN = 0;
+  let slow = '?';
+  const timeline = process.env.SCALE_TIMELINE ? setInterval(() => {
+    const now = { ...Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)])), bench: usage(self).cpuS };
+    const parts = Object.entries(now).map(([k, v]) => `${k} ${Math.round((v - (last as Record<string, number>)[k]!) * 200)}%`).join(' ');
+    last = now;
+    void c.store.countPrefix(keys.desiredOf()).then((n) => (desiredN = n));
+    void fetch(`${endpoint}/metrics`).then(async (r) => (slow = /^etcd_debugging_mvcc_slow_watcher_total (\S+)$/m.exec(await r.text())?.[1] ?? '?'));
+    console.log(`t=${((Date.now() - t0) / 1000).toFixed(1)} ${parts} desired ${desiredN} running ${live.count()} slow watchers ${slow}`);
+  }, 500) : undefined;
   // One apply is one transaction (≤ 128 ops, three per deployment): two applies of 25, one after
   // the other (concurrent applies conflict on purpose). Their CLI start-up is in the figure.
   for (let k = 0; k < 2; k++) await c.apply(hollowManifest(DEPLOYMENTS / 2, per, { minReadyTime: '0s', first: (k * DEPLOYMENTS) / 2 }));
@@ -74,11 +95,14 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   placedAt.catch(() => undefined);
   await until(`${REPLICAS} running`, () => live.count() >= REPLICAS);
   const total = Date.now() - t0;
+  clearInterval(timeline);
   const busy = Object.entries(pids)
     .map(([k, ps]) => `${k} ${((100 * (cpuOf(ps) - cpu0[k]!)) / (total / 1000)).toFixed(0)} %`)
     .join(', ');
   const after = await etcdCounters(endpoint);
+  if (process.env.SCALE_TIMELINE) console.log([...after.keys()].filter((k) => delta(before, after, k) > 0).map((k) => `${k} ${delta(before, after, k)}`).join(', '));
   await live.stop();
+  await etcdProf;
   const cs = await census(c.store);
   report(
     `2${label}: apply ${DEPLOYMENTS} deployments, ${REPLICAS} replicas on ${NODES} nodes → all observed running in ${s(total)} (apply ${s(applied)}, all desired keys written by ${s(await placedAt)}); ${Math.round(REPLICAS / (total / 1000))} placements/s end to end (goal ≤ 10 s); etcd puts ${delta(before, after, 'etcd_mvcc_put_total')}, txns ${delta(before, after, 'etcd_mvcc_txn_total')}; CPU of a core meanwhile: ${busy}${label ? ' (etcd: the first member)' : ''}; census: ${cs.running}/${cs.replicas} running, desired twice ${cs.desiredTwice.length}, running twice ${cs.runningTwice.length}; load ${load()}`,

@@ -32,7 +32,9 @@ export function uniquePrefix(): string {
 
 export async function startTestEtcd(): Promise<TestEtcd> {
   const dataDir = mkdtempSync(join(base, 'jaco-etcd-'));
-  const spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort() };
+  // JACO_TEST_ETCD_ARGS: extra etcd flags for a look inside (e.g. --enable-pprof for the scale bench).
+  const extraArgs = process.env.JACO_TEST_ETCD_ARGS?.split(' ').filter(Boolean);
+  const spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort(), ...(extraArgs ? { extraArgs } : {}) };
   let member = startEtcdMember(spec);
   await waitForEtcd([member.endpoint], 20_000, member.process).catch(async (e: unknown) => {
     await member.stop();
