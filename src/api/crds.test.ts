@@ -1,15 +1,23 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { CRDS_DIR } from '../paths.js';
 import { renderCrds } from './crd-files.js';
 import { crdDefinitions } from './crds.js';
+import { schemas } from './schema.js';
 
 describe('crds/', () => {
   it('matches src/api/crds.ts (run `npm run gen:crds` after changing a schema)', () => {
     const rendered = renderCrds();
     expect(readdirSync(CRDS_DIR).filter((f) => f.endsWith('.yaml')).sort()).toEqual([...rendered.keys()].sort());
     for (const [file, text] of rendered) expect(readFileSync(join(CRDS_DIR, file), 'utf8'), file).toBe(text);
+  });
+
+  it('read back, the files are the very schemas validation compiles in memory (schema.ts)', () => {
+    const files = readdirSync(CRDS_DIR).filter((f) => f.endsWith('.yaml')).map((f) => parse(readFileSync(join(CRDS_DIR, f), 'utf8')) as { spec: { names: { kind: string } } });
+    const byKind = (xs: { spec: { names: { kind: string } } }[]) => Object.fromEntries(xs.map((c) => [c.spec.names.kind, c]));
+    expect(byKind(files)).toEqual(byKind(schemas().crds));
   });
 
   it('holds valid apiextensions.k8s.io/v1 structural schemas', () => {
