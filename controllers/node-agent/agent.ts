@@ -21,7 +21,7 @@ import { commitActs, type Op } from '../../src/store/writer.js';
 import type { Timings } from '../../src/timings.js';
 import { CgroupReader } from './cgroup.js';
 import type { Owner } from './container-spec.js';
-import { decide, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
+import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
 import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { EarlyHealth } from './early-health.js';
@@ -240,13 +240,13 @@ export class NodeAgent {
       fence: () => this.presence.fence(),
       snapshot: ({ cache }, state, now) => this.snapshot(cache, state, now),
       decide: (state, snap, now) => {
-        const plan = decide(snap, now, { healthRefreshMs: this.opts.statusIntervalMs });
+        const plan = decide(snap, now, { healthRefreshMs: this.opts.statusIntervalMs, startReportDelayMs: START_REPORT_DELAY_MS });
         this.retiring = plan.retiring;
         return { plan, acts: this.observeActs(plan), wakeAt: plan.recheckAt, next: (landed) => this.afterWrite(state, plan, landed) };
       },
       // Starts and stops go at once; a restart only once its acknowledgement is stored (afterPass).
-      perform: ({ plan }) => {
-        this.executor.execute(plan, { restarts: false });
+      perform: ({ plan }, now) => {
+        this.executor.execute(plan, { restarts: false, now });
         // New containers get the agent's own first health checks (issue 14: a step need not wait
         // for Docker's first interval).
         this.early.sync(this.view.cache.values());

@@ -3,13 +3,15 @@
 import { describe, expect, it } from 'vitest';
 import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObservedStatus, type ServiceSpec } from '../../src/api/types.js';
-import { decide, readiness, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
+import { decide, readiness, START_REPORT_DELAY_MS, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
 import type { ContainerFacts } from './facts.js';
 import { containerFacts } from './facts.fixture.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
-const CONFIG = { healthRefreshMs: 30_000 };
+// Starts are reported at once in these tables (what is reported is the point); the agent's own
+// delay for a new replica's first report has its table below ("the first report of a new replica").
+const CONFIG = { healthRefreshMs: 30_000, startReportDelayMs: 0 };
 const BASE: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sleep', '3600'] };
 
 function des(replica: string, spec: Partial<ServiceSpec> = {}, revision = 1, extra: Partial<ReplicaDesired['spec']> = {}): ReplicaDesired {
@@ -75,6 +77,39 @@ function snap(p: {
 
 const run = (s: AgentSnapshot, now = NOW) => decide(s, now, CONFIG);
 const obs = (plan: ReturnType<typeof run>, replica: string) => plan.observe.find((o) => o.replica === replica);
+
+describe('the first report of a new replica', () => {
+  const AGENT = { ...CONFIG, startReportDelayMs: START_REPORT_DELAY_MS };
+  const d = des('demo-web-1');
+  const starting = (queuedAt: number, phase: StartProgress['phase'] = 'starting', extra: Partial<StartProgress> = {}): Record<string, StartProgress> => ({
+    'demo-web-1': { revision: 1, specHash: d.spec.specHash, kind: 'create', phase, queuedAt, ...extra },
+  });
+
+  it('waits for a quick start: nothing is written while it is under way, running is the first report', () => {
+    const ordered = decide(snap({ desired: [d] }), NOW, AGENT);
+    expect(ordered.starts.map((s) => s.replica)).toEqual(['demo-web-1']);
+    expect(ordered.observe).toEqual([]);
+    expect(ordered.recheckAt).toBe(NOW + START_REPORT_DELAY_MS);
+    for (const phase of ['queued', 'creating', 'starting'] as const) expect(decide(snap({ desired: [d], starts: starting(NOW, phase) }), NOW + 300, AGENT).observe).toEqual([]);
+    const up = decide(snap({ desired: [d], containers: [ctr(d)] }), NOW + 400, AGENT);
+    expect(up.observe.map((o) => o.state)).toEqual(['running']);
+  });
+
+  it('reports a start that takes longer than the delay, and at once one that pulls or fails', () => {
+    expect(obs(decide(snap({ desired: [d], starts: starting(NOW) }), NOW + START_REPORT_DELAY_MS, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting' });
+    expect(obs(decide(snap({ desired: [d], starts: starting(NOW, 'pulling', { code: 'pulling' }) }), NOW + 10, AGENT), 'demo-web-1')).toMatchObject({ state: 'pulling' });
+    expect(obs(decide(snap({ desired: [d], starts: starting(NOW, 'pull_failed', { code: 'image_pull_failed', details: 'refused' }) }), NOW + 10, AGENT), 'demo-web-1')).toMatchObject({ state: 'pending', code: 'image_pull_failed' });
+  });
+
+  it('reports at once a replica reported before, a restart, a start-first replacement, and a start with no time (an agent restarted meanwhile)', () => {
+    const prev: ReplicaObservedStatus = { replica: 'demo-web-1', node: 'n1', deployment: 'demo', service: 'web', state: 'exited', observedAt: iso(NOW - 1000) };
+    expect(obs(decide(snap({ desired: [d], observed: [prev] }), NOW, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting' });
+    expect(obs(decide(snap({ desired: [d], commands: [cmd('demo-web-1', 1)], containers: [ctr(d)] }), NOW, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting', code: 'restarting' });
+    const d2 = des('demo-web-1', {}, 2);
+    expect(obs(decide(snap({ desired: [d2], containers: [ctr(d)] }), NOW, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting', revision: 2 });
+    expect(obs(decide(snap({ desired: [d], starts: { 'demo-web-1': { revision: 1, specHash: d.spec.specHash, kind: 'create', phase: 'starting' } } }), NOW, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting' });
+  });
+});
 
 describe('starting replicas', () => {
   it('starts a new desired replica and reports it starting', () => {

@@ -22,6 +22,8 @@ export interface StartProgress {
   details?: string;
   /** Set once the container is created. */
   containerId?: string;
+  /** When the start was ordered (absent: long ago — it is reported as it goes). */
+  queuedAt?: number;
 }
 
 /** A desired key that could not be used: malformed, or not meant for this node. */
@@ -52,7 +54,15 @@ export interface AgentSnapshot {
 export interface DecideConfig {
   /** An unchanged status is rewritten when its lastHealthAt moved by at least this much. */
   healthRefreshMs: number;
+  /**
+   * A new replica's start is reported (state starting) only once it has taken this long: one
+   * that runs sooner is first reported running — one observed write per placement, not two.
+   */
+  startReportDelayMs: number;
 }
+
+/** The agent's startReportDelayMs: a container start usually takes well under a second. */
+export const START_REPORT_DELAY_MS = 1000;
 
 export interface StartOrder {
   replica: string;
@@ -371,6 +381,17 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   if (cur && !order && !start) {
     containerId = cur.id;
     containerName = cur.name;
+  }
+  // A replica never reported yet, with no other container, whose plain start is under way: its
+  // first report waits for the container to run, or for the start to take startReportDelayMs.
+  const queuedAt = order ? now : start?.queuedAt;
+  const kind = order?.kind ?? start?.kind;
+  if (!v.prev && !olds.length && kind === 'create' && obs.state === 'starting' && !obs.code && queuedAt !== undefined) {
+    const due = queuedAt + config.startReportDelayMs;
+    if (now < due) {
+      plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, due);
+      return;
+    }
   }
   // The old container still serving (until it is gone, even while it is being stopped).
   const serving = newest(servingOlds);

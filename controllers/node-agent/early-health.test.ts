@@ -92,7 +92,7 @@ describe('a start-first step with the early result', () => {
         stopping: new Set(),
       },
       NOW,
-      { healthRefreshMs: 30_000 },
+      { healthRefreshMs: 30_000, startReportDelayMs: 0 },
     );
 
   it('early success while Docker is starting: reported running and healthy, the old container stopped', () => {

@@ -51,7 +51,7 @@ export class Executor {
   }
 
   /** Cancels, stops, and starts what the plan orders (restarts excepted: see launch). */
-  execute(plan: AgentPlan, opts: { restarts: boolean }): void {
+  execute(plan: AgentPlan, opts: { restarts: boolean; now: number }): void {
     for (const c of plan.cancels) {
       const w = this.workers.get(c.replica);
       if (!w) continue;
@@ -59,7 +59,7 @@ export class Executor {
       this.workers.delete(c.replica);
       if (w.progress.phase !== 'failed') this.log.info({ replica: c.replica, reason: c.reason, revision: w.progress.revision }, 'start cancelled');
     }
-    for (const s of plan.starts) if (opts.restarts || s.kind !== 'restart') this.launch(s);
+    for (const s of plan.starts) if (opts.restarts || s.kind !== 'restart') this.launch(s, opts.now);
     for (const s of plan.stops) void this.stop(s.containerId, s.reason, s.replica, s.remove).catch(() => undefined);
     const counts = new Map<string, number>();
     for (const c of this.view.cache.values()) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
@@ -68,9 +68,9 @@ export class Executor {
   }
 
   /** Starts one order (a restart only once its acknowledgement is stored: it must never run twice). */
-  launch(order: StartOrder): void {
+  launch(order: StartOrder, queuedAt?: number): void {
     this.workers.get(order.replica)?.cancel();
-    const w = new StartWorker(order, {
+    const w = new StartWorker(order, queuedAt, {
       docker: this.view.docker,
       slots: this.slots,
       owner: this.owner,

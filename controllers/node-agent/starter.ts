@@ -81,10 +81,14 @@ export class StartWorker {
   /** What the whole start is reported as, unless a phase says more (pulling, a failure). */
   private readonly baseCode?: ObservedCode;
 
-  constructor(readonly order: StartOrder, private readonly deps: StarterDeps) {
+  constructor(
+    readonly order: StartOrder,
+    queuedAt: number | undefined,
+    private readonly deps: StarterDeps,
+  ) {
     const s = order.desired.spec;
     this.baseCode = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
-    this.progress = { revision: s.revision, specHash: s.specHash, kind: order.kind, phase: 'queued', ...(this.baseCode ? { code: this.baseCode } : {}) };
+    this.progress = { revision: s.revision, specHash: s.specHash, kind: order.kind, phase: 'queued', ...(this.baseCode ? { code: this.baseCode } : {}), ...(queuedAt !== undefined ? { queuedAt } : {}) };
     this.log = deps.log.child({ replica: order.replica, revision: s.revision, specHash: s.specHash.slice(0, 8), start: order.kind });
   }
 
