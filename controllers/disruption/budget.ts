@@ -16,7 +16,7 @@ import { maxUnavailableOf } from '../../src/api/update.js';
 import { API_VERSION, type DisruptionKind, type DisruptionLedger, type ReplicaCommand, type ServiceSpec } from '../../src/api/types.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
-import type { Op } from '../../src/store/writer.js';
+import { chainedWrite, type Op } from '../../src/store/writer.js';
 
 export const DISRUPTIONS = {
   down: 'not running',
@@ -96,10 +96,6 @@ export class LedgerBook {
       metadata: { name: `${deployment}-${service}` },
       spec: { deployment, service, sequence: (cur?.value.spec.sequence ?? 0) + n + 1, last: { replica: e.replica, by: e.by, kind: e.kind, at: new Date(e.now).toISOString() } },
     };
-    if (n === 0) return [cur ? { op: 'update', key, value, modRevision: cur.modRevision } : { op: 'create', key, value }];
-    return [
-      { op: 'check', key, version: (cur?.version ?? 0) + n },
-      { op: 'put', key, value },
-    ];
+    return chainedWrite(key, cur, n, value);
   }
 }

@@ -11,7 +11,7 @@ import { API_VERSION, type ReplicaCounter, type ServiceSchedulingStatus, type Se
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { AUDIT_OP_COUNTS, type AuditRecord } from '../../src/store/audit.js';
 import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
-import { actBytes, type Op } from '../../src/store/writer.js';
+import { actBytes, chainedWrite, type Op } from '../../src/store/writer.js';
 import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
 import { addUnschedulable, decisionValue, desiredValue, unschedulableOf, type ActMetrics } from './decide.js';
 import { cmp, type SchedulerPass } from './pass.js';
@@ -190,17 +190,10 @@ export function placeIndexed(
   }
   if (!placed) return 0;
   const counterKey = keys.counter(dep, svc);
-  const version0 = counter?.version ?? 0;
   chunks.forEach((c, k) => {
     const value: ReplicaCounter = { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: `${dep}-${svc}` }, spec: { next: c.end } };
     // The counter's CAS makes the indexes this leader's alone; later acts of the pass follow the first by its version.
-    const counterOps: Op[] =
-      k === 0
-        ? [counter ? { op: 'update', key: counterKey, value, modRevision: counter.modRevision } : { op: 'create', key: counterKey, value }]
-        : [
-            { op: 'check', key: counterKey, version: version0 + k },
-            { op: 'put', key: counterKey, value },
-          ];
+    const counterOps = chainedWrite(counterKey, counter, k, value);
     const n = c.n - c.canaries;
     const metrics: ActMetrics[] = [];
     if (n) metrics.push({ placements: { trigger: 'scale_up', count: n } });
@@ -311,15 +304,5 @@ function globalMarker(pass: SchedulerPass, dep: string, svc: string): () => Op[]
   const key = keys.counter(dep, svc);
   const value: ReplicaCounter = { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: `${dep}-${svc}` }, spec: { next: counter?.value.spec.next ?? 0 } };
   let k = 0;
-  return () => {
-    const ops: Op[] =
-      k === 0
-        ? [counter ? { op: 'update', key, value, modRevision: counter.modRevision } : { op: 'create', key, value }]
-        : [
-            { op: 'check', key, version: (counter?.version ?? 0) + k },
-            { op: 'put', key, value },
-          ];
-    k++;
-    return ops;
-  };
+  return () => chainedWrite(key, counter, k++, value);
 }

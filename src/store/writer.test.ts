@@ -2,7 +2,7 @@
 // and back (conditionOfCompare, what an in-memory etcd evaluates): the round trip loses nothing.
 import { describe, expect, it } from 'vitest';
 import { CompareResult, CompareTarget } from 'etcd3';
-import { compareOf, conditionOfCompare, conditionsOf, dependencies, packActs, txnCounts, unfit, type Act, type Op } from './writer.js';
+import { chainedWrite, compareOf, conditionOfCompare, conditionsOf, dependencies, packActs, txnCounts, unfit, type Act, type Op } from './writer.js';
 
 describe('compareOf / conditionOfCompare', () => {
   const ops: Op[] = [
@@ -95,5 +95,18 @@ describe('txnCounts / packActs (etcd bounds compares and writes of a transaction
       { label: 'other', ops: [{ op: 'put', key: 'status/d', value: 1 }] },
     ];
     expect(packActs(acts, 128, true).map((t) => t.map((a) => a.label))).toEqual([['first'], ['next'], ['range', 'other']]);
+  });
+});
+
+describe('chainedWrite (several writes of one key in one pass)', () => {
+  it('the first compares the key as read (or its absence), each next one the version the write before leaves', () => {
+    const read = { modRevision: 40, version: 3 };
+    expect(chainedWrite('counters/d/s', read, 0, 'v0')).toEqual([{ op: 'update', key: 'counters/d/s', value: 'v0', modRevision: 40 }]);
+    expect(chainedWrite('counters/d/s', read, 2, 'v2')).toEqual([
+      { op: 'check', key: 'counters/d/s', version: 5 },
+      { op: 'put', key: 'counters/d/s', value: 'v2' },
+    ]);
+    expect(chainedWrite('counters/d/s', undefined, 0, 'v0')).toEqual([{ op: 'create', key: 'counters/d/s', value: 'v0' }]);
+    expect(chainedWrite('counters/d/s', undefined, 1, 'v1')[0]).toEqual({ op: 'check', key: 'counters/d/s', version: 1 });
   });
 });

@@ -31,6 +31,20 @@ export type Op =
   /** Unconditional put: only for keys the writer alone owns (its heartbeat, its observed state). */
   | { op: 'put'; key: string; value: unknown; lease?: string };
 
+/**
+ * The `k`-th write (from 0) of one key within one pass: the first compares the key as the pass
+ * read it (its mod revision, or absence), each next one checks the version the write before it
+ * leaves and puts. Acts chained so land in plan order (Committer) and a link that fails breaks
+ * every later one: a pass never writes back a value older than one it wrote.
+ */
+export function chainedWrite(key: string, read: { modRevision: number; version: number } | undefined, k: number, value: unknown): Op[] {
+  if (k === 0) return [read ? { op: 'update', key, value, modRevision: read.modRevision } : { op: 'create', key, value }];
+  return [
+    { op: 'check', key, version: (read?.version ?? 0) + k },
+    { op: 'put', key, value },
+  ];
+}
+
 export interface Act {
   ops: Op[];
   /** What the act is, for logs and conflict messages. */
