@@ -14,7 +14,7 @@
 // 3 idle: controller CPU/RSS, hollow RSS, etcd request rate; 4 scheduler leader failover (goal ≤
 // lease TTL + 2 s); 5 rolling update of 1,000 replicas, parallelism 100, and a drain of a node;
 // 6 100 nodes lost (their hollow-nodes process killed) → replaced. Figures: docs/benchmarks.md.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { keys } from '../../src/api/keys.js';
 import type { NodeDrain } from '../../src/api/types.js';
@@ -55,6 +55,16 @@ async function etcdCounters(endpoint: string): Promise<Map<string, number>> {
 
 const delta = (a: Map<string, number>, b: Map<string, number>, k: string) => (b.get(k) ?? 0) - (a.get(k) ?? 0);
 
+/** A controller process's V8 heap, used of total, from its /metrics (its address is in its log). */
+async function controllerHeap(p: Proc): Promise<string> {
+  const url = /"metrics":"([^"]+)"/.exec(readFileSync(p.logFile, 'utf8'))?.[1];
+  if (!url) return 'unknown';
+  const text = await (await fetch(url)).text();
+  const g = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  if (process.env.SCALE_MEMDUMP) console.log(text.split('\n').filter((l) => /memory|heap|space/.test(l) && !l.startsWith('#')).join('\n'));
+  return `${mib(g('jaco_process_nodejs_heap_size_used_bytes'))} used of ${mib(g('jaco_process_nodejs_heap_size_total_bytes'))}`;
+}
+
 async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 300_000, intervalMs = 20): Promise<number> {
   const t0 = Date.now();
   await eventually(async () => (await fn()) || undefined, { what, timeoutMs, intervalMs });
@@ -84,7 +94,7 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
     last = now;
     void c.store.countPrefix(keys.desiredOf()).then((n) => (desiredN = n));
     void fetch(`${endpoint}/metrics`).then(async (r) => (slow = /^etcd_debugging_mvcc_slow_watcher_total (\S+)$/m.exec(await r.text())?.[1] ?? '?'));
-    console.log(`t=${((Date.now() - t0) / 1000).toFixed(1)} ${parts} desired ${desiredN} running ${live.count()} slow watchers ${slow}`);
+    console.log(`t=${((Date.now() - t0) / 1000).toFixed(1)} ${parts} desired ${desiredN} running ${live.count()} slow watchers ${slow}; controllers RSS ${mib(usage(pids.controllers[0]!).rss)}`);
   }, 500) : undefined;
   // One apply is one transaction (≤ 128 ops, three per deployment): two applies of 25, one after
   // the other (concurrent applies conflict on purpose). Their CLI start-up is in the figure.
@@ -156,6 +166,7 @@ async function singleMember(): Promise<void> {
       await new Promise((r) => setTimeout(r, IDLE_S * 1000));
       await w.cancel();
       const b = usage(controllers.child.pid!);
+      const heap = await controllerHeap(controllers);
       const hb = usage(hollow!.child.pid!);
       const eb = await etcdCounters(endpoint);
       const rate = (k: string) => delta(ea, eb, k) / IDLE_S;
@@ -163,7 +174,7 @@ async function singleMember(): Promise<void> {
         .filter((k) => (k.startsWith('calls ') || k.startsWith('msgs ')) && rate(k) >= 0.05)
         .map((k) => `${k.slice(k.indexOf(' ') + 1)}${k.startsWith('msgs') ? ' (stream msgs)' : ''} ${rate(k).toFixed(1)}/s`);
       report(
-        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB); hollow-nodes (the first process, ${each} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; keys written, by prefix: ${[...written].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; load ${load()}`,
+        `3: idle ${IDLE_S} s (issue: 300 s) at ${NODES} nodes, ${REPLICAS} replicas: jaco controller all CPU ${((100 * (b.cpuS - a.cpuS)) / IDLE_S).toFixed(1)} % of a core (goal ≤ 5 %), RSS ${mib(b.rss)} (goal ≤ 300 MB; V8 heap ${heap}); hollow-nodes (the first process, ${each} agents) CPU ${((100 * (hb.cpuS - h.cpuS)) / IDLE_S).toFixed(1)} %, RSS ${mib(hb.rss)}; etcd: ${byMethod.join(', ')}; puts ${rate('etcd_mvcc_put_total').toFixed(1)}/s; keys written, by prefix: ${[...written].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}; load ${load()}`,
       );
     }
     // ---------------------------------------------------------------- 4: failover
