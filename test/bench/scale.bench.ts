@@ -65,6 +65,26 @@ async function controllerHeap(p: Proc): Promise<string> {
   return `${mib(g('jaco_process_nodejs_heap_size_used_bytes'))} used of ${mib(g('jaco_process_nodejs_heap_size_total_bytes'))}`;
 }
 
+/**
+ * SCALE_TIMELINE: every 0.5 s, each process's CPU over the last half second, the desired and
+ * running counts, etcd's slow watchers and the controller process's RSS.
+ */
+function startTimeline(c: HollowCluster, endpoint: string, pids: Record<string, number[]>, live: { count(): number }, t0: number): NodeJS.Timeout {
+  const cpu = () => Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, pid) => n + usage(pid).cpuS, 0)]));
+  let last = cpu();
+  let desired = 0;
+  let slow = '?';
+  return setInterval(() => {
+    const now = cpu();
+    const parts = Object.entries(now).map(([k, v]) => `${k} ${Math.round((v - last[k]!) * 200)}%`);
+    last = now;
+    void c.store.countPrefix(keys.desiredOf()).then((n) => (desired = n));
+    void fetch(`${endpoint}/metrics`).then(async (r) => (slow = /^etcd_debugging_mvcc_slow_watcher_total (\S+)$/m.exec(await r.text())?.[1] ?? '?'));
+    const rss = pids.controllers?.[0] ? mib(usage(pids.controllers[0]).rss) : '?';
+    console.log(`t=${((Date.now() - t0) / 1000).toFixed(1)} ${parts.join(' ')} desired ${desired} running ${live.count()} slow watchers ${slow}; controllers RSS ${rss}`);
+  }, 500);
+}
+
 async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 300_000, intervalMs = 20): Promise<number> {
   const t0 = Date.now();
   await eventually(async () => (await fn()) || undefined, { what, timeoutMs, intervalMs });
@@ -84,18 +104,7 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
     ? fetch(`${endpoint}/debug/pprof/profile?seconds=11`).then(async (r) => writeFileSync(process.env.SCALE_ETCD_PROF!, Buffer.from(await r.arrayBuffer())))
     : undefined;
   const t0 = Date.now();
-  const self = process.pid;
-  let last = { ...Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)])), bench: usage(self).cpuS };
-  let desiredN = 0;
-  let slow = '?';
-  const timeline = process.env.SCALE_TIMELINE ? setInterval(() => {
-    const now = { ...Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)])), bench: usage(self).cpuS };
-    const parts = Object.entries(now).map(([k, v]) => `${k} ${Math.round((v - (last as Record<string, number>)[k]!) * 200)}%`).join(' ');
-    last = now;
-    void c.store.countPrefix(keys.desiredOf()).then((n) => (desiredN = n));
-    void fetch(`${endpoint}/metrics`).then(async (r) => (slow = /^etcd_debugging_mvcc_slow_watcher_total (\S+)$/m.exec(await r.text())?.[1] ?? '?'));
-    console.log(`t=${((Date.now() - t0) / 1000).toFixed(1)} ${parts} desired ${desiredN} running ${live.count()} slow watchers ${slow}; controllers RSS ${mib(usage(pids.controllers[0]!).rss)}`);
-  }, 500) : undefined;
+  const timeline = process.env.SCALE_TIMELINE ? startTimeline(c, endpoint, { ...pids, bench: [process.pid] }, live, t0) : undefined;
   // One apply is one transaction (≤ 128 ops, three per deployment): two applies of 25, one after
   // the other (concurrent applies conflict on purpose). Their CLI start-up is in the figure.
   for (let k = 0; k < 2; k++) await c.apply(hollowManifest(DEPLOYMENTS / 2, per, { minReadyTime: '0s', first: (k * DEPLOYMENTS) / 2 }));
@@ -105,7 +114,7 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   placedAt.catch(() => undefined);
   await until(`${REPLICAS} running`, () => live.count() >= REPLICAS);
   const total = Date.now() - t0;
-  clearInterval(timeline);
+  if (timeline) clearInterval(timeline);
   const busy = Object.entries(pids)
     .map(([k, ps]) => `${k} ${((100 * (cpuOf(ps) - cpu0[k]!)) / (total / 1000)).toFixed(0)} %`)
     .join(', ');
