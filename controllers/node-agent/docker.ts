@@ -1,7 +1,8 @@
 // The agent's narrow door to Docker (dockerode): list and inspect its own containers, pull, create,
 // start, stop (always with the container's own StopSignal and StopTimeout), remove, stats and the
 // event stream. It only ever addresses containers labelled with its cluster and node.
-import Docker from 'dockerode';
+import type Docker from 'dockerode';
+import { dockerode } from '../../src/runtime/dockerode.js';
 import type { CgroupUsage } from './cgroup.js';
 import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
@@ -55,7 +56,7 @@ export class DockerRuntime implements ContainerRuntime {
   readonly docker: Docker;
 
   constructor(readonly host: string, readonly owner: Owner) {
-    this.docker = new Docker(dockerConnection(host));
+    this.docker = new (dockerode())(dockerConnection(host));
   }
 
   private async call<T>(fn: () => Promise<T>): Promise<T> {

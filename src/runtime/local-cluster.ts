@@ -5,7 +5,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import Docker from 'dockerode';
 import { LABELS } from '../api/labels.js';
 import { keys } from '../api/keys.js';
 import { nodeReady } from '../api/nodes.js';
@@ -15,6 +14,7 @@ import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store } from '../store/store.js';
 import type { Timings } from '../timings.js';
+import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 
 export interface UpOptions {
@@ -259,7 +259,7 @@ export class LocalCluster {
 
 /** Removes every container labelled with the cluster uid (the local cluster's workloads). */
 export async function removeClusterContainers(uid: string, log: Logger): Promise<number> {
-  const docker = new Docker();
+  const docker = new (dockerode())();
   try {
     const list = await docker.listContainers({ all: true, filters: { label: [`${LABELS.cluster}=${uid}`] } });
     await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
