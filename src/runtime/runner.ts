@@ -249,7 +249,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     this.running = true;
     const timer = metrics.reconcileDuration.startTimer({ controller: this.spec.name });
     const t0 = performance.now();
-    const writes = new PassWrites(this, fence);
+    const writes = new PassWrites<M>({ store: this.deps.store, fence, audit: this.audit, log: this.log, tryable: (a, now) => this.tryable(a, now) });
     try {
       const now = this.clock();
       const snapshot = this.spec.snapshot({ cache: this.deps.cache, failing: this.failures.persistent() }, this.state, now);
@@ -291,7 +291,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
    * STEP_SLICE_MS the acts decided so far are sent and I/O gets its turn. In the simulation
    * (manual) nothing is sent before the end, or, with stepCommits, each step's acts at once.
    */
-  private async decideInSteps(snapshot: Snap, now: number, writes: PassWrites<S, Snap, M, R>): Promise<R> {
+  private async decideInSteps(snapshot: Snap, now: number, writes: PassWrites<M>): Promise<R> {
     const { manual, stepCommits } = this.deps;
     const steps = this.spec.decideSteps!(this.state, snapshot, now);
     const release = manual ? undefined : this.deps.cache.hold();
@@ -315,14 +315,14 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   }
 
   /** Hands acts to the pass's writes (after the test seam, which sees every act before it is sent). */
-  private async send(writes: PassWrites<S, Snap, M, R>, acts: readonly Act<M>[], now: number): Promise<void> {
+  private async send(writes: PassWrites<M>, acts: readonly Act<M>[], now: number): Promise<void> {
     if (!acts.length) return;
     await this.deps.beforeCommit?.(acts);
     writes.send(acts, now);
   }
 
   /** Waits for the pass's writes; books what landed, conflicted or was refused; returns the labels that landed. */
-  private async landed(writes: PassWrites<S, Snap, M, R>, result: R, now: number): Promise<Set<string>> {
+  private async landed(writes: PassWrites<M>, result: R, now: number): Promise<Set<string>> {
     const landed = new Set<string>();
     this.failures.retain(new Set(result.acts.map((a) => a.label)));
     const res = await writes.finish();
@@ -344,21 +344,12 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   }
 
   /** An act may be tried now: not held back after failures, and writing no key the cache cannot read. */
-  tryable(act: Act<M>, now: number): boolean {
+  private tryable(act: Act<M>, now: number): boolean {
     if (this.failures.held(act.label, now)) return false;
     const unreadable = act.ops.map((o) => this.deps.cache.unreadableAt(o.key)).find((u) => u !== undefined);
     if (!unreadable) return true;
     this.failed(act, 'unreadable_key', `${unreadable.key}: ${unreadable.reason}`, now);
     return false;
-  }
-
-  /** The ops of an act with its audit records (the act and its records are one transaction). */
-  async audited(act: Act<M>): Promise<Audited<M>> {
-    return { act, label: act.label, ops: [...act.ops, ...(await this.audit.ops(act.audit ?? []))] };
-  }
-
-  get store(): Store {
-    return this.deps.store;
   }
 
   /** Remembers the newest write of what landed that this process's cache will see come back. */
@@ -389,7 +380,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     return true;
   }
 
-  failed(act: Act<M>, reason: keyof typeof ACT_FAILURES, detail: string, now: number): void {
+  private failed(act: Act<M>, reason: keyof typeof ACT_FAILURES, detail: string, now: number): void {
     const { failure, changed } = this.failures.failed(act, reason, detail, now);
     metrics.actFailures.inc({ controller: this.spec.name, reason });
     if (changed && reason !== 'conflict')
@@ -451,13 +442,23 @@ interface Audited<M> {
   ops: Op[];
 }
 
+/** What a pass's writes need of their runner. */
+interface PassWritesDeps<M> {
+  store: Store;
+  fence: Fence | undefined;
+  audit: AuditLog;
+  log: Logger;
+  /** Whether an act may be tried now (not held back, no unreadable key); a refusal is booked by the runner. */
+  tryable(act: Act<M>, now: number): boolean;
+}
+
 /**
  * One pass's writes (writer.Committer): acts are taken as they are decided, checked (held back,
  * unreadable key), given their audit records and sent in order. The audit lease gone (revoked,
  * or etcd restored from a snapshot) fails the commit: every act is sent again on a new lease,
  * and those that had landed conflict, as any act decided twice does.
  */
-class PassWrites<S, Snap, M, R extends PassResult<S, M>> {
+class PassWrites<M> {
   /** Acts taken so far (a stepped pass's result begins with them). */
   handed = 0;
   transactions = 0;
@@ -469,20 +470,17 @@ class PassWrites<S, Snap, M, R extends PassResult<S, M>> {
   private sending: Promise<void> = Promise.resolve();
   private abandoned = false;
 
-  constructor(
-    private readonly runner: Runner<S, Snap, M, R>,
-    private readonly fence: Fence | undefined,
-  ) {
-    this.committer = new Committer(runner.store, fence);
+  constructor(private readonly deps: PassWritesDeps<M>) {
+    this.committer = new Committer(deps.store, deps.fence);
   }
 
   send(acts: readonly Act<M>[], now: number): void {
     this.handed += acts.length;
-    const fit = acts.filter((a) => this.runner.tryable(a, now));
+    const fit = acts.filter((a) => this.deps.tryable(a, now));
     if (!fit.length) return;
     this.tried.push(...fit);
     this.sending = this.sending.then(async () => {
-      const audited = await Promise.all(fit.map((a) => this.runner.audited(a)));
+      const audited = await Promise.all(fit.map((a) => this.audited(a)));
       this.sent.push(...audited);
       if (this.abandoned || this.committer.broken) return;
       this.committer.add(audited);
@@ -501,9 +499,9 @@ class PassWrites<S, Snap, M, R extends PassResult<S, M>> {
     } catch (e) {
       if (!isLeaseNotFound(e)) throw e;
       const leases = new Set(this.sent.flatMap((a) => a.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))));
-      for (const l of leases) this.runner.audit.leaseLost(l);
-      this.runner.log.warn({ leases: [...leases] }, 'the audit lease is gone; writing on a new one');
-      res = await commitEach(this.runner.store, await Promise.all(this.tried.map((a) => this.runner.audited(a))), this.fence);
+      for (const l of leases) this.deps.audit.leaseLost(l);
+      this.deps.log.warn({ leases: [...leases] }, 'the audit lease is gone; writing on a new one');
+      res = await commitEach(this.deps.store, await Promise.all(this.tried.map((a) => this.audited(a))), this.deps.fence);
     }
     this.transactions = res.transactions;
     return res;
@@ -513,5 +511,10 @@ class PassWrites<S, Snap, M, R extends PassResult<S, M>> {
   abandon(): void {
     this.abandoned = true;
     void this.sending.then(() => this.committer.finish()).catch(() => undefined);
+  }
+
+  /** The ops of an act with its audit records (the act and its records are one transaction). */
+  private async audited(act: Act<M>): Promise<Audited<M>> {
+    return { act, label: act.label, ops: [...act.ops, ...(await this.deps.audit.ops(act.audit ?? []))] };
   }
 }
