@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
-import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags } from '../store/store.js';
+import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
 
 export const EXIT_OK = 0;
@@ -31,9 +31,9 @@ export function timingsOf(cmd: Command): Timings {
 }
 
 /** A store from the global connection flags and the environment (no check that etcd answers). */
-export function storeOf(cmd: Command): Store {
+export function storeOf(cmd: Command, extra: Pick<StoreOptions, 'flowControlWindowBytes'> = {}): Store {
   try {
-    return new Store(storeOptionsFrom(globals(cmd)));
+    return new Store({ ...storeOptionsFrom(globals(cmd)), ...extra });
   } catch (e) {
     if (e instanceof StoreConfigError) throw new CliError(e.message);
     throw e;

@@ -34,6 +34,13 @@ export interface StoreOptions {
   caFile?: string;
   certFile?: string;
   keyFile?: string;
+  /**
+   * The HTTP/2 flow-control window this client gives etcd (default gRPC's 64 KiB). Every watch of
+   * a client shares one stream: a client carrying many (the thousand agents of a hollow-nodes
+   * process) needs a larger one, or a burst of writes fills etcd's send buffer for the stream and
+   * every watcher on it turns "slow" — caught up later from etcd's backend, its most expensive read.
+   */
+  flowControlWindowBytes?: number;
 }
 
 /** The connection flags every jaco command shares, before the environment and defaults apply. */
@@ -138,9 +145,6 @@ export function encodeJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/** The HTTP/2 flow-control window a client gives etcd (see the client's grpcOptions). */
-const WATCH_WINDOW_BYTES = 16 * 1024 * 1024;
-
 export class Store {
   readonly client: Etcd3;
   readonly ns: Namespace;
@@ -165,11 +169,7 @@ export class Store {
       dialTimeout: opts.dialTimeoutMs ?? 3000,
       grpcOptions: {
         'grpc.max_receive_message_length': 64 * 1024 * 1024,
-        // HTTP/2's 64 KiB default window lets etcd send a watch stream one burst of a few dozen
-        // values before it must wait for this process to read: a pass that writes thousands of
-        // keys outruns it, etcd's send buffer fills, and every watcher of the stream turns "slow"
-        // — caught up later from etcd's backend, the most expensive read it does.
-        'grpc-node.flow_control_window': WATCH_WINDOW_BYTES,
+        ...(opts.flowControlWindowBytes ? { 'grpc-node.flow_control_window': opts.flowControlWindowBytes } : {}),
       },
       // etcd3's default breaker holds a host off for 5 s after 3 failures; after an etcd restart
       // or a network blip jaco wants to be back within a second.

@@ -23,6 +23,8 @@ interface HollowFlags {
   logLevel: string;
 }
 
+/** The HTTP/2 window the fleet's one etcd client gives etcd (StoreOptions.flowControlWindowBytes). */
+const HOLLOW_WINDOW_BYTES = 16 * 1024 * 1024;
 const NAME_PREFIX = /^[a-z0-9]([-a-z0-9.]*[-a-z0-9.])?$/;
 
 const EXAMPLES = `
@@ -91,7 +93,9 @@ export function registerHollowNodes(program: Command): void {
         rootLogger().level = f.logLevel;
         // The command's own lines at info whatever the agents' level: scripts wait for 'hollow nodes running'.
         const log = rootLogger().child({ component: 'hollow-nodes' }, { level: 'info' });
-        const store = storeOf(cmd);
+        // One client, one watch stream for every agent's two watches: a window as large as a
+        // thousand hosts' separate connections would give etcd (src/store/store.ts).
+        const store = storeOf(cmd, { flowControlWindowBytes: HOLLOW_WINDOW_BYTES });
         const fleet = new HollowFleet({ store, timings, statusIntervalMs, capacity, labels, log: logger('node-agent'), namePrefix: f.namePrefix, first, count, runtime: { startLatencyMs, failRate, seed } });
         const { server, url } = await serveObservability(f.metricsAddr, () => fleet.health());
         const began = Date.now();
