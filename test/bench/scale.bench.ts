@@ -55,13 +55,15 @@ async function etcdCounters(endpoint: string): Promise<Map<string, number>> {
 
 const delta = (a: Map<string, number>, b: Map<string, number>, k: string) => (b.get(k) ?? 0) - (a.get(k) ?? 0);
 
+/** CPU seconds used so far by a group of processes. */
+const cpuOf = (pids: number[]) => pids.reduce((n, pid) => n + usage(pid).cpuS, 0);
+
 /** A controller process's V8 heap, used of total, from its /metrics (its address is in its log). */
 async function controllerHeap(p: Proc): Promise<string> {
   const url = /"metrics":"([^"]+)"/.exec(readFileSync(p.logFile, 'utf8'))?.[1];
   if (!url) return 'unknown';
   const text = await (await fetch(url)).text();
   const g = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  if (process.env.SCALE_MEMDUMP) console.log(text.split('\n').filter((l) => /memory|heap|space/.test(l) && !l.startsWith('#')).join('\n'));
   return `${mib(g('jaco_process_nodejs_heap_size_used_bytes'))} used of ${mib(g('jaco_process_nodejs_heap_size_total_bytes'))}`;
 }
 
@@ -70,7 +72,7 @@ async function controllerHeap(p: Proc): Promise<string> {
  * running counts, etcd's slow watchers and the controller process's RSS.
  */
 function startTimeline(c: HollowCluster, endpoint: string, pids: Record<string, number[]>, live: { count(): number }, t0: number): NodeJS.Timeout {
-  const cpu = () => Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, ps.reduce((n, pid) => n + usage(pid).cpuS, 0)]));
+  const cpu = () => Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)]));
   let last = cpu();
   let desired = 0;
   let slow = '?';
@@ -97,7 +99,6 @@ async function scenario2(c: HollowCluster, endpoint: string, label: string): Pro
   const before = await etcdCounters(endpoint);
   const hollowPids = c.procs.filter((p) => p.name.startsWith('hollow')).map((p) => p.child.pid!);
   const pids: Record<string, number[]> = { etcd: [c.etcd.member.process.pid!], controllers: [c.procs.find((p) => p.name.startsWith('controllers') && !p.exited())!.child.pid!], hollow: hollowPids };
-  const cpuOf = (ps: number[]) => ps.reduce((n, pid) => n + usage(pid).cpuS, 0);
   const cpu0 = Object.fromEntries(Object.entries(pids).map(([k, ps]) => [k, cpuOf(ps)]));
   // SCALE_ETCD_PROF=<file>: etcd's own CPU profile of the scenario (etcd started with --enable-pprof).
   const etcdProf = process.env.SCALE_ETCD_PROF
