@@ -26,7 +26,7 @@ images: system
 	scripts/build-images.sh
 
 up: build images
-	./bin/jaco up --nodes 3 --detach
+	./bin/jaco up --nodes 3 --detach --shared-engine
 	./bin/jaco apply -f examples/hello.yaml
 	@echo
 	@echo "Try: ./bin/jaco get nodes && ./bin/jaco status hello"

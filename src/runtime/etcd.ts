@@ -16,6 +16,8 @@ export interface EtcdMemberSpec {
   logFile?: string;
   /** Extra flags, e.g. ['--auto-compaction-retention', '1h']. */
   extraArgs?: string[];
+  /** Addresses besides 127.0.0.1 to serve clients on (the local cluster's nodes reach it at the machine's link address). */
+  extraClientHosts?: string[];
   /** Serve clients over TLS (https://), requiring client certificates signed by `ca`. */
   tls?: { cert: string; key: string; ca: string };
 }
@@ -64,7 +66,7 @@ export function portInUse(port: number): Promise<boolean> {
 
 export function etcdArgs(s: EtcdMemberSpec): string[] {
   const peer = `http://127.0.0.1:${s.peerPort}`;
-  const client = `${s.tls ? 'https' : 'http'}://127.0.0.1:${s.clientPort}`;
+  const client = ['127.0.0.1', ...(s.extraClientHosts ?? [])].map((h) => `${s.tls ? 'https' : 'http'}://${h}:${s.clientPort}`).join(',');
   const tls = s.tls ? ['--cert-file', s.tls.cert, '--key-file', s.tls.key, '--trusted-ca-file', s.tls.ca, '--client-cert-auth'] : [];
   return [
     '--name', s.name,

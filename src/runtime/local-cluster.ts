@@ -1,9 +1,13 @@
 // The local cluster of `jaco up`: an embedded single-member etcd under .jaco/, one process
-// running every controller, and N simulated node-agents sharing the local Docker engine. A
-// supervisor process owns them all, restarts a child that dies, and on SIGTERM (jaco down) stops
-// them, removes the cluster's containers and stops etcd. State is in .jaco/up.json.
+// running every controller, and N nodes. By default the nodes are separate hosts on this machine:
+// each its own network namespace (joined by routed links, local-network.ts) and its own Docker
+// engine (node-engine.ts), with its agent and ingress inside. `--shared-engine` keeps the older,
+// faster tier: simulated nodes sharing this machine's namespace and engine. A supervisor process
+// owns everything, restarts a child that dies, and on SIGTERM (jaco down) stops it all and
+// removes what it made (tearDown, which `jaco down` also runs after a crash). State is in
+// .jaco/up.json.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LABELS } from '../api/labels.js';
 import { keys } from '../api/keys.js';
@@ -16,6 +20,8 @@ import { Store } from '../store/store.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
+import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, planNetwork, type LocalNetwork } from './local-network.js';
+import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, waitForEngine, type NodeEngineSpec } from './node-engine.js';
 
 export interface UpOptions {
   dataDir: string;
@@ -31,6 +37,11 @@ export interface UpOptions {
   controllers: string[];
   /** Start `jaco dashboard` on 127.0.0.1 at this port, or the next free one (0: no dashboard). */
   dashboardPort?: number;
+  /**
+   * Every node a separate host: its own network namespace and Docker engine (the default of
+   * `jaco up`). False: simulated nodes sharing this machine's namespace and engine.
+   */
+  isolated: boolean;
 }
 
 export interface ChildInfo {
@@ -43,6 +54,9 @@ export interface ChildInfo {
 export interface UpState {
   supervisorPid: number;
   endpoint: string;
+  mode: 'isolated' | 'shared';
+  /** The isolated nodes' network (their namespaces, addresses and links). */
+  network?: LocalNetwork;
   etcdPid?: number;
   clusterUid?: string;
   nodes: string[];
@@ -81,10 +95,26 @@ const jacoBin = () => join(PACKAGE_ROOT, 'bin', 'jaco');
 
 interface Supervised {
   info: ChildInfo;
+  cmd: string;
   args: string[];
+  /** Engines stop last, after the cluster's containers are removed from them. */
+  kind: 'process' | 'engine';
+  env?: Record<string, string>;
   proc?: ChildProcess;
   restarts: number;
 }
+
+/** A `jaco …` child, in node namespace `netns` when given. */
+function jacoChild(args: string[], netns?: string): { cmd: string; args: string[] } {
+  const argv = [jacoBin(), ...args];
+  return netns ? inNetns(netns, process.execPath, argv) : { cmd: process.execPath, args: argv };
+}
+
+/** Metrics ports of a node's agent and ingress in its own namespace (each node has its own port space). */
+export const NODE_METRICS_PORT = { agent: 9465, ingress: 9466 } as const;
+
+/** Where the network index a data directory used last is kept, so a cluster restarted from it keeps its addresses. */
+const networkFile = (dataDir: string) => join(dataDir, 'network.json');
 
 /** Runs the local cluster in this process until `stop()`; writes up.json as it goes. */
 export class LocalCluster {
@@ -101,6 +131,7 @@ export class LocalCluster {
       endpoint: this.endpoint,
       nodes: [],
       children: [],
+      mode: opts.isolated ? 'isolated' : 'shared',
       timings: opts.timings.name,
       ready: false,
       startedAt: new Date().toISOString(),
@@ -118,6 +149,8 @@ export class LocalCluster {
     this.save();
     if (await portInUse(this.opts.etcdPort))
       throw new Error(`port ${this.opts.etcdPort} is in use: is a cluster already up (jaco down), or another etcd running? Choose another with --etcd-port.`);
+    const nodeNames = this.opts.withAgents ? Array.from({ length: this.opts.nodes }, (_, i) => `node-${i + 1}`) : [];
+    const net = this.opts.isolated ? await this.startNetwork(nodeNames) : undefined;
     this.etcd = startEtcdMember(
       {
         name: 'jaco',
@@ -125,6 +158,8 @@ export class LocalCluster {
         clientPort: this.opts.etcdPort,
         peerPort: this.opts.etcdPort + 1,
         logFile: join(dataDir, 'logs', 'etcd.log'),
+        // The nodes reach etcd over their links, at the machine's address on the cluster network.
+        ...(net ? { extraClientHosts: [net.hostAddress] } : {}),
         extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h'],
       },
       {},
@@ -143,47 +178,94 @@ export class LocalCluster {
       while (await portInUse(port)) port++;
       return `127.0.0.1:${port++}`;
     };
+    const log = (name: string) => join(dataDir, 'logs', `${name}.log`);
     if (this.opts.controllers.length) {
       const metrics = await nextMetrics();
-      this.children.push({ info: { name: 'controllers', metrics, log: join(dataDir, 'logs', 'controllers.log') }, args: ['controller', 'all', '--metrics-addr', metrics], restarts: 0 });
+      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics]));
     }
-    if (this.opts.withAgents)
-      for (let i = 1; i <= this.opts.nodes; i++) {
-        const node = `node-${i}`;
-        const metrics = await nextMetrics();
-        this.state.nodes.push(node);
-        this.children.push({
-          info: { name: node, metrics, log: join(dataDir, 'logs', `${node}.log`) },
-          // Each simulated node its own loopback address (all of 127/8 is loopback on Linux).
-          args: ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--address', simulatedAddress(i), '--pressure', 'containers'],
-          restarts: 0,
-        });
-        if (this.opts.withIngress) {
-          const im = await nextMetrics();
-          this.children.push({
-            info: { name: `ingress-${i}`, metrics: im, log: join(dataDir, 'logs', `ingress-${node}.log`) },
-            args: ['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im],
-            restarts: 0,
-          });
-        }
+    if (net) await this.startEngines(net);
+    for (const [i, node] of nodeNames.entries()) {
+      this.state.nodes.push(node);
+      const host = net?.nodes[i];
+      const metrics = host ? `${host.address}:${NODE_METRICS_PORT.agent}` : await nextMetrics();
+      const agentArgs = ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--pressure', 'containers'];
+      if (host) agentArgs.push('--address', host.address, '--docker-host', engineUrl(engineSpec(net!.tag, node, host.netns, dataDir)));
+      // Simulated nodes each have a loopback address of their own (all of 127/8 is loopback on Linux).
+      else agentArgs.push('--address', simulatedAddress(i + 1));
+      this.supervise({ name: node, metrics, log: log(node) }, jacoChild(agentArgs, host?.netns), this.nodeEnv(net));
+      if (this.opts.withIngress) {
+        const im = host ? `${host.address}:${NODE_METRICS_PORT.ingress}` : await nextMetrics();
+        this.supervise(
+          { name: `ingress-${i + 1}`, metrics: im, log: log(`ingress-${node}`) },
+          jacoChild(['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im], host?.netns),
+          this.nodeEnv(net),
+        );
       }
+    }
     if (this.opts.dashboardPort) {
       let dp = this.opts.dashboardPort;
       while (await portInUse(dp)) dp++;
       this.state.dashboard = `http://127.0.0.1:${dp}/`;
-      this.children.push({ info: { name: 'dashboard', metrics: `127.0.0.1:${dp}`, log: join(dataDir, 'logs', 'dashboard.log') }, args: ['dashboard', '--addr', `127.0.0.1:${dp}`], restarts: 0 });
+      this.supervise({ name: 'dashboard', metrics: `127.0.0.1:${dp}`, log: log('dashboard') }, jacoChild(['dashboard', '--addr', `127.0.0.1:${dp}`]));
     }
-    for (const c of this.children) this.spawnChild(c);
     this.save();
     await this.waitReady(60_000);
     this.state.ready = true;
     this.save();
   }
 
+  /** Claims a network (the one this data directory used last, when free) and builds it. */
+  private async startNetwork(nodeNames: string[]): Promise<LocalNetwork> {
+    let preferred: number | undefined;
+    try {
+      preferred = (JSON.parse(readFileSync(networkFile(this.opts.dataDir), 'utf8')) as { index?: number }).index;
+    } catch {
+      // first start from this data directory
+    }
+    const net = await claimNetwork(nodeNames, preferred);
+    // Recorded before anything is built, so a start that fails half-way is torn down whole; the
+    // owner file keeps `jaco down` of another data directory off it.
+    this.state.network = net;
+    this.save();
+    mkdirSync(runDirOf(net.tag), { recursive: true });
+    writeFileSync(ownerFile(net.tag), this.opts.dataDir);
+    writeFileSync(networkFile(this.opts.dataDir), JSON.stringify({ index: net.index, tag: net.tag }));
+    await createNetwork(net);
+    return net;
+  }
+
+  /** One Docker engine per node, inside its namespace; waits until each answers. */
+  private async startEngines(net: LocalNetwork): Promise<void> {
+    const specs = net.nodes.map((n) => engineSpec(net.tag, n.name, n.netns, this.opts.dataDir));
+    for (const s of specs) {
+      mkdirSync(join(s.execRoot, '..'), { recursive: true });
+      mkdirSync(s.dataRoot, { recursive: true });
+      this.supervise({ name: `docker-${s.node}`, metrics: engineUrl(s), log: join(this.opts.dataDir, 'logs', `docker-${s.node}.log`) }, engineCommand(s), undefined, 'engine');
+    }
+    await Promise.all(
+      specs.map((s) => {
+        const c = this.children.find((x) => x.info.name === `docker-${s.node}`)!;
+        return waitForEngine(s, 60_000, () => !c.proc || c.proc.exitCode !== null || c.proc.signalCode !== null);
+      }),
+    );
+  }
+
+  /** What a node's processes are told: etcd at the machine's address on the cluster network, when nodes are isolated. */
+  private nodeEnv(net: LocalNetwork | undefined): Record<string, string> | undefined {
+    return net ? { JACO_ENDPOINTS: `http://${net.hostAddress}:${this.opts.etcdPort}` } : undefined;
+  }
+
+  private supervise(info: ChildInfo, how: { cmd: string; args: string[] }, env?: Record<string, string>, kind: Supervised['kind'] = 'process'): void {
+    const c: Supervised = { info, cmd: how.cmd, args: how.args, kind, ...(env ? { env } : {}), restarts: 0 };
+    this.children.push(c);
+    this.spawnChild(c);
+    this.save();
+  }
+
   private spawnChild(c: Supervised): void {
     const out = createWriteStream(c.info.log, { flags: 'a' });
-    const proc = spawn(process.execPath, [jacoBin(), ...c.args], {
-      env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_TIMINGS: this.opts.timings.name, JACO_PREFIX: process.env.JACO_PREFIX ?? '/jaco/' },
+    const proc = spawn(c.cmd, c.args, {
+      env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_TIMINGS: this.opts.timings.name, JACO_PREFIX: process.env.JACO_PREFIX ?? '/jaco/', ...c.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     proc.stdout.pipe(out);
@@ -236,24 +318,92 @@ export class LocalCluster {
 
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all(
-      this.children.map(
-        (c) =>
-          new Promise<void>((resolveStop) => {
-            const p = c.proc;
-            if (!p || p.exitCode !== null || p.signalCode !== null) return resolveStop();
-            const t = setTimeout(() => p.kill('SIGKILL'), 15_000);
-            p.once('exit', () => {
-              clearTimeout(t);
-              resolveStop();
-            });
-            p.kill('SIGTERM');
-          }),
-      ),
-    );
-    if (this.state.clusterUid) await removeClusterContainers(this.state.clusterUid, this.log);
+    // Engines last: the cluster's containers are removed from them first.
+    await Promise.all(this.children.filter((c) => c.kind === 'process').map(stopChild));
+    await tearDown(this.opts.dataDir, this.state, this.log, { purge: false, stopEngines: () => Promise.all(this.children.filter((c) => c.kind === 'engine').map(stopChild)) });
     await this.etcd?.stop();
     rmSync(stateFile(this.opts.dataDir), { force: true });
+  }
+}
+
+function stopChild(c: Supervised): Promise<void> {
+  return new Promise<void>((resolveStop) => {
+    const p = c.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return resolveStop();
+    const t = setTimeout(() => p.kill('SIGKILL'), 15_000);
+    p.once('exit', () => {
+      clearTimeout(t);
+      resolveStop();
+    });
+    p.kill('SIGTERM');
+  });
+}
+
+/** The engine of each isolated node of a cluster's state. */
+export function enginesOf(dataDir: string, st: Pick<UpState, 'network'>): NodeEngineSpec[] {
+  const net = st.network;
+  return net ? net.nodes.map((n) => engineSpec(net.tag, n.name, n.netns, dataDir)) : [];
+}
+
+/**
+ * Removes what a local cluster made, whether its supervisor stopped cleanly or crashed: the
+ * cluster's containers (from the shared engine, or from each node's engine), the node engines
+ * (stopped; their leftovers — container processes, mounts, run files — purged, and their image
+ * stores too with `purge`), and the network. Safe to run twice.
+ */
+export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'clusterUid'>, log: Logger, opts: { purge: boolean; stopEngines?: () => Promise<unknown> }): Promise<void> {
+  const engines = enginesOf(dataDir, st);
+  if (st.clusterUid) {
+    const label = `${LABELS.cluster}=${st.clusterUid}`;
+    if (engines.length) await Promise.all(engines.map((e) => removeEngineContainers(e, label)));
+    else await removeClusterContainers(st.clusterUid, log);
+  }
+  // The supervisor stops its engine children itself; after a crash they are found by pid file.
+  await opts.stopEngines?.();
+  await Promise.all(engines.map((e) => stopEngine(e)));
+  for (const e of engines) await purgeEngine(e, { data: opts.purge }).catch((err: Error) => log.warn({ node: e.node, err: err.message }, 'could not purge a node engine'));
+  if (st.network) {
+    await destroyNetwork(st.network.tag);
+    rmSync(runDirOf(st.network.tag), { recursive: true, force: true });
+  }
+}
+
+const runDirOf = (tag: string) => join('/run/jaco', tag);
+const ownerFile = (tag: string) => join(runDirOf(tag), 'owner');
+
+/**
+ * The network a data directory's cluster last had, when its up.json is gone (a crash before it
+ * was written, or removed by hand): the index in network.json, its nodes from the namespaces
+ * and node directories still there. Only while that network still belongs to this directory.
+ */
+export async function recordedNetwork(dataDir: string): Promise<LocalNetwork | undefined> {
+  let index: number | undefined;
+  try {
+    index = (JSON.parse(readFileSync(networkFile(dataDir), 'utf8')) as { index?: number }).index;
+  } catch {
+    return undefined;
+  }
+  if (!index) return undefined;
+  const tag = networkTag(index);
+  let owner: string | undefined;
+  try {
+    owner = readFileSync(ownerFile(tag), 'utf8');
+  } catch {
+    // no run directory: nothing of it is running (or /run was wiped, and the namespaces with it)
+  }
+  if (owner !== undefined && owner !== dataDir) return undefined;
+  const names = new Set([...(await namespacesWith(`${tag}-`)).map((ns) => ns.slice(tag.length + 1)).filter((n) => n !== 'router'), ...listDirs(join(dataDir, 'nodes'))]);
+  const net = planNetwork(index, [...names].sort());
+  return net;
+}
+
+function listDirs(dir: string): string[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
+  } catch {
+    return [];
   }
 }
 

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { CONTROLLERS } from '../../../controllers/index.js';
 import { logger } from '../../observability/log.js';
 import { PACKAGE_ROOT } from '../../paths.js';
-import { alive, haproxyAvailable, LocalCluster, readUpState, removeClusterContainers, resolveDataDir, stateFile, type UpState } from '../../runtime/local-cluster.js';
+import { alive, haproxyAvailable, LocalCluster, readUpState, recordedNetwork, resolveDataDir, stateFile, tearDown, type UpState } from '../../runtime/local-cluster.js';
 import { untilSignal } from '../../runtime/process.js';
 import { action, CliError, timingsOf } from '../common.js';
 
@@ -18,20 +18,30 @@ interface UpFlags {
   etcdPort: string;
   metricsPort: string;
   dashboardPort: string;
+  sharedEngine?: boolean;
   supervise?: boolean;
 }
 
+/** Where a child of the summary answers: the dashboard's page, an engine's socket, else /metrics. */
+function childWhere(st: UpState, c: UpState['children'][number]): string {
+  if (c.name === 'dashboard') return `${st.dashboard}`;
+  if (c.name.startsWith('docker-')) return `engine ${c.metrics}`;
+  return `metrics http://${c.metrics}/metrics`;
+}
+
 function summary(st: UpState): string {
+  const first = st.network?.nodes[0]?.address ?? '127.0.1.1';
   const lines = [
-    `jaco is up: etcd ${st.endpoint}, ${st.nodes.length} node(s), timings ${st.timings}`,
-    ...st.children.map((c) => `  ${c.name.padEnd(12)} pid ${c.pid}  ${c.name === 'dashboard' ? `${st.dashboard}` : `metrics http://${c.metrics}/metrics`}  log ${c.log}`),
+    `jaco is up: etcd ${st.endpoint}, ${st.nodes.length} node(s) (${st.mode === 'isolated' ? 'separate hosts: own namespace and engine each' : 'simulated, sharing this machine\'s engine'}), timings ${st.timings}`,
+    ...(st.network ? st.network.nodes.map((n) => `  ${n.name.padEnd(12)} address ${n.address}  namespace ${n.netns}`) : []),
+    ...st.children.map((c) => `  ${c.name.padEnd(14)} pid ${c.pid}  ${childWhere(st, c)}  log ${c.log}`),
     ...(st.dashboard ? ['', `Dashboard: ${st.dashboard}`] : []),
     '',
     'Next:',
     '  ./bin/jaco get nodes',
     '  ./bin/jaco apply -f examples/hello.yaml',
     '  ./bin/jaco status',
-    ...(st.children.some((c) => c.name.startsWith('ingress-')) ? ['  curl http://127.0.1.1:18080/   # the published web service, through node-1\'s ingress'] : []),
+    ...(st.children.some((c) => c.name.startsWith('ingress-')) ? [`  curl http://${first}:18080/   # the published web service, through node-1's ingress`] : []),
     '  ./bin/jaco audit -f',
     '  make down            # stop everything',
   ];
@@ -45,21 +55,27 @@ async function sleep(ms: number) {
 export function registerUp(program: Command, hasAgent: () => boolean): void {
   program
     .command('up')
-    .description('Start a local cluster: embedded etcd under .jaco/, every controller, and N simulated nodes on the local Docker engine')
-    .option('--nodes <n>', 'simulated nodes (node-1 … node-N)', '3')
-    .option('--capacity <spec>', 'declared capacity of each simulated node', 'cpu=1,memory=2Gi')
+    .description('Start a local cluster: embedded etcd under .jaco/, every controller, and N nodes, each a separate host (its own network namespace and Docker engine)')
+    .option('--nodes <n>', 'nodes (node-1 … node-N)', '3')
+    .option('--capacity <spec>', 'declared capacity of each node', 'cpu=1,memory=2Gi')
+    .option('--shared-engine', "simulated nodes sharing this machine's network namespace and Docker engine (faster to start, one port space; no root needed beyond Docker's)")
     .option('--detach', 'return once the cluster is ready, leaving it running in the background')
     .option('--data-dir <dir>', 'where etcd data, logs and state live', '.jaco')
     .option('--etcd-port <port>', 'etcd client port (the peer port is the next one)', '2379')
     .option('--metrics-port <port>', 'first /metrics port (controllers, then each node)', '9464')
     .option('--dashboard-port <port>', 'port of the dashboard on 127.0.0.1 (the next free one if taken; 0: no dashboard)', '8090')
     .option('--supervise', 'internal: run as the detached supervisor')
-    .addHelpText('after', '\nExamples:\n  jaco up --nodes 3 --detach\n  jaco --timings fast up --nodes 2\n')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  jaco up --nodes 3 --detach\n  jaco --timings fast up --nodes 2\n  jaco up --nodes 2 --shared-engine --detach\n\nSeparate hosts need root (network namespaces, one dockerd per node); see docs/local-cluster.md.\n',
+    )
     .action(
       action(async (f: UpFlags, cmd: Command) => {
         const dataDir = resolveDataDir(f.dataDir);
         const nodes = Number(f.nodes);
         if (!Number.isInteger(nodes) || nodes < 1 || nodes > 50) throw new CliError('--nodes must be a whole number from 1 to 50');
+        const isolated = !f.sharedEngine;
+        if (isolated && process.getuid?.() !== 0) throw new CliError('separate hosts (network namespaces, a Docker engine per node) need root: run as root, or use --shared-engine');
         const existing = readUpState(dataDir);
         if (existing && alive(existing.supervisorPid) && !f.supervise) {
           process.stdout.write(`already up (supervisor pid ${existing.supervisorPid}); \`jaco down\` stops it.\n` + summary(existing));
@@ -98,6 +114,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
             withIngress: hasAgent() && haproxyAvailable(),
             controllers: Object.keys(CONTROLLERS),
             dashboardPort: Number(f.dashboardPort),
+            isolated,
           },
           log,
         );
@@ -123,9 +140,9 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
 
   program
     .command('down')
-    .description('Stop the local cluster started by `jaco up`: agents, controllers, their containers, etcd')
+    .description("Stop the local cluster started by `jaco up`: agents, controllers, their containers, the nodes' engines and network, etcd (also after a crash; twice is harmless)")
     .option('--data-dir <dir>', 'the directory given to jaco up', '.jaco')
-    .option('--purge', 'also delete the etcd data and logs')
+    .option('--purge', "also delete the etcd data, logs and the nodes' image stores")
     .action(
       action(async (f: { dataDir: string; purge?: boolean }) => {
         const dataDir = resolveDataDir(f.dataDir);
@@ -135,9 +152,11 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
           const deadline = Date.now() + 60_000;
           while (alive(st.supervisorPid) && Date.now() < deadline) await sleep(200);
         }
-        // Whatever the supervisor could not stop goes now.
-        for (const pid of [st?.supervisorPid, st?.etcdPid, ...(st?.children.map((c) => c.pid) ?? [])]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
-        if (st?.clusterUid) await removeClusterContainers(st.clusterUid, logger('down'));
+        // Whatever the supervisor could not stop goes now (engines are stopped by tearDown, after
+        // their containers are removed).
+        for (const c of st?.children ?? []) if (c.pid && alive(c.pid) && !c.name.startsWith('docker-')) process.kill(c.pid, 'SIGKILL');
+        for (const pid of [st?.supervisorPid, st?.etcdPid]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+        await tearDown(dataDir, { clusterUid: st?.clusterUid, network: st?.network ?? (await recordedNetwork(dataDir)) }, logger('down'), { purge: !!f.purge });
         rmSync(stateFile(dataDir), { force: true });
         if (f.purge) rmSync(dataDir, { recursive: true, force: true });
         process.stdout.write(st ? `jaco is down${f.purge ? ' (data purged)' : ''}\n` : 'jaco was not up\n');

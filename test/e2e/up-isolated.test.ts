@@ -1,0 +1,91 @@
+// `jaco up` makes separate hosts on one machine: each node its own network namespace, address,
+// port space and Docker engine, joined by routed links that can be cut; `jaco down --purge`
+// removes everything it made, even after a crash.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enginesOf } from '../../src/runtime/local-cluster.js';
+import { namespacesWith } from '../../src/runtime/local-network.js';
+import { jaco } from '../support/cli.js';
+import { UpCluster } from '../support/up-cluster.js';
+import { eventually } from '../support/wait.js';
+
+const inNs = (netns: string, ...cmd: string[]) => execFileSync('nsenter', [`--net=/run/netns/${netns}`, '--', ...cmd], { encoding: 'utf8', stdio: 'pipe' });
+
+describe('jaco up: separate hosts', () => {
+  const c = new UpCluster({ nodes: 3 });
+  beforeAll(async () => {
+    await c.start();
+  });
+  afterAll(async () => {
+    await c.stop();
+  });
+
+  it('gives every node its own namespace, address and Docker engine, with its agent inside', async () => {
+    const addresses = c.net.nodes.map((n) => n.address);
+    expect(new Set(addresses).size).toBe(3);
+    const roots = new Set<string>();
+    for (const n of c.net.nodes) {
+      // Its one address is on its own eth0, not in the machine's namespace.
+      expect(inNs(n.netns, 'ip', '-4', '-br', 'addr', 'show', 'eth0')).toContain(`${n.address}/32`);
+      const info = await c.engine(n.name).info();
+      roots.add(info.DockerRootDir as string);
+      expect(info.DockerRootDir).toBe(`${c.dataDir}/nodes/${n.name}/docker`);
+      // The agent registered the node at that address and answers its metrics there.
+      const node = JSON.parse((await c.jaco(['get', 'node', n.name, '-o', 'json'])).stdout) as { status: { address: string } };
+      expect(node.status.address).toBe(n.address);
+      const res = await fetch(`http://${n.address}:9465/healthz`);
+      expect(res.status).toBe(200);
+    }
+    expect(roots.size).toBe(3);
+    const out = execFileSync('ip', ['-4', '-br', 'addr'], { encoding: 'utf8' });
+    for (const a of addresses) expect(out).not.toContain(`${a}/`);
+  });
+
+  it('routes between nodes over their links, and nowhere else', () => {
+    const [a, b] = c.net.nodes;
+    // node-1 reaches node-2's agent over the router …
+    expect(inNs(a!.netns, 'ip', 'route', 'get', b!.address)).toContain(`via ${c.net.gateway} dev eth0`);
+    // … and has no route off the cluster network (no default route: nothing can leave the machine).
+    expect(() => inNs(a!.netns, 'ip', 'route', 'get', '192.0.2.1')).toThrow(/unreachable/);
+    expect(inNs(a!.netns, 'ip', 'route')).not.toMatch(/default/);
+  });
+
+  it('a node cut off by its link goes NotReady, and Ready again once the link is back', async () => {
+    await c.withLogs(async () => {
+      await c.cut('node-3');
+      await eventually(async () => !(await c.ready('node-3')), { what: 'node-3 NotReady', timeoutMs: 30_000 });
+      expect(await c.ready('node-1')).toBe(true);
+      await c.restore('node-3');
+      await eventually(() => c.ready('node-3'), { what: 'node-3 Ready again', timeoutMs: 30_000 });
+    });
+  });
+});
+
+describe('jaco down --purge after a crash', () => {
+  it('removes every namespace, engine, container process, mount, cgroup and link the cluster made; twice is harmless', async () => {
+    const c = new UpCluster({ nodes: 2 });
+    await c.start();
+    const tag = c.net.tag;
+    const engines = enginesOf(c.dataDir, c.state);
+    const enginePids = engines.map((e) => Number(readFileSync(e.pidFile, 'utf8')));
+    // The supervisor and one engine die without cleaning anything up.
+    process.kill(c.state.supervisorPid, 'SIGKILL');
+    process.kill(enginePids[0]!, 'SIGKILL');
+    expect((await namespacesWith(`${tag}-`)).length).toBe(3);
+
+    const r = await jaco(['down', '--purge', '--data-dir', c.dataDir], { timeoutMs: 120_000 });
+    expect(r.code).toBe(0);
+    expect(await namespacesWith(`${tag}-`)).toEqual([]);
+    expect(existsSync(`/sys/class/net/${tag}`)).toBe(false);
+    expect(existsSync(`/run/jaco/${tag}`)).toBe(false);
+    expect(existsSync(c.dataDir)).toBe(false);
+    for (const pid of [...enginePids, ...c.state.children.map((ch) => ch.pid!)]) expect(() => process.kill(pid, 0)).toThrow();
+    expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(c.dataDir);
+    for (const e of engines) expect(existsSync(`/sys/fs/cgroup/memory${e.cgroupParent}`)).toBe(false);
+
+    const again = await jaco(['down', '--purge', '--data-dir', c.dataDir]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('was not up');
+  });
+});

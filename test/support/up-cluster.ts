@@ -1,0 +1,116 @@
+// A local cluster of separate hosts started the way an operator starts one: `jaco up` (fast
+// timings) on a throwaway data directory and free ports, each node its own network namespace and
+// Docker engine. stop() is `jaco down --purge`; the e2e global teardown purges any the run left.
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { Heartbeat } from '../../src/api/types.js';
+import { freePort } from '../../src/runtime/etcd.js';
+import { enginesOf, readUpState, type UpState } from '../../src/runtime/local-cluster.js';
+import { cutLink, restoreLink, type LocalNode } from '../../src/runtime/local-network.js';
+import { Store } from '../../src/store/store.js';
+import { jaco, type CliResult } from './cli.js';
+
+const NOTED = join(tmpdir(), 'jaco-test-up-dirs.txt');
+
+export class UpCluster {
+  readonly dataDir = mkdtempSync(join(tmpdir(), 'jaco-up-'));
+  state!: UpState;
+  store!: Store;
+  endpoint = '';
+
+  constructor(readonly opts: { nodes?: number; extraArgs?: string[] } = {}) {}
+
+  async start(): Promise<this> {
+    appendFileSync(NOTED, `${this.dataDir}\n`);
+    const etcdPort = await freePort();
+    const r = await this.jaco(
+      ['up', '--nodes', String(this.opts.nodes ?? 3), '--detach', '--data-dir', this.dataDir, '--etcd-port', String(etcdPort), '--metrics-port', String(await freePort()), '--dashboard-port', '0', ...(this.opts.extraArgs ?? [])],
+      undefined,
+      180_000,
+    );
+    if (r.code !== 0) throw new Error(`jaco up failed (${r.code}): ${r.stderr}\n${this.logs()}`);
+    this.state = readUpState(this.dataDir)!;
+    this.endpoint = this.state.endpoint;
+    this.store = new Store({ endpoints: this.endpoint });
+    return this;
+  }
+
+  get net() {
+    return this.state.network!;
+  }
+
+  node(name: string): LocalNode {
+    return this.net.nodes.find((n) => n.name === name)!;
+  }
+
+  /** A dockerode client of node `name`'s own engine. */
+  engine(name: string): Docker {
+    const spec = enginesOf(this.dataDir, this.state).find((e) => e.node === name)!;
+    return new Docker({ socketPath: spec.socket });
+  }
+
+  jaco(args: string[], input?: string, timeoutMs?: number): Promise<CliResult> {
+    return jaco(['--timings', 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs });
+  }
+
+  async apply(yaml: string): Promise<string> {
+    const r = await this.jaco(['apply', '-f', '-'], yaml, 120_000);
+    if (r.code !== 0) throw new Error(`apply failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  }
+
+  async ready(node: string): Promise<boolean> {
+    return nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now());
+  }
+
+  cut(node: string): Promise<void> {
+    return cutLink(this.net, node);
+  }
+
+  restore(node: string): Promise<void> {
+    return restoreLink(this.net, node);
+  }
+
+  /** Tails of the cluster's logs (each child's, and the supervisor's). */
+  logs(lines = 30): string {
+    const dir = join(this.dataDir, 'logs');
+    if (!existsSync(dir)) return '';
+    const names = ['up', 'controllers', ...(this.state?.children.map((c) => c.log.slice(dir.length + 1, -'.log'.length)) ?? [])];
+    return [...new Set(names)]
+      .map((n) => {
+        try {
+          return `---- ${n}\n${readFileSync(join(dir, `${n}.log`), 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`;
+        } catch {
+          return '';
+        }
+      })
+      .join('\n');
+  }
+
+  async withLogs<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n${this.logs()}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.store?.close();
+    await jaco(['down', '--purge', '--data-dir', this.dataDir], { timeoutMs: 120_000 });
+    rmSync(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+/** `jaco down --purge` of every cluster a test run started and did not stop (an interrupted run). */
+export async function purgeNotedUpClusters(): Promise<number> {
+  if (!existsSync(NOTED)) return 0;
+  const dirs = [...new Set(readFileSync(NOTED, 'utf8').split('\n').filter(Boolean))].filter((d) => existsSync(d));
+  for (const d of dirs) await jaco(['down', '--purge', '--data-dir', d], { timeoutMs: 120_000 });
+  rmSync(NOTED, { force: true });
+  return dirs.length;
+}
