@@ -45,7 +45,28 @@ export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 
 const serviceSchema: Schema = obj(
   {
-    image: str({ minLength: 1, description: 'Image reference, e.g. jaco-demo/busybox:1.' }),
+    image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
+    pinnedImage: str({
+      pattern: '@sha256:[0-9a-f]{64}$',
+      description: 'What every node runs: the image resolved to its registry digest at apply ("REGISTRY/REPO:TAG@sha256:…"). Written by jaco apply (docs/images.md); absent when the image was not resolved (pullPolicy never, or no registry known for it).',
+    }),
+    pullPolicy: str({
+      enum: ['missing', 'always', 'never', 'build'],
+      description: 'missing (default): the tag is resolved when it is new to the deployment, the pin kept otherwise; always: resolved again at every apply and rollout restart; never: not resolved, and nodes never pull (the image must be on each node); build: built and pushed at every apply.',
+    }),
+    build: obj(
+      {
+        context: str({ minLength: 1, description: "A directory on the operator's machine (relative: to the manifest's directory)." }),
+        dockerfile: str({ minLength: 1, description: 'Relative to the context (default Dockerfile).' }),
+        args: map(str()),
+        target: str({ minLength: 1, description: 'The stage of a multi-stage Dockerfile.' }),
+        labels: map(str()),
+        noCache: bool(),
+        pull: bool(),
+      },
+      ['context'],
+      { description: "Built by jaco apply with the operator's Docker engine and pushed to the cluster's registry; `image` names it there (docs/images.md). Does not change the spec hash: the pushed digest does." },
+    ),
     command: arr(str(), { description: "Overrides the image's entrypoint." }),
     args: arr(str(), { description: "Overrides the image's command." }),
     env: map(str(), { description: 'Environment variables.' }),

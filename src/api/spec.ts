@@ -73,6 +73,9 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   const h = s.healthcheck;
   return {
     image: s.image,
+    // A new digest of the same tag rolls the service; only when set, so that an unpinned service
+    // keeps the hash earlier releases gave it.
+    ...(s.pinnedImage ? { pinnedImage: s.pinnedImage } : {}),
     command: s.command ?? null,
     args: s.args ?? null,
     env: s.env ?? {},

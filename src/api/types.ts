@@ -122,8 +122,32 @@ export interface UpdatePolicy {
   autoPromote?: string;
 }
 
+/** How jaco apply builds a service's image (compose's build section; docs/images.md). */
+export interface ImageBuild {
+  /** The build context: a directory on the operator's machine (absolute once read). */
+  context: string;
+  /** The Dockerfile, relative to the context (default Dockerfile). */
+  dockerfile?: string;
+  args?: Record<string, string>;
+  /** The stage of a multi-stage Dockerfile to build. */
+  target?: string;
+  labels?: Record<string, string>;
+  noCache?: boolean;
+  /** Pull newer base images while building. */
+  pull?: boolean;
+}
+
+/** When apply resolves a service's image and when its nodes pull (docs/images.md). */
+export type PullPolicy = 'missing' | 'always' | 'never' | 'build';
+
 export interface ServiceSpec {
+  /** The image as written (a tag, or a digest). */
   image: string;
+  /** The image resolved to its registry digest at apply: what every node runs. */
+  pinnedImage?: string;
+  pullPolicy?: PullPolicy;
+  /** Built by jaco apply with the operator's engine and pushed to the cluster's registry (compose's build). */
+  build?: ImageBuild;
   command?: string[];
   args?: string[];
   env?: Record<string, string>;

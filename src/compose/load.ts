@@ -154,14 +154,14 @@ export function loadCompose(src: ComposeSource, opts: ComposeOptions = {}): Comp
   for (const is of validateCompose(withoutGpuCounts(app))) problems.push(at(is.path, is.message, is.rule));
   if (problems.length) throw new ManifestError(problems);
 
-  const profiles = opts.profiles?.length ? opts.profiles : (opts.env ?? process.env).COMPOSE_PROFILES?.split(',').filter(Boolean) ?? [];
-  const mapped = mapCompose(app, { dir: src.dir, lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileSync(f, 'utf8'), home: homedir() });
-  for (const is of mapped.issues) (is.severity === 'refuse' || opts.strict ? problems : warnings).push(at(is.path, is.message, is.severity === 'refuse' ? 'compose' : 'ignored'));
-
   const raw = opts.name ?? (typeof app.name === 'string' ? app.name : src.name === '<stdin>' ? undefined : basename(resolve(src.dir)));
   if (raw === undefined) problems.push({ file: src.name, line: 1, column: 1, document: 0, message: 'a compose file from stdin needs a name: --name NAME, or a top-level name:' });
   const name = raw === undefined ? '' : normaliseName(raw);
   if (raw !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) problems.push(at(['name'], `cannot make a deployment name of ${JSON.stringify(raw)}: use --name`));
+
+  const profiles = opts.profiles?.length ? opts.profiles : (opts.env ?? process.env).COMPOSE_PROFILES?.split(',').filter(Boolean) ?? [];
+  const mapped = mapCompose(app, { dir: src.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileSync(f, 'utf8'), home: homedir() });
+  for (const is of mapped.issues) (is.severity === 'refuse' || opts.strict ? problems : warnings).push(at(is.path, is.message, is.severity === 'refuse' ? 'compose' : 'ignored'));
   const deployment: Deployment = {
     apiVersion: API_VERSION,
     kind: 'Deployment',

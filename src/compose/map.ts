@@ -19,6 +19,8 @@ export interface ComposeIssue {
 export interface MapContext {
   /** The compose file's directory: relative paths resolve against it. */
   dir: string;
+  /** The project (deployment) name: a built image without `image:` is named <project>-<service>, as compose names it. */
+  project: string;
   /** Variables as compose sees them (the environment, then --env-file / .env). */
   lookup: Lookup;
   profiles: readonly string[];
@@ -48,7 +50,6 @@ const IGNORED: Record<string, string> = {
   dns_opt: 'host networking: a container uses its node’s resolver',
   mac_address: 'host networking: a container has its node’s interfaces',
   expose: 'host networking: every port a container listens on is reachable on its node; expose is documentation only',
-  pull_policy: 'each node pulls an image it lacks; pull_policy is ignored',
   platform: 'nodes run the image for their own platform',
   stdin_open: 'no attached stdin for a replicated service',
   tty: 'no terminal for a replicated service',
@@ -173,10 +174,8 @@ class ServiceMapper {
       if (s[k] !== undefined && s[k] !== null) fn(s[k]);
     };
     field('image', (v) => (this.out.image = String(v)));
-    field('build', () => {
-      if (s.image === undefined) this.refuse(this.at('build'), 'jaco runs images; build and push it, then name the image (image:)');
-      else this.warn(this.at('build'), `build is ignored: jaco runs the image ${String(s.image)}`);
-    });
+    field('build', (v) => this.build(v));
+    field('pull_policy', (v) => this.pullPolicy(v));
     if (s.image === undefined && s.build === undefined) this.refuse(this.at(), `service "${this.name}" names no image`);
     field('entrypoint', (v) => (this.out.command = commandList(v, this.at('entrypoint'), this.issues)));
     field('command', (v) => (this.out.args = commandList(v, this.at('command'), this.issues)));
@@ -559,6 +558,43 @@ class ServiceMapper {
     for (const k of ['failure_action', 'monitor', 'max_failure_ratio'])
       if (r[k] !== undefined) this.warn(at(k), `${k} is ignored: a reverted replica that does not come back within the step timeout is left and the revert goes on`);
     if (Object.keys(rollback).length) this.out.update = { ...this.out.update, rollback };
+  }
+
+  /**
+   * build → build: jaco apply builds it with the operator's engine and pushes it to the cluster's
+   * registry (docs/images.md). Without `image:` the image is named <project>-<service>, as compose
+   * names it. What the engine's build API takes is mapped; the rest is said.
+   */
+  private build(v: unknown): void {
+    const b: Obj = typeof v === 'string' ? { context: v } : isObj(v) ? v : {};
+    const at = (...x: string[]) => this.at('build', ...x);
+    const build: NonNullable<ServiceSpec['build']> = { context: this.path(String(b.context ?? '.')) };
+    if (b.dockerfile !== undefined) build.dockerfile = String(b.dockerfile);
+    if (b.args !== undefined) build.args = listOrMap(b.args);
+    if (b.target !== undefined) build.target = String(b.target);
+    if (b.labels !== undefined) build.labels = listOrMap(b.labels);
+    if (b.no_cache !== undefined) build.noCache = !!b.no_cache;
+    if (b.pull !== undefined) build.pull = !!b.pull;
+    if (b.dockerfile_inline !== undefined) this.refuse(at('dockerfile_inline'), 'write the Dockerfile into the build context and name it with dockerfile:');
+    if (typeof b.context === 'string' && /^[a-z]+:\/\//.test(b.context)) this.refuse(at('context'), 'a remote build context (URL) is not supported: clone it and give its directory');
+    for (const k of Object.keys(b)) {
+      if (['context', 'dockerfile', 'args', 'target', 'labels', 'no_cache', 'pull', 'dockerfile_inline'].includes(k)) continue;
+      this.warn(at(k), `build.${k} is ignored: jaco builds with the operator's engine from context, dockerfile, args, target, labels, no_cache and pull`);
+    }
+    this.out.build = build;
+    if (this.svc.image === undefined) this.out.image = `${this.ctx.project}-${this.name}`;
+  }
+
+  /** pull_policy → pullPolicy (if_not_present is compose's older word for missing). */
+  private pullPolicy(v: unknown): void {
+    const p = String(v);
+    if (p === 'always' || p === 'never' || p === 'missing' || p === 'build') this.out.pullPolicy = p;
+    else if (p === 'if_not_present') this.out.pullPolicy = 'missing';
+    else if (/^(daily|weekly|every_)/.test(p)) {
+      this.out.pullPolicy = 'always';
+      this.warn(this.at('pull_policy'), `${p}: jaco resolves images at apply, so it is taken as always (resolved at every apply and rollout restart)`);
+    } else this.refuse(this.at('pull_policy'), `${p} is not one of always, never, missing, build`);
+    if (this.out.pullPolicy === 'build' && this.svc.build === undefined) this.refuse(this.at('pull_policy'), 'pull_policy build needs a build: section');
   }
 
   private xJaco(x: Obj): void {
