@@ -152,6 +152,11 @@ describe('createOptions', () => {
     expect(m.HostConfig).toEqual({ NetworkMode: 'host', RestartPolicy: { Name: 'no' } });
   });
 
+  it('runs the digest apply pinned, not the tag as written', () => {
+    const pinned = `198.18.1.1:5000/jaco-demo/busybox:1@sha256:${'a'.repeat(64)}`;
+    expect(createOptions(spec({ image: 'jaco-demo/busybox:1', pinnedImage: pinned }), owner).Image).toBe(pinned);
+  });
+
   it('stopTimeoutSec rounds up', () => {
     expect(stopTimeoutSec({ image: 'x', stopGracePeriod: '0s' })).toBe(0);
     expect(stopTimeoutSec({ image: 'x', stopGracePeriod: '100ms' })).toBe(1);

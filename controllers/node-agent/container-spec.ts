@@ -7,6 +7,7 @@ import { DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } fro
 import { DEREGISTRATION_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
+import { runImage } from '../../src/api/spec.js';
 
 /** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
 export interface Owner {
@@ -104,7 +105,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
   const hc = healthcheck(t);
   return {
     name: containerName(owner, d.replica, d.revision, d.specHash),
-    Image: t.image,
+    Image: runImage(t),
     ...(t.command ? { Entrypoint: t.command } : {}),
     ...(t.args ? { Cmd: t.args } : {}),
     Env: Object.entries(env)

@@ -4,7 +4,7 @@
 // the same snapshot always yields the same plan.
 import { minReadyMs } from '../../src/api/readiness.js';
 import { fixedHostPorts, hostPortList } from '../../src/api/ports.js';
-import { canonicalJson, isStateful } from '../../src/api/spec.js';
+import { canonicalJson, isStateful, runImage } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
 import type { CancelReason, ObservedCode, StartKind, StopReason } from '../../src/api/reasons/agent.js';
 import type { ContainerFacts } from './facts.js';
@@ -296,7 +296,7 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     service: spec.service,
     revision: spec.revision,
     specHash: spec.specHash,
-    image: t.image,
+    image: runImage(t),
   };
 
   // 3. Suspended: stop every container of the replica and keep them stopped.

@@ -7,6 +7,7 @@ import { UnitError } from '../../src/api/units.js';
 import type { Timings } from '../../src/timings.js';
 import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions, type Owner } from './container-spec.js';
+import { runImage } from '../../src/api/spec.js';
 import type { StartOrder, StartProgress } from './decide.js';
 import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
@@ -163,7 +164,7 @@ export class StartWorker {
       throw e;
     }
     // The image comes first, so a stop-first replacement or a restart is not down while pulling.
-    await this.ensureImage(spec.template.image);
+    await this.ensureImage(runImage(spec.template));
     this.check();
     if (order.stopFirst.length) {
       this.update({ phase: 'stopping' });

@@ -117,6 +117,11 @@ export function specHash(spec: ServiceSpec): string {
   return createHash('sha256').update(canonicalJson(canonicalService(spec))).digest('hex');
 }
 
+/** The image a replica's container runs: the digest apply pinned, else the image as written. */
+export function runImage(t: Pick<ServiceSpec, 'image' | 'pinnedImage'>): string {
+  return t.pinnedImage ?? t.image;
+}
+
 /** True when two deployment specs are equal after canonical ordering (apply's "unchanged"). */
 export function sameDeploymentSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
   return canonicalJson(a) === canonicalJson(b);

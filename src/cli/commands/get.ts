@@ -100,12 +100,14 @@ async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n =
   return 'Events:\n' + indent(table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])), 2);
 }
 
+const digestOf = (pinned: string) => pinned.slice(pinned.indexOf('@') + 1);
+
 /** A service's summary lines (describe deployment, describe service). */
 function serviceLines(v: ClusterView, d: Deployment, svc: string, st: DeploymentStatus['status'] | undefined, readyNodes: number): string {
   const s = d.spec.services[svc]!;
   const name = d.metadata.name;
   const rows = v.replicas.filter((r) => r.desired.spec.deployment === name && r.desired.spec.service === svc);
-  let out = `Image:      ${s.image}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
+  let out = `Image:      ${s.image}${s.pinnedImage ? `\nDigest:     ${digestOf(s.pinnedImage)} (${s.pinnedImage.slice(0, s.pinnedImage.indexOf('@'))}, pinned at apply)` : s.pullPolicy === 'never' ? '\nDigest:     - (pullPolicy never: each node runs its own copy)' : ''}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
   const ports = normalizePorts(s).map((p) => `${p.name} ${p.containerPort}/${p.protocol} → host ${p.hostPort ?? 'dynamic'}${p.published !== undefined ? `, published ${p.published}` : ''}`);
   if (ports.length) out += `Ports:      ${ports.join('; ')}\n`;
   const sch = st?.scheduling?.services[svc];
