@@ -195,6 +195,8 @@ export function networkFailure(e: unknown, url: URL, timeoutMs: number, timedOut
   if (code === 'EPROTO' || code === 'ERR_SSL_WRONG_VERSION_NUMBER' || /wrong version number|packet length too long/i.test(err?.message ?? ''))
     return `TLS handshake failed: the registry answers plain HTTP, not HTTPS (${where}); mark it insecure only if it is meant to serve no TLS`;
   if (/^ERR_SSL|^ERR_TLS/.test(code)) return `TLS failure: ${err.message} (${where})`;
+  // A TLS server's answer to plain HTTP (Go's 400 with a body, even to HEAD) is no valid HTTP.
+  if (code.startsWith('HPE_') && url.protocol === 'http:') return `the registry's answer over plain HTTP is not valid HTTP (${err.message}; ${where}): if it speaks HTTPS, do not mark it insecure`;
   return `${err?.message ?? String(e)} (${where})`;
 }
 
