@@ -13,6 +13,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The ingress drives a local HAProxy (run as a child of `jaco ingress`, never the system service).
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
+# The cluster registry (CNCF distribution 2.8), run as a child of jaco with its own config, never the system service.
+[ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 # The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 
