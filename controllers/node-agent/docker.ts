@@ -8,7 +8,7 @@ import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
 import { factsFromInspect, type ContainerFacts } from './facts.js';
 import { usageFromDockerStats } from './pressure.js';
-import type { ContainerRuntime } from './runtime.js';
+import type { ContainerRuntime, PullAuth } from './runtime.js';
 
 /** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
 export class DockerUnreachableError extends Error {
@@ -99,9 +99,9 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   /** Pulls an image to the end of its progress stream; an abort ends the stream. */
-  pull(image: string, signal?: AbortSignal): Promise<void> {
+  pull(image: string, signal?: AbortSignal, auth?: PullAuth): Promise<void> {
     return this.call(async () => {
-      const stream = (await this.docker.pull(imageWithTag(image))) as NodeJS.ReadableStream & { destroy?: () => void };
+      const stream = (await this.docker.pull(imageWithTag(image), auth ? { authconfig: auth } : {})) as NodeJS.ReadableStream & { destroy?: () => void };
       const onAbort = () => stream.destroy?.();
       signal?.addEventListener('abort', onAbort, { once: true });
       try {

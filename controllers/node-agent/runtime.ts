@@ -11,6 +11,14 @@ import type { CgroupUsage } from './cgroup.js';
 import type { Owner } from './container-spec.js';
 import type { ContainerFacts } from './facts.js';
 
+/** Credentials for one pull, as Docker's X-Registry-Auth takes them. */
+export interface PullAuth {
+  serveraddress: string;
+  username?: string;
+  password?: string;
+  identitytoken?: string;
+}
+
 /** Reads a container's usage without asking the engine (cgroup files); undefined: ask `stats`. */
 export interface UsageReader {
   read(id: string, pid: number): CgroupUsage | undefined;
@@ -29,8 +37,8 @@ export interface ContainerRuntime {
   /** Facts of a container by id or name, or undefined when it is gone. */
   inspect(idOrName: string): Promise<ContainerFacts | undefined>;
   imagePresent(image: string): Promise<boolean>;
-  /** Pulls an image; an abort ends it. */
-  pull(image: string, signal?: AbortSignal): Promise<void>;
+  /** Pulls an image (with the registry's credentials, when the cluster has them); an abort ends it. */
+  pull(image: string, signal?: AbortSignal, auth?: PullAuth): Promise<void>;
   /** Creates a container; its id. */
   create(opts: Docker.ContainerCreateOptions): Promise<string>;
   /** Starts a container (already running is fine). */

@@ -11,7 +11,9 @@ import { runImage } from '../../src/api/spec.js';
 import type { StartOrder, StartProgress } from './decide.js';
 import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
-import type { ContainerRuntime } from './runtime.js';
+import type { ContainerRuntime, PullAuth } from './runtime.js';
+import { classifyPullError } from '../../src/images/registry.js';
+import type { PullPolicy } from '../../src/api/types.js';
 
 /** Docker refused the spec (400) or a quantity did not parse: retrying cannot help. */
 export class InvalidSpecError extends Error {
@@ -21,6 +23,11 @@ export class InvalidSpecError extends Error {
 
 class CancelledError extends Error {
   override name = 'CancelledError';
+}
+
+/** pullPolicy never, and the image is not on the node. */
+class NeverPulledError extends Error {
+  override name = 'NeverPulledError';
 }
 
 /** Bounds the create+start calls in flight: Docker serialises much of them anyway, and a bound
@@ -59,6 +66,8 @@ export interface StarterDeps {
   stop(id: string, reason: StopReason, replica: string): Promise<void>;
   /** Something observable changed: decide again. */
   changed(): void;
+  /** The cluster's credentials for an image's registry (registries/), when it has any. */
+  registryAuth?(image: string): PullAuth | undefined;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -164,7 +173,7 @@ export class StartWorker {
       throw e;
     }
     // The image comes first, so a stop-first replacement or a restart is not down while pulling.
-    await this.ensureImage(runImage(spec.template));
+    await this.ensureImage(runImage(spec.template), spec.template.pullPolicy);
     this.check();
     if (order.stopFirst.length) {
       this.update({ phase: 'stopping' });
@@ -189,27 +198,37 @@ export class StartWorker {
     return 'started';
   }
 
-  /** Pulls a missing image, retrying with back-off until it succeeds or the start is cancelled. */
-  private async ensureImage(image: string): Promise<void> {
+  /**
+   * Pulls a missing image (with the cluster's credentials for its registry), retrying with
+   * back-off until it succeeds or the start is cancelled. A failure says why in its code:
+   * image_not_found, image_unauthorized, registry_unreachable, else image_pull_failed. With
+   * pullPolicy never nothing is pulled: the agent waits for the image to be loaded on the node.
+   */
+  private async ensureImage(image: string, policy: PullPolicy | undefined): Promise<void> {
     const { docker, timings } = this.deps;
     if (await docker.imagePresent(image)) return;
     let backoff = timings.backoffMinMs;
     for (let attempt = 1; ; attempt++) {
       this.check();
-      if (attempt === 1) this.update({ phase: 'pulling', code: 'pulling' });
+      if (attempt === 1 && policy !== 'never') this.update({ phase: 'pulling', code: 'pulling' });
       try {
+        if (policy === 'never') {
+          if (await docker.imagePresent(image)) return;
+          throw new NeverPulledError(`no such image on ${this.deps.owner.node}, and pullPolicy never: load it on the node (docker load), or apply with another pullPolicy`);
+        }
         this.log.info({ image, attempt }, 'pulling image');
-        await docker.pull(image, this.abort.signal);
+        await docker.pull(image, this.abort.signal, this.deps.registryAuth?.(image));
         this.check();
         agentMetrics.imagePulls.inc({ result: 'success' });
         this.log.info({ image }, 'image pulled');
         return;
       } catch (e) {
         if (e instanceof DockerUnreachableError || e instanceof CancelledError || this.cancelled) throw e;
-        agentMetrics.imagePulls.inc({ result: 'failure' });
         const msg = (e as Error).message;
-        this.log.warn({ image, attempt, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
-        this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `${image}: ${msg}` });
+        const code = e instanceof NeverPulledError ? 'image_not_found' : (classifyPullError(msg) ?? 'image_pull_failed');
+        agentMetrics.imagePulls.inc({ result: 'failure' });
+        this.log.warn({ image, attempt, code, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
+        this.update({ phase: 'pull_failed', code, details: `${image}: ${msg}` });
         await sleep(backoff, this.abort.signal);
         backoff = Math.min(backoff * 2, timings.backoffMaxMs);
       }

@@ -449,6 +449,9 @@ describe('step timeout, abort and revert', () => {
 
   it.each<[string, Partial<ReplicaObservedStatus>, boolean, string]>([
     ['image_pull_failed', { state: 'pending', code: 'image_pull_failed', details: 'img:2: connection refused' }, false, 'image_pull_failed'],
+    ['a pull the registry refused says so', { state: 'pending', code: 'image_unauthorized', details: 'img:2: pull access denied' }, false, 'image_unauthorized'],
+    ['an image the registry lacks says so', { state: 'pending', code: 'image_not_found', details: 'img:2: manifest unknown' }, false, 'image_not_found'],
+    ['a registry out of reach says so', { state: 'pending', code: 'registry_unreachable', details: 'img:2: connection refused' }, false, 'registry_unreachable'],
     ['degraded', { state: 'degraded', health: 'unhealthy' }, false, 'health_check_failed'],
     ['starting for ever', { state: 'starting', health: 'starting' }, false, 'step_timeout'],
     ['restart exhausted at this generation', { state: 'exited', exitCode: 1 }, true, 'restart_exhausted'],

@@ -2,6 +2,7 @@
 // deployments, revisions, replicas, plans and statuses, decide the next move of every service's
 // rolling update — start, step, complete, abort and revert, supersede — as CAS-guarded acts.
 // No I/O, no clock (`now` comes in), deterministic: ties by index, then node, then replica id.
+import { isPullFailure } from '../../src/api/reasons/agent.js';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
@@ -385,7 +386,8 @@ function failureOf(c: ServiceCtx, g: ReplicaGroup, hash: string, toRevision: num
     return !!st?.exhausted && st.generation >= toRevision;
   };
   if (atTarget.some((x) => exhausted(x.d.spec.node))) return 'restart_exhausted';
-  if (atTarget.some((x) => x.o?.code === 'image_pull_failed')) return 'image_pull_failed';
+  const pull = atTarget.find((x) => isPullFailure(x.o?.code))?.o?.code;
+  if (isPullFailure(pull)) return pull;
   if (atTarget.some((x) => x.o?.specHash === hash && (x.o.state === 'degraded' || x.o.health === 'unhealthy'))) return 'health_check_failed';
   return undefined;
 }

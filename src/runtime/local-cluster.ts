@@ -22,6 +22,8 @@ import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, planNetwork, type LocalNetwork } from './local-network.js';
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, waitForEngine, type NodeEngineSpec } from './node-engine.js';
+import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
+import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
 
 export interface UpOptions {
   dataDir: string;
@@ -37,6 +39,8 @@ export interface UpOptions {
   controllers: string[];
   /** Start `jaco dashboard` on 127.0.0.1 at this port, or the next free one (0: no dashboard). */
   dashboardPort?: number;
+  /** The cluster registry's port (isolated: on the machine's cluster address; shared: 127.0.0.1, the next free one if taken). */
+  registryPort: number;
   /**
    * Every node a separate host: its own network namespace and Docker engine (the default of
    * `jaco up`). False: simulated nodes sharing this machine's namespace and engine.
@@ -57,6 +61,8 @@ export interface UpState {
   mode: 'isolated' | 'shared';
   /** The isolated nodes' network (their namespaces, addresses and links). */
   network?: LocalNetwork;
+  /** The cluster registry: host:port as images name it, and the engines' trust of its CA (isolated). */
+  registry?: { host: string; pid?: number; certsDir?: string };
   etcdPid?: number;
   clusterUid?: string;
   nodes: string[];
@@ -119,6 +125,7 @@ const networkFile = (dataDir: string) => join(dataDir, 'network.json');
 /** Runs the local cluster in this process until `stop()`; writes up.json as it goes. */
 export class LocalCluster {
   private etcd?: EtcdMember;
+  private registry?: RegistryServer;
   private children: Supervised[] = [];
   private stopping = false;
   private state: UpState;
@@ -173,6 +180,7 @@ export class LocalCluster {
     } finally {
       store.close();
     }
+    await this.startRegistry(net);
     let port = this.opts.metricsPort;
     const nextMetrics = async () => {
       while (await portInUse(port)) port++;
@@ -232,6 +240,38 @@ export class LocalCluster {
     writeFileSync(networkFile(this.opts.dataDir), JSON.stringify({ index: net.index, tag: net.tag }));
     await createNetwork(net);
     return net;
+  }
+
+  /**
+   * The cluster registry (Debian's docker-registry), its images under the data dir (kept across
+   * `jaco down`). Isolated nodes reach it at the machine's cluster address over TLS from the
+   * cluster CA, which every engine on this machine trusts through /etc/docker/certs.d; the shared
+   * engine reaches it on loopback (Docker's default insecure range).
+   */
+  private async startRegistry(net: LocalNetwork | undefined): Promise<void> {
+    const dir = join(this.opts.dataDir, 'registry');
+    let port = this.opts.registryPort;
+    let tls: { certFile: string; keyFile: string } | undefined;
+    let address = '127.0.0.1';
+    if (net) {
+      address = net.hostAddress;
+      const pki = join(this.opts.dataDir, 'pki');
+      const ca = ensureClusterCa(pki);
+      const cert = issueCertificate(ca, { commonName: 'jaco registry', ips: [net.hostAddress], usage: 'server' }, { dir: pki, name: 'registry' });
+      tls = { certFile: cert.certFile, keyFile: cert.keyFile };
+      const certsDir = join(DOCKER_CERTS_DIR, `${net.hostAddress}:${port}`);
+      mkdirSync(certsDir, { recursive: true });
+      writeFileSync(join(certsDir, 'ca.crt'), ca.certPem);
+      this.state.registry = { host: `${net.hostAddress}:${port}`, certsDir };
+    } else {
+      while (await portInUse(port)) port++;
+      this.state.registry = { host: `127.0.0.1:${port}` };
+    }
+    this.save();
+    this.registry = startRegistry({ dir, address, port, ...(tls ? { tls } : {}), logFile: join(this.opts.dataDir, 'logs', 'registry.log') });
+    this.state.registry.pid = this.registry.process.pid;
+    this.save();
+    await waitForRegistry(this.registry, 30_000);
   }
 
   /** One Docker engine per node, inside its namespace; waits until each answers. */
@@ -321,6 +361,7 @@ export class LocalCluster {
     // Engines last: the cluster's containers are removed from them first.
     await Promise.all(this.children.filter((c) => c.kind === 'process').map(stopChild));
     await tearDown(this.opts.dataDir, this.state, this.log, { purge: false, stopEngines: () => Promise.all(this.children.filter((c) => c.kind === 'engine').map(stopChild)) });
+    await this.registry?.stop();
     await this.etcd?.stop();
     rmSync(stateFile(this.opts.dataDir), { force: true });
   }
@@ -351,7 +392,7 @@ export function enginesOf(dataDir: string, st: Pick<UpState, 'network'>): NodeEn
  * (stopped; their leftovers — container processes, mounts, run files — purged, and their image
  * stores too with `purge`), and the network. Safe to run twice.
  */
-export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'clusterUid'>, log: Logger, opts: { purge: boolean; stopEngines?: () => Promise<unknown> }): Promise<void> {
+export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'clusterUid' | 'registry'>, log: Logger, opts: { purge: boolean; stopEngines?: () => Promise<unknown> }): Promise<void> {
   const engines = enginesOf(dataDir, st);
   if (st.clusterUid) {
     const label = `${LABELS.cluster}=${st.clusterUid}`;
@@ -366,7 +407,14 @@ export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'c
     await destroyNetwork(st.network.tag);
     rmSync(runDirOf(st.network.tag), { recursive: true, force: true });
   }
+  // The engines' trust of the registry's CA goes with the network whose address it names (found
+  // by that address when the state that recorded it is lost).
+  const certsDirs = st.registry?.certsDir ? [st.registry.certsDir] : st.network ? listDirs(DOCKER_CERTS_DIR).filter((d) => d.startsWith(`${st.network!.hostAddress}:`)).map((d) => join(DOCKER_CERTS_DIR, d)) : [];
+  for (const d of certsDirs) rmSync(d, { recursive: true, force: true });
 }
+
+/** Where every Docker engine of this machine looks for a registry's CA (ca.crt under <host:port>/). */
+export const DOCKER_CERTS_DIR = '/etc/docker/certs.d';
 
 const runDirOf = (tag: string) => join('/run/jaco', tag);
 const ownerFile = (tag: string) => join(runDirOf(tag), 'owner');

@@ -1,11 +1,14 @@
 // The node-agent's closed vocabularies: observed reason codes, why a container is stopped, how a
 // start ends. The same strings appear in ReplicaObserved.status.code, the agent's logs and the
 // labels of its metrics (docs/node-agent.md lists them).
+import { IMAGE_ERROR_CODES } from './images.js';
 
 /** ReplicaObserved.status.code values the agent sets (a suspended replica carries its own reason). */
 export const OBSERVED_CODES = {
   pulling: 'the image is being pulled (first attempt)',
-  image_pull_failed: 'pulling the image failed; the agent retries with back-off (details: "<image>: <error>")',
+  image_pull_failed: 'pulling the image failed for a reason none of the codes below names; the agent retries with back-off (details: "<image>: <error>")',
+  // A failed pull whose cause is known (src/api/reasons/images.ts): retried with back-off too.
+  ...IMAGE_ERROR_CODES,
   create_failed: 'Docker could not create the container; the agent retries with back-off',
   invalid_spec: 'the desired key is malformed, or Docker refused the container spec: fix the deployment',
   start_failed: 'Docker created the container but could not start it (details has the error)',
@@ -17,6 +20,12 @@ export const OBSERVED_CODES = {
   stop_first: 'the old container is being stopped before the new one starts (stop-first replacement)',
 } as const;
 export type ObservedCode = keyof typeof OBSERVED_CODES;
+
+/** The codes of a failed pull: the agent's catch-all and the ones that name the cause. */
+export type PullFailureCode = 'image_pull_failed' | keyof typeof IMAGE_ERROR_CODES;
+export function isPullFailure(code: string | undefined): code is PullFailureCode {
+  return code === 'image_pull_failed' || (code !== undefined && Object.hasOwn(IMAGE_ERROR_CODES, code));
+}
 
 /** Why the agent stops a container: a label of jaco_agent_stops_total and a log field. */
 export const STOP_REASONS = {

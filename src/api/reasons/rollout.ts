@@ -2,10 +2,13 @@
 // step goes, how a rollout ended. The same strings appear in RolloutPlan.failureReason, audit
 // payloads (`reason`), metric labels and `jaco rollout status`.
 import type { RolloutAction, RolloutCanary, RolloutState } from '../types.js';
+import { IMAGE_ERROR_CODES } from './images.js';
 
 export const FAILURE_REASONS = {
   step_timeout: 'the replica of the current step was not running and healthy at the new revision within the step timeout',
   image_pull_failed: 'the new image could not be pulled (the node-agent reported image_pull_failed)',
+  // The node-agent named why the new image could not be pulled.
+  ...IMAGE_ERROR_CODES,
   health_check_failed: 'the replica started at the new revision but its health check failed (state degraded)',
   restart_exhausted: 'the replica failed 3 times in a row at the new revision; the scheduler stopped restarting it',
   monitor_failed: 'the replica was ready at the new revision but stopped being ready within update.monitor',

@@ -18,6 +18,7 @@ interface UpFlags {
   etcdPort: string;
   metricsPort: string;
   dashboardPort: string;
+  registryPort: string;
   sharedEngine?: boolean;
   supervise?: boolean;
 }
@@ -32,7 +33,7 @@ function childWhere(st: UpState, c: UpState['children'][number]): string {
 function summary(st: UpState): string {
   const first = st.network?.nodes[0]?.address ?? '127.0.1.1';
   const lines = [
-    `jaco is up: etcd ${st.endpoint}, ${st.nodes.length} node(s) (${st.mode === 'isolated' ? 'separate hosts: own namespace and engine each' : 'simulated, sharing this machine\'s engine'}), timings ${st.timings}`,
+    `jaco is up: etcd ${st.endpoint}, registry ${st.registry?.host ?? '-'}, ${st.nodes.length} node(s) (${st.mode === 'isolated' ? 'separate hosts: own namespace and engine each' : 'simulated, sharing this machine\'s engine'}), timings ${st.timings}`,
     ...(st.network ? st.network.nodes.map((n) => `  ${n.name.padEnd(12)} address ${n.address}  namespace ${n.netns}`) : []),
     ...st.children.map((c) => `  ${c.name.padEnd(14)} pid ${c.pid}  ${childWhere(st, c)}  log ${c.log}`),
     ...(st.dashboard ? ['', `Dashboard: ${st.dashboard}`] : []),
@@ -64,6 +65,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
     .option('--etcd-port <port>', 'etcd client port (the peer port is the next one)', '2379')
     .option('--metrics-port <port>', 'first /metrics port (controllers, then each node)', '9464')
     .option('--dashboard-port <port>', 'port of the dashboard on 127.0.0.1 (the next free one if taken; 0: no dashboard)', '8090')
+    .option('--registry-port <port>', "the cluster registry's port (separate hosts: on this machine's cluster address; --shared-engine: 127.0.0.1, the next free one if taken)", '5000')
     .option('--supervise', 'internal: run as the detached supervisor')
     .addHelpText(
       'after',
@@ -114,6 +116,7 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
             withIngress: hasAgent() && haproxyAvailable(),
             controllers: Object.keys(CONTROLLERS),
             dashboardPort: Number(f.dashboardPort),
+            registryPort: Number(f.registryPort),
             isolated,
           },
           log,
@@ -155,8 +158,8 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
         // Whatever the supervisor could not stop goes now (engines are stopped by tearDown, after
         // their containers are removed).
         for (const c of st?.children ?? []) if (c.pid && alive(c.pid) && !c.name.startsWith('docker-')) process.kill(c.pid, 'SIGKILL');
-        for (const pid of [st?.supervisorPid, st?.etcdPid]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
-        await tearDown(dataDir, { clusterUid: st?.clusterUid, network: st?.network ?? (await recordedNetwork(dataDir)) }, logger('down'), { purge: !!f.purge });
+        for (const pid of [st?.supervisorPid, st?.etcdPid, st?.registry?.pid]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+        await tearDown(dataDir, { clusterUid: st?.clusterUid, network: st?.network ?? (await recordedNetwork(dataDir)), registry: st?.registry }, logger('down'), { purge: !!f.purge });
         rmSync(stateFile(dataDir), { force: true });
         if (f.purge) rmSync(dataDir, { recursive: true, force: true });
         process.stdout.write(st ? `jaco is down${f.purge ? ' (data purged)' : ''}\n` : 'jaco was not up\n');
