@@ -11,6 +11,8 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# build-images.sh makes the demo server images (postgres, redis, nginx) from a debootstrapped Debian.
+command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 # The ingress drives a local HAProxy (run as a child of `jaco ingress`, never the system service).
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 # The cluster registry (CNCF distribution 2.8), run as a child of jaco with its own config, never the system service.
