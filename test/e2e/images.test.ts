@@ -1,8 +1,10 @@
 // Images with the real Docker engine and a real registry on 127.0.0.1 (which Docker treats as
-// insecure, so plain HTTP): a compose-style build (COPY, RUN, ARG, a multi-stage target, a
-// .dockerignore'd file) pushed and resolved to the same digest; a failing step named; a local image
+// insecure, so plain HTTP): a compose-style build (COPY, RUN on the host network, ARG, a
+// multi-stage target, a .dockerignore'd file) pushed and resolved to the same digest; a failing step named; a local image
 // pushed; and the engine's own pull errors classified into the image codes.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -15,10 +17,13 @@ import { freePort } from '../../src/runtime/etcd.js';
 import { requireDocker } from '../support/cluster.js';
 import { startTestRegistry, type TestRegistry } from '../support/registry.js';
 
+// PROBE_URL is a server of the test on 127.0.0.1: a RUN step reaches it only with host networking.
 const DOCKERFILE = `FROM jaco-demo/busybox:1 AS base
 ARG GREETING=hello
+ARG PROBE_URL
 COPY app/ /app/
 RUN echo "$GREETING from the build" > /app/greeting && L=$(ls /app) && echo "$L" > /app/listing
+RUN wget -q -O /app/probe "$PROBE_URL"
 
 FROM base AS final
 RUN echo final > /app/stage
@@ -56,7 +61,7 @@ describe('building, pushing and resolving with the real engine', () => {
     const out = mkdtempSync(join(dir, 'out-'));
     await pipeline((await c.getArchive({ path: '/app' })) as NodeJS.ReadableStream, tar.extract(out));
     const files: Record<string, string> = {};
-    for (const f of ['greeting', 'stage', 'listing', 'hello.txt', 'secret.txt']) if (existsSync(join(out, 'app', f))) files[f] = readFileSync(join(out, 'app', f), 'utf8').trim();
+    for (const f of ['greeting', 'stage', 'listing', 'probe', 'hello.txt', 'secret.txt']) if (existsSync(join(out, 'app', f))) files[f] = readFileSync(join(out, 'app', f), 'utf8').trim();
     return files;
   }
 
@@ -70,13 +75,16 @@ describe('building, pushing and resolving with the real engine', () => {
     const target = `${reg.host}/e2e/app:1`;
     images.push(target);
     const output: string[] = [];
-    const built = await buildAndPush(docker, { context: ctx, args: { GREETING: 'bonjour' }, target: 'final' }, target, undefined, { onOutput: (l) => output.push(l) });
+    const probe = createServer((_req, res) => res.end('reached over the host network\n'));
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const probeUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}/`;
+    const built = await buildAndPush(docker, { context: ctx, args: { GREETING: 'bonjour', PROBE_URL: probeUrl }, target: 'final' }, target, undefined, { onOutput: (l) => output.push(l) }).finally(() => probe.close());
     expect(built.digest).toMatch(/^sha256:[0-9a-f]{64}$/);
     expect(built.pinned).toBe(`${target}@${built.digest}`);
     expect(output.some((l) => l.startsWith('Step 1/'))).toBe(true);
     expect(await resolveDigest(target, { insecure: true })).toBe(built.digest);
     expect((await docker.getImage(target).inspect()).Id).toBe(built.imageId);
-    expect(await appFiles(target)).toEqual({ greeting: 'bonjour from the build', stage: 'final', listing: 'greeting\nhello.txt', 'hello.txt': 'hello from the context' });
+    expect(await appFiles(target)).toEqual({ greeting: 'bonjour from the build', stage: 'final', listing: 'greeting\nhello.txt', probe: 'reached over the host network', 'hello.txt': 'hello from the context' });
   });
 
   it('names the step a failing build stopped at', async () => {
