@@ -49,6 +49,9 @@ for node in "$@"; do
   # cluster: the uid that labels containers, created by whichever process asks first.
   for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
   e role grant-permission "$name" read "${prefix}drains/$node"
+  # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
+  e role grant-permission "$name" --prefix=true read "${prefix}registries/"
+  e role grant-permission "$name" read "${prefix}config/images"
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
 
   # Its ingress: reads the published ports, the endpoints and the nodes' addresses; writes only

@@ -40,6 +40,8 @@ const intOrString = (pattern: string, description: string): Schema => ({
 const HOLE_FOR: Schema = obj({ deployment: str(), service: str(), node: str() }, ['deployment', 'service', 'node'], { description: 'A coalescing move: the pending service it makes room for, and the node of the hole (held for it).' });
 
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** A registry host[:port] as stored (lower case): a DNS name or IPv4 address, or an IPv6 address in brackets. */
+export const REGISTRY_HOST_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|\\[[0-9a-f:]+\\])(:[0-9]+)?$';
 export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
 export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 
@@ -606,6 +608,33 @@ const KINDS: KindDef[] = [
         ),
       },
       ['state', 'replicas'],
+    ),
+  },
+  {
+    kind: 'Registry',
+    plural: 'registries',
+    description: 'How to reach one image registry (jaco registry login): credentials, its CA, plain HTTP. Named by its host[:port]; the password is never printed.',
+    spec: obj(
+      {
+        host: str({ pattern: REGISTRY_HOST_PATTERN, description: 'host[:port] as image references name it (docker.io for Docker Hub), lower case.' }),
+        username: str({ minLength: 1 }),
+        password: str({ description: 'Readable by the controllers and agents only (deploy/etcd/rbac.sh); never printed, logged or audited.' }),
+        caPem: str({ pattern: '^-----BEGIN CERTIFICATE-----', description: "PEM of the CA that signs the registry's certificate." }),
+        insecure: bool(),
+      },
+      ['host'],
+    ),
+  },
+  {
+    kind: 'ImageSettings',
+    plural: 'imagesettings',
+    description: 'The cluster-wide image setting at config/images (jaco registry default).',
+    spec: obj(
+      {
+        defaultRegistry: str({ pattern: REGISTRY_HOST_PATTERN, description: 'Where builds are pushed and short names (busybox, team/app) are resolved.' }),
+        hub: bool(),
+      },
+      ['hub'],
     ),
   },
   {

@@ -35,6 +35,11 @@ export const keys = {
   ingresses: () => 'ingresses/',
   decision: (deployment: string, replica: string) => `decisions/${deployment}/${replica}`,
   decisions: (deployment?: string) => (deployment ? `decisions/${deployment}/` : 'decisions/'),
+  /** A registry's access (credentials, CA, insecure), by host[:port]: CLI writes, agents read. */
+  registry: (host: string) => `registries/${host}`,
+  registries: () => 'registries/',
+  /** The cluster's image setting: default registry, whether short names may go to Docker Hub. */
+  imageSettings: () => 'config/images',
   audit: (id: string) => `audit/${id}`,
   audits: () => 'audit/',
   leaders: (controller: string) => `leaders/${controller}/`,

@@ -14,7 +14,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import ajvFormats, { type FormatsPlugin } from 'ajv-formats';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { API_VERSION } from './types.js';
-import { crdDefinitions, NAME_PATTERN } from './crds.js';
+import { crdDefinitions, NAME_PATTERN, REGISTRY_HOST_PATTERN } from './crds.js';
 
 // ajv-formats is CommonJS: under NodeNext its plugin is the `default` of the module object.
 const addFormats = (ajvFormats as unknown as { default: FormatsPlugin }).default;
@@ -56,6 +56,12 @@ const metadataSchema = {
 const subdomainMetadataSchema = {
   ...metadataSchema,
   properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' } },
+};
+
+/** A Registry is named by its host[:port] (registries/<host>), which may carry a port or an IPv6 address. */
+const registryMetadataSchema = {
+  ...metadataSchema,
+  properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: 253, pattern: REGISTRY_HOST_PATTERN } },
 };
 
 function strictObjects(schema: unknown): unknown {
@@ -107,7 +113,7 @@ export class SchemaRegistry {
     const props = { ...(root.properties as Record<string, unknown>) };
     props.apiVersion = { type: 'string', const: API_VERSION };
     props.kind = { type: 'string', const: kind };
-    props.metadata = kind === 'Deployment' ? metadataSchema : subdomainMetadataSchema;
+    props.metadata = kind === 'Deployment' ? metadataSchema : kind === 'Registry' ? registryMetadataSchema : subdomainMetadataSchema;
     return strictObjects({ ...root, properties: props, required: [...((root.required as string[]) ?? []), 'apiVersion', 'kind', 'metadata'] }) as object;
   }
 

@@ -689,3 +689,31 @@ export interface DrainReplicaStatus {
 }
 /** drains/<host>: the CLI creates it, the drain controller advances it. */
 export type NodeDrain = JacoObject<'NodeDrain', NodeDrainSpec, NodeDrainStatus>;
+
+// ---------------------------------------------------------------- Images (docs/images.md)
+
+/**
+ * registries/<host>: how nodes (and apply) reach one registry. Written by the CLI only (jaco
+ * registry login); readable by the controllers' and agents' etcd users only (deploy/etcd/rbac.sh).
+ * The password is never printed, logged or audited.
+ */
+export interface RegistrySpec {
+  /** host[:port] as image references name it (docker.io for Docker Hub), lower case. */
+  host: string;
+  username?: string;
+  password?: string;
+  /** PEM of the CA that signs the registry's certificate (public). */
+  caPem?: string;
+  /** Plain HTTP: only for a registry that serves no TLS. */
+  insecure?: boolean;
+}
+export type Registry = JacoObject<'Registry', RegistrySpec, never>;
+
+/** config/images: the cluster-wide image setting (jaco registry default). */
+export interface ImageSettingsSpec {
+  /** Where builds are pushed, and where short names (busybox, team/app) are resolved. */
+  defaultRegistry?: string;
+  /** Whether a short name may be resolved at Docker Hub when no default registry is set (default no). */
+  hub: boolean;
+}
+export type ImageSettings = JacoObject<'ImageSettings', ImageSettingsSpec, never>;

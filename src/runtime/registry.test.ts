@@ -62,8 +62,9 @@ describe('writeRegistryConfig', () => {
     expect(parse(readFileSync(writeRegistryConfig(spec), 'utf8')).http.secret).toBe(secret);
   });
 
-  it('hashes with bcrypt ($2b$), the only hash distribution takes, and refuses a user name with ":"', () => {
-    expect(htpasswdLine('u', 'pw')).toMatch(/^u:\$2[aby]\$10\$.{53}$/);
+  it('hashes with bcrypt ($2b$, htpasswd -B\'s cost 5), the only hash distribution takes, and refuses a user name with ":"', () => {
+    expect(htpasswdLine('u', 'pw')).toMatch(/^u:\$2[aby]\$05\$.{53}$/);
+    expect(htpasswdLine('u', 'pw', 10)).toMatch(/^u:\$2[aby]\$10\$.{53}$/);
     expect(() => htpasswdLine('a:b', 'pw')).toThrow(/without ":"/);
   });
 });

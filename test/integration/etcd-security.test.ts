@@ -83,6 +83,14 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'heartbeats/n2', value: counter }] }])).rejects.toThrow(/permission denied/i);
       await expect(agent.list('desired/n2/')).rejects.toThrow(/permission denied/i);
       await expect(agent.list('deployments/')).rejects.toThrow(/permission denied/i);
+      // It reads what it pulls images with (registries' access, the image setting), and writes neither.
+      const ctl = envOf('controller.env');
+      const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+      await commitAtomic(controller, [{ ops: [{ op: 'put', key: 'registries/127.0.0.1:5000', value: counter }, { op: 'put', key: 'config/images', value: counter }] }]).finally(() => controller.close());
+      expect((await agent.list('registries/')).items.map((i) => i.key)).toEqual(['registries/127.0.0.1:5000']);
+      expect(await agent.get('config/images')).toBeDefined();
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'registries/evil.example', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'config/images', value: counter }] }])).rejects.toThrow(/permission denied/i);
     } finally {
       agent.close();
     }
@@ -98,6 +106,9 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(commitAtomic(ingress, [{ ops: [{ op: 'put', key: 'ingresses/n2', value: counter }] }])).rejects.toThrow(/permission denied/i);
       await expect(commitAtomic(ingress, [{ ops: [{ op: 'put', key: 'endpoints/a/b', value: counter }] }])).rejects.toThrow(/permission denied/i);
       await expect(ingress.list('desired/')).rejects.toThrow(/permission denied/i);
+      // Registry passwords are for the agents and controllers only.
+      await expect(ingress.list('registries/')).rejects.toThrow(/permission denied/i);
+      await expect(ingress.get('config/images')).rejects.toThrow(/permission denied/i);
       await expect(ingress.list('observed/n1/')).rejects.toThrow(/permission denied/i);
     } finally {
       await commitAtomic(ingress, [{ ops: [{ op: 'delete', key: 'ingresses/n1' }] }]);

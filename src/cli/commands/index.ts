@@ -12,6 +12,7 @@ import { registerHollowNodes } from './hollow-nodes.js';
 import { registerIngress } from './ingress.js';
 import { registerNode } from './node.js';
 import { registerRebalance } from './rebalance.js';
+import { registerRegistry } from './registry.js';
 import { registerRollout } from './rollout.js';
 import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
@@ -26,6 +27,7 @@ export function registerCommands(program: Command): void {
   registerDrain(registerNode(program));
   registerRebalance(program);
   registerAudit(program);
+  registerRegistry(program);
   registerDashboard(program);
   registerUp(program, () => program.commands.some((c) => c.name() === 'agent'));
   registerController(program);

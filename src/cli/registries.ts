@@ -1,0 +1,105 @@
+// The CLI's writes of image access: registries/<host> (jaco registry login, logout) and
+// config/images (jaco registry default). Each write is one transaction with its audit record,
+// compare-and-swap on what was read; a password never reaches an audit record or an error.
+import { keys } from '../api/keys.js';
+import { formatPath, schemas } from '../api/schema.js';
+import { API_VERSION, type ImageSettings, type ImageSettingsSpec, type Registry, type RegistrySpec } from '../api/types.js';
+import { DEFAULT_IMAGE_SETTINGS } from '../images/access.js';
+import { AuditLog } from '../store/audit.js';
+import { decodeJson, type Store, type Versioned } from '../store/store.js';
+import { commitAtomic, type Op } from '../store/writer.js';
+import { PRODUCTION } from '../timings.js';
+
+/** Refuses an object the schema would refuse, naming the fields (never their values: one may be a password). */
+function check(obj: Registry | ImageSettings): void {
+  const issues = schemas().validate(obj);
+  if (issues.length) throw new Error(`invalid ${obj.kind} ${obj.metadata.name}: ${issues.map((i) => `${formatPath(i.path)} ${i.rule}`).join('; ')}`);
+}
+
+/** Whether a commit with this audit record landed (a lost reply), as apply resolves it. */
+function landed(store: Store, ops: Op[]): () => Promise<boolean> {
+  const auditKey = ops.find((o) => o.key.startsWith(keys.audits()))?.key;
+  return async () => !!auditKey && (await store.get(auditKey)) !== undefined;
+}
+
+export interface RegistryLogin {
+  host: string;
+  username?: string;
+  password?: string;
+  caPem?: string;
+  insecure?: boolean;
+}
+
+/** Stores a registry's access, replacing what was stored (as docker login does). */
+export async function storeRegistryLogin(store: Store, login: RegistryLogin, now = Date.now()): Promise<'created' | 'updated' | 'unchanged'> {
+  const key = keys.registry(login.host);
+  const cur = await store.get<Registry>(key);
+  const spec: RegistrySpec = {
+    host: login.host,
+    ...(login.username !== undefined ? { username: login.username, password: login.password ?? '' } : {}),
+    ...(login.caPem ? { caPem: login.caPem } : {}),
+    ...(login.insecure ? { insecure: true } : {}),
+  };
+  if (cur && JSON.stringify(cur.value.spec) === JSON.stringify(spec)) return 'unchanged';
+  const next: Registry = {
+    apiVersion: API_VERSION,
+    kind: 'Registry',
+    metadata: { name: login.host, creationTimestamp: cur?.value.metadata.creationTimestamp ?? new Date(now).toISOString() },
+    spec,
+  };
+  check(next);
+  const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
+  const result = cur ? 'updated' : 'created';
+  const ops: Op[] = [
+    cur ? { op: 'update', key, value: next, modRevision: cur.modRevision } : { op: 'create', key, value: next },
+    await audit.op({ type: 'registry_login', time: now, payload: { host: login.host, result, ...(login.username !== undefined ? { username: login.username } : {}), ca: !!login.caPem, insecure: !!login.insecure } }),
+  ];
+  await commitAtomic(store, [{ label: `registry login ${login.host}`, ops }], { landed: landed(store, ops) });
+  return result;
+}
+
+/** Removes a registry's stored access; false when none was stored. */
+export async function removeRegistryLogin(store: Store, host: string, now = Date.now()): Promise<boolean> {
+  const key = keys.registry(host);
+  const cur = await store.get<Registry>(key);
+  if (!cur) return false;
+  const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
+  const ops: Op[] = [{ op: 'delete', key, modRevision: cur.modRevision }, await audit.op({ type: 'registry_logout', time: now, payload: { host } })];
+  await commitAtomic(store, [{ label: `registry logout ${host}`, ops }], { landed: landed(store, ops) });
+  return true;
+}
+
+/** Every stored registry, and the image setting, at one revision. */
+export async function readImageAccess(store: Store): Promise<{ registries: Versioned<Registry>[]; settings: ImageSettingsSpec; stored?: Versioned<ImageSettings>; revision: number }> {
+  const { items, revision } = await store.list<Registry>(keys.registries());
+  // The setting at the revision the registries were listed at: one view of the cluster.
+  const { kvs } = await store.listRaw(keys.imageSettings(), revision);
+  const stored = kvs.map((kv) => decodeJson<ImageSettings>(kv, store.prefix.length)).find((i) => i.key === keys.imageSettings());
+  return { registries: items, settings: stored?.value.spec ?? DEFAULT_IMAGE_SETTINGS, ...(stored ? { stored } : {}), revision };
+}
+
+export interface ImageSettingsChange {
+  /** A host to make the default, or null to have none. */
+  defaultRegistry?: string | null;
+  hub?: boolean;
+}
+
+/** Changes the image setting; returns it as it now is, and whether anything changed. */
+export async function changeImageSettings(store: Store, change: ImageSettingsChange, now = Date.now()): Promise<{ settings: ImageSettingsSpec; changed: boolean }> {
+  const key = keys.imageSettings();
+  const cur = await store.get<ImageSettings>(key);
+  const before = cur?.value.spec ?? DEFAULT_IMAGE_SETTINGS;
+  const defaultRegistry = change.defaultRegistry === undefined ? before.defaultRegistry : (change.defaultRegistry ?? undefined);
+  const settings: ImageSettingsSpec = { ...(defaultRegistry ? { defaultRegistry } : {}), hub: change.hub ?? before.hub };
+  if (cur && JSON.stringify(cur.value.spec) === JSON.stringify(settings)) return { settings, changed: false };
+  if (!cur && JSON.stringify(DEFAULT_IMAGE_SETTINGS) === JSON.stringify(settings)) return { settings, changed: false };
+  const next: ImageSettings = { apiVersion: API_VERSION, kind: 'ImageSettings', metadata: { name: 'images' }, spec: settings };
+  check(next);
+  const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
+  const ops: Op[] = [
+    cur ? { op: 'update', key, value: next, modRevision: cur.modRevision } : { op: 'create', key, value: next },
+    await audit.op({ type: 'image_settings_changed', time: now, payload: { defaultRegistry: settings.defaultRegistry ?? null, hub: settings.hub, previous: { defaultRegistry: before.defaultRegistry ?? null, hub: before.hub } } }),
+  ];
+  await commitAtomic(store, [{ label: 'registry default', ops }], { landed: landed(store, ops) });
+  return { settings, changed: true };
+}

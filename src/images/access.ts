@@ -1,0 +1,66 @@
+// Which registry an image goes to and how to reach it, from what the cluster stores: the image
+// setting (config/images: a default registry for builds and short names, Docker Hub allowed or not)
+// and the registries' access (registries/<host>). Pure: the CLI and the node-agent both call it
+// with what they read, the CLI adding the operator's own `docker login` credentials.
+import type { ImageSettingsSpec, Registry, RegistrySpec } from '../api/types.js';
+import { atRegistry, familiarString, parseRegistryHost, type ImageReference } from './reference.js';
+import type { RegistryAccess, RegistryCredentials } from './registry.js';
+
+/** What a cluster that never ran `jaco registry default` has: no default registry, no Docker Hub. */
+export const DEFAULT_IMAGE_SETTINGS: ImageSettingsSpec = { hub: false };
+
+/** A short name (no registry written) the cluster's setting gives nowhere to go. */
+export class ShortNameError extends Error {
+  override name = 'ShortNameError';
+  constructor(readonly image: string) {
+    super(
+      `image ${image} names no registry, and this cluster has no default registry and does not resolve short names at Docker Hub: write the registry in the image (e.g. 127.0.0.1:5000/${image}), set a default with \`jaco registry default REGISTRY\`, or allow Docker Hub with \`jaco registry default --hub\``,
+    );
+  }
+}
+
+/**
+ * Where a reference is resolved and pulled from: a reference with a registry stays as it is; a
+ * short name goes to the default registry, else to Docker Hub when the cluster allows it, else it
+ * is refused (ShortNameError) — so no test or local cluster ever looks Docker Hub up by accident.
+ */
+export function qualifyImage(ref: ImageReference, settings: ImageSettingsSpec = DEFAULT_IMAGE_SETTINGS): ImageReference {
+  if (!ref.shortName) return ref;
+  if (settings.defaultRegistry) return atRegistry(ref, settings.defaultRegistry);
+  if (settings.hub) return { ...ref, shortName: false };
+  throw new ShortNameError(familiarString(ref));
+}
+
+/** The stored access of a host, whatever form the caller holds them in (a list, or the informer's map by key). */
+function storedFor(host: string, stored: Iterable<Registry | RegistrySpec> | ReadonlyMap<string, Registry>): RegistrySpec | undefined {
+  const items = stored instanceof Map ? stored.values() : (stored as Iterable<Registry | RegistrySpec>);
+  for (const r of items) {
+    const spec = 'spec' in r ? r.spec : r;
+    if (spec.host === host) return spec;
+  }
+  return undefined;
+}
+
+/**
+ * The RegistryAccess for a registry host: the CA and the insecure flag from the cluster's record;
+ * the credentials of the operator when given (the CLI acts as its operator, who may push where
+ * nodes only pull), else the cluster's (what every node pulls with).
+ */
+export function registryAccessFor(host: string, stored: Iterable<Registry | RegistrySpec> | ReadonlyMap<string, Registry>, operatorCredentials?: RegistryCredentials): RegistryAccess {
+  const key = parseRegistryHost(host);
+  const spec = storedFor(key, stored);
+  const cluster: RegistryCredentials | undefined = spec?.username !== undefined ? { username: spec.username, password: spec.password ?? '' } : undefined;
+  const credentials = operatorCredentials ?? cluster;
+  return {
+    registry: key,
+    ...(credentials ? { credentials } : {}),
+    ...(spec?.caPem ? { caPem: spec.caPem } : {}),
+    ...(spec?.insecure ? { insecure: true } : {}),
+  };
+}
+
+/** A Registry as it may be shown (-o yaml|json, logs): everything but the password. */
+export function redactRegistry(r: Registry): Registry {
+  const { password: _password, ...spec } = r.spec;
+  return { ...r, spec };
+}
