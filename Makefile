@@ -25,12 +25,16 @@ system:
 images: system
 	scripts/build-images.sh
 
+# The demo images go to the cluster's registry: every node's engine starts empty, as a new host's.
+DEMO_IMAGES := jaco-demo/busybox:1 jaco-demo/busybox:2 jaco-demo/postgres:15 jaco-demo/redis:7 jaco-demo/nginx:1
+
 up: build images
-	./bin/jaco up --nodes 3 --detach --shared-engine
+	./bin/jaco up --nodes 3 --detach
+	./bin/jaco registry push $(DEMO_IMAGES)
 	./bin/jaco apply -f examples/hello.yaml
 	@echo
-	@echo "Try: ./bin/jaco get nodes && ./bin/jaco status hello"
-	@echo "     curl http://127.0.1.1:18080/   # hello/site through node-1's ingress (any node's address answers)"
+	@echo "Try: ./bin/jaco status hello && ./bin/jaco get nodes -o wide"
+	@echo "     curl http://NODE-ADDRESS:18080/   # hello/site through any node's ingress (jaco up printed the addresses)"
 
 down:
 	@if [ -f dist/src/cli/main.js ]; then ./bin/jaco down; else echo "nothing to stop (not built)"; fi

@@ -9,7 +9,7 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type PortRange, type PressureSample, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Registry, type Capacity, type PortRange, type PressureSample, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -31,6 +31,9 @@ import { Presence } from './presence.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
+import { dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
+import { parseImageReference } from '../../src/images/reference.js';
+import { WATCHABLE } from '../../src/runtime/watchable.js';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -132,7 +135,7 @@ export class NodeAgent {
     const makeRuntime: RuntimeFactory = this.opts.runtime ?? ((o) => new DockerRuntime(this.opts.dockerHost, o));
     const runtime = makeRuntime(this.owner);
     this.view = new DockerView(runtime, timings, this.log, trigger);
-    this.executor = new Executor(this.view, this.owner, timings, this.log, trigger);
+    this.executor = new Executor(this.view, this.owner, timings, this.log, trigger, (image) => this.registryAuth(image));
     this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
     this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity, {
       mode: this.pressureMode,
@@ -154,6 +157,8 @@ export class NodeAgent {
     const observed = await this.untilEtcd('read observed state', () => this.loadObserved());
     const desiredPrefix = keys.desiredOf(node);
     const commandsPrefix = keys.commandsOf(node);
+    // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
+    const registries = this.opts.runtime ? {} : { registries: WATCHABLE.registries };
     this.manager = new Manager(
       {
         store,
@@ -161,7 +166,10 @@ export class NodeAgent {
         log: this.log,
         identity: `agent ${node}`,
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
-        cache: { specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' } }, watch: [desiredPrefix, commandsPrefix] },
+        cache: {
+          specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, ...registries },
+          watch: [desiredPrefix, commandsPrefix, ...Object.values(registries).map((r) => r.prefix)],
+        },
       },
       [this.spec(observed)],
     );
@@ -171,6 +179,20 @@ export class NodeAgent {
       { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
       'node-agent started',
     );
+  }
+
+  /** The cluster's credentials for an image's registry, as the engine takes them (none stored: none). */
+  private registryAuth(image: string): PullAuth | undefined {
+    const cache = this.manager?.cache;
+    if (!cache?.holds('registries')) return undefined;
+    let registry: string;
+    try {
+      registry = qualifyImage(parseImageReference(image)).registry;
+    } catch {
+      return undefined;
+    }
+    const access = registryAccessFor(registry, [...cache.kind<Registry>('registries').items.values()].map((v) => v.value));
+    return access.credentials ? dockerAuthConfig(registry, access.credentials) : undefined;
   }
 
   /** Stops the loops; containers keep running (an agent restart adopts them). */

@@ -8,7 +8,8 @@ import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
 import { factsFromInspect, type ContainerFacts } from './facts.js';
 import { usageFromDockerStats } from './pressure.js';
-import type { ContainerRuntime, PullAuth } from './runtime.js';
+import type { ContainerRuntime } from './runtime.js';
+import type { PullAuth } from '../../src/images/access.js';
 
 /** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
 export class DockerUnreachableError extends Error {

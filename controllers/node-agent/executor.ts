@@ -9,7 +9,7 @@ import type { Owner } from './container-spec.js';
 import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
-import { Slots, StartWorker } from './starter.js';
+import { Slots, StartWorker, type StarterDeps } from './starter.js';
 
 /** create+start calls in flight at once (see Slots). */
 const START_SLOTS = 4;
@@ -33,6 +33,7 @@ export class Executor {
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,
+    private readonly registryAuth?: StarterDeps['registryAuth'],
   ) {}
 
   /** Starts in flight (or terminally failed), by replica: what decide sees. */
@@ -79,6 +80,7 @@ export class Executor {
       refresh: (id) => this.view.refresh(id),
       stop: (id, reason, replica) => this.stop(id, reason, replica),
       changed: this.changed,
+      ...(this.registryAuth ? { registryAuth: this.registryAuth } : {}),
     });
     this.workers.set(order.replica, w);
     if (order.command !== undefined) this.log.info({ replica: order.replica, seq: order.command }, 'executing restart command');

@@ -10,14 +10,7 @@ import type Docker from 'dockerode';
 import type { CgroupUsage } from './cgroup.js';
 import type { Owner } from './container-spec.js';
 import type { ContainerFacts } from './facts.js';
-
-/** Credentials for one pull, as Docker's X-Registry-Auth takes them. */
-export interface PullAuth {
-  serveraddress: string;
-  username?: string;
-  password?: string;
-  identitytoken?: string;
-}
+import type { PullAuth } from '../../src/images/access.js';
 
 /** Reads a container's usage without asking the engine (cgroup files); undefined: ask `stats`. */
 export interface UsageReader {

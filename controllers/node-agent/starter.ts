@@ -11,7 +11,8 @@ import { runImage } from '../../src/api/spec.js';
 import type { StartOrder, StartProgress } from './decide.js';
 import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
-import type { ContainerRuntime, PullAuth } from './runtime.js';
+import type { ContainerRuntime } from './runtime.js';
+import type { PullAuth } from '../../src/images/access.js';
 import { classifyPullError } from '../../src/images/registry.js';
 import type { PullPolicy } from '../../src/api/types.js';
 

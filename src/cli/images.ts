@@ -1,20 +1,22 @@
 // Images at apply: every service's image becomes the digest every node will run (pinnedImage),
-// resolved at the registry it names — a short name at the cluster's default registry first, at
-// Docker Hub only when the cluster allows it — or built with the operator's engine and pushed
-// first (build:). planImage decides per service (pure, table-tested); pinImages carries it out.
-// A failure names the service and the image, and nothing is written (docs/images.md).
-import { atRegistry, DEFAULT_TAG, DOCKER_HUB, familiarString, formatReference, parseImageReference, pinnedReference, type ImageReference } from '../images/reference.js';
+// resolved at the registry it names (a short name where the cluster's image setting sends it:
+// qualifyImage), or built with the operator's engine and pushed first (build:). planImage decides
+// per service (pure, table-tested); pinImages carries it out. A failure names the deployment, the
+// service and the image, and nothing is written (docs/images.md).
+import { qualifyImage, registryAccessFor, ShortNameError } from '../images/access.js';
+import { atRegistry, DEFAULT_TAG, familiarString, formatReference, parseImageReference, pinnedReference, type ImageReference } from '../images/reference.js';
 import { ImageNotFoundError, resolveDigest, type RegistryAccess } from '../images/registry.js';
-import type { PullPolicy, ServiceSpec } from '../api/types.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { keys } from '../api/keys.js';
+import type { Deployment, ImageSettingsSpec, PullPolicy, ServiceSpec } from '../api/types.js';
+import { buildAndPush } from '../images/build.js';
+import { operatorCredentials } from '../images/credentials.js';
+import { dockerode } from '../runtime/dockerode.js';
+import type { Store } from '../store/store.js';
 import type { ApplyItem } from './apply.js';
-
-/** What the cluster says about images (config/images and registries/, docs/images.md). */
-export interface ClusterImages {
-  /** Builds are pushed here; short names are looked up here first (as Docker's registry mirrors are). */
-  defaultRegistry?: string;
-  /** Short names not found in the default registry may be resolved at Docker Hub. */
-  hub: boolean;
-}
+import { readImageAccess } from './registries.js';
 
 /** What to do with one service's image at apply. */
 export type ImagePlan =
@@ -22,8 +24,8 @@ export type ImagePlan =
   | { kind: 'unpinned'; why: string }
   /** The live pin stands (pullPolicy missing, the image unchanged), or the image names its digest. */
   | { kind: 'keep'; pinned: string }
-  /** Ask these registries for the tag's digest, in order; the first that has it pins it. */
-  | { kind: 'resolve'; candidates: ImageReference[] }
+  /** Ask the registry for the tag's digest. */
+  | { kind: 'resolve'; ref: ImageReference }
   /** Build with the operator's engine, push as `target`, pin what was pushed. */
   | { kind: 'build'; target: ImageReference; unlessPushed: boolean };
 
@@ -35,7 +37,7 @@ export class ImagePlanError extends Error {
  * The plan of one service, given the live spec of the same service (if any) and where builds go
  * (`buildRegistry`: --registry, else the cluster's default). Pure.
  */
-export function planImage(svc: ServiceSpec, live: ServiceSpec | undefined, cluster: ClusterImages, buildRegistry: string | undefined): ImagePlan {
+export function planImage(svc: ServiceSpec, live: ServiceSpec | undefined, settings: ImageSettingsSpec, buildRegistry: string | undefined): ImagePlan {
   const policy: PullPolicy = svc.pullPolicy ?? 'missing';
   if (policy === 'never') return { kind: 'unpinned', why: 'pullPolicy never: each node runs its own copy' };
   const ref = parseImageReference(svc.image);
@@ -48,12 +50,19 @@ export function planImage(svc: ServiceSpec, live: ServiceSpec | undefined, clust
     return { kind: 'build', target: { ...target, tag: target.tag ?? DEFAULT_TAG }, unlessPushed: policy === 'missing' && !!svc.pullPolicy };
   }
   if (policy === 'missing' && live && live.image === svc.image && live.pinnedImage) return { kind: 'keep', pinned: live.pinnedImage };
-  const candidates = ref.shortName ? [...(cluster.defaultRegistry ? [atRegistry(ref, cluster.defaultRegistry)] : []), ...(cluster.hub ? [ref] : [])] : [ref];
-  // A digest is a pin already (at the first registry that would be asked for its tag).
-  if (ref.digest) return { kind: 'keep', pinned: formatReference(candidates[0] ?? ref) };
-  if (!candidates.length)
-    return { kind: 'unpinned', why: `the cluster has no registry to resolve the short name ${svc.image} at, and does not use Docker Hub (jaco registry default): each node runs its own copy` };
-  return { kind: 'resolve', candidates };
+  let at: ImageReference;
+  try {
+    at = qualifyImage(ref, settings);
+  } catch (e) {
+    if (!(e instanceof ShortNameError)) throw e;
+    // A cluster with no registry at all (the shared-engine test tier, a cluster not yet set up):
+    // nothing to pin against, and never Docker Hub by accident. Said, not refused.
+    if (ref.digest) return { kind: 'keep', pinned: svc.image };
+    return { kind: 'unpinned', why: 'the cluster has no default registry and does not resolve short names at Docker Hub (jaco registry default): each node runs its own copy' };
+  }
+  // A digest is a pin already.
+  if (ref.digest) return { kind: 'keep', pinned: formatReference(at) };
+  return { kind: 'resolve', ref: at };
 }
 
 /** How pinImages reaches registries and the operator's engine. */
@@ -64,18 +73,20 @@ export interface ImageTools {
   buildAndPush?(svc: ServiceSpec, target: string): Promise<string>;
   /** Progress for the operator (stderr). */
   note(line: string): void;
+  /** An image left unpinned, and why (said once per apply for each reason). */
+  unpinned(image: string, why: string): void;
 }
 
 export interface PinOptions {
-  cluster: ClusterImages;
+  settings: ImageSettingsSpec;
   /** Live deployments' specs by name (pullPolicy missing keeps their pins). */
   live: Map<string, { services: Record<string, ServiceSpec> }>;
   /** Where builds are pushed when the image names no registry (--registry; default: the cluster's). */
   registry?: string;
   /** A dry run resolves but does not build or push. */
   dryRun?: boolean;
-  /** Services to resolve again whatever their policy (rollout restart of pullPolicy always services). */
-  force?: (deployment: string, service: string) => boolean;
+  /** Only these services are looked at; the others pass as they are (rollout restart of some services). */
+  select?: (deployment: string, service: string) => boolean;
 }
 
 /** Resolves (and builds) every service's image of every item; returns the items with their pins. */
@@ -85,8 +96,12 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
     const services: Record<string, ServiceSpec> = {};
     for (const [name, svc] of Object.entries(item.spec.services)) {
       const where = `deployment/${item.name} service ${name}`;
+      if (opts.select && !opts.select(item.name, name)) {
+        services[name] = svc;
+        continue;
+      }
       try {
-        services[name] = await pinService(svc, opts.live.get(item.name)?.services[name], opts, tools, opts.force?.(item.name, name) ?? false);
+        services[name] = await pinService(svc, opts.live.get(item.name)?.services[name], opts, tools);
       } catch (e) {
         (e as Error).message = `${where}: ${(e as Error).message}`;
         throw e;
@@ -97,30 +112,18 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
   return out;
 }
 
-async function pinService(svc: ServiceSpec, live: ServiceSpec | undefined, opts: PinOptions, tools: ImageTools, force: boolean): Promise<ServiceSpec> {
+async function pinService(svc: ServiceSpec, live: ServiceSpec | undefined, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {
   const { pinnedImage: _stale, ...spec } = svc;
-  const plan = planImage(spec, force ? undefined : live, opts.cluster, opts.registry ?? opts.cluster.defaultRegistry);
+  const plan = planImage(spec, live, opts.settings, opts.registry ?? opts.settings.defaultRegistry);
   switch (plan.kind) {
     case 'unpinned':
-      tools.note(`${svc.image}: not pinned to a digest (${plan.why})`);
+      tools.unpinned(svc.image, plan.why);
       return spec;
     case 'keep':
       return { ...spec, pinnedImage: plan.pinned };
     case 'resolve': {
-      const looked: string[] = [];
-      for (const c of plan.candidates) {
-        try {
-          const digest = await resolveDigest(c, await tools.access(c.registry));
-          return { ...spec, pinnedImage: pinnedReference(c, digest) };
-        } catch (e) {
-          if (!(e instanceof ImageNotFoundError) || c === plan.candidates.at(-1)) {
-            if (e instanceof ImageNotFoundError && looked.length) e.message = `${e.message} (nor in ${looked.join(', ')})`;
-            throw e;
-          }
-          looked.push(c.registry === DOCKER_HUB ? 'Docker Hub' : c.registry);
-        }
-      }
-      throw new ImagePlanError('unreachable');
+      const digest = await resolveDigest(plan.ref, await tools.access(plan.ref.registry));
+      return { ...spec, pinnedImage: pinnedReference(plan.ref, digest) };
     }
     case 'build': {
       const target = formatReference(plan.target);
@@ -145,4 +148,50 @@ async function pinService(svc: ServiceSpec, live: ServiceSpec | undefined, opts:
       return { ...spec, image, pinnedImage: pinnedReference(plan.target, digest) };
     }
   }
+}
+
+/** Where the operator's engine keeps a registry's CA (`docker` trusts it; so does jaco apply). */
+const DOCKER_CERTS_DIR = '/etc/docker/certs.d';
+
+/**
+ * The image step of an apply as the CLI runs it: reads the cluster's image setting and registries
+ * (one read), takes the operator's `docker login` credentials, builds with the operator's engine
+ * (DOCKER_HOST, else the local socket) and writes progress to stderr.
+ */
+export async function prepareImages(store: Store, items: ApplyItem[], opts: { dryRun?: boolean; registry?: string; select?: PinOptions['select'] } = {}): Promise<ApplyItem[]> {
+  const needs = items.some((i) => Object.values(i.spec.services).some((s) => s.pullPolicy !== 'never'));
+  if (!needs) return items;
+  const [{ registries, settings }, live] = await Promise.all([readImageAccess(store), store.list<Deployment>(keys.deployments())]);
+  const stored = registries.map((r) => r.value);
+  const access = async (registry: string) => {
+    const a = registryAccessFor(registry, stored, await operatorCredentials(registry));
+    if (!a.caPem && !a.insecure) {
+      try {
+        a.caPem = readFileSync(join(DOCKER_CERTS_DIR, registry, 'ca.crt'), 'utf8');
+      } catch {
+        // the system's roots only
+      }
+    }
+    return a;
+  };
+  let docker: Docker | undefined;
+  const unpinned = new Map<string, Set<string>>();
+  const out = await pinImages(
+    items,
+    { settings, live: new Map(live.items.map((d) => [d.value.metadata.name, d.value.spec])), ...(opts.registry ? { registry: opts.registry } : {}), ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.select ? { select: opts.select } : {}) },
+    {
+      access,
+      note: (line) => process.stderr.write(`${line}\n`),
+      unpinned: (image, why) => unpinned.set(why, (unpinned.get(why) ?? new Set()).add(image)),
+      async buildAndPush(svc, target) {
+        docker ??= new (dockerode())();
+        const { credentials } = await access(parseImageReference(target).registry);
+        const b = svc.build!;
+        const built = await buildAndPush(docker, { context: b.context, ...(b.dockerfile ? { dockerfile: b.dockerfile } : {}), ...(b.args ? { args: b.args } : {}), ...(b.target ? { target: b.target } : {}), ...(b.labels ? { labels: b.labels } : {}), ...(b.noCache ? { noCache: true } : {}), ...(b.pull ? { pull: true } : {}) }, target, credentials);
+        return built.digest;
+      },
+    },
+  );
+  for (const [why, images] of unpinned) process.stderr.write(`warning: not pinned to a digest: ${[...images].join(', ')} (${why})\n`);
+  return out;
 }

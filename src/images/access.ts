@@ -2,9 +2,18 @@
 // setting (config/images: a default registry for builds and short names, Docker Hub allowed or not)
 // and the registries' access (registries/<host>). Pure: the CLI and the node-agent both call it
 // with what they read, the CLI adding the operator's own `docker login` credentials.
+
+/** Credentials for one pull or push, as Docker's X-Registry-Auth takes them. */
+export interface PullAuth {
+  serveraddress: string;
+  username?: string;
+  password?: string;
+  identitytoken?: string;
+}
 import type { ImageSettingsSpec, Registry, RegistrySpec } from '../api/types.js';
-import { atRegistry, familiarString, parseRegistryHost, type ImageReference } from './reference.js';
+import { atRegistry, DOCKER_HUB, familiarString, parseRegistryHost, type ImageReference } from './reference.js';
 import type { RegistryAccess, RegistryCredentials } from './registry.js';
+import { DOCKER_HUB_AUTH_KEY } from './credentials.js';
 
 /** What a cluster that never ran `jaco registry default` has: no default registry, no Docker Hub. */
 export const DEFAULT_IMAGE_SETTINGS: ImageSettingsSpec = { hub: false };
@@ -63,4 +72,11 @@ export function registryAccessFor(host: string, stored: Iterable<Registry | Regi
 export function redactRegistry(r: Registry): Registry {
   const { password: _password, ...spec } = r.spec;
   return { ...r, spec };
+}
+
+/** The X-Registry-Auth of a push or pull: Docker Hub's credentials go under its index URL. */
+export function dockerAuthConfig(registry: string, credentials?: RegistryCredentials): PullAuth {
+  const serveraddress = registry === DOCKER_HUB ? DOCKER_HUB_AUTH_KEY : registry;
+  if (!credentials) return { serveraddress };
+  return 'username' in credentials ? { username: credentials.username, password: credentials.password, serveraddress } : { identitytoken: credentials.identityToken, serveraddress };
 }

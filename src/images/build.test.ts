@@ -6,7 +6,8 @@ import { join, relative } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import tar from 'tar-fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildOutcome, dockerAuthConfig, ImageBuildError, ImagePushError, packContext, pushOutcome, type StreamEvent } from './build.js';
+import { dockerAuthConfig } from './access.js';
+import { buildOutcome, ImageBuildError, ImagePushError, packContext, pushOutcome, type StreamEvent } from './build.js';
 import { ImageUnauthorizedError, RegistryUnreachableError } from './registry.js';
 
 const root = mkdtempSync(join(tmpdir(), 'jaco-build-test-'));

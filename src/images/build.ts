@@ -12,6 +12,7 @@ import tar from 'tar-fs';
 
 // CommonJS with a `default` on its export (its typings say ES default): the factory either way.
 const dockerignore = ((dockerignoreModule as unknown as { default?: unknown }).default ?? dockerignoreModule) as unknown as typeof dockerignoreModule.default;
+import { dockerAuthConfig } from './access.js';
 import { DOCKER_HUB_AUTH_KEY } from './credentials.js';
 import { DEFAULT_TAG, DOCKER_HUB, familiarString, parseImageReference, pinnedReference, validateDigest } from './reference.js';
 import { classifyPullError, imageAccessError, type RegistryCredentials } from './registry.js';
@@ -29,6 +30,8 @@ export interface BuildSpec {
   target?: string;
   labels?: Record<string, string>;
   noCache?: boolean;
+  /** Pull newer base images while building. */
+  pull?: boolean;
 }
 
 export interface BuildOptions {
@@ -189,12 +192,6 @@ function readEvents(docker: Docker, stream: NodeJS.ReadableStream, onEvent: (e: 
 
 // ---------------------------------------------------------------- build, tag, push
 
-/** The X-Registry-Auth of a push or pull: Docker Hub's credentials go under its index URL. */
-export function dockerAuthConfig(registry: string, credentials?: RegistryCredentials): Record<string, string> {
-  const serveraddress = registry === DOCKER_HUB ? DOCKER_HUB_AUTH_KEY : registry;
-  if (!credentials) return { serveraddress };
-  return 'username' in credentials ? { username: credentials.username, password: credentials.password, serveraddress } : { identitytoken: credentials.identityToken, serveraddress };
-}
 
 /** Builds the spec with the engine, tagged `tag`; returns the image ID. */
 export async function buildImage(docker: Docker, spec: BuildSpec, tag: string, opts: BuildOptions = {}): Promise<string> {
@@ -211,6 +208,7 @@ export async function buildImage(docker: Docker, spec: BuildSpec, tag: string, o
       ...(spec.target ? { target: spec.target } : {}),
       ...(spec.labels && Object.keys(spec.labels).length ? { labels: spec.labels } : {}),
       ...(spec.noCache ? { nocache: true } : {}),
+      ...(spec.pull ? { pull: true } : {}),
       // The engine has no bridge network: RUN steps share the host's.
       networkmode: 'host',
       rm: true,

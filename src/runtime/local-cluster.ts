@@ -24,6 +24,7 @@ import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, n
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, waitForEngine, type NodeEngineSpec } from './node-engine.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
+import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
 
 export interface UpOptions {
   dataDir: string;
@@ -181,6 +182,7 @@ export class LocalCluster {
       store.close();
     }
     await this.startRegistry(net);
+    await this.configureImages();
     let port = this.opts.metricsPort;
     const nextMetrics = async () => {
       while (await portInUse(port)) port++;
@@ -272,6 +274,23 @@ export class LocalCluster {
     this.state.registry.pid = this.registry.process.pid;
     this.save();
     await waitForRegistry(this.registry, 30_000);
+  }
+
+  /**
+   * The cluster registry is the cluster's default (short names resolve there, builds go there) and
+   * its CA is stored with it, so `jaco apply` trusts it too. No Docker Hub: this machine's nodes
+   * reach nothing outside it.
+   */
+  private async configureImages(): Promise<void> {
+    const host = this.state.registry!.host;
+    const pki = join(this.opts.dataDir, 'pki');
+    const store = new Store({ endpoints: this.endpoint });
+    try {
+      await storeRegistryLogin(store, { host, ...(this.state.network ? { caPem: ensureClusterCa(pki).certPem } : { insecure: true }) });
+      await changeImageSettings(store, { defaultRegistry: host, hub: false });
+    } finally {
+      store.close();
+    }
   }
 
   /** One Docker engine per node, inside its namespace; waits until each answers. */

@@ -22,6 +22,8 @@ export const WATCHABLE = {
   volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
   endpoints: { prefix: keys.endpointsAll(), kind: 'Endpoints' },
   ingresses: { prefix: keys.ingresses(), kind: 'IngressStatus' },
+  // Registries' access: what a node-agent pulls with (credentials, never shown).
+  registries: { prefix: keys.registries(), kind: 'Registry' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

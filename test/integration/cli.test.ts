@@ -46,7 +46,8 @@ describe('jaco apply', () => {
     const f = join(tmp, 'web.yaml');
     writeFileSync(f, `# web\napiVersion: jaco.dev/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  services:\n    web:\n      image: jaco-demo/busybox:1\n      replicas: 2\n`);
     let r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
-    expect(r.stderr).toBe('');
+    // No registry in this cluster: said once, not refused (docs/images.md).
+    expect(r.stderr).toBe('warning: not pinned to a digest: jaco-demo/busybox:1 (the cluster has no default registry and does not resolve short names at Docker Hub (jaco registry default): each node runs its own copy)\n');
     expect(r.stdout).toBe('deployment/web created (revision 1: created with web)\n');
     r = await jaco(['apply', '-f', f], { endpoint: etcd.endpoint, prefix });
     expect(r.stdout).toBe('deployment/web unchanged\n');

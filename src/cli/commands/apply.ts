@@ -8,6 +8,7 @@ import { formatProblem, ManifestError, parseManifests, readSources, type Manifes
 import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
+import { prepareImages } from '../images.js';
 import { placementPreview } from '../placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
 
@@ -94,13 +95,18 @@ export function registerApply(program: Command): void {
       .command('apply')
       .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
       .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml, else its *.yaml files), or - for stdin (repeatable)', collect)
-      .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing'),
+      .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing (images are resolved, not built)')
+      .option('--registry <host>', "where images built here (build:) are pushed when their image: names no registry (default: the cluster's, jaco registry default)"),
   )
-    .addHelpText('after', '\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n')
+    .addHelpText(
+      'after',
+      '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
+    )
     .action(
-      action(async (opts: { filename: string[]; dryRun?: boolean } & ComposeFlags, cmd: Command) => {
-        const items = manifestItems(opts.filename, opts);
+      action(async (opts: { filename: string[]; dryRun?: boolean; registry?: string } & ComposeFlags, cmd: Command) => {
+        const read = manifestItems(opts.filename, opts);
         const { outcomes, preview } = await withStore(cmd, async (store) => {
+          const items = await prepareImages(store, read, { dryRun: opts.dryRun, registry: opts.registry });
           const outcomes = await applyDeployments(store, items, { dryRun: opts.dryRun });
           // A dry run also says what the scheduler would do with it (like nomad job plan).
           return { outcomes, preview: opts.dryRun ? await placementPreview(store, items) : [] };
@@ -145,9 +151,11 @@ export function registerApply(program: Command): void {
   )
     .action(
       action(async (opts: { filename: string[] } & ComposeFlags, cmd: Command) => {
-        const items = manifestItems(opts.filename, opts);
+        const read = manifestItems(opts.filename, opts);
         let differs = false;
         await withStore(cmd, async (store) => {
+          // As apply would write it: images resolved (a build is said, not run).
+          const items = await prepareImages(store, read, { dryRun: true });
           for (const item of items) {
             const live = (await store.get<Deployment>(keys.deployment(item.name)))?.value;
             const d = yamlDiff(`deployment/${item.name}`, live?.spec, item.spec);

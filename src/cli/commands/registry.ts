@@ -5,8 +5,11 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ImageSettings, Registry } from '../../api/types.js';
-import { redactRegistry } from '../../images/access.js';
-import { InvalidReferenceError, parseRegistryHost } from '../../images/reference.js';
+import { redactRegistry, registryAccessFor } from '../../images/access.js';
+import { pushLocalImage } from '../../images/build.js';
+import { operatorCredentials } from '../../images/credentials.js';
+import { atRegistry, DEFAULT_TAG, familiarString, formatReference, InvalidReferenceError, parseImageReference, parseRegistryHost } from '../../images/reference.js';
+import { dockerode } from '../../runtime/dockerode.js';
 import { checkRegistryLogin, ImageAccessError } from '../../images/registry.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
@@ -162,6 +165,43 @@ Examples:
         }
         if (Object.keys(change).length) process.stdout.write(changed ? 'image settings changed\n' : 'image settings unchanged\n');
         process.stdout.write(`default registry: ${settings.defaultRegistry ?? '<none>'}\nshort names at Docker Hub: ${yesNo(settings.hub)}\n`);
+      }),
+    );
+
+  registry
+    .command('push')
+    .summary("push images of your Docker engine to the cluster's registry")
+    .description("Push images of your local Docker engine to a registry (default: the cluster's default registry) under the same repository and tag, so that every node can pull them and `jaco apply` resolves their short names there")
+    .argument('<image...>', 'local images, e.g. jaco-demo/busybox:1')
+    .option('--registry <host>', "the registry to push to (default: the cluster's default registry)")
+    .addHelpText('after', "\nmake up pushes the demo images so: every node's engine starts empty, as a new host does.\n\nExamples:\n  jaco registry push jaco-demo/busybox:1 jaco-demo/postgres:15\n  jaco registry push myapp:dev --registry 127.0.0.1:5000\n")
+    .action(
+      action(async (images: string[], opts: { registry?: string }, cmd: Command) => {
+        const { registries, settings } = await withStore(cmd, (s) => readImageAccess(s));
+        const host = opts.registry ? hostOf(opts.registry) : settings.defaultRegistry;
+        if (!host) throw new CliError('the cluster has no default registry: give --registry HOST, or set one with `jaco registry default HOST`');
+        const docker = new (dockerode())();
+        const credentials = registryAccessFor(host, registries.map((r) => r.value), await operatorCredentials(host)).credentials;
+        for (const image of images) {
+          let ref;
+          try {
+            ref = parseImageReference(image);
+          } catch (e) {
+            if (e instanceof InvalidReferenceError) throw new CliError(`${JSON.stringify(image)} is ${e.reason}`);
+            throw e;
+          }
+          const local = familiarString(ref);
+          const target = formatReference({ ...atRegistry(ref, host), tag: ref.tag ?? DEFAULT_TAG, digest: undefined });
+          const started = Date.now();
+          let digest: string;
+          try {
+            digest = await pushLocalImage(docker, local, target, credentials);
+          } catch (e) {
+            if (e instanceof ImageAccessError) throw new CliError(`${local}: ${e.message}`);
+            throw e;
+          }
+          process.stdout.write(`${local} -> ${familiarString(parseImageReference(target))}@${digest} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+        }
       }),
     );
 }

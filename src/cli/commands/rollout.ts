@@ -12,6 +12,7 @@ import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Informer } from '../../store/informer.js';
 import type { Store, Versioned } from '../../store/store.js';
+import { prepareImages } from '../images.js';
 import { applyDeployments } from '../apply.js';
 import { action, CliError, connect, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
@@ -240,9 +241,13 @@ const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', a
 async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {
   const cur = await mustGetDeployment(store, target.name);
   const services = targetServices(cur, target);
-  const [o] = await applyDeployments(store, [
-    { name: target.name, spec: cur.value.spec, labels: cur.value.metadata.labels, annotations: cur.value.metadata.annotations, cause: `restart ${services.join(', ')}`, restart: services },
-  ]);
+  // A restarted service with pullPolicy always runs its tag's current digest (docs/images.md).
+  const items = await prepareImages(
+    store,
+    [{ name: target.name, spec: cur.value.spec, labels: cur.value.metadata.labels, annotations: cur.value.metadata.annotations, cause: `restart ${services.join(', ')}`, restart: services }],
+    { select: (_d, s) => services.includes(s) && cur.value.spec.services[s]?.pullPolicy === 'always' },
+  );
+  const [o] = await applyDeployments(store, items);
   return `deployment/${target.name} restarted (revision ${o!.revision}: ${o!.summary}); follow it with: jaco rollout status ${target.name}\n`;
 }
 
