@@ -54,7 +54,7 @@ const serviceSchema: Schema = obj(
     }),
     pullPolicy: str({
       enum: ['missing', 'always', 'never', 'build'],
-      description: 'missing (default): the tag is resolved when it is new to the deployment, the pin kept otherwise; always: resolved again at every apply and rollout restart; never: not resolved, and nodes never pull (the image must be on each node); build: built and pushed at every apply.',
+      description: 'missing (default): the tag is resolved at every apply; always: at every apply and at rollout restart; never: not resolved, and nodes never pull (the image must be on each node); build: built and pushed at every apply.',
     }),
     build: obj(
       {

@@ -9,8 +9,7 @@ import { ImageNotFoundError, resolveDigest, type RegistryAccess } from '../image
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { keys } from '../api/keys.js';
-import type { Deployment, ImageSettingsSpec, PullPolicy, ServiceSpec } from '../api/types.js';
+import type { ImageSettingsSpec, PullPolicy, ServiceSpec } from '../api/types.js';
 import { buildAndPush } from '../images/build.js';
 import { operatorCredentials } from '../images/credentials.js';
 import { dockerode } from '../runtime/dockerode.js';
@@ -22,7 +21,7 @@ import { readImageAccess } from './registries.js';
 export type ImagePlan =
   /** Not resolved: pullPolicy never, or a short name no registry of the cluster's is asked about. */
   | { kind: 'unpinned'; why: string }
-  /** The live pin stands (pullPolicy missing, the image unchanged), or the image names its digest. */
+  /** The image names its digest: that is the pin. */
   | { kind: 'keep'; pinned: string }
   /** Ask the registry for the tag's digest. */
   | { kind: 'resolve'; ref: ImageReference }
@@ -34,10 +33,11 @@ export class ImagePlanError extends Error {
 }
 
 /**
- * The plan of one service, given the live spec of the same service (if any) and where builds go
- * (`buildRegistry`: --registry, else the cluster's default). Pure.
+ * The plan of one service, given where builds go (`buildRegistry`: --registry, else the cluster's
+ * default). Pure. A tag is resolved at every apply (missing, the default, and always): a tag pushed
+ * again changes nothing until the next apply, and then every node runs the new bytes together.
  */
-export function planImage(svc: ServiceSpec, live: ServiceSpec | undefined, settings: ImageSettingsSpec, buildRegistry: string | undefined): ImagePlan {
+export function planImage(svc: ServiceSpec, settings: ImageSettingsSpec, buildRegistry: string | undefined): ImagePlan {
   const policy: PullPolicy = svc.pullPolicy ?? 'missing';
   if (policy === 'never') return { kind: 'unpinned', why: 'pullPolicy never: each node runs its own copy' };
   const ref = parseImageReference(svc.image);
@@ -49,7 +49,6 @@ export function planImage(svc: ServiceSpec, live: ServiceSpec | undefined, setti
     // compose's pull_policy missing with a build: build only what the registry does not have yet.
     return { kind: 'build', target: { ...target, tag: target.tag ?? DEFAULT_TAG }, unlessPushed: policy === 'missing' && !!svc.pullPolicy };
   }
-  if (policy === 'missing' && live && live.image === svc.image && live.pinnedImage) return { kind: 'keep', pinned: live.pinnedImage };
   let at: ImageReference;
   try {
     at = qualifyImage(ref, settings);
@@ -79,8 +78,6 @@ export interface ImageTools {
 
 export interface PinOptions {
   settings: ImageSettingsSpec;
-  /** Live deployments' specs by name (pullPolicy missing keeps their pins). */
-  live: Map<string, { services: Record<string, ServiceSpec> }>;
   /** Where builds are pushed when the image names no registry (--registry; default: the cluster's). */
   registry?: string;
   /** A dry run resolves but does not build or push. */
@@ -101,7 +98,7 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
         continue;
       }
       try {
-        services[name] = await pinService(svc, opts.live.get(item.name)?.services[name], opts, tools);
+        services[name] = await pinService(svc, opts, tools);
       } catch (e) {
         (e as Error).message = `${where}: ${(e as Error).message}`;
         throw e;
@@ -112,9 +109,9 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
   return out;
 }
 
-async function pinService(svc: ServiceSpec, live: ServiceSpec | undefined, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {
+async function pinService(svc: ServiceSpec, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {
   const { pinnedImage: _stale, ...spec } = svc;
-  const plan = planImage(spec, live, opts.settings, opts.registry ?? opts.settings.defaultRegistry);
+  const plan = planImage(spec, opts.settings, opts.registry ?? opts.settings.defaultRegistry);
   switch (plan.kind) {
     case 'unpinned':
       tools.unpinned(svc.image, plan.why);
@@ -161,7 +158,7 @@ const DOCKER_CERTS_DIR = '/etc/docker/certs.d';
 export async function prepareImages(store: Store, items: ApplyItem[], opts: { dryRun?: boolean; registry?: string; select?: PinOptions['select'] } = {}): Promise<ApplyItem[]> {
   const needs = items.some((i) => Object.values(i.spec.services).some((s) => s.pullPolicy !== 'never'));
   if (!needs) return items;
-  const [{ registries, settings }, live] = await Promise.all([readImageAccess(store), store.list<Deployment>(keys.deployments())]);
+  const { registries, settings } = await readImageAccess(store);
   const stored = registries.map((r) => r.value);
   const access = async (registry: string) => {
     const a = registryAccessFor(registry, stored, await operatorCredentials(registry));
@@ -178,7 +175,7 @@ export async function prepareImages(store: Store, items: ApplyItem[], opts: { dr
   const unpinned = new Map<string, Set<string>>();
   const out = await pinImages(
     items,
-    { settings, live: new Map(live.items.map((d) => [d.value.metadata.name, d.value.spec])), ...(opts.registry ? { registry: opts.registry } : {}), ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.select ? { select: opts.select } : {}) },
+    { settings, ...(opts.registry ? { registry: opts.registry } : {}), ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.select ? { select: opts.select } : {}) },
     {
       access,
       note: (line) => process.stderr.write(`${line}\n`),
