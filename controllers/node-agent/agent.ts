@@ -158,17 +158,18 @@ export class NodeAgent {
     const desiredPrefix = keys.desiredOf(node);
     const commandsPrefix = keys.commandsOf(node);
     // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
-    const registries = this.opts.runtime ? {} : { registries: WATCHABLE.registries };
+    const pulls = !this.opts.runtime;
     this.manager = new Manager(
       {
         store,
         timings,
         log: this.log,
         identity: `agent ${node}`,
+        extraSources: pulls ? ['registries'] : [],
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
-          specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, ...registries },
-          watch: [desiredPrefix, commandsPrefix, ...Object.values(registries).map((r) => r.prefix)],
+          specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' } },
+          watch: [desiredPrefix, commandsPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : [])],
         },
       },
       [this.spec(observed)],

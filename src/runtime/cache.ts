@@ -69,7 +69,13 @@ export class Cache extends EventEmitter<CacheEvents> {
 
   /** A cache on etcd holding the named prefixes. */
   static onStore(store: Store, names: readonly Watchable[], opts: CacheOptions): Cache {
+    // How to hold a source that is not held is a mistake, never a silent no-op (it once left an
+    // agent without the registries it was told to watch).
+    const stray = Object.keys(opts.specs ?? {}).filter((n) => !names.includes(n as Watchable));
+    if (stray.length) throw new Error(`the cache is told how to hold ${stray.join(', ')}, which nothing reads: add it to the controller's reads or the manager's extraSources`);
     const specs = Object.fromEntries(names.map((n) => [n, opts.specs?.[n] ?? WATCHABLE[n]]));
+    const unheld = (opts.watch ?? []).filter((p) => !Object.values(specs).some((s) => p.startsWith(s.prefix) || s.prefix.startsWith(p)));
+    if (unheld.length) throw new Error(`the cache is told to watch ${unheld.join(', ')}, under which it holds nothing`);
     return new Cache(new Reflector(store, specs, { log: opts.log, watch: opts.watch, checkEveryMs: opts.checkEveryMs, reader: opts.reader }));
   }
 

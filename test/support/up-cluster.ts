@@ -53,8 +53,8 @@ export class UpCluster {
     return new Docker({ socketPath: spec.socket });
   }
 
-  jaco(args: string[], input?: string, timeoutMs?: number): Promise<CliResult> {
-    return jaco(['--timings', 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs });
+  jaco(args: string[], input?: string, timeoutMs?: number, env?: Record<string, string>): Promise<CliResult> {
+    return jaco(['--timings', 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs, ...(env ? { env } : {}) });
   }
 
   async apply(yaml: string): Promise<string> {

@@ -132,7 +132,7 @@ Examples:
         const out = parseOutput(opts.output, ['table', 'yaml', 'json']);
         const { registries, settings, revision } = await withStore(cmd, (s) => readImageAccess(s));
         if (out !== 'table') return printObjects(out, registries.map((r) => redactRegistry(r.value)), false, revision);
-        const rows = registries.map(({ value: r }: { value: Registry }) => [r.spec.host, r.spec.username ?? '-', yesNo(!!r.spec.caPem), yesNo(r.spec.insecure), r.spec.host === settings.defaultRegistry ? 'yes' : '', age(r.metadata.creationTimestamp)]);
+        const rows = registries.map(({ value: r }: { value: Registry }) => [r.spec.host, r.spec.username ?? '-', yesNo(!!r.spec.caPem), yesNo(r.spec.insecure), r.spec.host === settings.defaultRegistry ? 'yes' : 'no', age(r.metadata.creationTimestamp)]);
         printTable(['HOST', 'USER', 'CA', 'INSECURE', 'DEFAULT', 'AGE'], rows);
       }),
     );
