@@ -7,6 +7,12 @@ import type { DeploymentSpec, ServiceSpec } from './types.js';
 
 const SHOWN_FIELDS: (keyof ServiceSpec)[] = ['image', 'replicas'];
 
+/** sha256:0123456789ab of a pinned image (12 hex digits, as docker shows an id), or <unset>. */
+function shortDigest(pinned: string | undefined): string {
+  const d = pinned?.slice(pinned.indexOf('@') + 1);
+  return d ? d.slice(0, 'sha256:'.length + 12) : '<unset>';
+}
+
 function fieldChanges(a: ServiceSpec, b: ServiceSpec): string[] {
   const out: string[] = [];
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort() as (keyof ServiceSpec)[];
@@ -14,6 +20,11 @@ function fieldChanges(a: ServiceSpec, b: ServiceSpec): string[] {
     const av = a[k];
     const bv = b[k];
     if (canonicalJson(av) === canonicalJson(bv)) continue;
+    // A new pin of a changed image goes without saying; a new digest of the same tag is the news.
+    if (k === 'pinnedImage') {
+      if (a.image === b.image) out.push(`digest ${shortDigest(a.pinnedImage)} → ${shortDigest(b.pinnedImage)}`);
+      continue;
+    }
     if (SHOWN_FIELDS.includes(k)) out.push(`${k} ${av ?? '<unset>'} → ${bv ?? '<unset>'}`);
     else out.push(`${k} changed`);
   }

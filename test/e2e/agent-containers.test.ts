@@ -101,11 +101,11 @@ describe('running desired replicas', () => {
       await deleteDesired(c.store, NODE, 'demo-gpu-1');
     }));
 
-  it('a pull from a closed registry reports image_pull_failed and does not block another replica', () =>
+  it('a pull from a closed registry reports registry_unreachable and does not block another replica', () =>
     c.withLogs(async () => {
       const failuresBefore = (await metric(metrics, 'jaco_agent_image_pulls_total', 'result="failure"')) ?? 0;
       await putDesired(c.store, desired(NODE, 'demo-nopull-1', { image: UNPULLABLE }, { service: 'nopull' }), desired(NODE, 'demo-ok-1', { ...SLEEPER, image: IMAGE_2 }, { service: 'ok' }));
-      const bad = await waitObserved(c.store, NODE, 'demo-nopull-1', (x) => x.state === 'pending' && x.code === 'image_pull_failed', 'pending/image_pull_failed');
+      const bad = await waitObserved(c.store, NODE, 'demo-nopull-1', (x) => x.state === 'pending' && x.code === 'registry_unreachable', 'pending/registry_unreachable');
       expect(bad.details).toContain(`${UNPULLABLE}: `);
       expect(bad.details).toMatch(/connection refused/);
       await running('demo-ok-1');

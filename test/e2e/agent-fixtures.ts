@@ -13,8 +13,7 @@ export const IMAGE = 'jaco-demo/busybox:1';
 export const IMAGE_2 = 'jaco-demo/busybox:2';
 /** A container that idles; sleep as PID 1 ignores SIGTERM, so a short grace keeps stops quick. */
 export const SLEEPER: ServiceSpec = { image: IMAGE, command: ['sleep', '3600'], stopGracePeriod: '1s' };
-/** A closed loopback registry: the pull fails at once with "connection refused". */
-export const UNPULLABLE = '127.0.0.1:5999/nothing:1';
+export { UNPULLABLE } from '../support/images.js';
 
 export interface DesiredOptions {
   deployment?: string;

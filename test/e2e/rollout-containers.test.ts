@@ -11,6 +11,7 @@ import { FAST } from '../../src/timings.js';
 import { sampler, startCluster, type Proc, type TestCluster } from '../support/cluster.js';
 import { busyboxService, rolloutPlan, webManifest } from '../support/rollout-workload.js';
 import { eventually } from '../support/wait.js';
+import { UNPULLABLE } from '../support/images.js';
 
 // A workload that takes 2 s to stop on SIGTERM (so "completed" before its old containers are gone
 // would show).
@@ -106,10 +107,10 @@ describe('rolling updates on real containers', () => {
 
   it('a rollout to an unpullable image aborts at the step timeout; every replica is back on the old revision and running', async () => {
     const inv = invariantSampler();
-    await c.apply(webManifest(web('127.0.0.1:5999/nothing:1')));
+    await c.apply(webManifest(web(UNPULLABLE)));
     const r = await rolloutStatus();
     expect(r.code, fail(r.out)).toBe(1);
-    expect(r.stdout).toContain('rollout to revision 4 aborted at step 1 of 3 (image_pull_failed');
+    expect(r.stdout).toContain('rollout to revision 4 aborted at step 1 of 3 (registry_unreachable');
     expect(r.stdout).toContain('revision 3 keeps serving');
     const old = specHash(web('jaco-demo/busybox:1'));
     await eventually(
@@ -124,11 +125,11 @@ describe('rolling updates on real containers', () => {
     expect(worst.observed.length).toBeLessThanOrEqual(1);
     expect(worst.docker.length).toBeLessThanOrEqual(1);
     const p = await plan();
-    expect(p).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', fromRevision: 3, toRevision: 4, currentStep: 1 });
+    expect(p).toMatchObject({ state: 'aborted', failureReason: 'registry_unreachable', fromRevision: 3, toRevision: 4, currentStep: 1 });
     // Aborted at the step timeout (fast timings, the service sets none), not before.
     expect(Date.parse(p.finishedAt!) - Date.parse(p.steps[0]!.startedAt)).toBeGreaterThanOrEqual(FAST.stepTimeoutMs);
     const audit = await c.jaco(['audit', '-d', 'app', '--type', 'rollout_aborted', '-o', 'json']);
-    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 3, to_revision: 4, replica: 'app-web-0', reason: 'image_pull_failed' });
+    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 3, to_revision: 4, replica: 'app-web-0', reason: 'registry_unreachable' });
   });
 
   it('killing the rollout leader mid-rollout: a second controller process completes it, the invariant intact (stop-first)', async () => {

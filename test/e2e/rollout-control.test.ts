@@ -14,6 +14,7 @@ import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
 import { API_VERSION } from '../../src/api/types.js';
 import { busyboxService, rolloutPlan, webManifest } from '../support/rollout-workload.js';
 import { eventually } from '../support/wait.js';
+import { UNPULLABLE } from '../support/images.js';
 
 const update = { parallelism: 2, maxUnavailable: 2, failureAction: 'rollback' as const };
 const web = (image: string) => busyboxService(image, { replicas: 4, update });
@@ -65,10 +66,10 @@ describe('update block on real containers', () => {
 
   it('failureAction rollback: an image that cannot be pulled ends on the previous revision, every replica running', async () => {
     const samples = sampler(notRunning, 100);
-    await c.apply(webManifest(web('127.0.0.1:5999/nothing:1')));
+    await c.apply(webManifest(web(UNPULLABLE)));
     const r = await rolloutStatus();
     expect(r.code, fail(r)).toBe(1);
-    expect(r.stdout).toContain('rollout to revision 3 aborted at step 2 of 4 (image_pull_failed');
+    expect(r.stdout).toContain('rollout to revision 3 aborted at step 2 of 4 (registry_unreachable');
     expect(r.stdout).toContain('revision 2 keeps serving');
 
     const prev = specHash(web('jaco-demo/busybox:2'));
@@ -90,7 +91,7 @@ describe('update block on real containers', () => {
     expect(Math.max(...down.map((x) => x.length))).toBeLessThanOrEqual(2);
 
     const p = await plan();
-    expect(p).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', fromRevision: 2, toRevision: 3, currentStep: 2 });
+    expect(p).toMatchObject({ state: 'aborted', failureReason: 'registry_unreachable', fromRevision: 2, toRevision: 3, currentStep: 2 });
     // Two forward steps went together and both failed; the revert steps brought both back.
     const forward = p.steps.slice(0, 2);
     expect(forward.map((s) => s.result)).toEqual(['failed', 'failed']);
@@ -98,7 +99,7 @@ describe('update block on real containers', () => {
     expect(p.steps.slice(2).map((s) => s.result)).toEqual(['reverted', 'reverted']);
     expect(new Set(p.steps.slice(2).map((s) => s.replica))).toEqual(new Set(forward.map((s) => s.replica)));
     const audit = await c.jaco(['audit', '-d', 'app', '--type', 'rollout_aborted', '-o', 'json']);
-    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 2, to_revision: 3, reason: 'image_pull_failed' });
+    expect(JSON.parse(audit.stdout.trim().split('\n').pop()!).payload).toMatchObject({ deployment: 'app', service: 'web', from_revision: 2, to_revision: 3, reason: 'registry_unreachable' });
   });
 
   it('update.atomic: one service fails to pull, so both services of the deployment go back, reported as one unit', async () => {
@@ -112,10 +113,10 @@ describe('update block on real containers', () => {
     await c.apply(unit('jaco-demo/busybox:1', 'jaco-demo/busybox:1'));
     let r = await c.jaco(['rollout', 'status', 'unit', '--timeout', '150s']);
     expect(r.code, fail(r)).toBe(0);
-    await c.apply(unit('jaco-demo/busybox:2', '127.0.0.1:5999/nothing:1'));
+    await c.apply(unit('jaco-demo/busybox:2', UNPULLABLE));
     r = await c.jaco(['rollout', 'status', 'unit', '--timeout', '150s']);
     expect(r.code, fail(r)).toBe(1);
-    expect(r.stdout).toContain('deployment "unit" rollout to revision 2 aborted as one unit (spec.update.atomic): db failed (image_pull_failed); every service goes back to revision 1');
+    expect(r.stdout).toContain('deployment "unit" rollout to revision 2 aborted as one unit (spec.update.atomic): db failed (registry_unreachable); every service goes back to revision 1');
     // web rolled (or was rolling) to busybox:2; it goes back to busybox:1 with db.
     await eventually(
       async () => {
@@ -124,11 +125,11 @@ describe('update block on real containers', () => {
       },
       { what: 'both services of unit back on busybox:1, every replica running', timeoutMs: 90_000 },
     );
-    expect(await rolloutPlan(c.store, 'unit', 'db')).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', toRevision: 2 });
+    expect(await rolloutPlan(c.store, 'unit', 'db')).toMatchObject({ state: 'aborted', failureReason: 'registry_unreachable', toRevision: 2 });
     expect(await rolloutPlan(c.store, 'unit', 'web')).toMatchObject({ state: 'aborted', failureReason: 'atomic_rollback', toRevision: 2, fromRevision: 1 });
     const audit = await c.jaco(['audit', '-d', 'unit', '--type', 'rollout_aborted', '-o', 'json']);
     const payloads = audit.stdout.trim().split('\n').map((l) => JSON.parse(l).payload);
-    expect(payloads).toContainEqual(expect.objectContaining({ service: 'web', reason: 'atomic_rollback', failed_service: 'db', failed_reason: 'image_pull_failed' }));
+    expect(payloads).toContainEqual(expect.objectContaining({ service: 'web', reason: 'atomic_rollback', failed_service: 'db', failed_reason: 'registry_unreachable' }));
   });
 
   it('canary 1 beside 3 old replicas: nothing old moves until promote; then the update goes on and the canary is scaled away', async () => {

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { specHash } from '../../src/api/spec.js';
+import { UNPULLABLE } from '../support/images.js';
 import {
   API_VERSION,
   type AuditEvent,
@@ -136,14 +137,14 @@ describe('rollout controller process on a real etcd', () => {
 
   it('aborts a rollout to an unpullable image at the step timeout, reverts, exits 1; rollback re-applies the previous spec', async () => {
     const h2 = specHash(web('jaco-demo/busybox:2'));
-    await cluster.apply(manifest({ web: web('127.0.0.1:5999/nothing:1', { update: { stepTimeout: '3s' } }) }));
+    await cluster.apply(manifest({ web: web(UNPULLABLE, { update: { stepTimeout: '3s' } }) }));
     const r = await rolloutStatus('app');
-    expect(r.stdout).toContain('rollout to revision 3 aborted at step 1 of 3 (image_pull_failed');
+    expect(r.stdout).toContain('rollout to revision 3 aborted at step 1 of 3 (registry_unreachable');
     expect(r.stdout).toContain('revision 2 keeps serving');
     expect(r.code).toBe(1);
     await eventually(async () => (await desiredHashes()).every((h) => h === h2), { what: 'every replica back on revision 2', timeoutMs: 30_000 });
     const plan = (await store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec;
-    expect(plan).toMatchObject({ state: 'aborted', failureReason: 'image_pull_failed', fromRevision: 2, toRevision: 3, currentStep: 1 });
+    expect(plan).toMatchObject({ state: 'aborted', failureReason: 'registry_unreachable', fromRevision: 2, toRevision: 3, currentStep: 1 });
     await eventually(async () => {
       const p = (await store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec;
       return JSON.stringify(p.steps.map((s) => [s.replica, s.result])) === JSON.stringify([['app-web-0', 'failed'], ['app-web-0', 'reverted']]);
@@ -154,7 +155,7 @@ describe('rollout controller process on a real etcd', () => {
     expect((await store.get<RolloutPlan>(keys.rollout('app', 'web')))!.value.spec.state).toBe('aborted');
 
     const rb = await cluster.jaco(['rollback', 'app']);
-    expect(rb.stdout).toBe('deployment/app rolled back to revision 2 (now revision 4: web: image 127.0.0.1:5999/nothing:1 → jaco-demo/busybox:2, update changed)\n');
+    expect(rb.stdout).toBe(`deployment/app rolled back to revision 2 (now revision 4: web: image ${UNPULLABLE} → jaco-demo/busybox:2, update changed)\n`);
     expect(rb.code).toBe(0);
     const after = await rolloutStatus('app');
     expect(after.stdout).toContain('successfully rolled out (revision 4)');
@@ -165,13 +166,13 @@ describe('rollout controller process on a real etcd', () => {
     const hist = await cluster.jaco(['rollout', 'history', 'app']);
     expect(hist.code).toBe(0);
     expect(hist.stdout).toMatch(/^REVISION\s+APPLIED\s+AGE\s+CAUSE\s+SUMMARY/);
-    expect(hist.stdout).toMatch(/\n4 \(current\)\s+\S+\s+\S+\s+rollback to revision 2\s+web: image 127\.0\.0\.1:5999\/nothing:1 → jaco-demo\/busybox:2/);
+    expect(hist.stdout).toMatch(new RegExp(`\\n4 \\(current\\)\\s+\\S+\\s+\\S+\\s+rollback to revision 2\\s+web: image ${UNPULLABLE.replace(/[.]/g, '\\.')} → jaco-demo/busybox:2`));
     const one = await cluster.jaco(['rollout', 'history', 'app', '--revision', '3']);
     expect(one.stdout).toContain('deployment/app revision 3\n');
     expect(one.stdout).toContain('--- deployment/app (revision 2)');
     expect(one.stdout).toContain('+++ deployment/app (revision 3)');
     expect(one.stdout).toContain('\n-    image: jaco-demo/busybox:2\n');
-    expect(one.stdout).toContain('\n+    image: 127.0.0.1:5999/nothing:1\n');
+    expect(one.stdout).toContain(`\n+    image: ${UNPULLABLE}\n`);
     expect((await cluster.jaco(['rollout', 'history', 'app', '--revision', '99'])).code).toBe(1);
     const skip = await cluster.jaco(['rollback', 'app', '--to-revision', '2']);
     expect(skip.stdout).toContain('skipped rollback');

@@ -49,7 +49,8 @@ export function standInAgents(store: Store, opts: { startMs: number }): { start(
     current.set(k, { revision: d.spec.revision, specHash: d.spec.specHash });
     const replacing = prev ? { replacing: { revision: prev.revision, specHash: prev.specHash, containerId: 'old', state: 'running' as const } } : {};
     if (d.spec.template.image.startsWith('127.0.0.1:5999/')) {
-      observe(d, { state: 'pending', code: 'image_pull_failed', health: 'none', details: `${d.spec.template.image}: connection refused`, ...replacing });
+      // What a real agent reports for a closed registry (classifyPullError of "connection refused").
+      observe(d, { state: 'pending', code: 'registry_unreachable', health: 'none', details: `${d.spec.template.image}: connection refused`, ...replacing });
       return;
     }
     observe(d, { state: 'starting', health: 'starting', ...replacing });
