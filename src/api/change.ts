@@ -2,16 +2,10 @@
 // for revision history and audit records, and as a unified YAML diff for `jaco diff`.
 import { createTwoFilesPatch } from 'diff';
 import { stringify } from 'yaml';
-import { canonicalJson } from './spec.js';
+import { canonicalJson, shortDigest } from './spec.js';
 import type { DeploymentSpec, ServiceSpec } from './types.js';
 
 const SHOWN_FIELDS: (keyof ServiceSpec)[] = ['image', 'replicas'];
-
-/** sha256:0123456789ab of a pinned image (12 hex digits, as docker shows an id), or <unset>. */
-function shortDigest(pinned: string | undefined): string {
-  const d = pinned?.slice(pinned.indexOf('@') + 1);
-  return d ? d.slice(0, 'sha256:'.length + 12) : '<unset>';
-}
 
 function fieldChanges(a: ServiceSpec, b: ServiceSpec): string[] {
   const out: string[] = [];

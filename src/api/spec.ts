@@ -122,6 +122,17 @@ export function runImage(t: Pick<ServiceSpec, 'image' | 'pinnedImage'>): string 
   return t.pinnedImage ?? t.image;
 }
 
+/** The digest of a pinned image (…@sha256:…), or undefined. */
+export function imageDigest(pinned: string | undefined): string | undefined {
+  const at = pinned?.lastIndexOf('@') ?? -1;
+  return at >= 0 ? pinned!.slice(at + 1) : undefined;
+}
+
+/** A digest as docker shows an id: sha256: and 12 hex digits (or <unset>). */
+export function shortDigest(pinned: string | undefined): string {
+  return imageDigest(pinned)?.slice(0, 'sha256:'.length + 12) ?? '<unset>';
+}
+
 /** True when two deployment specs are equal after canonical ordering (apply's "unchanged"). */
 export function sameDeploymentSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
   return canonicalJson(a) === canonicalJson(b);

@@ -22,7 +22,7 @@ export class UpCluster {
   store!: Store;
   endpoint = '';
 
-  constructor(readonly opts: { nodes?: number; extraArgs?: string[] } = {}) {}
+  constructor(readonly opts: { nodes?: number; extraArgs?: string[]; timings?: 'fast' | 'production' } = {}) {}
 
   async start(): Promise<this> {
     appendFileSync(NOTED, `${this.dataDir}\n`);
@@ -54,7 +54,7 @@ export class UpCluster {
   }
 
   jaco(args: string[], input?: string, timeoutMs?: number, env?: Record<string, string>): Promise<CliResult> {
-    return jaco(['--timings', 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs, ...(env ? { env } : {}) });
+    return jaco(['--timings', this.opts.timings ?? 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs, ...(env ? { env } : {}) });
   }
 
   async apply(yaml: string): Promise<string> {

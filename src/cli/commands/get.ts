@@ -3,7 +3,7 @@ import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
-import { placementMode } from '../../api/spec.js';
+import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
 import { normalizePorts } from '../../api/ports.js';
 import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, PlacementDecision } from '../../api/types.js';
 import { formatBytes } from '../../api/units.js';
@@ -71,11 +71,11 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host), now), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
     if (out === 'wide') {
       const p = hb?.spec.pressure;
-      row.push(p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
+      row.push(n.status?.address ?? '-', p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
     }
     return row;
   });
-  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])], rows);
+  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])], rows);
 }
 
 function getReplicas(v: ClusterView, name: string | undefined, out: string, now: number, deployment?: string): void {
@@ -83,11 +83,13 @@ function getReplicas(v: ClusterView, name: string | undefined, out: string, now:
   if (name && !rows.length) throw new CliError(`replica "${name}" not found`);
   if (out !== 'table' && out !== 'wide') return printObjects(out, rows.map(replicaObject), !!name && rows.length === 1, v.revision);
   printTable(
-      ['NAME', 'DEPLOYMENT', 'SERVICE', 'NODE', 'REVISION', 'STATE', 'CODE', 'RESTARTS', 'AGE', ...(out === 'wide' ? ['IMAGE', 'CONTAINER', 'MOVE'] : [])],
+      ['NAME', 'DEPLOYMENT', 'SERVICE', 'NODE', 'REVISION', 'STATE', 'CODE', 'RESTARTS', 'AGE', ...(out === 'wide' ? ['IMAGE', 'DIGEST', 'CONTAINER', 'MOVE'] : [])],
       rows.map((r) => {
         const s = replicaState(r);
         const row: (string | number | undefined)[] = [r.id, r.desired.spec.deployment, r.desired.spec.service, r.node, r.desired.spec.revision, s.state, s.code ?? '', r.command?.status?.restarts ?? 0, age(r.observed?.status?.startedAt ?? r.desired.spec.placedAt, now)];
-        if (out === 'wide') row.push(r.desired.spec.template.image, r.observed?.status?.containerId?.slice(0, 12) ?? '', r.desired.spec.move ? `from ${r.desired.spec.move.from} (${r.desired.spec.move.by})` : '');
+        // The digest the container runs (observed), else the one it is to run (desired).
+        const pinned = r.observed?.status?.image ?? runImage(r.desired.spec.template);
+        if (out === 'wide') row.push(r.desired.spec.template.image, pinned.includes('@') ? shortDigest(pinned) : '-', r.observed?.status?.containerId?.slice(0, 12) ?? '', r.desired.spec.move ? `from ${r.desired.spec.move.from} (${r.desired.spec.move.by})` : '');
         return row;
       }),
   );
@@ -100,14 +102,13 @@ async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n =
   return 'Events:\n' + indent(table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])), 2);
 }
 
-const digestOf = (pinned: string) => pinned.slice(pinned.indexOf('@') + 1);
 
 /** A service's summary lines (describe deployment, describe service). */
 function serviceLines(v: ClusterView, d: Deployment, svc: string, st: DeploymentStatus['status'] | undefined, readyNodes: number): string {
   const s = d.spec.services[svc]!;
   const name = d.metadata.name;
   const rows = v.replicas.filter((r) => r.desired.spec.deployment === name && r.desired.spec.service === svc);
-  let out = `Image:      ${s.image}${s.pinnedImage ? `\nDigest:     ${digestOf(s.pinnedImage)} (${s.pinnedImage.slice(0, s.pinnedImage.indexOf('@'))}, pinned at apply)` : s.pullPolicy === 'never' ? '\nDigest:     - (pullPolicy never: each node runs its own copy)' : ''}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
+  let out = `Image:      ${s.image}${s.pinnedImage ? `\nDigest:     ${imageDigest(s.pinnedImage)} (${s.pinnedImage.slice(0, s.pinnedImage.indexOf('@'))}, pinned at apply)` : s.pullPolicy === 'never' ? '\nDigest:     - (pullPolicy never: each node runs its own copy)' : ''}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
   const ports = normalizePorts(s).map((p) => `${p.name} ${p.containerPort}/${p.protocol} → host ${p.hostPort ?? 'dynamic'}${p.published !== undefined ? `, published ${p.published}` : ''}`);
   if (ports.length) out += `Ports:      ${ports.join('; ')}\n`;
   const sch = st?.scheduling?.services[svc];
@@ -161,6 +162,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     if (!n) throw new CliError(`node "${name}" not found`);
     const hb = v.heartbeats.get(name);
     out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(', ') || '<none>'}\n`;
+    out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
     out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;
