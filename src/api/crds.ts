@@ -65,6 +65,7 @@ const serviceSchema: Schema = obj(
         labels: map(str()),
         noCache: bool(),
         pull: bool(),
+        registry: str({ minLength: 1, description: 'Where it is pushed when image names no registry (default: --registry, else the cluster default).' }),
       },
       ['context'],
       { description: "Built by jaco apply with the operator's Docker engine and pushed to the cluster's registry; `image` names it there (docs/images.md). Does not change the spec hash: the pushed digest does." },

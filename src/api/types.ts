@@ -135,6 +135,8 @@ export interface ImageBuild {
   noCache?: boolean;
   /** Pull newer base images while building. */
   pull?: boolean;
+  /** Where it is pushed when `image` names no registry (compose x-jaco.registry); default --registry, else the cluster's. */
+  registry?: string;
 }
 
 /** When apply resolves a service's image and when its nodes pull (docs/images.md). */

@@ -30,6 +30,7 @@ describe('planImage: what apply does with a service image', () => {
     ['a digest is its own pin, at the registry its tag would be asked at', { image: `busybox@${D}` }, local, undefined, { keep: `198.18.1.1:5000/busybox@${D}` }],
     ['… and as written when there is none', { image: `busybox@${D}` }, offline, undefined, { keep: `busybox@${D}` }],
     ['a build is pushed to the build registry under the short name', { image: 'shop-api', build: { context: '/src' } }, local, '10.0.0.1:5000', { build: '10.0.0.1:5000/shop-api:latest', unlessPushed: false }],
+    ['… or to its own registry (compose x-jaco.registry), before the build registry', { image: 'shop-api', build: { context: '/src', registry: '10.0.0.9:5000' } }, local, '10.0.0.1:5000', { build: '10.0.0.9:5000/shop-api:latest', unlessPushed: false }],
     ['… or where the image names', { image: 'registry.example/acme/api:1.4', build: { context: '/src' } }, local, '198.18.1.1:5000', { build: 'registry.example/acme/api:1.4', unlessPushed: false }],
     ['compose pull_policy missing with a build: only what the registry lacks', { image: 'shop-api', build: { context: '/src' }, pullPolicy: 'missing' }, local, '198.18.1.1:5000', { build: '198.18.1.1:5000/shop-api:latest', unlessPushed: true }],
     ['pullPolicy always with a build pulls instead (compose)', { image: 'shop-api', build: { context: '/src' }, pullPolicy: 'always' }, local, '198.18.1.1:5000', { resolve: '198.18.1.1:5000/shop-api' }],

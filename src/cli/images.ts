@@ -42,7 +42,7 @@ export function planImage(svc: ServiceSpec, settings: ImageSettingsSpec, buildRe
   if (policy === 'never') return { kind: 'unpinned', why: 'pullPolicy never: each node runs its own copy' };
   const ref = parseImageReference(svc.image);
   if (svc.build && policy !== 'always') {
-    const registry = ref.shortName ? buildRegistry : ref.registry;
+    const registry = ref.shortName ? (svc.build.registry ?? buildRegistry) : ref.registry;
     if (!registry) throw new ImagePlanError(`image ${svc.image} is built here, and there is no registry to push it to: name one in image:, or give --registry, or set the cluster's default (jaco registry default REGISTRY)`);
     const target = ref.shortName ? atRegistry(ref, registry) : ref;
     if (target.digest) throw new ImagePlanError(`image ${svc.image} names a digest, and a build makes a new one: name a tag`);

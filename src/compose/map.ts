@@ -581,6 +581,11 @@ class ServiceMapper {
       if (['context', 'dockerfile', 'args', 'target', 'labels', 'no_cache', 'pull', 'dockerfile_inline'].includes(k)) continue;
       this.warn(at(k), `build.${k} is ignored: jaco builds with the operator's engine from context, dockerfile, args, target, labels, no_cache and pull`);
     }
+    // x-jaco.registry (the service's, else the file's top-level one): where this build is pushed.
+    const xs = isObj(this.svc['x-jaco']) ? this.svc['x-jaco'] : {};
+    const xt = isObj(this.top['x-jaco']) ? this.top['x-jaco'] : {};
+    const registry = xs.registry ?? xt.registry;
+    if (registry !== undefined) build.registry = String(registry);
     this.out.build = build;
     if (this.svc.image === undefined) this.out.image = `${this.ctx.project}-${this.name}`;
   }
@@ -602,6 +607,7 @@ class ServiceMapper {
     if (x.priority !== undefined) this.out.priority = this.num(x.priority, this.at('x-jaco', 'priority'));
     if (x.rebalance !== undefined) this.out.rebalance = x.rebalance === 'disabled' ? 'disabled' : 'enabled';
     if (isObj(x.update)) this.out.update = { ...this.out.update, ...(x.update as UpdatePolicy) };
+    if (x.registry !== undefined && this.svc.build === undefined) this.warn(this.at('x-jaco', 'registry'), 'x-jaco.registry is where a build is pushed, and this service builds nothing: it is ignored');
   }
 }
 
