@@ -68,7 +68,7 @@ describe('jaco registry', () => {
 
     const ls = await cli(['registry', 'ls']);
     expect(ls.stdout.split('\n')[0]).toMatch(/^HOST\s+USER\s+CA\s+INSECURE\s+DEFAULT\s+AGE$/);
-    expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^${reg.host.replace(/\./g, '\\.')}\\s+puller\\s+yes\\s+no\\s+<none>\\s+\\d+s$`));
+    expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^${reg.host.replace(/\./g, '\\.')}\\s+puller\\s+yes\\s+no\\s+no\\s+\\d+s$`));
     const yaml = parse((await cli(['registry', 'ls', '-o', 'yaml'])).stdout) as { kind: string; items: Registry[] };
     expect(yaml.kind).toBe('List');
     expect(yaml.items.map((i) => i.spec)).toEqual([{ host: reg.host, username: 'puller', caPem: stored.spec.caPem }]);
