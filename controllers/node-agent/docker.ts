@@ -99,24 +99,40 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  /** Pulls an image to the end of its progress stream; an abort ends the stream. */
+  /** Pulls in flight, by image: every start of one image waits for one pull. */
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  /**
+   * Pulls an image to the end of its progress stream. Starts of one image share one pull (17
+   * replicas landing on a fresh node ask the engine once, not 17 times); an abort ends the wait
+   * of the start that aborted, and the shared pull goes on for the others.
+   */
   pull(image: string, signal?: AbortSignal, auth?: PullAuth): Promise<void> {
+    let shared = this.pulls.get(image);
+    if (!shared) {
+      shared = this.pullOnce(image, auth).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, shared);
+    }
+    if (!signal) return shared;
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(new Error(`pull of ${image} no longer awaited: the start was cancelled`));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      shared.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  private pullOnce(image: string, auth?: PullAuth): Promise<void> {
     return this.call(async () => {
-      const stream = (await this.docker.pull(imageWithTag(image), auth ? { authconfig: auth } : {})) as NodeJS.ReadableStream & { destroy?: () => void };
-      const onAbort = () => stream.destroy?.();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      try {
-        await new Promise<void>((resolve, reject) =>
-          this.docker.modem.followProgress(stream, (err: Error | null, output: { error?: string; errorDetail?: { message?: string } }[]) => {
-            const failed = output?.find((o) => o.error || o.errorDetail);
-            if (err) reject(err);
-            else if (failed) reject(new DockerApiError(failed.errorDetail?.message ?? failed.error ?? 'pull failed', 500));
-            else resolve();
-          }),
-        );
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-      }
+      const stream = (await this.docker.pull(imageWithTag(image), auth ? { authconfig: auth } : {})) as NodeJS.ReadableStream;
+      await new Promise<void>((resolve, reject) =>
+        this.docker.modem.followProgress(stream, (err: Error | null, output: { error?: string; errorDetail?: { message?: string } }[]) => {
+          const failed = output?.find((o) => o.error || o.errorDetail);
+          if (err) reject(err);
+          else if (failed) reject(new DockerApiError(failed.errorDetail?.message ?? failed.error ?? 'pull failed', 500));
+          else resolve();
+        }),
+      );
     });
   }
 

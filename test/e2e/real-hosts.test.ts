@@ -95,6 +95,39 @@ spec:
     });
   });
 
+  it('replicas landing together on a node without the image share one pull', async () => {
+    await c.withLogs(async () => {
+      const node = 'node-3';
+      for (const i of await c.engine(node).listImages()) await c.engine(node).getImage(i.Id).remove({ force: true });
+      const pulls: string[] = [];
+      const events = (await c.engine(node).getEvents({ filters: { type: ['image'], event: ['pull'] } })) as NodeJS.ReadableStream & { destroy(): void };
+      events.on('data', (d: Buffer) => pulls.push(...d.toString().split('\n').filter(Boolean)));
+      // Every replica on the one node left schedulable.
+      for (const n of ['node-1', 'node-2']) expect((await c.jaco(['node', 'cordon', n])).code).toBe(0);
+      try {
+        await c.apply(`
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: {name: crowd}
+spec:
+  services:
+    w:
+      image: jaco-demo/busybox:1
+      replicas: 6
+      command: [sleep, "3600"]
+      stopGracePeriod: 0s
+`);
+        await eventually(() => allRunning('crowd', 6), { what: 'crowd/w running', timeoutMs: 60_000 });
+        expect(new Set((await desiredOf('crowd')).map((d) => d.spec.node))).toEqual(new Set([node]));
+      } finally {
+        events.destroy();
+        for (const n of ['node-1', 'node-2']) await c.jaco(['node', 'uncordon', n]);
+      }
+      expect(pulls.length).toBe(1);
+      await c.jaco(['delete', 'deployment', 'crowd']);
+    });
+  });
+
   it('a compose build: built with the operator engine, pushed, pinned, pulled by each node, and run', async () => {
     await c.withLogs(async () => {
       const dir = mkdtempSync(join(tmpdir(), 'jaco-e2e-build-'));
