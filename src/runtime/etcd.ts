@@ -1,6 +1,7 @@
 // Starting real etcd members as child processes: the embedded single member of `jaco up`, and
 // the members tests start on free loopback ports (one, or three for fault tests).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { binaryAnswers, stopProcess } from './child.js';
 import { createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -38,8 +39,7 @@ export class EtcdNotInstalledError extends Error {
 
 export function etcdBinary(): string {
   const bin = process.env.JACO_ETCD_BIN ?? 'etcd';
-  const r = spawnSync(bin, ['--version'], { stdio: 'ignore' });
-  if (r.error || r.status !== 0) throw new EtcdNotInstalledError();
+  if (!binaryAnswers(bin)) throw new EtcdNotInstalledError();
   return bin;
 }
 
@@ -96,18 +96,11 @@ export function startEtcdMember(s: EtcdMemberSpec, opts: { detached?: boolean } 
     child.stdout?.pipe(out);
     child.stderr?.pipe(out);
   }
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
   return {
     spec: s,
     endpoint: `${s.tls ? 'https' : 'http'}://127.0.0.1:${s.clientPort}`,
     process: child,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (signal: NodeJS.Signals = 'SIGTERM') => stopProcess(child, { signal }),
   };
 }
 

@@ -7,7 +7,7 @@
 // removes what it made (tearDown, which `jaco down` also runs after a crash). State is in
 // .jaco/up.json.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LABELS } from '../api/labels.js';
 import { keys } from '../api/keys.js';
@@ -21,7 +21,8 @@ import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, planNetwork, type LocalNetwork } from './local-network.js';
-import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, waitForEngine, type NodeEngineSpec } from './node-engine.js';
+import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
+import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
 import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
@@ -386,18 +387,7 @@ export class LocalCluster {
   }
 }
 
-function stopChild(c: Supervised): Promise<void> {
-  return new Promise<void>((resolveStop) => {
-    const p = c.proc;
-    if (!p || p.exitCode !== null || p.signalCode !== null) return resolveStop();
-    const t = setTimeout(() => p.kill('SIGKILL'), 15_000);
-    p.once('exit', () => {
-      clearTimeout(t);
-      resolveStop();
-    });
-    p.kill('SIGTERM');
-  });
-}
+const stopChild = (c: Supervised) => stopProcess(c.proc, { graceMs: 15_000 });
 
 /** The engine of each isolated node of a cluster's state. */
 export function enginesOf(dataDir: string, st: Pick<UpState, 'network'>): NodeEngineSpec[] {
@@ -428,7 +418,7 @@ export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'c
   }
   // The engines' trust of the registry's CA goes with the network whose address it names (found
   // by that address when the state that recorded it is lost).
-  const certsDirs = st.registry?.certsDir ? [st.registry.certsDir] : st.network ? listDirs(DOCKER_CERTS_DIR).filter((d) => d.startsWith(`${st.network!.hostAddress}:`)).map((d) => join(DOCKER_CERTS_DIR, d)) : [];
+  const certsDirs = st.registry?.certsDir ? [st.registry.certsDir] : st.network ? subdirectories(DOCKER_CERTS_DIR).filter((d) => d.startsWith(`${st.network!.hostAddress}:`)).map((d) => join(DOCKER_CERTS_DIR, d)) : [];
   for (const d of certsDirs) rmSync(d, { recursive: true, force: true });
 }
 
@@ -459,20 +449,11 @@ export async function recordedNetwork(dataDir: string): Promise<LocalNetwork | u
     // no run directory: nothing of it is running (or /run was wiped, and the namespaces with it)
   }
   if (owner !== undefined && owner !== dataDir) return undefined;
-  const names = new Set([...(await namespacesWith(`${tag}-`)).map((ns) => ns.slice(tag.length + 1)).filter((n) => n !== 'router'), ...listDirs(join(dataDir, 'nodes'))]);
+  const names = new Set([...(await namespacesWith(`${tag}-`)).map((ns) => ns.slice(tag.length + 1)).filter((n) => n !== 'router'), ...subdirectories(join(dataDir, 'nodes'))]);
   const net = planNetwork(index, [...names].sort());
   return net;
 }
 
-function listDirs(dir: string): string[] {
-  try {
-    return readdirSync(dir, { withFileTypes: true })
-      .filter((d) => d.isDirectory())
-      .map((d) => d.name);
-  } catch {
-    return [];
-  }
-}
 
 /** Removes every container labelled with the cluster uid (the local cluster's workloads). */
 export async function removeClusterContainers(uid: string, log: Logger): Promise<number> {

@@ -140,7 +140,7 @@ const CGROUP_ROOT = '/sys/fs/cgroup';
 
 /** Kills every process under cgroup `parent` (v1: in each controller's hierarchy; v2: the unified one) and removes the groups. */
 export async function killCgroup(parent: string, root = CGROUP_ROOT): Promise<void> {
-  const hierarchies = existsSync(join(root, 'cgroup.controllers')) ? [root] : safeList(root).map((c) => join(root, c));
+  const hierarchies = existsSync(join(root, 'cgroup.controllers')) ? [root] : subdirectories(root).map((c) => join(root, c));
   for (const h of hierarchies) {
     const dir = join(h, parent);
     if (!existsSync(dir)) continue;
@@ -171,7 +171,8 @@ export async function killCgroup(parent: string, root = CGROUP_ROOT): Promise<vo
   }
 }
 
-function safeList(dir: string): string[] {
+/** The names of a directory's subdirectories (none when it cannot be read). */
+export function subdirectories(dir: string): string[] {
   try {
     return readdirSync(dir, { withFileTypes: true })
       .filter((d) => d.isDirectory())
@@ -183,7 +184,7 @@ function safeList(dir: string): string[] {
 
 /** A cgroup directory and its descendants, deepest first. */
 function groupsBottomUp(dir: string): string[] {
-  return [...safeList(dir).flatMap((c) => groupsBottomUp(join(dir, c))), dir];
+  return [...subdirectories(dir).flatMap((c) => groupsBottomUp(join(dir, c))), dir];
 }
 
 function readPids(file: string): number[] {

@@ -1,7 +1,8 @@
 // The cluster's image registry as a real component: Debian's docker-registry (the CNCF
 // distribution registry 2.8) started as a child process with a config of its own — storage under
 // its directory, its listen address, optional TLS and htpasswd users — the way etcd.ts starts etcd.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { binaryAnswers, stopProcess } from './child.js';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -48,8 +49,7 @@ export class RegistryNotInstalledError extends Error {
 
 export function registryBinary(): string {
   const bin = process.env.JACO_REGISTRY_BIN ?? 'docker-registry';
-  const r = spawnSync(bin, ['--version'], { stdio: 'ignore' });
-  if (r.error || r.status !== 0) throw new RegistryNotInstalledError();
+  if (!binaryAnswers(bin)) throw new RegistryNotInstalledError();
   return bin;
 }
 
@@ -135,7 +135,6 @@ export function startRegistry(spec: RegistryServerSpec, opts: { detached?: boole
     if (out) s?.pipe(out);
     s?.on('data', keep);
   }
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const host = registryHost(spec.address ?? '127.0.0.1', spec.port);
   return {
     spec,
@@ -144,13 +143,7 @@ export function startRegistry(spec: RegistryServerSpec, opts: { detached?: boole
     process: child,
     log: () => kept,
     listening: () => listening,
-    async stop(signal: NodeJS.Signals = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill(signal);
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: (signal: NodeJS.Signals = 'SIGTERM') => stopProcess(child, { signal }),
   };
 }
 

@@ -98,6 +98,8 @@ spec:
   it('replicas landing together on a node without the image share one pull', async () => {
     await c.withLogs(async () => {
       const node = 'node-3';
+      // A node without the image: what an earlier test ran there is gone first.
+      await eventually(async () => (await c.engine(node).listContainers({ all: true })).length === 0, { what: `no container left on ${node}`, timeoutMs: 60_000 });
       for (const i of await c.engine(node).listImages()) await c.engine(node).getImage(i.Id).remove({ force: true });
       const pulls: string[] = [];
       const events = (await c.engine(node).getEvents({ filters: { type: ['image'], event: ['pull'] } })) as NodeJS.ReadableStream & { destroy(): void };
