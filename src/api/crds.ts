@@ -48,6 +48,7 @@ export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
+    network: str({ enum: ['host', 'cluster'], description: "host (default): the node's network namespace, ports a per-node resource; cluster: each replica its own network namespace and addresses on the cluster network (docs/networking.md)." }),
     pinnedImage: str({
       pattern: '@sha256:[0-9a-f]{64}$',
       description: 'What every node runs: the image resolved to its registry digest at apply ("REGISTRY/REPO:TAG@sha256:…"). Written by jaco apply (docs/images.md); absent when the image was not resolved (pullPolicy never, or no registry known for it).',
@@ -286,6 +287,14 @@ const KINDS: KindDef[] = [
         specHash: str({ pattern: '^[0-9a-f]{64}$' }),
         template: serviceSchema,
         placedAt: time('When the replica was placed on or moved to this node.'),
+        address: obj(
+          {
+            ipv4: str({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}$' }),
+            ipv6: str({ pattern: '^[0-9a-f:]+/[0-9]{1,3}$' }),
+          },
+          ['ipv4', 'ipv6'],
+          { description: "A cluster-network replica's own addresses on this node (CIDR form: the node subnet's prefix length; its gateway is the subnet's first host)." },
+        ),
         move: obj(
           {
             id: str(),

@@ -76,6 +76,7 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
     // A new digest of the same tag rolls the service; only when set, so that an unpinned service
     // keeps the hash earlier releases gave it.
     ...(s.pinnedImage ? { pinnedImage: s.pinnedImage } : {}),
+    ...(s.network === 'cluster' ? { network: s.network } : {}),
     command: s.command ?? null,
     args: s.args ?? null,
     env: s.env ?? {},

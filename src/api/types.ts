@@ -122,6 +122,12 @@ export interface UpdatePolicy {
   autoPromote?: string;
 }
 
+/** A replica's own addresses, e.g. { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' }. */
+export interface ReplicaAddress {
+  ipv4: string;
+  ipv6: string;
+}
+
 /** How jaco apply builds a service's image (compose's build section; docs/images.md). */
 export interface ImageBuild {
   /** The build context: a directory on the operator's machine (absolute once read). */
@@ -142,9 +148,19 @@ export interface ImageBuild {
 /** When apply resolves a service's image and when its nodes pull (docs/images.md). */
 export type PullPolicy = 'missing' | 'always' | 'never' | 'build';
 
+/**
+ * How a service's replicas are networked (docs/networking.md): `host` — the node's own network
+ * namespace, ports a per-node resource (JACO_NODE_ADDRESS, PORT); `cluster` — each replica its own
+ * network namespace with its own addresses (ReplicaDesiredSpec.address), reached on its container
+ * ports.
+ */
+export type NetworkMode = 'host' | 'cluster';
+
 export interface ServiceSpec {
   /** The image as written (a tag, or a digest). */
   image: string;
+  /** Default host (for now: services and names on the cluster network come with issue 26's next slice). */
+  network?: NetworkMode;
   /** The image resolved to its registry digest at apply: what every node runs. */
   pinnedImage?: string;
   pullPolicy?: PullPolicy;
@@ -340,6 +356,12 @@ export interface ReplicaDesiredSpec {
   template: ServiceSpec;
   /** When the replica was placed on (or moved to) this node. */
   placedAt: string;
+  /**
+   * A `cluster`-network replica's own addresses on this node, allocated at placement from the
+   * node's subnets (CIDR form: the prefix length is the subnet's; the gateway is the subnet's first
+   * host, held by the node). Kept across revisions on the node, like its dynamic host ports.
+   */
+  address?: ReplicaAddress;
   move?: MoveMarker;
   movingTo?: MovingTo;
   /**
