@@ -13,6 +13,7 @@ import { registerIngress } from './ingress.js';
 import { registerNode } from './node.js';
 import { registerRebalance } from './rebalance.js';
 import { registerRollout } from './rollout.js';
+import { registerSecrets } from './secret.js';
 import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
 import { registerVersion } from './version.js';
@@ -23,6 +24,7 @@ export function registerCommands(program: Command): void {
   registerStatus(program);
   registerGet(program);
   registerExplain(program);
+  registerSecrets(program);
   registerDrain(registerNode(program));
   registerRebalance(program);
   registerAudit(program);
