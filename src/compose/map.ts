@@ -1,12 +1,16 @@
 // Mapping a Compose application (already interpolated and valid against the Compose
-// Specification) onto a jaco Deployment. Every field of a service is mapped, refused with a reason,
-// or ignored with a warning — never dropped silently (docs/compose.md is the table). Pure: the
-// compose file's directory and the files it names (env_file, secrets) are read by the caller's
-// `readFile`, so tables can test it.
+// Specification) onto a jaco Deployment, and the secrets and configs it declares onto objects apply
+// creates. Every field of a service is mapped, refused with a reason, or ignored with a warning —
+// never dropped silently (docs/compose.md is the table). Pure: the compose file's directory and the
+// files it names (env_file, secrets, configs) are read by the caller's `readFile`, so tables can
+// test it.
 import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
-import type { ContainerOptions, DeploymentSpec, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import type { ContainerOptions, DeploymentSpec, FileKind, FileOwner, FileRef, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import { FILE_OBJECT_NAME_MAX, FILE_OBJECT_NAME_PATTERN, MAX_FILE_OBJECT_BYTES } from '../api/crds.js';
+import { fileTargetProblem } from '../api/files.js';
+import { composeObjectName, configVersion, secretVersion } from '../secrets/version.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
 
 export interface ComposeIssue {
@@ -26,12 +30,31 @@ export interface MapContext {
   profiles: readonly string[];
   allowPrivileged: boolean;
   readFile(path: string): string;
+  /** A file's bytes (secrets and configs are not always text); default: readFile's text. */
+  readBytes?(path: string): Buffer;
   home?: string;
+}
+
+/**
+ * A secret or config the compose file declares with file:, environment: or content:, read on the
+ * operator's machine: apply creates it (unless it exists) in the same transaction as the
+ * deployment, under a content-derived name (src/secrets/version.ts).
+ */
+export interface ComposeObject {
+  kind: FileKind;
+  /** Its name in the cluster: <project>_<name>_<version> (or <name:>_<version>). */
+  name: string;
+  owner: FileOwner;
+  /** Where the value came from, as a reader would say it (a path, an environment variable, inline). */
+  from: string;
+  value: Buffer;
 }
 
 export interface Mapped {
   spec: DeploymentSpec;
   issues: ComposeIssue[];
+  /** The secrets and configs apply creates (values read here; never printed). */
+  objects: ComposeObject[];
 }
 
 type Obj = Record<string, unknown>;
@@ -140,6 +163,8 @@ class ServiceMapper {
     readonly top: Obj,
     readonly ctx: MapContext,
     readonly issues: ComposeIssue[],
+    /** The application's top-level secrets and configs, resolved once for every service. */
+    readonly declared: DeclaredFiles,
   ) {}
 
   private at(...p: (string | number)[]): Path {
@@ -415,18 +440,40 @@ class ServiceMapper {
     if (mounts.length) this.out.volumes = [...(this.out.volumes ?? []), ...mounts];
   }
 
-  /** secrets and configs with `file:` become read-only bind mounts (under /run/secrets/NAME, or /NAME for configs). */
+  /**
+   * A service's secrets and configs (short or long syntax) → references to the cluster's objects:
+   * to the one a top-level file:, environment: or content: makes (content-derived name), or to an
+   * external one by its name. The file appears where compose puts it: /run/secrets/<name> (configs
+   * /<name>), or at `target`, with `uid`, `gid` and `mode` (octal).
+   */
   private files(list: unknown[], kind: 'secrets' | 'configs'): void {
-    const declared = isObj(this.top[kind]) ? (this.top[kind] as Obj) : {};
+    const one = kind === 'secrets' ? 'secret' : 'config';
+    const refs: FileRef[] = [];
     list.forEach((e, i) => {
+      const at = (...x: string[]) => this.at(kind, i, ...x);
       const name = isObj(e) ? String(e.source) : String(e);
-      const decl = declared[name];
-      if (!isObj(decl) || typeof decl.file !== 'string')
-        return this.refuse(this.at(kind, i), `${kind.slice(0, -1)} "${name}": only ${kind} with file: are supported (they are mounted read-only from the node running the replica)`);
-      const target = isObj(e) && e.target !== undefined ? String(e.target) : undefined;
-      const dest = target?.startsWith('/') ? target : kind === 'secrets' ? `/run/secrets/${target ?? name}` : `/${target ?? name}`;
-      this.out.volumes = [...(this.out.volumes ?? []), { type: 'bind', source: this.path(decl.file), target: dest, readOnly: true }];
+      const decl = this.declared[kind].get(name);
+      if (!decl) return this.refuse(at(), `${one} "${name}" is not declared under the top-level ${kind}`);
+      if (!decl.source) return; // refused where it is declared
+      const ref: FileRef = { source: decl.source, target: isObj(e) && e.target !== undefined ? String(e.target) : one === 'secret' ? name : `/${name}` };
+      if (isObj(e)) {
+        for (const k of ['uid', 'gid'] as const) {
+          if (e[k] === undefined) continue;
+          const v = String(e[k]);
+          if (/^[0-9]+$/.test(v)) ref[k] = Number(v);
+          else this.refuse(at(k), `${k} must be a number: jaco does not look ${JSON.stringify(v)} up in the image`);
+        }
+        if (e.mode !== undefined) {
+          const m = typeof e.mode === 'number' ? e.mode : /^0?[0-7]{1,3}$/.test(String(e.mode)) ? parseInt(String(e.mode), 8) : NaN;
+          if (Number.isInteger(m) && m >= 0 && m <= 0o777) ref.mode = m;
+          else this.refuse(at('mode'), `mode must be octal permission bits (0440, 0400), got ${JSON.stringify(e.mode)}`);
+        }
+      }
+      const bad = fileTargetProblem(one, ref);
+      if (bad) return this.refuse(at('target'), bad);
+      refs.push(ref);
     });
+    if (refs.length) this.out[kind] = [...(this.out[kind] ?? []), ...refs];
   }
 
   private deploy(d: Obj): void {
@@ -611,10 +658,101 @@ function active(svc: Obj, profiles: readonly string[]): boolean {
   return !Array.isArray(p) || p.length === 0 || p.some((x) => profiles.includes(String(x)) || profiles.includes('*'));
 }
 
+/** A top-level secret or config, resolved: the cluster object a service's reference names (absent: refused). */
+interface Declared {
+  source?: string;
+}
+interface DeclaredFiles {
+  secrets: Map<string, Declared>;
+  configs: Map<string, Declared>;
+}
+
+/**
+ * The top-level secrets and configs: each read once (file:, environment:, content:) into an object
+ * apply creates under a content-derived name, or taken as external (made with jaco secret create).
+ * Only those some active service uses are read.
+ */
+function declaredFiles(app: Obj, ctx: MapContext, used: Set<string>, issues: ComposeIssue[], objects: ComposeObject[]): DeclaredFiles {
+  const out: DeclaredFiles = { secrets: new Map(), configs: new Map() };
+  const base = (p: string) => (p.startsWith('~/') && ctx.home ? resolve(ctx.home, p.slice(2)) : isAbsolute(p) ? p : resolve(ctx.dir, p));
+  for (const kind of ['secrets', 'configs'] as const) {
+    const one = kind === 'secrets' ? 'secret' : 'config';
+    for (const [key, raw] of Object.entries(isObj(app[kind]) ? (app[kind] as Obj) : {})) {
+      if (!used.has(`${kind}/${key}`)) continue;
+      const d = isObj(raw) ? raw : {};
+      const refuse = (message: string, ...at: string[]) => {
+        issues.push({ path: [kind, key, ...at], severity: 'refuse', message });
+        out[kind].set(key, {});
+      };
+      for (const k of ['driver', 'driver_opts', 'template_driver']) if (d[k] !== undefined) issues.push({ path: [kind, key, k], severity: 'refuse', message: `${k} is not supported: jaco stores ${kind} itself${one === 'secret' ? ' (sealed to the cluster key)' : ''}, from file:, environment:${one === 'config' ? ', content:' : ''} or external: true` });
+      if (d.labels !== undefined) issues.push({ path: [kind, key, 'labels'], severity: 'warn', message: `labels of ${kind} are ignored` });
+      const ext = d.external;
+      if (ext !== undefined && ext !== false) {
+        const name = isObj(ext) && typeof ext.name === 'string' ? ext.name : typeof d.name === 'string' ? d.name : key;
+        if (!new RegExp(FILE_OBJECT_NAME_PATTERN).test(name)) refuse(`${JSON.stringify(name)} is not a ${one} name (letters, digits, _ . -)`, 'name');
+        else out[kind].set(key, { source: name });
+        continue;
+      }
+      let value: Buffer | undefined;
+      let from: string;
+      if (typeof d.file === 'string') {
+        from = base(d.file);
+        try {
+          value = ctx.readBytes ? ctx.readBytes(from) : Buffer.from(ctx.readFile(from));
+        } catch (e) {
+          refuse(`cannot read ${one} file ${d.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'file');
+          continue;
+        }
+      } else if (typeof d.environment === 'string') {
+        from = `$${d.environment}`;
+        const v = ctx.lookup(d.environment);
+        if (v === undefined) {
+          refuse(`environment variable ${d.environment} is not set`, 'environment');
+          continue;
+        }
+        value = Buffer.from(v);
+      } else if (kind === 'configs' && typeof d.content === 'string') {
+        from = 'content';
+        value = Buffer.from(d.content);
+      } else {
+        refuse(`${one} "${key}" needs file:, environment:${one === 'config' ? ', content:' : ''} or external: true`);
+        continue;
+      }
+      if (value.length > MAX_FILE_OBJECT_BYTES) {
+        refuse(`${one} "${key}" is ${value.length} bytes; a ${one} holds at most ${MAX_FILE_OBJECT_BYTES} (500 KiB)`);
+        continue;
+      }
+      const version = one === 'secret' ? secretVersion(value, ctx.project, key) : configVersion(value);
+      const name = typeof d.name === 'string' ? `${d.name}_${version}` : composeObjectName(ctx.project, key, version);
+      if (!new RegExp(FILE_OBJECT_NAME_PATTERN).test(name) || name.length > FILE_OBJECT_NAME_MAX) {
+        refuse(`cannot make a ${one} name of ${JSON.stringify(name)} (letters, digits, _ . -, at most ${FILE_OBJECT_NAME_MAX}): shorten it, or give name:`, 'name');
+        continue;
+      }
+      objects.push({ kind: one, name, owner: { deployment: ctx.project, name: key }, from, value });
+      out[kind].set(key, { source: name });
+    }
+  }
+  return out;
+}
+
+/** The top-level secrets and configs the active services refer to (`secrets/<name>`). */
+function filesReferred(services: [string, Obj][]): Set<string> {
+  const used = new Set<string>();
+  for (const [, svc] of services)
+    for (const kind of ['secrets', 'configs'])
+      if (Array.isArray(svc[kind])) for (const e of svc[kind] as unknown[]) used.add(`${kind}/${isObj(e) ? String(e.source) : String(e)}`);
+  return used;
+}
+
 /** Maps a compose application (interpolated, schema-valid) to a Deployment spec. */
 export function mapCompose(app: Obj, ctx: MapContext): Mapped {
   const issues: ComposeIssue[] = [];
   const services: Record<string, ServiceSpec> = {};
+  const objects: ComposeObject[] = [];
+  const activeServices = Object.entries((app.services ?? {}) as Obj)
+    .map(([n, raw]): [string, Obj] => [n, (raw ?? {}) as Obj])
+    .filter(([, svc]) => active(svc, ctx.profiles));
+  const declared = declaredFiles(app, ctx, filesReferred(activeServices), issues, objects);
   for (const [name, raw] of Object.entries((app.services ?? {}) as Obj)) {
     const svc = (raw ?? {}) as Obj;
     if (!active(svc, ctx.profiles)) continue;
@@ -622,7 +760,7 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
       issues.push({ path: ['services', name], severity: 'refuse', message: `service name "${name}" is not a jaco name (lowercase letters, digits and -): rename it` });
       continue;
     }
-    services[name] = new ServiceMapper(name, svc, app, ctx, issues).map();
+    services[name] = new ServiceMapper(name, svc, app, ctx, issues, declared).map();
   }
   if (!Object.keys(services).length && !issues.some((i) => i.severity === 'refuse'))
     issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
@@ -632,5 +770,5 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     else issues.push({ path: [k], severity: 'refuse', message: `${k} is not supported by jaco` });
   }
   if (app.version !== undefined) issues.push({ path: ['version'], severity: 'warn', message: 'version is obsolete (the Compose Specification ignores it)' });
-  return { spec: { services }, issues };
+  return { spec: { services }, issues, objects };
 }
