@@ -74,7 +74,7 @@ function snap(p: {
     containers: p.containers ?? [],
     starts: new Map(Object.entries(p.starts ?? {})),
     stopping: new Set(p.stopping ?? []),
-    files: new Map(Object.entries(p.files ?? {}).map(([id, st]) => [id, st === 'ready' ? { state: 'ready' as const } : { state: 'unreadable' as const, detail: st }])),
+    files: new Map(Object.entries(p.files ?? {}).map(([id, st]) => [id, st === 'ready' ? { state: 'ready' as const, uid: `uid-${id}` } : st.startsWith('uid:') ? { state: 'ready' as const, uid: st.slice(4) } : { state: 'unreadable' as const, detail: st }])),
   };
 }
 
@@ -549,6 +549,14 @@ describe('secrets and configs: nothing starts without every one of its files', (
     const plan = run(snap({ desired: [d], files: have }));
     expect(plan.starts).toEqual([]);
     expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code, details });
+  });
+
+  it('a copy of another object of the same name (deleted and made again) is not the one the spec pinned: it waits', () => {
+    const pinned = des('r2', { secrets: [{ source: 'db_password', version: 'uid-new' }] });
+    const stale = run(snap({ desired: [pinned], files: { 'secret/db_password': 'uid:uid-old' } }));
+    expect(stale.starts).toEqual([]);
+    expect(obs(stale, 'r2')).toMatchObject({ state: 'pending', code: 'secret_missing', details: 'waiting for secret db_password (the copy on this node is of another secret of that name)' });
+    expect(run(snap({ desired: [pinned], files: { 'secret/db_password': 'uid:uid-new' } })).starts.map((o) => o.replica)).toEqual(['r2']);
   });
 
   it('a running container is left alone when its copy goes (its files are in its own tmpfs)', () => {

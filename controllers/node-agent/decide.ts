@@ -230,9 +230,12 @@ export function filesBlocking(t: ServiceSpec, files: ReadonlyMap<string, FileSta
   for (const f of serviceFiles(t)) {
     const id = `${f.kind}/${f.ref.source}`;
     const st = files?.get(id);
-    if (st?.state === 'ready') continue;
-    code ??= st ? 'secret_unreadable' : f.kind === 'secret' ? 'secret_missing' : 'config_missing';
-    if (!waiting.some((w) => w.startsWith(`${f.kind} ${f.ref.source}`))) waiting.push(st?.state === 'unreadable' ? `${f.kind} ${f.ref.source} (${st.detail})` : `${f.kind} ${f.ref.source} (no copy on this node yet)`);
+    // Ready, and a copy of the very object the spec was applied with (its pinned uid), when pinned.
+    const other = st?.state === 'ready' && f.ref.version !== undefined && st.uid !== f.ref.version;
+    if (st?.state === 'ready' && !other) continue;
+    code ??= st?.state === 'unreadable' ? 'secret_unreadable' : f.kind === 'secret' ? 'secret_missing' : 'config_missing';
+    const why = st?.state === 'unreadable' ? st.detail : other ? `the copy on this node is of another ${f.kind} of that name` : 'no copy on this node yet';
+    if (!waiting.some((w) => w.startsWith(`${f.kind} ${f.ref.source} `))) waiting.push(`${f.kind} ${f.ref.source} (${why})`);
   }
   return code ? { code, details: `waiting for ${waiting.join(', ')}` } : undefined;
 }

@@ -14,8 +14,8 @@ import type { Versioned } from '../../src/store/store.js';
 
 export { FileDeliveryError, NoDelivery, TmpfsDelivery, releaseAllFiles, type FileCode } from '../../src/secrets/tmpfs.js';
 
-/** Whether a copy of this node can be used now (what decide gates a start on). */
-export type FileState = { state: 'ready' } | { state: 'unreadable'; detail: string };
+/** Whether a copy of this node can be used now (what decide gates a start on), and of which object (its uid). */
+export type FileState = { state: 'ready'; uid: string } | { state: 'unreadable'; detail: string };
 
 /**
  * What the copies of this node allow (by fileId): ready, or unreadable and why. A copy opened once
@@ -62,7 +62,7 @@ export class ReplicaFiles {
     if (c.spec.nodeKey !== this.key.id) return { state: 'unreadable', detail: `sealed to node key ${c.spec.nodeKey}; this node's key is ${this.key.id}` };
     try {
       this.open(c).fill(0);
-      return { state: 'ready' };
+      return { state: 'ready', uid: c.spec.uid };
     } catch (e) {
       return { state: 'unreadable', detail: (e as Error).message };
     }
@@ -81,6 +81,9 @@ export class ReplicaFiles {
       for (const f of wanted) {
         const c = copy(f.kind, f.ref.source);
         if (!c) throw new FileDeliveryError(f.kind === 'secret' ? 'secret_missing' : 'config_missing', `no copy of ${f.kind} ${f.ref.source} on this node yet`);
+        // The very object the spec was applied with (a name made again is another value).
+        if (f.ref.version !== undefined && c.spec.uid !== f.ref.version)
+          throw new FileDeliveryError(f.kind === 'secret' ? 'secret_missing' : 'config_missing', `the copy of ${f.kind} ${f.ref.source} on this node is of another ${f.kind} of that name; waiting for the one applied`);
         let content: Buffer;
         try {
           content = this.open(c);

@@ -80,7 +80,7 @@ describe('secrets and configs on a tmpfs of their own (TmpfsDelivery, ReplicaFil
       { key: 'copies/n1/secret/a', modRevision: 1, createRevision: 1, version: 1, value: copyOf('secret', 'a', PLAIN) },
       { key: 'copies/n1/secret/b', modRevision: 1, createRevision: 1, version: 1, value: copyOf('secret', 'b', PLAIN, generateKeyPair('nk')) },
     ]);
-    expect(states.get('secret/a')).toEqual({ state: 'ready' });
+    expect(states.get('secret/a')).toEqual({ state: 'ready', uid: 'u-a' });
     expect(states.get('secret/b')).toMatchObject({ state: 'unreadable', detail: expect.stringMatching(/^sealed to node key nk-/) });
   });
 
