@@ -10,7 +10,7 @@
 import { filesUsed } from '../../src/api/files.js';
 import { keys } from '../../src/api/keys.js';
 import type { CopyWaitReason } from '../../src/api/reasons/secrets.js';
-import { API_VERSION, type ClusterKey, type Config, type FileKind, type Node, type NodeCopy, type ReplicaDesired, type Secret } from '../../src/api/types.js';
+import { API_VERSION, type ClusterKey, type Config, type FileKind, type Node, type NodeCopy, type ReplicaDesired, type Secret, type ServiceSpec } from '../../src/api/types.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { PassResult } from '../../src/runtime/runner.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -71,12 +71,23 @@ export const RESEAL_PER_PASS = 64;
 const fileOf = (kind: FileKind, name: string) => `${kind}/${name}`;
 const splitFile = (file: string): [FileKind, string] => [file.slice(0, file.indexOf('/')) as FileKind, file.slice(file.indexOf('/') + 1)];
 
+/**
+ * The files a template uses. Every replica of a service at one revision shares one frozen template
+ * in the cache (WATCHABLE's `share`): computed once per template, not once per replica per pass.
+ */
+const usedByTemplate = new WeakMap<ServiceSpec, readonly string[]>();
+function templateFiles(t: ServiceSpec): readonly string[] {
+  let f = usedByTemplate.get(t);
+  if (!f) usedByTemplate.set(t, (f = filesUsed(t)));
+  return f;
+}
+
 /** Per node, per file: the replicas desired there that use it. */
 function usesOf(snap: SecretsSnapshot): Map<string, Map<string, string[]>> {
   const out = new Map<string, Map<string, string[]>>();
   for (const [node, ds] of snap.desired)
     for (const d of ds)
-      for (const file of filesUsed(d.value.spec.template)) {
+      for (const file of templateFiles(d.value.spec.template)) {
         const m = out.get(node) ?? out.set(node, new Map()).get(node)!;
         (m.get(file) ?? m.set(file, []).get(file)!).push(d.value.spec.replica);
       }

@@ -240,5 +240,8 @@ describe('postgres and its client, with a compose secret', () => {
       expect(old.code).not.toBe(0);
       expect(old.stderr).toContain('password authentication failed for user "app"');
       for (const n of ['node-1', 'node-2']) for (const f of filesOnDisk(c.stateDir(n))) expect(holds(f, PW2), f).toBe(false);
+      for (const f of filesOnDisk(c.logDir)) expect(holds(f, PW2), f).toBe(false);
+      const get = spawnSync('etcdctl', ['get', '--prefix', c.prefix], { env: { ...process.env, ETCDCTL_API: '3', ETCDCTL_ENDPOINTS: c.endpoint }, maxBuffer: 256 << 20 });
+      for (const form of [PW2, Buffer.from(PW2).toString('base64')]) expect(get.stdout.includes(Buffer.from(form))).toBe(false);
     }));
 });
