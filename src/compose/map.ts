@@ -7,11 +7,12 @@
 import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
-import type { ContainerOptions, DeploymentSpec, FileKind, FileOwner, FileRef, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
-import { FILE_OBJECT_NAME_MAX, FILE_OBJECT_NAME_PATTERN, MAX_FILE_OBJECT_BYTES } from '../api/crds.js';
+import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
 import { fileTargetProblem } from '../api/files.js';
-import { composeObjectName, configVersion, secretVersion } from '../secrets/version.js';
+import { declaredFiles, filesReferred, type ComposeObject, type DeclaredFiles } from './files.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
+
+export type { ComposeObject } from './files.js';
 
 export interface ComposeIssue {
   path: Path;
@@ -33,21 +34,6 @@ export interface MapContext {
   /** A file's bytes (secrets and configs are not always text); default: readFile's text. */
   readBytes?(path: string): Buffer;
   home?: string;
-}
-
-/**
- * A secret or config the compose file declares with file:, environment: or content:, read on the
- * operator's machine: apply creates it (unless it exists) in the same transaction as the
- * deployment, under a content-derived name (src/secrets/version.ts).
- */
-export interface ComposeObject {
-  kind: FileKind;
-  /** Its name in the cluster: <project>_<name>_<version> (or <name:>_<version>). */
-  name: string;
-  owner: FileOwner;
-  /** Where the value came from, as a reader would say it (a path, an environment variable, inline). */
-  from: string;
-  value: Buffer;
 }
 
 export interface Mapped {
@@ -656,92 +642,6 @@ class ServiceMapper {
 function active(svc: Obj, profiles: readonly string[]): boolean {
   const p = svc.profiles;
   return !Array.isArray(p) || p.length === 0 || p.some((x) => profiles.includes(String(x)) || profiles.includes('*'));
-}
-
-/** A top-level secret or config, resolved: the cluster object a service's reference names (absent: refused). */
-interface Declared {
-  source?: string;
-}
-interface DeclaredFiles {
-  secrets: Map<string, Declared>;
-  configs: Map<string, Declared>;
-}
-
-/**
- * The top-level secrets and configs: each read once (file:, environment:, content:) into an object
- * apply creates under a content-derived name, or taken as external (made with jaco secret create).
- * Only those some active service uses are read.
- */
-function declaredFiles(app: Obj, ctx: MapContext, used: Set<string>, issues: ComposeIssue[], objects: ComposeObject[]): DeclaredFiles {
-  const out: DeclaredFiles = { secrets: new Map(), configs: new Map() };
-  const base = (p: string) => (p.startsWith('~/') && ctx.home ? resolve(ctx.home, p.slice(2)) : isAbsolute(p) ? p : resolve(ctx.dir, p));
-  for (const kind of ['secrets', 'configs'] as const) {
-    const one = kind === 'secrets' ? 'secret' : 'config';
-    for (const [key, raw] of Object.entries(isObj(app[kind]) ? (app[kind] as Obj) : {})) {
-      if (!used.has(`${kind}/${key}`)) continue;
-      const d = isObj(raw) ? raw : {};
-      const refuse = (message: string, ...at: string[]) => {
-        issues.push({ path: [kind, key, ...at], severity: 'refuse', message });
-        out[kind].set(key, {});
-      };
-      for (const k of ['driver', 'driver_opts', 'template_driver']) if (d[k] !== undefined) issues.push({ path: [kind, key, k], severity: 'refuse', message: `${k} is not supported: jaco stores ${kind} itself${one === 'secret' ? ' (sealed to the cluster key)' : ''}, from file:, environment:${one === 'config' ? ', content:' : ''} or external: true` });
-      if (d.labels !== undefined) issues.push({ path: [kind, key, 'labels'], severity: 'warn', message: `labels of ${kind} are ignored` });
-      const ext = d.external;
-      if (ext !== undefined && ext !== false) {
-        const name = isObj(ext) && typeof ext.name === 'string' ? ext.name : typeof d.name === 'string' ? d.name : key;
-        if (!new RegExp(FILE_OBJECT_NAME_PATTERN).test(name)) refuse(`${JSON.stringify(name)} is not a ${one} name (letters, digits, _ . -)`, 'name');
-        else out[kind].set(key, { source: name });
-        continue;
-      }
-      let value: Buffer | undefined;
-      let from: string;
-      if (typeof d.file === 'string') {
-        from = base(d.file);
-        try {
-          value = ctx.readBytes ? ctx.readBytes(from) : Buffer.from(ctx.readFile(from));
-        } catch (e) {
-          refuse(`cannot read ${one} file ${d.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'file');
-          continue;
-        }
-      } else if (typeof d.environment === 'string') {
-        from = `$${d.environment}`;
-        const v = ctx.lookup(d.environment);
-        if (v === undefined) {
-          refuse(`environment variable ${d.environment} is not set`, 'environment');
-          continue;
-        }
-        value = Buffer.from(v);
-      } else if (kind === 'configs' && typeof d.content === 'string') {
-        from = 'content';
-        value = Buffer.from(d.content);
-      } else {
-        refuse(`${one} "${key}" needs file:, environment:${one === 'config' ? ', content:' : ''} or external: true`);
-        continue;
-      }
-      if (value.length > MAX_FILE_OBJECT_BYTES) {
-        refuse(`${one} "${key}" is ${value.length} bytes; a ${one} holds at most ${MAX_FILE_OBJECT_BYTES} (500 KiB)`);
-        continue;
-      }
-      const version = one === 'secret' ? secretVersion(value, ctx.project, key) : configVersion(value);
-      const name = typeof d.name === 'string' ? `${d.name}_${version}` : composeObjectName(ctx.project, key, version);
-      if (!new RegExp(FILE_OBJECT_NAME_PATTERN).test(name) || name.length > FILE_OBJECT_NAME_MAX) {
-        refuse(`cannot make a ${one} name of ${JSON.stringify(name)} (letters, digits, _ . -, at most ${FILE_OBJECT_NAME_MAX}): shorten it, or give name:`, 'name');
-        continue;
-      }
-      objects.push({ kind: one, name, owner: { deployment: ctx.project, name: key }, from, value });
-      out[kind].set(key, { source: name });
-    }
-  }
-  return out;
-}
-
-/** The top-level secrets and configs the active services refer to (`secrets/<name>`). */
-function filesReferred(services: [string, Obj][]): Set<string> {
-  const used = new Set<string>();
-  for (const [, svc] of services)
-    for (const kind of ['secrets', 'configs'])
-      if (Array.isArray(svc[kind])) for (const e of svc[kind] as unknown[]) used.add(`${kind}/${isObj(e) ? String(e.source) : String(e)}`);
-  return used;
 }
 
 /** Maps a compose application (interpolated, schema-valid) to a Deployment spec. */
