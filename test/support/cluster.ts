@@ -80,7 +80,6 @@ export class TestCluster {
     this.store = this.etcd.store(this.prefix);
     this.uid = (await clusterInfo(this.store)).uid;
     noteCluster(this.uid, join(this.logDir, 'state'));
-    ensureClusterKeyFile(this.keyFile);
     const n = this.opts.nodes ?? 3;
     await Promise.all(Array.from({ length: n }, (_, i) => this.startAgent(`node-${i + 1}`)));
     if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
@@ -132,6 +131,8 @@ export class TestCluster {
 
   /** Starts one `jaco controller` process and waits until each of its controllers has a candidate. */
   async startControllers(which: 'all' | string[] = 'all', name = `controllers-${this.procs.filter((p) => p.name.startsWith('controllers')).length + 1}`): Promise<Proc> {
+    // Made here, not in start(): a subclass's start (HollowCluster's) runs controllers too.
+    ensureClusterKeyFile(this.keyFile);
     const list = which === 'all' ? ['all'] : which;
     const procs = list.map((c, i) => this.spawn(list.length > 1 ? `${name}-${i}` : name, ['controller', c, '--metrics-addr', '127.0.0.1:0', '--secrets-key-file', this.keyFile]));
     await eventually(async () => {
