@@ -6,10 +6,17 @@ import { drainController } from './drain/index.js';
 import { rebalancerController } from './rebalancer/controller.js';
 import { rolloutController } from './rollout/index.js';
 import { schedulerController } from './scheduler/controller.js';
+import { secretsController, type SecretsOptions } from './secrets/controller.js';
 
-export const CONTROLLERS: Record<string, (timings: Timings) => ControllerSpec<any, any, any, any>> = {
+/** What a controller process is given besides its timings (flags of `jaco controller`). */
+export interface ControllerOptions {
+  secrets?: SecretsOptions;
+}
+
+export const CONTROLLERS: Record<string, (timings: Timings, opts?: ControllerOptions) => ControllerSpec<any, any, any, any>> = {
   scheduler: (t) => schedulerController(t),
-  rollout: rolloutController,
-  drain: drainController,
+  rollout: (t) => rolloutController(t),
+  drain: (t) => drainController(t),
   rebalancer: (t) => rebalancerController(t),
+  secrets: (t, o) => secretsController(t, o?.secrets),
 };

@@ -9,7 +9,7 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Registry, type Capacity, type PortRange, type PressureSample, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -34,6 +34,10 @@ import type { RuntimeFactory } from './runtime.js';
 import { dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
 import { parseImageReference } from '../../src/images/reference.js';
 import { WATCHABLE } from '../../src/runtime/watchable.js';
+import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
+import { loadOrCreateNodeKey } from '../../src/secrets/keyfile.js';
+import { generateKeyPair, type KeyPair } from '../../src/secrets/seal.js';
+import { join } from 'node:path';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -64,7 +68,16 @@ export interface AgentOptions {
   address?: string;
   /** Where the scheduler assigns this node's dynamic host ports from (Node.status.portRange). */
   portRange?: PortRange;
+  /**
+   * The agent's own directory (jaco agent --state-dir): its node key (made on the first start,
+   * mode 600, never sent anywhere) and the tmpfs of each container's secrets and configs. Absent
+   * (tests, hollow nodes): a key for this run only, and no files written.
+   */
+  stateDir?: string;
 }
+
+/** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
+const FILES_SWEEP_MS = 10_000;
 
 /** Why the agent ends by itself (the node was removed while it ran). */
 export interface AgentExit {
@@ -104,6 +117,9 @@ export class NodeAgent {
   private removing = false;
   /** Containers held out of routing before their stop, since when (decide's plan.retiring). */
   private retiring: ReadonlyMap<string, number> = new Map();
+  /** The node's copies of secrets and configs, opened with its own key. */
+  private files!: ReplicaFiles;
+  private lastSweep = 0;
 
   constructor(readonly opts: AgentOptions) {
     this.log = opts.log;
@@ -134,8 +150,24 @@ export class NodeAgent {
     const trigger = () => this.runner?.trigger();
     const makeRuntime: RuntimeFactory = this.opts.runtime ?? ((o) => new DockerRuntime(this.opts.dockerHost, o));
     const runtime = makeRuntime(this.owner);
+    const nodeKey = this.nodeKey();
+    // Hollow nodes (a runtime of their own) have no files to write; a real host writes each on a tmpfs.
+    const delivery = this.opts.stateDir && !this.opts.runtime ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
+    this.files = new ReplicaFiles(node, nodeKey, delivery, this.log);
     this.view = new DockerView(runtime, timings, this.log, trigger);
-    this.executor = new Executor(this.view, this.owner, timings, this.log, trigger, (image) => this.registryAuth(image));
+    this.executor = new Executor(
+      this.view,
+      this.owner,
+      timings,
+      this.log,
+      trigger,
+      {
+        dirOf: (c) => this.files.dirOf(c),
+        prepare: (c, t) => this.files.prepare(c, t, (kind, name) => this.manager?.cache.kind<NodeCopy>('copies').get(`${kind}/${name}`)?.value),
+        release: (c) => this.files.release(c),
+      },
+      (image) => this.registryAuth(image),
+    );
     this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
     this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity, {
       mode: this.pressureMode,
@@ -143,6 +175,7 @@ export class NodeAgent {
     });
     this.presence = new Presence({
       ...this.opts,
+      secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
       pressure: () => this.currentPressure(),
       dockerUp: () => this.view.up,
       removed: () => void this.onNodeRemoved(),
@@ -159,6 +192,7 @@ export class NodeAgent {
     const commandsPrefix = keys.commandsOf(node);
     // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
     const pulls = !this.opts.runtime;
+    const copiesPrefix = keys.copiesOf(node);
     this.manager = new Manager(
       {
         store,
@@ -168,14 +202,16 @@ export class NodeAgent {
         extraSources: pulls ? ['registries'] : [],
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
-          specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' } },
-          watch: [desiredPrefix, commandsPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : [])],
+          specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, copies: { prefix: copiesPrefix, kind: 'NodeCopy' } },
+          watch: [desiredPrefix, commandsPrefix, copiesPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : [])],
         },
       },
       [this.spec(observed)],
     );
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
     await this.manager.start();
+    // Files of containers removed while the agent was away.
+    await this.sweepFiles(Date.now());
     this.log.info(
       { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
       'node-agent started',
@@ -256,7 +292,7 @@ export class NodeAgent {
   private spec(observed: ReadonlyMap<string, ReplicaObservedStatus>): ControllerSpec<AgentState, AgentSnapshot, unknown, AgentPass> {
     return {
       name: 'node-agent',
-      reads: ['desired', 'commands'],
+      reads: ['desired', 'commands', 'copies'],
       elected: false,
       initialState: () => ({ observed }),
       ready: () => !this.stopped && !this.removing && this.view.up && this.view.synced && !!this.presence.fence(),
@@ -273,6 +309,7 @@ export class NodeAgent {
         // New containers get the agent's own first health checks (issue 14: a step need not wait
         // for Docker's first interval).
         this.early.sync(this.view.cache.values());
+        void this.sweepFiles(now);
       },
       afterPass: (_state, { plan }, landed) => {
         for (const s of plan.starts) if (s.kind === 'restart' && landed.has(`observe ${s.replica}`)) this.executor.launch(s);
@@ -325,7 +362,32 @@ export class NodeAgent {
       starts: this.executor.starts(),
       stopping: this.executor.stoppingIds(now),
       retiring: this.retiring,
+      files: this.files.states(cache.kind<NodeCopy>('copies').items.values()),
     };
+  }
+
+  /**
+   * Unmounts the secrets' tmpfs of containers that are gone (removed behind the agent's back, or
+   * while it was stopped; a start cancelled before its create): at most every FILES_SWEEP_MS.
+   */
+  private async sweepFiles(now: number): Promise<void> {
+    if (now - this.lastSweep < FILES_SWEEP_MS || !this.view.synced) return;
+    this.lastSweep = now;
+    const keep = new Set([...this.view.cache.values().map((c) => c.name), ...this.executor.startingNames()]);
+    try {
+      const gone = await this.files.sweep(`jaco-${this.owner.clusterUid.slice(0, 8)}-${this.node}-`, (c) => keep.has(c));
+      if (gone.length) this.log.info({ containers: gone }, 'removed the secrets and configs of containers that are gone');
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not sweep the files of containers that are gone');
+    }
+  }
+
+  /** The node's own key: from its state directory (made there on the first start), or for this run only. */
+  private nodeKey(): KeyPair {
+    if (!this.opts.stateDir) return generateKeyPair('nk');
+    const { key, created } = loadOrCreateNodeKey(this.opts.stateDir);
+    this.log.info({ key: key.id, stateDir: this.opts.stateDir, created }, created ? 'made the node key' : 'node key read');
+    return key;
   }
 
   /** observed/<host>/<replica> writes: the agent is their only writer (fenced by its claim). */

@@ -6,7 +6,7 @@ import { DEREGISTRATION_LABEL } from './facts.js';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
-import { containerName, createOptions, imageWithTag, ownerLabels, stopTimeoutSec, volumeName } from './container-spec.js';
+import { containerName, createOptions, fileMounts, imageWithTag, ownerLabels, stopTimeoutSec, volumeName } from './container-spec.js';
 import { factsFromInspect, portsOf } from './facts.js';
 
 const owner = { clusterUid: '0123456789abcdef-uid', node: 'node-2' };
@@ -236,5 +236,37 @@ describe('factsFromInspect', () => {
   it('portsOf skips what is not a port number', () => {
     expect(portsOf({ '53/udp': {}, '8080/tcp': {}, junk: {} })).toEqual([53, 8080]);
     expect(portsOf(undefined)).toEqual([]);
+  });
+});
+
+describe('secrets and configs', () => {
+  const t = spec({
+    image: 'jaco-demo/postgres:15',
+    volumes: [{ type: 'volume', source: 'data', target: '/var/lib/postgresql/data' }],
+    secrets: [{ source: 'shop_db_password_0a1b2c3d4e5f', target: 'db_password' }, { source: 'tls_key', target: '/etc/ssl/private/key.pem', uid: 999, gid: 999, mode: 0o400 }, { source: 'db_password_v2', target: 'certs/pw' }],
+    configs: [{ source: 'pg.conf', target: '/etc/postgresql/postgresql.conf' }, { source: 'motd' }, { source: 'relative', target: 'etc/relative.conf' }],
+  });
+  const dir = '/var/lib/jaco/agent/node-2/files/jaco-01234567-node-2-shop-api-4-r3-abcdef01';
+
+  it('each file is bind-mounted read-only from the container\'s own tmpfs, at its target', () => {
+    expect(fileMounts(t.template, dir)).toEqual([
+      { Type: 'bind', Source: `${dir}/secret-0`, Target: '/run/secrets/db_password', ReadOnly: true },
+      { Type: 'bind', Source: `${dir}/secret-1`, Target: '/etc/ssl/private/key.pem', ReadOnly: true },
+      { Type: 'bind', Source: `${dir}/secret-2`, Target: '/run/secrets/certs/pw', ReadOnly: true },
+      { Type: 'bind', Source: `${dir}/config-0`, Target: '/etc/postgresql/postgresql.conf', ReadOnly: true },
+      { Type: 'bind', Source: `${dir}/config-1`, Target: '/motd', ReadOnly: true },
+      { Type: 'bind', Source: `${dir}/config-2`, Target: '/etc/relative.conf', ReadOnly: true },
+    ]);
+  });
+
+  it('after the volumes, in the create options; nothing of a value is in them', () => {
+    const o = createOptions(t, owner, dir);
+    expect(o.HostConfig!.Mounts!.map((m) => m.Target)).toEqual(['/var/lib/postgresql/data', '/run/secrets/db_password', '/etc/ssl/private/key.pem', '/run/secrets/certs/pw', '/etc/postgresql/postgresql.conf', '/motd', '/etc/relative.conf']);
+    expect(o.Env!.some((e) => e.includes('db_password'))).toBe(false);
+  });
+
+  it('a service without any has no file mounts and needs no directory; one with them refuses to go without', () => {
+    expect(fileMounts(spec({ image: 'x' }).template, undefined)).toEqual([]);
+    expect(() => createOptions(t, owner)).toThrow(/needs the directory of its files/);
   });
 });

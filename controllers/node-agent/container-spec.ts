@@ -8,6 +8,8 @@ import { DEREGISTRATION_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { runImage } from '../../src/api/spec.js';
+import { nodeFileName, serviceFiles } from '../../src/api/files.js';
+import { join } from 'node:path';
 
 /** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
 export interface Owner {
@@ -62,8 +64,22 @@ export function deregistrationMs(t: ServiceSpec): number {
   return durationMs(t.deregistrationDelay ?? (hasPublished(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
 }
 
-/** Everything `docker create` needs for a desired replica. Throws UnitError on a bad quantity. */
-export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.ContainerCreateOptions {
+/**
+ * The replica's secrets and configs: each file of its tmpfs (files.ts wrote them under `filesDir`)
+ * bind-mounted read-only at its target, one mount per file, as Swarm mounts them.
+ */
+export function fileMounts(t: ServiceSpec, filesDir: string | undefined): Docker.MountSettings[] {
+  const files = serviceFiles(t);
+  if (!files.length) return [];
+  if (!filesDir) throw new Error('a replica with secrets or configs needs the directory of its files');
+  return files.map((f) => ({ Type: 'bind', Source: join(filesDir, nodeFileName(f)), Target: f.target, ReadOnly: true }));
+}
+
+/**
+ * Everything `docker create` needs for a desired replica (`filesDir`: where its secrets and configs
+ * were written, when it has any). Throws UnitError on a bad quantity.
+ */
+export function createOptions(d: ReplicaDesiredSpec, owner: Owner, filesDir?: string): Docker.ContainerCreateOptions {
   const t = d.template;
   const env: Record<string, string> = {
     ...t.env,
@@ -78,7 +94,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
   const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
   const memory = memoryBytes(t.resources?.memory);
   const gpus = t.resources?.gpus ?? 0;
-  const mounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
+  const volumeMounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
     v.type === 'volume'
       ? ({
           Type: 'volume',
@@ -90,6 +106,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner): Docker.Conta
         } as unknown as Docker.MountSettings)
       : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
   );
+  const mounts = [...volumeMounts, ...fileMounts(t, filesDir)];
   const hostConfig: Docker.HostConfig = {
     NetworkMode: 'host',
     // The scheduler owns restarts (seed 001): Docker must never restart a container by itself.

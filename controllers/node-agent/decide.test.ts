@@ -59,6 +59,8 @@ function snap(p: {
   acked?: Record<string, number>;
   invalid?: Record<string, { reason: string; deployment?: string; service?: string }>;
   stopping?: string[];
+  /** The node's copies: ready, or unreadable with why. */
+  files?: Record<string, 'ready' | string>;
 }): AgentSnapshot {
   return {
     node: 'n1',
@@ -72,6 +74,7 @@ function snap(p: {
     containers: p.containers ?? [],
     starts: new Map(Object.entries(p.starts ?? {})),
     stopping: new Set(p.stopping ?? []),
+    files: new Map(Object.entries(p.files ?? {}).map(([id, st]) => [id, st === 'ready' ? { state: 'ready' as const, uid: `uid-${id}` } : st.startsWith('uid:') ? { state: 'ready' as const, uid: st.slice(4) } : { state: 'unreadable' as const, detail: st }])),
   };
 }
 
@@ -524,5 +527,65 @@ describe('leaving routing before a stop (deregistration delay)', () => {
     const d2 = des('r1', WEB, 2, { hostPorts: { http: 20100 } });
     expect(stopFirstFor(d2.spec.template, [ctr(d2, { ports: [20100] })], [20100])).toHaveLength(1);
     expect(stopFirstFor(d2.spec.template, [ctr(d2, { ports: [20101] })], [20100])).toEqual([]);
+  });
+});
+
+describe('secrets and configs: nothing starts without every one of its files', () => {
+  const files = { secrets: [{ source: 'db_password' }, { source: 'api_key', target: '/etc/key' }], configs: [{ source: 'app.conf' }] };
+  const d = des('r1', files);
+
+  it('a replica whose copies are all on the node starts', () => {
+    const plan = run(snap({ desired: [d], files: { 'secret/db_password': 'ready', 'secret/api_key': 'ready', 'config/app.conf': 'ready' } }));
+    expect(plan.starts.map((o) => o.replica)).toEqual(['r1']);
+  });
+
+  const waits: [string, Record<string, string>, string, string][] = [
+    ['no copy of a secret yet', { 'secret/api_key': 'ready', 'config/app.conf': 'ready' }, 'secret_missing', 'waiting for secret db_password (no copy on this node yet)'],
+    ['no copy of a config yet', { 'secret/db_password': 'ready', 'secret/api_key': 'ready' }, 'config_missing', 'waiting for config app.conf (no copy on this node yet)'],
+    ['a copy sealed to an older key of the node', { 'secret/db_password': 'sealed to node key nk-old; this node\'s key is nk-new', 'secret/api_key': 'ready', 'config/app.conf': 'ready' }, 'secret_unreadable', "waiting for secret db_password (sealed to node key nk-old; this node's key is nk-new)"],
+    ['nothing at all: every file is named', {}, 'secret_missing', 'waiting for secret db_password (no copy on this node yet), secret api_key (no copy on this node yet), config app.conf (no copy on this node yet)'],
+  ];
+  it.each(waits)('%s: reported pending with its code, nothing started', (_what, have, code, details) => {
+    const plan = run(snap({ desired: [d], files: have }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code, details });
+  });
+
+  it('a copy of another object of the same name (deleted and made again) is not the one the spec pinned: it waits', () => {
+    const pinned = des('r2', { secrets: [{ source: 'db_password', version: 'uid-new' }] });
+    const stale = run(snap({ desired: [pinned], files: { 'secret/db_password': 'uid:uid-old' } }));
+    expect(stale.starts).toEqual([]);
+    expect(obs(stale, 'r2')).toMatchObject({ state: 'pending', code: 'secret_missing', details: 'waiting for secret db_password (the copy on this node is of another secret of that name)' });
+    expect(run(snap({ desired: [pinned], files: { 'secret/db_password': 'uid:uid-new' } })).starts.map((o) => o.replica)).toEqual(['r2']);
+  });
+
+  it('a running container is left alone when its copy goes (its files are in its own tmpfs)', () => {
+    const plan = run(snap({ desired: [d], containers: [ctr(d)], files: {} }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'running' });
+  });
+
+  it('a rotation: the new revision waits for its secret, the old container serves meanwhile, then it starts', () => {
+    const old = des('r1', { secrets: [{ source: 'db_password' }] }, 1);
+    const next = des('r1', { secrets: [{ source: 'db_password_v2', target: 'db_password' }] }, 2);
+    const c = ctr(old);
+    const waiting = run(snap({ desired: [next], containers: [c], files: { 'secret/db_password': 'ready' } }));
+    expect(waiting.starts).toEqual([]);
+    expect(waiting.stops).toEqual([]);
+    expect(obs(waiting, 'r1')).toMatchObject({ state: 'pending', code: 'secret_missing', replacing: { containerId: c.id } });
+    const going = run(snap({ desired: [next], containers: [c], files: { 'secret/db_password_v2': 'ready' } }));
+    expect(going.starts.map((o) => [o.replica, o.desired.spec.revision])).toEqual([['r1', 2]]);
+  });
+
+  it('a restart command waits for the files too, and is not acknowledged meanwhile', () => {
+    const plan = run(snap({ desired: [d], containers: [ctr(d, { state: 'exited', exitCode: 1 })], commands: [cmd('r1', 1)], files: {} }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code: 'secret_missing' });
+    expect(obs(plan, 'r1')!.ackedCommand).toBeUndefined();
+    // Once the files are there, it runs and is acknowledged.
+    const later = run(snap({ desired: [d], containers: [ctr(d, { state: 'exited', exitCode: 1 })], commands: [cmd('r1', 1)], files: { 'secret/db_password': 'ready', 'secret/api_key': 'ready', 'config/app.conf': 'ready' } }));
+    expect(later.starts.map((o) => o.kind)).toEqual(['restart']);
+    expect(obs(later, 'r1')!.ackedCommand).toBe(1);
   });
 });

@@ -8,6 +8,8 @@ import { canonicalJson, isStateful, runImage } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
 import type { CancelReason, ObservedCode, StartKind, StopReason } from '../../src/api/reasons/agent.js';
 import type { ContainerFacts } from './facts.js';
+import type { FileCode, FileState } from './files.js';
+import { serviceFiles } from '../../src/api/files.js';
 
 /** Where an in-flight start is. 'failed' is terminal and kept, so the start is not retried until
  * the desired state changes or a restart command comes. */
@@ -49,6 +51,11 @@ export interface AgentSnapshot {
   stopping: ReadonlySet<string>;
   /** Containers held out of routing before their stop, since when (the plan's `retiring` of the last pass). */
   retiring?: ReadonlyMap<string, number>;
+  /**
+   * This node's copies of secrets and configs, by fileId (`secret/<name>`): ready, or unreadable
+   * and why. A replica starts only once every file it uses is ready (files.ts writes them).
+   */
+  files?: ReadonlyMap<string, FileState>;
 }
 
 export interface DecideConfig {
@@ -212,6 +219,27 @@ interface ReplicaView {
   start?: StartProgress;
 }
 
+/**
+ * Why a replica's files keep it from starting: the first file it uses that this node has no
+ * usable copy of, with its code and a line naming it (never its value); undefined when every one
+ * is ready.
+ */
+export function filesBlocking(t: ServiceSpec, files: ReadonlyMap<string, FileState> | undefined): { code: FileCode; details: string } | undefined {
+  const waiting: string[] = [];
+  let code: FileCode | undefined;
+  for (const f of serviceFiles(t)) {
+    const id = `${f.kind}/${f.ref.source}`;
+    const st = files?.get(id);
+    // Ready, and a copy of the very object the spec was applied with (its pinned uid), when pinned.
+    const other = st?.state === 'ready' && f.ref.version !== undefined && st.uid !== f.ref.version;
+    if (st?.state === 'ready' && !other) continue;
+    code ??= st?.state === 'unreadable' ? 'secret_unreadable' : f.kind === 'secret' ? 'secret_missing' : 'config_missing';
+    const why = st?.state === 'unreadable' ? st.detail : other ? `the copy on this node is of another ${f.kind} of that name` : 'no copy on this node yet';
+    if (!waiting.some((w) => w.startsWith(`${f.kind} ${f.ref.source} `))) waiting.push(`${f.kind} ${f.ref.source} (${why})`);
+  }
+  return code ? { code, details: `waiting for ${waiting.join(', ')}` } : undefined;
+}
+
 /** The plan for one snapshot. */
 export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): AgentPlan {
   const plan: AgentPlan = { starts: [], stops: [], cancels: [], observe: [], forget: [], retiring: new Map() };
@@ -332,6 +360,9 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
       order = { replica: v.id, kind: 'resume', desired: v.desired, stopFirst: [], resume: cur.id };
     }
   }
+  // Nothing starts without every one of its secrets and configs; what runs keeps running.
+  const blocked = order ? filesBlocking(t, snap.files) : undefined;
+  if (blocked) order = undefined;
   // A start that stops containers first waits while any of them is held out of routing.
   let leavingRouting = false;
   if (order?.stopFirst.length) {
@@ -360,6 +391,8 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   let containerName: string | undefined;
   if (deferred) {
     obs = { state: 'starting', code: 'stop_first', details: 'leaving routing before the old container stops', health: 'none' };
+  } else if (blocked) {
+    obs = { state: 'pending', code: blocked.code, details: blocked.details, health: 'none' };
   } else if (order) {
     const code: ObservedCode | undefined = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
     obs = observeStart({ phase: 'queued', code });

@@ -5,11 +5,11 @@
 import type { Logger } from '../../src/observability/log.js';
 import type { StopReason } from '../../src/api/reasons/agent.js';
 import type { Timings } from '../../src/timings.js';
-import type { Owner } from './container-spec.js';
+import { containerName, type Owner } from './container-spec.js';
 import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
-import { Slots, StartWorker, type StarterDeps } from './starter.js';
+import { Slots, StartWorker, type StartFiles, type StarterDeps } from './starter.js';
 
 /** create+start calls in flight at once (see Slots). */
 const START_SLOTS = 4;
@@ -33,6 +33,8 @@ export class Executor {
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,
+    /** The containers' secrets and configs (absent: the agent writes none). */
+    private readonly files?: StartFiles,
     private readonly registryAuth?: StarterDeps['registryAuth'],
   ) {}
 
@@ -45,6 +47,11 @@ export class Executor {
   stoppingIds(now: number): Set<string> {
     for (const id of this.stopRetryAt.keys()) if (!this.view.cache.get(id)) this.stopRetryAt.delete(id);
     return new Set([...this.stopping.keys(), ...[...this.stopRetryAt].filter(([, r]) => r.at > now).map(([id]) => id)]);
+  }
+
+  /** The containers the starts under way are making (their files are being written: never swept). */
+  startingNames(): string[] {
+    return [...this.workers.values()].map((w) => containerName(this.owner, w.order.replica, w.progress.revision, w.progress.specHash));
   }
 
   startsInFlight(): number {
@@ -80,6 +87,7 @@ export class Executor {
       refresh: (id) => this.view.refresh(id),
       stop: (id, reason, replica) => this.stop(id, reason, replica),
       changed: this.changed,
+      ...(this.files ? { files: this.files } : {}),
       ...(this.registryAuth ? { registryAuth: this.registryAuth } : {}),
     });
     this.workers.set(order.replica, w);
@@ -130,6 +138,8 @@ export class Executor {
       if (remove) {
         await this.view.docker.remove(id);
         this.view.cache.remove(id);
+        // Its secrets and configs go with it (their tmpfs unmounted).
+        if (name !== id.slice(0, 12)) await this.files?.release(name).catch((e: Error) => this.log.warn({ container: name, err: e.message }, 'could not remove the container\'s files; the next sweep tries again'));
       } else await this.view.refresh(id);
       agentMetrics.stops.inc({ reason });
     })();

@@ -37,6 +37,8 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   removed(): void;
   /** The claim was gained or lost: the agent acts only while it holds it. */
   claimChanged(held: boolean): void;
+  /** The public half of the node's key, published on its Node (its copies are sealed to it). */
+  secretsKey?: { id: string; publicKey: string };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -108,6 +110,7 @@ export class Presence {
           registeredAt: cur?.value.status?.registeredAt ?? now,
           ...(this.opts.address ? { address: this.opts.address } : {}),
           ...(this.opts.portRange ? { portRange: this.opts.portRange } : {}),
+          ...(this.opts.secretsKey ? { secretsKey: this.opts.secretsKey } : {}),
         },
       };
       const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };

@@ -14,7 +14,8 @@ import { agentMetrics } from './metrics.js';
 import type { ContainerRuntime } from './runtime.js';
 import type { PullAuth } from '../../src/images/access.js';
 import { classifyPullError } from '../../src/images/registry.js';
-import type { PullPolicy } from '../../src/api/types.js';
+import type { PullPolicy, ServiceSpec } from '../../src/api/types.js';
+import { FileDeliveryError } from './files.js';
 
 /** Docker refused the spec (400) or a quantity did not parse: retrying cannot help. */
 export class InvalidSpecError extends Error {
@@ -69,6 +70,16 @@ export interface StarterDeps {
   changed(): void;
   /** The cluster's credentials for an image's registry (registries/), when it has any. */
   registryAuth?(image: string): PullAuth | undefined;
+  /** A container's secrets and configs (files.ts): where they go, and writing them before it starts. */
+  files?: StartFiles;
+}
+
+/** What a start needs of the agent's ReplicaFiles. */
+export interface StartFiles {
+  dirOf(container: string): string;
+  /** Writes the files a container's spec uses (throws FileDeliveryError); undefined when it uses none. */
+  prepare(container: string, t: ServiceSpec): Promise<string | undefined>;
+  release(container: string): Promise<void>;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -133,6 +144,8 @@ export class StartWorker {
       if (this.cancelled || e instanceof CancelledError) result = 'cancelled';
       else if (e instanceof InvalidSpecError) {
         result = 'invalid_spec';
+        const s = this.order.desired.spec;
+        await this.deps.files?.release(containerName(this.deps.owner, s.replica, s.revision, s.specHash)).catch(() => undefined);
         this.log.error({ err: e.message }, 'Docker refused the container spec; not retrying until the desired state changes');
         this.update({ phase: 'failed', code: 'invalid_spec', details: e.message });
       } else {
@@ -150,6 +163,10 @@ export class StartWorker {
 
   private async resume(): Promise<StartResult> {
     const id = this.order.resume!;
+    const s = this.order.desired.spec;
+    // Its files again (a tmpfs lost with a reboot, or never written: the agent stopped before).
+    await this.prepareFiles(containerName(this.deps.owner, s.replica, s.revision, s.specHash));
+    this.check();
     this.update({ phase: 'starting', containerId: id });
     try {
       await this.deps.docker.start(id);
@@ -166,15 +183,19 @@ export class StartWorker {
   private async createAndStart(): Promise<StartResult> {
     const { order, deps } = this;
     const spec = order.desired.spec;
+    const name = containerName(deps.owner, spec.replica, spec.revision, spec.specHash);
     let opts;
     try {
-      opts = createOptions(spec, deps.owner);
+      opts = createOptions(spec, deps.owner, deps.files?.dirOf(name));
     } catch (e) {
       if (e instanceof UnitError) throw new InvalidSpecError(e.message);
       throw e;
     }
-    // The image comes first, so a stop-first replacement or a restart is not down while pulling.
+    // The image comes first, so a stop-first replacement or a restart is not down while pulling;
+    // then the files, so it is not down for want of a secret either.
     await this.ensureImage(runImage(spec.template), spec.template.pullPolicy);
+    this.check();
+    await this.prepareFiles(name);
     this.check();
     if (order.stopFirst.length) {
       this.update({ phase: 'stopping' });
@@ -230,6 +251,30 @@ export class StartWorker {
         agentMetrics.imagePulls.inc({ result: 'failure' });
         this.log.warn({ image, attempt, code, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
         this.update({ phase: 'pull_failed', code, details: `${image}: ${msg}` });
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+      }
+    }
+  }
+
+  /**
+   * Writes the container's secrets and configs on its own tmpfs before it exists, retrying with
+   * back-off while they cannot be (a copy not there yet, the tmpfs refused): the replica is
+   * reported pending with why, and its container is never created without them.
+   */
+  private async prepareFiles(name: string): Promise<void> {
+    const { files, timings } = this.deps;
+    if (!files) return;
+    let backoff = timings.backoffMinMs;
+    for (;;) {
+      this.check();
+      try {
+        await files.prepare(name, this.order.desired.spec.template);
+        return;
+      } catch (e) {
+        if (!(e instanceof FileDeliveryError)) throw e;
+        this.log.warn({ code: e.code, err: e.message, retryInMs: backoff }, 'the replica\'s secrets and configs are not in place; will retry');
+        this.update({ phase: 'create_failed', code: e.code, details: e.message });
         await sleep(backoff, this.abort.signal);
         backoff = Math.min(backoff * 2, timings.backoffMaxMs);
       }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gives each node-agent its own etcd user, with its own password, that can touch only its own
-# node's keys (ARCHITECTURE.md: host-prefixed replica keys), each node's ingress a user that reads
+# node's keys (ARCHITECTURE.md: host-prefixed replica keys; its copies of secrets, docs/secrets.md), each node's ingress a user that reads
 # what it routes and writes only its own report, and the controllers one user for the whole prefix. Run it with etcdctl pointed at the cluster (ETCDCTL_ENDPOINTS, and ETCDCTL_USER
 # once auth is on) before `etcdctl auth enable`, and again for each node that joins later.
 #
@@ -46,6 +46,8 @@ for node in "$@"; do
   # What a node-agent reads and writes, and nothing more (test/integration/etcd-security.test.ts).
   for k in "desired/$node/" "commands/$node/"; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
   e role grant-permission "$name" --prefix=true readwrite "${prefix}observed/$node/"
+  # Its copies of the secrets and configs its replicas use, sealed to its own key: only its own.
+  e role grant-permission "$name" --prefix=true read "${prefix}copies/$node/"
   # cluster: the uid that labels containers, created by whichever process asks first.
   for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
   e role grant-permission "$name" read "${prefix}drains/$node"

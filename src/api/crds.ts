@@ -42,6 +42,43 @@ const HOLE_FOR: Schema = obj({ deployment: str(), service: str(), node: str() },
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** A registry host[:port] as stored (lower case): a DNS name or IPv4 address, or an IPv6 address in brackets. */
 export const REGISTRY_HOST_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|\\[[0-9a-f:]+\\])(:[0-9]+)?$';
+/** Secret and config names, as Docker's: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
+export const FILE_OBJECT_NAME_PATTERN = '^[a-zA-Z0-9][a-zA-Z0-9_.-]*$';
+export const FILE_OBJECT_NAME_MAX = 128;
+
+/** A service's use of a secret or config (FileRef). */
+function fileRef(kind: 'secret' | 'config'): Schema {
+  return obj(
+    {
+      source: str({ minLength: 1, maxLength: FILE_OBJECT_NAME_MAX, pattern: FILE_OBJECT_NAME_PATTERN, description: `The ${kind}'s name (jaco ${kind} ls).` }),
+      target: str({
+        minLength: 1,
+        description: kind === 'secret' ? 'A file name under /run/secrets, or an absolute path (default: the source).' : 'An absolute path (default /<source>).',
+      }),
+      uid: int({ minimum: 0, description: 'Owner of the file (default 0).' }),
+      gid: int({ minimum: 0, description: 'Group of the file (default 0).' }),
+      mode: int({ minimum: 0, maximum: 0o777, description: 'Permission bits (default 0o444; YAML: 0o440, or 288).' }),
+      version: str({ description: `The ${kind}'s uid, pinned by jaco apply: in the spec hash, so a ${kind} made again under the same name rolls the service.` }),
+    },
+    ['source'],
+  );
+}
+
+const sealedValue = (description: string): Schema =>
+  obj(
+    {
+      alg: str({ enum: ['X25519-HKDF-SHA256-A256GCM'] }),
+      key: str({ minLength: 1, description: 'The id of the key it is sealed to.' }),
+      epk: str({ description: 'The ephemeral X25519 public key, base64.' }),
+      iv: str({ description: 'The AES-GCM nonce, base64.' }),
+      data: str({ description: 'The ciphertext and its tag, base64.' }),
+    },
+    ['alg', 'key', 'epk', 'iv', 'data'],
+    { description },
+  );
+const fileOwner = obj({ deployment: str(), name: str() }, ['deployment', 'name'], { description: "The deployment whose compose file made it (jaco apply removes it once neither that deployment nor its kept revisions refer to it)." });
+/** Secrets and configs: Swarm's limit (an etcd request carries a deployment and its objects together). */
+export const MAX_FILE_OBJECT_BYTES = 500 * 1024;
 export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
 export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 
@@ -161,6 +198,8 @@ const serviceSchema: Schema = obj(
     dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
       description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
     }),
+    secrets: arr(fileRef('secret'), { description: 'Secrets (jaco secret create) as files on a tmpfs in each container, at /run/secrets/<target> (docs/secrets.md).' }),
+    configs: arr(fileRef('config'), { description: 'Configs (jaco config create) as files on a tmpfs in each container, at <target> (default /<source>).' }),
     container: obj(
       {
         workingDir: str(),
@@ -243,6 +282,7 @@ const KINDS: KindDef[] = [
         registeredAt: time('First registration.'),
         address: str({ description: 'The address replicas of this node are reached at (jaco agent --address).' }),
         portRange: obj({ min: int({ minimum: 1, maximum: 65535 }), max: int({ minimum: 1, maximum: 65535 }) }, ['min', 'max'], { description: 'Where dynamic host ports are assigned from.' }),
+        secretsKey: obj({ id: str(), publicKey: str() }, ['id', 'publicKey'], { description: "The public half of the node's own X25519 key: its copies of secrets are sealed to it." }),
       },
       ['capacity', 'agentVersion', 'registeredAt'],
     ),
@@ -392,6 +432,56 @@ const KINDS: KindDef[] = [
     plural: 'volumehomes',
     description: 'The node a named volume lives on, fixed on first placement.',
     spec: obj({ deployment: str(), volume: str(), node: str(), since: time('First placement.') }, ['deployment', 'volume', 'node', 'since']),
+  },
+  {
+    kind: 'Secret',
+    plural: 'secrets',
+    description: 'A secret value, sealed to the cluster key (never in etcd in clear). Immutable: a new value is a new name (docs/secrets.md).',
+    spec: obj(
+      {
+        size: int({ minimum: 0, maximum: MAX_FILE_OBJECT_BYTES }),
+        sealed: sealedValue('The value, sealed to the cluster key; its additional data is secret/<name>/<uid>.'),
+        owner: fileOwner,
+      },
+      ['size', 'sealed'],
+    ),
+  },
+  {
+    kind: 'Config',
+    plural: 'configs',
+    description: 'A config file: not secret, stored as it is. Immutable: new content is a new name.',
+    spec: obj(
+      {
+        size: int({ minimum: 0, maximum: MAX_FILE_OBJECT_BYTES }),
+        digest: str({ pattern: '^sha256:[0-9a-f]{64}$' }),
+        data: str({ description: 'The content, base64.' }),
+        owner: fileOwner,
+      },
+      ['size', 'digest', 'data'],
+    ),
+  },
+  {
+    kind: 'NodeCopy',
+    plural: 'nodecopies',
+    description: "A node's copy of a secret or config its replicas use, sealed to that node's own key; only that node's agent may read it.",
+    spec: obj(
+      {
+        node: str(),
+        kind: str({ enum: ['secret', 'config'] }),
+        name: str(),
+        uid: str({ description: 'The uid of the secret (config) it copies.' }),
+        nodeKey: str({ description: 'The id of the node key it is sealed to.' }),
+        size: int({ minimum: 0 }),
+        sealed: sealedValue("The value, sealed to the node's key; its additional data is copy/<node>/<kind>/<name>/<uid>."),
+      },
+      ['node', 'kind', 'name', 'uid', 'nodeKey', 'size', 'sealed'],
+    ),
+  },
+  {
+    kind: 'ClusterKey',
+    plural: 'clusterkeys',
+    description: 'The public half of the cluster key new secrets are sealed to, published by the secrets controller from its key file.',
+    spec: obj({ id: str({ minLength: 1 }), publicKey: str({ minLength: 1 }), publishedAt: time('When it was published.') }, ['id', 'publicKey', 'publishedAt']),
   },
   {
     kind: 'Endpoints',

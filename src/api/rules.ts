@@ -4,6 +4,7 @@ import { DEFAULT_PORT_RANGE, fixedHostPorts, normalizePorts, publishedPorts } fr
 import type { Deployment, PortRange, ServiceSpec } from './types.js';
 import type { Path, ValidationIssue } from './schema.js';
 import { NAME_PATTERN } from './crds.js';
+import { fileTargetProblem, serviceFiles } from './files.js';
 
 /** Replica ids (<deployment>-<service>-<index>) must fit in a DNS label with room for the index. */
 export const MAX_DEPLOYMENT_SERVICE_CHARS = 52;
@@ -99,6 +100,21 @@ const rules: Rule[] = [
       if (n.published !== undefined && published.has(n.published)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" publishes port ${n.published} twice`));
       if (n.published !== undefined) published.add(n.published);
     });
+    return out;
+  },
+  /** Secrets and configs: each at a path of its own, none outside a file's place, none over a volume. */
+  function filePaths(name, svc, at) {
+    const out: ValidationIssue[] = [];
+    const seen = new Map<string, string>();
+    for (const v of svc.volumes ?? []) seen.set(v.target, `volume ${v.source}`);
+    for (const f of serviceFiles(svc)) {
+      const path = [...at, f.kind === 'secret' ? 'secrets' : 'configs', f.index];
+      const bad = fileTargetProblem(f.kind, f.ref);
+      if (bad) out.push(issue('file-target', [...path, 'target'], `service "${name}": ${f.kind} ${f.ref.source}: ${bad}`));
+      const other = seen.get(f.target);
+      if (other) out.push(issue('file-target', path, `service "${name}": ${f.kind} ${f.ref.source} and ${other} both appear at ${f.target}`));
+      seen.set(f.target, `${f.kind} ${f.ref.source}`);
+    }
     return out;
   },
   // Docker takes any name without "=" (Elasticsearch reads discovery.type, Spring reads a-b.c):

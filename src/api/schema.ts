@@ -12,6 +12,7 @@
 //     unreadable.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import ajvFormats, { type FormatsPlugin } from 'ajv-formats';
+import { FILE_OBJECT_NAME_MAX, FILE_OBJECT_NAME_PATTERN } from './crds.js';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { API_VERSION } from './types.js';
 import { crdDefinitions, NAME_PATTERN, REGISTRY_HOST_PATTERN } from './crds.js';
@@ -62,6 +63,13 @@ const subdomainMetadataSchema = {
 const registryMetadataSchema = {
   ...metadataSchema,
   properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: 253, pattern: REGISTRY_HOST_PATTERN } },
+};
+
+/** The kinds named like secrets and configs (a node's copy carries its object's name). */
+const FILE_OBJECT_KINDS = new Set(['Secret', 'Config', 'NodeCopy']);
+const fileObjectMetadataSchema = {
+  ...metadataSchema,
+  properties: { ...metadataSchema.properties, name: { type: 'string', minLength: 1, maxLength: FILE_OBJECT_NAME_MAX, pattern: FILE_OBJECT_NAME_PATTERN } },
 };
 
 function strictObjects(schema: unknown): unknown {
@@ -123,6 +131,8 @@ export class SchemaRegistry {
     if (v) return v;
     const schema = this.schemaOf(kind);
     if (!schema) return undefined;
+    // Secrets and configs are named as Docker names them (db_password, app.conf): their own metadata.
+    if (FILE_OBJECT_KINDS.has(kind)) (schema as { properties: Record<string, unknown> }).properties.metadata = fileObjectMetadataSchema;
     v = (reading ? this.reader : this.ajv).compile(schema);
     cache.set(kind, v);
     return v;

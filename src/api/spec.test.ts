@@ -33,7 +33,29 @@ describe('specHash', () => {
     ['ports', { ports: [8080] }],
     ['Docker create options', { container: { user: '1000' } }],
     ['added capabilities', { container: { capAdd: ['NET_ADMIN'] } }],
+    ['a secret', { secrets: [{ source: 'db_password' }] }],
+    ['a config', { configs: [{ source: 'app.conf' }] }],
   ])('changes with %s', (_name, change) => expect(specHash({ ...base, ...change })).not.toBe(specHash(base)));
+
+  describe('secrets and configs: the references, never the values', () => {
+    const withFiles: ServiceSpec = { ...base, secrets: [{ source: 'db_password', version: 'u1' }, { source: 'tls', target: '/etc/tls.key', mode: 0o400 }], configs: [{ source: 'app.conf', target: '/etc/app.conf' }] };
+    it.each<[string, Partial<ServiceSpec>]>([
+      ['a new name (a rotation)', { secrets: [{ source: 'db_password_v2', target: 'db_password', version: 'u2' }, { source: 'tls', target: '/etc/tls.key', mode: 0o400 }] }],
+      ['a new version (made again under the same name)', { secrets: [{ source: 'db_password', version: 'u9' }, { source: 'tls', target: '/etc/tls.key', mode: 0o400 }] }],
+      ['a target', { configs: [{ source: 'app.conf', target: '/etc/other.conf' }] }],
+      ['a mode', { secrets: [{ source: 'db_password', version: 'u1' }, { source: 'tls', target: '/etc/tls.key', mode: 0o440 }] }],
+      ['an owner', { secrets: [{ source: 'db_password', version: 'u1' }, { source: 'tls', target: '/etc/tls.key', mode: 0o400, uid: 999 }] }],
+    ])('changes with %s', (_n, change) => expect(specHash({ ...withFiles, ...change })).not.toBe(specHash(withFiles)));
+    it('not with defaults written out, relative targets spelled out, or another order', () =>
+      expect(
+        specHash({
+          ...base,
+          configs: [{ source: 'app.conf', target: '/etc/app.conf', uid: 0, gid: 0, mode: 0o444 }],
+          secrets: [{ source: 'tls', target: '/etc/tls.key', mode: 0o400 }, { source: 'db_password', target: '/run/secrets/db_password', version: 'u1' }],
+        }),
+      ).toBe(specHash(withFiles)));
+    it('a service without any keeps the hash earlier releases gave it', () => expect(specHash({ ...base, secrets: [], configs: [] })).toBe(specHash(base)));
+  });
 
   it.each<[string, Partial<ServiceSpec>]>([
     ['replicas', { replicas: 5 }],

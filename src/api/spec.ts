@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
 import { canonicalPorts } from './ports.js';
+import { canonicalFiles } from './files.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
 
 export const SERVICE_DEFAULTS = {
@@ -71,6 +72,7 @@ export function withDefaults(spec: ServiceSpec): ServiceSpec {
 export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   const s = withDefaults(spec);
   const h = s.healthcheck;
+  const files = canonicalFiles(s);
   return {
     image: s.image,
     // A new digest of the same tag rolls the service; only when set, so that an unpinned service
@@ -99,6 +101,9 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
     stopGraceMs: durationMs(s.stopGracePeriod),
     volumes: (s.volumes ?? []).map((v) => ({ type: v.type, source: v.source, target: v.target, readOnly: v.readOnly ?? false })),
     ...(s.container && Object.keys(s.container).length ? { container: s.container } : {}),
+    // Which secrets and configs, where, owned and moded how (never their values); only when set,
+    // so a service without them keeps the hash earlier releases gave it.
+    ...(files.length ? { files } : {}),
   };
 }
 

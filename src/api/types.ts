@@ -189,6 +189,32 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy).
    */
   dependsOn?: Record<string, { condition: DependencyCondition }>;
+  /** Secrets (secrets/<source>) as files on a tmpfs in the container, at /run/secrets/<target> (docs/secrets.md). */
+  secrets?: FileRef[];
+  /** Configs (configs/<source>) as files on a tmpfs in the container, at <target> (default /<source>). */
+  configs?: FileRef[];
+}
+
+/**
+ * A service's use of a secret or config: which one, and the file it appears as. The value is
+ * never in the spec; `version` (pinned by apply) is the object's uid, so a secret deleted and made
+ * again under the same name rolls the service like any change (it is in the spec hash).
+ */
+export interface FileRef {
+  /** The secret's (config's) name in the cluster. */
+  source: string;
+  /**
+   * Secrets: a file name under /run/secrets, or an absolute path (default: the source's name).
+   * Configs: an absolute path (default /<source>; a relative one is taken from /).
+   */
+  target?: string;
+  /** Owner of the file (default 0). */
+  uid?: number;
+  gid?: number;
+  /** Permission bits (default 0o444, as Docker's). */
+  mode?: number;
+  /** The object's metadata.uid when apply read it. */
+  version?: string;
 }
 
 /** A port of a service, long form (docs/ingress.md). */
@@ -260,6 +286,8 @@ export interface NodeStatus {
   address?: string;
   /** Where dynamic host ports are assigned from (jaco agent --port-range). */
   portRange?: PortRange;
+  /** The public half of the node's own X25519 key: its copies of secrets are sealed to it (docs/secrets.md). */
+  secretsKey?: { id: string; publicKey: string };
 }
 
 export interface PortRange {
@@ -442,6 +470,66 @@ export interface ReplicaCommandStatus {
 }
 /** commands/<host>/<replica>: written by the scheduler only. */
 export type ReplicaCommand = JacoObject<'ReplicaCommand', ReplicaCommandSpec, ReplicaCommandStatus>;
+
+// ---------------------------------------------------------------- Secrets and configs (docs/secrets.md)
+
+/** A value sealed to one public key (src/secrets/seal.ts): X25519 + HKDF-SHA256 + AES-256-GCM, base64 fields. */
+export interface SealedValue {
+  alg: 'X25519-HKDF-SHA256-A256GCM';
+  /** The id of the key it is sealed to. */
+  key: string;
+  epk: string;
+  iv: string;
+  data: string;
+}
+
+/** Which deployment's compose file made a secret or config (apply removes it once nothing refers to it). */
+export interface FileOwner {
+  deployment: string;
+  /** Its name in the compose file. */
+  name: string;
+}
+
+export interface SecretSpec {
+  /** Bytes of the value. */
+  size: number;
+  /** The value, sealed to the cluster key (`secret/<name>/<uid>` its additional data). */
+  sealed: SealedValue;
+  owner?: FileOwner;
+}
+/** secrets/<name>: immutable (a new value is a new name). The CLI creates and removes it; the secrets controller re-seals it to a new cluster key. */
+export type Secret = JacoObject<'Secret', SecretSpec, never>;
+
+export interface ConfigSpec {
+  size: number;
+  /** sha256:<hex> of the content. */
+  digest: string;
+  /** The content, base64: configs are not secret. */
+  data: string;
+  owner?: FileOwner;
+}
+/** configs/<name>: immutable, written by the CLI only. */
+export type Config = JacoObject<'Config', ConfigSpec, never>;
+
+export type FileKind = 'secret' | 'config';
+
+export interface NodeCopySpec {
+  node: string;
+  kind: FileKind;
+  name: string;
+  /** The uid of the secret (config) it is a copy of. */
+  uid: string;
+  /** The id of the node key it is sealed to (Node.status.secretsKey.id). */
+  nodeKey: string;
+  size: number;
+  /** Sealed to the node's key (`copy/<node>/<kind>/<name>/<uid>` its additional data). */
+  sealed: SealedValue;
+}
+/** copies/<node>/<kind>/<name>: a node's copy of what its replicas use; only the secrets controller writes it, only that node's agent reads it. */
+export type NodeCopy = JacoObject<'NodeCopy', NodeCopySpec, never>;
+
+/** clusterkey: the public half of the cluster key that seals secrets now (published by the secrets controller). */
+export type ClusterKey = JacoObject<'ClusterKey', { id: string; publicKey: string; publishedAt: string }, never>;
 
 // ---------------------------------------------------------------- Audit
 

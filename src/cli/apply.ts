@@ -13,6 +13,8 @@ import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
 import { commitAtomic, type Act } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
+import type { ComposeObject } from '../compose/map.js';
+import { ownedRemovals, planFiles, type FileOutcome } from './apply-files.js';
 
 /** Revisions kept per deployment (older ones are deleted by the apply that adds a new one). */
 export const REVISION_HISTORY_LIMIT = 10;
@@ -28,6 +30,8 @@ export interface ApplyItem {
   source?: string;
   /** Services to restart (jaco rollout restart): a new revision even when the spec is unchanged. */
   restart?: string[];
+  /** The secrets and configs its compose file declares, created in the same transaction (apply-files.ts). */
+  objects?: ComposeObject[];
 }
 
 export interface ApplyOutcome {
@@ -35,6 +39,8 @@ export interface ApplyOutcome {
   result: 'created' | 'configured' | 'unchanged';
   revision: number;
   summary: string;
+  /** Its compose file's secrets and configs: created, already there, or removed (no longer referred to). */
+  objects?: FileOutcome[];
 }
 
 export function revisionNumberOfKey(key: string): number {
@@ -60,14 +66,17 @@ function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node
 }
 
 /** Plans and commits the apply of several deployments in one transaction. */
-export async function applyDeployments(store: Store, items: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
+export async function applyDeployments(store: Store, given: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
   // One read of every deployment serves the conflict checks and each item's compare-and-swap; the
   // transaction compares that nothing under deployments/ changed since, so the checks hold for
   // what lands (two concurrent applies cannot both add colliding ids or published ports).
   const listed = await store.list<Deployment>(keys.deployments());
   const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
   const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
-  checkConflicts(current, nodes, items);
+  checkConflicts(current, nodes, given);
+  // Secrets and configs: made, checked, and every reference pinned, before the specs are compared.
+  const files = await planFiles(store, given, current, opts.now ?? Date.now());
+  const items = files.items;
   // Every deployment's revision records (keys only) in one read, not one read per deployment.
   const recorded = new Map<string, string[]>();
   for (const kv of (await store.listRaw(keys.revisions(), listed.revision, { keysOnly: true })).kvs) {
@@ -101,7 +110,7 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
     const metaChanged = !!prev && JSON.stringify([prev.metadata.labels, prev.metadata.annotations]) !== JSON.stringify([next.metadata.labels, next.metadata.annotations]);
     const result = !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
     const summary = item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
-    outcomes.push({ name: item.name, result, revision: generation, summary });
+    outcomes.push({ name: item.name, result, revision: generation, summary, ...(files.outcomes.get(item.name)?.length ? { objects: files.outcomes.get(item.name) } : {}) });
     if (result === 'unchanged') continue;
 
     const ops: Act['ops'] = [cur ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
@@ -123,6 +132,8 @@ export async function applyDeployments(store: Store, items: ApplyItem[], opts: {
     if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''}, with its revision record,`, bytes, MAX_REQUEST_BYTES);
     acts.push({ label: `apply ${item.name}`, ops });
   }
+  // Its checks (an object referred to is still there) go with any write; alone they write nothing.
+  if (acts.length || files.ops.some((o) => o.op !== 'check')) acts.push({ label: 'secrets and configs', ops: [...files.ops, ...(await audit.ops(files.audit))] });
   if (!opts.dryRun && acts.length) {
     acts.push({ label: 'deployments unchanged since read', ops: [{ op: 'checkRange', key: keys.deployments(), unchangedSince: listed.revision }] });
     await commitAtomic(store, acts, { landed: landedIf(store, acts) });
@@ -164,6 +175,9 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
     deleted.push(name);
   }
   if (missing.length && !opts.ignoreMissing) throw new Error(`deployment ${missing.map((m) => `"${m}"`).join(', ')} not found; nothing was deleted`);
+  // What their compose files made goes with them (unless a deployment that stays refers to it).
+  const owned = deleted.length ? await ownedRemovals(store, new Set(deleted), now) : undefined;
+  if (owned?.ops.length) acts.push({ label: 'secrets and configs', ops: [...owned.ops, ...(await audit.ops(owned.audit))] });
   if (acts.length) await commitAtomic(store, acts, { landed: landedIf(store, acts) });
   return deleted;
 }

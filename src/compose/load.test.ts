@@ -18,14 +18,17 @@ const update = process.env.UPDATE_GOLDEN === '1';
 /** Absolute paths of the checkout, shown relative to the corpus (stable goldens). */
 const portable = (s: string) => s.split(CORPUS).join('<corpus>');
 
-function run(name: string): { ok: true; deployment: unknown; warnings: string[] } | { ok: false; errors: string[] } {
+/** The objects apply would create, as a golden shows them: never a value (its size and a digest of it). */
+const objectsOf = (app: ReturnType<typeof loadCompose>) => app.objects.map((o) => ({ kind: o.kind, name: o.name, owner: o.owner, from: portable(o.from), bytes: o.value.length }));
+
+function run(name: string): { ok: true; deployment: unknown; warnings: string[]; objects: unknown[] } | { ok: false; errors: string[] } {
   const dir = join(CORPUS, name);
   const file = join(dir, 'compose.yaml');
   const opts: ComposeOptions = { env: {}, ...(existsSync(join(dir, 'options.json')) ? (JSON.parse(readFileSync(join(dir, 'options.json'), 'utf8')) as ComposeOptions) : {}) };
   const shown = relative(PACKAGE_ROOT, file);
   try {
     const app = loadCompose(composeSource(shown, readFileSync(file, 'utf8')), opts);
-    return { ok: true, deployment: JSON.parse(portable(JSON.stringify(app.deployment))), warnings: app.warnings.map(formatProblem) };
+    return { ok: true, deployment: JSON.parse(portable(JSON.stringify(app.deployment))), warnings: app.warnings.map(formatProblem), objects: objectsOf(app) };
   } catch (e) {
     if (!(e instanceof ManifestError)) throw e;
     return { ok: false, errors: e.problems.map((p) => portable(formatProblem(p))) };
@@ -37,10 +40,11 @@ describe('the compose corpus', () => {
     const dir = join(CORPUS, name);
     const got = run(name);
     const golden = join(dir, got.ok ? 'expected.yaml' : 'expected-errors.txt');
-    const text = got.ok ? stringify({ deployment: got.deployment, warnings: got.warnings }) : `${got.errors.join('\n')}\n`;
+    const golden_ = (g: typeof got & { ok: true }) => stringify({ deployment: g.deployment, warnings: g.warnings, ...(g.objects.length ? { objects: g.objects } : {}) });
+    const text = got.ok ? golden_(got) : `${got.errors.join('\n')}\n`;
     if (update) writeFileSync(golden, text);
     expect(existsSync(golden), `${golden} (run with UPDATE_GOLDEN=1 and review)`).toBe(true);
-    if (got.ok) expect(stringify({ deployment: got.deployment, warnings: got.warnings })).toBe(readFileSync(golden, 'utf8'));
+    if (got.ok) expect(golden_(got)).toBe(readFileSync(golden, 'utf8'));
     else expect(text).toBe(readFileSync(golden, 'utf8'));
     // A case is either converted or refused, never both.
     expect(existsSync(join(dir, got.ok ? 'expected-errors.txt' : 'expected.yaml'))).toBe(false);

@@ -12,7 +12,7 @@ import { deploymentRuleIssues } from '../api/rules.js';
 import { formatPath, schemas, type Path } from '../api/schema.js';
 import { API_VERSION, type Deployment } from '../api/types.js';
 import { interpolate, InterpolationError, parseEnvFile } from './interpolate.js';
-import { mapCompose, normaliseName } from './map.js';
+import { mapCompose, normaliseName, type ComposeObject } from './map.js';
 import { validateCompose } from './schema.js';
 
 /** The names compose looks for in a directory, in its order. */
@@ -44,6 +44,8 @@ export interface ComposeApp {
   deployment: Deployment;
   /** Ignored fields, each said once, with where they are. */
   warnings: ManifestProblem[];
+  /** The secrets and configs the file declares with file:, environment: or content:, for apply to create. */
+  objects: ComposeObject[];
 }
 
 /** A parsed YAML value is a compose file when it has top-level services and no kind. */
@@ -118,6 +120,20 @@ function interpolateDocument(doc: Document, lookup: (n: string) => string | unde
 }
 
 /**
+ * A secret's or config's `mode: 0440` is octal in compose (Go reads it so); YAML 1.2 reads it as
+ * the decimal 440. Every `mode` written with a leading 0 is taken as compose takes it.
+ */
+function octalModes(doc: Document, text: string): void {
+  visit(doc, {
+    Pair(_key, pair) {
+      if (!isScalar(pair.key) || pair.key.value !== 'mode' || !isScalar(pair.value) || typeof pair.value.value !== 'number' || !pair.value.range) return;
+      const written = text.slice(pair.value.range[0], pair.value.range[1]).trim();
+      if (/^0[0-7]+$/.test(written)) pair.value.value = parseInt(written, 8);
+    },
+  });
+}
+
+/**
  * Seed 001 writes GPUs as `gpus: N` (docker run's --gpus form) besides the Specification's `all`
  * and device list: a count is checked as `all` would be, then mapped as the count it is.
  */
@@ -143,6 +159,7 @@ export function loadCompose(src: ComposeSource, opts: ComposeOptions = {}): Comp
     }
     throw new ManifestError(problems);
   }
+  octalModes(doc, src.text);
   const lookup = variables(src, opts, problems);
   interpolateDocument(doc, lookup, (path, message, warn) => (warn ? warnings : problems).push(at(path, message, 'interpolation')));
   let app: Record<string, unknown>;
@@ -160,7 +177,7 @@ export function loadCompose(src: ComposeSource, opts: ComposeOptions = {}): Comp
   if (raw !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) problems.push(at(['name'], `cannot make a deployment name of ${JSON.stringify(raw)}: use --name`));
 
   const profiles = opts.profiles?.length ? opts.profiles : (opts.env ?? process.env).COMPOSE_PROFILES?.split(',').filter(Boolean) ?? [];
-  const mapped = mapCompose(app, { dir: src.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileSync(f, 'utf8'), home: homedir() });
+  const mapped = mapCompose(app, { dir: src.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileSync(f, 'utf8'), readBytes: (f) => readFileSync(f), home: homedir() });
   for (const is of mapped.issues) (is.severity === 'refuse' || opts.strict ? problems : warnings).push(at(is.path, is.message, is.severity === 'refuse' ? 'compose' : 'ignored'));
   const deployment: Deployment = {
     apiVersion: API_VERSION,
@@ -177,7 +194,7 @@ export function loadCompose(src: ComposeSource, opts: ComposeOptions = {}): Comp
     problems.push(at(is.path[0] === 'spec' && service !== undefined ? ['services', service] : [], `${formatPath(['services', ...(service !== undefined ? [service] : []), ...rest])}: ${is.message}`, is.rule));
   }
   if (problems.length) throw new ManifestError(problems);
-  return { deployment, warnings };
+  return { deployment, warnings, objects: mapped.objects };
 }
 
 /** A compose source from a path (a file, or a directory holding one of COMPOSE_FILE_NAMES). */

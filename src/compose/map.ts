@@ -1,13 +1,18 @@
 // Mapping a Compose application (already interpolated and valid against the Compose
-// Specification) onto a jaco Deployment. Every field of a service is mapped, refused with a reason,
-// or ignored with a warning — never dropped silently (docs/compose.md is the table). Pure: the
-// compose file's directory and the files it names (env_file, secrets) are read by the caller's
-// `readFile`, so tables can test it.
+// Specification) onto a jaco Deployment, and the secrets and configs it declares onto objects apply
+// creates. Every field of a service is mapped, refused with a reason, or ignored with a warning —
+// never dropped silently (docs/compose.md is the table). Pure: the compose file's directory and the
+// files it names (env_file, secrets, configs) are read by the caller's `readFile`, so tables can
+// test it.
 import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
-import type { ContainerOptions, DeploymentSpec, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import { fileTargetProblem } from '../api/files.js';
+import { declaredFiles, filesReferred, type ComposeObject, type DeclaredFiles } from './files.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
+
+export type { ComposeObject } from './files.js';
 
 export interface ComposeIssue {
   path: Path;
@@ -26,12 +31,16 @@ export interface MapContext {
   profiles: readonly string[];
   allowPrivileged: boolean;
   readFile(path: string): string;
+  /** A file's bytes (secrets and configs are not always text); default: readFile's text. */
+  readBytes?(path: string): Buffer;
   home?: string;
 }
 
 export interface Mapped {
   spec: DeploymentSpec;
   issues: ComposeIssue[];
+  /** The secrets and configs apply creates (values read here; never printed). */
+  objects: ComposeObject[];
 }
 
 type Obj = Record<string, unknown>;
@@ -140,6 +149,8 @@ class ServiceMapper {
     readonly top: Obj,
     readonly ctx: MapContext,
     readonly issues: ComposeIssue[],
+    /** The application's top-level secrets and configs, resolved once for every service. */
+    readonly declared: DeclaredFiles,
   ) {}
 
   private at(...p: (string | number)[]): Path {
@@ -415,18 +426,40 @@ class ServiceMapper {
     if (mounts.length) this.out.volumes = [...(this.out.volumes ?? []), ...mounts];
   }
 
-  /** secrets and configs with `file:` become read-only bind mounts (under /run/secrets/NAME, or /NAME for configs). */
+  /**
+   * A service's secrets and configs (short or long syntax) → references to the cluster's objects:
+   * to the one a top-level file:, environment: or content: makes (content-derived name), or to an
+   * external one by its name. The file appears where compose puts it: /run/secrets/<name> (configs
+   * /<name>), or at `target`, with `uid`, `gid` and `mode` (octal).
+   */
   private files(list: unknown[], kind: 'secrets' | 'configs'): void {
-    const declared = isObj(this.top[kind]) ? (this.top[kind] as Obj) : {};
+    const one = kind === 'secrets' ? 'secret' : 'config';
+    const refs: FileRef[] = [];
     list.forEach((e, i) => {
+      const at = (...x: string[]) => this.at(kind, i, ...x);
       const name = isObj(e) ? String(e.source) : String(e);
-      const decl = declared[name];
-      if (!isObj(decl) || typeof decl.file !== 'string')
-        return this.refuse(this.at(kind, i), `${kind.slice(0, -1)} "${name}": only ${kind} with file: are supported (they are mounted read-only from the node running the replica)`);
-      const target = isObj(e) && e.target !== undefined ? String(e.target) : undefined;
-      const dest = target?.startsWith('/') ? target : kind === 'secrets' ? `/run/secrets/${target ?? name}` : `/${target ?? name}`;
-      this.out.volumes = [...(this.out.volumes ?? []), { type: 'bind', source: this.path(decl.file), target: dest, readOnly: true }];
+      const decl = this.declared[kind].get(name);
+      if (!decl) return this.refuse(at(), `${one} "${name}" is not declared under the top-level ${kind}`);
+      if (!decl.source) return; // refused where it is declared
+      const ref: FileRef = { source: decl.source, target: isObj(e) && e.target !== undefined ? String(e.target) : one === 'secret' ? name : `/${name}` };
+      if (isObj(e)) {
+        for (const k of ['uid', 'gid'] as const) {
+          if (e[k] === undefined) continue;
+          const v = String(e[k]);
+          if (/^[0-9]+$/.test(v)) ref[k] = Number(v);
+          else this.refuse(at(k), `${k} must be a number: jaco does not look ${JSON.stringify(v)} up in the image`);
+        }
+        if (e.mode !== undefined) {
+          const m = typeof e.mode === 'number' ? e.mode : /^0?[0-7]{1,3}$/.test(String(e.mode)) ? parseInt(String(e.mode), 8) : NaN;
+          if (Number.isInteger(m) && m >= 0 && m <= 0o777) ref.mode = m;
+          else this.refuse(at('mode'), `mode must be octal permission bits (0440, 0400), got ${JSON.stringify(e.mode)}`);
+        }
+      }
+      const bad = fileTargetProblem(one, ref);
+      if (bad) return this.refuse(at('target'), bad);
+      refs.push(ref);
     });
+    if (refs.length) this.out[kind] = [...(this.out[kind] ?? []), ...refs];
   }
 
   private deploy(d: Obj): void {
@@ -621,6 +654,11 @@ function active(svc: Obj, profiles: readonly string[]): boolean {
 export function mapCompose(app: Obj, ctx: MapContext): Mapped {
   const issues: ComposeIssue[] = [];
   const services: Record<string, ServiceSpec> = {};
+  const objects: ComposeObject[] = [];
+  const activeServices = Object.entries((app.services ?? {}) as Obj)
+    .map(([n, raw]): [string, Obj] => [n, (raw ?? {}) as Obj])
+    .filter(([, svc]) => active(svc, ctx.profiles));
+  const declared = declaredFiles(app, ctx, filesReferred(activeServices), issues, objects);
   for (const [name, raw] of Object.entries((app.services ?? {}) as Obj)) {
     const svc = (raw ?? {}) as Obj;
     if (!active(svc, ctx.profiles)) continue;
@@ -628,7 +666,7 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
       issues.push({ path: ['services', name], severity: 'refuse', message: `service name "${name}" is not a jaco name (lowercase letters, digits and -): rename it` });
       continue;
     }
-    services[name] = new ServiceMapper(name, svc, app, ctx, issues).map();
+    services[name] = new ServiceMapper(name, svc, app, ctx, issues, declared).map();
   }
   if (!Object.keys(services).length && !issues.some((i) => i.severity === 'refuse'))
     issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
@@ -638,5 +676,5 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     else issues.push({ path: [k], severity: 'refuse', message: `${k} is not supported by jaco` });
   }
   if (app.version !== undefined) issues.push({ path: ['version'], severity: 'warn', message: 'version is obsolete (the Compose Specification ignores it)' });
-  return { spec: { services }, issues };
+  return { spec: { services }, issues, objects };
 }

@@ -26,6 +26,8 @@ import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
 import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
+import { ensureClusterKeyFile } from '../secrets/keyfile.js';
+import { releaseAllFiles } from '../secrets/tmpfs.js';
 
 export interface UpOptions {
   dataDir: string;
@@ -78,6 +80,9 @@ export interface UpState {
 }
 
 export const stateFile = (dataDir: string) => join(dataDir, 'up.json');
+/** The cluster key file of a local cluster, and each node's agent state directory. */
+export const clusterKeyFile = (dataDir: string) => join(dataDir, 'secrets.key');
+export const agentStateDir = (dataDir: string, node: string) => join(dataDir, 'nodes', node, 'agent');
 
 export function readUpState(dataDir: string): UpState | undefined {
   const f = stateFile(dataDir);
@@ -192,14 +197,16 @@ export class LocalCluster {
     const log = (name: string) => join(dataDir, 'logs', `${name}.log`);
     if (this.opts.controllers.length) {
       const metrics = await nextMetrics();
-      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics]));
+      // The cluster key file (docs/secrets.md): made once under the data directory, kept across jaco down.
+      ensureClusterKeyFile(clusterKeyFile(dataDir));
+      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]));
     }
     if (net) await this.startEngines(net);
     for (const [i, node] of nodeNames.entries()) {
       this.state.nodes.push(node);
       const host = net?.nodes[i];
       const metrics = host ? `${host.address}:${NODE_METRICS_PORT.agent}` : await nextMetrics();
-      const agentArgs = ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--pressure', 'containers'];
+      const agentArgs = ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--pressure', 'containers', '--state-dir', agentStateDir(dataDir, node)];
       if (host) agentArgs.push('--address', host.address, '--docker-host', engineUrl(engineSpec(net!.tag, node, host.netns, dataDir)));
       // Simulated nodes each have a loopback address of their own (all of 127/8 is loopback on Linux).
       else agentArgs.push('--address', simulatedAddress(i + 1));
@@ -408,6 +415,8 @@ export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'c
     if (engines.length) await Promise.all(engines.map((e) => removeEngineContainers(e, label)));
     else await removeClusterContainers(st.clusterUid, log);
   }
+  // Their secrets' tmpfs, mounted by the agents under their state directories.
+  for (const n of subdirectories(join(dataDir, 'nodes'))) await releaseAllFiles(agentStateDir(dataDir, n), log).catch((err: Error) => log.warn({ node: n, err: err.message }, "could not unmount a node's secrets"));
   // The supervisor stops its engine children itself; after a crash they are found by pid file.
   await opts.stopEngines?.();
   await Promise.all(engines.map((e) => stopEngine(e)));

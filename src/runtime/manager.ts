@@ -1,6 +1,6 @@
 // The manager: one per process. It owns the process's cache (one reflector over the union of
 // what its controllers read) and runs every controller on it, each on its own runner. `jaco
-// controller all` is one manager with four controllers; a node-agent is one manager with one
+// controller all` is one manager with every controller; a node-agent is one manager with one
 // unelected controller over its own prefixes; tests start a manager with one controller.
 import type { Logger } from '../observability/log.js';
 import type { Store } from '../store/store.js';

@@ -24,6 +24,12 @@ export const WATCHABLE = {
   ingresses: { prefix: keys.ingresses(), kind: 'IngressStatus' },
   // Registries' access: what a node-agent pulls with (credentials, never shown).
   registries: { prefix: keys.registries(), kind: 'Registry' },
+  // Secrets and configs (docs/secrets.md): values sealed or plain, each node's sealed copies, and
+  // the cluster key's public half (a single key, held as a prefix of one).
+  secrets: { prefix: keys.secrets(), kind: 'Secret' },
+  configs: { prefix: keys.configs(), kind: 'Config' },
+  copies: { prefix: keys.copiesOf(), kind: 'NodeCopy' },
+  clusterkey: { prefix: keys.clusterKey(), kind: 'ClusterKey' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

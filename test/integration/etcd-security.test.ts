@@ -11,7 +11,7 @@ import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { eventually } from '../support/wait.js';
 import { keys } from '../../src/api/keys.js';
-import type { Heartbeat, IngressStatus } from '../../src/api/types.js';
+import type { Heartbeat, IngressStatus, Node } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
@@ -96,6 +96,46 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
     }
   });
 
+  it("an agent's user reads its own node's copies of secrets, and no other node's, nor the secrets, configs or cluster key", async () => {
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    const agent = asAgent('n1');
+    const sealed = { alg: 'X25519-HKDF-SHA256-A256GCM', key: 'nk-x', epk: 'AA==', iv: 'AA==', data: 'AA==' };
+    const copy = (node: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'NodeCopy', metadata: { name: 'db' }, spec: { node, kind: 'secret', name: 'db', uid: 'u', nodeKey: 'nk-x', size: 1, sealed } });
+    try {
+      await commitAtomic(controller, [
+        {
+          ops: [
+            { op: 'put', key: keys.copy('n1', 'secret', 'db'), value: copy('n1') },
+            { op: 'put', key: keys.copy('n2', 'secret', 'db'), value: copy('n2') },
+            { op: 'put', key: keys.secret('db'), value: { apiVersion: 'jaco.dev/v1', kind: 'Secret', metadata: { name: 'db', uid: 'u' }, spec: { size: 1, sealed } } },
+          ],
+        },
+      ]);
+      expect((await agent.list(keys.copiesOf('n1'))).items.map((i) => i.key)).toEqual(['copies/n1/secret/db']);
+      await expect(agent.list(keys.copiesOf('n2'))).rejects.toThrow(/permission denied/i);
+      await expect(agent.get(keys.copy('n2', 'secret', 'db'))).rejects.toThrow(/permission denied/i);
+      await expect(agent.list(keys.copiesOf())).rejects.toThrow(/permission denied/i);
+      await expect(agent.list(keys.secrets())).rejects.toThrow(/permission denied/i);
+      await expect(agent.list(keys.configs())).rejects.toThrow(/permission denied/i);
+      await expect(agent.get(keys.clusterKey())).rejects.toThrow(/permission denied/i);
+      // Read only: an agent cannot write a copy, even its own.
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: keys.copy('n1', 'secret', 'x'), value: copy('n1') }] }])).rejects.toThrow(/permission denied/i);
+      // An ingress reads none of it either.
+      const ie = envOf('ingress-n1.env');
+      const ingress = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ie.JACO_ETCD_USER, password: ie.JACO_ETCD_PASSWORD });
+      try {
+        for (const p of [keys.copiesOf('n1'), keys.secrets(), keys.configs()]) await expect(ingress.list(p)).rejects.toThrow(/permission denied/i);
+      } finally {
+        ingress.close();
+      }
+    } finally {
+      await commitAtomic(controller, [{ ops: [{ op: 'delete', key: keys.copy('n1', 'secret', 'db') }, { op: 'delete', key: keys.copy('n2', 'secret', 'db') }, { op: 'delete', key: keys.secret('db') }] }]);
+      agent.close();
+      controller.close();
+    }
+  });
+
   it("an ingress's user reads what it routes and writes only its own report", async () => {
     const e = envOf('ingress-n1.env');
     expect(e.JACO_ETCD_USER).toBe('jaco-ingress-n1');
@@ -160,12 +200,16 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
   it('a real `jaco agent` runs under its own user: registers, claims its heartbeat, reports; the controllers’ user sees it', () =>
     asProcess(
       'agent-n1.env',
-      ['agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`],
+      ['agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`, '--state-dir', join(creds, 'state-n1')],
       'the agent of n1 heartbeating under its own user',
       async (c) => (await c.get<Heartbeat>(keys.heartbeat('n1')))?.value,
       async (hb, controller) => {
         expect(hb.spec).toMatchObject({ node: 'n1', dockerUp: false });
-        expect((await controller.get(keys.node('n1')))?.value).toMatchObject({ metadata: { name: 'n1' } });
+        // Its key's public half is on its node; the private half stays in its state directory.
+        const node = (await controller.get<Node>(keys.node('n1')))?.value;
+        expect(node).toMatchObject({ metadata: { name: 'n1' }, status: { secretsKey: { id: expect.stringMatching(/^nk-[0-9a-f]{16}$/) } } });
+        expect(readFileSync(join(creds, 'state-n1', 'node.key'), 'utf8')).toContain(node!.status!.secretsKey!.publicKey);
+        expect(statSync(join(creds, 'state-n1', 'node.key')).mode & 0o777).toBe(0o600);
       },
     ));
 });

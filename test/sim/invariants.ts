@@ -5,7 +5,10 @@
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { AuditEventSpec, Heartbeat, Node, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, VolumeHome } from '../../src/api/types.js';
+import type { AuditEventSpec, ClusterKey, FileKind, Heartbeat, Node, NodeCopy, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, Secret, VolumeHome } from '../../src/api/types.js';
+import { filesUsed } from '../../src/api/files.js';
+import { copyAad } from '../../src/secrets/seal.js';
+import { simSealedOf } from './secrets.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { LandedTxn } from './etcd.js';
 import type { Sim } from './world.js';
@@ -264,7 +267,66 @@ export const noStepBeforePromote: TxnInvariant = {
   },
 };
 
-export const TXN_INVARIANTS: readonly TxnInvariant[] = [noDeposedLeaderWrite, actsAudited, noRemovalAsDeleted, noReplacementOffReadyNode, drainCompleteOnObserved, rolloutCompleteOnObserved, noStepBeforePromote];
+/**
+ * A node gets a copy of a secret or config only while a replica desired on it uses it, only
+ * sealed to the key the node publishes (in the place it belongs), and only of the object as it is:
+ * every copy a transaction writes holds, as the transaction lands. (A compromised node reads its
+ * own replicas' secrets only — not a copy sealed for another node, not one nothing on it uses.)
+ */
+export const copyOnlyWhereUsed: TxnInvariant = {
+  name: "a copy is written only to a node whose desired replica uses it, sealed to that node's key",
+  check(sim, t) {
+    for (const [k, text] of t.writes) {
+      if (!k.startsWith('copies/') || text === undefined) continue;
+      const copy = JSON.parse(text) as NodeCopy;
+      const [, node, kind, name] = k.split('/') as [string, string, FileKind, string];
+      const users = sim.keys(keys.desiredOf(node)).filter((dk) => {
+        const d = after<ReplicaDesired>(sim, t, dk);
+        return !!d?.spec?.template && filesUsed(d.spec.template).includes(`${kind}/${name}`);
+      });
+      if (!users.length) return `${t.client} wrote ${k} while no replica desired on ${node} uses ${kind} ${name}`;
+      const nodeKey = after<Node>(sim, t, keys.node(node))?.status?.secretsKey?.id;
+      if (copy.spec.nodeKey !== nodeKey || copy.spec.sealed.key !== nodeKey) return `${t.client} wrote ${k} sealed to ${copy.spec.sealed.key} (says ${copy.spec.nodeKey}) while ${node} publishes ${nodeKey ?? 'no key'}`;
+      if (simSealedOf(copy.spec.sealed).aad !== copyAad(node, kind, name, copy.spec.uid)) return `${t.client} wrote ${k} sealed for ${simSealedOf(copy.spec.sealed).aad}`;
+      const source = after<{ metadata: { uid?: string } }>(sim, t, kind === 'secret' ? keys.secret(name) : keys.config(name));
+      if (source?.metadata.uid !== copy.spec.uid) return `${t.client} wrote ${k} of uid ${copy.spec.uid} while ${kind} ${name} is ${source ? `uid ${source.metadata.uid}` : 'gone'}`;
+    }
+    return undefined;
+  },
+};
+
+export const TXN_INVARIANTS: readonly TxnInvariant[] = [noDeposedLeaderWrite, actsAudited, noRemovalAsDeleted, noReplacementOffReadyNode, drainCompleteOnObserved, rolloutCompleteOnObserved, noStepBeforePromote, copyOnlyWhereUsed];
+
+// Liveness, once faults stop (checked with convergence).
+
+/**
+ * Once quiet, each node's copies are exactly what the replicas desired on it use — each of the
+ * object as it is, sealed to the node's current key — every secret at rest is sealed to the newest
+ * cluster key, and that key is the one published.
+ */
+export const copiesConverged: Invariant = {
+  name: "a node's copies are exactly what its replicas use, once converged",
+  check(sim) {
+    const newest = sim.keyFile.primary.id;
+    const published = sim.get<ClusterKey>(keys.clusterKey())?.spec.id;
+    if (published !== newest) return `the published cluster key is ${published ?? 'none'}, not the newest, ${newest}`;
+    for (const { key, value } of sim.under<Secret>(keys.secrets())) if (value.spec.sealed.key !== newest) return `${key} is sealed to ${value.spec.sealed.key}, not the newest cluster key ${newest}`;
+    const want = new Set<string>();
+    for (const d of sim.desired()) for (const f of filesUsed(d.spec.template)) want.add(`${d.spec.node}/${f}`);
+    const have = new Set(sim.keys(keys.copiesOf()).map((k) => k.slice(keys.copiesOf().length)));
+    const missing = [...want].filter((w) => !have.has(w));
+    const extra = [...have].filter((h) => !want.has(h));
+    if (missing.length || extra.length) return `copies missing: ${missing.join(', ') || 'none'}; left over: ${extra.join(', ') || 'none'}`;
+    for (const h of have) {
+      const [node, kind, name] = h.split('/') as [string, FileKind, string];
+      const c = sim.get<NodeCopy>(keys.copy(node, kind, name))!;
+      const source = sim.get<{ metadata: { uid?: string } }>(kind === 'secret' ? keys.secret(name) : keys.config(name));
+      if (c.spec.nodeKey !== sim.nodeKey(node).id) return `${h} is sealed to ${c.spec.nodeKey}, not ${node}'s key ${sim.nodeKey(node).id}`;
+      if (c.spec.uid !== source?.metadata.uid) return `${h} is of uid ${c.spec.uid}, not ${source?.metadata.uid}`;
+    }
+    return undefined;
+  },
+};
 
 // ---------------------------------------------------------------- as each act is planned
 

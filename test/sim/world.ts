@@ -24,6 +24,8 @@ import {
   type DeploymentRevision,
   type DeploymentStatus,
   type Heartbeat,
+  type Node,
+  type NodeCopy,
   type NodeDrain,
   type ReplicaCommand,
   type ReplicaDesired,
@@ -41,7 +43,9 @@ import { CONTROLLERS } from '../../controllers/index.js';
 import { testLogger } from '../support/log.js';
 import { prng } from '../support/random.js';
 import { SharedReader, SimEtcd, type ClientFaults, type LandedTxn } from './etcd.js';
-import { ACT_INVARIANTS, BREADTH_LIVENESS, BREADTH_STATE_INVARIANTS, BREADTH_TXN_INVARIANTS, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
+import { ACT_INVARIANTS, BREADTH_LIVENESS, BREADTH_STATE_INVARIANTS, BREADTH_TXN_INVARIANTS, copiesConverged, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
+import { simConfig, simSealedOf, simSecret, SimKeyFile } from './secrets.js';
+import { serviceFiles } from '../../src/api/files.js';
 import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -159,6 +163,12 @@ export class Sim {
   private readonly reader = new SharedReader(LOG);
   /** Which oversized deployment this seed's operator hand-writes, if any. */
   private readonly oversized?: 'big' | 'large';
+  /** The cluster key file both controller processes read (a rotation adds a key to it). */
+  readonly keyFile = new SimKeyFile();
+  /** Each node's key generation (a re-key: its agent lost its state directory). */
+  private readonly nodeKeyGen = new Map<string, number>();
+  /** The secret app/web uses now (the operator rotates it: a new name). */
+  private secretGen = 1;
 
   constructor(
     readonly seed: number,
@@ -174,7 +184,11 @@ export class Sim {
     const txnInvariants = opts.breadth ? [...TXN_INVARIANTS, ...BREADTH_TXN_INVARIANTS] : TXN_INVARIANTS;
     this.etcd.onTxn = (t) => this.checkTxn(t, txnInvariants);
     for (const n of this.nodes) this.addNode(n);
-    this.deploy('app', { web: this.service(3, 1), api: this.service(2, 1) });
+    // app/web uses a secret and a config (docs/secrets.md): its replicas start only once their
+    // node has its copies, which only the secrets controller makes.
+    this.put(keys.secret('db_password_1'), simSecret('db_password_1', 'sim-value-1', this.keyFile.primary));
+    this.put(keys.config('app.conf'), simConfig('app.conf', 'level = debug\n'));
+    this.deploy('app', { web: { ...this.service(3, 1), ...this.webFiles() }, api: this.service(2, 1) });
     this.deploy('side', { worker: this.service(2, 1) });
     if (opts.breadth) this.deploy('infra', { agent: this.globalService(1), db: this.statefulService(1, 1) });
   }
@@ -298,9 +312,21 @@ export class Sim {
       kind: 'Node',
       metadata: { name, labels: {} },
       spec: unschedulable ? { unschedulable: true } : {},
-      status: { capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3, gpus: 0 }, agentVersion: 'sim', registeredAt: iso(T0) },
+      status: { capacity: { cpuMillis: 4000, memoryBytes: 8 * 1024 ** 3, gpus: 0 }, agentVersion: 'sim', registeredAt: iso(T0), secretsKey: this.nodeKey(name) },
     });
     this.heartbeat(name);
+  }
+
+  /** A node's current key (its public half as its agent publishes it). */
+  nodeKey(name: string): { id: string; publicKey: string } {
+    const gen = this.nodeKeyGen.get(name) ?? 1;
+    return { id: `nk-${name}-${gen}`, publicKey: Buffer.from(`${name}-${gen}`).toString('base64') };
+  }
+
+  /** app/web's secret and config, as apply pins them (version: the object's uid). */
+  private webFiles(): Pick<ServiceSpec, 'secrets' | 'configs'> {
+    const name = `db_password_${this.secretGen}`;
+    return { secrets: [{ source: name, target: 'db_password', version: `uid-${name}` }], configs: [{ source: 'app.conf', version: 'uid-app.conf' }] };
   }
 
   private heartbeat(name: string): void {
@@ -350,6 +376,8 @@ export class Sim {
       const stale = o && (o.status.revision !== s.revision || o.status.specHash !== s.specHash);
       // A stopped container (a replica its drain suspended, now resumed) starts again, as an exited one does.
       if (!o || stale || ack !== undefined || o.status.state === 'exited' || o.status.state === 'stopped') {
+        // Nothing starts without its secrets and configs (what runs keeps running meanwhile).
+        if (!this.filesReady(node, s.template)) continue;
         if (o?.status.state !== 'starting' || stale || ack !== undefined) {
           this.startsAt.set(started, this.now + 200 + Math.floor(this.r() * 2000));
           this.observe(d, 'starting', o, ack);
@@ -407,7 +435,7 @@ export class Sim {
     p.campaign.clear();
     p.lagUntil = 0;
     const specs = CONTROLLER_NAMES.map((name) => {
-      const spec = CONTROLLERS[name]!(FAST) as ControllerSpec<unknown, unknown>;
+      const spec = CONTROLLERS[name]!(FAST, { secrets: { crypto: this.keyFile } }) as ControllerSpec<unknown, unknown>;
       // Leadership is the simulation's (election keys in the simulated etcd); the fence and the
       // reaction to a refused fence are the runtime's.
       return {
@@ -671,7 +699,50 @@ export class Sim {
       this.malformed();
     } else if (roll < 0.9) {
       this.repair();
+    } else if (roll < 0.94) {
+      this.rotateSecret();
+    } else if (roll < 0.97) {
+      this.rekeyNode();
+    } else if (roll < 0.99) {
+      this.count('cluster key rotated');
+      this.log(`operator: adds cluster key ${this.keyFile.rotate().id} to the key file (jaco secret key rotate)`);
     }
+  }
+
+  /** A rotation of app/web's secret: a new one (jaco secret create db_password_N), applied. */
+  private rotateSecret(): void {
+    const app = this.deployments().find((d) => d.metadata.name === 'app');
+    if (!app?.spec.services.web) return;
+    this.secretGen++;
+    const name = `db_password_${this.secretGen}`;
+    this.count('secret rotated');
+    this.log(`operator: jaco secret create ${name}; apply app with it`);
+    this.put(keys.secret(name), simSecret(name, `sim-value-${this.secretGen}`, this.keyFile.primary));
+    this.deploy('app', { ...app.spec.services, web: { ...app.spec.services.web, ...this.webFiles() } });
+  }
+
+  /** A node's agent comes back with a new key (its state directory was lost): it registers it. */
+  private rekeyNode(): void {
+    const n = this.pick(this.nodes);
+    const node = this.get<Node>(keys.node(n));
+    if (!node?.status || this.broken.has(keys.node(n))) return;
+    this.nodeKeyGen.set(n, (this.nodeKeyGen.get(n) ?? 1) + 1);
+    this.count('node re-keyed');
+    this.log(`agent ${n}: a new node key ${this.nodeKey(n).id} (its state directory was lost)`);
+    this.put(keys.node(n), { ...node, status: { ...node.status, secretsKey: this.nodeKey(n) } });
+  }
+
+  /**
+   * Whether a node's agent can start a replica of this template: a copy of every file it uses on
+   * the node, sealed to the node's current key, of the object the spec pinned (the real agent's
+   * rule: controllers/node-agent/decide.ts filesBlocking).
+   */
+  private filesReady(node: string, t: ServiceSpec): boolean {
+    const key = this.nodeKey(node).id;
+    return serviceFiles(t).every((f) => {
+      const c = this.get<NodeCopy>(keys.copy(node, f.kind, f.ref.source));
+      return !!c?.spec && c.spec.nodeKey === key && simSealedOf(c.spec.sealed).aad === `copy/${node}/${f.kind}/${f.ref.source}/${c.spec.uid}` && (f.ref.version === undefined || c.spec.uid === f.ref.version);
+    });
   }
 
   /**
@@ -933,6 +1004,8 @@ export function converged(sim: Sim): string | undefined {
     }
   }
   if (sim.has(keys.deployment('ghost')) && desired.some((x) => x.spec.deployment === 'ghost')) problems.push('ghost: replicas of a deployment that was never readable');
+  const copies = copiesConverged.check(sim);
+  if (copies) problems.push(`${copiesConverged.name}: ${copies}`);
   if (sim.opts.breadth)
     for (const inv of BREADTH_LIVENESS) {
       const broken = inv.check(sim);

@@ -15,7 +15,8 @@ import { clusterInfo } from '../../src/store/cluster.js';
 import type { Store } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from './cli.js';
 import { startTestEtcd, type TestEtcd } from './etcd.js';
-import { noteCluster } from './leaks.js';
+import { noteCluster, releaseStateDirs } from './leaks.js';
+import { ensureClusterKeyFile } from '../../src/secrets/keyfile.js';
 import { eventually } from './wait.js';
 
 export interface Proc {
@@ -55,8 +56,15 @@ export class TestCluster {
   docker!: Docker;
   etcd!: TestEtcd;
   readonly prefix = '/jaco/';
+  /** The cluster key file the controllers are given (--secrets-key-file). */
+  readonly keyFile = join(this.logDir, 'secrets.key');
 
   constructor(readonly opts: ClusterOptions = {}) {}
+
+  /** A node's agent state directory (its key, its containers' secrets' tmpfs). */
+  stateDir(node: string): string {
+    return join(this.logDir, 'state', node);
+  }
 
   get endpoint(): string {
     return this.etcd.endpoint;
@@ -71,7 +79,7 @@ export class TestCluster {
     this.etcd = await startTestEtcd();
     this.store = this.etcd.store(this.prefix);
     this.uid = (await clusterInfo(this.store)).uid;
-    noteCluster(this.uid);
+    noteCluster(this.uid, join(this.logDir, 'state'));
     const n = this.opts.nodes ?? 3;
     await Promise.all(Array.from({ length: n }, (_, i) => this.startAgent(`node-${i + 1}`)));
     if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
@@ -108,7 +116,8 @@ export class TestCluster {
 
   /** Starts `jaco agent --node NAME` and waits until its node is Ready. */
   async startAgent(node: string, extra: string[] = []): Promise<Proc> {
-    const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', '--pressure', 'containers', ...extra]);
+    const state = extra.includes('--state-dir') ? [] : ['--state-dir', this.stateDir(node)];
+    const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', '--pressure', 'containers', ...state, ...extra]);
     await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now()) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
       what: `node ${node} Ready`,
       timeoutMs: 30_000,
@@ -122,8 +131,10 @@ export class TestCluster {
 
   /** Starts one `jaco controller` process and waits until each of its controllers has a candidate. */
   async startControllers(which: 'all' | string[] = 'all', name = `controllers-${this.procs.filter((p) => p.name.startsWith('controllers')).length + 1}`): Promise<Proc> {
+    // Made here, not in start(): a subclass's start (HollowCluster's) runs controllers too.
+    ensureClusterKeyFile(this.keyFile);
     const list = which === 'all' ? ['all'] : which;
-    const procs = list.map((c, i) => this.spawn(list.length > 1 ? `${name}-${i}` : name, ['controller', c, '--metrics-addr', '127.0.0.1:0']));
+    const procs = list.map((c, i) => this.spawn(list.length > 1 ? `${name}-${i}` : name, ['controller', c, '--metrics-addr', '127.0.0.1:0', '--secrets-key-file', this.keyFile]));
     await eventually(async () => {
       for (const p of procs) if (p.exited()) throw new Error(`${p.name} exited:\n${this.tail(p)}`);
       return (await this.store.countPrefix('leaders/')) > 0;
@@ -196,6 +207,8 @@ export class TestCluster {
       const list = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.cluster}=${this.uid}`] } });
       await Promise.all(list.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
     }
+    // The tmpfs of their secrets go with them.
+    await releaseStateDirs(join(this.logDir, 'state'));
     await this.etcd?.stop();
   }
 }

@@ -18,6 +18,11 @@ export const OBSERVED_CODES = {
   container_removed: "the container was removed behind the agent's back; the scheduler decides whether to restart it",
   restarting: 'a restart command is being executed: the old container stops, a fresh one starts',
   stop_first: 'the old container is being stopped before the new one starts (stop-first replacement)',
+  // A replica's secrets and configs (docs/secrets.md): it does not start without every one of its files.
+  secret_missing: 'a secret the replica uses has no copy on this node yet (the secrets controller makes it; details name it); nothing starts until it is there',
+  config_missing: 'a config the replica uses has no copy on this node yet (the secrets controller makes it); nothing starts until it is there',
+  secret_unreadable: "this node's copy of a secret or config cannot be opened with the node's key (sealed to an older key of the node); the secrets controller seals it again",
+  secret_delivery_failed: 'the tmpfs holding the replica\'s secrets and configs could not be made or written (details say why); retried with back-off',
 } as const;
 export type ObservedCode = keyof typeof OBSERVED_CODES;
 

@@ -39,6 +39,14 @@ export const AUDIT_TYPES = {
   rebalance_skipped: 'the rebalancer considered a candidate and skipped it: reason; or a pending service neither coalescing nor preemption can serve: for, trigger, reason',
   rebalance_completed: 'a rebalancer move finished: the replica runs healthy on dst and src was stopped',
   rebalance_abandoned: 'a rebalancer move was abandoned (dst not healthy by the deadline, failed or lost); src keeps serving',
+  secret_created: 'a secret was created (jaco secret create, or a compose file at apply): name, size, the cluster key it is sealed to — never its value',
+  secret_removed: 'a secret was removed (jaco secret rm, or apply/delete removing what a compose file made once nothing refers to it)',
+  config_created: 'a config was created (jaco config create, or a compose file at apply): name, size, digest',
+  config_removed: 'a config was removed (jaco config rm, or apply/delete removing what a compose file made)',
+  secret_copied: "the secrets controller wrote a node's copy of a secret or config, sealed to the node's key: node, kind, name, reason",
+  secret_copy_removed: "the secrets controller removed a node's copy that no replica on the node uses any more",
+  secret_resealed: 'the secrets controller re-sealed a secret at rest to the newest cluster key: name, from, to',
+  cluster_key_published: "the secrets controller published the public half of the cluster key new secrets are sealed to: id, previous",
 } as const;
 
 export type AuditType = keyof typeof AUDIT_TYPES;

@@ -1,6 +1,7 @@
 // jaco agent: run the node-agent of one host (one per host, like a DaemonSet; `jaco up` runs
 // several on one engine as simulated nodes).
 import { isIP } from 'node:net';
+import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { defaultAddress } from '../../../controllers/node-agent/address.js';
 import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
@@ -23,6 +24,7 @@ interface AgentFlags {
   address?: string;
   portRange: string;
   pressure: string;
+  stateDir?: string;
 }
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -36,7 +38,9 @@ Examples:
   jaco agent --node sim-1 --pressure containers --address 127.0.1.1   # a simulated node on a shared host
 
 The agent registers nodes/<node>, heartbeats on its own etcd lease with the node's pressure, runs
-the replicas of desired/<node>/ on Docker and reports them in observed/<node>/. It stops nothing
+the replicas of desired/<node>/ on Docker and reports them in observed/<node>/. Their secrets and
+configs come from copies/<node>/, sealed to the node's own key in --state-dir, and are written on a
+tmpfs per container, never on disk (docs/secrets.md). It stops nothing
 when etcd or Docker is briefly away. When nodes/<node> is deleted while it runs (jaco node
 remove), it stops and removes its containers and exits 0. See docs/node-agent.md.
 `;
@@ -54,6 +58,7 @@ export function registerAgent(program: Command): void {
     .option('--address <ip>', "the address this node's replicas are reached at (Node.status.address, JACO_NODE_ADDRESS); default: the default route interface's address")
     .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
     .option('--pressure <mode>', 'what the node\'s pressure measures: node (the whole host: root cgroup CPU, /proc/meminfo; one agent per host) or containers (the sum of this agent\'s containers: simulated nodes sharing a host)', 'node')
+    .option('--state-dir <dir>', "the agent's own directory: its node key (made on the first start, mode 600) and the tmpfs of each container's secrets and configs (default /var/lib/jaco/agent/<node>)")
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -85,7 +90,8 @@ export function registerAgent(program: Command): void {
         const capacity = await resolveCapacity(declared);
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
-        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange, pressureMode });
+        const stateDir = resolve(f.stateDir ?? join('/var/lib/jaco/agent', f.node));
+        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange, pressureMode, stateDir });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {
           await agent.stop();

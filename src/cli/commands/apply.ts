@@ -9,6 +9,7 @@ import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
+import { pinToStore } from '../apply-files.js';
 import { placementPreview } from '../placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
 
@@ -37,7 +38,7 @@ function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[];
       const app = loadCompose(composeSource(s.name, s.text), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
       for (const w of app.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
       deployments.push(app.deployment);
-      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: s.name });
+      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: s.name, ...(app.objects.length ? { objects: app.objects } : {}) });
     } catch (e) {
       if (!(e instanceof ManifestError)) throw e;
       problems.push(...e.problems);
@@ -113,6 +114,8 @@ export function registerApply(program: Command): void {
         });
         for (const o of outcomes) {
           const rev = o.result === 'unchanged' ? '' : ` (revision ${o.revision}${o.summary ? `: ${o.summary}` : ''})`;
+          // Its compose file's secrets and configs first: they land in the same transaction.
+          for (const f of o.objects ?? []) process.stdout.write(`${f.kind}/${f.name} ${f.result}${opts.dryRun ? ' (dry run)' : ''}\n`);
           process.stdout.write(`deployment/${o.name} ${o.result}${opts.dryRun ? ' (dry run)' : ''}${rev}\n`);
         }
         if (opts.dryRun) process.stdout.write(preview.length ? `\nThe scheduler would, now:\n${preview.map((l) => `  ${l}\n`).join('')}` : '\nThe scheduler would place or remove nothing now.\n');
@@ -158,7 +161,7 @@ export function registerApply(program: Command): void {
           const items = await prepareImages(store, read, { dryRun: true });
           for (const item of items) {
             const live = (await store.get<Deployment>(keys.deployment(item.name)))?.value;
-            const d = yamlDiff(`deployment/${item.name}`, live?.spec, item.spec);
+            const d = yamlDiff(`deployment/${item.name}`, live?.spec, await pinToStore(store, item.spec));
             if (d) {
               differs = true;
               process.stdout.write(d);
@@ -180,7 +183,10 @@ export function registerApply(program: Command): void {
     .action(
       action(async (opts: { filename: string[]; output: string } & ComposeFlags) => {
         if (!['yaml', 'json'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml or json`);
-        const { deployments } = readInputs(opts.filename, opts);
+        const { deployments, items } = readInputs(opts.filename, opts);
+        // The converted deployment refers to them by name; their values are never printed.
+        for (const o of items.flatMap((i) => i.objects ?? []))
+          process.stderr.write(`note: ${o.kind} ${o.name} (${o.kind} ${o.owner.name} of the compose file) is made by jaco apply from ${o.from}; to apply the converted manifest, make it first: jaco ${o.kind} create ${o.name} ${o.from.startsWith('/') ? `-f ${o.from}` : '-'}\n`);
         const out = deployments.map((d) => (opts.output === 'json' ? `${JSON.stringify(d, null, 2)}\n` : stringify(d)));
         process.stdout.write(opts.output === 'json' ? out.join('') : out.join('---\n'));
       }),

@@ -7,6 +7,7 @@ import { CONTROLLERS } from '../../../controllers/index.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
+import { readClusterKeys } from '../../secrets/keyfile.js';
 import { stopAll, untilSignal } from '../../runtime/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
 
@@ -22,11 +23,21 @@ export function registerController(program: Command): void {
     .argument('<name>', 'a controller name, or all')
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here', '127.0.0.1:9464')
     .option('--identity <id>', 'how this process appears in election keys (default host/pid)')
-    .addHelpText('after', '\nExamples:\n  jaco controller all\n  jaco --timings fast controller scheduler --metrics-addr 127.0.0.1:0\n')
+    .option('--secrets-key-file <file>', 'the cluster key file the secrets controller opens secrets with (env JACO_SECRETS_KEY_FILE; jaco up makes one; docs/secrets.md)')
+    .addHelpText('after', '\nExamples:\n  jaco controller all --secrets-key-file /etc/jaco/secrets.key\n  jaco --timings fast controller scheduler --metrics-addr 127.0.0.1:0\n')
     .action(
-      action(async (name: string, opts: { metricsAddr: string; identity?: string }, cmd: Command) => {
+      action(async (name: string, opts: { metricsAddr: string; identity?: string; secretsKeyFile?: string }, cmd: Command) => {
         const names = name === 'all' ? Object.keys(CONTROLLERS) : [name];
         for (const n of names) if (!CONTROLLERS[n]) throw new CliError(`unknown controller ${JSON.stringify(n)}; one of ${Object.keys(CONTROLLERS).join(', ')}, all`);
+        const keyFile = opts.secretsKeyFile ?? process.env.JACO_SECRETS_KEY_FILE;
+        // A key file named but unreadable is a mistake to say now, not a warning in a log later.
+        if (keyFile && names.includes('secrets')) {
+          try {
+            readClusterKeys(keyFile);
+          } catch (e) {
+            throw new CliError(`--secrets-key-file: ${(e as Error).message}`);
+          }
+        }
         const log = logger('controller');
         const store = await connect(cmd);
         const timings = timingsOf(cmd);
@@ -36,7 +47,7 @@ export function registerController(program: Command): void {
         stops.push(() => new Promise((r) => server.close(() => r())));
         // The election keys advertise where this process serves /metrics (and e.g. /rebalance/plan).
         const identity = `${opts.identity ?? processIdentity()} metrics=${url}`;
-        manager = new Manager({ store, timings, log, identity }, names.map((n) => CONTROLLERS[n]!(timings)));
+        manager = new Manager({ store, timings, log, identity }, names.map((n) => CONTROLLERS[n]!(timings, { secrets: { keyFile } })));
         await manager.start();
         stops.push(() => manager!.stop());
         log.info({ controllers: names, metrics: `${url}/metrics`, timings: timings.name, revision: manager.cache.revision }, 'controllers running');

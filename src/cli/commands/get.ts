@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
+import { serviceFiles } from '../../api/files.js';
 import { normalizePorts } from '../../api/ports.js';
 import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, PlacementDecision } from '../../api/types.js';
 import { formatBytes } from '../../api/units.js';
@@ -13,8 +14,9 @@ import { desiredCount, readClusterView, replicaState, runningCount, type Cluster
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
 import { age, indent, printObjects, printTable, table, toYaml } from '../output.js';
+import { describeFileObject, printFileObjects } from './secret.js';
 
-type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints' | 'services';
+type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints' | 'services' | 'secrets' | 'configs';
 const ALIASES: Record<string, Kind> = {
   deployment: 'deployments',
   deployments: 'deployments',
@@ -29,11 +31,15 @@ const ALIASES: Record<string, Kind> = {
   service: 'services',
   services: 'services',
   svc: 'services',
+  secret: 'secrets',
+  secrets: 'secrets',
+  config: 'configs',
+  configs: 'configs',
 };
 
 function kindOf(t: string): Kind {
   const k = ALIASES[t];
-  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes, replicas, endpoints or services`);
+  if (!k) throw new CliError(`unknown resource type ${JSON.stringify(t)}; use deployments, nodes, replicas, endpoints, services, secrets or configs`);
   return k;
 }
 
@@ -111,6 +117,12 @@ function serviceLines(v: ClusterView, d: Deployment, svc: string, st: Deployment
   let out = `Image:      ${s.image}${s.pinnedImage ? `\nDigest:     ${imageDigest(s.pinnedImage)} (${s.pinnedImage.slice(0, s.pinnedImage.indexOf('@'))}, pinned at apply)` : s.pullPolicy === 'never' ? '\nDigest:     - (pullPolicy never: each node runs its own copy)' : ''}\nPlacement:  ${placementMode(s)}\nReplicas:   ${runningCount(rows)} running / ${desiredCount(d, svc, readyNodes)} desired\n`;
   const ports = normalizePorts(s).map((p) => `${p.name} ${p.containerPort}/${p.protocol} → host ${p.hostPort ?? 'dynamic'}${p.published !== undefined ? `, published ${p.published}` : ''}`);
   if (ports.length) out += `Ports:      ${ports.join('; ')}\n`;
+  // Which secrets and configs, and where: never a value (there is none in a spec).
+  const files = serviceFiles(s);
+  for (const kind of ['secret', 'config'] as const) {
+    const mine = files.filter((f) => f.kind === kind);
+    if (mine.length) out += `${kind === 'secret' ? 'Secrets:' : 'Configs:'}    ${mine.map((f) => `${f.ref.source} → ${f.target} (${f.uid}:${f.gid} ${f.mode.toString(8).padStart(4, '0')})`).join('; ')}\n`;
+  }
   const sch = st?.scheduling?.services[svc];
   if (sch?.unschedulable) out += `Unschedulable: ${sch.unschedulable.count} (${unschedulableReasonOf(sch.unschedulable.reason)}): ${sch.unschedulable.message}\n`;
   const ro = st?.rollout?.services[svc];
@@ -165,6 +177,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
+    out += `Secrets key:  ${n.status?.secretsKey?.id ?? '<none> (an agent older than secrets: no secret can be copied to it)'}\n`;
     out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;
     const p = hb?.spec.pressure;
     // The mode: the whole host (a real agent) or the sum of its own containers (a simulated node).
@@ -187,8 +200,8 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
 export function registerGet(program: Command): void {
   program
     .command('get')
-    .description('List deployments, nodes, replicas or endpoints (address:port of each routable replica)')
-    .argument('<type>', 'deployments (deploy), nodes (no), replicas or endpoints (ep; name: DEPLOYMENT or DEPLOYMENT/SERVICE)')
+    .description('List deployments, nodes, replicas, endpoints (address:port of each routable replica), secrets or configs (never their values)')
+    .argument('<type>', 'deployments (deploy), nodes (no), replicas, endpoints (ep; name: DEPLOYMENT or DEPLOYMENT/SERVICE), secrets or configs')
     .argument('[name]', 'one object by name')
     .option('-o, --output <format>', 'yaml, json or wide')
     .option('-d, --deployment <name>', 'replicas: only this deployment')
@@ -197,6 +210,8 @@ export function registerGet(program: Command): void {
       action(async (type: string, name: string | undefined, opts: { output?: string; deployment?: string }, cmd: Command) => {
         const kind = kindOf(type);
         const out = parseOutput(opts.output, ['table', 'wide', 'yaml', 'json']);
+        // Never a value: the same view as jaco secret|config ls.
+        if (kind === 'secrets' || kind === 'configs') return printFileObjects(cmd, kind === 'secrets' ? 'secret' : 'config', name, out);
         await withStore(cmd, async (store) => {
           if (kind === 'services') throw new CliError('get: services are listed by `jaco get deployments -o wide`; see one with `jaco describe service DEPLOYMENT/SERVICE`');
           if (kind === 'endpoints') {
@@ -217,14 +232,15 @@ export function registerGet(program: Command): void {
 
   program
     .command('describe')
-    .description('Show one deployment, service, node or replica in detail, with its recent audit events')
-    .argument('<type>', 'deployment, service (svc), node or replica')
+    .description('Show one deployment, service, node, replica, secret or config in detail (a secret never with its value)')
+    .argument('<type>', 'deployment, service (svc), node, replica, secret or config')
     .argument('<name>', 'its name (a service: DEPLOYMENT/SERVICE)')
     .addHelpText('after', "\nExamples:\n  jaco describe deployment hello\n  jaco describe service hello/site   # with each node's ingress routing of every replica\n  jaco describe node node-1\n")
     .action(
       action(async (type: string, name: string, _opts: unknown, cmd: Command) => {
         const kind = kindOf(type);
         if (kind === 'endpoints') throw new CliError('describe: endpoints have no detail view; use `jaco get endpoints [DEPLOYMENT[/SERVICE]] -o yaml`');
+        if (kind === 'secrets' || kind === 'configs') return void process.stdout.write(await describeFileObject(cmd, kind === 'secrets' ? 'secret' : 'config', name));
         const text = await withStore(cmd, (store) => describe(store, kind, name, Date.now()));
         process.stdout.write(text);
       }),

@@ -14,6 +14,7 @@ import { registerNode } from './node.js';
 import { registerRebalance } from './rebalance.js';
 import { registerRegistry } from './registry.js';
 import { registerRollout } from './rollout.js';
+import { registerSecrets } from './secret.js';
 import { registerStatus } from './status.js';
 import { registerUp } from './up.js';
 import { registerVersion } from './version.js';
@@ -24,6 +25,7 @@ export function registerCommands(program: Command): void {
   registerStatus(program);
   registerGet(program);
   registerExplain(program);
+  registerSecrets(program);
   registerDrain(registerNode(program));
   registerRebalance(program);
   registerAudit(program);

@@ -1,0 +1,67 @@
+// Secrets in the local cluster `jaco up` starts (simulated nodes sharing this machine's engine,
+// where the demo images are): it makes the cluster key file once and gives it to its controllers,
+// gives each agent a state directory, and `jaco down` unmounts the secrets' tmpfs it leaves.
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { LABELS } from '../../src/api/labels.js';
+import type { ClusterKey, Node } from '../../src/api/types.js';
+import { agentStateDir, clusterKeyFile } from '../../src/runtime/local-cluster.js';
+import { readClusterKeys } from '../../src/secrets/keyfile.js';
+import { execIn } from '../support/docker-exec.js';
+import { UpCluster } from '../support/up-cluster.js';
+import { eventually } from '../support/wait.js';
+
+const VALUE = `up-${Math.random().toString(36).slice(2)}`;
+
+describe('jaco up and secrets', () => {
+  const c = new UpCluster({ nodes: 2, extraArgs: ['--shared-engine'] });
+  const docker = new Docker();
+  beforeAll(async () => {
+    await c.start();
+  });
+  afterAll(async () => {
+    await c.stop();
+  });
+
+  it('makes the cluster key file (mode 600) its controllers publish, and a key per node in its state directory', () =>
+    c.withLogs(async () => {
+      const file = clusterKeyFile(c.dataDir);
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      await eventually(async () => (await c.store.get<ClusterKey>(keys.clusterKey()))?.value.spec.id === readClusterKeys(file).primary.id, { what: 'the cluster key published' });
+      for (const n of ['node-1', 'node-2']) {
+        const node = (await c.store.get<Node>(keys.node(n)))!.value;
+        expect(readFileSync(join(agentStateDir(c.dataDir, n), 'node.key'), 'utf8')).toContain(node.status!.secretsKey!.publicKey);
+      }
+    }));
+
+  it('delivers a secret into a container on a tmpfs; jaco down leaves no mount behind', () =>
+    c.withLogs(async () => {
+      const created = await c.jaco(['secret', 'create', 'token', '-'], VALUE);
+      expect(created.code, created.stderr).toBe(0);
+      await c.apply(
+        JSON.stringify({
+          apiVersion: 'jaco.dev/v1',
+          kind: 'Deployment',
+          metadata: { name: 'sec' },
+          spec: { services: { app: { image: 'jaco-demo/busybox:1', pullPolicy: 'never', command: ['sleep', '3600'], secrets: [{ source: 'token', mode: 0o400 }], placement: { mode: 'hosts', hosts: ['node-2'] } } } },
+        }),
+      );
+      const id = await eventually(
+        async () => (await docker.listContainers({ filters: { label: [`${LABELS.cluster}=${c.state.clusterUid}`, `${LABELS.deployment}=sec`] } }))[0]?.Id,
+        { what: 'the container running', timeoutMs: 60_000 },
+      );
+      const ct = docker.getContainer(id);
+      expect((await execIn(ct, ['cat', '/run/secrets/token'])).stdout).toBe(VALUE);
+      expect((await execIn(ct, ['sh', '-c', 'grep " /run/secrets/token " /proc/mounts; stat -c %a /run/secrets/token'])).stdout).toMatch(/^tmpfs \/run\/secrets\/token tmpfs ro,.*\n400\n$/);
+      const files = join(agentStateDir(c.dataDir, 'node-2'), 'files');
+      expect(readFileSync('/proc/self/mountinfo', 'utf8')).toContain(files);
+      const r = await c.jaco(['down', '--data-dir', c.dataDir], undefined, 120_000);
+      expect(r.code, r.stderr).toBe(0);
+      expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(files);
+      // The key file outlives jaco down (the secrets in etcd need it); --purge removes it with the rest.
+      expect(existsSync(clusterKeyFile(c.dataDir))).toBe(true);
+    }));
+});
