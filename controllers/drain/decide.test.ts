@@ -245,6 +245,27 @@ describe('drain: a full drain, pass by pass', () => {
     expect(d.wakeAt).toBe(T0 + TIMEOUT);
   });
 
+  it('a cluster-network replica moves to an address of its destination, claimed with the move start; a destination without subnets is refused', () => {
+    const w = new World(['node-1', 'node-2']);
+    const app = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 2, network: 'cluster' });
+    w.put(keys.networkConfig(), { apiVersion: API_VERSION, kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' } });
+    w.replica('d-app-0', 'node-2', app, { index: 0, extra: { address: { ipv4: '10.208.1.7/24', ipv6: 'fd4a:17c2:9e01:1::7/64' } } });
+    w.replica('d-app-1', 'node-1', app, { index: 1, extra: { address: { ipv4: '10.208.0.9/24', ipv6: 'fd4a:17c2:9e01::9/64' } } });
+    w.runAll();
+    // node-1 has no subnets yet: no destination (the placer's ipam filter), the replica waits.
+    w.drain('node-2');
+    w.pass();
+    expect(w.drainOf('node-2').status!.replicas['d-app-0']).toMatchObject({ state: 'blocked', reason: 'ipam_exhausted' });
+    w.put(keys.subnet('node-1'), { apiVersion: API_VERSION, kind: 'NodeSubnet', metadata: { name: 'node-1' }, spec: { node: 'node-1', index: 0, ipv4: '10.208.0.0/24', ipv6: 'fd4a:17c2:9e01::/64', since: iso(T0) } });
+    w.put(keys.address('node-1', 9), { apiVersion: API_VERSION, kind: 'AddressClaim', metadata: { name: 'node-1.9' }, spec: { node: 'node-1', replica: 'd-app-1', deployment: 'd', service: 'app', ipv4: '10.208.0.9/24', ipv6: 'fd4a:17c2:9e01::9/64', since: iso(T0) } });
+    w.pass();
+    const dst = w.get<ReplicaDesired>(keys.desired('node-1', 'd-app-0'))!;
+    expect(dst.spec.address!.ipv4).toMatch(/^10\.208\.0\.\d+\/24$/);
+    expect(dst.spec.address!.ipv4).not.toBe('10.208.0.9/24');
+    const n = Number(dst.spec.address!.ipv4.split('/')[0]!.split('.')[3]);
+    expect(w.get(keys.address('node-1', n))).toMatchObject({ spec: { node: 'node-1', replica: 'd-app-0', ipv4: dst.spec.address!.ipv4, ipv6: dst.spec.address!.ipv6 } });
+  });
+
   it('is deterministic: the same snapshot in any order gives the same decision', () => {
     const w = cluster();
     w.drain('node-2');

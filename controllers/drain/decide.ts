@@ -7,6 +7,7 @@
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
 import { canonicalJson, isStateful, placementMode } from '../../src/api/spec.js';
+import type { NetworkView } from '../placement/ipam.js';
 import type { DisruptionLedger, DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
 import type { Act } from '../../src/runtime/acts.js';
@@ -35,6 +36,8 @@ export interface DrainSnapshot {
   volumeHomes: readonly VolumeHome[];
   /** Mod revisions of the node and drain keys (a move start compares its destination's). */
   eligibility: EligibilityRevisions;
+  /** The cluster network: a moved cluster-network replica gets an address on its destination. */
+  network?: NetworkView;
 }
 
 export interface DrainConfig {
@@ -105,7 +108,7 @@ class Pass {
   get placer(): Placer {
     const { s } = this;
     this.placerCache ??= placerFor(
-      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes, commands: s.commands },
+      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes, commands: s.commands, network: s.network },
       this.now,
       this.config.placement,
     );

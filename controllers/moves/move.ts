@@ -24,7 +24,7 @@ import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/a
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames } from '../../src/api/ports.js';
-import type { DisruptionLedger, Heartbeat, HoleFor, MoveActor, MoveMarker, Node, PortRange, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { DisruptionLedger, Heartbeat, HoleFor, MoveActor, MoveMarker, Node, PortRange, ReplicaAddress, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Watchable } from '../../src/runtime/watchable.js';
@@ -32,7 +32,8 @@ import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
 import { decisionValue } from '../placement/decision.js';
-import { eligibilityGuard, eligibilityRevisions, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
+import { eligibilityGuard, eligibilityRevisions, networkViewOf, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
+import { addressClaimOp, chooseAddress, claimedByNode, EMPTY_NETWORK, type NetworkView } from '../placement/ipam.js';
 import type { Decision } from '../placement/placer.js';
 
 export { ABANDON_REASONS, MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
@@ -54,10 +55,12 @@ export interface MoveView {
   eligibility: EligibilityRevisions;
   /** Each node's dynamic host port range (Node.status.portRange; absent: the default). */
   portRanges?: ReadonlyMap<string, PortRange>;
+  /** The cluster network: a cluster-network replica's destination copy gets an address there. */
+  network?: NetworkView;
 }
 
 /** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
-export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands'] as const satisfies readonly Watchable[];
+export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses'] as const satisfies readonly Watchable[];
 
 /** A mover's view of the cache: the placement inputs and the move book's. */
 export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[] } {
@@ -69,6 +72,7 @@ export function moverView(cache: Cache): Required<MoveView> & { heartbeats: Read
     volumeHomes: [...cache.kind<VolumeHome>('volumes').items.values()].map((v) => v.value),
     eligibility: eligibilityRevisions(cache),
     portRanges: new Map([...cache.kind<Node>('nodes').items.values()].flatMap((v) => (v.value.status?.portRange ? [[v.value.metadata.name, v.value.status.portRange] as const] : []))),
+    network: networkViewOf(cache),
   };
 }
 
@@ -87,9 +91,14 @@ export class MoveBook {
   readonly eligibility: EligibilityRevisions;
 
   readonly portRanges: ReadonlyMap<string, PortRange>;
+  readonly network: NetworkView;
+  /** Host numbers claimed per node, with the ones this pass gave. */
+  private readonly addressesTaken: Map<string, Set<number>>;
 
   constructor(view: MoveView) {
     this.portRanges = view.portRanges ?? new Map();
+    this.network = view.network ?? EMPTY_NETWORK;
+    this.addressesTaken = claimedByNode(this.network.claims);
     this.replicas = view.replicas;
     this.commands = view.commands;
     this.eligibility = view.eligibility;
@@ -130,6 +139,23 @@ export class MoveBook {
       for (const c of this.copies(id)) if (c.desired.spec.node === node) for (const p of placedReplicaOf(c.desired)?.ports ?? []) taken.add(p);
     }
     return assignHostPorts(replica, names, taken, this.portRanges.get(node) ?? DEFAULT_PORT_RANGE);
+  }
+
+  /**
+   * A cluster-network replica's destination copy: an address of its node's subnets and the claim
+   * to create with the move (none for a host-network replica). A node without subnets takes no
+   * such copy: the move is refused.
+   */
+  addressOn(node: string, replica: ReplicaDesired['spec']): { address?: ReplicaAddress; ops: Op[] } | undefined {
+    if (replica.template.network !== 'cluster') return { ops: [] };
+    const subnets = this.network.subnets.get(node)?.value.spec;
+    if (!subnets) return undefined;
+    let taken = this.addressesTaken.get(node);
+    if (!taken) this.addressesTaken.set(node, (taken = new Set()));
+    const given = chooseAddress(replica.replica, subnets, taken);
+    if (!given) return undefined;
+    taken.add(given.hostNumber);
+    return { address: given.address, ops: [addressClaimOp({ ...replica, node }, given, Date.parse(replica.placedAt) || 0)] };
   }
 
   /** Counts a move started in this pass as if it had landed. */
@@ -195,12 +221,15 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
   if (over) return over;
   const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs), ...(m.forPending ? { forPending: m.forPending } : {}) };
   const srcValue: ReplicaDesired = { ...src.desired, spec: { ...spec, movingTo: { id: m.id, node: m.dst, by: m.by } } };
-  const { hostPorts: _srcPorts, ...rest } = spec;
+  const { hostPorts: _srcPorts, address: _srcAddress, ...rest } = spec;
   const hostPorts = book.hostPortsOn(m.dst, m.replica, spec.template);
+  // Addresses, like dynamic ports, are the node's: the destination gets one of its own.
+  const address = book.addressOn(m.dst, { ...spec, placedAt: marker.startedAt });
+  if (!address) return refuse('no_address', `${m.dst} has no free address of its subnets for ${m.replica} (ipam_exhausted)`);
   const dst: ReplicaDesired = {
     ...src.desired,
     metadata: { name: src.desired.metadata.name },
-    spec: { ...rest, node: m.dst, placedAt: marker.startedAt, move: marker, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) },
+    spec: { ...rest, node: m.dst, placedAt: marker.startedAt, move: marker, ...(Object.keys(hostPorts).length ? { hostPorts } : {}), ...(address.address ? { address: address.address } : {}) },
   };
   return {
     ok: true,
@@ -212,6 +241,7 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
       // must not exist yet, and must still be schedulable as judged (no cordon or drain since).
       { op: 'update', key: src.key, value: srcValue, modRevision: src.modRevision },
       { op: 'create', key: keys.desired(m.dst, m.replica), value: dst },
+      ...address.ops,
       ...book.ledger.record(spec.deployment, spec.service, { replica: m.replica, by: m.by, kind: 'move', now: m.now }),
       ...eligibilityGuard(book.eligibility, m.dst),
       ...(m.decision ? [moveDecisionOp(m, m.decision)] : []),

@@ -3,12 +3,13 @@
 import { unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
-import type { Heartbeat, Node, NodeDrain, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSubnet, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Op } from '../../src/store/writer.js';
 import { DEFAULT_PLACEMENT_CONFIG, footprintOf, Placer, type PlacedReplica, type PlacementConfig, type PlacementInput } from './placer.js';
+import { claimedByNode, type NetworkView } from './ipam.js';
 
 export interface StoredState {
   nodes: Iterable<Node>;
@@ -18,6 +19,8 @@ export interface StoredState {
   volumeHomes: Iterable<VolumeHome>;
   /** Restart bookkeeping by store key (commands/<host>/<replica>): recent failures per node. */
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+  /** The cluster network: each node's subnets and the addresses claimed (IPAM, ipam.ts). */
+  network?: NetworkView;
 }
 
 /** Restarts within this long before now count against a node (seed 004: failure de-prioritization). */
@@ -47,6 +50,7 @@ export interface PlacementView {
   replicas: ReplicaIndex;
   volumeHomes: Iterable<VolumeHome>;
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
+  network?: NetworkView;
 }
 
 /**
@@ -75,13 +79,24 @@ export function eligibilityGuard(revisions: EligibilityRevisions, host: string):
   return [keys.node(host), keys.drain(host)].map((key) => ({ op: 'check', key, modRevision: revisions.get(key) ?? 0 }));
 }
 
+/** The cluster network as a cache holds it (the sources network, subnets and addresses). */
+export function networkViewOf(cache: Cache): NetworkView {
+  const config = [...cache.kind<NetworkConfig>('network').items.values()][0]?.value.spec;
+  const subnets = cache.kind<NodeSubnet>('subnets');
+  return {
+    ...(config ? { config } : {}),
+    subnets: new Map([...subnets.items.values()].map((v) => [v.value.spec.node, v])),
+    claims: cache.kind<AddressClaim>('addresses').items,
+  };
+}
+
 function* desiredOf(replicas: ReplicaIndex): Generator<ReplicaDesired> {
   for (const e of replicas.byId.values()) for (const c of e.copies) yield c.desired;
 }
 
 /** A placer with every desired copy accounted on its node (both copies of a moving replica). */
 export function placerFor(v: PlacementView, now: number, config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): Placer {
-  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes, commands: v.commands }, now), config);
+  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes, commands: v.commands, network: v.network }, now), config);
 }
 
 // Parsing the quantities of every desired key on every pass is most of building the input: the
@@ -112,6 +127,7 @@ export function placementInputFrom(s: StoredState, now: number): PlacementInput 
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
+    ...subnetsOf(s.network, n.metadata.name),
   }));
   const placed: PlacedReplica[] = [];
   for (const d of s.desired) {
@@ -120,5 +136,10 @@ export function placementInputFrom(s: StoredState, now: number): PlacementInput 
   }
   const volumeHomes: Record<string, string> = {};
   for (const v of s.volumeHomes) volumeHomes[`${v.spec.deployment}/${v.spec.volume}`] = v.spec.node;
-  return { nodes, placed, volumeHomes };
+  return { nodes, placed, volumeHomes, ...(s.network ? { claimed: claimedByNode(s.network.claims) } : {}) };
+}
+
+function subnetsOf(network: NetworkView | undefined, node: string): { subnets?: { ipv4: string; ipv6: string } } {
+  const s = network?.subnets.get(node)?.value.spec;
+  return s ? { subnets: { ipv4: s.ipv4, ipv6: s.ipv6 } } : {};
 }

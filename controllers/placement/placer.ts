@@ -12,6 +12,8 @@
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
 //   ports            — host ports are a per-node resource under host networking (fixed ones
 //                      free, and enough of the dynamic range free for the rest)
+//   ipam             — a cluster-network replica needs a free address of the node's subnets
+//                      (seed 004 placement step 5; assignAddress takes it after the choice)
 //   max_per_node     — placement.maxPerNode, a hard cap per node
 //   anti_affinity    — one replica of a service per node: hard for hosts, for spread only while
 //                      some node allows it (seed 004: "prefer unique nodes until capacity forces")
@@ -22,7 +24,9 @@
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
 import { placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
-import type { Capacity, NodeVerdict, PlacementMode, PortRange, ServiceSpec } from '../../src/api/types.js';
+import type { Capacity, NodeVerdict, PlacementMode, PortRange, ReplicaAddress, ServiceSpec } from '../../src/api/types.js';
+import { hostNumbers } from '../../src/api/network.js';
+import { chooseAddress } from './ipam.js';
 import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 
 const MiB = 1024 * 1024;
@@ -48,6 +52,8 @@ export interface NodeInfo {
   portRange?: PortRange;
   /** Health restarts of replicas on the node within the recent-failure window (placement/input.ts). */
   recentFailures?: number;
+  /** Its subnets of the cluster network (subnets/<node>); absent: none given yet. */
+  subnets?: { ipv4: string; ipv6: string };
 }
 
 /** Recent failures on a node count against it up to this many (the score stays bounded). */
@@ -71,6 +77,8 @@ export interface PlacedReplica {
 export interface PlacementInput {
   nodes: NodeInfo[];
   placed: PlacedReplica[];
+  /** Host numbers of each node's subnets that are claimed (addresses/<node>/<n>): never given again while claimed. */
+  claimed?: ReadonlyMap<string, ReadonlySet<number>>;
   /** Home node of each named volume, keyed "<deployment>/<volume>". */
   volumeHomes: Record<string, string>;
 }
@@ -151,6 +159,8 @@ interface Req {
   volumes: { key: string; source: string; readOnly: boolean }[];
   /** How many host ports the scheduler assigns it from the node's range (assignPorts). */
   dynamicPorts: number;
+  /** A cluster-network replica: it needs an address of the node's subnets (assignAddress). */
+  needsAddress: boolean;
   maxPerNode: number;
   svc: string;
   svcCounts: Int32Array;
@@ -171,6 +181,8 @@ export class Placer {
   private readonly gpuUsed: Float64Array;
   private readonly count: Int32Array;
   private readonly ports: Map<number, number>[];
+  /** Per node, the host numbers of its subnets that are claimed or given this pass. */
+  private readonly addressesTaken: Set<number>[];
   /** Replicas per node of each service ("<deployment>/<service>" → count by node index). */
   private readonly svcCount = new Map<string, Int32Array>();
   private readonly nodeHash: number[];
@@ -189,6 +201,7 @@ export class Placer {
     this.gpuUsed = new Float64Array(n);
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
+    this.addressesTaken = this.names.map((name) => new Set(input.claimed?.get(name) ?? []));
     this.attached = Array.from({ length: n }, () => new Map());
     this.nodeHash = this.names.map(fnv1a);
     this.volumeHomes = { ...input.volumeHomes };
@@ -312,6 +325,7 @@ export class Placer {
       ports: f.ports,
       volumes: (f.volumes ?? []).map((v) => ({ key: `${r.deployment}/${v.source}`, ...v })),
       dynamicPorts: dynamicPortNames(r.spec).length,
+      needsAddress: r.spec.network === 'cluster',
       maxPerNode: r.spec.placement?.maxPerNode ?? Infinity,
       svc: `${r.deployment}/${r.service}`,
       svcCounts: this.serviceCounts(`${r.deployment}/${r.service}`),
@@ -339,6 +353,7 @@ export class Placer {
     }
     // Dynamic host ports: the range must have enough free ones (assignPorts takes them after the choice).
     if (q.dynamicPorts && this.freeInRange(i) < q.dynamicPorts) return 'ports';
+    if (q.needsAddress && this.freeAddresses(i) === 0) return 'ipam';
     if (q.svcCounts[i]! >= q.maxPerNode) return 'max_per_node';
     if (antiAffinity && q.mode !== 'pack' && q.svcCounts[i]! > 0) return 'anti_affinity';
     return undefined;
@@ -381,6 +396,12 @@ export class Placer {
       }
       case 'anti_affinity':
         return `already runs ${q.svcCounts[i]} replica(s) of ${q.r.service}`;
+      case 'ipam': {
+        const s = node.subnets;
+        if (!s) return 'no subnets of the cluster network given to it yet';
+        const { first, last } = hostNumbers(s.ipv4);
+        return `all ${last - first + 1} addresses of ${s.ipv4} and ${s.ipv6} are held`;
+      }
     }
   }
 
@@ -479,6 +500,30 @@ export class Placer {
     const at = list?.findIndex((x) => x.id === replica) ?? -1;
     if (list && at >= 0) list[at] = { ...list[at]!, ports: [...list[at]!.ports, ...ports] };
     return assigned;
+  }
+
+  /**
+   * Gives a cluster-network replica placed on `node` an address of the node's subnets (ipam.ts
+   * chooseAddress). Undefined for a host-network spec, or when the node has none free (the ipam
+   * filter keeps that from happening).
+   */
+  assignAddress(replica: string, node: string, spec: ServiceSpec): { address: ReplicaAddress; hostNumber: number } | undefined {
+    const i = this.index.get(node);
+    const subnets = i === undefined ? undefined : this.nodes[i]!.subnets;
+    if (spec.network !== 'cluster' || i === undefined || !subnets) return undefined;
+    const given = chooseAddress(replica, subnets, this.addressesTaken[i]!);
+    if (given) this.addressesTaken[i]!.add(given.hostNumber);
+    return given;
+  }
+
+  /** Host numbers of node i's subnets nobody holds (0 without subnets). */
+  private freeAddresses(i: number): number {
+    const s = this.nodes[i]!.subnets;
+    if (!s) return 0;
+    const { first, last } = hostNumbers(s.ipv4);
+    let held = 0;
+    for (const n of this.addressesTaken[i]!) if (n >= first && n <= last) held++;
+    return last - first + 1 - held;
   }
 
   private rangeOf(i: number): PortRange {

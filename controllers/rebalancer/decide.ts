@@ -8,6 +8,7 @@
 import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
+import type { NetworkView } from '../placement/ipam.js';
 import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -96,6 +97,8 @@ export interface Snapshot {
   placements?: ReadonlyMap<string, ServiceSpec['placement']>;
   /** Every service's current priority by `<deployment>/<service>` (preemption; templates may lag: priority is not in the spec hash). */
   priorities?: ReadonlyMap<string, number>;
+  /** The cluster network: a moved cluster-network replica gets an address on its destination. */
+  network?: NetworkView;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)

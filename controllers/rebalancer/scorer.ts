@@ -96,6 +96,7 @@ export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   gpus: 'resource_limits',
   max_per_node: 'anti_affinity',
   ports: 'resource_limits',
+  ipam: 'resource_limits',
   anti_affinity: 'anti_affinity',
 };
 

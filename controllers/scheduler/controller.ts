@@ -20,7 +20,7 @@ import { allSteps } from '../../src/runtime/steps.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
 import type { ControllerSpec, PassInput, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
-import { eligibilityRevisions } from '../placement/input.js';
+import { eligibilityRevisions, networkViewOf } from '../placement/input.js';
 import { decideSteps, schedulerConfig, trackNotReady, type ActMetrics, type SchedulerAct, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from './decide.js';
 import { countLanded, schedulerMetrics, setUnschedulable } from './metrics.js';
 
@@ -39,6 +39,9 @@ export const SCHEDULER_READS = [
   'endpoints',
   'decisions',
   'statuses',
+  'network',
+  'subnets',
+  'addresses',
 ] as const;
 
 export interface SchedulerState {
@@ -77,6 +80,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     endpoints: byRest(cache.kind<Endpoints>('endpoints')),
     decisions: cache.kind<PlacementDecision>('decisions').items,
     statuses: byRest(cache.kind<DeploymentStatus>('statuses')),
+    network: networkViewOf(cache),
     notReadySince,
     failing: input.failing,
   };

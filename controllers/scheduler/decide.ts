@@ -87,6 +87,8 @@ export interface SchedulerSnapshot {
   decisions: ReadonlyMap<string, { key: string; modRevision: number }>;
   /** By deployment name. */
   statuses: ReadonlyMap<string, Versioned<DeploymentStatus>>;
+  /** The cluster network: its ranges, each node's subnets, the addresses claimed (IPAM). */
+  network: NetworkView;
   /** Leader-local: since when (ms) each NotReady node has been seen NotReady. */
   notReadySince: ReadonlyMap<string, number>;
   /** The scheduler's acts that keep failing (reported in their deployment's status). */
@@ -94,6 +96,8 @@ export interface SchedulerSnapshot {
 }
 
 export { decisionValue } from '../placement/decision.js';
+import { grantSubnets, releaseAddresses } from './network.js';
+import type { NetworkView } from '../placement/ipam.js';
 
 export interface SchedulerConfig {
   placement: PlacementConfig;
@@ -305,6 +309,8 @@ export function* decideSteps(snap: SchedulerSnapshot, now: number, cfg: Schedule
   const step = () => pass.plan.acts.slice(handed, (handed = pass.plan.acts.length));
   // Replicas whose deployment or service is gone first: they are not any service's to count.
   removeOrphanedReplicas(pass);
+  // Nodes get their subnets before anything is placed: this pass's placements use them.
+  grantSubnets(pass);
   yield step();
   // Services in priority order, so a higher-priority service takes the last free capacity; each
   // fixes membership (mode change, lost nodes, scale) before its restarts, status and endpoints.
@@ -312,8 +318,10 @@ export function* decideSteps(snap: SchedulerSnapshot, now: number, cfg: Schedule
     reconcileService(pass, dep, svc, spec);
     yield step();
   }
-  // Bookkeeping of what no longer exists: commands, decisions, counters, endpoints, statuses.
+  // Bookkeeping of what no longer exists: commands, decisions, counters, endpoints, statuses,
+  // addresses and subnets.
   cleanup(pass);
+  releaseAddresses(pass);
   // Last: the status reports what the acts above leave behind.
   writeStatuses(pass);
   return pass.plan;

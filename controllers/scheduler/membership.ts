@@ -146,6 +146,7 @@ export function placeIndexed(
     if (canary) desired.spec.canary = canary;
     const ops: Op[] = [
       { op: 'create', key: keys.desired(decision.chosen, id), value: desired },
+      ...pass.addressOps(desired),
       { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, trigger, pass.now, pass.cfg.actor) },
     ];
     const audit: AuditRecord = { type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: decision.chosen, revision: t.revision, trigger, why: decision.why } };
@@ -164,9 +165,12 @@ export function placeIndexed(
     // Each placement creates its desired key (a compare and a write), writes its decision and its
     // audit record; each node it places on adds the node's eligibility guard (compares).
     const host = decision.chosen;
+    // A cluster-network replica's address claim is one more create (a compare and a write).
+    const claims = ops.length - 2;
+    const one = { compares: PLACEMENT.compares + claims, writes: PLACEMENT.writes + claims };
     const guards = (c: Chunk) => (c.nodes.has(host) ? 0 : pass.guard(host).length);
     const full = (c: Chunk) =>
-      c.compares + PLACEMENT.compares + guards(c) > MAX_TXN_OPS || c.writes + PLACEMENT.writes > MAX_TXN_OPS || c.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES;
+      c.compares + one.compares + guards(c) > MAX_TXN_OPS || c.writes + one.writes > MAX_TXN_OPS || c.bytes + bytes > MAX_REQUEST_BYTES - ACT_OVERHEAD_BYTES;
     if (!cur || full(cur)) {
       const first = !chunks.length;
       cur = { first: index, end: index, n: 0, canaries: 0, ops: [], nodes: new Set(), compares: ACT_BASE.compares, writes: ACT_BASE.writes, audit: [], bytes: 0 };
@@ -176,8 +180,8 @@ export function placeIndexed(
       cur.compares += cur.ops.length;
       cur.writes += cur.ops.length;
     }
-    cur.compares += PLACEMENT.compares + guards(cur);
-    cur.writes += PLACEMENT.writes;
+    cur.compares += one.compares + guards(cur);
+    cur.writes += one.writes;
     cur.nodes.add(host);
     cur.ops.push(...ops);
     cur.audit.push(audit);
@@ -266,6 +270,7 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
     }
     placer.assume({ id, deployment: dep, service: svc, node: host, ...footprintOf(shape) });
     pass.plan.place.push({ replica: id, deployment: dep, service: svc, node: host, trigger: 'global_node', why: decision.why });
+    const desired = desiredValue(id, dep, svc, host, undefined, t, pass.now, placer.assignPorts(id, host, shape));
     pass.plan.acts.push({
       label: `place ${id}`,
       subject: `deployment/${dep}`,
@@ -273,7 +278,8 @@ export function scaleGlobal(pass: SchedulerPass, dep: string, svc: string, spec:
         ...marker(),
         ...pass.guard(host),
         pass.deploymentGuard(dep),
-        { op: 'create', key: keys.desired(host, id), value: desiredValue(id, dep, svc, host, undefined, t, pass.now, placer.assignPorts(id, host, shape)) },
+        { op: 'create', key: keys.desired(host, id), value: desired },
+        ...pass.addressOps(desired),
         { op: 'put', key: keys.decision(dep, id), value: decisionValue(decision, 'global_node', pass.now, pass.cfg.actor) },
       ],
       audit: [{ type: 'replica_placed', time: pass.now, deployment: dep, payload: { replica: id, service: svc, node: host, revision: t.revision, trigger: 'global_node', why: decision.why } }],

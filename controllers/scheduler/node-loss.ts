@@ -65,7 +65,7 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     const moved: ReplicaDesired = { ...base.desired, metadata: { name: e.id }, spec: { ...rest, node: decision.chosen, placedAt: pass.iso, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) } };
     const newKey = keys.desired(decision.chosen, e.id);
     const ops = pass.deleteCopies(e);
-    ops.push(...lossGuard(pass, e), ...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
+    ops.push(...lossGuard(pass, e), ...pass.guard(decision.chosen), pass.deploymentGuard(e.deployment), { op: 'create', key: newKey, value: moved }, ...pass.addressOps(moved), { op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue(decision, 'node_lost', pass.now, pass.cfg.actor) });
     pass.plan.replaceLost.push({ replica: e.id, deployment: e.deployment, service: e.service, from, to: decision.chosen, notReadyForMs, why: decision.why });
     pass.replicaAct(
       e,

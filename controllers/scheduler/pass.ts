@@ -4,7 +4,8 @@
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { planOfIncarnation } from '../../src/api/serving.js';
-import type { HoleFor, ReplicaCommand, RolloutPlan } from '../../src/api/types.js';
+import type { HoleFor, NodeSubnet, ReplicaCommand, ReplicaDesired, RolloutPlan } from '../../src/api/types.js';
+import { addressClaimOp, type NetworkView } from '../placement/ipam.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
@@ -39,6 +40,8 @@ export class SchedulerPass {
   /** Per service: replicas exhausted and stranded on lost nodes (status). */
   private readonly conditions = new Map<string, { exhausted: string[]; nodeLost: string[] }>();
   private placerCache?: Placer;
+  /** Subnets given to nodes this pass (grantSubnets), placed into like stored ones. */
+  private readonly granted = new Map<string, Versioned<NodeSubnet>>();
   private holesCache?: Map<string, HoleFor[]>;
   private readonly readyCache = new Map<string, boolean>();
 
@@ -60,11 +63,36 @@ export class SchedulerPass {
   get placer(): Placer {
     const { snap } = this;
     this.placerCache ??= placerFor(
-      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value), commands: snap.commands },
+      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value), commands: snap.commands, network: this.network },
       this.now,
       this.cfg.placement,
     );
     return this.placerCache;
+  }
+
+  /** The cluster network as this pass sees it: the snapshot's, with the subnets it gives. */
+  get network(): NetworkView {
+    const n = this.snap.network;
+    return this.granted.size ? { ...n, subnets: new Map([...n.subnets, ...this.granted]) } : n;
+  }
+
+  /** Gives node subnets (grantSubnets, before any placement of the pass: the placer sees them). */
+  grant(node: string, subnet: NodeSubnet): void {
+    if (this.placerCache) throw new Error('subnets are given before the placer is built');
+    this.granted.set(node, { key: keys.subnet(node), value: subnet, modRevision: 0, createRevision: 0, version: 0 } as Versioned<NodeSubnet>);
+  }
+
+  /**
+   * A cluster-network copy about to be created on its node: its address of the node's subnets
+   * (recorded in the desired value, replacing any it had on another node) and the claim to create
+   * in the same act. Host-network copies get none and need nothing.
+   */
+  addressOps(desired: ReplicaDesired): Op[] {
+    delete desired.spec.address;
+    const given = this.placer.assignAddress(desired.spec.replica, desired.spec.node, desired.spec.template);
+    if (!given) return [];
+    desired.spec.address = given.address;
+    return [addressClaimOp(desired.spec, given, this.now)];
   }
 
   // -------------------------------------------------------------- nodes

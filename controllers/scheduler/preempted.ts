@@ -45,8 +45,9 @@ export function returnPreempted(pass: SchedulerPass, spec: ServiceSpec, kept: re
     const value: ReplicaDesired = { ...c.desired, metadata: { name: e.id }, spec: { ...rest, node: to, placedAt: pass.iso, ...(Object.keys(hostPorts).length ? { hostPorts } : {}) } };
     const why = `preempted on ${s.node} for ${by}; capacity returned: ${decision.why}`;
     const ops: Op[] = [pass.deploymentGuard(e.deployment), ...pass.guard(to)];
+    // Back where it was, it keeps its address (its claim never went); elsewhere it gets one of its new node.
     if (to === s.node) ops.push({ op: 'update', key: c.key, value, modRevision: c.modRevision });
-    else ops.push(...pass.deleteCopies(e), { op: 'create', key: keys.desired(to, e.id), value });
+    else ops.push(...pass.deleteCopies(e), { op: 'create', key: keys.desired(to, e.id), value }, ...pass.addressOps(value));
     ops.push({ op: 'put', key: keys.decision(e.deployment, e.id), value: decisionValue({ ...decision, why }, 'preempted', pass.now, pass.cfg.actor) });
     pass.plan.place.push({ replica: e.id, deployment: e.deployment, service: e.service, node: to, ...(e.index !== undefined ? { index: e.index } : {}), trigger: 'preempted', why });
     pass.replicaAct(e, 'return', ops, 'replica_placed', { node: to, from: s.node, trigger: 'preempted', why }, [{ placements: { trigger: 'preempted', count: 1 } }]);

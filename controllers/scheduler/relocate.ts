@@ -45,6 +45,7 @@ export function relocate(pass: SchedulerPass, e: ReplicaEntry, c: Copy, cause: R
     ...pass.deleteCopies(e),
     ...pass.guard(to),
     { op: 'create' as const, key: keys.desired(to, e.id), value: moved },
+    ...pass.addressOps(moved),
     { op: 'put' as const, key: keys.decision(e.deployment, e.id), value: decisionValue({ ...decision, why }, 'crash_loop', pass.now, pass.cfg.actor) },
   ];
   pass.plan.place.push({ replica: e.id, deployment: e.deployment, service: e.service, node: to, ...(e.index !== undefined ? { index: e.index } : {}), trigger: 'crash_loop', why });

@@ -384,6 +384,7 @@ const KINDS: KindDef[] = [
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
+        address: obj({ ipv4: str(), ipv6: str() }, ['ipv4', 'ipv6'], { description: "A cluster-network replica's addresses, as its container holds them." }),
         replacing: obj(
           { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
           ['revision', 'specHash', 'containerId', 'state'],
@@ -482,6 +483,40 @@ const KINDS: KindDef[] = [
     plural: 'clusterkeys',
     description: 'The public half of the cluster key new secrets are sealed to, published by the secrets controller from its key file.',
     spec: obj({ id: str({ minLength: 1 }), publicKey: str({ minLength: 1 }), publishedAt: time('When it was published.') }, ['id', 'publicKey', 'publishedAt']),
+  },
+  {
+    kind: 'NetworkConfig',
+    plural: 'networkconfigs',
+    description: "config/network: the cluster network's ranges, from which every node gets a subnet of each family (docs/networking.md). Fixed once addresses are given out.",
+    spec: obj(
+      {
+        ipv4: str({ pattern: '^[0-9.]+/[0-9]{1,2}$', description: 'IPv4 range, e.g. 10.208.0.0/12.' }),
+        ipv6: str({ pattern: '^[fF][dD][0-9a-fA-F:]*/[0-9]{1,3}$', description: 'IPv6 unique local /48, e.g. fd4a:17c2:9e01::/48.' }),
+        subnetBits4: int({ minimum: 8, maximum: 30, description: "Prefix length of a node's IPv4 subnet (default 24)." }),
+      },
+      ['ipv4', 'ipv6'],
+    ),
+  },
+  {
+    kind: 'NodeSubnet',
+    plural: 'nodesubnets',
+    description: "subnets/<node>: a node's subnets of the cluster network, given by the scheduler (its index is claimed by subnetindex/<n>).",
+    spec: obj({ node: str(), index: int({ minimum: 0 }), ipv4: str(), ipv6: str(), since: time('When it was given.') }, ['node', 'index', 'ipv4', 'ipv6', 'since']),
+  },
+  {
+    kind: 'SubnetIndexClaim',
+    plural: 'subnetindexclaims',
+    description: 'subnetindex/<n>: subnet index n belongs to this node (created with its subnets/<node>, so no two nodes share one).',
+    spec: obj({ node: str() }, ['node']),
+  },
+  {
+    kind: 'AddressClaim',
+    plural: 'addressclaims',
+    description: "addresses/<node>/<n>: host number n of the node's subnets belongs to this replica copy; created in the placement's own transaction (no two copies share an address), deleted once no copy holds it and no container of it may still run.",
+    spec: obj(
+      { node: str(), replica: str(), deployment: str(), service: str(), ipv4: str(), ipv6: str(), since: time('Given at placement.') },
+      ['node', 'replica', 'deployment', 'service', 'ipv4', 'ipv6', 'since'],
+    ),
   },
   {
     kind: 'Endpoints',

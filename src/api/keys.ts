@@ -48,6 +48,15 @@ export const keys = {
   registries: () => 'registries/',
   /** The cluster's image setting: default registry, whether short names may go to Docker Hub. */
   imageSettings: () => 'config/images',
+  /** The cluster network's ranges (src/api/network.ts). */
+  networkConfig: () => 'config/network',
+  subnet: (node: string) => `subnets/${node}`,
+  subnets: () => 'subnets/',
+  subnetIndex: (n: number) => `subnetindex/${n}`,
+  subnetIndexes: () => 'subnetindex/',
+  /** A replica copy's claim of host number n of its node's subnets (IPv4 and IPv6 alike). */
+  address: (node: string, n: number) => `addresses/${node}/${n}`,
+  addresses: (node?: string) => (node ? `addresses/${node}/` : 'addresses/'),
   audit: (id: string) => `audit/${id}`,
   audits: () => 'audit/',
   leaders: (controller: string) => `leaders/${controller}/`,

@@ -443,6 +443,8 @@ export interface ReplicaObservedStatus {
   health?: HealthState;
   lastHealthAt?: string;
   exitCode?: number;
+  /** A cluster-network replica's addresses, as its container holds them. */
+  address?: ReplicaAddress;
   /** During a start-first replacement: the previous container, still serving. */
   replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
   /** The seq of the last command executed (commands/<host>/<replica>). */
@@ -574,6 +576,15 @@ export type DisruptionLedger = JacoObject<
 
 /** volumes/<deployment>/<volume>: the home node of a named volume, fixed on first placement. */
 export type VolumeHome = JacoObject<'VolumeHome', { deployment: string; volume: string; node: string; since: string }, never>;
+
+/** config/network (src/api/network.ts). */
+export type NetworkConfig = JacoObject<'NetworkConfig', import('./network.js').NetworkConfigSpec, never>;
+/** subnets/<node>: a node's subnets, given by the scheduler. */
+export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number; ipv4: string; ipv6: string; since: string }, never>;
+/** subnetindex/<n>: who holds subnet index n. */
+export type SubnetIndexClaim = JacoObject<'SubnetIndexClaim', { node: string }, never>;
+/** addresses/<node>/<n>: who holds host number n of the node's subnets. */
+export type AddressClaim = JacoObject<'AddressClaim', { node: string; replica: string; deployment: string; service: string; ipv4: string; ipv6: string; since: string }, never>;
 
 export interface EndpointAddress {
   replica: string;

@@ -1,13 +1,14 @@
 // Writing deployments: apply (and rollback, which applies a stored revision's spec). One call is
 // one transaction: every deployment, its new revision record, the pruning of old revisions and the
 // audit records land together or not at all.
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DEFAULT_IPV4_RANGE, ulaFromRandom } from '../api/network.js';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
 import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
 import { sameDeploymentSpec } from '../api/spec.js';
 import { DEFAULT_PORT_RANGE } from '../api/ports.js';
-import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type Node } from '../api/types.js';
+import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type NetworkConfig, type Node } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
 import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
@@ -134,11 +135,19 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
   }
   // Its checks (an object referred to is still there) go with any write; alone they write nothing.
   if (acts.length || files.ops.some((o) => o.op !== 'check')) acts.push({ label: 'secrets and configs', ops: [...files.ops, ...(await audit.ops(files.audit))] });
+  // The first cluster-network service makes the cluster network's ranges (docs/networking.md).
+  if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await store.get(keys.networkConfig())))
+    acts.push({ label: 'cluster network', ops: [{ op: 'create', key: keys.networkConfig(), value: newNetworkConfig() }] });
   if (!opts.dryRun && acts.length) {
     acts.push({ label: 'deployments unchanged since read', ops: [{ op: 'checkRange', key: keys.deployments(), unchangedSince: listed.revision }] });
     await commitAtomic(store, acts, { landed: landedIf(store, acts) });
   }
   return outcomes;
+}
+
+/** The cluster network's ranges: the default IPv4 range and a ULA /48 of 40 random bits (RFC 4193). */
+export function newNetworkConfig(random: (n: number) => Uint8Array = randomBytes): NetworkConfig {
+  return { apiVersion: API_VERSION, kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: DEFAULT_IPV4_RANGE, ipv6: ulaFromRandom(random(5)) } };
 }
 
 /**

@@ -22,6 +22,11 @@ export const WATCHABLE = {
   volumes: { prefix: keys.volumeHomes(), kind: 'VolumeHome' },
   endpoints: { prefix: keys.endpointsAll(), kind: 'Endpoints' },
   ingresses: { prefix: keys.ingresses(), kind: 'IngressStatus' },
+  // The cluster network: its ranges, each node's subnets, who holds which address (IPAM).
+  network: { prefix: keys.networkConfig(), kind: 'NetworkConfig' },
+  subnets: { prefix: keys.subnets(), kind: 'NodeSubnet' },
+  subnetIndexes: { prefix: keys.subnetIndexes(), kind: 'SubnetIndexClaim' },
+  addresses: { prefix: keys.addresses(), kind: 'AddressClaim' },
   // Registries' access: what a node-agent pulls with (credentials, never shown).
   registries: { prefix: keys.registries(), kind: 'Registry' },
   // Secrets and configs (docs/secrets.md): values sealed or plain, each node's sealed copies, and

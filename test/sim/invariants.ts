@@ -5,7 +5,7 @@
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
-import type { AuditEventSpec, ClusterKey, FileKind, Heartbeat, Node, NodeCopy, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, Secret, VolumeHome } from '../../src/api/types.js';
+import type { AddressClaim, AuditEventSpec, ClusterKey, FileKind, Heartbeat, Node, NodeCopy, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, Secret, VolumeHome } from '../../src/api/types.js';
 import { filesUsed } from '../../src/api/files.js';
 import { copyAad } from '../../src/secrets/seal.js';
 import { simSealedOf } from './secrets.js';
@@ -81,7 +81,31 @@ export const noUnknownNodes: Invariant = {
   },
 };
 
-export const STATE_INVARIANTS: readonly Invariant[] = [oneCopyOutsideMoves, movesWithinBudget, noUnknownNodes];
+/**
+ * IPAM (seed 004 §4): every cluster-network copy has an address of its node, claimed for it by
+ * addresses/<node>/<n> — written in the copy's own transaction, so at every step — and no two
+ * copies on a node share one.
+ */
+export const addressesClaimed: Invariant = {
+  name: 'every cluster-network copy holds a claimed address of its own',
+  check(sim) {
+    const seen = new Map<string, string>();
+    for (const d of sim.desired()) {
+      if (d.spec.template.network !== 'cluster') continue;
+      const a = d.spec.address;
+      if (!a) return `${d.spec.replica}@${d.spec.node} has no address`;
+      const n = Number(a.ipv4.split('/')[0]!.split('.')[3]);
+      const claim = sim.get<AddressClaim>(keys.address(d.spec.node, n));
+      if (claim?.spec.replica !== d.spec.replica || claim.spec.ipv4 !== a.ipv4) return `${d.spec.replica}@${d.spec.node} holds ${a.ipv4}, claimed by ${claim ? `${claim.spec.replica} (${claim.spec.ipv4})` : 'nobody'}`;
+      const k = `${d.spec.node}/${a.ipv4}`;
+      if (seen.has(k)) return `${seen.get(k)} and ${d.spec.replica} both hold ${a.ipv4} on ${d.spec.node}`;
+      seen.set(k, d.spec.replica);
+    }
+    return undefined;
+  },
+};
+
+export const STATE_INVARIANTS: readonly Invariant[] = [oneCopyOutsideMoves, movesWithinBudget, noUnknownNodes, addressesClaimed];
 
 // ---------------------------------------------------------------- as each transaction lands
 

@@ -189,7 +189,9 @@ export class Sim {
     this.put(keys.secret('db_password_1'), simSecret('db_password_1', 'sim-value-1', this.keyFile.primary));
     this.put(keys.config('app.conf'), simConfig('app.conf', 'level = debug\n'));
     this.deploy('app', { web: { ...this.service(3, 1), ...this.webFiles() }, api: this.service(2, 1) });
-    this.deploy('side', { worker: this.service(2, 1) });
+    // side/worker is on the cluster network: its replicas get addresses (IPAM) wherever they go.
+    this.put(keys.networkConfig(), { apiVersion: API_VERSION, kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' } });
+    this.deploy('side', { worker: { ...this.service(2, 1), network: 'cluster' } });
     if (opts.breadth) this.deploy('infra', { agent: this.globalService(1), db: this.statefulService(1, 1) });
   }
 
@@ -694,7 +696,7 @@ export class Sim {
       this.remove(keys.deployment('side'));
     } else if (roll < 0.74 && !this.has(keys.deployment('side'))) {
       this.log('operator: apply side (re-created)');
-      this.deploy('side', { worker: this.service(2, 1) });
+      this.deploy('side', { worker: { ...this.service(2, 1), network: 'cluster' } });
     } else if (roll < 0.86) {
       this.malformed();
     } else if (roll < 0.9) {

@@ -11,6 +11,7 @@ export const MOVE_REFUSALS = {
   replica_suspended: 'the replica is stopped (drained with --force) and stays where it is',
   same_node: 'the destination is the source',
   unknown_replica: 'no desired copy of the replica on the source node',
+  no_address: "the destination has no free address of its subnets for a cluster-network replica (or no subnets yet)",
 } as const;
 export type MoveRefusal = keyof typeof MOVE_REFUSALS;
 

@@ -16,6 +16,7 @@ export const UNSCHEDULABLE_REASONS = {
   volume_in_use: 'its named volume is attached read-write by another replica (or it would attach read-write a volume others use): one writer per volume (seed 004)',
   preempted: 'stopped to make room for a higher-priority service (priority preemption): placed again as soon as capacity exists',
   spec_too_large: 'one replica of the service is larger than an etcd request can carry (--max-request-bytes): shrink its spec (env, command)',
+  ipam_exhausted: "no eligible node has a free address in its subnets for a cluster-network replica (seed 004: if IPAM allocation fails, placement fails)",
 } as const;
 export type UnschedulableReason = keyof typeof UNSCHEDULABLE_REASONS;
 
@@ -36,6 +37,7 @@ export const FILTERS = {
   memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
   gpus: 'not enough free GPUs',
   ports: 'a host port of the service is taken on the node',
+  ipam: "the node has no free address in its subnets (or no subnets yet) for a cluster-network replica",
   max_per_node: 'the node already runs placement.maxPerNode replicas of this service',
   anti_affinity: 'the node already runs a replica of this service',
 } as const;
@@ -52,6 +54,7 @@ export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
   memory: 'no_capacity_memory',
   gpus: 'no_capacity_gpu',
   ports: 'port_conflict',
+  ipam: 'ipam_exhausted',
   max_per_node: 'max_per_node',
   anti_affinity: 'cannot_satisfy_host_placement',
 };

@@ -35,6 +35,8 @@ export function renderDecision(dec: PlacementDecision, now: number, current: Rep
   if (d.chosen && nodes.length && !nodes.includes(d.chosen))
     out += `Now:         on ${nodes.join(' and ')}: moved since this decision (see jaco audit --type replica_moved,rebalance_moved)\n`;
   else if (!nodes.length) out += 'Now:         the replica no longer exists\n';
+  // A cluster-network replica's address, given with the placement (IPAM: the ipam filter below).
+  for (const c of current) if (c.spec.address) out += `Address:     ${c.spec.address.ipv4}, ${c.spec.address.ipv6} (on ${c.spec.node})\n`;
   out += '\n' + table(['NODE', 'VERDICT', 'FILTER / SCORE', 'DETAIL'], verdictRows(d));
   return out + omittedText(d.omitted);
 }
@@ -110,7 +112,8 @@ export function registerExplain(program: Command): void {
       'after',
       `
 Filters, in pipeline order: eligibility (NotReady, cordoned, draining, no capacity), excluded,
-hosts, node_selector, volume_locality, memory, gpus, ports, anti_affinity. Scores: spread and
+hosts, node_selector, volume_locality, volume_in_use, memory, gpus, ports, ipam (a free address of the
+node's subnets for a cluster-network replica), max_per_node, anti_affinity. Scores: spread and
 hosts prefer the node with the fewest replicas of the service (peers), then CPU headroom against
 capacity × 4 in quarter steps (cpu), then a stable per-replica hash (hash); pack prefers the node
 with the fewest replicas. Decisions are stored when made (decisions/<deployment>/<replica>).

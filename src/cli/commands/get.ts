@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
+import { bareAddress } from '../../api/network.js';
 import { serviceFiles } from '../../api/files.js';
 import { normalizePorts } from '../../api/ports.js';
 import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, PlacementDecision } from '../../api/types.js';
@@ -89,13 +90,14 @@ function getReplicas(v: ClusterView, name: string | undefined, out: string, now:
   if (name && !rows.length) throw new CliError(`replica "${name}" not found`);
   if (out !== 'table' && out !== 'wide') return printObjects(out, rows.map(replicaObject), !!name && rows.length === 1, v.revision);
   printTable(
-      ['NAME', 'DEPLOYMENT', 'SERVICE', 'NODE', 'REVISION', 'STATE', 'CODE', 'RESTARTS', 'AGE', ...(out === 'wide' ? ['IMAGE', 'DIGEST', 'CONTAINER', 'MOVE'] : [])],
+      ['NAME', 'DEPLOYMENT', 'SERVICE', 'NODE', 'REVISION', 'STATE', 'CODE', 'RESTARTS', 'AGE', ...(out === 'wide' ? ['ADDRESS', 'IMAGE', 'DIGEST', 'CONTAINER', 'MOVE'] : [])],
       rows.map((r) => {
         const s = replicaState(r);
         const row: (string | number | undefined)[] = [r.id, r.desired.spec.deployment, r.desired.spec.service, r.node, r.desired.spec.revision, s.state, s.code ?? '', r.command?.status?.restarts ?? 0, age(r.observed?.status?.startedAt ?? r.desired.spec.placedAt, now)];
         // The digest the container runs (observed), else the one it is to run (desired).
         const pinned = r.observed?.status?.image ?? runImage(r.desired.spec.template);
-        if (out === 'wide') row.push(r.desired.spec.template.image, pinned.includes('@') ? shortDigest(pinned) : '-', r.observed?.status?.containerId?.slice(0, 12) ?? '', r.desired.spec.move ? `from ${r.desired.spec.move.from} (${r.desired.spec.move.by})` : '');
+        const a = r.desired.spec.address;
+        if (out === 'wide') row.push(a ? `${bareAddress(a.ipv4)},${bareAddress(a.ipv6)}` : '-', r.desired.spec.template.image, pinned.includes('@') ? shortDigest(pinned) : '-', r.observed?.status?.containerId?.slice(0, 12) ?? '', r.desired.spec.move ? `from ${r.desired.spec.move.from} (${r.desired.spec.move.by})` : '');
         return row;
       }),
   );

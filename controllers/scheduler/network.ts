@@ -1,0 +1,48 @@
+// The scheduler's part of IPAM (controllers/placement/ipam.ts): it gives every node its subnets of
+// the cluster network once a cluster-network service exists, and releases what no copy holds any
+// more — an address once no desired copy carries it and no container of it may still run, a
+// node's subnets once the node is gone and holds none. Addresses themselves are given with each
+// placement (SchedulerPass.addressOps), in the placement's own act.
+import { keys } from '../../src/api/keys.js';
+import type { Op } from '../../src/store/writer.js';
+import { releasableClaims, releasableSubnets, subnetsToGive } from '../placement/ipam.js';
+import type { SchedulerPass } from './pass.js';
+
+/** Whether any service of any deployment runs on the cluster network. */
+function clusterNetworkInUse(pass: SchedulerPass): boolean {
+  for (const d of pass.snap.deployments.values()) for (const s of Object.values(d.value.spec.services)) if (s.network === 'cluster') return true;
+  return pass.snap.network.claims.size > 0;
+}
+
+/** Subnets for the registered nodes that have none (first pass with a cluster-network service, then each new node). */
+export function grantSubnets(pass: SchedulerPass): void {
+  const { snap } = pass;
+  if (!snap.network.config || !clusterNetworkInUse(pass)) return;
+  for (const g of subnetsToGive(snap.nodes.keys(), snap.network, pass.now)) {
+    pass.grant(g.node, g.subnet);
+    pass.plan.acts.push({ label: `subnet ${g.node}`, subject: `node/${g.node}`, ops: g.ops, audit: [] });
+  }
+}
+
+/** Claims and subnets nothing holds any more: deleted (compare-and-swap on what was read). */
+export function releaseAddresses(pass: SchedulerPass): void {
+  const { snap } = pass;
+  if (!snap.network.claims.size && !snap.network.subnets.size) return;
+  const nodeExists = (n: string) => snap.nodes.has(n) || snap.frozenNodes.has(n);
+  const claims = releasableClaims(snap.network, {
+    nodeExists,
+    desired: (node, replica) => snap.replicas.byId.get(replica)?.copies.find((c) => c.desired.spec.node === node)?.desired,
+    observed: (node, replica) => snap.replicas.observed(node, replica),
+  });
+  for (const c of claims) {
+    if (pass.deleted.has(c.key)) continue;
+    pass.plan.cleanup.push({ key: c.key, why: `no copy of ${c.value.spec.replica} holds ${c.value.spec.ipv4} on ${c.value.spec.node} any more` });
+    pass.plan.acts.push({ label: `release ${c.key}`, ops: [pass.deleteOp(c)], audit: [] });
+  }
+  const releasing = new Set(claims.map((c) => c.key));
+  for (const s of releasableSubnets(snap.network, nodeExists, releasing)) {
+    const ops: Op[] = [{ op: 'check', key: keys.node(s.value.spec.node), modRevision: 0 }, pass.deleteOp(s), { op: 'delete', key: keys.subnetIndex(s.value.spec.index) }];
+    pass.plan.cleanup.push({ key: s.key, why: `node ${s.value.spec.node} is gone` });
+    pass.plan.acts.push({ label: `release ${s.key}`, ops, audit: [] });
+  }
+}

@@ -1,0 +1,155 @@
+// The cluster network's address plan (seed 004 §4; docs/networking.md): an IPv4 range and an IPv6
+// ULA /48 per cluster, a subnet of each per node (by the node's subnet index), and a replica's
+// addresses by a host number within its node's subnets — the same number in both families, so one
+// claim (addresses/<node>/<n>) makes both unique. Pure: parsing, formatting, subnet arithmetic.
+import { isIPv4, isIPv6 } from 'node:net';
+import type { ReplicaAddress } from './types.js';
+
+/** config/network: the cluster's ranges. Fixed once replicas hold addresses from them. */
+export interface NetworkConfigSpec {
+  /** IPv4 range of the cluster, e.g. 10.208.0.0/12; each node a /subnetBits4 of it. */
+  ipv4: string;
+  /** IPv6 ULA /48 of the cluster, e.g. fd4a:17c2:9e01::/48; each node a /64 of it. */
+  ipv6: string;
+  /** Prefix length of a node's IPv4 subnet (default 24: 253 replicas per node). */
+  subnetBits4?: number;
+}
+
+export const DEFAULT_IPV4_RANGE = '10.208.0.0/12';
+export const DEFAULT_SUBNET_BITS4 = 24;
+const SUBNET_BITS6 = 64;
+
+export class NetworkPlanError extends Error {
+  override name = 'NetworkPlanError';
+}
+
+/** A ULA /48 from 40 random bits (RFC 4193: fd00::/8, a pseudo-random global id). */
+export function ulaFromRandom(bytes: Uint8Array): string {
+  if (bytes.length < 5) throw new NetworkPlanError('a ULA needs 40 random bits');
+  const id = [...bytes.slice(0, 5)].reduce((n, b) => (n << 8n) | BigInt(b), 0n);
+  return formatCidr({ base: ((0xfdn << 40n) | id) << 80n, bits: 48, family: 6 });
+}
+
+// ---------------------------------------------------------------- IPv4 and IPv6 as big integers
+
+function v4ToInt(a: string): bigint {
+  if (!isIPv4(a)) throw new NetworkPlanError(`${JSON.stringify(a)} is not an IPv4 address`);
+  return a.split('.').reduce((n, p) => (n << 8n) | BigInt(Number(p)), 0n);
+}
+
+function intToV4(n: bigint): string {
+  return [24n, 16n, 8n, 0n].map((s) => String((n >> s) & 255n)).join('.');
+}
+
+function v6ToInt(a: string): bigint {
+  if (!isIPv6(a) || a.includes('.')) throw new NetworkPlanError(`${JSON.stringify(a)} is not an IPv6 address`);
+  const [head, tail] = a.includes('::') ? a.split('::') : [a, undefined];
+  const hs = head ? head.split(':') : [];
+  const ts = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = [...hs, ...Array<string>(8 - hs.length - ts.length).fill('0'), ...ts];
+  return groups.reduce((n, g) => (n << 16n) | BigInt(parseInt(g, 16)), 0n);
+}
+
+/** RFC 5952 text: lower case, the longest run of zero groups (of two or more) as ::. */
+function intToV6(n: bigint): string {
+  const g = Array.from({ length: 8 }, (_, i) => Number((n >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = [-1, 0];
+  for (let i = 0; i < 8; ) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > best[1]! && j - i >= 2) best = [i, j - i];
+    i = j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (best[0]! < 0) return hex.join(':');
+  return `${hex.slice(0, best[0]).join(':')}::${hex.slice(best[0]! + best[1]!).join(':')}`;
+}
+
+interface Cidr {
+  base: bigint;
+  bits: number;
+  family: 4 | 6;
+}
+
+export function parseCidr(text: string): Cidr {
+  const [addr, len, extra] = text.split('/');
+  const bits = Number(len);
+  if (extra !== undefined || !addr || !Number.isInteger(bits)) throw new NetworkPlanError(`${JSON.stringify(text)} is not a CIDR (address/prefix length)`);
+  const family = isIPv4(addr) ? 4 : 6;
+  const width = family === 4 ? 32 : 128;
+  if (bits < 0 || bits > width) throw new NetworkPlanError(`${text}: prefix length ${bits} is out of 0–${width}`);
+  const n = family === 4 ? v4ToInt(addr) : v6ToInt(addr);
+  const host = (1n << BigInt(width - bits)) - 1n;
+  if (n & host) throw new NetworkPlanError(`${text}: host bits are set (the network is ${formatCidr({ base: n & ~host, bits, family })})`);
+  return { base: n, bits, family };
+}
+
+function formatCidr(c: Cidr): string {
+  return `${c.family === 4 ? intToV4(c.base) : intToV6(c.base)}/${c.bits}`;
+}
+
+const addr = (c: Cidr, n: bigint) => (c.family === 4 ? intToV4(n) : intToV6(n));
+
+// ---------------------------------------------------------------- the plan
+
+/** How many node subnets the cluster's ranges hold (the smaller of the two families). */
+export function subnetCount(cfg: NetworkConfigSpec): number {
+  const v4 = parseCidr(cfg.ipv4);
+  const v6 = parseCidr(cfg.ipv6);
+  const sub4 = cfg.subnetBits4 ?? DEFAULT_SUBNET_BITS4;
+  if (sub4 < v4.bits || sub4 > 30) throw new NetworkPlanError(`subnetBits4 ${sub4} must be between the range's ${v4.bits} and 30`);
+  if (v6.bits > SUBNET_BITS6) throw new NetworkPlanError(`${cfg.ipv6}: the IPv6 range must be /64 or larger`);
+  return Math.min(2 ** (sub4 - v4.bits), 2 ** Math.min(SUBNET_BITS6 - v6.bits, 30));
+}
+
+/** A node's subnets (CIDR text) for subnet index `index`. */
+export function nodeSubnets(cfg: NetworkConfigSpec, index: number): { ipv4: string; ipv6: string } {
+  if (!Number.isInteger(index) || index < 0 || index >= subnetCount(cfg)) throw new NetworkPlanError(`subnet index ${index} is outside the cluster's ${subnetCount(cfg)} subnets`);
+  const v4 = parseCidr(cfg.ipv4);
+  const v6 = parseCidr(cfg.ipv6);
+  const sub4 = cfg.subnetBits4 ?? DEFAULT_SUBNET_BITS4;
+  const s4: Cidr = { base: v4.base + (BigInt(index) << BigInt(32 - sub4)), bits: sub4, family: 4 };
+  const s6: Cidr = { base: v6.base + (BigInt(index) << BigInt(128 - SUBNET_BITS6)), bits: SUBNET_BITS6, family: 6 };
+  return { ipv4: formatCidr(s4), ipv6: formatCidr(s6) };
+}
+
+/** Host numbers a node's subnets give replicas: 2 … 2^(32-bits)-2 (1 is the node's gateway; 0 and the last are the network's and broadcast's). */
+export function hostNumbers(subnet4: string): { first: number; last: number } {
+  const bits = parseCidr(subnet4).bits;
+  return { first: 2, last: 2 ** (32 - bits) - 2 };
+}
+
+/** The replica address of host number `n` in a node's subnets. */
+export function replicaAddress(subnets: { ipv4: string; ipv6: string }, n: number): ReplicaAddress {
+  const s4 = parseCidr(subnets.ipv4);
+  const s6 = parseCidr(subnets.ipv6);
+  const { first, last } = hostNumbers(subnets.ipv4);
+  if (!Number.isInteger(n) || n < first || n > last) throw new NetworkPlanError(`host number ${n} is outside ${first}–${last} of ${subnets.ipv4}`);
+  return { ipv4: `${addr(s4, s4.base + BigInt(n))}/${s4.bits}`, ipv6: `${addr(s6, s6.base + BigInt(n))}/${s6.bits}` };
+}
+
+/** The gateway (the subnet's first host, held by the node) of a replica address's family. */
+export function gatewayOf(cidrAddress: string): string {
+  const [a, len] = cidrAddress.split('/');
+  const bits = Number(len);
+  const family = isIPv4(a!) ? 4 : 6;
+  const width = family === 4 ? 32 : 128;
+  const n = family === 4 ? v4ToInt(a!) : v6ToInt(a!);
+  const base = n & ~((1n << BigInt(width - bits)) - 1n);
+  return addr({ base, bits, family }, base + 1n);
+}
+
+/** An address without its prefix length. */
+export const bareAddress = (cidrAddress: string): string => cidrAddress.slice(0, cidrAddress.indexOf('/'));
+
+/** Checks a network config: both ranges parse, IPv6 is a ULA, the subnets fit. */
+export function checkNetworkConfig(cfg: NetworkConfigSpec): void {
+  const v6 = parseCidr(cfg.ipv6);
+  if (v6.family !== 6 || v6.base >> 120n !== 0xfdn) throw new NetworkPlanError(`${cfg.ipv6} is not an IPv6 unique local range (fd00::/8)`);
+  if (parseCidr(cfg.ipv4).family !== 4) throw new NetworkPlanError(`${cfg.ipv4} is not an IPv4 range`);
+  subnetCount(cfg);
+}
