@@ -20,5 +20,6 @@ export const DNS_UPSTREAM_FAILURES = {
   timeout: 'the upstream did not answer within the forward timeout',
   error: 'the socket failed: connection refused, unreachable, reset, closed before a whole answer',
   bad_answer: 'an answer came that could not be decoded or did not match the question',
+  declined: 'the upstream answered SERVFAIL, REFUSED or NOTIMP (as glibc does, the next one is asked; the last such answer goes back when none answers better)',
 } as const;
 export type DnsUpstreamFailure = keyof typeof DNS_UPSTREAM_FAILURES;
