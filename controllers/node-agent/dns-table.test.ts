@@ -1,6 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import dnsPacket, { type Answer, type DecodedPacket, type Packet } from 'dns-packet';
 import { compileNameTable, decideQuery, inZone, normalizeName, servfail, truncated, typeLabel, udpPayloadLimit, type NameTableInput, type QueryContext, type Reply } from './dns-table.js';
+import { DNS_OUTCOMES, DNS_UPSTREAM_FAILURES } from '../../src/api/reasons/dns.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
 
 const SHOP: NameTableInput = {
   names: {
@@ -204,4 +208,10 @@ describe('metric labels', () => {
     [query({ questions: [] }), 'none'],
     [undefined, 'none'],
   ] as const)('%#: %s', (q, want) => expect(typeLabel(q)).toBe(want));
+});
+
+describe('docs/networking.md', () => {
+  const doc = readFileSync(join(PACKAGE_ROOT, 'docs', 'networking.md'), 'utf8');
+  it.each(Object.keys(DNS_OUTCOMES))('lists the outcome %s', (o) => expect(doc).toContain(`| \`${o}\` |`));
+  it.each(Object.keys(DNS_UPSTREAM_FAILURES))('names the upstream failure %s', (r) => expect(doc).toContain(`\`${r}\``));
 });

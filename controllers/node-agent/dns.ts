@@ -6,6 +6,7 @@
 // dns-table.ts. A bad packet, a slow upstream or a client that hangs up never throws out of here.
 import { randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
+import { setMaxListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import net, { isIPv6, type AddressInfo } from 'node:net';
 import dnsPacket, { type DecodedPacket, type Packet } from 'dns-packet';
@@ -126,6 +127,7 @@ export class DnsServer {
   /** Binds every listen address over UDP and TCP, then reads the resolv.conf. All or nothing. */
   async start(): Promise<void> {
     this.#stopping = new AbortController();
+    setMaxListeners(0, this.#stopping.signal); // one listener per forward in flight
     try {
       for (const { address, port = 53 } of this.options.listen) this.#bound.push({ address, port: await this.#bindBoth(address, port) });
     } catch (e) {
