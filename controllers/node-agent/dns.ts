@@ -165,7 +165,7 @@ export class DnsServer {
     return rejected;
   }
 
-  /** Replaces the upstreams (a caller that manages them itself, instead of resolvConf). */
+  /** Replaces the upstreams, for a caller that manages them itself (with resolvConf, its next re-read replaces them again). */
   setUpstreams(upstreams: readonly Upstream[]): void {
     this.#upstreams = [...upstreams];
   }
@@ -193,10 +193,15 @@ export class DnsServer {
       this.#count(transport, query, reply.outcome);
       return this.#fit(dnsPacket.encode(reply.packet), reply.packet, transport, query);
     } catch (e) {
-      // A bug, not a client's fault: answer SERVFAIL rather than leave the client waiting.
+      // A bug, not a client's fault: answer SERVFAIL rather than leave the client waiting (if
+      // even that cannot be encoded, nothing: a rejection here would take the agent down).
       this.#log.error({ err: e, transport, question: query.questions?.[0] }, 'DNS query failed');
       this.#count(transport, query, 'servfail');
-      return dnsPacket.encode(servfail(query, this.#context()));
+      try {
+        return dnsPacket.encode(servfail(query, this.#context()));
+      } catch {
+        return undefined;
+      }
     }
   }
 

@@ -77,15 +77,16 @@ function udp(to: ListenAddress, msg: Packet | Buffer, ms = 2000): Promise<Decode
   });
 }
 
-/** Messages over one TCP connection, framed as DNS over TCP; the answers in the order they come. */
-function tcp(to: ListenAddress, msgs: (Packet | Buffer)[], answers = msgs.length, ms = 2000): Promise<Decoded[]> {
+/** Messages over one TCP connection (Packets framed; Buffers sent as they are); the answers in the order they come, once enough came. */
+function tcp(to: ListenAddress, msgs: (Packet | Buffer)[], enough: number | ((got: Decoded[]) => boolean) = msgs.length, ms = 2000): Promise<Decoded[]> {
+  const done = typeof enough === 'number' ? (got: Decoded[]) => got.length >= enough : enough;
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host: to.address, port: to.port });
     const got: Decoded[] = [];
     let pending = Buffer.alloc(0);
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`${got.length} of ${answers} answers over TCP in ${ms} ms`));
+      reject(new Error(`${got.length} answers over TCP in ${ms} ms, not enough`));
     }, ms);
     socket.on('error', reject);
     socket.on('connect', () => socket.write(Buffer.concat(msgs.map((m) => (Buffer.isBuffer(m) ? m : dnsPacket.streamEncode(m))))));
@@ -95,7 +96,7 @@ function tcp(to: ListenAddress, msgs: (Packet | Buffer)[], answers = msgs.length
         got.push(dnsPacket.decode(pending.subarray(2, 2 + pending.readUInt16BE(0))) as Decoded);
         pending = pending.subarray(2 + pending.readUInt16BE(0));
       }
-      if (got.length >= answers) {
+      if (done(got)) {
         clearTimeout(timer);
         socket.destroy();
         resolve(got);
@@ -159,15 +160,15 @@ describe('answers from the table', () => {
     expect(nodata).toMatchObject({ rcode: 'NOERROR', flag_aa: true, answers: [] });
     for (const name of ['nope.shop', 'x.web.shop', 'NOPE.BLOG']) {
       const t0 = performance.now();
-      const nx = await udp(at, query(name, 'A'), 500);
+      const nx = await udp(at, query(name, 'A'), 1000);
       expect(nx, name).toMatchObject({ rcode: 'NXDOMAIN', flag_aa: true, answers: [] });
-      expect(performance.now() - t0).toBeLessThan(250);
+      expect(performance.now() - t0).toBeLessThan(500);
     }
   });
 
   it('SERVFAIL at once for any other name when no upstream is configured: nothing leaves the machine', async () => {
     const before = await counted('servfail');
-    const p = await udp(s.addresses[0]!, query('example.com'), 500);
+    const p = await udp(s.addresses[0]!, query('example.com'), 1000);
     expect(p).toMatchObject({ rcode: 'SERVFAIL', flag_ra: false });
     expect(await counted('servfail')).toBe(before + 1);
   });
@@ -291,20 +292,20 @@ describe('forwarding', () => {
     const s = await serve({ listen: [{ address: '127.0.53.11', port: 0 }], upstreams: [{ address: '127.0.53.10', port: closed }], forwardTimeoutMs: 5000 }, SHOP);
     const t0 = performance.now();
     expect(await udp(s.addresses[0]!, query('example.org'))).toMatchObject({ rcode: 'SERVFAIL', flag_ra: true });
-    expect(performance.now() - t0).toBeLessThan(1000); // refused at once, not timed out
+    expect(performance.now() - t0).toBeLessThan(2000); // refused at once, not timed out (5 s)
   });
 
   it('SERVFAIL when the upstream never answers, after the timeout; table answers meanwhile are not held up', async () => {
     const hole = await blackhole('127.0.53.12');
-    const s = await serve({ listen: [{ address: '127.0.53.13', port: 0 }], upstreams: [hole], forwardTimeoutMs: 600 }, SHOP);
+    const s = await serve({ listen: [{ address: '127.0.53.13', port: 0 }], upstreams: [hole], forwardTimeoutMs: 1500 }, SHOP);
     const at = s.addresses[0]!;
     const t0 = performance.now();
-    const slow = udp(at, query('example.org'));
+    const slow = udp(at, query('example.org'), 4000);
     const quick = await udp(at, query('web.shop'));
     expect(data(quick)).toEqual(['10.208.0.7']);
-    expect(performance.now() - t0).toBeLessThan(300);
+    expect(performance.now() - t0).toBeLessThan(750);
     expect(await slow).toMatchObject({ rcode: 'SERVFAIL' });
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(590);
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(1490);
     expect(hole.received()).toBe(1);
   });
 
@@ -336,13 +337,13 @@ describe('forwarding', () => {
 
   it('SERVFAIL at once past maxForwards in flight', async () => {
     const hole = await blackhole('127.0.53.20');
-    const s = await serve({ listen: [{ address: '127.0.53.21', port: 0 }], upstreams: [hole], forwardTimeoutMs: 800, maxForwards: 1 }, SHOP);
+    const s = await serve({ listen: [{ address: '127.0.53.21', port: 0 }], upstreams: [hole], forwardTimeoutMs: 2000, maxForwards: 1 }, SHOP);
     const at = s.addresses[0]!;
-    const first = udp(at, query('one.example.org'));
+    const first = udp(at, query('one.example.org'), 4000);
     await until(() => hole.received() === 1);
     const t0 = performance.now();
     expect(await udp(at, query('two.example.org'))).toMatchObject({ rcode: 'SERVFAIL' });
-    expect(performance.now() - t0).toBeLessThan(300);
+    expect(performance.now() - t0).toBeLessThan(1000);
     expect(await first).toMatchObject({ rcode: 'SERVFAIL' });
   });
 
@@ -401,6 +402,35 @@ describe('robustness', () => {
     expect(await counted('malformed')).toBe(before + bad.length + 1);
     // Logged once in a while, not once a packet: the first one now, the rest counted for later.
     expect(lines.filter((l) => l.msg === 'malformed DNS messages dropped')).toMatchObject([{ dropped: 1 }]);
+  });
+
+  it('survives 2,000 mutated queries (seeded), over UDP and TCP, and still answers', async () => {
+    const at = s.addresses[0]!;
+    let seed = 26;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    const base = [query('web.shop'), query('nope.shop', 'AAAA', { additionals: [EDNS] }), query('example.org', 'MX')].map((q) => dnsPacket.encode(q));
+    const mutants = Array.from({ length: 2000 }, () => {
+      const m = Buffer.from(base[rand(base.length)]!);
+      for (let k = 1 + rand(4); k > 0; k--) m[rand(m.length)] = rand(256);
+      return rand(10) === 0 ? m.subarray(0, rand(m.length)) : m;
+    });
+    const sender = dgram.createSocket('udp4');
+    for (let i = 0; i < mutants.length; i += 50) {
+      await Promise.all(mutants.slice(i, i + 50).map((m) => new Promise((r) => sender.send(m, at.port, at.address, r))));
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    sender.close();
+    expect(data(await udp(at, query('web.shop')))).toEqual(['10.208.0.7']);
+    // Over TCP, 300 of them framed on one connection, then a real query: every message gets its
+    // answer or none, and the real one's comes back on that same connection.
+    const real = query('db.shop');
+    const frame = (m: Buffer) => Buffer.concat([Buffer.from([m.length >> 8, m.length & 0xff]), m]);
+    const sent = [...mutants.slice(0, 300).map(frame), dnsPacket.streamEncode(real)];
+    const got = await tcp(at, sent, (answers) => answers.some((a) => a.id === real.id));
+    expect(data(got.find((a) => a.id === real.id))).toEqual(['10.208.0.8']);
   });
 
   it('a query split across TCP segments is answered whole', async () => {
@@ -474,7 +504,7 @@ describe('start and stop', () => {
     await until(() => hole.received() === 1);
     const t0 = performance.now();
     await s.stop();
-    expect(performance.now() - t0).toBeLessThan(500);
+    expect(performance.now() - t0).toBeLessThan(1000);
     expect(await pending).toBeUndefined();
     const again = await serve({ listen: [at] }, SHOP);
     expect(data(await udp(again.addresses[0]!, query('web.shop')))).toEqual(['10.208.0.7']);
@@ -529,7 +559,7 @@ describe("glibc's resolver with a search list (getent in a mount namespace with 
     const r = await getent('ahostsv4', 'elsewhere');
     expect(r.code).toBe(0);
     expect(addressesOf(r.out)).toEqual(['192.0.2.11']);
-    expect(r.ms).toBeLessThan(1500); // no resolver timeout (2 s) on the way
+    expect(r.ms).toBeLessThan(1800); // no resolver timeout (2 s) on the way
     expect(await counted('nxdomain')).toBeGreaterThan(nx); // elsewhere.shop, answered by the front itself
     expect(await counted('servfail')).toBe(servfails);
   });
@@ -537,7 +567,7 @@ describe("glibc's resolver with a search list (getent in a mount namespace with 
   it('a name found nowhere fails, quickly', async () => {
     const r = await getent('ahostsv4', 'missing');
     expect(r.code).toBe(2); // getent: key not found
-    expect(r.ms).toBeLessThan(1500);
+    expect(r.ms).toBeLessThan(1800);
   });
 });
 
