@@ -30,3 +30,23 @@ export const agentMetrics = {
   heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
   observedWrites: new Counter({ name: 'jaco_agent_observed_writes_total', help: 'observed/<node>/<replica> writes by result (ok, failed)', labelNames: ['result'], registers }),
 };
+
+/** The node's DNS server (dns.ts): label values are src/api/reasons/dns.ts's vocabularies. */
+export const dnsMetrics = {
+  queries: new Counter({
+    name: 'jaco_agent_dns_queries_total',
+    help: 'DNS queries by transport (udp, tcp), question type (A, AAAA, …, other, none) and outcome (answered, nodata, nxdomain, forwarded, servfail, rejected, malformed)',
+    labelNames: ['transport', 'type', 'outcome'],
+    registers,
+  }),
+  truncated: new Counter({ name: 'jaco_agent_dns_truncated_total', help: 'UDP answers too large for the client, sent with the TC bit and no records (it asks again over TCP)', registers }),
+  forwardDuration: new Histogram({
+    name: 'jaco_agent_dns_forward_duration_seconds',
+    help: 'Forwarded queries, from the question to the upstream answer (every upstream tried, a retry over TCP included), by result (forwarded, servfail)',
+    labelNames: ['outcome'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers,
+  }),
+  upstreamFailures: new Counter({ name: 'jaco_agent_dns_upstream_failures_total', help: 'Upstream resolvers that did not answer a forwarded query, by reason (timeout, error, bad_answer, declined)', labelNames: ['reason'], registers }),
+  names: new Gauge({ name: 'jaco_agent_dns_names', help: "Names in the DNS server's table", registers }),
+};
