@@ -493,6 +493,7 @@ const KINDS: KindDef[] = [
         ipv4: str({ pattern: '^[0-9.]+/[0-9]{1,2}$', description: 'IPv4 range, e.g. 10.208.0.0/12.' }),
         ipv6: str({ pattern: '^[fF][dD][0-9a-fA-F:]*/[0-9]{1,3}$', description: 'IPv6 unique local /48, e.g. fd4a:17c2:9e01::/48.' }),
         subnetBits4: int({ minimum: 8, maximum: 30, description: "Prefix length of a node's IPv4 subnet (default 24)." }),
+        services4: str({ pattern: '^[0-9.]+/[0-9]{1,2}$', description: 'IPv4 range of service addresses (default 10.207.0.0/16); IPv6 ones are the ULA range\'s :ffff::/64.' }),
       },
       ['ipv4', 'ipv6'],
     ),
@@ -508,6 +509,21 @@ const KINDS: KindDef[] = [
     plural: 'subnetindexclaims',
     description: 'subnetindex/<n>: subnet index n belongs to this node (created with its subnets/<node>, so no two nodes share one).',
     spec: obj({ node: str() }, ['node']),
+  },
+  {
+    kind: 'ServiceAddress',
+    plural: 'serviceaddresses',
+    description: "serviceaddresses/<deployment>/<service>: the service's address, answered on every node and balanced over its ready replicas (docs/networking.md); given by the scheduler, kept for the service's life.",
+    spec: obj(
+      { deployment: str(), service: str(), number: int({ minimum: 1 }), ipv4: str(), ipv6: str(), since: time('When it was given.') },
+      ['deployment', 'service', 'number', 'ipv4', 'ipv6', 'since'],
+    ),
+  },
+  {
+    kind: 'ServiceAddressClaim',
+    plural: 'serviceaddressclaims',
+    description: 'serviceaddressnumbers/<n>: service address number n belongs to this service (created with its serviceaddresses key).',
+    spec: obj({ deployment: str(), service: str() }, ['deployment', 'service']),
   },
   {
     kind: 'AddressClaim',

@@ -583,6 +583,10 @@ export type NetworkConfig = JacoObject<'NetworkConfig', import('./network.js').N
 export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number; ipv4: string; ipv6: string; since: string }, never>;
 /** subnetindex/<n>: who holds subnet index n. */
 export type SubnetIndexClaim = JacoObject<'SubnetIndexClaim', { node: string }, never>;
+/** serviceaddresses/<deployment>/<service>: the service's address (docs/networking.md), answered on every node. */
+export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string }, never>;
+/** serviceaddressnumbers/<n>: who holds service address number n. */
+export type ServiceAddressClaim = JacoObject<'ServiceAddressClaim', { deployment: string; service: string }, never>;
 /** addresses/<node>/<n>: who holds host number n of the node's subnets. */
 export type AddressClaim = JacoObject<'AddressClaim', { node: string; replica: string; deployment: string; service: string; ipv4: string; ipv6: string; since: string }, never>;
 

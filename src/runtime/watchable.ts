@@ -27,6 +27,7 @@ export const WATCHABLE = {
   subnets: { prefix: keys.subnets(), kind: 'NodeSubnet' },
   subnetIndexes: { prefix: keys.subnetIndexes(), kind: 'SubnetIndexClaim' },
   addresses: { prefix: keys.addresses(), kind: 'AddressClaim' },
+  serviceAddresses: { prefix: keys.serviceAddresses(), kind: 'ServiceAddress' },
   // Registries' access: what a node-agent pulls with (credentials, never shown).
   registries: { prefix: keys.registries(), kind: 'Registry' },
   // Secrets and configs (docs/secrets.md): values sealed or plain, each node's sealed copies, and
