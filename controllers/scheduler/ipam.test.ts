@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { nodeSubnets } from '../../src/api/network.js';
-import type { AddressClaim, DeploymentStatus, NetworkConfig, NodeSubnet, ServiceAddress, ServiceSpec } from '../../src/api/types.js';
+import type { AddressClaim, DeploymentStatus, Endpoints, NetworkConfig, NodeSubnet, ServiceAddress, ServiceSpec } from '../../src/api/types.js';
 import { World } from '../../test/support/scheduler-world.js';
 
 const NET: NetworkConfig = { apiVersion: 'jaco.dev/v1', kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' } };
@@ -151,5 +151,22 @@ describe('IPAM at placement', () => {
     w.deploy('shop', { web: { image: 'x' } });
     w.converge();
     expect(w.list(keys.serviceAddresses())).toEqual([]);
+  });
+
+  it('cluster replicas take no host ports (two on a node bind one port), and their endpoints are their own addresses and container ports', () => {
+    const w = world(['node-1']);
+    w.deploy('shop', { app: { ...APP, replicas: 2, ports: [8080, { name: 'admin', containerPort: 9000 }] } });
+    w.converge();
+    expect(w.desired()).toHaveLength(2);
+    w.runAll();
+    w.converge();
+    const eps = w.get<Endpoints>(keys.endpoints('shop', 'app'))!.spec.addresses;
+    expect(eps).toHaveLength(2);
+    for (const e of eps) {
+      const d = w.desired().find((x) => x.spec.replica === e.replica)!;
+      expect(e.address).toBe(d.spec.address!.ipv4.split('/')[0]);
+      expect(e.hostPorts).toEqual({ p8080: 8080, admin: 9000 });
+      expect(d.spec.hostPorts).toBeUndefined();
+    }
   });
 });

@@ -53,8 +53,12 @@ export function publishedPorts(deployments: Iterable<{ name: string; spec: { ser
   return out;
 }
 
-/** Host ports fixed by the spec: a per-node resource for placement. */
-export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
+/**
+ * Host ports fixed by the spec: a per-node resource for placement. A cluster-network replica has
+ * none: its ports are its own network namespace's (the short form `8080` there is the container port).
+ */
+export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports' | 'network'>): number[] {
+  if (spec.network === 'cluster') return [];
   const out: number[] = [];
   for (const p of spec.ports ?? []) {
     if (typeof p === 'number') out.push(p);
@@ -63,8 +67,9 @@ export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
   return out;
 }
 
-/** Names of the ports the scheduler assigns a host port to, in spec order. */
-export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports'>): string[] {
+/** Names of the ports the scheduler assigns a host port to, in spec order (none on the cluster network). */
+export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports' | 'network'>): string[] {
+  if (spec.network === 'cluster') return [];
   return normalizePorts(spec)
     .filter((p) => p.hostPort === undefined)
     .map((p) => p.name);
@@ -74,9 +79,21 @@ export function hasPublished(spec: Pick<ServiceSpec, 'ports'>): boolean {
   return (spec.ports ?? []).some((p) => typeof p !== 'number' && p.published !== undefined);
 }
 
-/** Host port by port name of one replica: fixed from the spec, dynamic from its desired record. */
+/**
+ * Port by port name at which one replica is reached (its endpoints): on the host network its host
+ * port, at its node's address; on the cluster network its container port, at its own address.
+ */
+export function endpointPortsOf(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, number> {
+  if (d.template.network !== 'cluster') return hostPortsOf(d);
+  const out: Record<string, number> = {};
+  for (const p of normalizePorts(d.template)) out[p.name] = p.containerPort;
+  return out;
+}
+
+/** Host port by port name of one replica: fixed from the spec, dynamic from its desired record (none on the cluster network). */
 export function hostPortsOf(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, number> {
   const out: Record<string, number> = {};
+  if (d.template.network === 'cluster') return out;
   for (const p of normalizePorts(d.template)) {
     const port = p.hostPort ?? d.hostPorts?.[p.name];
     if (port !== undefined) out[p.name] = port;

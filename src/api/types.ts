@@ -593,11 +593,11 @@ export type AddressClaim = JacoObject<'AddressClaim', { node: string; replica: s
 export interface EndpointAddress {
   replica: string;
   node: string;
-  /** Every host port of the replica: fixed, then assigned. */
+  /** Every port it is reached at: a host-network copy's host ports (fixed, then assigned); a cluster-network copy's container ports. */
   ports: number[];
-  /** The node's address (Node.status.address), when it has one. */
+  /** Where it is reached: its node's address (host network), or its own IPv4 address (cluster network). */
   address?: string;
-  /** Host port by port name. */
+  /** Those ports by port name. */
   hostPorts?: Record<string, number>;
 }
 /** endpoints/<deployment>/<service>: the healthy replicas, for any load balancer to watch. */
