@@ -60,7 +60,9 @@ for node in "$@"; do
   # its own report (ingresses/NODE). It never touches replicas.
   name="jaco-ingress-$node"
   role "$name"
-  for k in deployments/ endpoints/ nodes/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  for k in deployments/ endpoints/ nodes/ serviceaddresses/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  # The cluster network's ranges: the service range it makes local to its node (docs/networking.md).
+  e role grant-permission "$name" --prefix=true read "${prefix}config/network"
   e role grant-permission "$name" readwrite "${prefix}ingresses/$node"
   user "$name" "$name" "$(password)" "$out/ingress-$node.env"
 done

@@ -138,6 +138,7 @@ const serviceSchema: Schema = obj(
               hostPort: int({ minimum: 1, maximum: 65535, description: 'Fixed host port; absent: assigned from the node\'s port range.' }),
               published: int({ minimum: 1, maximum: 65535, description: 'Answered on every node\'s ingress at <node address>:published.' }),
               protocol: str({ enum: ['tcp', 'udp'] }),
+              appProtocol: str({ minLength: 1, description: 'What the port speaks (compose app_protocol): http makes the ingress proxy HTTP requests; otherwise it passes TCP connections.' }),
             },
             ['containerPort'],
           ),

@@ -16,6 +16,8 @@ export interface NormalizedPort {
   hostPort?: number;
   published?: number;
   protocol: 'tcp' | 'udp';
+  /** What the port speaks, when said (compose app_protocol): http makes the ingress proxy requests. */
+  appProtocol?: string;
 }
 
 export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort[] {
@@ -28,6 +30,7 @@ export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort
           ...(p.hostPort !== undefined ? { hostPort: p.hostPort } : {}),
           ...(p.published !== undefined ? { published: p.published } : {}),
           protocol: p.protocol ?? 'tcp',
+          ...(p.appProtocol !== undefined ? { appProtocol: p.appProtocol } : {}),
         },
   );
 }
@@ -38,6 +41,7 @@ export interface PublishedPort {
   deployment: string;
   service: string;
   portName: string;
+  mode: 'http' | 'tcp';
 }
 
 /**
@@ -49,8 +53,13 @@ export function publishedPorts(deployments: Iterable<{ name: string; spec: { ser
   for (const d of [...deployments].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
     for (const service of Object.keys(d.spec.services).sort())
       for (const p of normalizePorts(d.spec.services[service]!))
-        if (p.published !== undefined && p.protocol === 'tcp') out.push({ published: p.published, deployment: d.name, service, portName: p.name });
+        if (p.published !== undefined && p.protocol === 'tcp') out.push({ published: p.published, deployment: d.name, service, portName: p.name, mode: portMode(p) });
   return out;
+}
+
+/** How a port is proxied: as HTTP when it says so (named http, or appProtocol http), else as TCP. */
+export function portMode(p: Pick<NormalizedPort, 'name' | 'appProtocol'>): 'http' | 'tcp' {
+  return p.name === 'http' || p.appProtocol === 'http' ? 'http' : 'tcp';
 }
 
 /**

@@ -227,6 +227,8 @@ export interface PortSpec {
   /** Answered on every node's ingress at <node address>:published. */
   published?: number;
   protocol?: 'tcp' | 'udp';
+  /** What it speaks (compose app_protocol): http makes the ingress proxy HTTP requests; otherwise TCP connections. */
+  appProtocol?: string;
 }
 
 export type DependencyCondition = 'service_started' | 'service_healthy';
