@@ -110,7 +110,8 @@ export function subnetsToGive(nodes: Iterable<string>, view: NetworkView, now: n
 export interface Holders {
   /** Whether the node is still in the cluster (nodes/<node>): a removed node's containers are gone with it. */
   nodeExists(node: string): boolean;
-  desired(node: string, replica: string): ReplicaDesired | undefined;
+  /** Whether a desired copy on the node carries the address (CIDR, as claims and specs write it). */
+  carried(node: string, ipv4: string): boolean;
   observed(node: string, replica: string): ReplicaObserved | undefined;
 }
 
@@ -123,23 +124,26 @@ export interface Holders {
 export function releasableClaims(view: NetworkView, h: Holders): Versioned<AddressClaim>[] {
   const out: Versioned<AddressClaim>[] = [];
   for (const c of view.claims.values()) {
-    const { node, replica, ipv4 } = c.value.spec;
-    if (!h.nodeExists(node)) {
+    const spec = c.value.spec;
+    // The common case first and cheapest: the copy it was given to still carries it.
+    if (h.carried(spec.node, spec.ipv4)) continue;
+    if (!h.nodeExists(spec.node)) {
       out.push(c);
       continue;
     }
-    if (h.desired(node, replica)?.spec.address?.ipv4 === ipv4) continue;
-    const o = h.observed(node, replica)?.status;
-    if (o && (!o.address || o.address.ipv4 === ipv4)) continue;
+    const o = h.observed(spec.node, spec.replica)?.status;
+    if (o && (!o.address || o.address.ipv4 === spec.ipv4)) continue;
     out.push(c);
   }
-  return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return out.length > 1 ? out.sort((a, b) => (a.key < b.key ? -1 : 1)) : out;
 }
 
 /** Subnets of nodes that left the cluster and hold no claim any more: their keys, to delete. */
 export function releasableSubnets(view: NetworkView, nodeExists: (node: string) => boolean, releasing: ReadonlySet<string>): Versioned<NodeSubnet>[] {
+  const gone = [...view.subnets.values()].filter((s) => !nodeExists(s.value.spec.node));
+  if (!gone.length) return [];
   const claimed = new Set([...view.claims.values()].filter((c) => !releasing.has(c.key)).map((c) => c.value.spec.node));
-  return [...view.subnets.values()].filter((s) => !nodeExists(s.value.spec.node) && !claimed.has(s.value.spec.node)).sort((a, b) => (a.key < b.key ? -1 : 1));
+  return gone.filter((s) => !claimed.has(s.value.spec.node)).sort((a, b) => (a.key < b.key ? -1 : 1));
 }
 
 /**

@@ -52,7 +52,7 @@ export function releaseAddresses(pass: SchedulerPass): void {
   const nodeExists = (n: string) => snap.nodes.has(n) || snap.frozenNodes.has(n);
   const claims = releasableClaims(snap.network, {
     nodeExists,
-    desired: (node, replica) => snap.replicas.byId.get(replica)?.copies.find((c) => c.desired.spec.node === node)?.desired,
+    carried: (node, ipv4) => snap.replicas.carriesAddress(node, ipv4),
     observed: (node, replica) => snap.replicas.observed(node, replica),
   });
   for (const c of claims) {

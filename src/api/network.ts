@@ -80,7 +80,19 @@ interface Cidr {
   family: 4 | 6;
 }
 
+// Parsed ranges, by text: a pass gives thousands of addresses from a few hundred subnets.
+const parsed = new Map<string, Cidr>();
+
 export function parseCidr(text: string): Cidr {
+  const hit = parsed.get(text);
+  if (hit) return hit;
+  const c = parseCidrText(text);
+  if (parsed.size > 10_000) parsed.clear();
+  parsed.set(text, c);
+  return c;
+}
+
+function parseCidrText(text: string): Cidr {
   const [addr, len, extra] = text.split('/');
   const bits = Number(len);
   if (extra !== undefined || !addr || !Number.isInteger(bits)) throw new NetworkPlanError(`${JSON.stringify(text)} is not a CIDR (address/prefix length)`);

@@ -82,6 +82,8 @@ describe('IPAM on a real etcd', () => {
     const d = (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value).find((x) => x.spec.replica === 'shop-app-0')!;
     const bare = d.spec.address!.ipv4.split('/')[0]!;
     expect(wide.stdout).toContain(bare);
+    const node = await cli(['describe', 'node', d.spec.node]);
+    expect(node.stdout).toMatch(/Subnets: +10\.208\.\d+\.0\/24, fd[0-9a-f:]+::\/64 \(index \d+; \d+ address\(es\) held\)/);
     const ex = await cli(['explain', 'shop-app-0']);
     expect(ex.stdout).toContain(`Address:     ${d.spec.address!.ipv4}, ${d.spec.address!.ipv6} (on ${d.spec.node})`);
   });
