@@ -96,9 +96,8 @@ export class Ingress {
 
   async start(): Promise<void> {
     const { store, timings, log, node } = this.opts;
-    // Each prefix on its own watch: etcd RBAC lets an ingress read these and nothing else (deploy/etcd/rbac.sh).
-    const watch = [keys.deployments(), keys.endpointsAll(), keys.nodes()];
-    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}`, cache: { watch } }, [this.spec()]);
+    // Each source on its own watch: etcd RBAC lets an ingress read these and nothing else (deploy/etcd/rbac.sh).
+    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}`, cache: { watch: 'each' } }, [this.spec()]);
     this.runner = this.manager.runners[0] as Runner<null, IngressSnapshot, unknown, IngressPass>;
     await this.manager.start();
     this.reporter.start();

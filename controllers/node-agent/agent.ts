@@ -33,7 +33,6 @@ import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
 import { dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
 import { parseImageReference } from '../../src/images/reference.js';
-import { WATCHABLE } from '../../src/runtime/watchable.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
 import { loadOrCreateNodeKey } from '../../src/secrets/keyfile.js';
 import { generateKeyPair, type KeyPair } from '../../src/secrets/seal.js';
@@ -203,7 +202,7 @@ export class NodeAgent {
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
           specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, copies: { prefix: copiesPrefix, kind: 'NodeCopy' } },
-          watch: [desiredPrefix, commandsPrefix, copiesPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : [])],
+          watch: 'each',
         },
       },
       [this.spec(observed)],
