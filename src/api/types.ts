@@ -419,6 +419,8 @@ export interface ReplicaObservedStatus {
   replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
   /** The seq of the last command executed (commands/<host>/<replica>). */
   ackedCommand?: number;
+  /** A cluster-network replica's addresses as plumbed in its network namespace (its sandbox's). */
+  address?: ReplicaAddress;
   observedAt: string;
 }
 /** observed/<host>/<replica>: only the node-agent of <host> writes it. */

@@ -24,6 +24,8 @@ export const WATCHABLE = {
   ingresses: { prefix: keys.ingresses(), kind: 'IngressStatus' },
   // Registries' access: what a node-agent pulls with (credentials, never shown).
   registries: { prefix: keys.registries(), kind: 'Registry' },
+  // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
+  imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

@@ -18,6 +18,8 @@ export const OBSERVED_CODES = {
   container_removed: "the container was removed behind the agent's back; the scheduler decides whether to restart it",
   restarting: 'a restart command is being executed: the old container stops, a fresh one starts',
   stop_first: 'the old container is being stopped before the new one starts (stop-first replacement)',
+  network_failed:
+    "the replica's network namespace could not be given its addresses (cluster network: the CNI plugin failed, or the desired record carries no address); the agent retries with back-off (details: the plugin's error)",
 } as const;
 export type ObservedCode = keyof typeof OBSERVED_CODES;
 
@@ -33,7 +35,7 @@ export const STOP_REASONS = {
   replaced: 'a newer container of the replica is running and ready: the old one is stopped and removed',
   superseded: 'an old container of the replica that no longer runs: removed',
   suspended: 'the desired key is suspended: stopped and kept stopped',
-  stop_first: 'replaced stop-first (update.order stop-first, a shared host port, or volumes)',
+  stop_first: 'replaced stop-first (update.order stop-first, a shared host port, volumes, or the cluster network)',
   restart: 'a restart command: stopped and removed, a fresh container follows',
   node_removed: 'the node was removed from the cluster',
 } as const;
