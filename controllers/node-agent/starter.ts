@@ -101,6 +101,8 @@ export class StartWorker {
   private readonly log: Logger;
   /** What the whole start is reported as, unless a phase says more (pulling, a failure). */
   private readonly baseCode?: ObservedCode;
+  /** The last create found its container already there (by name) rather than making it. */
+  private adopted = false;
 
   constructor(
     readonly order: StartOrder,
@@ -291,8 +293,14 @@ export class StartWorker {
     const { deps, order } = this;
     const { docker, network, timings } = deps;
     this.update({ phase: 'sandbox' });
-    let id = sb.reuse;
-    if (!id) id = await this.create(sandboxCreateOptions(order.desired.spec, sb.spec, deps.owner, image!), sandboxName(deps.owner, order.replica, sb.spec.hash));
+    let id: string;
+    // One made now holds nothing yet: no need to look (one found by its name, a start cut short, may).
+    let fresh = false;
+    if (sb.reuse) id = sb.reuse;
+    else {
+      id = await this.create(sandboxCreateOptions(order.desired.spec, sb.spec, deps.owner, image!), sandboxName(deps.owner, order.replica, sb.spec.hash));
+      fresh = !this.adopted;
+    }
     this.check();
     let backoff = timings.backoffMinMs;
     for (;;) {
@@ -302,11 +310,12 @@ export class StartWorker {
       if (!facts || facts.state !== 'running') throw new Error(`sandbox ${id.slice(0, 12)} is not running (${facts?.state ?? 'gone'}${facts?.error ? `: ${facts.error}` : ''})`);
       const ns = { id, pid: facts.pid };
       try {
-        const have = await network.addresses(ns);
+        const have = fresh ? [] : await network.addresses(ns);
         if (holdsAddress(have, sb.spec.address)) return id;
         // Half plumbed (an agent stopped in the middle): undone before it is done again.
         if (have.length) await network.del(ns, sb.spec.address);
-        await deps.slots.run(() => network.add(ns, sb.spec.address));
+        // Not in a slot: the plugin is no engine call, and the engine can go on with other starts meanwhile.
+        await network.add(ns, sb.spec.address);
         agentMetrics.cni.inc({ command: 'ADD', result: 'ok' });
         this.log.info({ sandbox: facts.name, ipv4: sb.spec.address.ipv4, ipv6: sb.spec.address.ipv6 }, 'sandbox plumbed');
         await deps.refresh(id);
@@ -316,6 +325,7 @@ export class StartWorker {
         agentMetrics.cni.inc({ command: 'ADD', result: 'failed' });
         // A failed ADD leaves what it did half done: DEL undoes it (the CNI contract).
         await network.del(ns, sb.spec.address).catch(() => undefined);
+        fresh = false;
         this.log.warn({ sandbox: facts.name, err: e.message, retryInMs: backoff }, 'could not give the sandbox its addresses; will retry');
         this.update({ phase: 'network_failed', code: 'network_failed', details: e.message });
         await sleep(backoff, this.abort.signal);
@@ -327,6 +337,7 @@ export class StartWorker {
   /** Creates the container; 400 is terminal, a name already taken by this very spec is adopted. */
   private async create(opts: ReturnType<typeof createOptions>, name = containerName(this.deps.owner, this.order.replica, this.order.desired.spec.revision, this.order.desired.spec.specHash)): Promise<string> {
     const { docker, timings } = this.deps;
+    this.adopted = false;
     const spec = this.order.desired.spec;
     let backoff = timings.backoffMinMs;
     for (;;) {
@@ -342,7 +353,10 @@ export class StartWorker {
           // sandbox spec): ours already.
           const existing = await docker.inspect(name);
           const sandbox = opts.Labels?.[LABELS.role] === 'sandbox';
-          if (existing && existing.replica === spec.replica && (sandbox ? existing.sandboxHash === opts.Labels?.[LABELS.sandboxHash] : existing.specHash === spec.specHash)) return existing.id;
+          if (existing && existing.replica === spec.replica && (sandbox ? existing.sandboxHash === opts.Labels?.[LABELS.sandboxHash] : existing.specHash === spec.specHash)) {
+            this.adopted = true;
+            return existing.id;
+          }
         }
         const msg = (e as Error).message;
         this.log.warn({ err: msg, retryInMs: backoff }, 'Docker could not create the container; will retry');
