@@ -315,9 +315,10 @@ export class StartWorker {
         // Half plumbed (an agent stopped in the middle): undone before it is done again.
         if (have.length) await network.del(ns, sb.spec.address);
         // Not in a slot: the plugin is no engine call, and the engine can go on with other starts meanwhile.
+        const t0 = performance.now();
         await network.add(ns, sb.spec.address);
         agentMetrics.cni.inc({ command: 'ADD', result: 'ok' });
-        this.log.info({ sandbox: facts.name, ipv4: sb.spec.address.ipv4, ipv6: sb.spec.address.ipv6 }, 'sandbox plumbed');
+        this.log.info({ sandbox: facts.name, ipv4: sb.spec.address.ipv4, ipv6: sb.spec.address.ipv6, addMs: Math.round(performance.now() - t0) }, 'sandbox plumbed');
         await deps.refresh(id);
         return id;
       } catch (e) {
