@@ -53,7 +53,8 @@ for node in "$@"; do
   e role grant-permission "$name" read "${prefix}drains/$node"
   # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
   e role grant-permission "$name" --prefix=true read "${prefix}registries/"
-  e role grant-permission "$name" read "${prefix}config/images"
+  # As a prefix: the agent watches the key (its pause image's registry), and a watch is a range.
+  e role grant-permission "$name" --prefix=true read "${prefix}config/images"
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
 
   # Its ingress: reads the published ports, the endpoints and the nodes' addresses; writes only

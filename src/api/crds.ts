@@ -82,6 +82,17 @@ export const MAX_FILE_OBJECT_BYTES = 500 * 1024;
 export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
 export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 
+/** A replica's own addresses (ReplicaAddress): one IPv4 and one IPv6, each in CIDR form. */
+const replicaAddress = (description: string): Schema =>
+  obj(
+    {
+      ipv4: str({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}$' }),
+      ipv6: str({ pattern: '^[0-9a-f:]+/[0-9]{1,3}$' }),
+    },
+    ['ipv4', 'ipv6'],
+    { description },
+  );
+
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
@@ -328,14 +339,7 @@ const KINDS: KindDef[] = [
         specHash: str({ pattern: '^[0-9a-f]{64}$' }),
         template: serviceSchema,
         placedAt: time('When the replica was placed on or moved to this node.'),
-        address: obj(
-          {
-            ipv4: str({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}$' }),
-            ipv6: str({ pattern: '^[0-9a-f:]+/[0-9]{1,3}$' }),
-          },
-          ['ipv4', 'ipv6'],
-          { description: "A cluster-network replica's own addresses on this node (CIDR form: the node subnet's prefix length; its gateway is the subnet's first host)." },
-        ),
+        address: replicaAddress("A cluster-network replica's own addresses on this node (CIDR form: the node subnet's prefix length; its gateway is the subnet's first host)."),
         move: obj(
           {
             id: str(),
@@ -385,12 +389,12 @@ const KINDS: KindDef[] = [
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
-        address: obj({ ipv4: str(), ipv6: str() }, ['ipv4', 'ipv6'], { description: "A cluster-network replica's addresses, as its container holds them." }),
         replacing: obj(
           { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
           ['revision', 'specHash', 'containerId', 'state'],
         ),
         ackedCommand: int({ minimum: 0 }),
+        address: replicaAddress("The addresses of the replica's network namespace (cluster network), as plumbed on its node: absent until its sandbox has them."),
         observedAt: time('When the agent wrote it.'),
       },
       ['replica', 'node', 'deployment', 'service', 'state', 'observedAt'],

@@ -130,6 +130,18 @@ export function portEnv(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): 
   return env;
 }
 
+/**
+ * PORT and JACO_PORT_<NAME> on the cluster network: a replica has its own address and port space,
+ * so each port is the container port itself (host ports are a host-network thing).
+ */
+export function containerPortEnv(spec: Pick<ServiceSpec, 'ports'>): Record<string, string> {
+  const ports = normalizePorts(spec);
+  const env: Record<string, string> = {};
+  if (ports.length) env.PORT = String(ports[0]!.containerPort);
+  for (const p of ports) env[portEnvName(p.name)] = String(p.containerPort);
+  return env;
+}
+
 /** FNV-1a of a string: where a replica's search for a free port starts. */
 function hash(s: string): number {
   let h = 0x811c9dc5;

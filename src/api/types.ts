@@ -445,12 +445,12 @@ export interface ReplicaObservedStatus {
   health?: HealthState;
   lastHealthAt?: string;
   exitCode?: number;
-  /** A cluster-network replica's addresses, as its container holds them. */
-  address?: ReplicaAddress;
   /** During a start-first replacement: the previous container, still serving. */
   replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
   /** The seq of the last command executed (commands/<host>/<replica>). */
   ackedCommand?: number;
+  /** A cluster-network replica's addresses as plumbed in its network namespace (its sandbox's). */
+  address?: ReplicaAddress;
   observedAt: string;
 }
 /** observed/<host>/<replica>: only the node-agent of <host> writes it. */

@@ -36,6 +36,8 @@ export const WATCHABLE = {
   configs: { prefix: keys.configs(), kind: 'Config' },
   copies: { prefix: keys.copiesOf(), kind: 'NodeCopy' },
   clusterkey: { prefix: keys.clusterKey(), kind: 'ClusterKey' },
+  // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
+  imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

@@ -8,6 +8,9 @@ import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
 import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
 import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
 import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
+import { DEFAULT_CNI_BIN_DIR } from '../../../controllers/node-agent/cni.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../../../controllers/node-agent/sandbox.js';
+import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../runtime/process.js';
@@ -25,6 +28,8 @@ interface AgentFlags {
   portRange: string;
   pressure: string;
   stateDir?: string;
+  sandboxImage: string;
+  cniBinDir: string;
 }
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
@@ -59,6 +64,8 @@ export function registerAgent(program: Command): void {
     .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
     .option('--pressure <mode>', 'what the node\'s pressure measures: node (the whole host: root cgroup CPU, /proc/meminfo; one agent per host) or containers (the sum of this agent\'s containers: simulated nodes sharing a host)', 'node')
     .option('--state-dir <dir>', "the agent's own directory: its node key (made on the first start, mode 600) and the tmpfs of each container's secrets and configs (default /var/lib/jaco/agent/<node>)")
+    .option('--sandbox-image <image>', "the pause image holding each cluster-network replica's network namespace (a short name resolves at the cluster's default registry)", DEFAULT_SANDBOX_IMAGE)
+    .option('--cni-bin-dir <dir>', "where the CNI plugins are (Debian's containernetworking-plugins): ptp plumbs cluster-network replicas", DEFAULT_CNI_BIN_DIR)
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -73,6 +80,11 @@ export function registerAgent(program: Command): void {
         if (!(PRESSURE_MODES as readonly string[]).includes(f.pressure)) throw new CliError(`--pressure: "${f.pressure}" is not one of ${PRESSURE_MODES.join(', ')}`);
         const pressureMode = f.pressure as PressureMode;
         if (isIP(address) !== 4) throw new CliError(`--address: "${address}" is not an IPv4 address`);
+        try {
+          parseImageReference(f.sandboxImage);
+        } catch (e) {
+          throw new CliError(`--sandbox-image: ${(e as Error).message}`);
+        }
         try {
           portRange = parsePortRange(f.portRange);
         } catch (e) {
@@ -91,7 +103,23 @@ export function registerAgent(program: Command): void {
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
         const stateDir = resolve(f.stateDir ?? join('/var/lib/jaco/agent', f.node));
-        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange, pressureMode, stateDir });
+        const agent = new NodeAgent({
+          node: f.node,
+          store,
+          timings,
+          statusIntervalMs,
+          capacity,
+          labels,
+          dockerHost: f.dockerHost,
+          rejoin: !!f.rejoin,
+          log,
+          address,
+          portRange,
+          pressureMode,
+          sandboxImage: f.sandboxImage,
+          cniBinDir: f.cniBinDir,
+          stateDir,
+        });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {
           await agent.stop();
