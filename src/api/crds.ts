@@ -101,6 +101,10 @@ const serviceSchema: Schema = obj(
       pattern: '@sha256:[0-9a-f]{64}$',
       description: 'What every node runs: the image resolved to its registry digest at apply ("REGISTRY/REPO:TAG@sha256:…"). Written by jaco apply (docs/images.md); absent when the image was not resolved (pullPolicy never, or no registry known for it).',
     }),
+    imagePorts: arr(int({ minimum: 1, maximum: 65535 }), {
+      maxItems: 1024,
+      description: 'The TCP ports the pinned image declares (EXPOSE), read by jaco apply for a cluster-network service: its name answers on them beside the ports it lists (docs/networking.md).',
+    }),
     pullPolicy: str({
       enum: ['missing', 'always', 'never', 'build'],
       description: 'missing (default): the tag is resolved at every apply; always: at every apply and at rollout restart; never: not resolved, and nodes never pull (the image must be on each node); build: built and pushed at every apply.',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assignHostPorts, canonicalPorts, dynamicPortNames, fixedHostPorts, hostPortsOf, parsePortRange, portEnv, PortsExhaustedError } from './ports.js';
+import { assignHostPorts, canonicalPorts, dynamicPortNames, fixedHostPorts, hostPortsOf, normalizePorts, parsePortRange, portEnv, PortsExhaustedError } from './ports.js';
 import { specHash } from './spec.js';
 
 describe('ports', () => {
@@ -47,4 +47,17 @@ describe('ports', () => {
 
   it.each([['20000-32767', { min: 20000, max: 32767 }], ['1-1', { min: 1, max: 1 }]])('parsePortRange %s', (s, want) => expect(parsePortRange(s)).toEqual(want));
   it.each(['20000', '3-2', '0-10', '1-70000', 'a-b'])('parsePortRange refuses %s', (s) => expect(() => parsePortRange(s)).toThrow());
+});
+
+describe('normalizePorts: the ports an image declares', () => {
+  const ports = [{ name: 'http', containerPort: 8080, published: 18080 }];
+  it.each([
+    ['cluster network: the image\'s ports it does not list are added, named p<port>', { network: 'cluster' as const, ports, imagePorts: [8080, 9090] }, ['http:8080', 'p9090:9090']],
+    ['cluster network, no ports listed: only the image\'s', { network: 'cluster' as const, imagePorts: [6379] }, ['p6379:6379']],
+    ['host network: never (the node\'s ports are a resource the spec books)', { network: 'host' as const, ports, imagePorts: [9090] }, ['http:8080']],
+  ])('%s', (_what, spec, want) => expect(normalizePorts(spec).map((p) => `${p.name}:${p.containerPort}`)).toEqual(want));
+
+  it('an image port under a name the spec uses for another port is not added twice', () => {
+    expect(normalizePorts({ network: 'cluster', ports: [{ name: 'p9090', containerPort: 7000 }], imagePorts: [9090] }).map((p) => p.containerPort)).toEqual([7000]);
+  });
 });

@@ -20,7 +20,19 @@ export interface NormalizedPort {
   appProtocol?: string;
 }
 
-export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort[] {
+/**
+ * Every port of a service in spec order; on the cluster network, then the ports its image declares
+ * (imagePorts) that it does not list, named p<port>: its name answers on them too.
+ */
+export function normalizePorts(spec: Pick<ServiceSpec, 'ports' | 'network' | 'imagePorts'>): NormalizedPort[] {
+  const listed = listedPorts(spec);
+  if (spec.network !== 'cluster' || !spec.imagePorts?.length) return listed;
+  const taken = new Set(listed.flatMap((p) => [p.name, p.containerPort]));
+  for (const port of spec.imagePorts) if (!taken.has(port) && !taken.has(`p${port}`)) listed.push({ name: `p${port}`, containerPort: port, protocol: 'tcp' });
+  return listed;
+}
+
+function listedPorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort[] {
   return (spec.ports ?? []).map((p) =>
     typeof p === 'number'
       ? { name: `p${p}`, containerPort: p, hostPort: p, protocol: 'tcp' as const }

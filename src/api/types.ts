@@ -163,6 +163,11 @@ export interface ServiceSpec {
   network?: NetworkMode;
   /** The image resolved to its registry digest at apply: what every node runs. */
   pinnedImage?: string;
+  /**
+   * The TCP ports the pinned image declares (EXPOSE), read at apply for a cluster-network service:
+   * its name answers on them beside the ports it lists (docs/networking.md). Written by jaco apply.
+   */
+  imagePorts?: number[];
   pullPolicy?: PullPolicy;
   /** Built by jaco apply with the operator's engine and pushed to the cluster's registry (compose's build). */
   build?: ImageBuild;

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../api/types.js';
 import { formatReference } from '../images/reference.js';
 import type { ImageSettingsSpec } from '../api/types.js';
-import { planImage, type ImagePlan } from './images.js';
+import { pinImages, planImage, type ImagePlan, type ImageTools } from './images.js';
+import type { ApplyItem } from './apply.js';
 
 const D = `sha256:${'d'.repeat(64)}`;
 const local: ImageSettingsSpec = { defaultRegistry: '198.18.1.1:5000', hub: false };
@@ -45,5 +46,29 @@ describe('planImage: what apply does with a service image', () => {
 
   it('refuses a reference Docker would refuse, with Docker’s reason', () => {
     expect(() => planImage({ image: 'Not/Valid:Ref' }, local, undefined)).toThrow();
+  });
+});
+
+describe('pinImages: the ports a cluster-network service\'s image declares', () => {
+  const pinned = `198.18.1.1:5000/shop/redis:7@${D}`;
+  const item = (svc: Partial<ServiceSpec>): ApplyItem => ({ kind: 'Deployment', name: 'shop', spec: { services: { cache: { image: pinned, ...svc } as ServiceSpec } } }) as unknown as ApplyItem;
+  const tools = (ports: () => Promise<number[]>, notes: string[] = []): ImageTools => ({ access: async () => ({}), ports, note: (l) => notes.push(l), unpinned: () => undefined });
+  const run = async (svc: Partial<ServiceSpec>, t: ImageTools) => (await pinImages([item(svc)], { settings: local }, t))[0]!.spec.services.cache!;
+
+  it('are read for the cluster network and kept beside the pin', async () => {
+    expect(await run({ network: 'cluster' }, tools(async () => [6379]))).toMatchObject({ pinnedImage: pinned, imagePorts: [6379] });
+  });
+
+  it('are not read on the host network, and a stale list goes with the old pin', async () => {
+    const got = await run({ network: 'host', imagePorts: [1] }, tools(async () => [6379]));
+    expect(got.imagePorts).toBeUndefined();
+  });
+
+  it('that cannot be read: a warning naming the way out, and the apply goes on', async () => {
+    const notes: string[] = [];
+    const got = await run({ network: 'cluster' }, tools(async () => Promise.reject(new Error('HTTP 500')), notes));
+    expect(got.imagePorts).toBeUndefined();
+    expect(got.pinnedImage).toBe(pinned);
+    expect(notes.join('\n')).toMatch(/could not be read \(HTTP 500\).*expose/);
   });
 });

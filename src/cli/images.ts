@@ -5,7 +5,7 @@
 // service and the image, and nothing is written (docs/images.md).
 import { qualifyImage, registryAccessFor, ShortNameError } from '../images/access.js';
 import { atRegistry, DEFAULT_TAG, familiarString, formatReference, parseImageReference, pinnedReference, type ImageReference } from '../images/reference.js';
-import { ImageNotFoundError, resolveDigest, type RegistryAccess } from '../images/registry.js';
+import { ImageNotFoundError, imagePorts, resolveDigest, type RegistryAccess } from '../images/registry.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -70,6 +70,8 @@ export interface ImageTools {
   access(registry: string): Promise<Omit<RegistryAccess, 'registry'>>;
   /** Builds and pushes `target`; returns the pushed digest. Absent: this apply cannot build. */
   buildAndPush?(svc: ServiceSpec, target: string): Promise<string>;
+  /** The TCP ports a pinned image declares (EXPOSE). Absent: not read (imagePorts left out). */
+  ports?(pinned: string): Promise<number[]>;
   /** Progress for the operator (stderr). */
   note(line: string): void;
   /** An image left unpinned, and why (said once per apply for each reason). */
@@ -110,7 +112,21 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
 }
 
 async function pinService(svc: ServiceSpec, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {
-  const { pinnedImage: _stale, ...spec } = svc;
+  const pinned = await pinImage(svc, opts, tools);
+  if (pinned.network !== 'cluster' || !pinned.pinnedImage || !tools.ports) return pinned;
+  // On the cluster network its name answers on the ports its image declares too (docs/networking.md).
+  try {
+    const ports = await tools.ports(pinned.pinnedImage);
+    return ports.length ? { ...pinned, imagePorts: ports } : pinned;
+  } catch (e) {
+    tools.note(`warning: the ports ${familiarString(parseImageReference(pinned.pinnedImage))} declares could not be read (${(e as Error).message}): its service answers at its name only on the ports it lists (add them to ports or compose's expose)`);
+    return pinned;
+  }
+}
+
+/** The service with its image pinned (or left unpinned, and why said); what an earlier apply read of the image is dropped. */
+async function pinImage(svc: ServiceSpec, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {
+  const { pinnedImage: _stale, imagePorts: _staleToo, ...spec } = svc;
   const plan = planImage(spec, opts.settings, opts.registry ?? opts.settings.defaultRegistry);
   switch (plan.kind) {
     case 'unpinned':
@@ -178,6 +194,7 @@ export async function prepareImages(store: Store, items: ApplyItem[], opts: { dr
     { settings, ...(opts.registry ? { registry: opts.registry } : {}), ...(opts.dryRun ? { dryRun: true } : {}), ...(opts.select ? { select: opts.select } : {}) },
     {
       access,
+      ports: async (pinned) => (await imagePorts(pinned, await access(parseImageReference(pinned).registry))).tcp,
       note: (line) => process.stderr.write(`${line}\n`),
       unpinned: (image, why) => unpinned.set(why, (unpinned.get(why) ?? new Set()).add(image)),
       async buildAndPush(svc, target) {

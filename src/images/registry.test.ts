@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { classifyPullError, ImageNotFoundError, ImageUnauthorizedError, parseChallenge, RegistryUnreachableError, resolveDigest, type ImageAccessError } from './registry.js';
+import { classifyPullError, exposedPortsOf, ImageNotFoundError, ImageUnauthorizedError, parseChallenge, RegistryUnreachableError, resolveDigest, type ImageAccessError } from './registry.js';
 
 describe('parseChallenge', () => {
   it.each([
@@ -200,4 +200,13 @@ describe('resolveDigest through a Bearer token realm', () => {
     expect(await resolveDigest(`127.0.0.1:1/app:1@${pinned}`)).toBe(pinned);
     await expect(resolveDigest('127.0.0.1:1/app:1', { registry: '127.0.0.1:2', credentials: { username: 'u', password: 'pw' } })).rejects.toThrow('the access given is for registry 127.0.0.1:2, and image 127.0.0.1:1/app:1 is in 127.0.0.1:1');
   });
+});
+
+describe('exposedPortsOf: an image config\'s ExposedPorts', () => {
+  it.each([
+    ['tcp and udp, sorted; no protocol is tcp', { '8080/tcp': {}, '53/udp': {}, '80': {}, '443/TCP': {} }, { tcp: [80, 443, 8080], udp: [53] }],
+    ['nothing declared', undefined, { tcp: [], udp: [] }],
+    ['not an object', 'EXPOSE 80', { tcp: [], udp: [] }],
+    ['what is no port is left out (a range, 0, too high, sctp)', { '8000-8010/tcp': {}, '0/tcp': {}, '70000/tcp': {}, '9/sctp': {}, '22/tcp': {} }, { tcp: [22], udp: [] }],
+  ])('%s', (_what, exposed, want) => expect(exposedPortsOf(exposed)).toEqual(want));
 });

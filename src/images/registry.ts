@@ -405,3 +405,68 @@ export async function checkRegistryLogin(access: RegistryAccess): Promise<void> 
     session.close();
   }
 }
+
+/** The ports an image's config declares (Dockerfile EXPOSE), by protocol, ascending. */
+export interface ImagePorts {
+  tcp: number[];
+  udp: number[];
+}
+
+/** Node's process.arch → the OCI platform architecture of an index entry. */
+const OCI_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+
+/** `{"8080/tcp": {}, "53/udp": {}}` → { tcp: [8080], udp: [53] }; anything else is not a port and is left out. */
+export function exposedPortsOf(exposed: unknown): ImagePorts {
+  const out: ImagePorts = { tcp: [], udp: [] };
+  if (!exposed || typeof exposed !== 'object') return out;
+  for (const k of Object.keys(exposed)) {
+    const m = /^([0-9]{1,5})(?:\/(tcp|udp))?$/i.exec(k);
+    const port = m ? Number(m[1]) : 0;
+    if (!m || port < 1 || port > 65535) continue;
+    out[(m[2]?.toLowerCase() ?? 'tcp') as 'tcp' | 'udp'].push(port);
+  }
+  out.tcp.sort((a, b) => a - b);
+  out.udp.sort((a, b) => a - b);
+  return out;
+}
+
+/**
+ * The ports the image at a pinned reference declares: its manifest (for a multi-platform index,
+ * the linux manifest of this machine's architecture, else the first linux one), then its config
+ * blob. Read at apply so a cluster-network service answers at its name on the ports its image
+ * listens on (docs/networking.md). Throws like resolveDigest.
+ */
+export async function imagePorts(reference: string | ImageReference, access?: Omit<RegistryAccess, 'registry'>): Promise<ImagePorts> {
+  const ref = typeof reference === 'string' ? parseImageReference(reference) : reference;
+  const session = new RegistrySession({ ...access, registry: ref.registry }, familiarString(ref));
+  const scope = `repository:${ref.repository}:pull`;
+  const json = async (path: string, what: string, accept?: string): Promise<Record<string, unknown>> => {
+    let answer = await session.api(path, 'GET', accept, scope);
+    // A registry on object storage redirects blob reads; the storage wants no registry token.
+    const location = answer.headers.location;
+    if (answer.status >= 301 && answer.status <= 308 && location) answer = await session.send(new URL(location, session.base), 'GET', {});
+    if (answer.status === 404) throw session.fail('image_not_found', `${what} unknown (HTTP 404)`);
+    if (answer.status !== 200) throw session.fail('registry_unreachable', `unexpected answer HTTP ${answer.status} to GET ${path}`);
+    try {
+      return JSON.parse(answer.body.toString('utf8')) as Record<string, unknown>;
+    } catch {
+      throw session.fail('registry_unreachable', `the ${what} is not JSON`);
+    }
+  };
+  try {
+    let manifest = await json(`/v2/${ref.repository}/manifests/${ref.digest ?? encodeURIComponent(ref.tag ?? DEFAULT_TAG)}`, 'manifest', MANIFEST_ACCEPT);
+    if (Array.isArray(manifest.manifests)) {
+      type Entry = { digest?: string; platform?: { os?: string; architecture?: string } };
+      const entries = (manifest.manifests as Entry[]).filter((m) => m.platform?.os === 'linux' && typeof m.digest === 'string');
+      const chosen = entries.find((m) => m.platform?.architecture === (OCI_ARCH[process.arch] ?? process.arch)) ?? entries[0];
+      if (!chosen) throw session.fail('image_not_found', 'the image index has no linux manifest');
+      manifest = await json(`/v2/${ref.repository}/manifests/${chosen.digest!}`, 'manifest', MANIFEST_ACCEPT);
+    }
+    const configDigest = (manifest.config as { digest?: unknown } | undefined)?.digest;
+    if (typeof configDigest !== 'string') throw session.fail('registry_unreachable', 'the manifest names no config');
+    const config = await json(`/v2/${ref.repository}/blobs/${validateDigest(configDigest)}`, 'config blob');
+    return exposedPortsOf((config.config as { ExposedPorts?: unknown } | undefined)?.ExposedPorts);
+  } finally {
+    session.close();
+  }
+}

@@ -3,7 +3,7 @@
 // Images are uploaded with the distribution API itself (test/support/registry.ts): no Docker here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureClusterCa } from '../../src/pki/ca.js';
-import { checkRegistryLogin, ImageNotFoundError, ImageUnauthorizedError, RegistryUnreachableError, resolveDigest, type ImageAccessError } from '../../src/images/registry.js';
+import { checkRegistryLogin, ImageNotFoundError, ImageUnauthorizedError, imagePorts, RegistryUnreachableError, resolveDigest, type ImageAccessError } from '../../src/images/registry.js';
 import { freePort } from '../../src/runtime/etcd.js';
 import { startRegistry, waitForRegistry } from '../../src/runtime/registry.js';
 import { startTestRegistry, type TestRegistry } from '../support/registry.js';
@@ -36,6 +36,16 @@ describe('a plain-HTTP registry', () => {
     // latest is what a reference without a tag means.
     const latest = await reg.pushTinyImage('team/app', 'latest');
     expect(await resolveDigest(`${reg.host}/team/app`, { insecure: true, registry: reg.host })).toBe(latest);
+  });
+
+  it("reads the ports an image declares (EXPOSE) from its config, through a multi-platform index too", async () => {
+    await reg.pushTinyImage('team/redis', '7', undefined, { exposedPorts: ['6379/tcp', '53/udp'] });
+    expect(await imagePorts(`${reg.host}/team/redis:7`, { insecure: true })).toEqual({ tcp: [6379], udp: [53] });
+    const indexed = await reg.pushTinyImage('team/web', '1', undefined, { exposedPorts: ['80/tcp', '443/tcp'], index: true });
+    expect(await imagePorts(`${reg.host}/team/web:1@${indexed}`, { insecure: true })).toEqual({ tcp: [80, 443], udp: [] });
+    await reg.pushTinyImage('team/quiet', '1');
+    expect(await imagePorts(`${reg.host}/team/quiet:1`, { insecure: true })).toEqual({ tcp: [], udp: [] });
+    await expect(imagePorts(`${reg.host}/team/none:1`, { insecure: true })).rejects.toThrow(/unknown/);
   });
 
   it('names an unknown tag or repository image_not_found, with the image and the registry', async () => {

@@ -24,11 +24,23 @@ export interface TestRegistry {
   caPem?: string;
   /**
    * Uploads a small image (one layer of random bytes) as repository:tag with the distribution API,
-   * as `user` when the registry has users; returns the manifest's digest.
+   * as `user` when the registry has users; returns the manifest's digest (with `image.index`: the
+   * digest of an OCI index whose one linux entry, for this machine's architecture, is the manifest).
    */
-  pushTinyImage(repository: string, tag: string, user?: { username: string; password: string }): Promise<string>;
+  pushTinyImage(repository: string, tag: string, user?: { username: string; password: string }, image?: TinyImage): Promise<string>;
   stop(): Promise<void>;
 }
+
+/** What the tiny image declares. */
+export interface TinyImage {
+  /** Its config's ExposedPorts keys ("8080/tcp", "53/udp"), as a Dockerfile's EXPOSE writes them. */
+  exposedPorts?: string[];
+  /** Pushed as a multi-platform index around its manifest. */
+  index?: boolean;
+}
+
+/** Node's process.arch → an OCI platform architecture. */
+const OCI_ARCH: Record<string, string> = { x64: 'amd64', arm64: 'arm64' };
 
 export interface TestRegistryOptions {
   /** Serve HTTPS with a certificate for 127.0.0.1 from a fresh cluster CA (or the one given). */
@@ -75,7 +87,7 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
   }
   const caPem = ca?.certPem;
 
-  async function pushTinyImage(repository: string, tag: string, user?: { username: string; password: string }): Promise<string> {
+  async function pushTinyImage(repository: string, tag: string, user?: { username: string; password: string }, image: TinyImage = {}): Promise<string> {
     const auth: Record<string, string> = user ? { authorization: `Basic ${Buffer.from(`${user.username}:${user.password}`).toString('base64')}` } : {};
     const v2 = (path: string) => new URL(`/v2/${repository}/${path}`, server.url);
     const upload = async (blob: Buffer): Promise<string> => {
@@ -88,7 +100,9 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
       if (put.status !== 201) throw new Error(`uploading ${digest} to ${repository}: HTTP ${put.status} ${put.body}`);
       return digest;
     };
-    const config = Buffer.from(JSON.stringify({ architecture: 'amd64', os: 'linux', rootfs: { type: 'layers', diff_ids: [] }, config: {} }));
+    const arch = OCI_ARCH[process.arch] ?? process.arch;
+    const exposed = Object.fromEntries((image.exposedPorts ?? []).map((p) => [p, {}]));
+    const config = Buffer.from(JSON.stringify({ architecture: arch, os: 'linux', rootfs: { type: 'layers', diff_ids: [] }, config: image.exposedPorts ? { ExposedPorts: exposed } : {} }));
     const layer = randomBytes(64);
     const manifest = JSON.stringify({
       schemaVersion: 2,
@@ -96,11 +110,19 @@ export async function startTestRegistry(opts: TestRegistryOptions = {}): Promise
       config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: await upload(config), size: config.length },
       layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar+gzip', digest: await upload(layer), size: layer.length }],
     });
-    const put = await call(v2(`manifests/${tag}`), 'PUT', { ...auth, 'content-type': 'application/vnd.oci.image.manifest.v1+json' }, manifest, caPem);
-    if (put.status !== 201) throw new Error(`putting the manifest of ${repository}:${tag}: HTTP ${put.status} ${put.body}`);
-    const digest = sha256(manifest);
-    if (put.headers['docker-content-digest'] !== digest) throw new Error(`the registry stored ${repository}:${tag} as ${String(put.headers['docker-content-digest'])}, not ${digest}`);
-    return digest;
+    const putManifest = async (ref: string, body: string, type: string): Promise<string> => {
+      const put = await call(v2(`manifests/${ref}`), 'PUT', { ...auth, 'content-type': type }, body, caPem);
+      if (put.status !== 201) throw new Error(`putting the manifest of ${repository}:${ref}: HTTP ${put.status} ${put.body}`);
+      const digest = sha256(body);
+      if (put.headers['docker-content-digest'] !== digest) throw new Error(`the registry stored ${repository}:${ref} as ${String(put.headers['docker-content-digest'])}, not ${digest}`);
+      return digest;
+    };
+    const MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
+    if (!image.index) return putManifest(tag, manifest, MANIFEST);
+    const inner = await putManifest(sha256(manifest), manifest, MANIFEST);
+    const INDEX = 'application/vnd.oci.image.index.v1+json';
+    const index = JSON.stringify({ schemaVersion: 2, mediaType: INDEX, manifests: [{ mediaType: MANIFEST, digest: inner, size: manifest.length, platform: { os: 'linux', architecture: arch } }] });
+    return putManifest(tag, index, INDEX);
   }
 
   return {
