@@ -41,6 +41,7 @@ import { join } from 'node:path';
 import { CniNetwork, DEFAULT_CNI_BIN_DIR } from './cni.js';
 import { MemoryNetwork, type ReplicaNetwork } from './network.js';
 import { DEFAULT_SANDBOX_IMAGE } from './sandbox.js';
+import { NodeResolver } from './names.js';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -86,6 +87,11 @@ export interface AgentOptions {
   network?: ReplicaNetwork;
   /** Where the CNI plugins are (default /usr/lib/cni, Debian's containernetworking-plugins). */
   cniBinDir?: string;
+  /**
+   * The node's resolver for its cluster-network replicas (names.ts; default: on with Docker, off
+   * for hollow nodes). False: their sandboxes still name it, and names do not resolve.
+   */
+  resolver?: boolean;
 }
 
 /** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
@@ -121,6 +127,8 @@ export class NodeAgent {
   private early!: EarlyHealth;
   private manager?: Manager;
   private runner?: Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
+  /** The node's resolver for its cluster-network replicas (names.ts). */
+  private resolver?: NodeResolver;
   private sampling?: Promise<PressureSample>;
   private lastPressure?: PressureSample;
   /** Desired keys reported as invalid (counted once per revision). */
@@ -207,6 +215,7 @@ export class NodeAgent {
     const commandsPrefix = keys.commandsOf(node);
     // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
     const pulls = !this.opts.runtime;
+    if (this.opts.resolver ?? !this.opts.runtime) this.resolver = new NodeResolver({ log: this.log.child({ component: 'dns' }) });
     const copiesPrefix = keys.copiesOf(node);
     this.manager = new Manager(
       {
@@ -221,7 +230,7 @@ export class NodeAgent {
           watch: 'each',
         },
       },
-      [this.spec(observed)],
+      [this.spec(observed), ...(this.resolver ? [this.resolver.spec()] : [])],
     );
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
     await this.manager.start();
@@ -269,6 +278,7 @@ export class NodeAgent {
     this.executor?.stopAll();
     this.early?.stop();
     await this.manager?.stop();
+    await this.resolver?.stop();
     // The heartbeat goes with its lease: the node turns NotReady at once rather than after the TTL.
     await this.presence?.stop(true);
   }
@@ -288,6 +298,7 @@ export class NodeAgent {
         containers: this.view?.cache.size ?? 0,
         startsInFlight: this.executor?.startsInFlight() ?? 0,
         failingActs: this.runner?.failures.persistent().length ?? 0,
+        ...(this.resolver ? { resolver: this.resolver.health() } : {}),
         ...(this.removing ? { removing: true } : {}),
       },
     };

@@ -38,6 +38,7 @@ describe('sandboxSpec: the sandbox a desired replica needs', () => {
     ['another IPv4 address', {}, { ...ADDRESS, ipv4: '10.208.3.6/24' }, false],
     ['another IPv6 prefix length', {}, { ...ADDRESS, ipv6: 'fd4a:17c2:9e01:3::5/80' }, false],
     ['a hosts entry', { container: { extraHosts: ['db:10.208.3.9'] } }, ADDRESS, false],
+    ['a host name', { container: { hostname: 'db-primary' } }, ADDRESS, false],
   ])('%s: same sandbox %s', (_n, extra, address, same) => {
     const a = sandboxSpec(spec({ network: 'cluster' }))!;
     const b = sandboxSpec(spec({ network: 'cluster', ...extra }, address, 4))!;
@@ -76,6 +77,13 @@ describe('sandboxCreateOptions', () => {
       [LABELS.ipv4]: '10.208.3.5/24',
       [LABELS.ipv6]: 'fd4a:17c2:9e01:3::5/64',
     });
+  });
+
+  it("names its namespace's host after the replica (or the service's hostname), and asks names of the node's resolver at its gateways, searching its deployment", () => {
+    expect(o.Hostname).toBe('shop-api-4');
+    expect(o.HostConfig).toMatchObject({ Dns: ['10.208.3.1', 'fd4a:17c2:9e01:3::1'], DnsSearch: ['shop'] });
+    const named = spec({ network: 'cluster', container: { hostname: 'db-primary' } });
+    expect(sandboxCreateOptions(named, sandboxSpec(named)!, owner, 'p').Hostname).toBe('db-primary');
   });
 
   it('no hosts entries: no ExtraHosts', () => {

@@ -8,7 +8,7 @@ import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
 import { canonicalJson, onClusterNetwork } from '../../src/api/spec.js';
 import type { ReplicaAddress, ReplicaDesiredSpec } from '../../src/api/types.js';
-import { canonicalCidr } from './cni.js';
+import { canonicalCidr, gatewayOf } from './cni.js';
 import type { Owner } from './container-spec.js';
 
 /** The value of the role label on a sandbox (the replica's own container has none). */
@@ -26,15 +26,30 @@ export interface SandboxSpec {
    * its /etc/hosts, and Docker refuses them on the joining container, so they go on the sandbox.
    */
   extraHosts: string[];
+  /** The namespace's host name (the UTS namespace goes with the network one): the service's, else the replica's id. */
+  hostname: string;
+  /**
+   * Its resolv.conf, shared by the container that joins it: the node's resolver at the gateways of
+   * its prefixes (dns.ts, started by the agent), and its deployment as the search domain, so `db`
+   * finds `db.shop` (docs/networking.md, Names).
+   */
+  dns: { servers: string[]; search: string[] };
 }
 
 /** The sandbox a desired replica needs: undefined on the host network, or while its record carries no address. */
-export function sandboxSpec(d: Pick<ReplicaDesiredSpec, 'template' | 'address'>): SandboxSpec | undefined {
+export function sandboxSpec(d: Pick<ReplicaDesiredSpec, 'template' | 'address' | 'deployment' | 'replica'>): SandboxSpec | undefined {
   if (!onClusterNetwork(d.template) || !d.address) return undefined;
   const address = { ipv4: canonicalCidr(d.address.ipv4), ipv6: canonicalCidr(d.address.ipv6) };
   const extraHosts = [...(d.template.container?.extraHosts ?? [])];
-  const hash = createHash('sha256').update(canonicalJson({ address, extraHosts })).digest('hex').slice(0, 16);
-  return { hash, address, extraHosts };
+  const hostname = d.template.container?.hostname ?? d.replica;
+  const dns = { servers: resolverAddresses(address), search: [d.deployment] };
+  const hash = createHash('sha256').update(canonicalJson({ address, extraHosts, hostname, dns })).digest('hex').slice(0, 16);
+  return { hash, address, extraHosts, hostname, dns };
+}
+
+/** Where the replicas of a prefix ask names: the node's resolver, at the gateways of their prefixes. */
+export function resolverAddresses(address: ReplicaAddress): string[] {
+  return [gatewayOf(address.ipv4), gatewayOf(address.ipv6)];
 }
 
 /** One per replica and spec on an engine; the hash keeps a sandbox being torn down apart from its successor. */
@@ -47,6 +62,7 @@ export function sandboxCreateOptions(d: ReplicaDesiredSpec, spec: SandboxSpec, o
   return {
     name: sandboxName(owner, d.replica, spec.hash),
     Image: image,
+    Hostname: spec.hostname,
     Labels: {
       [LABELS.cluster]: owner.clusterUid,
       [LABELS.node]: owner.node,
@@ -70,6 +86,8 @@ export function sandboxCreateOptions(d: ReplicaDesiredSpec, spec: SandboxSpec, o
       // the IPv6 address is usable at once, and the plugin's wait for it (a second) goes.
       Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '0', 'net.ipv6.conf.all.accept_dad': '0', 'net.ipv6.conf.default.accept_dad': '0' },
       ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
+      Dns: spec.dns.servers,
+      DnsSearch: spec.dns.search,
     },
   };
 }

@@ -53,6 +53,8 @@ for node in "$@"; do
   e role grant-permission "$name" read "${prefix}drains/$node"
   # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
   e role grant-permission "$name" --prefix=true read "${prefix}registries/"
+  # The services' addresses: the names its resolver answers (docs/networking.md, Names).
+  e role grant-permission "$name" --prefix=true read "${prefix}serviceaddresses/"
   # As a prefix: the agent watches the key (its pause image's registry), and a watch is a range.
   e role grant-permission "$name" --prefix=true read "${prefix}config/images"
   user "$name" "$name" "$(password)" "$out/agent-$node.env"

@@ -226,6 +226,7 @@ const serviceSchema: Schema = obj(
         capAdd: arr(str()),
         capDrop: arr(str()),
         extraHosts: arr(str({ pattern: '^[^:]+:.+$' }), { description: '"host:ip" entries for /etc/hosts.' }),
+        hostname: str({ pattern: '^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$', description: "The container's host name (cluster network: its namespace's; default the replica's id). Host network: the node's." }),
         shmSize: int({ minimum: 0, description: 'Bytes of /dev/shm.' }),
         tmpfs: arr(str({ pattern: '^/' }), { description: '"path[:options]" tmpfs mounts.' }),
         ulimits: map(obj({ soft: int(), hard: int() }, ['soft', 'hard'])),

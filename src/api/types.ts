@@ -75,6 +75,8 @@ export interface ContainerOptions {
   capDrop?: string[];
   /** "host:ip" entries for /etc/hosts. */
   extraHosts?: string[];
+  /** The container's host name (cluster network: its namespace's; default the replica's id). */
+  hostname?: string;
   /** Bytes of /dev/shm. */
   shmSize?: number;
   /** "path[:options]" tmpfs mounts. */

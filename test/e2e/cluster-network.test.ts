@@ -17,6 +17,8 @@ import { commitActs } from '../../src/store/writer.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 import { deleteDesired, desired, observedStatus, putDesired, waitObserved } from './agent-fixtures.js';
+import { execIn } from '../support/docker-exec.js';
+import { API_VERSION, type ServiceAddress } from '../../src/api/types.js';
 
 const run = promisify(execFile);
 const NODE = 'node-1';
@@ -113,6 +115,38 @@ describe('the cluster network: every replica its own network namespace', () => {
       const r = await routes();
       expect(r).toMatch(/10\.208\.1\.5 dev veth\S+ scope host/);
       expect(r).toMatch(/fd4a:17c2:9e01:1::6 dev veth\S+/);
+    }));
+
+  it("finds services by name: the node's resolver at its replicas' gateways answers SERVICE.DEPLOYMENT, and SERVICE within the deployment (the sandbox's search domain)", () =>
+    c.withLogs(async () => {
+      const a = addr(5);
+      await put('net-a', a);
+      const s = await running('net-a');
+      const app = engine.getContainer(s.containerId!);
+      // The sandbox's resolv.conf, shared by the container in its namespace; its host name too.
+      const conf = (await execIn(app, ['cat', '/etc/resolv.conf'])).stdout;
+      expect(conf).toMatch(/^search demo$/m);
+      expect(conf).toMatch(/^nameserver 10\.208\.1\.1$/m);
+      expect(conf).toMatch(/^nameserver fd4a:17c2:9e01:1::1$/m);
+      expect((await execIn(app, ['hostname'])).stdout.trim()).toBe('net-a');
+      // A service address, as the scheduler would write it (the controllers are paused).
+      const web: ServiceAddress = { apiVersion: API_VERSION, kind: 'ServiceAddress', metadata: { name: 'demo-web' }, spec: { deployment: 'demo', service: 'web', number: 9, ipv4: '10.207.0.9', ipv6: 'fd4a:17c2:9e01:ffff::9', since: new Date().toISOString() } };
+      await commitActs(c.store, [{ ops: [{ op: 'put', key: keys.serviceAddress('demo', 'web'), value: web }] }]);
+      try {
+        // From the replica's own namespace, by the C library's resolver (busybox ping resolves, then
+        // sends nothing that anyone answers): the short name through the search domain, and the full one.
+        for (const name of ['web', 'web.demo']) {
+          await eventually(async () => (await execIn(app, ['ping', '-c', '1', '-W', '1', name])).stdout.includes(`PING ${name} (10.207.0.9)`), { what: `${name} resolving to 10.207.0.9 inside net-a`, timeoutMs: 15_000 });
+        }
+        // Both families, asked of the resolver directly.
+        const look = await execIn(app, ['nslookup', 'web.demo', '10.208.1.1']);
+        expect(look.stdout).toContain('10.207.0.9');
+        expect(look.stdout).toContain('fd4a:17c2:9e01:ffff::9');
+        // A name under the deployment that is no service: NXDOMAIN at once, never forwarded.
+        expect((await execIn(app, ['nslookup', 'nothing.demo', '10.208.1.1'])).stdout + (await execIn(app, ['nslookup', 'nothing.demo', '10.208.1.1'])).stderr).toMatch(/NXDOMAIN|can't find/i);
+      } finally {
+        await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.serviceAddress('demo', 'web') }] }]);
+      }
     }));
 
   it('a new revision replaces the container stop-first in the same sandbox: the same address answers the new one', () =>
