@@ -5,6 +5,7 @@
 //   docker-view.ts  the picture of its containers (events + resync)
 //   executor.ts     carrying out starts and stops on the runtime
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
+//   overlay.ts      the WireGuard mesh between nodes: a second controller on its manager (--overlay)
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
@@ -28,6 +29,7 @@ import { EarlyHealth } from './early-health.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
+import { Overlay, OVERLAY_WATCH, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
@@ -74,6 +76,8 @@ export interface AgentOptions {
    * (tests, hollow nodes): a key for this run only, and no files written.
    */
   stateDir?: string;
+  /** The WireGuard mesh between nodes (jaco agent --overlay; overlay.ts): needs stateDir and address. */
+  overlay?: OverlayOptions;
 }
 
 /** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
@@ -120,6 +124,7 @@ export class NodeAgent {
   /** The node's copies of secrets and configs, opened with its own key. */
   private files!: ReplicaFiles;
   private lastSweep = 0;
+  private overlay?: Overlay;
 
   constructor(readonly opts: AgentOptions) {
     this.log = opts.log;
@@ -173,9 +178,11 @@ export class NodeAgent {
       mode: this.pressureMode,
       node: new NodeUsageReader(this.opts.cgroupRoot),
     });
+    this.overlay = this.makeOverlay();
     this.presence = new Presence({
       ...this.opts,
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
+      overlay: this.overlay?.publication,
       pressure: () => this.currentPressure(),
       dockerUp: () => this.view.up,
       removed: () => void this.onNodeRemoved(),
@@ -203,12 +210,13 @@ export class NodeAgent {
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
           specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, copies: { prefix: copiesPrefix, kind: 'NodeCopy' } },
-          watch: [desiredPrefix, commandsPrefix, copiesPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : [])],
+          watch: [desiredPrefix, commandsPrefix, copiesPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : []), ...(this.overlay ? OVERLAY_WATCH : [])],
         },
       },
-      [this.spec(observed)],
+      [this.spec(observed), ...(this.overlay ? [this.overlay.spec()] : [])],
     );
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
+    await this.overlay?.start();
     await this.manager.start();
     // Files of containers removed while the agent was away.
     await this.sweepFiles(Date.now());
@@ -239,6 +247,7 @@ export class NodeAgent {
     this.view?.stop();
     this.executor?.stopAll();
     this.early?.stop();
+    this.overlay?.stop();
     await this.manager?.stop();
     // The heartbeat goes with its lease: the node turns NotReady at once rather than after the TTL.
     await this.presence?.stop(true);
@@ -259,6 +268,7 @@ export class NodeAgent {
         containers: this.view?.cache.size ?? 0,
         startsInFlight: this.executor?.startsInFlight() ?? 0,
         failingActs: this.runner?.failures.persistent().length ?? 0,
+        ...(this.overlay ? { overlay: this.overlay.health() } : {}),
         ...(this.removing ? { removing: true } : {}),
       },
     };
@@ -382,6 +392,15 @@ export class NodeAgent {
     }
   }
 
+  /** The node's end of the WireGuard mesh, when asked for (its key is made on the first start). */
+  private makeOverlay(): Overlay | undefined {
+    const { overlay, stateDir, address } = this.opts;
+    if (!overlay) return undefined;
+    if (!stateDir || !address) throw new Error('the overlay needs the agent\'s state directory (its key) and the node\'s address (its endpoint)');
+    const active = () => !this.stopped && !this.removing && !!this.presence?.fence();
+    return new Overlay({ ...overlay, node: this.node, address, stateDir, timings: this.opts.timings, log: this.log, active });
+  }
+
   /** The node's own key: from its state directory (made there on the first start), or for this run only. */
   private nodeKey(): KeyPair {
     if (!this.opts.stateDir) return generateKeyPair('nk');
@@ -482,6 +501,7 @@ export class NodeAgent {
       this.log.error({ err: (e as Error).message }, 'could not remove every container of the removed node; remove them by hand (label jaco.dev/node)');
     }
     this.view.stop();
+    await this.overlay?.remove();
     try {
       const { items } = await this.opts.store.list<ReplicaObserved>(keys.observedOf(node));
       await commitActs(this.opts.store, [...items.map((i) => ({ label: 'forget', ops: [{ op: 'delete', key: i.key } as Op] })), { label: 'heartbeat', ops: [{ op: 'delete', key: keys.heartbeat(node) }] }]);
