@@ -54,6 +54,8 @@ for node in "$@"; do
   # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
   e role grant-permission "$name" --prefix=true read "${prefix}registries/"
   e role grant-permission "$name" read "${prefix}config/images"
+  # The WireGuard mesh (--overlay): every node's published key and endpoint, and every node's subnets.
+  for k in nodes/ subnets/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
 
   # Its ingress: reads the published ports, the endpoints and the nodes' addresses; writes only
