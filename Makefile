@@ -27,10 +27,12 @@ images: system
 
 # The demo images go to the cluster's registry: every node's engine starts empty, as a new host's.
 DEMO_IMAGES := jaco-demo/busybox:1 jaco-demo/busybox:2 jaco-demo/postgres:15 jaco-demo/redis:7 jaco-demo/nginx:1
+# What the nodes themselves run: the sandbox of cluster-network replicas (jaco agent --sandbox-image).
+SYSTEM_IMAGES := jaco/pause:1
 
 up: build images
 	./bin/jaco up --nodes 3 --detach
-	./bin/jaco registry push $(DEMO_IMAGES)
+	./bin/jaco registry push $(DEMO_IMAGES) $(SYSTEM_IMAGES)
 	./bin/jaco apply -f examples/hello.yaml
 	@echo
 	@echo "Try: ./bin/jaco status hello && ./bin/jaco get nodes -o wide"

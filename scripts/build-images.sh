@@ -2,6 +2,8 @@
 # Builds the local demo images from root filesystems with `docker import` (there is no registry):
 #   jaco-demo/busybox:1 and :2   two tags of one image (so rolling updates can be shown), from
 #                                Debian's busybox-static;
+#   jaco/pause:1                 the sandbox of cluster-network replicas: a static busybox shell that
+#                                waits for ever and exits at once on SIGTERM or SIGINT;
 #   jaco-demo/postgres:15, jaco-demo/redis:7, jaco-demo/nginx:1
 #                                real servers from Debian bookworm's packages, each described by a
 #                                folder under scripts/images/ (packages, install.sh run in a chroot,
@@ -83,6 +85,26 @@ build_busybox() {
   id=$(tar -C "$rootfs" -c . | "$docker_cli" import -c 'ENV PATH=/bin' -c 'CMD ["sh"]' - jaco-demo/busybox:1)
   "$docker_cli" tag "$id" jaco-demo/busybox:2
   echo "build-images: jaco-demo/busybox:1 and :2 -> ${id:7:12}"
+}
+
+# The pause image: what holds a cluster-network replica's network namespace (the agent's
+# --sandbox-image). A shell as PID 1 ignores signals it has no trap for, hence the trap; it waits on
+# a sleep in the background so that the trap runs at once. Rebuilt when this function changes.
+build_pause() {
+  begin "jaco/pause"
+  local rootfs="$work/pause" hash id
+  hash=$(declare -f build_pause | sha256sum | cut -c1-16)
+  if ! $force && [ "$("$docker_cli" image inspect -f "{{ index .Config.Labels \"$INPUTS_LABEL\" }}" jaco/pause:1 2>/dev/null || true)" = "$hash" ]; then
+    return 0
+  fi
+  mkdir -p "$rootfs/bin"
+  cp "$busybox" "$rootfs/bin/busybox"
+  ln -sf busybox "$rootfs/bin/sh"
+  ln -sf busybox "$rootfs/bin/sleep"
+  printf '#!/bin/sh\ntrap "exit 0" TERM INT\nwhile :; do sleep 2147483647 & wait $!; done\n' >"$rootfs/pause"
+  chmod 0755 "$rootfs/pause"
+  id=$(tar -C "$rootfs" -c . | "$docker_cli" import -c 'ENV PATH=/bin' -c 'ENTRYPOINT ["/pause"]' -c "LABEL $INPUTS_LABEL=$hash" - jaco/pause:1)
+  echo "build-images: jaco/pause:1 -> ${id:7:12}"
 }
 
 # The non-comment lines of a file, one a line.
@@ -245,6 +267,7 @@ if ! flock -n 9; then
 fi
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/jaco-images.XXXXXX")
 build_busybox
+build_pause
 
 all_packages=$(for entry in "${SERVER_IMAGES[@]}"; do lines_of "$here/images/${entry%%=*}/packages"; done | LC_ALL=C sort -u | xargs)
 base_key=$({ echo "$SUITE $all_packages"; cat "$here"/images/base/*; } | sha256sum | cut -c1-16)

@@ -19,6 +19,8 @@ command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=
 command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy)
 # The cluster registry (CNCF distribution 2.8), run as a child of jaco with its own config, never the system service.
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+# The agent plumbs cluster-network replicas with the CNI ptp plugin (and its static IPAM).
+[ -x /usr/lib/cni/ptp ] || need+=(containernetworking-plugins)
 # The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 

@@ -13,7 +13,7 @@ import type { HealthState } from '../../src/api/types.js';
 import type { CgroupUsage } from '../node-agent/cgroup.js';
 import type { Owner } from '../node-agent/container-spec.js';
 import { DockerApiError } from '../node-agent/docker.js';
-import { DEREGISTRATION_LABEL, portsOf, type ContainerFacts } from '../node-agent/facts.js';
+import { DEREGISTRATION_LABEL, networkLabels, portsOf, type ContainerFacts } from '../node-agent/facts.js';
 import type { ContainerRuntime, UsageReader } from '../node-agent/runtime.js';
 
 export interface HollowRuntimeOptions {
@@ -131,11 +131,14 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
       ports: portsOf(opts.ExposedPorts),
       pid: 0,
       ...(dereg > 0 ? { deregistrationMs: dereg } : {}),
+      ...(opts.HostConfig?.NetworkMode ? { networkMode: opts.HostConfig.NetworkMode } : {}),
+      ...networkLabels(labels),
     };
     this.containers.set(id, {
       facts,
       ...(hc ? { healthIntervalMs: Math.max(1, (hc.Interval ?? 30_000 * NS_PER_MS) / NS_PER_MS) } : {}),
-      fails: u('fail') < this.opts.failRate,
+      // A sandbox (the pause process) never fails: only the replica's own container does.
+      fails: facts.role !== 'sandbox' && u('fail') < this.opts.failRate,
       // Busy at 20 … 80 % of its limit (or of 100m and 64 MiB without one).
       cpuMillis: Math.round((nanoCpus / NS_PER_MS || DEFAULT_CPU_MILLIS) * (0.2 + 0.6 * u('cpu'))),
       memoryBytes: Math.round((memLimit || DEFAULT_MEMORY_BYTES) * (0.2 + 0.6 * u('memory'))),

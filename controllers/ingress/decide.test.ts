@@ -3,7 +3,7 @@
 // deleted after the drain period, and readied again when they come back.
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, type Deployment, type Endpoints, type ServiceSpec } from '../../src/api/types.js';
-import { commandsOf, configKey, decide, routesOf, wantedServers, type HaproxyView, type IngressSnapshot, type RoutedServer } from './decide.js';
+import { commandsOf, configKey, decide, routesOf, serviceRoutesOf, wantedServers, type HaproxyView, type IngressSnapshot, type RoutedServer } from './decide.js';
 import { renderConfig } from './haproxy.js';
 
 const T = 1_000_000;
@@ -37,6 +37,45 @@ describe('routes', () => {
     const { routes } = routesOf([dep('app', { web: WEB })]);
     const w = wantedServers(routes, () => eps([ep('app-web-0', 'node-1', '127.0.1.1', 20001), { replica: 'app-web-9', node: 'node-9', ports: [1] }]));
     expect([...w.get('be_app_web_http')!]).toEqual([[S1, { addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1' }]]);
+  });
+});
+
+describe('service routes and modes', () => {
+  const API: ServiceSpec = { image: 'x', network: 'cluster', ports: [{ name: 'http', containerPort: 8080, published: 18090 }, 5432, { containerPort: 53, protocol: 'udp' }] };
+  const addr = { ipv4: '10.207.0.9', ipv6: 'fd4a:17c2:9e01:ffff::9' };
+
+  it("a service's own ports on its addresses, sharing the backend of its published port; UDP is not routed", () => {
+    const deps = [dep('shop', { api: API })];
+    const routes = [...routesOf(deps).routes, ...serviceRoutesOf(deps, (d, s) => (d === 'shop' && s === 'api' ? addr : undefined))];
+    expect(routes.map((r) => [r.published, r.backend, r.mode, r.addresses ?? 'node'])).toEqual([
+      [18090, 'be_shop_api_http', 'http', 'node'],
+      [8080, 'be_shop_api_http', 'http', [addr.ipv4, addr.ipv6]],
+      [5432, 'be_shop_api_p5432', 'tcp', [addr.ipv4, addr.ipv6]],
+    ]);
+    const p = decide({ node: 'node-1', address: '198.18.1.11', routes, conflicts: [], want: wantedServers(routes, () => undefined), haproxy: { servers: new Map() } }, T);
+    // One backend per service port, however many frontends answer for it.
+    expect([...p.reload!.servers.keys()]).toEqual(['be_shop_api_http', 'be_shop_api_p5432']);
+    const cfg = renderConfig({ socket: '/s', address: '198.18.1.11', routes, servers: p.reload!.servers });
+    expect(cfg).toContain('frontend fe_18090\n  mode http\n  bind 198.18.1.11:18090\n  option idle-close-on-response\n');
+    expect(cfg).toContain('frontend fe_svc_shop_api_p5432\n  mode tcp\n  bind 10.207.0.9:5432\n  bind ipv6@fd4a:17c2:9e01:ffff::9:5432\n  default_backend be_shop_api_p5432\n');
+    expect(cfg.match(/^backend be_shop_api_http$/gm)).toHaveLength(1);
+    expect(cfg).toContain('backend be_shop_api_p5432\n  mode tcp\n  balance roundrobin\n');
+    expect(cfg).toContain('backend be_shop_api_http\n  mode http\n  balance roundrobin\n');
+  });
+
+  it('a published port speaks TCP unless it is named http or says appProtocol http', () => {
+    const r = routesOf([dep('db', { pg: { image: 'x', ports: [{ containerPort: 5432, published: 15432 }, { name: 'web', containerPort: 80, published: 18081, appProtocol: 'http' }] } })]).routes;
+    expect(r.map((x) => [x.published, x.mode])).toEqual([
+      [15432, 'tcp'],
+      [18081, 'http'],
+    ]);
+  });
+
+  it('a new service address changes the frontend set (a reload)', () => {
+    const deps = [dep('shop', { api: API })];
+    const before = routesOf(deps).routes;
+    const after = [...before, ...serviceRoutesOf(deps, () => addr)];
+    expect(configKey('a', before)).not.toBe(configKey('a', after));
   });
 });
 

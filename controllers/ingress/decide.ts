@@ -3,7 +3,7 @@
 // frontend set (a port, a service) changes by a reload with the skeleton config; servers change
 // through the runtime API only: added when a replica is in endpoints, drained when it leaves,
 // then (after the drain period) put in maintenance and deleted. No I/O, clock as `now`.
-import { publishedPorts } from '../../src/api/ports.js';
+import { normalizePorts, portMode, publishedPorts } from '../../src/api/ports.js';
 import type { Deployment, Endpoints } from '../../src/api/types.js';
 import { backendName, serverName, type Route, type ServerAddr } from './haproxy.js';
 
@@ -83,15 +83,40 @@ export function routesOf(deployments: Iterable<Deployment>): Pick<IngressSnapsho
       conflicts.set(p.published, c);
       continue;
     }
-    byPort.set(p.published, { ...p, backend: backendName(p.deployment, p.service, p.portName) });
+    byPort.set(p.published, { ...p, backend: backendName(p.deployment, p.service, p.portName), mode: p.mode });
   }
   return { routes: [...byPort.values()].sort((a, b) => a.published - b.published), conflicts: [...conflicts.values()] };
+}
+
+/**
+ * Every service's own ports, answered on its service addresses (serviceaddresses/) on every node:
+ * what a container reaches by the service's name (docs/networking.md). A service without an
+ * address (no cluster network) or without TCP ports has none.
+ */
+export function serviceRoutesOf(deployments: Iterable<Deployment>, addressOf: (deployment: string, service: string) => { ipv4: string; ipv6: string } | undefined): Route[] {
+  const out: Route[] = [];
+  for (const d of [...deployments].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)))
+    for (const service of Object.keys(d.spec.services).sort()) {
+      const a = addressOf(d.metadata.name, service);
+      if (!a) continue;
+      for (const p of normalizePorts(d.spec.services[service]!)) {
+        if (p.protocol !== 'tcp') continue;
+        out.push({ published: p.containerPort, deployment: d.metadata.name, service, portName: p.name, backend: backendName(d.metadata.name, service, p.name), addresses: [a.ipv4, a.ipv6], mode: portMode(p) });
+      }
+    }
+  return out;
+}
+
+/** Each backend once (a published port and the service's own port share theirs), in route order. */
+export function backendsOf(routes: readonly Route[]): string[] {
+  return [...new Set(routes.map((r) => r.backend))];
 }
 
 /** The servers of each route's backend: every endpoint address with an address and a host port of the route's port. */
 export function wantedServers(routes: readonly Route[], endpoints: (deployment: string, service: string) => Endpoints | undefined): Map<string, Map<string, WantedServer>> {
   const out = new Map<string, Map<string, WantedServer>>();
   for (const r of routes) {
+    if (out.has(r.backend)) continue;
     const m = new Map<string, WantedServer>();
     for (const a of endpoints(r.deployment, r.service)?.spec.addresses ?? []) {
       const port = a.hostPorts?.[r.portName];
@@ -104,7 +129,7 @@ export function wantedServers(routes: readonly Route[], endpoints: (deployment: 
 }
 
 export function configKey(address: string, routes: readonly Route[]): string {
-  return JSON.stringify([address, routes.map((r) => [r.published, r.backend])]);
+  return JSON.stringify([address, routes.map((r) => [r.published, r.backend, r.mode, ...(r.addresses ?? [])])]);
 }
 
 export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEFAULT_INGRESS_CONFIG): IngressPlan {
@@ -116,10 +141,10 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
   if (s.haproxy.configKey !== key) {
     const servers = new Map<string, Map<string, ServerAddr>>();
     const next = new Map<string, Map<string, RoutedServer>>();
-    for (const r of s.routes) {
-      const w = s.want.get(r.backend) ?? new Map<string, WantedServer>();
-      servers.set(r.backend, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port }])));
-      next.set(r.backend, new Map([...w].map(([n, x]) => [n, { ...x, state: 'ready' as const, since: now }])));
+    for (const b of backendsOf(s.routes)) {
+      const w = s.want.get(b) ?? new Map<string, WantedServer>();
+      servers.set(b, new Map([...w].map(([n, x]) => [n, { addr: x.addr, port: x.port }])));
+      next.set(b, new Map([...w].map(([n, x]) => [n, { ...x, state: 'ready' as const, since: now }])));
     }
     return { reload: { key, address: s.address, routes: s.routes, servers }, ops: [], next: { configKey: key, address: s.address, routes: s.routes, servers: next }, notes };
   }
@@ -128,8 +153,7 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
   const ops: RuntimeOp[] = [];
   const next = new Map<string, Map<string, RoutedServer>>();
   let wakeAt: number | undefined;
-  for (const r of s.routes) {
-    const b = r.backend;
+  for (const b of backendsOf(s.routes)) {
     const cur = s.haproxy.servers.get(b) ?? new Map<string, RoutedServer>();
     const want = s.want.get(b) ?? new Map<string, WantedServer>();
     const out = new Map<string, RoutedServer>();

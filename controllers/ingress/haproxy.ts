@@ -9,14 +9,30 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '../../src/observability/log.js';
 
-/** One published port of one service: a frontend on the node's address and its backend. */
+/**
+ * One port of one service: a frontend and its backend. A published port is answered on the node's
+ * address; a service's own port on the service's addresses (`addresses`, answered on every node).
+ */
 export interface Route {
+  /** The port it answers on: the published port, or the service's container port. */
   published: number;
   deployment: string;
   service: string;
   portName: string;
   backend: string;
+  /** The service's addresses (IPv4, IPv6) for a service route; absent for a published port (the node's address). */
+  addresses?: string[];
+  /** tcp: connections are passed on as they are; http: requests (the port is named http, or says app_protocol http). */
+  mode: 'tcp' | 'http';
 }
+
+/** A frontend's name: one per published port, one per service port. */
+export function frontendName(r: Route): string {
+  return r.addresses ? safe(`fe_svc_${r.deployment}_${r.service}_${r.portName}`) : `fe_${r.published}`;
+}
+
+/** HAProxy's bind of one address (IPv6 with its family prefix: the last colon is the port's). */
+const bindOf = (addr: string, port: number) => (addr.includes(':') ? `ipv6@${addr}:${port}` : `${addr}:${port}`);
 
 export interface ServerAddr {
   addr: string;
@@ -60,26 +76,34 @@ export function renderConfig(c: ConfigInput): string {
     '  hard-stop-after 30s',
     '',
     'defaults',
-    '  mode http',
+    // Each frontend and backend says its own mode (tcp unless the port speaks HTTP).
+    '  mode tcp',
     '  timeout connect 2s',
     '  timeout client 30s',
     '  timeout server 30s',
     '  timeout http-keep-alive 5s',
     '  retries 2',
     '  option redispatch 1',
+    '',
+  ];
+  const routes = [...c.routes].sort((a, b) => a.published - b.published || (frontendName(a) < frontendName(b) ? -1 : 1));
+  for (const r of routes) {
+    // A service address binds because the service range is local to the node (Ingress.makeServiceRangesLocal).
+    const binds = (r.addresses ?? [c.address]).map((a) => `  bind ${bindOf(a, r.published)}`);
     // On a reload the old worker keeps a client's idle keep-alive connection until its next
     // request and answers that one with "Connection: close", instead of closing it under a client
     // that may be sending on it at that moment (a failed request).
-    '  option idle-close-on-response',
-    '',
-  ];
-  for (const r of [...c.routes].sort((a, b) => a.published - b.published)) {
-    out.push(`frontend fe_${r.published}`, `  bind ${c.address}:${r.published}`, `  default_backend ${r.backend}`, '');
-    out.push(`backend ${r.backend}`, '  balance roundrobin');
-    const servers = c.servers.get(r.backend);
-    for (const name of [...(servers?.keys() ?? [])].sort()) {
-      const s = servers!.get(name)!;
-      out.push(`  server ${name} ${s.addr}:${s.port} ${SERVER_CHECK}`);
+    const http = r.mode === 'http' ? ['  option idle-close-on-response'] : [];
+    out.push(`frontend ${frontendName(r)}`, `  mode ${r.mode}`, ...binds, ...http, `  default_backend ${r.backend}`, '');
+  }
+  // A published port and the service's own port of the same service port share one backend.
+  const backends = new Map(routes.map((r) => [r.backend, r]));
+  for (const [name, r] of [...backends].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    out.push(`backend ${name}`, `  mode ${r.mode}`, '  balance roundrobin');
+    const servers = c.servers.get(name);
+    for (const s of [...(servers?.keys() ?? [])].sort()) {
+      const x = servers!.get(s)!;
+      out.push(`  server ${s} ${x.addr}:${x.port} ${SERVER_CHECK}`);
     }
     out.push('');
   }

@@ -7,14 +7,26 @@
 // next pass reload from the whole picture (the state is then known again).
 import { Counter, Gauge } from 'prom-client';
 import { keys } from '../../src/api/keys.js';
-import type { Deployment, Endpoints, Node } from '../../src/api/types.js';
+import type { Deployment, Endpoints, NetworkConfig, Node, ServiceAddress } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import { registry } from '../../src/observability/metrics.js';
 import { Manager } from '../../src/runtime/manager.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import type { Store } from '../../src/store/store.js';
 import type { Timings } from '../../src/timings.js';
-import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
+import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, serviceRoutesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { serviceRanges } from '../../src/api/network.js';
+import type { Cache } from '../../src/runtime/cache.js';
+
+const execFileP = promisify(execFile);
+
+/** The service ranges of the cluster network, once config/network exists. */
+function serviceRangesOf(cache: Cache): { ipv4: string; ipv6: string } | undefined {
+  const cfg = [...cache.kind<NetworkConfig>('network').items.values()][0]?.value.spec;
+  return cfg ? serviceRanges(cfg) : undefined;
+}
 import { HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK } from './haproxy.js';
 import { ingressStatusOf, StatusReporter } from './report.js';
 
@@ -39,6 +51,12 @@ export interface IngressOptions {
   haproxyBinary?: string;
   /** How often HAProxy's counters and checks are read and the status refreshed (default 2 s). */
   statusIntervalMs?: number;
+  /**
+   * Answer every service's own ports on its service addresses (docs/networking.md): the service
+   * ranges are made local to this node's network namespace. Only where the ingress has a
+   * namespace of its own — a host, or a node of `jaco up` — not several ingresses sharing one.
+   */
+  serviceAddresses?: boolean;
 }
 
 interface IngressPass extends PassResult<null> {
@@ -59,6 +77,9 @@ export class Ingress {
   /** HAProxy's check status by `<backend>/<server>`, as last read. */
   private checks = new Map<string, string>();
   private conflicts: IngressSnapshot['conflicts'] = [];
+  /** The cluster's service ranges (with serviceAddresses), and the ones made local so far. */
+  private serviceRanges?: { ipv4: string; ipv6: string };
+  private localRanges?: string;
 
   constructor(readonly opts: IngressOptions) {
     this.haproxy = new HaproxyProcess(opts.dir, opts.log, opts.haproxyBinary, () => {
@@ -75,9 +96,8 @@ export class Ingress {
 
   async start(): Promise<void> {
     const { store, timings, log, node } = this.opts;
-    // Each prefix on its own watch: etcd RBAC lets an ingress read these and nothing else (deploy/etcd/rbac.sh).
-    const watch = [keys.deployments(), keys.endpointsAll(), keys.nodes()];
-    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}`, cache: { watch } }, [this.spec()]);
+    // Each source on its own watch: etcd RBAC lets an ingress read these and nothing else (deploy/etcd/rbac.sh).
+    this.manager = new Manager({ store, timings, log, identity: `ingress ${node}`, cache: { watch: 'each' } }, [this.spec()]);
     this.runner = this.manager.runners[0] as Runner<null, IngressSnapshot, unknown, IngressPass>;
     await this.manager.start();
     this.reporter.start();
@@ -137,7 +157,7 @@ export class Ingress {
     const cfg = this.opts.config ?? DEFAULT_INGRESS_CONFIG;
     return {
       name: 'ingress',
-      reads: ['deployments', 'endpoints', 'nodes'],
+      reads: ['deployments', 'endpoints', 'nodes', ...(this.opts.serviceAddresses ? (['network', 'serviceAddresses'] as const) : [])],
       elected: false,
       // One plan at a time: the next pass decides from what the last one left.
       ready: () => !this.busy && !this.stopped,
@@ -146,10 +166,14 @@ export class Ingress {
         const deployments = cache.kind<Deployment>('deployments');
         const endpoints = cache.kind<Endpoints>('endpoints');
         const nodes = cache.kind<Node>('nodes');
-        const { routes, conflicts } = routesOf([...deployments.items.values()].map((v) => v.value));
-        this.conflicts = conflicts;
+        const deps = [...deployments.items.values()].map((v) => v.value);
+        const published = routesOf(deps);
+        this.conflicts = published.conflicts;
+        const services = this.opts.serviceAddresses ? cache.kind<ServiceAddress>('serviceAddresses') : undefined;
+        const routes = [...published.routes, ...(services ? serviceRoutesOf(deps, (d, s) => services.items.get(keys.serviceAddress(d, s))?.value.spec) : [])];
+        this.serviceRanges = services ? serviceRangesOf(cache) : undefined;
         const address = nodes.items.get(keys.node(this.opts.node))?.value.status?.address;
-        return { node: this.opts.node, address, routes, conflicts, want: wantedServers(routes, (d, s) => endpoints.items.get(keys.endpoints(d, s))?.value), haproxy: this.view };
+        return { node: this.opts.node, address, routes, conflicts: published.conflicts, want: wantedServers(routes, (d, s) => endpoints.items.get(keys.endpoints(d, s))?.value), haproxy: this.view };
       },
       decide: (_state, snap, now) => {
         const plan = decide(snap, now, cfg);
@@ -166,6 +190,19 @@ export class Ingress {
     };
   }
 
+  /**
+   * The service ranges as local addresses of this node (`ip route replace local … dev lo`): HAProxy
+   * then binds any service address, and a container whose default route leads to its node reaches
+   * every service at its node's ingress. Done once per range.
+   */
+  private async makeServiceRangesLocal(): Promise<void> {
+    const r = this.serviceRanges;
+    if (!r || this.localRanges === `${r.ipv4} ${r.ipv6}`) return;
+    for (const [family, range] of [['-4', r.ipv4], ['-6', r.ipv6]] as const) await execFileP('ip', [family, 'route', 'replace', 'local', range, 'dev', 'lo']);
+    this.localRanges = `${r.ipv4} ${r.ipv6}`;
+    this.opts.log.info({ ranges: [r.ipv4, r.ipv6] }, 'service addresses are local to this node');
+  }
+
   private logNotes(plan: IngressPlan): void {
     const text = JSON.stringify(plan.notes);
     if (text !== this.lastNotes && plan.notes.length) this.opts.log.warn({ notes: plan.notes }, 'ingress waits or ignores');
@@ -178,6 +215,7 @@ export class Ingress {
     try {
       if (plan.reload) {
         const { address } = plan.reload;
+        if (plan.reload.routes.some((r) => r.addresses)) await this.makeServiceRangesLocal();
         await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address, routes: plan.reload.routes, servers: plan.reload.servers }));
         ingressMetrics.reloads.inc({ result: 'ok' });
         log.info({ routes: plan.reload.routes.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');

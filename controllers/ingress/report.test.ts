@@ -3,7 +3,7 @@ import type { HaproxyView } from './decide.js';
 import { ingressStatusOf } from './report.js';
 
 const T = Date.parse('2026-11-25T10:00:00Z');
-const route = { published: 18080, deployment: 'shop', service: 'web', portName: 'http', backend: 'be_shop_web_http' };
+const route = { published: 18080, deployment: 'shop', service: 'web', portName: 'http', backend: 'be_shop_web_http', mode: 'http' as const };
 const view: HaproxyView = {
   configKey: 'k',
   address: '127.0.1.1',

@@ -23,7 +23,8 @@ export function ingressStatusOf(
   conflicts: readonly { published: number; winner: string; losers: string[] }[],
   now: number,
 ): IngressStatus {
-  const routes: IngressRoute[] = (view.routes ?? []).map((r) => ({
+  // The published ports (a service's own ports are answered alike on every node: its endpoints say it).
+  const routes: IngressRoute[] = (view.routes ?? []).filter((r) => !r.addresses).map((r) => ({
     published: r.published,
     deployment: r.deployment,
     service: r.service,

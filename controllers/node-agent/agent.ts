@@ -4,13 +4,14 @@
 //   runtime.ts      the container engine behind one interface: Docker (docker.ts) or hollow
 //   docker-view.ts  the picture of its containers (events + resync)
 //   executor.ts     carrying out starts and stops on the runtime
+//   network.ts      a cluster-network replica's addresses in its sandbox (cni.ts: CNI ptp)
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
 //   overlay.ts      the WireGuard mesh between nodes: a second controller on its manager (--overlay)
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type ImageSettings, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -29,17 +30,19 @@ import { EarlyHealth } from './early-health.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
-import { Overlay, OVERLAY_WATCH, type OverlayOptions } from './overlay.js';
+import { Overlay, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
-import { dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
-import { parseImageReference } from '../../src/images/reference.js';
-import { WATCHABLE } from '../../src/runtime/watchable.js';
+import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
+import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
 import { loadOrCreateNodeKey } from '../../src/secrets/keyfile.js';
 import { generateKeyPair, type KeyPair } from '../../src/secrets/seal.js';
 import { join } from 'node:path';
+import { CniNetwork, DEFAULT_CNI_BIN_DIR } from './cni.js';
+import { MemoryNetwork, type ReplicaNetwork } from './network.js';
+import { DEFAULT_SANDBOX_IMAGE } from './sandbox.js';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -78,6 +81,15 @@ export interface AgentOptions {
   stateDir?: string;
   /** The WireGuard mesh between nodes (jaco agent --overlay; overlay.ts): needs stateDir and address. */
   overlay?: OverlayOptions;
+  /** The pause image of cluster-network sandboxes (default jaco/pause:1, a short name resolved at the cluster's default registry). */
+  sandboxImage?: string;
+  /**
+   * Plumbs cluster-network sandboxes. Default: the CNI ptp plugin from cniBinDir on Docker, memory
+   * with a runtime of its own (hollow nodes have no namespaces).
+   */
+  network?: ReplicaNetwork;
+  /** Where the CNI plugins are (default /usr/lib/cni, Debian's containernetworking-plugins). */
+  cniBinDir?: string;
 }
 
 /** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
@@ -160,12 +172,15 @@ export class NodeAgent {
     const delivery = this.opts.stateDir && !this.opts.runtime ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
     this.files = new ReplicaFiles(node, nodeKey, delivery, this.log);
     this.view = new DockerView(runtime, timings, this.log, trigger);
+    const network = this.opts.network ?? (this.opts.runtime ? new MemoryNetwork() : new CniNetwork(this.opts.cniBinDir ?? DEFAULT_CNI_BIN_DIR));
     this.executor = new Executor(
       this.view,
       this.owner,
       timings,
       this.log,
       trigger,
+      network,
+      () => this.sandboxImage(),
       {
         dirOf: (c) => this.files.dirOf(c),
         prepare: (c, t) => this.files.prepare(c, t, (kind, name) => this.manager?.cache.kind<NodeCopy>('copies').get(`${kind}/${name}`)?.value),
@@ -206,11 +221,11 @@ export class NodeAgent {
         timings,
         log: this.log,
         identity: `agent ${node}`,
-        extraSources: pulls ? ['registries'] : [],
+        extraSources: pulls ? ['registries', 'imageSettings'] : [],
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
           specs: { desired: { prefix: desiredPrefix, kind: 'ReplicaDesired' }, commands: { prefix: commandsPrefix, kind: 'ReplicaCommand' }, copies: { prefix: copiesPrefix, kind: 'NodeCopy' } },
-          watch: [desiredPrefix, commandsPrefix, copiesPrefix, ...(pulls ? [WATCHABLE.registries.prefix] : []), ...(this.overlay ? OVERLAY_WATCH : [])],
+          watch: 'each',
         },
       },
       [this.spec(observed), ...(this.overlay ? [this.overlay.spec()] : [])],
@@ -238,6 +253,20 @@ export class NodeAgent {
     }
     const access = registryAccessFor(registry, [...cache.kind<Registry>('registries').items.values()].map((v) => v.value));
     return access.credentials ? dockerAuthConfig(registry, access.credentials) : undefined;
+  }
+
+  /**
+   * The pause image as the engine pulls it: a short name at the cluster's default registry
+   * (config/images, held in the cache), like any replica's image. Throws ShortNameError when the
+   * cluster has no default registry and Docker Hub is off.
+   */
+  private sandboxImage(): string {
+    const image = this.opts.sandboxImage ?? DEFAULT_SANDBOX_IMAGE;
+    const cache = this.manager?.cache;
+    if (!cache?.holds('imageSettings')) return image;
+    const settings = [...cache.kind<ImageSettings>('imageSettings').items.values()][0]?.value.spec ?? DEFAULT_IMAGE_SETTINGS;
+    const ref = parseImageReference(image);
+    return ref.shortName ? formatReference(qualifyImage(ref, settings)) : image;
   }
 
   /** Stops the loops; containers keep running (an agent restart adopts them). */
@@ -361,14 +390,16 @@ export class NodeAgent {
     }
     const commandsSrc = cache.kind<ReplicaCommand>('commands');
     const commands = new Map([...commandsSrc.items].map(([k, v]) => [commandsSrc.rest(k), v.value]));
+    // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts).
+    const containers = this.early.overlay(this.view.cache.values());
     return {
       node,
       desired,
       invalid,
       commands,
       observed: state.observed,
-      // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts).
-      containers: this.early.overlay(this.view.cache.values()),
+      containers: containers.filter((c) => c.role !== 'sandbox'),
+      sandboxes: containers.filter((c) => c.role === 'sandbox'),
       starts: this.executor.starts(),
       stopping: this.executor.stoppingIds(now),
       retiring: this.retiring,
@@ -493,7 +524,10 @@ export class NodeAgent {
     let removed = 0;
     try {
       const ids = new Set([...this.view.cache.values().map((c) => c.id), ...(await this.view.docker.listOwn())]);
-      const results = await Promise.allSettled([...ids].map((id) => this.executor.stop(id, 'node_removed', this.view.cache.get(id)?.replica ?? '')));
+      // The replicas' containers first, then their sandboxes (addresses, then the container).
+      const isSandbox = (id: string) => this.view.cache.get(id)?.role === 'sandbox';
+      const stopAll = (list: string[]) => Promise.allSettled(list.map((id) => this.executor.stop(id, 'node_removed', this.view.cache.get(id)?.replica ?? '')));
+      const results = [...(await stopAll([...ids].filter((id) => !isSandbox(id)))), ...(await stopAll([...ids].filter(isSandbox)))];
       removed = results.filter((r) => r.status === 'fulfilled').length;
       if (removed < ids.size) throw new Error(`${ids.size - removed} container(s) could not be removed`);
     } catch (e) {

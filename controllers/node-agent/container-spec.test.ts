@@ -164,6 +164,51 @@ describe('createOptions', () => {
   });
 });
 
+describe('createOptions on the cluster network: the replica joins its sandbox', () => {
+  const address = { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:0003::5/64' };
+  const cluster = (s: ServiceSpec) => ({ ...spec({ network: 'cluster', ...s }), address, hostPorts: { http: 20123 } });
+  const o = createOptions(
+    cluster({
+      image: 'x',
+      ports: [{ name: 'http', containerPort: 8080, published: 18080 }, 9000],
+      container: { extraHosts: ['db:10.208.3.9'], capAdd: ['NET_ADMIN'] },
+    }),
+    { ...owner, address: '198.18.1.12' },
+    { sandbox: 'sandbox-id-1' },
+  );
+
+  it("NetworkMode container:<sandbox>: its namespace, addresses and port space", () => expect(o.HostConfig?.NetworkMode).toBe('container:sandbox-id-1'));
+
+  it('its ports are the container ports (no host ports: none exposed, PORT the first container port)', () => {
+    expect(o.ExposedPorts).toBeUndefined();
+    expect(o.Env).toEqual(expect.arrayContaining(['PORT=8080', 'JACO_PORT_HTTP=8080', 'JACO_PORT_P9000=9000']));
+    expect(o.Env!.join(' ')).not.toContain('20123');
+  });
+
+  it('its addresses in the environment beside the others (bare, canonical), the node address kept', () =>
+    expect(o.Env).toEqual(expect.arrayContaining(['JACO_REPLICA_ADDRESS=10.208.3.5', 'JACO_REPLICA_ADDRESS6=fd4a:17c2:9e01:3::5', 'JACO_NODE_ADDRESS=198.18.1.12', 'JACO_REPLICA=shop-api-4'])));
+
+  it('hosts entries are the sandbox’s (Docker refuses them here); other container options stay', () => {
+    expect(o.HostConfig?.ExtraHosts).toBeUndefined();
+    expect(o.HostConfig?.CapAdd).toEqual(['NET_ADMIN']);
+  });
+
+  it('no sandbox: refused (the app never runs without its addresses)', () => expect(() => createOptions(cluster({ image: 'x' }), owner)).toThrow(/needs its sandbox/));
+
+  it('reads back in its sandbox', () => {
+    const f = factsFromInspect({
+      Id: 'app1',
+      Name: `/${o.name}`,
+      Created: '2026-01-01T00:00:00Z',
+      Config: { Labels: o.Labels, Image: 'x' },
+      HostConfig: { NetworkMode: 'container:sandbox-id-1' },
+      State: { Status: 'running', Running: true, Pid: 5, ExitCode: 0, StartedAt: '2026-01-01T00:00:01Z', FinishedAt: '0001-01-01T00:00:00Z' },
+    } as unknown as Docker.ContainerInspectInfo);
+    expect(f).toMatchObject({ networkMode: 'container:sandbox-id-1', ports: [] });
+    expect(f.role).toBeUndefined();
+  });
+});
+
 describe('imageWithTag', () => {
   it.each([
     ['busybox', 'busybox:latest'],
@@ -260,7 +305,7 @@ describe('secrets and configs', () => {
   });
 
   it('after the volumes, in the create options; nothing of a value is in them', () => {
-    const o = createOptions(t, owner, dir);
+    const o = createOptions(t, owner, { filesDir: dir });
     expect(o.HostConfig!.Mounts!.map((m) => m.Target)).toEqual(['/var/lib/postgresql/data', '/run/secrets/db_password', '/etc/ssl/private/key.pem', '/run/secrets/certs/pw', '/etc/postgresql/postgresql.conf', '/motd', '/etc/relative.conf']);
     expect(o.Env!.some((e) => e.includes('db_password'))).toBe(false);
   });

@@ -1,15 +1,17 @@
 // How a ReplicaDesired becomes a Docker container: its name, labels and create options (host
-// networking, env, command, limits, health check, stop signal and grace, volumes, GPUs). Pure,
-// so every field is table-tested; the shell only hands the result to Docker.
+// networking, or its sandbox's namespace on the cluster network; env, command, limits, health
+// check, stop signal and grace, volumes, GPUs). Pure, so every field is table-tested; the shell
+// only hands the result to Docker.
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
-import { DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } from '../../src/api/ports.js';
+import { containerPortEnv, DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } from '../../src/api/ports.js';
 import { DEREGISTRATION_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
-import { runImage } from '../../src/api/spec.js';
+import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
+import { bareAddress } from './cni.js';
 
 /** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
 export interface Owner {
@@ -75,15 +77,27 @@ export function fileMounts(t: ServiceSpec, filesDir: string | undefined): Docker
   return files.map((f) => ({ Type: 'bind', Source: join(filesDir, nodeFileName(f)), Target: f.target, ReadOnly: true }));
 }
 
+/** Where a replica's container goes besides its spec. */
+export interface CreateContext {
+  /** Where its secrets and configs were written, when it has any. */
+  filesDir?: string;
+  /** The sandbox whose network namespace a cluster-network replica joins (its id). */
+  sandbox?: string;
+}
+
 /**
- * Everything `docker create` needs for a desired replica (`filesDir`: where its secrets and configs
- * were written, when it has any). Throws UnitError on a bad quantity.
+ * Everything `docker create` needs for a desired replica. Throws UnitError on a bad quantity. A
+ * cluster-network replica joins its sandbox's network namespace, where its ports are its own: no
+ * host ports, its addresses in the environment.
  */
-export function createOptions(d: ReplicaDesiredSpec, owner: Owner, filesDir?: string): Docker.ContainerCreateOptions {
+export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, sandbox }: CreateContext = {}): Docker.ContainerCreateOptions {
   const t = d.template;
+  const cluster = onClusterNetwork(t);
+  if (cluster && !sandbox) throw new Error(`replica ${d.replica} is on the cluster network: its container needs its sandbox`);
   const env: Record<string, string> = {
     ...t.env,
-    ...portEnv(d),
+    ...(cluster ? containerPortEnv(t) : portEnv(d)),
+    ...(cluster && d.address ? { JACO_REPLICA_ADDRESS: bareAddress(d.address.ipv4), JACO_REPLICA_ADDRESS6: bareAddress(d.address.ipv6) } : {}),
     ...(owner.address ? { JACO_NODE_ADDRESS: owner.address } : {}),
     JACO_NODE: owner.node,
     JACO_DEPLOYMENT: d.deployment,
@@ -108,7 +122,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, filesDir?: st
   );
   const mounts = [...volumeMounts, ...fileMounts(t, filesDir)];
   const hostConfig: Docker.HostConfig = {
-    NetworkMode: 'host',
+    NetworkMode: cluster ? `container:${sandbox}` : 'host',
     // The scheduler owns restarts (seed 001): Docker must never restart a container by itself.
     RestartPolicy: { Name: 'no' },
     ...(nanoCpus ? { NanoCpus: nanoCpus } : {}),
@@ -117,7 +131,8 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, filesDir?: st
     ...(mounts.length ? { Mounts: mounts } : {}),
     // Count -1 is Docker's "all" (docker run --gpus all).
     ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus === 'all' ? -1 : gpus, Capabilities: [['gpu']] }] } : {}),
-    ...hostOptions(t.container),
+    // Hosts entries live in the namespace's owner, the sandbox (Docker refuses them here).
+    ...hostOptions(cluster ? { ...t.container, extraHosts: undefined } : t.container),
   };
   const hc = healthcheck(t);
   return {
@@ -142,7 +157,8 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, filesDir?: st
       ...(deregistrationMs(t) ? { [DEREGISTRATION_LABEL]: String(deregistrationMs(t)) } : {}),
     },
     // Declared so that `docker ps` shows them and a later replacement can see a shared host port.
-    ...(hostPortList(d).length ? { ExposedPorts: Object.fromEntries(hostPortList(d).map((p) => [`${p}/tcp`, {}])) } : {}),
+    // Not on the cluster network: Docker refuses exposed ports on a container joining another's namespace.
+    ...(!cluster && hostPortList(d).length ? { ExposedPorts: Object.fromEntries(hostPortList(d).map((p) => [`${p}/tcp`, {}])) } : {}),
     ...(hc ? { Healthcheck: hc } : {}),
     StopSignal: t.stopSignal ?? 'SIGTERM',
     StopTimeout: stopTimeoutSec(t),

@@ -6,6 +6,7 @@ import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObse
 import { decide, readiness, START_REPORT_DELAY_MS, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
 import type { ContainerFacts } from './facts.js';
 import { containerFacts } from './facts.fixture.js';
+import { sandboxSpec } from './sandbox.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -61,6 +62,7 @@ function snap(p: {
   stopping?: string[];
   /** The node's copies: ready, or unreadable with why. */
   files?: Record<string, 'ready' | string>;
+  sandboxes?: ContainerFacts[];
 }): AgentSnapshot {
   return {
     node: 'n1',
@@ -72,6 +74,7 @@ function snap(p: {
       ...(p.observed ?? []).map((o): [string, ReplicaObservedStatus] => [o.replica, o]),
     ]),
     containers: p.containers ?? [],
+    sandboxes: p.sandboxes ?? [],
     starts: new Map(Object.entries(p.starts ?? {})),
     stopping: new Set(p.stopping ?? []),
     files: new Map(Object.entries(p.files ?? {}).map(([id, st]) => [id, st === 'ready' ? { state: 'ready' as const, uid: `uid-${id}` } : st.startsWith('uid:') ? { state: 'ready' as const, uid: st.slice(4) } : { state: 'unreadable' as const, detail: st }])),
@@ -587,5 +590,229 @@ describe('secrets and configs: nothing starts without every one of its files', (
     const later = run(snap({ desired: [d], containers: [ctr(d, { state: 'exited', exitCode: 1 })], commands: [cmd('r1', 1)], files: { 'secret/db_password': 'ready', 'secret/api_key': 'ready', 'config/app.conf': 'ready' } }));
     expect(later.starts.map((o) => o.kind)).toEqual(['restart']);
     expect(obs(later, 'r1')!.ackedCommand).toBe(1);
+  });
+});
+
+describe('the cluster network: a sandbox per replica', () => {
+  const ADDRESS = { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' };
+  const CLUSTER: Partial<ServiceSpec> = { network: 'cluster' };
+  const desC = (replica: string, revision = 1, address = ADDRESS, spec: Partial<ServiceSpec> = {}) => des(replica, { ...CLUSTER, ...spec }, revision, { address });
+  /** The sandbox of a desired replica's spec, running unless told. */
+  const sbx = (d: ReplicaDesired, o: Partial<ContainerFacts> = {}): ContainerFacts => {
+    const sp = sandboxSpec(d.spec)!;
+    return containerFacts(NOW, {
+      id: o.id ?? `s${String(++nextId).padStart(3, '0')}`,
+      name: `jaco-x-n1-${d.spec.replica}-sandbox-${sp.hash.slice(0, 8)}`,
+      replica: d.spec.replica,
+      revision: 0,
+      specHash: '',
+      image: 'jaco/pause:1',
+      role: 'sandbox',
+      networkMode: 'none',
+      sandboxHash: sp.hash,
+      address: sp.address,
+      ...o,
+    });
+  };
+  /** A container of the replica in that sandbox. */
+  const inSb = (d: ReplicaDesired, sb: ContainerFacts, o: Partial<ContainerFacts> = {}) => ctr(d, { networkMode: `container:${sb.id}`, ...o });
+
+  it('a new replica: one start that makes its sandbox (nothing to reuse or replace)', () => {
+    const d = desC('r1');
+    const plan = run(snap({ desired: [d] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d, stopFirst: [], sandbox: { spec: sandboxSpec(d.spec), replace: [] } }]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'starting' });
+    expect(obs(plan, 'r1')!.address).toBeUndefined();
+  });
+
+  it('adopts a sandbox and its container (an agent restart): nothing started or stopped, the addresses reported', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb);
+    const plan = run(snap({ desired: [d], containers: [c], sandboxes: [sb] }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'running', containerId: c.id, address: ADDRESS });
+  });
+
+  it('adopts a running sandbox of its spec with no container in it yet (an agent stopped between the two): the start joins it', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    expect(run(snap({ desired: [d], sandboxes: [sb] })).starts[0]!.sandbox).toEqual({ spec: sandboxSpec(d.spec), reuse: sb.id, replace: [] });
+  });
+
+  it('a new revision replaces the container stop-first, in the same sandbox (it keeps its addresses)', () => {
+    const d1 = desC('r1');
+    const d2 = desC('r1', 2, ADDRESS, { env: { V: '2' } });
+    const sb = sbx(d1);
+    const old = inSb(d1, sb);
+    const plan = run(snap({ desired: [d2], containers: [old], sandboxes: [sb] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d2, stopFirst: [old.id], sandbox: { spec: sandboxSpec(d2.spec), reuse: sb.id, replace: [] } }]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'starting', code: 'stop_first', revision: 2, replacing: { revision: 1, containerId: old.id } });
+    expect(stopFirstFor(d2.spec.template, [old])).toEqual([old]);
+  });
+
+  it('a restart command keeps the sandbox: every container goes, the fresh one joins the same namespace', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb);
+    const plan = run(snap({ desired: [d], containers: [c], sandboxes: [sb], commands: [cmd('r1', 1)] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'restart', desired: d, stopFirst: [c.id], command: 1, sandbox: { spec: sandboxSpec(d.spec), reuse: sb.id, replace: [] } }]);
+  });
+
+  it('another address: the container stops first, the old sandbox goes after it, a new one is made', () => {
+    const d1 = desC('r1');
+    const d2 = desC('r1', 1, { ipv4: '10.208.3.6/24', ipv6: 'fd4a:17c2:9e01:3::6/64' });
+    const sb = sbx(d1);
+    const c = inSb(d1, sb);
+    const plan = run(snap({ desired: [d2], containers: [c], sandboxes: [sb] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d2, stopFirst: [c.id], sandbox: { spec: sandboxSpec(d2.spec), replace: [sb.id] } }]);
+    expect(plan.stops).toEqual([]);
+  });
+
+  it('stop-first takes every other container of the replica, running or not (one of its name would be adopted in the wrong sandbox)', () => {
+    const d1 = desC('r1');
+    const d2 = desC('r1', 1, { ipv4: '10.208.3.6/24', ipv6: 'fd4a:17c2:9e01:3::6/64' });
+    const sb = sbx(d1);
+    const exited = inSb(d1, sb, { state: 'exited', exitCode: 0 });
+    const plan = run(snap({ desired: [d2], containers: [exited], sandboxes: [sb] }));
+    expect(plan.starts.map((x) => [x.stopFirst, x.sandbox?.replace])).toEqual([[[exited.id], [sb.id]]]);
+    expect(plan.stops).toEqual([]);
+  });
+
+  it('a start for another sandbox than the desired one is superseded', () => {
+    const d = desC('r1', 1, { ipv4: '10.208.3.6/24', ipv6: 'fd4a:17c2:9e01:3::6/64' });
+    const start: StartProgress = { revision: 1, specHash: d.spec.specHash, sandboxHash: sandboxSpec(desC('r1').spec)!.hash, kind: 'create', phase: 'network_failed', code: 'network_failed' };
+    const plan = run(snap({ desired: [d], starts: { r1: start } }));
+    expect(plan.cancels).toEqual([{ replica: 'r1', reason: 'superseded' }]);
+    expect(plan.starts.map((x) => x.sandbox?.spec.hash)).toEqual([sandboxSpec(d.spec)!.hash]);
+  });
+
+  it('a CNI failure under way is reported pending/network_failed with the plugin’s error', () => {
+    const d = desC('r1');
+    const details = "ptp ADD: failed to add route '{0.0.0.0 00000000} via 10.208.3.6 dev eth0': network is unreachable";
+    const start: StartProgress = { revision: 1, specHash: d.spec.specHash, sandboxHash: sandboxSpec(d.spec)!.hash, kind: 'create', phase: 'network_failed', code: 'network_failed', details };
+    const plan = run(snap({ desired: [d], starts: { r1: start }, sandboxes: [sbx(d)] }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.cancels).toEqual([]);
+    // The start owns the sandbox it is plumbing: nothing tears it down meanwhile.
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code: 'network_failed', details });
+  });
+
+  it('a record with no address yet: nothing starts, pending/network_failed says why', () => {
+    const d = des('r1', CLUSTER);
+    const plan = run(snap({ desired: [d] }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code: 'network_failed', details: expect.stringContaining('no address') });
+  });
+
+  it('an exited container is reported, not restarted; its sandbox stays (it holds the address)', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb, { state: 'exited', exitCode: 3 });
+    const plan = run(snap({ desired: [d], containers: [c], sandboxes: [sb] }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'exited', exitCode: 3 });
+  });
+
+  it('tears down a sandbox no longer running, or of another spec, that nothing is in; keeps the one in use', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb);
+    const dead = sbx(d, { state: 'exited' });
+    const other = sbx(desC('r1', 1, { ipv4: '10.208.3.7/24', ipv6: 'fd4a:17c2:9e01:3::7/64' }));
+    const plan = run(snap({ desired: [d], containers: [c], sandboxes: [sb, dead, other] }));
+    expect(plan.stops).toEqual([
+      { replica: 'r1', containerId: dead.id, name: dead.name, remove: true, reason: 'superseded', sandbox: true },
+      { replica: 'r1', containerId: other.id, name: other.name, remove: true, reason: 'superseded', sandbox: true },
+    ]);
+    expect(plan.starts).toEqual([]);
+  });
+
+  it('a created container whose sandbox no longer runs is not resumed: made afresh in a new sandbox', () => {
+    const d = desC('r1');
+    const sb = sbx(d, { state: 'exited' });
+    const c = inSb(d, sb, { state: 'created', startedAt: undefined });
+    const plan = run(snap({ desired: [d], containers: [c], sandboxes: [sb] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d, stopFirst: [c.id], sandbox: { spec: sandboxSpec(d.spec), replace: [sb.id] } }]);
+  });
+
+  it('a created container in its running sandbox is resumed there', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb, { state: 'created', startedAt: undefined });
+    expect(run(snap({ desired: [d], containers: [c], sandboxes: [sb] })).starts).toEqual([
+      { replica: 'r1', kind: 'resume', desired: d, stopFirst: [], resume: c.id, sandbox: { spec: sandboxSpec(d.spec), reuse: sb.id, replace: [] } },
+    ]);
+  });
+
+  it('a removed replica: its container first, then its sandbox (addresses and all), then the observed key', () => {
+    const d = desC('r1');
+    const sb = sbx(d);
+    const c = inSb(d, sb);
+    const prev: ReplicaObservedStatus = { replica: 'r1', node: 'n1', deployment: 'demo', service: 'web', state: 'running', observedAt: iso(NOW - 1000) };
+    const first = run(snap({ containers: [c], sandboxes: [sb], observed: [prev] }));
+    expect(first.stops.map((x) => [x.containerId, x.reason, x.sandbox])).toEqual([[c.id, 'orphaned', undefined]]);
+    expect(first.forget).toEqual([]);
+    const second = run(snap({ sandboxes: [sb], observed: [prev] }));
+    expect(second.stops).toEqual([{ replica: 'r1', containerId: sb.id, name: sb.name, remove: true, reason: 'orphaned', sandbox: true }]);
+    expect(second.forget).toEqual([]);
+    expect(run(snap({ sandboxes: [sb], observed: [prev], stopping: [sb.id] })).stops).toEqual([]);
+    expect(run(snap({ observed: [prev] })).forget).toEqual(['r1']);
+  });
+
+  it('a terminally failed start holds nothing up: a stale sandbox goes', () => {
+    const d = desC('r1');
+    const stale = sbx(desC('r1', 1, { ipv4: '10.208.3.7/24', ipv6: 'fd4a:17c2:9e01:3::7/64' }));
+    const start: StartProgress = { revision: 1, specHash: d.spec.specHash, sandboxHash: sandboxSpec(d.spec)!.hash, kind: 'create', phase: 'failed', code: 'invalid_spec', details: 'refused' };
+    const plan = run(snap({ desired: [d], starts: { r1: start }, sandboxes: [stale] }));
+    expect(plan.starts).toEqual([]);
+    expect(plan.stops.map((x) => x.containerId)).toEqual([stale.id]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'failed', code: 'invalid_spec' });
+  });
+
+  it('a sandbox left without its replica (an agent restart after the key went) is cleaned up', () => {
+    const sb = sbx(desC('r9'));
+    expect(run(snap({ sandboxes: [sb] })).stops).toEqual([{ replica: 'r9', containerId: sb.id, name: sb.name, remove: true, reason: 'orphaned', sandbox: true }]);
+  });
+
+  it('not while the start of a removed replica is being cancelled (it may be making the sandbox)', () => {
+    const d = desC('r1');
+    const start: StartProgress = { revision: 1, specHash: d.spec.specHash, sandboxHash: sandboxSpec(d.spec)!.hash, kind: 'create', phase: 'sandbox' };
+    const plan = run(snap({ sandboxes: [sbx(d, { state: 'created' })], starts: { r1: start } }));
+    expect(plan.cancels).toEqual([{ replica: 'r1', reason: 'desired_removed' }]);
+    expect(plan.stops).toEqual([]);
+  });
+
+  it('back to the host network: the new container starts first, the sandbox goes once the old one has', () => {
+    const d1 = desC('r1');
+    const d2 = des('r1', {}, 2);
+    const sb = sbx(d1);
+    const old = inSb(d1, sb);
+    const first = run(snap({ desired: [d2], containers: [old], sandboxes: [sb] }));
+    expect(first.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d2, stopFirst: [] }]);
+    expect(first.stops).toEqual([]);
+    const fresh = ctr(d2, { networkMode: 'host', startedAt: iso(NOW - 10_000) });
+    expect(run(snap({ desired: [d2], containers: [fresh, old], sandboxes: [sb] })).stops.map((x) => x.containerId)).toEqual([old.id]);
+    expect(run(snap({ desired: [d2], containers: [fresh], sandboxes: [sb] })).stops).toEqual([{ replica: 'r1', containerId: sb.id, name: sb.name, remove: true, reason: 'superseded', sandbox: true }]);
+  });
+
+  it('suspended: the container stops and stays; the sandbox keeps the address', () => {
+    const d = desC('r1', 1, ADDRESS);
+    d.spec.suspended = { reason: 'drain_forced', at: iso(NOW) };
+    const sb = sbx(d);
+    const c = inSb(d, sb);
+    expect(run(snap({ desired: [d], containers: [c], sandboxes: [sb] })).stops).toEqual([{ replica: 'r1', containerId: c.id, name: c.name, remove: false, reason: 'suspended' }]);
+  });
+
+  it('a container of the desired spec in no sandbox of it (its sandbox removed outside jaco) is made afresh', () => {
+    const d = desC('r1');
+    const c = ctr(d, { networkMode: 'container:gone' });
+    const plan = run(snap({ desired: [d], containers: [c] }));
+    expect(plan.starts).toEqual([{ replica: 'r1', kind: 'create', desired: d, stopFirst: [c.id], sandbox: { spec: sandboxSpec(d.spec), replace: [] } }]);
   });
 });

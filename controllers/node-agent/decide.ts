@@ -1,23 +1,27 @@
-// The node-agent's pure core: given the desired replicas of this node, its containers, the starts
-// in flight and what it last reported, decide what to start, stop, cancel and report. No I/O, no
-// clock but `now`; the shell (agent.ts) carries the plan out. Replicas are visited in id order, so
-// the same snapshot always yields the same plan.
+// The node-agent's pure core: given the desired replicas of this node, its containers (and the
+// sandboxes of its cluster-network replicas), the starts in flight and what it last reported,
+// decide what to start, stop, cancel and report. No I/O, no clock but `now`; the shell (agent.ts)
+// carries the plan out. Replicas are visited in id order, so the same snapshot always yields the
+// same plan.
 import { minReadyMs } from '../../src/api/readiness.js';
 import { fixedHostPorts, hostPortList } from '../../src/api/ports.js';
-import { canonicalJson, isStateful, runImage } from '../../src/api/spec.js';
+import { canonicalJson, isStateful, onClusterNetwork, runImage } from '../../src/api/spec.js';
 import type { ObservedState, ReplicaCommand, ReplicaDesired, ReplicaObservedStatus, ServiceSpec } from '../../src/api/types.js';
 import type { CancelReason, ObservedCode, StartKind, StopReason } from '../../src/api/reasons/agent.js';
 import type { ContainerFacts } from './facts.js';
 import type { FileCode, FileState } from './files.js';
 import { serviceFiles } from '../../src/api/files.js';
+import { sandboxSpec, type SandboxSpec } from './sandbox.js';
 
 /** Where an in-flight start is. 'failed' is terminal and kept, so the start is not retried until
  * the desired state changes or a restart command comes. */
-export type StartPhase = 'queued' | 'stopping' | 'pulling' | 'pull_failed' | 'creating' | 'create_failed' | 'starting' | 'failed';
+export type StartPhase = 'queued' | 'stopping' | 'pulling' | 'pull_failed' | 'sandbox' | 'network_failed' | 'creating' | 'create_failed' | 'starting' | 'failed';
 
 export interface StartProgress {
   revision: number;
   specHash: string;
+  /** The sandbox it runs the replica in (cluster network): another one supersedes the start. */
+  sandboxHash?: string;
   kind: StartKind;
   phase: StartPhase;
   code?: ObservedCode;
@@ -43,8 +47,10 @@ export interface AgentSnapshot {
   commands: ReadonlyMap<string, ReplicaCommand>;
   /** What the agent last wrote to observed/<node>/<replica> (restart commands are acknowledged there). */
   observed: ReadonlyMap<string, ReplicaObservedStatus>;
-  /** This agent's containers (labelled with its cluster and node). */
+  /** This agent's containers (labelled with its cluster and node), sandboxes apart. */
   containers: readonly ContainerFacts[];
+  /** The sandboxes of its cluster-network replicas (role sandbox). */
+  sandboxes?: readonly ContainerFacts[];
   /** Starts in flight (or terminally failed), by replica. */
   starts: ReadonlyMap<string, StartProgress>;
   /** Containers a stop is already under way for. */
@@ -81,6 +87,17 @@ export interface StartOrder {
   resume?: string;
   /** kind restart: the command seq acknowledged once the fresh container is up. */
   command?: number;
+  /** Cluster network: the sandbox the new container joins. */
+  sandbox?: SandboxOrder;
+}
+
+/** Which sandbox a start runs its container in. */
+export interface SandboxOrder {
+  spec: SandboxSpec;
+  /** A running sandbox of this spec: joined as it is (its addresses checked, plumbed if missing). Absent: make one. */
+  reuse?: string;
+  /** The replica's other sandboxes (another spec, or no longer running): torn down after stopFirst, before a new one is made. */
+  replace: string[];
 }
 
 export interface StopOrder {
@@ -90,6 +107,8 @@ export interface StopOrder {
   /** Remove after stopping (all but suspended replicas). */
   remove: boolean;
   reason: StopReason;
+  /** A sandbox: its addresses go first (CNI DEL), then the container. */
+  sandbox?: true;
 }
 
 export interface CancelOrder {
@@ -147,6 +166,7 @@ export function observeStart(p: Pick<StartProgress, 'phase' | 'code' | 'details'
     case 'pulling':
       return { state: 'pulling', code: 'pulling', health: 'none' };
     case 'pull_failed':
+    case 'network_failed':
     case 'create_failed':
       return { state: 'pending', health: 'none', ...extra };
     case 'failed':
@@ -169,11 +189,12 @@ export function readiness(c: ContainerFacts, t: ServiceSpec, now: number): { rea
   return now >= at ? { ready: true } : { ready: false, at };
 }
 
-/** Stop-first when asked for, when the old container holds a host port the new one needs, or when the
- * service has volumes (two copies of a stateful workload must not write the same data). */
+/** Stop-first when asked for, when the old container holds a host port the new one needs, when the
+ * service has volumes (two copies of a stateful workload must not write the same data), or on the
+ * cluster network (the replica's one namespace holds its address and ports). */
 export function stopFirstFor(t: ServiceSpec, serving: ContainerFacts[], hostPorts: number[] = fixedHostPorts(t)): ContainerFacts[] {
   if (!serving.length) return [];
-  if (t.update?.order === 'stop-first' || isStateful(t)) return serving;
+  if (t.update?.order === 'stop-first' || isStateful(t) || onClusterNetwork(t)) return serving;
   // startsFirst (src/api/spec.ts) with its port rule checked against the host ports the running
   // containers really hold (an older revision's may differ from the new spec's).
   const ports = new Set(hostPorts);
@@ -216,6 +237,7 @@ interface ReplicaView {
   command?: ReplicaCommand;
   prev?: ReplicaObservedStatus;
   containers: ContainerFacts[];
+  sandboxes: ContainerFacts[];
   start?: StartProgress;
 }
 
@@ -245,7 +267,9 @@ export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): 
   const plan: AgentPlan = { starts: [], stops: [], cancels: [], observe: [], forget: [], retiring: new Map() };
   const byReplica = new Map<string, ContainerFacts[]>();
   for (const c of snap.containers) byReplica.set(c.replica, [...(byReplica.get(c.replica) ?? []), c]);
-  const ids = new Set([...snap.desired.keys(), ...snap.invalid.keys(), ...byReplica.keys(), ...snap.starts.keys(), ...snap.observed.keys()]);
+  const sandboxesOf = new Map<string, ContainerFacts[]>();
+  for (const c of snap.sandboxes ?? []) sandboxesOf.set(c.replica, [...(sandboxesOf.get(c.replica) ?? []), c]);
+  const ids = new Set([...snap.desired.keys(), ...snap.invalid.keys(), ...byReplica.keys(), ...sandboxesOf.keys(), ...snap.starts.keys(), ...snap.observed.keys()]);
   for (const id of [...ids].sort()) {
     const view: ReplicaView = {
       id,
@@ -254,6 +278,7 @@ export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): 
       command: snap.commands.get(id),
       prev: snap.observed.get(id),
       containers: byReplica.get(id) ?? [],
+      sandboxes: sandboxesOf.get(id) ?? [],
       start: snap.starts.get(id),
     };
     decideReplica(view, snap, now, config, plan);
@@ -262,6 +287,8 @@ export function decide(snap: AgentSnapshot, now: number, config: DecideConfig): 
 }
 
 const inFlight = (s: StartProgress | undefined) => !!s && s.phase !== 'failed';
+/** Whether a container runs in a sandbox's network namespace. */
+const inSandbox = (c: ContainerFacts, sb: ContainerFacts) => c.networkMode === `container:${sb.id}`;
 
 function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config: DecideConfig, plan: AgentPlan): void {
   const emit = (status: ReplicaObservedStatus) => {
@@ -279,7 +306,13 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     return true;
   };
   const stop = (c: ContainerFacts, reason: StopReason, remove = true) => {
-    if (!snap.stopping.has(c.id) && !held(c)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason });
+    if (!snap.stopping.has(c.id) && !held(c)) plan.stops.push({ replica: v.id, containerId: c.id, name: c.name, remove, reason, ...(c.role === 'sandbox' ? { sandbox: true as const } : {}) });
+  };
+  // A sandbox goes once no container of its replica is in it (the app first, then its addresses),
+  // and never under a start, which makes and tears down the sandboxes it needs itself.
+  const tearDown = (keep: ContainerFacts | undefined, reason: StopReason) => {
+    if (inFlight(v.start)) return;
+    for (const sb of v.sandboxes) if (sb !== keep && !v.containers.some((c) => inSandbox(c, sb))) stop(sb, reason);
   };
   const acked = v.prev?.ackedCommand;
   const common = { replica: v.id, node: snap.node, ...(acked !== undefined ? { ackedCommand: acked } : {}), observedAt: new Date(now).toISOString() };
@@ -300,21 +333,32 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     return;
   }
 
-  // 2. No desired key: stop and remove what runs, then forget the observed key.
+  // 2. No desired key: stop and remove what runs, then its sandbox, then forget the observed key
+  //    (its address is free only once no namespace holds it).
   if (!v.desired) {
     if (v.start) plan.cancels.push({ replica: v.id, reason: 'desired_removed' });
     for (const c of v.containers) stop(c, 'orphaned');
-    if (!v.containers.length && v.prev) plan.forget.push(v.id);
+    tearDown(undefined, 'orphaned');
+    if (!v.containers.length && !v.sandboxes.length && v.prev) plan.forget.push(v.id);
     return;
   }
 
   const spec = v.desired.spec;
   const t = spec.template;
+  // Cluster network: the sandbox it needs (none while its record carries no address), the ones of
+  // that spec, and the running one a container joins.
+  const cluster = onClusterNetwork(t);
+  const want = sandboxSpec(spec);
+  const wanted = want ? v.sandboxes.filter((sb) => sb.sandboxHash === want.hash) : [];
+  const fit = newest(wanted.filter((sb) => sb.state === 'running'));
   const matches = (x: { revision?: number; specHash?: string }) => x.revision === spec.revision && x.specHash === spec.specHash;
-  const cur = newest(v.containers.filter(matches));
+  // On the cluster network a container of the desired spec counts only in a sandbox of the desired one.
+  const cur = newest(v.containers.filter((c) => matches(c) && (!cluster || wanted.some((sb) => inSandbox(c, sb)))));
   const olds = v.containers.filter((c) => c !== cur);
+  const sandboxOrder = (): SandboxOrder | undefined =>
+    want ? { spec: want, ...(fit ? { reuse: fit.id } : {}), replace: v.sandboxes.filter((sb) => sb !== fit).map((sb) => sb.id) } : undefined;
   let start = v.start;
-  if (start && !matches(start)) {
+  if (start && !(matches(start) && start.sandboxHash === want?.hash)) {
     plan.cancels.push({ replica: v.id, reason: 'superseded' });
     start = undefined;
   }
@@ -345,19 +389,30 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   const servingOlds = olds.filter(isServing);
   let order: StartOrder | undefined;
   let removedBehind = false;
-  if (!inFlight(start)) {
+  // Cluster network without an address yet: nothing can start (the scheduler allocates it).
+  const noAddress = cluster && !want;
+  const withSandbox = (o: StartOrder): StartOrder => {
+    const sb = sandboxOrder();
+    return sb ? { ...o, sandbox: sb } : o;
+  };
+  // Stop-first on the cluster network takes every other container of the replica, running or not:
+  // they are in the namespace the new one joins, or in one of the sandboxes it replaces.
+  const createStopFirst = () => (cluster ? olds : stopFirstFor(t, servingOlds, hostPortList(spec))).map((c) => c.id);
+  if (!inFlight(start) && !noAddress) {
     if (commandPending) {
-      order = { replica: v.id, kind: 'restart', desired: v.desired, stopFirst: v.containers.map((c) => c.id), command: seq };
+      order = withSandbox({ replica: v.id, kind: 'restart', desired: v.desired, stopFirst: v.containers.map((c) => c.id), command: seq });
     } else if (start?.phase === 'failed') {
       // Terminal until the desired state changes or a restart command comes.
     } else if (!cur) {
       // A container gone behind the agent's back is reported, not recreated (the scheduler decides);
       // one the agent was itself replacing (a restart cut short by a crash) is recreated.
       removedBehind = !!v.prev?.containerId && matches(v.prev) && v.prev.state !== 'stopped' && v.prev.code !== 'restarting';
-      if (!removedBehind) order = { replica: v.id, kind: 'create', desired: v.desired, stopFirst: stopFirstFor(t, servingOlds, hostPortList(spec)).map((c) => c.id) };
+      if (!removedBehind) order = withSandbox({ replica: v.id, kind: 'create', desired: v.desired, stopFirst: createStopFirst() });
     } else if ((cur.state === 'created' && !cur.error) || (cur.state === 'exited' && v.prev?.state === 'stopped' && matches(v.prev))) {
-      // Never started (the agent stopped between create and start), or resumed after a suspension.
-      order = { replica: v.id, kind: 'resume', desired: v.desired, stopFirst: [], resume: cur.id };
+      // Never started (the agent stopped between create and start), or resumed after a suspension;
+      // on the cluster network only into its sandbox still running, else afresh in a new one.
+      if (!cluster || (fit && inSandbox(cur, fit))) order = withSandbox({ replica: v.id, kind: 'resume', desired: v.desired, stopFirst: [], resume: cur.id });
+      else order = withSandbox({ replica: v.id, kind: 'create', desired: v.desired, stopFirst: v.containers.map((c) => c.id) });
     }
   }
   // Nothing starts without every one of its secrets and configs; what runs keeps running.
@@ -384,6 +439,10 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     else if (ready.ready) stop(o, 'replaced');
   }
   if (!ready.ready && ready.at !== undefined && servingOlds.length) plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, ready.at);
+  // Sandboxes of another spec, or no longer running, that nothing is in: torn down (a start under
+  // way or ordered now tears down what it replaces itself). The running one of the desired spec
+  // stays while the replica is desired here: it holds the address.
+  if (!order && !deferred) tearDown(fit, 'superseded');
 
   // 6. Report: the start under way, else the current container, else why nothing runs.
   let obs: Observation;
@@ -404,6 +463,8 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     containerId = start.containerId;
   } else if (cur) {
     obs = observeContainer(cur);
+  } else if (noAddress) {
+    obs = { state: 'pending', code: 'network_failed', details: 'the desired record carries no address yet (cluster network: the scheduler allocates it at placement)', health: 'none' };
   } else if (removedBehind) {
     obs = { state: 'exited', code: 'container_removed', details: `container ${v.prev!.containerName ?? v.prev!.containerId} was removed outside jaco`, health: 'none' };
     containerId = v.prev!.containerId;
@@ -431,11 +492,14 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   const replacing = serving
     ? { revision: serving.revision, specHash: serving.specHash, containerId: serving.id, state: observeContainer(serving).state as ObservedState }
     : undefined;
+  // The addresses of the namespace the described container is in: plumbed, since it only started once they were.
+  const address = containerId && cur?.id === containerId ? v.sandboxes.find((sb) => inSandbox(cur, sb))?.address : undefined;
   emit({
     ...base,
     ...obs,
     ...(containerId ? { containerId } : {}),
     ...(containerName ? { containerName } : {}),
     ...(replacing ? { replacing } : {}),
+    ...(address ? { address } : {}),
   });
 }

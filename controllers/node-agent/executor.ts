@@ -1,14 +1,17 @@
 // Carries out what the agent decided on Docker: start workers (one per replica, deduplicated,
-// bounded create/start slots), stops (shared per container, retried with back-off), cancels. It
+// bounded create/start slots), stops (shared per container, retried with back-off; a sandbox's
+// addresses go before its container: CNI DEL), cancels. It
 // keeps what a pass must know about work under way — starts in flight, stops under way or backing
 // off — and calls `changed` whenever something finishes.
 import type { Logger } from '../../src/observability/log.js';
 import type { StopReason } from '../../src/api/reasons/agent.js';
+import type { ReplicaAddress } from '../../src/api/types.js';
 import type { Timings } from '../../src/timings.js';
 import { containerName, type Owner } from './container-spec.js';
 import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
+import type { ReplicaNetwork } from './network.js';
 import { Slots, StartWorker, type StartFiles, type StarterDeps } from './starter.js';
 
 /** create+start calls in flight at once (see Slots). */
@@ -33,6 +36,8 @@ export class Executor {
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,
+    private readonly network: ReplicaNetwork,
+    private readonly sandboxImage: () => string,
     /** The containers' secrets and configs (absent: the agent writes none). */
     private readonly files?: StartFiles,
     private readonly registryAuth?: StarterDeps['registryAuth'],
@@ -87,6 +92,8 @@ export class Executor {
       refresh: (id) => this.view.refresh(id),
       stop: (id, reason, replica) => this.stop(id, reason, replica),
       changed: this.changed,
+      network: this.network,
+      sandboxImage: this.sandboxImage,
       ...(this.files ? { files: this.files } : {}),
       ...(this.registryAuth ? { registryAuth: this.registryAuth } : {}),
     });
@@ -131,9 +138,12 @@ export class Executor {
       return running.catch(() => undefined).then(() => this.stop(id, reason, replica, remove));
     }
     if (remove) this.stopRemoves.add(id);
-    const name = this.view.cache.get(id)?.name ?? id.slice(0, 12);
+    const facts = this.view.cache.get(id);
+    const name = facts?.name ?? id.slice(0, 12);
     const p = (async () => {
       this.log.info({ replica, container: name, reason }, remove ? 'stopping and removing container' : 'stopping container');
+      // A sandbox's addresses go first, while its namespace is still there to take them from.
+      if (facts?.role === 'sandbox' && facts.address) await this.unplumb(facts.id, facts.state === 'running' ? facts.pid : 0, facts.address);
       await this.view.docker.stop(id);
       if (remove) {
         await this.view.docker.remove(id);
@@ -160,6 +170,17 @@ export class Executor {
       });
     this.stopping.set(id, tracked);
     return tracked;
+  }
+
+  /** CNI DEL of a sandbox (veth and routes go; a namespace already gone leaves nothing to take). */
+  private async unplumb(id: string, pid: number, address: ReplicaAddress): Promise<void> {
+    try {
+      await this.network.del({ id, pid }, address);
+      agentMetrics.cni.inc({ command: 'DEL', result: 'ok' });
+    } catch (e) {
+      agentMetrics.cni.inc({ command: 'DEL', result: 'failed' });
+      throw e;
+    }
   }
 
   private after(ms: number, fn: () => void): void {

@@ -2,7 +2,7 @@
 // `docker inspect` once (labels, state, health, exit code, ports). Pure: no Docker calls here.
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
-import type { HealthState } from '../../src/api/types.js';
+import type { HealthState, ReplicaAddress } from '../../src/api/types.js';
 
 export type DockerState = 'created' | 'running' | 'paused' | 'restarting' | 'removing' | 'exited' | 'dead';
 
@@ -38,6 +38,13 @@ export interface ContainerFacts {
   deregistrationMs?: number;
   /** The container's own health check as Docker holds it (absent: none, or NONE). */
   healthcheck?: HealthcheckFacts;
+  /** `sandbox`: it holds a cluster-network replica's network namespace (absent: the replica's own container). */
+  role?: 'sandbox';
+  /** Docker's HostConfig.NetworkMode: host, none, or container:<id> (a replica in its sandbox). */
+  networkMode?: string;
+  /** On a sandbox: the hash of its spec (sandbox.ts), and the addresses it was made for. */
+  sandboxHash?: string;
+  address?: ReplicaAddress;
 }
 
 /** A container's health check as created (image defaults merged in by Docker), in ms. */
@@ -74,6 +81,14 @@ export function portsOf(exposed: Record<string, unknown> | undefined | null): nu
     .sort((a, b) => a - b);
 }
 
+/** What a container's labels say of its network: whether it is a sandbox, and what the sandbox holds. */
+export function networkLabels(labels: Record<string, string>): Pick<ContainerFacts, 'role' | 'sandboxHash' | 'address'> {
+  if (labels[LABELS.role] !== 'sandbox') return {};
+  const ipv4 = labels[LABELS.ipv4];
+  const ipv6 = labels[LABELS.ipv6];
+  return { role: 'sandbox', ...(labels[LABELS.sandboxHash] ? { sandboxHash: labels[LABELS.sandboxHash] } : {}), ...(ipv4 && ipv6 ? { address: { ipv4, ipv6 } } : {}) };
+}
+
 export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts {
   const labels = i.Config?.Labels ?? {};
   const st = i.State;
@@ -106,6 +121,8 @@ export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts
     finishedAt: time(st.FinishedAt),
     deregistrationMs: Number(labels[DEREGISTRATION_LABEL]) > 0 ? Number(labels[DEREGISTRATION_LABEL]) : undefined,
     healthcheck: health === 'none' ? undefined : { test: i.Config.Healthcheck!.Test ?? [], timeoutMs: Math.round((i.Config.Healthcheck!.Timeout ?? 0) / 1e6) },
+    networkMode: i.HostConfig?.NetworkMode || undefined,
+    ...networkLabels(labels),
   };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (facts as unknown as Record<string, unknown>)[k] = v;
   return facts;

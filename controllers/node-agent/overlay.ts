@@ -10,7 +10,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { keys } from '../../src/api/keys.js';
 import type { Node, NodeOverlay, NodeSubnet } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
@@ -352,6 +351,3 @@ function tail(file: string): string {
     return '';
   }
 }
-
-/** The prefixes the overlay's agent watches besides its own (each on its own watch: etcd RBAC grants them by prefix). */
-export const OVERLAY_WATCH = [keys.nodes(), keys.subnets()] as const;

@@ -1,14 +1,19 @@
 // One asynchronous start of one replica at one (revision, spec hash): pull the image if missing
 // (observed pulling, then pending/image_pull_failed with back-off), stop what must go first
-// (stop-first, restart), create, start. Each replica's start runs on its own, so a stuck pull
-// never holds up another replica or the reconcile loop; a newer desired state cancels it.
+// (stop-first, restart), on the cluster network make its sandbox and give it the replica's
+// addresses (pending/network_failed with back-off), create, start. Each replica's start runs on
+// its own, so a stuck pull never holds up another replica or the reconcile loop; a newer desired
+// state cancels it.
 import type { Logger } from '../../src/observability/log.js';
 import { UnitError } from '../../src/api/units.js';
 import type { Timings } from '../../src/timings.js';
 import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions, type Owner } from './container-spec.js';
 import { runImage } from '../../src/api/spec.js';
-import type { StartOrder, StartProgress } from './decide.js';
+import type { SandboxOrder, StartOrder, StartProgress } from './decide.js';
+import { CniError, holdsAddress } from './cni.js';
+import type { ReplicaNetwork } from './network.js';
+import { sandboxCreateOptions, sandboxName } from './sandbox.js';
 import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
 import type { ContainerRuntime } from './runtime.js';
@@ -16,6 +21,7 @@ import type { PullAuth } from '../../src/images/access.js';
 import { classifyPullError } from '../../src/images/registry.js';
 import type { PullPolicy, ServiceSpec } from '../../src/api/types.js';
 import { FileDeliveryError } from './files.js';
+import { LABELS } from '../../src/api/labels.js';
 
 /** Docker refused the spec (400) or a quantity did not parse: retrying cannot help. */
 export class InvalidSpecError extends Error {
@@ -70,6 +76,10 @@ export interface StarterDeps {
   changed(): void;
   /** The cluster's credentials for an image's registry (registries/), when it has any. */
   registryAuth?(image: string): PullAuth | undefined;
+  /** Cluster network: plumbs a sandbox's addresses (CNI ptp). */
+  network: ReplicaNetwork;
+  /** The pause image, qualified at the cluster's default registry; throws when it cannot be (a short name, no default). */
+  sandboxImage(): string;
   /** A container's secrets and configs (files.ts): where they go, and writing them before it starts. */
   files?: StartFiles;
 }
@@ -102,6 +112,8 @@ export class StartWorker {
   private readonly log: Logger;
   /** What the whole start is reported as, unless a phase says more (pulling, a failure). */
   private readonly baseCode?: ObservedCode;
+  /** The last create found its container already there (by name) rather than making it. */
+  private adopted = false;
 
   constructor(
     readonly order: StartOrder,
@@ -110,7 +122,15 @@ export class StartWorker {
   ) {
     const s = order.desired.spec;
     this.baseCode = order.kind === 'restart' ? 'restarting' : order.stopFirst.length ? 'stop_first' : undefined;
-    this.progress = { revision: s.revision, specHash: s.specHash, kind: order.kind, phase: 'queued', ...(this.baseCode ? { code: this.baseCode } : {}), ...(queuedAt !== undefined ? { queuedAt } : {}) };
+    this.progress = {
+      revision: s.revision,
+      specHash: s.specHash,
+      ...(order.sandbox ? { sandboxHash: order.sandbox.spec.hash } : {}),
+      kind: order.kind,
+      phase: 'queued',
+      ...(this.baseCode ? { code: this.baseCode } : {}),
+      ...(queuedAt !== undefined ? { queuedAt } : {}),
+    };
     this.log = deps.log.child({ replica: order.replica, revision: s.revision, specHash: s.specHash.slice(0, 8), start: order.kind });
   }
 
@@ -122,7 +142,7 @@ export class StartWorker {
     this.abort.abort();
   }
 
-  private update(p: Omit<StartProgress, 'revision' | 'specHash' | 'kind'>): void {
+  private update(p: Omit<StartProgress, 'revision' | 'specHash' | 'sandboxHash' | 'kind'>): void {
     if (this.cancelled) return;
     delete this.progress.code;
     delete this.progress.details;
@@ -184,26 +204,34 @@ export class StartWorker {
     const { order, deps } = this;
     const spec = order.desired.spec;
     const name = containerName(deps.owner, spec.replica, spec.revision, spec.specHash);
-    let opts;
+    const sb = order.sandbox;
+    const filesDir = deps.files?.dirOf(name);
+    // A bad quantity is found before anything is stopped (the sandbox id is only a placeholder here).
     try {
-      opts = createOptions(spec, deps.owner, deps.files?.dirOf(name));
+      createOptions(spec, deps.owner, { filesDir, sandbox: sb ? (sb.reuse ?? 'sandbox') : undefined });
     } catch (e) {
       if (e instanceof UnitError) throw new InvalidSpecError(e.message);
       throw e;
     }
-    // The image comes first, so a stop-first replacement or a restart is not down while pulling;
+    // The images come first, so a stop-first replacement or a restart is not down while pulling;
     // then the files, so it is not down for want of a secret either.
     await this.ensureImage(runImage(spec.template), spec.template.pullPolicy);
+    const sandboxImage = sb && !sb.reuse ? await this.ensureSandboxImage() : undefined;
     this.check();
     await this.prepareFiles(name);
     this.check();
-    if (order.stopFirst.length) {
+    const reason: StopReason = order.kind === 'restart' ? 'restart' : 'stop_first';
+    if (order.stopFirst.length || sb?.replace.length) {
       this.update({ phase: 'stopping' });
-      const reason: StopReason = order.kind === 'restart' ? 'restart' : 'stop_first';
       await Promise.all(order.stopFirst.map((id) => deps.stop(id, reason, order.replica)));
       this.check();
+      // Then the sandboxes they were in: their addresses first (CNI DEL), then the container.
+      await Promise.all((sb?.replace ?? []).map((id) => deps.stop(id, reason, order.replica)));
+      this.check();
     }
+    const sandbox = sb ? await this.ensureSandbox(sb, sandboxImage) : undefined;
     this.update({ phase: 'creating' });
+    const opts = createOptions(spec, deps.owner, { filesDir, sandbox });
     const id = await this.create(opts);
     // Cancelled after create: the container stays; the next pass removes it as superseded.
     this.check();
@@ -281,9 +309,82 @@ export class StartWorker {
     }
   }
 
+  /** The pause image, qualified and on the node (pulled like any image, with the cluster's credentials). */
+  private async ensureSandboxImage(): Promise<string> {
+    let backoff = this.deps.timings.backoffMinMs;
+    for (;;) {
+      this.check();
+      let image: string;
+      try {
+        image = this.deps.sandboxImage();
+      } catch (e) {
+        // No default registry to resolve a short name at (jaco registry default), until there is one.
+        this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `sandbox image: ${(e as Error).message}` });
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, this.deps.timings.backoffMaxMs);
+        continue;
+      }
+      await this.ensureImage(image, 'missing');
+      return image;
+    }
+  }
+
+  /**
+   * The replica's sandbox, running and holding its addresses: the one the order reuses, else one
+   * made now (or found by its name: a start cut short after its create). Its addresses are given
+   * (CNI ADD) unless it holds them already; a failure is undone (CNI DEL), reported as
+   * pending/network_failed with the plugin's error, and retried with back-off.
+   */
+  private async ensureSandbox(sb: SandboxOrder, image: string | undefined): Promise<string> {
+    const { deps, order } = this;
+    const { docker, network, timings } = deps;
+    this.update({ phase: 'sandbox' });
+    let id: string;
+    // One made now holds nothing yet: no need to look (one found by its name, a start cut short, may).
+    let fresh = false;
+    if (sb.reuse) id = sb.reuse;
+    else {
+      id = await this.create(sandboxCreateOptions(order.desired.spec, sb.spec, deps.owner, image!), sandboxName(deps.owner, order.replica, sb.spec.hash));
+      fresh = !this.adopted;
+    }
+    this.check();
+    let backoff = timings.backoffMinMs;
+    for (;;) {
+      this.check();
+      await deps.slots.run(() => docker.start(id));
+      const facts = await docker.inspect(id);
+      if (!facts || facts.state !== 'running') throw new Error(`sandbox ${id.slice(0, 12)} is not running (${facts?.state ?? 'gone'}${facts?.error ? `: ${facts.error}` : ''})`);
+      const ns = { id, pid: facts.pid };
+      try {
+        const have = fresh ? [] : await network.addresses(ns);
+        if (holdsAddress(have, sb.spec.address)) return id;
+        // Half plumbed (an agent stopped in the middle): undone before it is done again.
+        if (have.length) await network.del(ns, sb.spec.address);
+        // Not in a slot: the plugin is no engine call, and the engine can go on with other starts meanwhile.
+        const t0 = performance.now();
+        await network.add(ns, sb.spec.address);
+        agentMetrics.cni.inc({ command: 'ADD', result: 'ok' });
+        this.log.info({ sandbox: facts.name, ipv4: sb.spec.address.ipv4, ipv6: sb.spec.address.ipv6, addMs: Math.round(performance.now() - t0) }, 'sandbox plumbed');
+        await deps.refresh(id);
+        return id;
+      } catch (e) {
+        if (!(e instanceof CniError)) throw e;
+        agentMetrics.cni.inc({ command: 'ADD', result: 'failed' });
+        // A failed ADD leaves what it did half done: DEL undoes it (the CNI contract).
+        await network.del(ns, sb.spec.address).catch(() => undefined);
+        fresh = false;
+        this.log.warn({ sandbox: facts.name, err: e.message, retryInMs: backoff }, 'could not give the sandbox its addresses; will retry');
+        this.update({ phase: 'network_failed', code: 'network_failed', details: e.message });
+        await sleep(backoff, this.abort.signal);
+        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+      }
+    }
+  }
+
   /** Creates the container; 400 is terminal, a name already taken by this very spec is adopted. */
-  private async create(opts: ReturnType<typeof createOptions>): Promise<string> {
-    const { docker, timings, owner } = this.deps;
+  private async create(opts: ReturnType<typeof createOptions>, name = containerName(this.deps.owner, this.order.replica, this.order.desired.spec.revision, this.order.desired.spec.specHash)): Promise<string> {
+    const { docker, timings } = this.deps;
+    this.adopted = false;
     const spec = this.order.desired.spec;
     let backoff = timings.backoffMinMs;
     for (;;) {
@@ -295,10 +396,14 @@ export class StartWorker {
         if (status === undefined) throw e;
         if (status === 400) throw new InvalidSpecError((e as Error).message);
         if (status === 409) {
-          // Same name = same cluster, node, replica, revision and spec hash: ours already.
-          const name = containerName(owner, spec.replica, spec.revision, spec.specHash);
+          // Same name = same cluster, node, replica, revision and spec hash (a sandbox: same
+          // sandbox spec): ours already.
           const existing = await docker.inspect(name);
-          if (existing && existing.replica === spec.replica && existing.specHash === spec.specHash) return existing.id;
+          const sandbox = opts.Labels?.[LABELS.role] === 'sandbox';
+          if (existing && existing.replica === spec.replica && (sandbox ? existing.sandboxHash === opts.Labels?.[LABELS.sandboxHash] : existing.specHash === spec.specHash)) {
+            this.adopted = true;
+            return existing.id;
+          }
         }
         const msg = (e as Error).message;
         this.log.warn({ err: msg, retryInMs: backoff }, 'Docker could not create the container; will retry');

@@ -3,7 +3,7 @@
 import { unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
-import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSubnet, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -87,6 +87,7 @@ export function networkViewOf(cache: Cache): NetworkView {
     ...(config ? { config } : {}),
     subnets: new Map([...subnets.items.values()].map((v) => [v.value.spec.node, v])),
     claims: cache.kind<AddressClaim>('addresses').items,
+    ...(cache.holds('serviceAddresses') ? { services: new Map([...cache.kind<ServiceAddress>('serviceAddresses').items.values()].map((v) => [`${v.value.spec.deployment}/${v.value.spec.service}`, v])) } : {}),
   };
 }
 

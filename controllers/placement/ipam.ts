@@ -6,8 +6,8 @@
 // still hold the address (its node still reports the replica with it), and is released after.
 // Pure: the scheduler and the movers call these with their snapshots.
 import { keys } from '../../src/api/keys.js';
-import { hostNumbers, nodeSubnets, replicaAddress, subnetCount, type NetworkConfigSpec } from '../../src/api/network.js';
-import { API_VERSION, type AddressClaim, type NodeSubnet, type ReplicaAddress, type ReplicaDesired, type ReplicaObserved, type SubnetIndexClaim } from '../../src/api/types.js';
+import { hostNumbers, nodeSubnets, replicaAddress, serviceAddress, serviceAddressCount, subnetCount, type NetworkConfigSpec } from '../../src/api/network.js';
+import { API_VERSION, type AddressClaim, type NodeSubnet, type ReplicaAddress, type ReplicaDesired, type ReplicaObserved, type ServiceAddress, type ServiceAddressClaim, type SubnetIndexClaim } from '../../src/api/types.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Op } from '../../src/store/writer.js';
 
@@ -18,6 +18,8 @@ export interface NetworkView {
   subnets: ReadonlyMap<string, Versioned<NodeSubnet>>;
   /** By store key (addresses/<node>/<n>). */
   claims: ReadonlyMap<string, Versioned<AddressClaim>>;
+  /** Service addresses by `<deployment>/<service>` (the scheduler's view only). */
+  services?: ReadonlyMap<string, Versioned<ServiceAddress>>;
 }
 
 export const EMPTY_NETWORK: NetworkView = { subnets: new Map(), claims: new Map() };
@@ -108,7 +110,8 @@ export function subnetsToGive(nodes: Iterable<string>, view: NetworkView, now: n
 export interface Holders {
   /** Whether the node is still in the cluster (nodes/<node>): a removed node's containers are gone with it. */
   nodeExists(node: string): boolean;
-  desired(node: string, replica: string): ReplicaDesired | undefined;
+  /** Whether a desired copy on the node carries the address (CIDR, as claims and specs write it). */
+  carried(node: string, ipv4: string): boolean;
   observed(node: string, replica: string): ReplicaObserved | undefined;
 }
 
@@ -121,21 +124,44 @@ export interface Holders {
 export function releasableClaims(view: NetworkView, h: Holders): Versioned<AddressClaim>[] {
   const out: Versioned<AddressClaim>[] = [];
   for (const c of view.claims.values()) {
-    const { node, replica, ipv4 } = c.value.spec;
-    if (!h.nodeExists(node)) {
+    const spec = c.value.spec;
+    // The common case first and cheapest: the copy it was given to still carries it.
+    if (h.carried(spec.node, spec.ipv4)) continue;
+    if (!h.nodeExists(spec.node)) {
       out.push(c);
       continue;
     }
-    if (h.desired(node, replica)?.spec.address?.ipv4 === ipv4) continue;
-    const o = h.observed(node, replica)?.status;
-    if (o && (!o.address || o.address.ipv4 === ipv4)) continue;
+    const o = h.observed(spec.node, spec.replica)?.status;
+    if (o && (!o.address || o.address.ipv4 === spec.ipv4)) continue;
     out.push(c);
   }
-  return out.sort((a, b) => (a.key < b.key ? -1 : 1));
+  return out.length > 1 ? out.sort((a, b) => (a.key < b.key ? -1 : 1)) : out;
 }
 
 /** Subnets of nodes that left the cluster and hold no claim any more: their keys, to delete. */
 export function releasableSubnets(view: NetworkView, nodeExists: (node: string) => boolean, releasing: ReadonlySet<string>): Versioned<NodeSubnet>[] {
+  const gone = [...view.subnets.values()].filter((s) => !nodeExists(s.value.spec.node));
+  if (!gone.length) return [];
   const claimed = new Set([...view.claims.values()].filter((c) => !releasing.has(c.key)).map((c) => c.value.spec.node));
-  return [...view.subnets.values()].filter((s) => !nodeExists(s.value.spec.node) && !claimed.has(s.value.spec.node)).sort((a, b) => (a.key < b.key ? -1 : 1));
+  return gone.filter((s) => !claimed.has(s.value.spec.node)).sort((a, b) => (a.key < b.key ? -1 : 1));
+}
+
+/**
+ * A service's address: a free number of the service range from a point derived from its name
+ * (deterministic; `taken` holds the numbers in use, this pass's included), with the two keys to
+ * create together. Undefined when the range is full.
+ */
+export function serviceAddressFor(cfg: NetworkConfigSpec, deployment: string, service: string, taken: Set<number>, now: number): { value: ServiceAddress; ops: Op[] } | undefined {
+  const count = serviceAddressCount(cfg);
+  const start = startOf(`${deployment}/${service}`) % count;
+  for (let k = 0; k < count; k++) {
+    const n = 1 + ((start + k) % count);
+    if (taken.has(n)) continue;
+    taken.add(n);
+    const a = serviceAddress(cfg, n);
+    const value: ServiceAddress = { apiVersion: API_VERSION, kind: 'ServiceAddress', metadata: { name: `${deployment}-${service}` }, spec: { deployment, service, number: n, ipv4: a.ipv4, ipv6: a.ipv6, since: iso(now) } };
+    const claim: ServiceAddressClaim = { apiVersion: API_VERSION, kind: 'ServiceAddressClaim', metadata: { name: String(n) }, spec: { deployment, service } };
+    return { value, ops: [{ op: 'create', key: keys.serviceAddress(deployment, service), value }, { op: 'create', key: keys.serviceAddressNumber(n), value: claim }] };
+  }
+  return undefined;
 }

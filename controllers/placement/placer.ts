@@ -183,6 +183,8 @@ export class Placer {
   private readonly ports: Map<number, number>[];
   /** Per node, the host numbers of its subnets that are claimed or given this pass. */
   private readonly addressesTaken: Set<number>[];
+  /** Per node, how many addresses of its subnets are free (the ipam filter runs for every node of every request: O(1) here). */
+  private readonly addressesFree: Int32Array;
   /** Replicas per node of each service ("<deployment>/<service>" → count by node index). */
   private readonly svcCount = new Map<string, Int32Array>();
   private readonly nodeHash: number[];
@@ -202,6 +204,13 @@ export class Placer {
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
     this.addressesTaken = this.names.map((name) => new Set(input.claimed?.get(name) ?? []));
+    this.addressesFree = Int32Array.from(this.nodes, (node, i) => {
+      if (!node.subnets) return 0;
+      const { first, last } = hostNumbers(node.subnets.ipv4);
+      let held = 0;
+      for (const x of this.addressesTaken[i]!) if (x >= first && x <= last) held++;
+      return last - first + 1 - held;
+    });
     this.attached = Array.from({ length: n }, () => new Map());
     this.nodeHash = this.names.map(fnv1a);
     this.volumeHomes = { ...input.volumeHomes };
@@ -512,18 +521,16 @@ export class Placer {
     const subnets = i === undefined ? undefined : this.nodes[i]!.subnets;
     if (spec.network !== 'cluster' || i === undefined || !subnets) return undefined;
     const given = chooseAddress(replica, subnets, this.addressesTaken[i]!);
-    if (given) this.addressesTaken[i]!.add(given.hostNumber);
+    if (given) {
+      this.addressesTaken[i]!.add(given.hostNumber);
+      this.addressesFree[i]!--;
+    }
     return given;
   }
 
   /** Host numbers of node i's subnets nobody holds (0 without subnets). */
   private freeAddresses(i: number): number {
-    const s = this.nodes[i]!.subnets;
-    if (!s) return 0;
-    const { first, last } = hostNumbers(s.ipv4);
-    let held = 0;
-    for (const n of this.addressesTaken[i]!) if (n >= first && n <= last) held++;
-    return last - first + 1 - held;
+    return this.addressesFree[i]!;
   }
 
   private rangeOf(i: number): PortRange {

@@ -42,6 +42,7 @@ export const SCHEDULER_READS = [
   'network',
   'subnets',
   'addresses',
+  'serviceAddresses',
 ] as const;
 
 export interface SchedulerState {

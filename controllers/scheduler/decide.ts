@@ -96,7 +96,7 @@ export interface SchedulerSnapshot {
 }
 
 export { decisionValue } from '../placement/decision.js';
-import { grantSubnets, releaseAddresses } from './network.js';
+import { giveServiceAddress, grantSubnets, releaseAddresses } from './network.js';
 import type { NetworkView } from '../placement/ipam.js';
 
 export interface SchedulerConfig {
@@ -410,4 +410,5 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
   if (!bySvc) pass.plan.status.set(dep, (bySvc = {}));
   bySvc[svc] = st;
   endpoints(pass, dep, svc, kept);
+  giveServiceAddress(pass, dep, svc);
 }

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { nodeSubnets } from '../../src/api/network.js';
-import type { AddressClaim, DeploymentStatus, NetworkConfig, NodeSubnet, ServiceSpec } from '../../src/api/types.js';
+import type { AddressClaim, DeploymentStatus, Endpoints, NetworkConfig, NodeSubnet, ServiceAddress, ServiceSpec } from '../../src/api/types.js';
 import { World } from '../../test/support/scheduler-world.js';
 
 const NET: NetworkConfig = { apiVersion: 'jaco.dev/v1', kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' } };
@@ -119,5 +119,54 @@ describe('IPAM at placement', () => {
     expect(claims(w).map((c) => c.node)).toEqual([other]);
     expect([...subnets(w).keys()]).toEqual([other]);
     expect(w.list(keys.subnetIndexes()).map((k) => k.key)).toEqual([keys.subnetIndex(subnets(w).get(other)!.index)]);
+  });
+
+  it('every service gets an address of the service range once the cluster network exists, host-network ones too; kept; released with its service', () => {
+    const w = world(['node-1']);
+    w.deploy('shop', { app: APP, web: { image: 'x', replicas: 1 } });
+    w.converge();
+    const addrs = () => new Map(w.list<ServiceAddress>(keys.serviceAddresses()).map((v) => [`${v.value.spec.deployment}/${v.value.spec.service}`, v.value.spec]));
+    const a = addrs();
+    expect([...a.keys()].sort()).toEqual(['shop/app', 'shop/web']);
+    for (const x of a.values()) {
+      expect(x.ipv4).toMatch(/^10\.207\.\d+\.\d+$/);
+      expect(x.ipv6).toMatch(/^fd4a:17c2:9e01:ffff::[0-9a-f]+$/);
+      expect(w.get(keys.serviceAddressNumber(x.number))).toMatchObject({ spec: { deployment: x.deployment, service: x.service } });
+    }
+    expect(new Set([...a.values()].map((x) => x.ipv4)).size).toBe(2);
+    // Kept as the service changes.
+    w.deploy('shop', { app: { ...APP, replicas: 1 }, web: { image: 'y', replicas: 1 } });
+    w.converge();
+    expect(addrs()).toEqual(a);
+    // A service removed: its address and number go.
+    w.deploy('shop', { app: APP });
+    w.converge();
+    expect([...addrs().keys()]).toEqual(['shop/app']);
+    expect(w.get(keys.serviceAddressNumber(a.get('shop/web')!.number))).toBeUndefined();
+  });
+
+  it('no cluster network (no config/network): no service addresses', () => {
+    const w = new World();
+    w.node('node-1');
+    w.deploy('shop', { web: { image: 'x' } });
+    w.converge();
+    expect(w.list(keys.serviceAddresses())).toEqual([]);
+  });
+
+  it('cluster replicas take no host ports (two on a node bind one port), and their endpoints are their own addresses and container ports', () => {
+    const w = world(['node-1']);
+    w.deploy('shop', { app: { ...APP, replicas: 2, ports: [8080, { name: 'admin', containerPort: 9000 }] } });
+    w.converge();
+    expect(w.desired()).toHaveLength(2);
+    w.runAll();
+    w.converge();
+    const eps = w.get<Endpoints>(keys.endpoints('shop', 'app'))!.spec.addresses;
+    expect(eps).toHaveLength(2);
+    for (const e of eps) {
+      const d = w.desired().find((x) => x.spec.replica === e.replica)!;
+      expect(e.address).toBe(d.spec.address!.ipv4.split('/')[0]);
+      expect(e.hostPorts).toEqual({ p8080: 8080, admin: 9000 });
+      expect(d.spec.hostPorts).toBeUndefined();
+    }
   });
 });

@@ -5,7 +5,7 @@
 // placement (SchedulerPass.addressOps), in the placement's own act.
 import { keys } from '../../src/api/keys.js';
 import type { Op } from '../../src/store/writer.js';
-import { releasableClaims, releasableSubnets, subnetsToGive } from '../placement/ipam.js';
+import { releasableClaims, releasableSubnets, serviceAddressFor, subnetsToGive } from '../placement/ipam.js';
 import type { SchedulerPass } from './pass.js';
 
 /** Whether any service of any deployment runs on the cluster network. */
@@ -24,14 +24,35 @@ export function grantSubnets(pass: SchedulerPass): void {
   }
 }
 
+/**
+ * Every service's address, answered on every node (docs/networking.md): given once the cluster
+ * network exists, to host-network services too (their name reaches their node ports), and kept
+ * for the service's life. Called per service in the pass; numbers given this pass are remembered.
+ */
+export function giveServiceAddress(pass: SchedulerPass, dep: string, svc: string): void {
+  const { network } = pass.snap;
+  if (!network.config || !network.services || network.services.has(`${dep}/${svc}`)) return;
+  pass.serviceNumbers ??= new Set([...network.services.values()].map((s) => s.value.spec.number));
+  const given = serviceAddressFor(network.config, dep, svc, pass.serviceNumbers, pass.now);
+  if (!given) return;
+  pass.plan.acts.push({ label: `service address ${dep}/${svc}`, subject: `deployment/${dep}`, ops: [pass.deploymentGuard(dep), ...given.ops], audit: [] });
+}
+
 /** Claims and subnets nothing holds any more: deleted (compare-and-swap on what was read). */
 export function releaseAddresses(pass: SchedulerPass): void {
   const { snap } = pass;
+  // A service's address goes with its service (its deployment guard refuses a re-create meanwhile).
+  for (const s of snap.network.services?.values() ?? []) {
+    const { deployment: dep, service: svc, number } = s.value.spec;
+    if (snap.frozenDeployments.has(dep) || snap.deployments.get(dep)?.value.spec.services[svc]) continue;
+    pass.plan.cleanup.push({ key: s.key, why: `service ${dep}/${svc} no longer exists` });
+    pass.plan.acts.push({ label: `release ${s.key}`, ops: [pass.deploymentGuard(dep), pass.deleteOp(s), { op: 'delete', key: keys.serviceAddressNumber(number) }], audit: [] });
+  }
   if (!snap.network.claims.size && !snap.network.subnets.size) return;
   const nodeExists = (n: string) => snap.nodes.has(n) || snap.frozenNodes.has(n);
   const claims = releasableClaims(snap.network, {
     nodeExists,
-    desired: (node, replica) => snap.replicas.byId.get(replica)?.copies.find((c) => c.desired.spec.node === node)?.desired,
+    carried: (node, ipv4) => snap.replicas.carriesAddress(node, ipv4),
     observed: (node, replica) => snap.replicas.observed(node, replica),
   });
   for (const c of claims) {

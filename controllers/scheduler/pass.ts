@@ -40,6 +40,8 @@ export class SchedulerPass {
   /** Per service: replicas exhausted and stranded on lost nodes (status). */
   private readonly conditions = new Map<string, { exhausted: string[]; nodeLost: string[] }>();
   private placerCache?: Placer;
+  /** Service address numbers in use, with the ones this pass gives (giveServiceAddress). */
+  serviceNumbers?: Set<number>;
   /** Subnets given to nodes this pass (grantSubnets), placed into like stored ones. */
   private readonly granted = new Map<string, Versioned<NodeSubnet>>();
   private holesCache?: Map<string, HoleFor[]>;

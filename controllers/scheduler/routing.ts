@@ -1,8 +1,10 @@
-// endpoints/<dep>/<svc>: the copies that are ready (replicaReady) on Ready nodes, with their host
-// ports — what an ingress routes to. Compared in place with the stored list, so an idle pass
+// endpoints/<dep>/<svc>: the copies that are ready (replicaReady) on Ready nodes, with the address
+// and ports each is reached at (a host-network copy: its node's address and host ports; a
+// cluster-network one: its own address and container ports) — what an ingress routes to. Compared in place with the stored list, so an idle pass
 // allocates nothing here.
 import { keys } from '../../src/api/keys.js';
-import { hostPortsOf } from '../../src/api/ports.js';
+import { endpointPortsOf } from '../../src/api/ports.js';
+import { bareAddress } from '../../src/api/network.js';
 import { replicaReady } from '../../src/api/readiness.js';
 import { API_VERSION, type EndpointAddress, type Endpoints, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
@@ -18,7 +20,8 @@ export function endpoints(pass: SchedulerPass, dep: string, svc: string, kept: R
       if (c.modRevision === 0 || c.observed?.status.state !== 'running' || !pass.ready(c.desired.spec.node) || !readyMemo(c.desired, c.observed, pass.now)) continue;
       const node = c.desired.spec.node;
       const { byName, ports } = hostPortsMemo(c.desired);
-      const address = pass.snap.nodes.get(node)?.status?.address;
+      // A cluster-network copy is reached at its own address, a host-network one at its node's.
+      const address = c.desired.spec.address ? bareAddress(c.desired.spec.address.ipv4) : pass.snap.nodes.get(node)?.status?.address;
       if (!addresses) {
         const s = stored![n];
         if (s && s.replica === e.id && s.node === node && s.address === address && samePorts(s.ports, ports) && sameNames(s.hostPorts, byName, ports.length)) {
@@ -63,7 +66,7 @@ const hostPortsCache = new WeakMap<ReplicaDesired, { byName: Record<string, numb
 function hostPortsMemo(d: ReplicaDesired): { byName: Record<string, number>; ports: number[] } {
   let p = hostPortsCache.get(d);
   if (!p) {
-    const byName = hostPortsOf(d.spec);
+    const byName = endpointPortsOf(d.spec);
     hostPortsCache.set(d, (p = { byName, ports: Object.values(byName) }));
   }
   return p;

@@ -53,7 +53,8 @@ for node in "$@"; do
   e role grant-permission "$name" read "${prefix}drains/$node"
   # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
   e role grant-permission "$name" --prefix=true read "${prefix}registries/"
-  e role grant-permission "$name" read "${prefix}config/images"
+  # As a prefix: the agent watches the key (its pause image's registry), and a watch is a range.
+  e role grant-permission "$name" --prefix=true read "${prefix}config/images"
   # The WireGuard mesh (--overlay): every node's published key and endpoint, and every node's subnets.
   for k in nodes/ subnets/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
@@ -62,7 +63,9 @@ for node in "$@"; do
   # its own report (ingresses/NODE). It never touches replicas.
   name="jaco-ingress-$node"
   role "$name"
-  for k in deployments/ endpoints/ nodes/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  for k in deployments/ endpoints/ nodes/ serviceaddresses/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
+  # The cluster network's ranges: the service range it makes local to its node (docs/networking.md).
+  e role grant-permission "$name" --prefix=true read "${prefix}config/network"
   e role grant-permission "$name" readwrite "${prefix}ingresses/$node"
   user "$name" "$name" "$(password)" "$out/ingress-$node.env"
 done

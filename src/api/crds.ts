@@ -82,6 +82,17 @@ export const MAX_FILE_OBJECT_BYTES = 500 * 1024;
 export const CPU_PATTERN = '^([0-9]+(\\.[0-9]+)?|[0-9]+m)$';
 export const MEMORY_PATTERN = '^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$';
 
+/** A replica's own addresses (ReplicaAddress): one IPv4 and one IPv6, each in CIDR form. */
+const replicaAddress = (description: string): Schema =>
+  obj(
+    {
+      ipv4: str({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}$' }),
+      ipv6: str({ pattern: '^[0-9a-f:]+/[0-9]{1,3}$' }),
+    },
+    ['ipv4', 'ipv6'],
+    { description },
+  );
+
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
@@ -138,6 +149,7 @@ const serviceSchema: Schema = obj(
               hostPort: int({ minimum: 1, maximum: 65535, description: 'Fixed host port; absent: assigned from the node\'s port range.' }),
               published: int({ minimum: 1, maximum: 65535, description: 'Answered on every node\'s ingress at <node address>:published.' }),
               protocol: str({ enum: ['tcp', 'udp'] }),
+              appProtocol: str({ minLength: 1, description: 'What the port speaks (compose app_protocol): http makes the ingress proxy HTTP requests; otherwise it passes TCP connections.' }),
             },
             ['containerPort'],
           ),
@@ -335,14 +347,7 @@ const KINDS: KindDef[] = [
         specHash: str({ pattern: '^[0-9a-f]{64}$' }),
         template: serviceSchema,
         placedAt: time('When the replica was placed on or moved to this node.'),
-        address: obj(
-          {
-            ipv4: str({ pattern: '^[0-9]{1,3}(\\.[0-9]{1,3}){3}/[0-9]{1,2}$' }),
-            ipv6: str({ pattern: '^[0-9a-f:]+/[0-9]{1,3}$' }),
-          },
-          ['ipv4', 'ipv6'],
-          { description: "A cluster-network replica's own addresses on this node (CIDR form: the node subnet's prefix length; its gateway is the subnet's first host)." },
-        ),
+        address: replicaAddress("A cluster-network replica's own addresses on this node (CIDR form: the node subnet's prefix length; its gateway is the subnet's first host)."),
         move: obj(
           {
             id: str(),
@@ -392,12 +397,12 @@ const KINDS: KindDef[] = [
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
-        address: obj({ ipv4: str(), ipv6: str() }, ['ipv4', 'ipv6'], { description: "A cluster-network replica's addresses, as its container holds them." }),
         replacing: obj(
           { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
           ['revision', 'specHash', 'containerId', 'state'],
         ),
         ackedCommand: int({ minimum: 0 }),
+        address: replicaAddress("The addresses of the replica's network namespace (cluster network), as plumbed on its node: absent until its sandbox has them."),
         observedAt: time('When the agent wrote it.'),
       },
       ['replica', 'node', 'deployment', 'service', 'state', 'observedAt'],
@@ -501,6 +506,7 @@ const KINDS: KindDef[] = [
         ipv4: str({ pattern: '^[0-9.]+/[0-9]{1,2}$', description: 'IPv4 range, e.g. 10.208.0.0/12.' }),
         ipv6: str({ pattern: '^[fF][dD][0-9a-fA-F:]*/[0-9]{1,3}$', description: 'IPv6 unique local /48, e.g. fd4a:17c2:9e01::/48.' }),
         subnetBits4: int({ minimum: 8, maximum: 30, description: "Prefix length of a node's IPv4 subnet (default 24)." }),
+        services4: str({ pattern: '^[0-9.]+/[0-9]{1,2}$', description: 'IPv4 range of service addresses (default 10.207.0.0/16); IPv6 ones are the ULA range\'s :ffff::/64.' }),
       },
       ['ipv4', 'ipv6'],
     ),
@@ -516,6 +522,21 @@ const KINDS: KindDef[] = [
     plural: 'subnetindexclaims',
     description: 'subnetindex/<n>: subnet index n belongs to this node (created with its subnets/<node>, so no two nodes share one).',
     spec: obj({ node: str() }, ['node']),
+  },
+  {
+    kind: 'ServiceAddress',
+    plural: 'serviceaddresses',
+    description: "serviceaddresses/<deployment>/<service>: the service's address, answered on every node and balanced over its ready replicas (docs/networking.md); given by the scheduler, kept for the service's life.",
+    spec: obj(
+      { deployment: str(), service: str(), number: int({ minimum: 1 }), ipv4: str(), ipv6: str(), since: time('When it was given.') },
+      ['deployment', 'service', 'number', 'ipv4', 'ipv6', 'since'],
+    ),
+  },
+  {
+    kind: 'ServiceAddressClaim',
+    plural: 'serviceaddressclaims',
+    description: 'serviceaddressnumbers/<n>: service address number n belongs to this service (created with its serviceaddresses key).',
+    spec: obj({ deployment: str(), service: str() }, ['deployment', 'service']),
   },
   {
     kind: 'AddressClaim',

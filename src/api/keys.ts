@@ -57,6 +57,11 @@ export const keys = {
   /** A replica copy's claim of host number n of its node's subnets (IPv4 and IPv6 alike). */
   address: (node: string, n: number) => `addresses/${node}/${n}`,
   addresses: (node?: string) => (node ? `addresses/${node}/` : 'addresses/'),
+  /** A service's address, answered on every node (and the claim of its number, so no two services share one). */
+  serviceAddress: (deployment: string, service: string) => `serviceaddresses/${deployment}/${service}`,
+  serviceAddresses: () => 'serviceaddresses/',
+  serviceAddressNumber: (n: number) => `serviceaddressnumbers/${n}`,
+  serviceAddressNumbers: () => 'serviceaddressnumbers/',
   audit: (id: string) => `audit/${id}`,
   audits: () => 'audit/',
   leaders: (controller: string) => `leaders/${controller}/`,

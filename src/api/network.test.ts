@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bareAddress, checkNetworkConfig, gatewayOf, hostNumbers, nodeSubnets, parseCidr, replicaAddress, subnetCount, ulaFromRandom, type NetworkConfigSpec } from './network.js';
+import { bareAddress, checkNetworkConfig, gatewayOf, hostNumbers, nodeSubnets, parseCidr, replicaAddress, serviceAddress, serviceAddressCount, subnetCount, ulaFromRandom, type NetworkConfigSpec } from './network.js';
 
 const cfg: NetworkConfigSpec = { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' };
 
@@ -32,6 +32,14 @@ describe('the cluster network plan', () => {
     expect(gatewayOf('10.208.3.5/24')).toBe('10.208.3.1');
     expect(gatewayOf('fd4a:17c2:9e01:3::5/64')).toBe('fd4a:17c2:9e01:3::1');
     expect(bareAddress('10.208.3.5/24')).toBe('10.208.3.5');
+  });
+
+  it('service addresses: services4 (default 10.207.0.0/16, apart from the node subnets) and the ULA :ffff::/64', () => {
+    expect(serviceAddress(cfg, 1)).toEqual({ ipv4: '10.207.0.1', ipv6: 'fd4a:17c2:9e01:ffff::1' });
+    expect(serviceAddress(cfg, 300)).toEqual({ ipv4: '10.207.1.44', ipv6: 'fd4a:17c2:9e01:ffff::12c' });
+    expect(serviceAddressCount(cfg)).toBe(65534);
+    expect(() => serviceAddress(cfg, 0)).toThrow(/outside 1–65534/);
+    expect(() => checkNetworkConfig({ ...cfg, services4: '10.210.0.0/16' })).toThrow(/overlaps the node subnets' range/);
   });
 
   it('refuses ranges that are not what they claim', () => {

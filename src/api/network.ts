@@ -13,9 +13,14 @@ export interface NetworkConfigSpec {
   ipv6: string;
   /** Prefix length of a node's IPv4 subnet (default 24: 253 replicas per node). */
   subnetBits4?: number;
+  /** IPv4 range of service addresses (default 10.207.0.0/16); IPv6 ones are the ULA's :ffff::/64. */
+  services4?: string;
 }
 
 export const DEFAULT_IPV4_RANGE = '10.208.0.0/12';
+export const DEFAULT_SERVICES4_RANGE = '10.207.0.0/16';
+/** The /64 of the cluster's ULA that service addresses come from (node subnets never reach it). */
+const SERVICES6_SUBNET = 0xffff;
 export const DEFAULT_SUBNET_BITS4 = 24;
 const SUBNET_BITS6 = 64;
 
@@ -75,7 +80,19 @@ interface Cidr {
   family: 4 | 6;
 }
 
+// Parsed ranges, by text: a pass gives thousands of addresses from a few hundred subnets.
+const parsed = new Map<string, Cidr>();
+
 export function parseCidr(text: string): Cidr {
+  const hit = parsed.get(text);
+  if (hit) return hit;
+  const c = parseCidrText(text);
+  if (parsed.size > 10_000) parsed.clear();
+  parsed.set(text, c);
+  return c;
+}
+
+function parseCidrText(text: string): Cidr {
   const [addr, len, extra] = text.split('/');
   const bits = Number(len);
   if (extra !== undefined || !addr || !Number.isInteger(bits)) throw new NetworkPlanError(`${JSON.stringify(text)} is not a CIDR (address/prefix length)`);
@@ -146,10 +163,35 @@ export function gatewayOf(cidrAddress: string): string {
 /** An address without its prefix length. */
 export const bareAddress = (cidrAddress: string): string => cidrAddress.slice(0, cidrAddress.indexOf('/'));
 
+/** The service address ranges of a cluster: IPv4 (services4) and the ULA's :ffff::/64. */
+export function serviceRanges(cfg: NetworkConfigSpec): { ipv4: string; ipv6: string } {
+  const v6 = parseCidr(cfg.ipv6);
+  return { ipv4: cfg.services4 ?? DEFAULT_SERVICES4_RANGE, ipv6: formatCidr({ base: v6.base + (BigInt(SERVICES6_SUBNET) << 64n), bits: 64, family: 6 }) };
+}
+
+/** How many service addresses the ranges hold (host numbers 1 … 2^(32-bits)-2). */
+export function serviceAddressCount(cfg: NetworkConfigSpec): number {
+  return 2 ** (32 - parseCidr(serviceRanges(cfg).ipv4).bits) - 2;
+}
+
+/** Service address number `n` (1-based) in both families, without prefix length. */
+export function serviceAddress(cfg: NetworkConfigSpec, n: number): { ipv4: string; ipv6: string } {
+  const r = serviceRanges(cfg);
+  const s4 = parseCidr(r.ipv4);
+  const s6 = parseCidr(r.ipv6);
+  if (!Number.isInteger(n) || n < 1 || n > serviceAddressCount(cfg)) throw new NetworkPlanError(`service address ${n} is outside 1–${serviceAddressCount(cfg)} of ${r.ipv4}`);
+  return { ipv4: addr(s4, s4.base + BigInt(n)), ipv6: addr(s6, s6.base + BigInt(n)) };
+}
+
 /** Checks a network config: both ranges parse, IPv6 is a ULA, the subnets fit. */
 export function checkNetworkConfig(cfg: NetworkConfigSpec): void {
   const v6 = parseCidr(cfg.ipv6);
   if (v6.family !== 6 || v6.base >> 120n !== 0xfdn) throw new NetworkPlanError(`${cfg.ipv6} is not an IPv6 unique local range (fd00::/8)`);
-  if (parseCidr(cfg.ipv4).family !== 4) throw new NetworkPlanError(`${cfg.ipv4} is not an IPv4 range`);
+  const v4 = parseCidr(cfg.ipv4);
+  if (v4.family !== 4) throw new NetworkPlanError(`${cfg.ipv4} is not an IPv4 range`);
   subnetCount(cfg);
+  const s4 = parseCidr(serviceRanges(cfg).ipv4);
+  if (s4.family !== 4 || s4.bits > 30) throw new NetworkPlanError(`services4 ${cfg.services4} is not an IPv4 range of /30 or larger`);
+  const end = (c: { base: bigint; bits: number }) => c.base + (1n << BigInt(32 - c.bits)) - 1n;
+  if (s4.base <= end(v4) && v4.base <= end(s4)) throw new NetworkPlanError(`services4 ${serviceRanges(cfg).ipv4} overlaps the node subnets' range ${cfg.ipv4}`);
 }

@@ -16,6 +16,8 @@ export interface NormalizedPort {
   hostPort?: number;
   published?: number;
   protocol: 'tcp' | 'udp';
+  /** What the port speaks, when said (compose app_protocol): http makes the ingress proxy requests. */
+  appProtocol?: string;
 }
 
 export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort[] {
@@ -28,6 +30,7 @@ export function normalizePorts(spec: Pick<ServiceSpec, 'ports'>): NormalizedPort
           ...(p.hostPort !== undefined ? { hostPort: p.hostPort } : {}),
           ...(p.published !== undefined ? { published: p.published } : {}),
           protocol: p.protocol ?? 'tcp',
+          ...(p.appProtocol !== undefined ? { appProtocol: p.appProtocol } : {}),
         },
   );
 }
@@ -38,6 +41,7 @@ export interface PublishedPort {
   deployment: string;
   service: string;
   portName: string;
+  mode: 'http' | 'tcp';
 }
 
 /**
@@ -49,12 +53,21 @@ export function publishedPorts(deployments: Iterable<{ name: string; spec: { ser
   for (const d of [...deployments].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)))
     for (const service of Object.keys(d.spec.services).sort())
       for (const p of normalizePorts(d.spec.services[service]!))
-        if (p.published !== undefined && p.protocol === 'tcp') out.push({ published: p.published, deployment: d.name, service, portName: p.name });
+        if (p.published !== undefined && p.protocol === 'tcp') out.push({ published: p.published, deployment: d.name, service, portName: p.name, mode: portMode(p) });
   return out;
 }
 
-/** Host ports fixed by the spec: a per-node resource for placement. */
-export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
+/** How a port is proxied: as HTTP when it says so (named http, or appProtocol http), else as TCP. */
+export function portMode(p: Pick<NormalizedPort, 'name' | 'appProtocol'>): 'http' | 'tcp' {
+  return p.name === 'http' || p.appProtocol === 'http' ? 'http' : 'tcp';
+}
+
+/**
+ * Host ports fixed by the spec: a per-node resource for placement. A cluster-network replica has
+ * none: its ports are its own network namespace's (the short form `8080` there is the container port).
+ */
+export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports' | 'network'>): number[] {
+  if (spec.network === 'cluster') return [];
   const out: number[] = [];
   for (const p of spec.ports ?? []) {
     if (typeof p === 'number') out.push(p);
@@ -63,8 +76,9 @@ export function fixedHostPorts(spec: Pick<ServiceSpec, 'ports'>): number[] {
   return out;
 }
 
-/** Names of the ports the scheduler assigns a host port to, in spec order. */
-export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports'>): string[] {
+/** Names of the ports the scheduler assigns a host port to, in spec order (none on the cluster network). */
+export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports' | 'network'>): string[] {
+  if (spec.network === 'cluster') return [];
   return normalizePorts(spec)
     .filter((p) => p.hostPort === undefined)
     .map((p) => p.name);
@@ -74,9 +88,21 @@ export function hasPublished(spec: Pick<ServiceSpec, 'ports'>): boolean {
   return (spec.ports ?? []).some((p) => typeof p !== 'number' && p.published !== undefined);
 }
 
-/** Host port by port name of one replica: fixed from the spec, dynamic from its desired record. */
+/**
+ * Port by port name at which one replica is reached (its endpoints): on the host network its host
+ * port, at its node's address; on the cluster network its container port, at its own address.
+ */
+export function endpointPortsOf(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, number> {
+  if (d.template.network !== 'cluster') return hostPortsOf(d);
+  const out: Record<string, number> = {};
+  for (const p of normalizePorts(d.template)) out[p.name] = p.containerPort;
+  return out;
+}
+
+/** Host port by port name of one replica: fixed from the spec, dynamic from its desired record (none on the cluster network). */
 export function hostPortsOf(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): Record<string, number> {
   const out: Record<string, number> = {};
+  if (d.template.network === 'cluster') return out;
   for (const p of normalizePorts(d.template)) {
     const port = p.hostPort ?? d.hostPorts?.[p.name];
     if (port !== undefined) out[p.name] = port;
@@ -101,6 +127,18 @@ export function portEnv(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts'>): 
   const names = Object.keys(ports);
   if (names.length) env.PORT = String(ports[names[0]!]);
   for (const n of names) env[portEnvName(n)] = String(ports[n]);
+  return env;
+}
+
+/**
+ * PORT and JACO_PORT_<NAME> on the cluster network: a replica has its own address and port space,
+ * so each port is the container port itself (host ports are a host-network thing).
+ */
+export function containerPortEnv(spec: Pick<ServiceSpec, 'ports'>): Record<string, string> {
+  const ports = normalizePorts(spec);
+  const env: Record<string, string> = {};
+  if (ports.length) env.PORT = String(ports[0]!.containerPort);
+  for (const p of ports) env[portEnvName(p.name)] = String(p.containerPort);
   return env;
 }
 

@@ -86,6 +86,9 @@ describe('startsFirst: the one start-first rule of the agent and the rollout', (
     ['only a read-only bind (a config)', { volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] }, true],
     ['a fixed host port (the new container could not bind it)', { ports: [8080] }, false],
     ['a dynamic host port (the replica keeps it across revisions)', { ports: [{ containerPort: 80, published: 18080 }] }, false],
+    ['host network said out loud', { network: 'host' }, true],
+    ['the cluster network (the replica keeps its address and namespace on its node)', { network: 'cluster' }, false],
+    ['the cluster network, even asked start-first', { network: 'cluster', update: { order: 'start-first' } }, false],
   ])('%s → %s', (_n, extra, want) => expect(startsFirst({ ...base, ...extra })).toBe(want));
 });
 

@@ -160,12 +160,20 @@ export function isStateful(spec: ServiceSpec): boolean {
  * Whether a replacement container may start before the one it replaces stops (start-first): not
  * when the service asks for stop-first, not for a stateful replica (two writers of its data), not
  * when it binds host ports — fixed ones, or dynamic ones, which a replica keeps across revisions
- * (the new container could not bind them). Read-only binds hold nothing and do not force it. The
- * agent replaces containers by it and the rollout counts surges by it: one rule, so maxSurge holds.
+ * (the new container could not bind them) — and not on the cluster network, where a replica keeps
+ * its address on its node: its one network namespace holds that address and every port, so the
+ * new container can only join it once the old one is gone. Read-only binds hold nothing and do
+ * not force it. The agent replaces containers by it and the rollout counts surges by it: one
+ * rule, so maxSurge holds.
  */
 export function startsFirst(t: ServiceSpec): boolean {
   // Every port is a host port under host networking, fixed or dynamic: any one of them is held.
-  return t.update?.order !== 'stop-first' && !isStateful(t) && !t.ports?.length;
+  return t.update?.order !== 'stop-first' && !isStateful(t) && !t.ports?.length && !onClusterNetwork(t);
+}
+
+/** Each replica its own network namespace and addresses (ServiceSpec.network; default host). */
+export function onClusterNetwork(t: Pick<ServiceSpec, 'network'>): boolean {
+  return t.network === 'cluster';
 }
 
 /** Services in placement order: descending priority, ties by name (seed 002). */

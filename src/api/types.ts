@@ -227,6 +227,8 @@ export interface PortSpec {
   /** Answered on every node's ingress at <node address>:published. */
   published?: number;
   protocol?: 'tcp' | 'udp';
+  /** What it speaks (compose app_protocol): http makes the ingress proxy HTTP requests; otherwise TCP connections. */
+  appProtocol?: string;
 }
 
 export type DependencyCondition = 'service_started' | 'service_healthy';
@@ -452,12 +454,12 @@ export interface ReplicaObservedStatus {
   health?: HealthState;
   lastHealthAt?: string;
   exitCode?: number;
-  /** A cluster-network replica's addresses, as its container holds them. */
-  address?: ReplicaAddress;
   /** During a start-first replacement: the previous container, still serving. */
   replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
   /** The seq of the last command executed (commands/<host>/<replica>). */
   ackedCommand?: number;
+  /** A cluster-network replica's addresses as plumbed in its network namespace (its sandbox's). */
+  address?: ReplicaAddress;
   observedAt: string;
 }
 /** observed/<host>/<replica>: only the node-agent of <host> writes it. */
@@ -592,17 +594,21 @@ export type NetworkConfig = JacoObject<'NetworkConfig', import('./network.js').N
 export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number; ipv4: string; ipv6: string; since: string }, never>;
 /** subnetindex/<n>: who holds subnet index n. */
 export type SubnetIndexClaim = JacoObject<'SubnetIndexClaim', { node: string }, never>;
+/** serviceaddresses/<deployment>/<service>: the service's address (docs/networking.md), answered on every node. */
+export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string }, never>;
+/** serviceaddressnumbers/<n>: who holds service address number n. */
+export type ServiceAddressClaim = JacoObject<'ServiceAddressClaim', { deployment: string; service: string }, never>;
 /** addresses/<node>/<n>: who holds host number n of the node's subnets. */
 export type AddressClaim = JacoObject<'AddressClaim', { node: string; replica: string; deployment: string; service: string; ipv4: string; ipv6: string; since: string }, never>;
 
 export interface EndpointAddress {
   replica: string;
   node: string;
-  /** Every host port of the replica: fixed, then assigned. */
+  /** Every port it is reached at: a host-network copy's host ports (fixed, then assigned); a cluster-network copy's container ports. */
   ports: number[];
-  /** The node's address (Node.status.address), when it has one. */
+  /** Where it is reached: its node's address (host network), or its own IPv4 address (cluster network). */
   address?: string;
-  /** Host port by port name. */
+  /** Those ports by port name. */
   hostPorts?: Record<string, number>;
 }
 /** endpoints/<deployment>/<service>: the healthy replicas, for any load balancer to watch. */

@@ -86,6 +86,9 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void | n
       if (typeof code === 'number') process.exitCode = code;
     } catch (e) {
       process.exitCode = reportError(e);
+      // A long-running command that failed while starting may hold a server or a watch open: it
+      // still ends (a supervisor then restarts it) rather than hang half-started.
+      setTimeout(() => process.exit(), 2000).unref();
     }
   };
 }

@@ -357,10 +357,16 @@ class ServiceMapper {
       let target: string;
       let pub: string | undefined;
       let protocol: 'tcp' | 'udp' = 'tcp';
+      // The long syntax may name the port and say what it speaks (app_protocol: http makes the
+      // ingress proxy requests rather than connections).
+      let named: Pick<PortSpec, 'name' | 'appProtocol'> = {};
       if (isObj(p)) {
         target = String(p.target);
         pub = p.published === undefined ? undefined : String(p.published);
         if (p.protocol === 'udp') protocol = 'udp';
+        if (typeof p.name === 'string' && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name)) named = { ...named, name: p.name };
+        else if (p.name !== undefined) this.warn([...at, 'name'], `port name ${JSON.stringify(p.name)} is not a jaco name (lowercase letters, digits, -): p<port> is used`);
+        if (p.app_protocol !== undefined) named = { ...named, appProtocol: String(p.app_protocol) };
         if (p.host_ip !== undefined) this.warn([...at, 'host_ip'], 'host networking: a container binds the addresses it chooses; host_ip is ignored');
       } else {
         if (/\/udp$/.test(String(p))) protocol = 'udp';
@@ -377,8 +383,11 @@ class ServiceMapper {
       const targets = range(target);
       const publishedList = pub ? range(pub) : targets;
       if (publishedList.length !== targets.length) return this.refuse(at, `${pub}:${target}: the published and container ranges differ in length`);
-      if (publishedList.every((x, k) => x === targets[k])) return void ports.push(...targets);
-      targets.forEach((t, k) => published.push({ name: `p${t}`, containerPort: t, hostPort: t, published: publishedList[k]!, ...(protocol === 'udp' ? { protocol } : {}) }));
+      const single = targets.length === 1;
+      if (publishedList.every((x, k) => x === targets[k]) && !Object.keys(named).length) return void ports.push(...targets);
+      targets.forEach((t, k) =>
+        published.push({ name: (single && named.name) || `p${t}`, containerPort: t, hostPort: t, ...(publishedList[k] !== t ? { published: publishedList[k]! } : {}), ...(protocol === 'udp' ? { protocol } : {}), ...(named.appProtocol ? { appProtocol: named.appProtocol } : {}) }),
+      );
     });
     const fixed = [...new Set(ports)].filter((n) => !published.some((q) => q.containerPort === n));
     if (fixed.length || published.length) this.out.ports = [...fixed, ...published];

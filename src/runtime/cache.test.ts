@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Store } from '../store/store.js';
 import { logger } from '../observability/log.js';
+import type { Reflector } from '../store/reflector.js';
 import { Cache } from './cache.js';
 
 // Checked before anything touches the store: a store that is never called is enough.
@@ -18,5 +19,10 @@ describe('how a cache is told to hold its sources', () => {
 
   it('takes a spec and a watch of a source it holds', () => {
     expect(() => Cache.onStore(store, ['desired', 'registries'], { log, specs: { desired: { prefix: 'desired/node-1/', kind: 'ReplicaDesired' } }, watch: ['desired/node-1/', 'registries/'] })).not.toThrow();
+  });
+
+  it('watches each source on its own prefix when told `each` (a process under RBAC reads nothing between them)', () => {
+    const cache = Cache.onStore(store, ['desired', 'registries', 'network'], { log, specs: { desired: { prefix: 'desired/node-1/', kind: 'ReplicaDesired' } }, watch: 'each' });
+    expect((cache.feed as Reflector).watched.sort()).toEqual(['config/network', 'desired/node-1/', 'registries/']);
   });
 });

@@ -47,8 +47,12 @@ export interface CacheEvents {
 
 export interface CacheOptions {
   log: Logger;
-  /** Watched prefixes (default: one watch over all of them; see ReflectorOptions.watch). */
-  watch?: string[];
+  /**
+   * Watched prefixes (default: one watch over all of them; see ReflectorOptions.watch). `each`:
+   * every source on a watch of its own prefix — a process restricted by etcd RBAC (an agent, an
+   * ingress) may read its sources and nothing between them, and its watches follow its reads.
+   */
+  watch?: string[] | 'each';
   checkEveryMs?: number;
   /** Source specs by name, overriding the catalogue's (e.g. an agent's own desired/<node>/). */
   specs?: Partial<Record<Watchable, SourceSpec>>;
@@ -74,9 +78,10 @@ export class Cache extends EventEmitter<CacheEvents> {
     const stray = Object.keys(opts.specs ?? {}).filter((n) => !names.includes(n as Watchable));
     if (stray.length) throw new Error(`the cache is told how to hold ${stray.join(', ')}, which nothing reads: add it to the controller's reads or the manager's extraSources`);
     const specs = Object.fromEntries(names.map((n) => [n, opts.specs?.[n] ?? WATCHABLE[n]]));
-    const unheld = (opts.watch ?? []).filter((p) => !Object.values(specs).some((s) => p.startsWith(s.prefix) || s.prefix.startsWith(p)));
+    const watch = opts.watch === 'each' ? Object.values(specs).map((s) => s.prefix) : opts.watch;
+    const unheld = (watch ?? []).filter((p) => !Object.values(specs).some((s) => p.startsWith(s.prefix) || s.prefix.startsWith(p)));
     if (unheld.length) throw new Error(`the cache is told to watch ${unheld.join(', ')}, under which it holds nothing`);
-    return new Cache(new Reflector(store, specs, { log: opts.log, watch: opts.watch, checkEveryMs: opts.checkEveryMs, reader: opts.reader }));
+    return new Cache(new Reflector(store, specs, { log: opts.log, watch, checkEveryMs: opts.checkEveryMs, reader: opts.reader }));
   }
 
   /** A cache holding one consistent read of the named prefixes (no watch): for one-shot tools. */

@@ -216,7 +216,8 @@ export class LocalCluster {
         const im = host ? `${host.address}:${NODE_METRICS_PORT.ingress}` : await nextMetrics();
         this.supervise(
           { name: `ingress-${i + 1}`, metrics: im, log: log(`ingress-${node}`) },
-          jacoChild(['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im], host?.netns),
+          // Simulated nodes share one namespace: their ingresses cannot each answer the services' addresses.
+          jacoChild(['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im, ...(host ? [] : ['--no-service-addresses'])], host?.netns),
           this.nodeEnv(net),
         );
       }

@@ -40,6 +40,8 @@ export class ReplicaIndex {
   private readonly nodes = new Map<string, Set<string>>();
   /** observed/<node>/<replica>, by node then replica — including replicas no longer desired there. */
   private readonly observedByNode = new Map<string, Map<string, Versioned<ReplicaObserved>>>();
+  /** Cluster-network addresses carried by desired copies, by node then IPv4 (with how many carry it). */
+  private readonly addressesByNode = new Map<string, Map<string, number>>();
   /** Replica ids with a move in flight (a copy carries a move marker). */
   readonly moving = new Set<string>();
   /** desired keys with no readable version (frozen): nothing may act on their replica's service. */
@@ -68,6 +70,11 @@ export class ReplicaIndex {
     return this.observedByNode.get(node)?.get(replica)?.value;
   }
 
+  /** Whether a desired copy on the node carries this cluster-network address (IPAM: the claim is held). */
+  carriesAddress(node: string, ipv4: string): boolean {
+    return this.addressesByNode.get(node)?.has(ipv4) ?? false;
+  }
+
   /** Every observed key of a node (what its agent still reports: running, stopping, or failed). */
   observedOn(node: string): ReadonlyMap<string, Versioned<ReplicaObserved>> {
     return this.observedByNode.get(node) ?? EMPTY;
@@ -87,6 +94,9 @@ export class ReplicaIndex {
     onNode.add(s.replica);
     const copy: Copy = { key: v.key, modRevision: v.modRevision, desired: v.value, observed: this.observed(s.node, s.replica) };
     const e = this.byId.get(s.replica);
+    const before = e?.copies.find((c) => c.key === v.key);
+    if (before) this.countAddress(before.desired, -1);
+    this.countAddress(v.value, 1);
     if (!e) {
       this.byId.set(s.replica, { id: s.replica, deployment: s.deployment, service: s.service, ...(s.index !== undefined ? { index: s.index } : {}), copies: [copy] });
       const k = `${s.deployment}/${s.service}`;
@@ -101,6 +111,18 @@ export class ReplicaIndex {
     this.noteMoving(s.replica, e.copies);
   }
 
+  private countAddress(d: ReplicaDesired, by: 1 | -1): void {
+    const ipv4 = d.spec.address?.ipv4;
+    if (!ipv4) return;
+    const node = d.spec.node;
+    let m = this.addressesByNode.get(node);
+    if (!m) this.addressesByNode.set(node, (m = new Map()));
+    const n = (m.get(ipv4) ?? 0) + by;
+    if (n > 0) m.set(ipv4, n);
+    else m.delete(ipv4);
+    if (!m.size) this.addressesByNode.delete(node);
+  }
+
   private noteMoving(id: string, copies: readonly Copy[]): void {
     if (copies.some((c) => c.desired.spec.move)) this.moving.add(id);
     else this.moving.delete(id);
@@ -113,6 +135,8 @@ export class ReplicaIndex {
     if (onNode && !onNode.size) this.nodes.delete(s.node);
     const e = this.byId.get(s.replica);
     if (!e) return;
+    const before = e.copies.find((c) => c.key === prev.key);
+    if (before) this.countAddress(before.desired, -1);
     e.copies = e.copies.filter((c) => c.key !== prev.key);
     this.noteMoving(s.replica, e.copies);
     if (e.copies.length) return;

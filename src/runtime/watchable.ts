@@ -27,6 +27,7 @@ export const WATCHABLE = {
   subnets: { prefix: keys.subnets(), kind: 'NodeSubnet' },
   subnetIndexes: { prefix: keys.subnetIndexes(), kind: 'SubnetIndexClaim' },
   addresses: { prefix: keys.addresses(), kind: 'AddressClaim' },
+  serviceAddresses: { prefix: keys.serviceAddresses(), kind: 'ServiceAddress' },
   // Registries' access: what a node-agent pulls with (credentials, never shown).
   registries: { prefix: keys.registries(), kind: 'Registry' },
   // Secrets and configs (docs/secrets.md): values sealed or plain, each node's sealed copies, and
@@ -35,6 +36,8 @@ export const WATCHABLE = {
   configs: { prefix: keys.configs(), kind: 'Config' },
   copies: { prefix: keys.copiesOf(), kind: 'NodeCopy' },
   clusterkey: { prefix: keys.clusterKey(), kind: 'ClusterKey' },
+  // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
+  imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

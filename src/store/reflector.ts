@@ -378,8 +378,13 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     return this.relisting;
   }
 
+  /** The prefixes watched, one stream each. */
+  get watched(): string[] {
+    return this.streams.map((s) => s.prefix);
+  }
+
   private label(): string {
-    return this.streams.map((s) => s.prefix || '/').join(',');
+    return this.watched.map((p) => p || '/').join(',');
   }
 
   private async listAndWatch(): Promise<void> {

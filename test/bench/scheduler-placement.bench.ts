@@ -4,6 +4,7 @@
 // 2. 10,000 replicas on 1,000 nodes with mixed constraints (goal ≤ 0.5 s on one core): the
 //    Placer alone, and a whole decide pass (placement plus the acts that write it);
 // 3. an idle reconcile of those 10,000 replicas, all running (goal ≤ 20 ms), and the RSS.
+// BENCH_NETWORK=cluster runs 2 and 3 with every service on the cluster network (IPAM).
 import { World } from '../support/scheduler-world.js';
 import { decide } from '../../controllers/scheduler/decide.js';
 import { Placer, type NodeInfo, type PlacementRequest } from '../../controllers/placement/placer.js';
@@ -57,8 +58,12 @@ const fmt = (ms: number) => `${ms.toFixed(ms < 10 ? 2 : 1)} ms`;
 
 const NODES = 1000;
 const SERVICES = 250; // × 40 replicas = 10,000 (40 fit one transaction per service)
+// BENCH_NETWORK=cluster: every service on the cluster network (IPAM: subnets, an address each).
+const CLUSTER = process.env.BENCH_NETWORK === 'cluster';
+
 function bigWorld(): World {
   const w = new World();
+  if (CLUSTER) w.put('config/network', { apiVersion: 'jaco.dev/v1', kind: 'NetworkConfig', metadata: { name: 'network' }, spec: { ipv4: '10.208.0.0/12', ipv6: 'fd4a:17c2:9e01::/48' } });
   for (let i = 0; i < NODES; i++)
     w.node(`node-${String(i).padStart(4, '0')}`, {
       cpu: String(2 + (i % 4) * 2),
@@ -72,7 +77,7 @@ function bigWorld(): World {
     const services: Record<string, ServiceSpec> = {};
     for (let s = 0; s < 5; s++) {
       const k = d * 5 + s;
-      const spec: ServiceSpec = { image: IMG, replicas: 40, resources: { cpu: `${100 + (k % 5) * 100}m`, memory: `${64 * (1 + (k % 4))}Mi` }, priority: k % 3 };
+      const spec: ServiceSpec = { image: IMG, replicas: 40, resources: { cpu: `${100 + (k % 5) * 100}m`, memory: `${64 * (1 + (k % 4))}Mi` }, priority: k % 3, ...(CLUSTER ? { network: 'cluster' as const } : {}) };
       if (k % 4 === 1) spec.placement = { mode: 'pack' };
       if (k % 5 === 2) spec.placement = { ...spec.placement, nodeSelector: { zone: `z${k % 5}` } };
       if (k % 7 === 3) spec.ports = [10000 + k];

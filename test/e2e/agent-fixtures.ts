@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { keys } from '../../src/api/keys.js';
 import { templateOf } from '../../src/api/serving.js';
-import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ServiceSpec } from '../../src/api/types.js';
+import { API_VERSION, type ReplicaAddress, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ServiceSpec } from '../../src/api/types.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs } from '../../src/store/writer.js';
 import type { Proc } from '../support/cluster.js';
@@ -20,6 +20,8 @@ export interface DesiredOptions {
   service?: string;
   revision?: number;
   suspended?: { reason: string; at: string };
+  /** A cluster-network replica's addresses, as the scheduler's IPAM would allocate them. */
+  address?: ReplicaAddress;
 }
 
 /** A desired replica as the scheduler would write it (template with defaults, its spec hash). */
@@ -39,6 +41,7 @@ export function desired(node: string, replica: string, spec: ServiceSpec, o: Des
       template: t.template,
       placedAt: new Date().toISOString(),
       ...(o.suspended ? { suspended: o.suspended } : {}),
+      ...(o.address ? { address: o.address } : {}),
     },
   };
 }

@@ -1,9 +1,9 @@
-// Secrets in the local cluster `jaco up` starts (simulated nodes sharing this machine's engine,
-// where the demo images are): it makes the cluster key file once and gives it to its controllers,
-// gives each agent a state directory, and `jaco down` unmounts the secrets' tmpfs it leaves.
+// Secrets in the local cluster `jaco up` starts (separate hosts: each node its own namespace and
+// engine, images from the cluster registry): it makes the cluster key file once and gives it to its
+// controllers, gives each agent a state directory, delivers a secret into a container of a node's
+// own engine, and `jaco down` unmounts the secrets' tmpfs it leaves.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
@@ -17,10 +17,11 @@ import { eventually } from '../support/wait.js';
 const VALUE = `up-${Math.random().toString(36).slice(2)}`;
 
 describe('jaco up and secrets', () => {
-  const c = new UpCluster({ nodes: 2, extraArgs: ['--shared-engine'] });
-  const docker = new Docker();
+  const c = new UpCluster({ nodes: 2 });
   beforeAll(async () => {
     await c.start();
+    const pushed = await c.jaco(['registry', 'push', 'jaco-demo/busybox:1'], undefined, 60_000);
+    expect(pushed.code, pushed.stderr).toBe(0);
   });
   afterAll(async () => {
     await c.stop();
@@ -46,9 +47,10 @@ describe('jaco up and secrets', () => {
           apiVersion: 'jaco.dev/v1',
           kind: 'Deployment',
           metadata: { name: 'sec' },
-          spec: { services: { app: { image: 'jaco-demo/busybox:1', pullPolicy: 'never', command: ['sleep', '3600'], secrets: [{ source: 'token', mode: 0o400 }], placement: { mode: 'hosts', hosts: ['node-2'] } } } },
+          spec: { services: { app: { image: 'jaco-demo/busybox:1', command: ['sleep', '3600'], secrets: [{ source: 'token', mode: 0o400 }], placement: { mode: 'hosts', hosts: ['node-2'] } } } },
         }),
       );
+      const docker = c.engine('node-2');
       const id = await eventually(
         async () => (await docker.listContainers({ filters: { label: [`${LABELS.cluster}=${c.state.clusterUid}`, `${LABELS.deployment}=sec`] } }))[0]?.Id,
         { what: 'the container running', timeoutMs: 60_000 },

@@ -202,7 +202,9 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
     const ctl = envOf('controller.env');
     const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
     try {
-      const found = await eventually(async () => (await reported(controller)) ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), { what, timeoutMs: 30_000 });
+      const found = await eventually(async () => (await reported(controller)) ?? (child.exitCode !== null ? Promise.reject(new Error(log)) : undefined), { what, timeoutMs: 30_000 }).catch((e: Error) => {
+        throw new Error(`${e.message}; the process printed:\n${log}`);
+      });
       await check(found, controller, log);
       expect(log).not.toMatch(/permission denied/i);
     } finally {

@@ -177,7 +177,7 @@ export async function watchRunning(c: HollowCluster, match: (node: string, repli
 }
 
 /** n deployments of one service each, `replicas` apiece, on the hollow runtime's image. */
-export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number; first?: number } = {}): string {
+export function hollowManifest(n: number, replicas: number, opts: { prefix?: string; minReadyTime?: string; parallelism?: number; first?: number; network?: 'cluster' } = {}): string {
   return Array.from({ length: n }, (_, k) => {
     const i = (opts.first ?? 0) + k;
     const update = `{minReadyTime: ${opts.minReadyTime ?? '1s'}${opts.parallelism ? `, parallelism: ${opts.parallelism}, maxUnavailable: ${opts.parallelism}` : ''}}`;
@@ -186,7 +186,7 @@ kind: Deployment
 metadata: {name: ${opts.prefix ?? 'scale'}-${i}}
 spec:
   services:
-    app: {image: hollow/app:1, replicas: ${replicas}, resources: {cpu: 100m, memory: 64Mi}, update: ${update}}
+    app: {image: hollow/app:1, replicas: ${replicas}, resources: {cpu: 100m, memory: 64Mi}, update: ${update}${opts.network ? `, network: ${opts.network}` : ''}}
 `;
   }).join('---\n');
 }

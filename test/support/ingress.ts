@@ -55,7 +55,7 @@ spec:
 
 /** Starts `jaco ingress` for a node, its HAProxy under `<logDir>/ingress/<node>`. */
 export function startIngress(c: TestCluster, node: string, extra: string[] = []): Proc {
-  return c.spawn(`ingress-${node}`, ['ingress', '--node', node, '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0', ...extra]);
+  return c.spawn(`ingress-${node}`, ['ingress', '--node', node, '--data-dir', join(c.logDir, 'ingress'), '--metrics-addr', '127.0.0.1:0', '--no-service-addresses', ...extra]);
 }
 
 /** The runtime API socket of a node's ingress HAProxy (as startIngress lays it out). */

@@ -23,6 +23,8 @@ export const OBSERVED_CODES = {
   config_missing: 'a config the replica uses has no copy on this node yet (the secrets controller makes it); nothing starts until it is there',
   secret_unreadable: "this node's copy of a secret or config cannot be opened with the node's key (sealed to an older key of the node); the secrets controller seals it again",
   secret_delivery_failed: 'the tmpfs holding the replica\'s secrets and configs could not be made or written (details say why); retried with back-off',
+  network_failed:
+    "the replica's network namespace could not be given its addresses (cluster network: the CNI plugin failed, or the desired record carries no address); the agent retries with back-off (details: the plugin's error)",
 } as const;
 export type ObservedCode = keyof typeof OBSERVED_CODES;
 
@@ -38,7 +40,7 @@ export const STOP_REASONS = {
   replaced: 'a newer container of the replica is running and ready: the old one is stopped and removed',
   superseded: 'an old container of the replica that no longer runs: removed',
   suspended: 'the desired key is suspended: stopped and kept stopped',
-  stop_first: 'replaced stop-first (update.order stop-first, a shared host port, or volumes)',
+  stop_first: 'replaced stop-first (update.order stop-first, a shared host port, volumes, or the cluster network)',
   restart: 'a restart command: stopped and removed, a fresh container follows',
   node_removed: 'the node was removed from the cluster',
 } as const;

@@ -8,6 +8,9 @@ import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
 import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
 import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
 import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
+import { DEFAULT_CNI_BIN_DIR } from '../../../controllers/node-agent/cni.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../../../controllers/node-agent/sandbox.js';
+import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../runtime/process.js';
@@ -28,6 +31,8 @@ interface AgentFlags {
   overlay?: boolean;
   overlayPort: string;
   overlayInterface: string;
+  sandboxImage: string;
+  cniBinDir: string;
 }
 
 /** A Linux interface name: at most 15 characters, no slash or space. */
@@ -71,6 +76,8 @@ export function registerAgent(program: Command): void {
     .option('--overlay', "join the WireGuard mesh between nodes: make the overlay interface (the kernel's WireGuard, else wireguard-go), a peer per node (docs/networking.md)")
     .option('--overlay-port <port>', "the overlay's UDP port (its endpoint is <address>:<port>)", '51820')
     .option('--overlay-interface <name>', 'the overlay interface (one per host: nodes sharing a machine need one name each)', 'jaco-wg')
+    .option('--sandbox-image <image>', "the pause image holding each cluster-network replica's network namespace (a short name resolves at the cluster's default registry)", DEFAULT_SANDBOX_IMAGE)
+    .option('--cni-bin-dir <dir>', "where the CNI plugins are (Debian's containernetworking-plugins): ptp plumbs cluster-network replicas", DEFAULT_CNI_BIN_DIR)
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -85,6 +92,11 @@ export function registerAgent(program: Command): void {
         if (!(PRESSURE_MODES as readonly string[]).includes(f.pressure)) throw new CliError(`--pressure: "${f.pressure}" is not one of ${PRESSURE_MODES.join(', ')}`);
         const pressureMode = f.pressure as PressureMode;
         if (isIP(address) !== 4) throw new CliError(`--address: "${address}" is not an IPv4 address`);
+        try {
+          parseImageReference(f.sandboxImage);
+        } catch (e) {
+          throw new CliError(`--sandbox-image: ${(e as Error).message}`);
+        }
         try {
           portRange = parsePortRange(f.portRange);
         } catch (e) {
@@ -107,7 +119,24 @@ export function registerAgent(program: Command): void {
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
         const stateDir = resolve(f.stateDir ?? join('/var/lib/jaco/agent', f.node));
-        const agent = new NodeAgent({ node: f.node, store, timings, statusIntervalMs, capacity, labels, dockerHost: f.dockerHost, rejoin: !!f.rejoin, log, address, portRange, pressureMode, stateDir, overlay });
+        const agent = new NodeAgent({
+          node: f.node,
+          store,
+          timings,
+          statusIntervalMs,
+          capacity,
+          labels,
+          dockerHost: f.dockerHost,
+          rejoin: !!f.rejoin,
+          log,
+          address,
+          portRange,
+          pressureMode,
+          sandboxImage: f.sandboxImage,
+          cniBinDir: f.cniBinDir,
+          stateDir,
+          overlay,
+        });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {
           await agent.stop();

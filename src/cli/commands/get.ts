@@ -7,7 +7,7 @@ import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spe
 import { bareAddress } from '../../api/network.js';
 import { serviceFiles } from '../../api/files.js';
 import { normalizePorts } from '../../api/ports.js';
-import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, PlacementDecision } from '../../api/types.js';
+import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus, NodeSubnet, PlacementDecision } from '../../api/types.js';
 import { formatBytes } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
@@ -177,6 +177,9 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const hb = v.heartbeats.get(name);
     out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(', ') || '<none>'}\n`;
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
+    // Its subnets of the cluster network (IPAM), once a cluster-network service exists.
+    const sub = (await store.get<NodeSubnet>(keys.subnet(name)))?.value.spec;
+    if (sub) out += `Subnets:      ${sub.ipv4}, ${sub.ipv6} (index ${sub.index}; ${await store.countPrefix(keys.addresses(name))} address(es) held)\n`;
     out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
     out += `Secrets key:  ${n.status?.secretsKey?.id ?? '<none> (an agent older than secrets: no secret can be copied to it)'}\n`;

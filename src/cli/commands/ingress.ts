@@ -16,6 +16,7 @@ interface IngressFlags {
   metricsAddr: string;
   drainPeriod: string;
   haproxy?: string;
+  serviceAddresses: boolean;
 }
 
 const EXAMPLES = `
@@ -38,6 +39,7 @@ export function registerIngress(program: Command): void {
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9466')
     .option('--drain-period <duration>', 'how long a server leaving routing drains before it is deleted', '2s')
     .option('--haproxy <path>', 'the haproxy binary (env JACO_HAPROXY; default: haproxy on PATH)')
+    .option('--no-service-addresses', "do not answer services' own addresses (several ingresses sharing one network namespace: simulated nodes)")
     .addHelpText('after', EXAMPLES)
     .action(
       action(async (f: IngressFlags, cmd: Command) => {
@@ -50,7 +52,7 @@ export function registerIngress(program: Command): void {
         const timings = timingsOf(cmd);
         const store = storeOf(cmd);
         const log = logger('ingress', { node: f.node });
-        const ingress = new Ingress({ node: f.node, store, timings, log, dir: join(resolve(f.dataDir), f.node), config: { drainMs }, haproxyBinary: f.haproxy });
+        const ingress = new Ingress({ node: f.node, store, timings, log, dir: join(resolve(f.dataDir), f.node), config: { drainMs }, haproxyBinary: f.haproxy, serviceAddresses: f.serviceAddresses });
         const { server, url } = await serveObservability(f.metricsAddr, () => ingress.health());
         await ingress.start();
         log.info({ metrics: `${url}/metrics`, healthz: `${url}/healthz`, dir: ingress.haproxy.dir }, 'ingress running');
