@@ -1,4 +1,4 @@
-// The overlay's pure core (docs/networking.md, "The overlay"): the WireGuard full mesh as this node
+// The overlay's pure core (docs/networking.md, "Between nodes: the WireGuard overlay"): the WireGuard full mesh as this node
 // should hold it — a peer for every other node that publishes a key and an endpoint and has
 // subnets, allowed its subnets, which are routed over the interface — against what the interface
 // holds now, and the `wg`/`ip` steps between the two. Level-triggered like every pass: the same

@@ -1,4 +1,4 @@
-// The node's end of the WireGuard full mesh between nodes (docs/networking.md, "The overlay"), as a
+// The node's end of the WireGuard full mesh between nodes (docs/networking.md, "Between nodes: the WireGuard overlay"), as a
 // controller on the agent's manager (unelected, like the agent's own pass): it reads nodes/ and
 // subnets/, decides in overlay-decide.ts, and carries the steps out here with `ip` and `wg` —
 // making the interface with the kernel's WireGuard where there is one, else running Debian's

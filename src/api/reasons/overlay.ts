@@ -1,6 +1,6 @@
 // The overlay's closed vocabularies (controllers/node-agent/overlay*.ts): why a node is no peer of
 // this one, and why this node's overlay is not up. The same strings appear in the agent's
-// /healthz detail, its logs and its metrics' labels (docs/networking.md, "The overlay").
+// /healthz detail, its logs and its metrics' labels (docs/networking.md, "Between nodes: the WireGuard overlay").
 
 /** Why another node is not configured as a peer. */
 export const PEER_SKIPS = {
