@@ -11,6 +11,8 @@ command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The overlay between nodes: wireguard-go where the kernel has no WireGuard; wg and tcpdump for its tests.
+command -v wireguard-go >/dev/null 2>&1 && command -v wg >/dev/null 2>&1 && command -v tcpdump >/dev/null 2>&1 || need+=(wireguard-go wireguard-tools tcpdump)
 # build-images.sh makes the demo server images (postgres, redis, nginx) from a debootstrapped Debian.
 command -v debootstrap >/dev/null 2>&1 || [ -x /usr/sbin/debootstrap ] || need+=(debootstrap)
 # The ingress drives a local HAProxy (run as a child of `jaco ingress`, never the system service).

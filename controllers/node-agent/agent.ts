@@ -6,6 +6,7 @@
 //   executor.ts     carrying out starts and stops on the runtime
 //   network.ts      a cluster-network replica's addresses in its sandbox (cni.ts: CNI ptp)
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
+//   overlay.ts      the WireGuard mesh between nodes: a second controller on its manager (--overlay)
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
@@ -29,6 +30,7 @@ import { EarlyHealth } from './early-health.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
+import { Overlay, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
@@ -78,6 +80,8 @@ export interface AgentOptions {
    * (tests, hollow nodes): a key for this run only, and no files written.
    */
   stateDir?: string;
+  /** The WireGuard mesh between nodes (jaco agent --overlay; overlay.ts): needs stateDir and address. */
+  overlay?: OverlayOptions;
   /** The pause image of cluster-network sandboxes (default jaco/pause:1, a short name resolved at the cluster's default registry). */
   sandboxImage?: string;
   /**
@@ -140,6 +144,7 @@ export class NodeAgent {
   /** The node's copies of secrets and configs, opened with its own key. */
   private files!: ReplicaFiles;
   private lastSweep = 0;
+  private overlay?: Overlay;
 
   constructor(readonly opts: AgentOptions) {
     this.log = opts.log;
@@ -196,9 +201,11 @@ export class NodeAgent {
       mode: this.pressureMode,
       node: new NodeUsageReader(this.opts.cgroupRoot),
     });
+    this.overlay = this.makeOverlay();
     this.presence = new Presence({
       ...this.opts,
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
+      overlay: this.overlay?.publication,
       pressure: () => this.currentPressure(),
       dockerUp: () => this.view.up,
       removed: () => void this.onNodeRemoved(),
@@ -230,9 +237,10 @@ export class NodeAgent {
           watch: 'each',
         },
       },
-      [this.spec(observed), ...(this.resolver ? [this.resolver.spec()] : [])],
+      [this.spec(observed), ...(this.overlay ? [this.overlay.spec()] : []), ...(this.resolver ? [this.resolver.spec()] : [])],
     );
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
+    await this.overlay?.start();
     await this.manager.start();
     // Files of containers removed while the agent was away.
     await this.sweepFiles(Date.now());
@@ -277,6 +285,7 @@ export class NodeAgent {
     this.view?.stop();
     this.executor?.stopAll();
     this.early?.stop();
+    this.overlay?.stop();
     await this.manager?.stop();
     await this.resolver?.stop();
     // The heartbeat goes with its lease: the node turns NotReady at once rather than after the TTL.
@@ -298,6 +307,7 @@ export class NodeAgent {
         containers: this.view?.cache.size ?? 0,
         startsInFlight: this.executor?.startsInFlight() ?? 0,
         failingActs: this.runner?.failures.persistent().length ?? 0,
+        ...(this.overlay ? { overlay: this.overlay.health() } : {}),
         ...(this.resolver ? { resolver: this.resolver.health() } : {}),
         ...(this.removing ? { removing: true } : {}),
       },
@@ -424,6 +434,15 @@ export class NodeAgent {
     }
   }
 
+  /** The node's end of the WireGuard mesh, when asked for (its key is made on the first start). */
+  private makeOverlay(): Overlay | undefined {
+    const { overlay, stateDir, address } = this.opts;
+    if (!overlay) return undefined;
+    if (!stateDir || !address) throw new Error('the overlay needs the agent\'s state directory (its key) and the node\'s address (its endpoint)');
+    const active = () => !this.stopped && !this.removing && !!this.presence?.fence();
+    return new Overlay({ ...overlay, node: this.node, address, stateDir, timings: this.opts.timings, log: this.log, active });
+  }
+
   /** The node's own key: from its state directory (made there on the first start), or for this run only. */
   private nodeKey(): KeyPair {
     if (!this.opts.stateDir) return generateKeyPair('nk');
@@ -527,6 +546,7 @@ export class NodeAgent {
       this.log.error({ err: (e as Error).message }, 'could not remove every container of the removed node; remove them by hand (label jaco.dev/node)');
     }
     this.view.stop();
+    await this.overlay?.remove();
     try {
       const { items } = await this.opts.store.list<ReplicaObserved>(keys.observedOf(node));
       await commitActs(this.opts.store, [...items.map((i) => ({ label: 'forget', ops: [{ op: 'delete', key: i.key } as Op] })), { label: 'heartbeat', ops: [{ op: 'delete', key: keys.heartbeat(node) }] }]);

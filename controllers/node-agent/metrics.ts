@@ -51,3 +51,13 @@ export const dnsMetrics = {
   upstreamFailures: new Counter({ name: 'jaco_agent_dns_upstream_failures_total', help: 'Upstream resolvers that did not answer a forwarded query, by reason (timeout, error, bad_answer, declined)', labelNames: ['reason'], registers }),
   names: new Gauge({ name: 'jaco_agent_dns_names', help: "Names in the DNS server's table", registers }),
 };
+
+/** The node's end of the WireGuard mesh (overlay.ts): label `peer` is a node name (bounded by the cluster's size). */
+export const overlayMetrics = {
+  up: new Gauge({ name: 'jaco_agent_overlay_up', help: "1 while the overlay interface holds this node's key and every peer it should, with their subnets routed over it; 0 otherwise", registers }),
+  peers: new Gauge({ name: 'jaco_agent_overlay_peers', help: 'Peers this node should have (expected) and has, configured and routed (configured)', labelNames: ['state'], registers }),
+  handshakeAge: new Gauge({ name: 'jaco_agent_overlay_handshake_age_seconds', help: "Seconds since the latest WireGuard handshake with a peer (absent until its first; above 180 the peer is not answering)", labelNames: ['peer'], registers }),
+  transfer: new Gauge({ name: 'jaco_agent_overlay_transfer_bytes', help: "Bytes received from (rx) and sent to (tx) a peer through the tunnel, as WireGuard counts them (they restart when the peer is configured again)", labelNames: ['peer', 'direction'], registers }),
+  steps: new Counter({ name: 'jaco_agent_overlay_steps_total', help: 'Steps carried out on the overlay interface, by op (create, wg, ip) and result (ok, failed)', labelNames: ['op', 'result'], registers }),
+  userspaceExits: new Counter({ name: 'jaco_agent_overlay_wireguard_go_exits_total', help: 'Times the wireguard-go the agent runs exited while the agent ran (it is started again)', registers }),
+};

@@ -8,7 +8,7 @@
 // A lost lease is re-granted at once, not at the next heartbeat.
 import { hostname } from 'node:os';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type PressureSample } from '../../src/api/types.js';
+import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store } from '../../src/store/store.js';
@@ -39,6 +39,8 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   claimChanged(held: boolean): void;
   /** The public half of the node's key, published on its Node (its copies are sealed to it). */
   secretsKey?: { id: string; publicKey: string };
+  /** Its end of the WireGuard mesh (overlay.ts), published on its Node for the others to configure. */
+  overlay?: NodeOverlay;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -111,6 +113,7 @@ export class Presence {
           ...(this.opts.address ? { address: this.opts.address } : {}),
           ...(this.opts.portRange ? { portRange: this.opts.portRange } : {}),
           ...(this.opts.secretsKey ? { secretsKey: this.opts.secretsKey } : {}),
+          ...(this.opts.overlay ? { overlay: this.opts.overlay } : {}),
         },
       };
       const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };

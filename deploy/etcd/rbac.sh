@@ -57,6 +57,8 @@ for node in "$@"; do
   e role grant-permission "$name" --prefix=true read "${prefix}serviceaddresses/"
   # As a prefix: the agent watches the key (its pause image's registry), and a watch is a range.
   e role grant-permission "$name" --prefix=true read "${prefix}config/images"
+  # The WireGuard mesh (--overlay): every node's published key and endpoint, and every node's subnets.
+  for k in nodes/ subnets/; do e role grant-permission "$name" --prefix=true read "$prefix$k"; done
   user "$name" "$name" "$(password)" "$out/agent-$node.env"
 
   # Its ingress: reads the published ports, the endpoints and the nodes' addresses; writes only

@@ -300,6 +300,14 @@ const KINDS: KindDef[] = [
         address: str({ description: 'The address replicas of this node are reached at (jaco agent --address).' }),
         portRange: obj({ min: int({ minimum: 1, maximum: 65535 }), max: int({ minimum: 1, maximum: 65535 }) }, ['min', 'max'], { description: 'Where dynamic host ports are assigned from.' }),
         secretsKey: obj({ id: str(), publicKey: str() }, ['id', 'publicKey'], { description: "The public half of the node's own X25519 key: its copies of secrets are sealed to it." }),
+        overlay: obj(
+          {
+            publicKey: str({ description: "The public half of the node's WireGuard key (base64); the private half never leaves the node." }),
+            endpoint: str({ description: 'Where its WireGuard listens: <node address>:<port>.' }),
+          },
+          ['publicKey', 'endpoint'],
+          { description: 'Its end of the WireGuard mesh between nodes (jaco agent --overlay): every other node configures it as a peer.' },
+        ),
       },
       ['capacity', 'agentVersion', 'registeredAt'],
     ),

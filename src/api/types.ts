@@ -297,6 +297,15 @@ export interface NodeStatus {
   portRange?: PortRange;
   /** The public half of the node's own X25519 key: its copies of secrets are sealed to it (docs/secrets.md). */
   secretsKey?: { id: string; publicKey: string };
+  /** Its end of the WireGuard mesh (jaco agent --overlay): the others configure it as a peer (docs/networking.md). */
+  overlay?: NodeOverlay;
+}
+
+export interface NodeOverlay {
+  /** The public half of the node's WireGuard key (base64); the private half never leaves the node. */
+  publicKey: string;
+  /** Where its WireGuard listens: <node address>:<port>. */
+  endpoint: string;
 }
 
 export interface PortRange {

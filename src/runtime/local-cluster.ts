@@ -20,7 +20,7 @@ import { Store } from '../store/store.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
-import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, planNetwork, type LocalNetwork } from './local-network.js';
+import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, overlayInterface, planNetwork, type LocalNetwork } from './local-network.js';
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
 import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
@@ -207,7 +207,8 @@ export class LocalCluster {
       const host = net?.nodes[i];
       const metrics = host ? `${host.address}:${NODE_METRICS_PORT.agent}` : await nextMetrics();
       const agentArgs = ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--pressure', 'containers', '--state-dir', agentStateDir(dataDir, node)];
-      if (host) agentArgs.push('--address', host.address, '--docker-host', engineUrl(engineSpec(net!.tag, node, host.netns, dataDir)));
+      // Separate hosts are joined by the WireGuard mesh over their links (docs/networking.md).
+      if (host) agentArgs.push('--address', host.address, '--docker-host', engineUrl(engineSpec(net!.tag, node, host.netns, dataDir)), '--overlay', '--overlay-interface', overlayInterface(net!, host));
       // Simulated nodes each have a loopback address of their own (all of 127/8 is loopback on Linux).
       else agentArgs.push('--address', simulatedAddress(i + 1));
       this.supervise({ name: node, metrics, log: log(node) }, jacoChild(agentArgs, host?.netns), this.nodeEnv(net));

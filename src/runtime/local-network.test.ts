@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_LOCAL_NODES, networkCommands, planNetwork } from './local-network.js';
+import { MAX_LOCAL_NODES, networkCommands, overlayInterface, planNetwork } from './local-network.js';
 import { engineCommand, engineSpec, mountsUnder } from './node-engine.js';
 
 describe('the local network plan', () => {
@@ -22,6 +22,15 @@ describe('the local network plan', () => {
   it('names every interface within the kernel limit of 15 characters', () => {
     const big = planNetwork(254, Array.from({ length: MAX_LOCAL_NODES }, (_, i) => `node-${i + 1}`));
     for (const name of [big.hostLink, ...big.nodes.map((n) => n.link), 'eth0', 'host']) expect(name.length).toBeLessThanOrEqual(15);
+    const overlays = big.nodes.map((n) => overlayInterface(big, n));
+    for (const name of overlays) expect(name.length).toBeLessThanOrEqual(15);
+    expect(overlays[199]).toBe('jaco254-wg200');
+  });
+
+  it("gives each node's overlay interface a name no other node of the machine has (wireguard-go's sockets share one directory)", () => {
+    const other = planNetwork(8, ['node-1', 'node-2']);
+    const names = [...net.nodes.map((n) => overlayInterface(net, n)), ...other.nodes.map((n) => overlayInterface(other, n))];
+    expect(names).toEqual(['jaco7-wg1', 'jaco7-wg2', 'jaco8-wg1', 'jaco8-wg2']);
   });
 
   it('routes only the cluster subnet through the router: no default route, no bridge, no NAT', () => {

@@ -68,6 +68,15 @@ export function planNetwork(index: number, nodeNames: string[]): LocalNetwork {
   };
 }
 
+/**
+ * The overlay interface of node `n` (jaco agent --overlay-interface). Each node of the machine needs
+ * a name of its own although each has its own namespace: wireguard-go's control socket is
+ * /var/run/wireguard/<name>.sock, in the one file system every namespace shares.
+ */
+export function overlayInterface(net: LocalNetwork, n: LocalNode): string {
+  return `${net.tag}-wg${n.link.slice(1)}`;
+}
+
 /** One `ip` invocation: in a namespace (`ip -n`), or in the root one. */
 export interface IpCommand {
   netns?: string;
@@ -169,10 +178,13 @@ export async function createNetwork(net: LocalNetwork): Promise<void> {
 
 /**
  * Deletes every namespace of network `tag` and the machine's link (deleting a namespace deletes
- * its veth ends, and with them their peers). Idempotent: what is already gone is skipped.
+ * its veth ends, and with them their peers). Idempotent: what is already gone is skipped. The
+ * overlay's WireGuard interfaces go first: a wireguard-go outlives its agent, and a process still
+ * in a namespace keeps it alive after `ip netns delete`; it exits when its interface is deleted.
  */
 export async function destroyNetwork(tag: string): Promise<string[]> {
   const gone: string[] = [];
+  for (const ns of await namespacesWith(`${tag}-`)) await deleteTunnels(ns);
   for (const ns of await namespacesWith(`${tag}-`)) {
     await run('ip', ['netns', 'delete', ns]).then(
       () => gone.push(ns),
@@ -181,6 +193,18 @@ export async function destroyNetwork(tag: string): Promise<string[]> {
   }
   if (existsSync(`/sys/class/net/${tag}`)) await run('ip', ['link', 'delete', tag]).catch(() => undefined);
   return gone;
+}
+
+/** Deletes the WireGuard (kernel) and tun (wireguard-go) interfaces of namespace `ns`: only the overlay makes them there. */
+async function deleteTunnels(ns: string): Promise<void> {
+  const out = await run('ip', ['-n', ns, '-j', '-d', 'link', 'show']).then((r) => r.stdout, () => '[]');
+  let links: { ifname?: string; linkinfo?: { info_kind?: string } }[] = [];
+  try {
+    links = JSON.parse(out || '[]') as typeof links;
+  } catch {
+    return;
+  }
+  for (const l of links) if (l.ifname && (l.linkinfo?.info_kind === 'wireguard' || l.linkinfo?.info_kind === 'tun')) await run('ip', ['-n', ns, 'link', 'del', 'dev', l.ifname]).catch(() => undefined);
 }
 
 /** Cuts node `n` off the network (its link's router end goes down): a partition. */

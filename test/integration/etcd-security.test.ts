@@ -11,12 +11,22 @@ import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { eventually } from '../support/wait.js';
 import { keys } from '../../src/api/keys.js';
-import type { Heartbeat, IngressStatus, Node } from '../../src/api/types.js';
+import type { Heartbeat, IngressStatus, Node, NodeOverlay, NodeSubnet } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
 
 const counter = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next: 1 } };
+// Subnets of 198.19/16 (the benchmarking range's second half, which no local cluster uses) and a
+// ULA of their own: the overlay test below routes them in this machine's own namespace.
+const subnetOf = (node: string, i: number): NodeSubnet => ({ apiVersion: 'jaco.dev/v1', kind: 'NodeSubnet', metadata: { name: node }, spec: { node, index: i, ipv4: `198.19.${i}.0/24`, ipv6: `fd6a:6163:6f00:${i}::/64`, since: new Date().toISOString() } });
+const nodeOf = (name: string, overlay?: NodeOverlay): Node => ({
+  apiVersion: 'jaco.dev/v1',
+  kind: 'Node',
+  metadata: { name },
+  spec: {},
+  status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 'test', registeredAt: new Date().toISOString(), ...(overlay ? { overlay } : {}) },
+});
 
 describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run for real)', () => {
   let etcd: TestEtcd;
@@ -93,6 +103,27 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'config/images', value: counter }] }])).rejects.toThrow(/permission denied/i);
     } finally {
       agent.close();
+    }
+  });
+
+  it("an agent's user reads every node and every node's subnets (the overlay's peers), and writes neither but its own node", async () => {
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    const agent = asAgent('n1');
+    try {
+      await commitAtomic(controller, [{ ops: [{ op: 'put', key: keys.subnet('n9'), value: subnetOf('n9', 9) }, { op: 'put', key: keys.node('n9'), value: nodeOf('n9') }] }]);
+      expect((await agent.list(keys.subnets())).items.map((i) => i.key)).toContain('subnets/n9');
+      expect((await agent.list(keys.nodes())).items.map((i) => i.key)).toContain('nodes/n9');
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: keys.subnet('n1'), value: subnetOf('n1', 1) }] }])).rejects.toThrow(/permission denied/i);
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: keys.node('n9'), value: nodeOf('n9') }] }])).rejects.toThrow(/permission denied/i);
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'delete', key: keys.node('n9') }] }])).rejects.toThrow(/permission denied/i);
+      // Not the addresses of other nodes' replicas, nor the subnet index claims.
+      await expect(agent.list(keys.addresses())).rejects.toThrow(/permission denied/i);
+      await expect(agent.list(keys.subnetIndexes())).rejects.toThrow(/permission denied/i);
+    } finally {
+      await commitAtomic(controller, [{ ops: [{ op: 'delete', key: keys.subnet('n9') }, { op: 'delete', key: keys.node('n9') }] }]);
+      agent.close();
+      controller.close();
     }
   });
 
@@ -214,6 +245,43 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
         expect(statSync(join(creds, 'state-n1', 'node.key')).mode & 0o777).toBe(0o600);
       },
     ));
+
+  it('a real `jaco agent --overlay` under its own user watches every node and subnet and configures the others as peers', async () => {
+    // Its interface lives in this machine's namespace for the test's length: a name and port of its
+    // own, subnets no cluster uses, a peer on loopback; deleted at the end (the agent leaves it up).
+    const dev = `jt${process.pid % 1_000_000}`;
+    const port = await freePort();
+    const peerKey = 'hSDwCYkwp1R0i33ctD73Wg2/Og0mOBr066SpjqqbTmo=';
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    const state = join(creds, 'state-overlay-n1');
+    try {
+      await commitAtomic(controller, [{ ops: [{ op: 'put', key: keys.node('n2'), value: nodeOf('n2', { publicKey: peerKey, endpoint: `127.0.0.2:${port}` }) }, { op: 'put', key: keys.subnet('n1'), value: subnetOf('n1', 1) }, { op: 'put', key: keys.subnet('n2'), value: subnetOf('n2', 2) }] }]);
+      const wg = () => spawnSync('wg', ['show', dev, 'dump'], { encoding: 'utf8' });
+      await asProcess(
+        'agent-n1.env',
+        ['agent', '--node', 'n1', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', `unix://${join(creds, 'no-docker.sock')}`, '--state-dir', state, '--address', '127.0.0.1', '--overlay', '--overlay-interface', dev, '--overlay-port', String(port)],
+        "n1's overlay with n2 as its peer",
+        async () => {
+          const r = wg();
+          return r.status === 0 && r.stdout.includes(peerKey) && spawnSync('ip', ['route', 'show', 'dev', dev], { encoding: 'utf8' }).stdout.includes('198.19.2.0/24') ? r.stdout : undefined;
+        },
+        async (dump, c) => {
+          const published = (await c.get<Node>(keys.node('n1')))!.value.status!.overlay!;
+          expect(published.endpoint).toBe(`127.0.0.1:${port}`);
+          // The interface holds the key whose public half is published; the private half stays in the state directory.
+          expect(dump.split('\n')[0]!.split('\t').slice(1, 3)).toEqual([published.publicKey, String(port)]);
+          expect(statSync(join(state, 'overlay.key')).mode & 0o777).toBe(0o600);
+          expect(dump).toContain(`${peerKey}\t(none)\t127.0.0.2:${port}\t198.19.2.0/24,fd6a:6163:6f00:2::/64`);
+          expect(spawnSync('ip', ['-6', 'route', 'show', 'dev', dev], { encoding: 'utf8' }).stdout).toContain('fd6a:6163:6f00:2::/64 proto 106 src fd6a:6163:6f00:1::1');
+        },
+      );
+    } finally {
+      spawnSync('ip', ['link', 'del', 'dev', dev]);
+      await commitAtomic(controller, [{ ops: [{ op: 'delete', key: keys.node('n2') }, { op: 'delete', key: keys.subnet('n1') }, { op: 'delete', key: keys.subnet('n2') }] }]).catch(() => undefined);
+      controller.close();
+    }
+  });
 });
 
 describe('etcd over TLS with client certificates', () => {

@@ -28,9 +28,15 @@ interface AgentFlags {
   portRange: string;
   pressure: string;
   stateDir?: string;
+  overlay?: boolean;
+  overlayPort: string;
+  overlayInterface: string;
   sandboxImage: string;
   cniBinDir: string;
 }
+
+/** A Linux interface name: at most 15 characters, no slash or space. */
+const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
 
 const NODE_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
@@ -41,11 +47,14 @@ Examples:
   jaco --timings fast agent --node node-1 --capacity cpu=1,memory=2Gi --metrics-addr 127.0.0.1:0
   jaco agent --node node-3 --rejoin          # after jaco node remove node-3
   jaco agent --node sim-1 --pressure containers --address 127.0.1.1   # a simulated node on a shared host
+  jaco agent --node node-1 --address 10.0.0.11 --overlay     # in the WireGuard mesh between nodes (UDP 51820)
 
 The agent registers nodes/<node>, heartbeats on its own etcd lease with the node's pressure, runs
 the replicas of desired/<node>/ on Docker and reports them in observed/<node>/. Their secrets and
 configs come from copies/<node>/, sealed to the node's own key in --state-dir, and are written on a
-tmpfs per container, never on disk (docs/secrets.md). It stops nothing
+tmpfs per container, never on disk (docs/secrets.md). With --overlay it joins the WireGuard mesh
+between nodes: its key is made in --state-dir, its public half and endpoint published on its node,
+and every other node's subnets are routed to it over the tunnel (docs/networking.md). It stops nothing
 when etcd or Docker is briefly away. When nodes/<node> is deleted while it runs (jaco node
 remove), it stops and removes its containers and exits 0. See docs/node-agent.md.
 `;
@@ -64,6 +73,9 @@ export function registerAgent(program: Command): void {
     .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
     .option('--pressure <mode>', 'what the node\'s pressure measures: node (the whole host: root cgroup CPU, /proc/meminfo; one agent per host) or containers (the sum of this agent\'s containers: simulated nodes sharing a host)', 'node')
     .option('--state-dir <dir>', "the agent's own directory: its node key (made on the first start, mode 600) and the tmpfs of each container's secrets and configs (default /var/lib/jaco/agent/<node>)")
+    .option('--overlay', "join the WireGuard mesh between nodes: make the overlay interface (the kernel's WireGuard, else wireguard-go), a peer per node (docs/networking.md)")
+    .option('--overlay-port <port>', "the overlay's UDP port (its endpoint is <address>:<port>)", '51820')
+    .option('--overlay-interface <name>', 'the overlay interface (one per host: nodes sharing a machine need one name each)', 'jaco-wg')
     .option('--sandbox-image <image>', "the pause image holding each cluster-network replica's network namespace (a short name resolves at the cluster's default registry)", DEFAULT_SANDBOX_IMAGE)
     .option('--cni-bin-dir <dir>', "where the CNI plugins are (Debian's containernetworking-plugins): ptp plumbs cluster-network replicas", DEFAULT_CNI_BIN_DIR)
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
@@ -99,6 +111,10 @@ export function registerAgent(program: Command): void {
           if (e instanceof AgentFlagError) throw new CliError(e.message);
           throw e;
         }
+        const overlayPort = Number(f.overlayPort);
+        if (!Number.isInteger(overlayPort) || overlayPort < 1 || overlayPort > 65535) throw new CliError(`--overlay-port: "${f.overlayPort}" is not a port (1–65535)`);
+        if (!INTERFACE_NAME.test(f.overlayInterface)) throw new CliError(`--overlay-interface: "${f.overlayInterface}" is not an interface name (1–15 letters, digits, '.', '-', '_')`);
+        const overlay = f.overlay ? { interface: f.overlayInterface, port: overlayPort } : undefined;
         const capacity = await resolveCapacity(declared);
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
@@ -119,6 +135,7 @@ export function registerAgent(program: Command): void {
           sandboxImage: f.sandboxImage,
           cniBinDir: f.cniBinDir,
           stateDir,
+          overlay,
         });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {

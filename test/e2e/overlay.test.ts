@@ -1,0 +1,325 @@
+// Issue 26's overlay on separate hosts (`jaco up`: a namespace, an address and an engine per node,
+// joined by routed links): the agents make a WireGuard full mesh over those links. Each node has
+// the others as peers with their subnets (given by the scheduler once a cluster-network service
+// exists) routed over its interface; traffic between two nodes' subnets crosses the router's links
+// encrypted (captured there: only WireGuard's UDP, never the payload) and shows in the peers'
+// counters; a cut link heals; an agent killed and restarted adopts the interface; a removed node's
+// peer and routes go from the others, and a node that rejoins is a peer again.
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { bareAddress, gatewayOf, replicaAddress } from '../../src/api/network.js';
+import type { Node, NodeSubnet } from '../../src/api/types.js';
+import { agentStateDir, enginesOf, readUpState } from '../../src/runtime/local-cluster.js';
+import { NETNS_DIR, overlayInterface } from '../../src/runtime/local-network.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { parseWgDump, type ObservedPeer } from '../../controllers/node-agent/overlay-observe.js';
+import { requireDocker } from '../support/cluster.js';
+import { UpCluster } from '../support/up-cluster.js';
+import { eventually, sleep } from '../support/wait.js';
+
+const run = promisify(execFile);
+/** A distinctive payload: found in a capture of the links, it would have crossed them in the clear. */
+const MARKER = 'JACO-OVERLAY-PLAINTEXT-MARKER-';
+const HTTP_PORT = 18480;
+
+/** An HTTP server in a node's namespace on the given addresses: / names the node, /bytes?n=N sends N bytes of MARKER. */
+const SERVER = `
+const http = require('http');
+const [node, port, ...addrs] = process.argv.slice(1);
+const chunk = Buffer.alloc(1 << 16, ${JSON.stringify(MARKER)});
+const serve = (q, s) => {
+  const n = Number(new URL(q.url, 'http://x').searchParams.get('n') || 0);
+  if (!n) return s.end('hello from ' + node);
+  s.writeHead(200, { 'content-length': n });
+  let left = n;
+  (function more() {
+    while (left > 0) { const k = Math.min(left, chunk.length); left -= k; if (!s.write(chunk.subarray(0, k))) return s.once('drain', more); }
+    s.end();
+  })();
+};
+for (const a of addrs) http.createServer(serve).listen(Number(port), a);
+console.log('listening');
+`;
+
+/** One GET from a node's namespace, from a given source address: {status, bytes, marker, body} or {error}. */
+const CLIENT = `
+const http = require('http');
+const [url, localAddress] = process.argv.slice(1);
+const t0 = Date.now();
+const req = http.get(url, { localAddress, timeout: 2500 }, (res) => {
+  let bytes = 0, head = '', marker = false;
+  res.on('data', (d) => { bytes += d.length; if (head.length < 200) head += d.toString(); if (!marker && d.includes(${JSON.stringify(MARKER)})) marker = true; });
+  res.on('end', () => console.log(JSON.stringify({ status: res.statusCode, bytes, marker, body: head.slice(0, 100), ms: Date.now() - t0 })));
+});
+req.on('timeout', () => req.destroy(new Error('timeout')));
+req.on('error', (e) => console.log(JSON.stringify({ error: e.message })));
+`;
+
+interface Got {
+  status?: number;
+  bytes?: number;
+  marker?: boolean;
+  body?: string;
+  ms?: number;
+  error?: string;
+}
+
+describe('separate hosts: the WireGuard mesh between nodes', () => {
+  const c = new UpCluster({ nodes: 3 });
+  const servers: ChildProcess[] = [];
+  let rejoined: ChildProcess | undefined;
+  const scratch = mkdtempSync(join(tmpdir(), 'jaco-overlay-e2e-'));
+
+  const ns = (node: string) => c.node(node).netns;
+  const dev = (node: string) => overlayInterface(c.net, c.node(node));
+  const inNs = (node: string, cmd: string, args: string[]) => run('nsenter', [`--net=${NETNS_DIR}/${ns(node)}`, '--', cmd, ...args], { maxBuffer: 16 << 20 }).then((r) => r.stdout);
+  const dump = async (node: string) => parseWgDump(await inNs(node, 'wg', ['show', dev(node), 'dump']));
+  const subnets = async () => new Map((await c.store.list<NodeSubnet>(keys.subnets())).items.map((i) => [i.value.spec.node, i.value.spec]));
+  const overlayOf = async (node: string) => (await c.store.get<Node>(keys.node(node)))?.value.status?.overlay;
+  /** Host number 200 of a node's subnets, IPv4 and IPv6: the test's own address there. */
+  const testAddress = async (node: string) => {
+    const s = (await subnets()).get(node);
+    if (!s) throw new Error(`${node} has no subnets`);
+    const a = replicaAddress(s, 200);
+    return { ipv4: bareAddress(a.ipv4), ipv6: bareAddress(a.ipv6) };
+  };
+  const peerOf = async (node: string, other: string): Promise<ObservedPeer | undefined> => {
+    const key = (await overlayOf(other))?.publicKey;
+    return (await dump(node)).peers.find((p) => p.publicKey === key);
+  };
+  /** Puts the test's addresses of a node's subnets on its loopback and serves HTTP there. */
+  const serveOn = async (node: string, alsoOnLink = false) => {
+    const a = await testAddress(node);
+    await inNs(node, 'ip', ['addr', 'replace', `${a.ipv4}/32`, 'dev', 'lo']);
+    await inNs(node, 'ip', ['addr', 'replace', `${a.ipv6}/128`, 'dev', 'lo']);
+    const on = [a.ipv4, a.ipv6, ...(alsoOnLink ? [c.node(node).address] : [])];
+    const p = spawn('nsenter', [`--net=${NETNS_DIR}/${ns(node)}`, '--', process.execPath, '-e', SERVER, node, String(HTTP_PORT), ...on], { stdio: ['ignore', 'pipe', 'inherit'] });
+    servers.push(p);
+    await new Promise<void>((resolve, reject) => {
+      p.stdout!.once('data', () => resolve());
+      p.once('exit', (code) => reject(new Error(`the test server on ${node} exited (${code})`)));
+    });
+    return a;
+  };
+  /** A GET from `from`'s test address to `to`'s (IPv4, or IPv6). */
+  const get = async (from: string, to: string, path = '/', family: 4 | 6 = 4): Promise<Got> => {
+    const [src, dst] = [await testAddress(from), await testAddress(to)];
+    const url = family === 4 ? `http://${dst.ipv4}:${HTTP_PORT}${path}` : `http://[${dst.ipv6}]:${HTTP_PORT}${path}`;
+    return JSON.parse((await inNs(from, process.execPath, ['-e', CLIENT, url, family === 4 ? src.ipv4 : src.ipv6])).trim()) as Got;
+  };
+  /** Whether this kernel makes WireGuard interfaces itself (else the agents run wireguard-go): tried in node-1's namespace. */
+  let kernelWireGuard = false;
+  const ifindex = async (node: string) => (JSON.parse(await inNs(node, 'ip', ['-j', 'link', 'show', 'dev', dev(node)])) as { ifindex: number }[])[0]!.ifindex;
+  const healthz = async (node: string) => (await (await fetch(`http://${c.node(node).address}:9465/healthz`, { signal: AbortSignal.timeout(3000) })).json()) as { overlay?: Record<string, unknown> };
+  const wireguardGoPids = async (node: string) => {
+    const pids = (await run('ip', ['netns', 'pids', ns(node)])).stdout.split('\n').filter(Boolean);
+    return pids.filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'wireguard-go';
+      } catch {
+        return false;
+      }
+    });
+  };
+
+  beforeAll(async () => {
+    await requireDocker();
+    await c.start();
+    const probe = ['--net=' + `${NETNS_DIR}/${ns('node-1')}`, '--', 'ip', 'link'];
+    kernelWireGuard = spawnSync('nsenter', [...probe, 'add', 'dev', 'probe-wg', 'type', 'wireguard']).status === 0;
+    if (kernelWireGuard) spawnSync('nsenter', [...probe, 'del', 'dev', 'probe-wg']);
+    const r = await c.jaco(['registry', 'push', 'jaco-demo/busybox:1'], undefined, 60_000);
+    expect(r.code, r.stderr).toBe(0);
+    // A cluster-network service makes the scheduler give every node its subnets; none of its replicas needs to run.
+    await c.apply(`
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: {name: mesh}
+spec:
+  services:
+    web:
+      image: jaco-demo/busybox:1
+      replicas: 0
+      network: cluster
+`);
+    await eventually(async () => (await subnets()).size === 3, { what: 'subnets for the three nodes', timeoutMs: 30_000 });
+  });
+  afterAll(async () => {
+    for (const p of servers) p.kill('SIGTERM');
+    rejoined?.kill('SIGTERM');
+    await c.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('every node has the two others as peers, their subnets as allowed IPs, routed over its interface; handshakes follow', () =>
+    c.withLogs(async () => {
+      const nodes = ['node-1', 'node-2', 'node-3'];
+      const subs = await subnets();
+      for (const n of nodes) {
+        const others = nodes.filter((o) => o !== n);
+        await eventually(
+          async () => {
+            const d = await dump(n);
+            const want = await Promise.all(others.map(async (o) => ({ key: (await overlayOf(o))!.publicKey, endpoint: `${c.node(o).address}:51820`, ips: [subs.get(o)!.ipv4, subs.get(o)!.ipv6] })));
+            return d.publicKey === (await overlayOf(n))?.publicKey && d.listenPort === 51820 && want.every((w) => d.peers.some((p) => p.publicKey === w.key && p.endpoint === w.endpoint && p.allowedIps.join() === w.ips.join() && p.latestHandshake > 0)) && d.peers.length === 2;
+          },
+          { what: `${n}: both others as peers with a handshake`, timeoutMs: 60_000 },
+        );
+        // A route to each other node's subnet (both families) goes over the WireGuard interface, from the node's own subnet.
+        for (const o of others) {
+          const a = await testAddress(o);
+          for (const addr of [a.ipv4, a.ipv6]) {
+            const [route] = JSON.parse(await inNs(n, 'ip', ['-j', 'route', 'get', addr])) as { dev: string; prefsrc?: string }[];
+            expect(route!.dev, `${n} → ${addr}`).toBe(dev(n));
+            expect(route!.prefsrc).toBe(gatewayOf(subs.get(n)![addr.includes(':') ? 'ipv6' : 'ipv4']));
+          }
+        }
+        const h = await eventually(async () => ((await healthz(n)).overlay?.up ? (await healthz(n)).overlay : undefined), { what: `${n}'s /healthz: overlay up` });
+        expect(h).toMatchObject({ up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] });
+        // This machine's kernel has no WireGuard (docs/ENVIRONMENT): wireguard-go; one with it: the kernel's.
+        expect([h!.mode, h!.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
+        const metrics = await (await fetch(`http://${c.node(n).address}:9465/metrics`)).text();
+        expect(metrics).toMatch(/^jaco_agent_overlay_up 1$/m);
+        expect(metrics).toMatch(/^jaco_agent_overlay_peers\{state="configured"\} 2$/m);
+        for (const o of others) expect(metrics).toMatch(new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
+      }
+    }));
+
+  it("traffic between node-1's subnet and node-2's crosses the tunnel: counted by WireGuard, never on the link in the clear", () =>
+    c.withLogs(async () => {
+      for (const n of ['node-1', 'node-2', 'node-3']) await serveOn(n, n === 'node-2');
+      expect(await get('node-1', 'node-2')).toMatchObject({ status: 200, body: 'hello from node-2' });
+      expect(await get('node-2', 'node-1', '/', 6)).toMatchObject({ status: 200, body: 'hello from node-1' });
+
+      /**
+   * Captures both nodes' links on the router while `fn` runs; the capture files. In immediate mode:
+   * otherwise packets wait in the kernel's buffer up to a second and those still there when
+   * tcpdump is stopped never reach the file; with a 64 MiB buffer, so that a burst of a loaded
+   * machine loses nothing (checked: none dropped by the kernel).
+   */
+      const capture = async (name: string, fn: () => Promise<void>) => {
+        const files = ['n1', 'n2'].map((l) => join(scratch, `${name}-${l}.pcap`));
+        const dumps = files.map((f, i) => spawn('nsenter', [`--net=${NETNS_DIR}/${c.net.router}`, '--', 'tcpdump', '-i', c.node(`node-${i + 1}`).link, '--immediate-mode', '-B', '65536', '-U', '-nn', '-Z', 'root', '-w', f], { stdio: ['ignore', 'ignore', 'pipe'] }));
+        const said = dumps.map((d) => {
+          let text = '';
+          d.stderr!.on('data', (b: Buffer) => (text += b.toString()));
+          return () => text;
+        });
+        await eventually(() => said.every((s) => s().includes('listening on')), { what: 'tcpdump listening on both links' });
+        await fn();
+        await sleep(300);
+        await Promise.all(dumps.map((d) => new Promise((r) => (d.once('exit', r), d.kill('SIGINT')))));
+        for (const s of said) expect(s()).toMatch(/^0 packets dropped by kernel$/m);
+        return files;
+      };
+      const read = (f: string, filter: string) => spawnSync('tcpdump', ['-r', f, '-nn', filter], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout.split('\n').filter(Boolean);
+
+      // The control: the same server reached at node-2's own address goes over the link in the clear, and the capture shows it.
+      const plain = await capture('plain', async () => {
+        const r = JSON.parse((await inNs('node-1', process.execPath, ['-e', CLIENT, `http://${c.node('node-2').address}:${HTTP_PORT}/bytes?n=65536`, c.node('node-1').address])).trim()) as Got;
+        expect(r).toMatchObject({ status: 200, bytes: 65536, marker: true });
+      });
+      for (const f of plain) {
+        expect(read(f, `tcp port ${HTTP_PORT}`).length, `${f}: the plain connection`).toBeGreaterThan(0);
+        expect(readFileSync(f).includes(MARKER), `${f}: the plain payload`).toBe(true);
+      }
+
+      // Through the tunnel: 4 MiB from node-2's subnet to node-1's.
+      const [rx0, tx0] = [(await peerOf('node-1', 'node-2'))!.rxBytes, (await peerOf('node-2', 'node-1'))!.txBytes];
+      const size = 4 << 20;
+      const files = await capture('tunnel', async () => {
+        expect(await get('node-1', 'node-2', `/bytes?n=${size}`)).toMatchObject({ status: 200, bytes: size, marker: true });
+      });
+      const [rx1, tx1] = [(await peerOf('node-1', 'node-2'))!.rxBytes, (await peerOf('node-2', 'node-1'))!.txBytes];
+      expect(rx1 - rx0).toBeGreaterThan(size);
+      expect(tx1 - tx0).toBeGreaterThan(size);
+      for (const f of files) {
+        // Every byte of the payload crossed as WireGuard's UDP (its length is the encrypted payload's and more).
+        const wgBytes = read(f, 'udp port 51820').reduce((sum, l) => sum + Number(/length (\d+)$/.exec(l)?.[1] ?? 0), 0);
+        expect(wgBytes, `${f}: WireGuard bytes`).toBeGreaterThan(size);
+        expect(read(f, `tcp port ${HTTP_PORT}`), `${f}: the HTTP connection in the clear`).toEqual([]);
+        expect(readFileSync(f).includes(MARKER), `${f}: the payload in the clear`).toBe(false);
+      }
+    }));
+
+  it("node-3's link cut and restored: the tunnel works again", () =>
+    c.withLogs(async () => {
+      expect(await get('node-1', 'node-3')).toMatchObject({ status: 200, body: 'hello from node-3' });
+      await c.cut('node-3');
+      try {
+        expect((await get('node-1', 'node-3')).error).toMatch(/timeout/);
+      } finally {
+        await c.restore('node-3');
+      }
+      const t0 = Date.now();
+      const rx0 = (await peerOf('node-3', 'node-1'))!.rxBytes;
+      await eventually(async () => (await get('node-1', 'node-3')).status === 200 && (await get('node-3', 'node-2', '/', 6)).status === 200, { what: 'node-3 reachable over the tunnel again', timeoutMs: 60_000, intervalMs: 200 });
+      console.log(`overlay: node-3 reachable again ${Date.now() - t0} ms after its link was restored`);
+      expect((await peerOf('node-3', 'node-1'))!.rxBytes).toBeGreaterThan(rx0);
+    }));
+
+  it('an agent killed and restarted adopts the interface and its wireguard-go; one deleted behind its back is made again', () =>
+    c.withLogs(async () => {
+      const before = await wireguardGoPids('node-1');
+      expect(before).toHaveLength(kernelWireGuard ? 0 : 1);
+      const index = await ifindex('node-1');
+      const agentPid = readUpState(c.dataDir)!.children.find((x) => x.name === 'node-1')!.pid!;
+      process.kill(agentPid, 'SIGKILL');
+      await eventually(async () => {
+        const pid = readUpState(c.dataDir)!.children.find((x) => x.name === 'node-1')!.pid;
+        return pid && pid !== agentPid && (await healthz('node-1').catch(() => undefined))?.overlay?.up === true;
+      }, { what: "node-1's agent restarted with its overlay up", timeoutMs: 60_000 });
+      expect(readFileSync(join(c.dataDir, 'logs', 'node-1.log'), 'utf8')).toContain('adopting the overlay interface already there');
+      expect(await wireguardGoPids('node-1')).toEqual(before);
+      expect(await ifindex('node-1')).toBe(index);
+      expect((await dump('node-1')).peers).toHaveLength(2);
+      expect(await get('node-1', 'node-2')).toMatchObject({ status: 200 });
+
+      await inNs('node-1', 'ip', ['link', 'del', 'dev', dev('node-1')]);
+      await eventually(async () => (await get('node-1', 'node-2')).status === 200 && (await dump('node-1')).peers.length === 2, { what: "node-1's interface made again with its peers", timeoutMs: 30_000 });
+      expect(await ifindex('node-1')).not.toBe(index);
+      const after = await wireguardGoPids('node-1');
+      expect(after).toHaveLength(kernelWireGuard ? 0 : 1);
+      if (!kernelWireGuard) expect(after).not.toEqual(before);
+    }));
+
+  it("a removed node's peer and routes go from the others; rejoining, it is a peer again", () =>
+    c.withLogs(async () => {
+      const gone = await testAddress('node-3');
+      const key3 = (await overlayOf('node-3'))!.publicKey;
+      const r = await c.jaco(['node', 'remove', 'node-3', '--wait', '--timeout', '60s'], undefined, 90_000);
+      expect(r.code, r.stderr + r.stdout).toBe(0);
+      for (const n of ['node-1', 'node-2'])
+        await eventually(
+          async () => {
+            const d = await dump(n);
+            const routes = await inNs(n, 'ip', ['route', 'show', 'dev', dev(n), 'proto', '106']);
+            return d.peers.length === 1 && !d.peers.some((p) => p.publicKey === key3) && !routes.includes(gone.ipv4.split('.').slice(0, 3).join('.'));
+          },
+          { what: `${n} without node-3's peer and routes`, timeoutMs: 30_000 },
+        );
+      // The removed node's agent deleted its own interface, and its wireguard-go went with it.
+      await eventually(async () => (await wireguardGoPids('node-3')).length === 0, { what: "node-3's wireguard-go gone" });
+      expect(await inNs('node-3', 'ip', ['-br', 'link'])).not.toContain(dev('node-3'));
+
+      // Back with --rejoin (its key read again from its state directory): a peer again, its new subnets routed.
+      const t0 = Date.now();
+      const upState = readUpState(c.dataDir)!;
+      const engine = enginesOf(c.dataDir, upState).find((e) => e.node === 'node-3')!;
+      const agentArgs = [join(PACKAGE_ROOT, 'bin', 'jaco'), '--timings', 'fast', 'agent', '--node', 'node-3', '--capacity', 'cpu=1,memory=2Gi', '--metrics-addr', `${c.node('node-3').address}:9465`, '--pressure', 'containers', '--state-dir', agentStateDir(c.dataDir, 'node-3'), '--address', c.node('node-3').address, '--docker-host', `unix://${engine.socket}`, '--overlay', '--overlay-interface', dev('node-3'), '--rejoin'];
+      rejoined = spawn('nsenter', [`--net=${NETNS_DIR}/${ns('node-3')}`, '--', process.execPath, ...agentArgs], { env: { ...process.env, JACO_ENDPOINTS: `http://${c.net.hostAddress}:${new URL(upState.endpoint).port}` }, stdio: 'ignore' });
+      const registered = await eventually(async () => (await c.store.get<Node>(keys.node('node-3')))?.value, { what: 'node-3 registered again', timeoutMs: 30_000 });
+      expect(registered.status!.overlay!.publicKey).toBe(key3);
+      const back = await eventually(async () => (await subnets()).get('node-3') && (await testAddress('node-3')), { what: 'node-3 given subnets again' });
+      // Its subnets may be others than before: the test serves on its new addresses too.
+      if (back.ipv4 !== gone.ipv4) await serveOn('node-3');
+      await eventually(async () => (await get('node-1', 'node-3')).status === 200 && (await get('node-2', 'node-3', '/', 6)).status === 200, { what: 'node-3 reachable over the tunnel again', timeoutMs: 60_000, intervalMs: 100 });
+      const reachable = Date.now();
+      console.log(`overlay: a rejoining node reachable from the others ${reachable - Date.parse(registered.status!.registeredAt)} ms after it registered (${reachable - t0} ms after its agent started)`);
+    }));
+});
