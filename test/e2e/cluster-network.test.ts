@@ -136,14 +136,14 @@ describe('the cluster network: every replica its own network namespace', () => {
         // From the replica's own namespace, by the C library's resolver (busybox ping resolves, then
         // sends nothing that anyone answers): the short name through the search domain, and the full one.
         for (const name of ['web', 'web.demo']) {
-          await eventually(async () => (await execIn(app, ['ping', '-c', '1', '-W', '1', name])).stdout.includes(`PING ${name} (10.207.0.9)`), { what: `${name} resolving to 10.207.0.9 inside net-a`, timeoutMs: 15_000 });
+          await eventually(async () => (await execIn(app, ['busybox', 'ping', '-c', '1', '-W', '1', name])).stdout.includes(`PING ${name} (10.207.0.9)`), { what: `${name} resolving to 10.207.0.9 inside net-a`, timeoutMs: 15_000 });
         }
         // Both families, asked of the resolver directly.
-        const look = await execIn(app, ['nslookup', 'web.demo', '10.208.1.1']);
+        const look = await execIn(app, ['busybox', 'nslookup', 'web.demo', '10.208.1.1']);
         expect(look.stdout).toContain('10.207.0.9');
         expect(look.stdout).toContain('fd4a:17c2:9e01:ffff::9');
         // A name under the deployment that is no service: NXDOMAIN at once, never forwarded.
-        expect((await execIn(app, ['nslookup', 'nothing.demo', '10.208.1.1'])).stdout + (await execIn(app, ['nslookup', 'nothing.demo', '10.208.1.1'])).stderr).toMatch(/NXDOMAIN|can't find/i);
+        expect((await execIn(app, ['busybox', 'nslookup', 'nothing.demo', '10.208.1.1'])).stdout + (await execIn(app, ['busybox', 'nslookup', 'nothing.demo', '10.208.1.1'])).stderr).toMatch(/NXDOMAIN|can't find/i);
       } finally {
         await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.serviceAddress('demo', 'web') }] }]);
       }
