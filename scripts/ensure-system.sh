@@ -21,6 +21,8 @@ command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 # The agent plumbs cluster-network replicas with the CNI ptp plugin (and its static IPAM).
 [ -x /usr/lib/cni/ptp ] || need+=(containernetworking-plugins)
+# The service-address benchmark's load generator (test/bench/service-address.bench.ts).
+command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 

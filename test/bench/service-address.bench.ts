@@ -1,13 +1,13 @@
 // Benchmark: what a service's own address costs against reaching its replicas directly. On
 // separate hosts (`jaco up --nodes 2`: a namespace and an engine per node, the WireGuard overlay
 // between them), a cluster-network service of two busybox httpd replicas, one per node. From
-// node-1's namespace, a closed loop of HTTP GETs (a new connection each, as a client without
-// keep-alive makes them; loopback and the namespaces' own addresses only; bounded in count):
+// node-1's namespace, Debian's wrk (keep-alive connections, bounded in time; the namespaces' own
+// addresses only) against:
 //   service — its service address (node-1's ingress, HTTP mode, balancing over both replicas);
-//   direct  — the replicas' own addresses in turn (one local, one across the overlay).
-// Latency per request (p50, p99) and throughput, interleaved rounds so that load drifts hit both.
+//   direct  — each replica's own address (one local, one across the overlay).
+// Latency (p50, p99) and throughput, interleaved rounds so that load drifts hit every path.
 // Needs the build (npx tsc -p tsconfig.build.json) and the images (scripts/build-images.sh).
-//   flock /tmp/jaco-heavy.lock npx tsx test/bench/service-address.bench.ts [requests=2000] [rounds=3] [concurrency=4]
+//   flock /tmp/jaco-heavy.lock npx tsx test/bench/service-address.bench.ts [seconds=5] [rounds=3] [connections=4]
 import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
@@ -17,26 +17,17 @@ import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 
 const run = promisify(execFile);
-const REQUESTS = Number(process.argv[2] ?? 2000);
+const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
-const CONCURRENCY = Number(process.argv[4] ?? 4);
+const CONNECTIONS = Number(process.argv[4] ?? 4);
 const load = () => loadavg()[0]!.toFixed(2);
 
-/** The load generator, run by node in node-1's namespace: prints {ms: [...], wallMs}. */
-const LOADER = `
-const http = require('node:http');
-const [targets, n, conc] = [JSON.parse(process.argv[1]), Number(process.argv[2]), Number(process.argv[3])];
-const ms = []; let next = 0; let failed = 0;
-const one = (url) => new Promise((resolve) => {
-  const t0 = process.hrtime.bigint();
-  const req = http.get(url, { agent: false, timeout: 3000 }, (res) => { res.resume(); res.on('end', () => { if (res.statusCode !== 200) failed++; ms.push(Number(process.hrtime.bigint() - t0) / 1e6); resolve(); }); });
-  req.on('error', () => { failed++; resolve(); });
-  req.on('timeout', () => req.destroy());
-});
-const loop = async () => { while (next < n) { const i = next++; await one(targets[i % targets.length]); } };
-const start = Date.now();
-Promise.all(Array.from({ length: conc }, loop)).then(() => console.log(JSON.stringify({ ms, failed, wallMs: Date.now() - start })));
-`;
+/** wrk's latency line (`50%  1.23ms`) in ms. */
+function wrkMs(out: string, pct: string): number {
+  const m = new RegExp(`^\\s*${pct}%\\s+([0-9.]+)(us|ms|s)\\s*$`, 'm').exec(out);
+  if (!m) throw new Error(`no ${pct}% line in wrk's output:\n${out}`);
+  return Number(m[1]) * ({ us: 0.001, ms: 1, s: 1000 } as Record<string, number>)[m[2]!]!;
+}
 
 const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
@@ -69,29 +60,35 @@ spec:
   const direct = replicas.map((r) => `http://${r.address!.ipv4.split('/')[0]}:8080/`);
   const viaService = [`http://${service.ipv4}:8080/`];
   const netns = c.node('node-1').netns;
-  const measure = async (targets: string[]) => {
-    const { stdout } = await run('nsenter', [`--net=/run/netns/${netns}`, '--', process.execPath, '-e', LOADER, JSON.stringify(targets), String(REQUESTS), String(CONCURRENCY)], { encoding: 'utf8', timeout: 120_000 });
-    return JSON.parse(stdout) as { ms: number[]; failed: number; wallMs: number };
+  const inNode = (...cmd: string[]) => run('nsenter', [`--net=/run/netns/${netns}`, '--', ...cmd], { encoding: 'utf8', timeout: 120_000 });
+  // Until every path answers (routing settles a moment after running).
+  for (const url of [...direct, ...viaService]) await eventually(async () => (await inNode(process.execPath, '-e', 'fetch(process.argv[1], { signal: AbortSignal.timeout(2000) }).then(async (r) => process.stdout.write(await r.text()), () => process.exit(1))', url).catch(() => ({ stdout: '' }))).stdout.trim() === 'ok', { what: `${url} answering`, timeoutMs: 60_000 });
+  /** wrk for SECONDS with CONNECTIONS keep-alive connections: p50, p99 and requests per second. */
+  const wrk = async (url: string) => {
+    const { stdout } = await inNode('wrk', '-t', '1', '-c', String(CONNECTIONS), '-d', `${SECONDS}s`, '--latency', url);
+    const rps = Number(/Requests\/sec:\s+([0-9.]+)/.exec(stdout)?.[1]);
+    const errors = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(stdout)?.[0];
+    return { p50: wrkMs(stdout, '50'), p99: wrkMs(stdout, '99'), rps, errors };
   };
-  // Until both answer through every path (routing settles a moment after running).
-  await eventually(async () => (await measure([...direct, ...viaService]).catch(() => undefined))?.failed === 0, { what: 'every path answering', timeoutMs: 60_000 });
-  const all: Record<'service' | 'direct', { ms: number[]; failed: number; rps: number[] }> = { service: { ms: [], failed: 0, rps: [] }, direct: { ms: [], failed: 0, rps: [] } };
+  const paths = { 'direct, local replica': direct[0]!, 'direct, replica across the overlay': direct[1]!, 'service address (balanced over both)': viaService[0]! };
+  const got: Record<string, { p50: number[]; p99: number[]; rps: number[]; errors: string[] }> = {};
   const loads: string[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, targets] of [['direct', direct], ['service', viaService]] as const) {
+    for (const [name, url] of Object.entries(paths)) {
       loads.push(load());
-      const m = await measure(targets);
-      all[name].ms.push(...m.ms);
-      all[name].failed += m.failed;
-      all[name].rps.push((m.ms.length / m.wallMs) * 1000);
+      const m = await wrk(url);
+      const g = (got[name] ??= { p50: [], p99: [], rps: [], errors: [] });
+      g.p50.push(m.p50);
+      g.p99.push(m.p99);
+      g.rps.push(m.rps);
+      if (m.errors) g.errors.push(m.errors);
     }
   }
-  console.log(`service address vs direct: ${ROUNDS} rounds × ${REQUESTS} requests, ${CONCURRENCY} at a time, a new connection each; load ${loads.join(' ')}`);
-  for (const [name, m] of Object.entries(all)) {
-    console.log(`${name.padEnd(8)} p50 ${q(m.ms, 0.5).toFixed(3)} ms  p99 ${q(m.ms, 0.99).toFixed(3)} ms  ${Math.round(m.rps.reduce((a, b) => a + b, 0) / m.rps.length)} req/s  failed ${m.failed}`);
-  }
-  const ratio = q(all.service.ms, 0.5) / q(all.direct.ms, 0.5);
-  console.log(`service p50 / direct p50 = ${ratio.toFixed(2)} (goal ≤ 1.10)`);
+  const med = (xs: number[]) => q(xs, 0.5);
+  console.log(`service address vs direct (wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds interleaved; medians of the rounds; load ${loads.join(' ')})`);
+  for (const [name, g] of Object.entries(got)) console.log(`${name.padEnd(38)} p50 ${med(g.p50).toFixed(3)} ms  p99 ${med(g.p99).toFixed(3)} ms  ${Math.round(med(g.rps))} req/s${g.errors.length ? `  errors: ${g.errors.join('; ')}` : ''}`);
+  const directP50 = (med(got['direct, local replica']!.p50) + med(got['direct, replica across the overlay']!.p50)) / 2;
+  console.log(`service p50 / mean of the direct p50s = ${(med(got['service address (balanced over both)']!.p50) / directP50).toFixed(2)} (goal ≤ 1.10)`);
 } finally {
   await c.stop();
 }
