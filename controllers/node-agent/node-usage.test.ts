@@ -58,6 +58,7 @@ describe('nodeCpuUtil', () => {
   it.each<[string, NodeUsage | undefined, NodeUsage, number]>([
     ['root cgroup: one busy core of two for 10 s = 0.5', usage(T0, 0, 0, 5e9), usage(T0 + 10_000, 0, 0, 15e9), 0.5],
     ['root cgroup: both cores busy = 1', usage(T0, 0, 0, 0), usage(T0 + 10_000, 0, 0, 20e9), 1],
+    ['root cgroup: more than every core over the interval (the counter read after its clock): 1, never past it', usage(T0, 0, 0, 0), usage(T0 + 10_000, 0, 0, 20.8e9), 1],
     ['no cgroup counter: /proc/stat busy share of the delta', usage(T0, 100, 1000), usage(T0 + 10_000, 400, 2000), 0.3],
     ['first reading: the average since boot', undefined, usage(T0, 250, 1000, 7e9), 0.25],
     ['a cgroup counter that went backwards: /proc/stat', usage(T0, 100, 1000, 9e9), usage(T0 + 10_000, 200, 2000, 1e9), 0.1],

@@ -74,7 +74,9 @@ const round4 = (v: number) => Math.round(v * 1e4) / 1e4;
  */
 export function nodeCpuUtil(prev: NodeUsage | undefined, cur: NodeUsage): number {
   if (prev && prev.cgroupCpuNs !== undefined && cur.cgroupCpuNs !== undefined && cur.at > prev.at && cur.cgroupCpuNs >= prev.cgroupCpuNs) {
-    return round4((cur.cgroupCpuNs - prev.cgroupCpuNs) / ((cur.at - prev.at) * 1e6 * cur.proc.cores));
+    // The whole host cannot be busier than all of its cores: past 1 is the two reads' clocks (the
+    // counter read a moment after the time it is divided by), not load.
+    return Math.min(1, round4((cur.cgroupCpuNs - prev.cgroupCpuNs) / ((cur.at - prev.at) * 1e6 * cur.proc.cores)));
   }
   const from = prev && cur.proc.totalTicks > prev.proc.totalTicks && cur.proc.busyTicks >= prev.proc.busyTicks ? prev.proc : { busyTicks: 0, totalTicks: 0 };
   const total = cur.proc.totalTicks - from.totalTicks;
