@@ -322,7 +322,12 @@ export class DnsServer {
       socket.on('error', (e) => done(new UpstreamError('error', e.message)));
       // Another id on this socket is a late or forged datagram: wait for ours.
       socket.on('message', (m) => m.length >= 2 && m.readUInt16BE(0) === out.readUInt16BE(0) && done(undefined, m));
-      socket.connect(upstream.port, upstream.address, () => socket.send(out, (e) => e && done(new UpstreamError('error', e.message))));
+      // A connect that fails (no route from this namespace, EACCES) hands its error to this callback
+      // and leaves the socket unconnected: sending then would throw out of the event loop.
+      socket.connect(upstream.port, upstream.address, ((e?: Error) => {
+        if (e) done(new UpstreamError('error', e.message));
+        else socket.send(out, (err) => err && done(new UpstreamError('error', err.message)));
+      }) as () => void);
     });
   }
 

@@ -295,6 +295,12 @@ describe('forwarding', () => {
     expect(performance.now() - t0).toBeLessThan(2000); // refused at once, not timed out (5 s)
   });
 
+  it('SERVFAIL when the upstream cannot be connected to at all (the broadcast address: EACCES, nothing sent), and the server answers on', async () => {
+    const s = await serve({ listen: [{ address: '127.0.53.14', port: 0 }], upstreams: [{ address: '255.255.255.255', port: 53 }], forwardTimeoutMs: 5000 }, SHOP);
+    expect(await udp(s.addresses[0]!, query('example.org'))).toMatchObject({ rcode: 'SERVFAIL' });
+    expect(data(await udp(s.addresses[0]!, query('web.shop')))).toEqual(['10.208.0.7']);
+  });
+
   it('SERVFAIL when the upstream never answers, after the timeout; table answers meanwhile are not held up', async () => {
     const hole = await blackhole('127.0.53.12');
     const s = await serve({ listen: [{ address: '127.0.53.13', port: 0 }], upstreams: [hole], forwardTimeoutMs: 1500 }, SHOP);
