@@ -57,7 +57,7 @@ describe('service routes and modes', () => {
     expect([...p.reload!.servers.keys()]).toEqual(['be_shop_api_http', 'be_shop_api_p5432']);
     const cfg = renderConfig({ socket: '/s', address: '198.18.1.11', routes, servers: p.reload!.servers });
     expect(cfg).toContain('frontend fe_18090\n  mode http\n  bind 198.18.1.11:18090\n  option idle-close-on-response\n');
-    expect(cfg).toContain('frontend fe_svc_shop_api_p5432\n  mode tcp\n  bind 10.207.0.9:5432\n  bind ipv6@fd4a:17c2:9e01:ffff::9:5432\n  default_backend be_shop_api_p5432\n');
+    expect(cfg).toContain('frontend fe_svc_shop_api_p5432\n  mode tcp\n  bind 10.207.0.9:5432 transparent\n  bind ipv6@fd4a:17c2:9e01:ffff::9:5432 transparent\n  default_backend be_shop_api_p5432\n');
     expect(cfg.match(/^backend be_shop_api_http$/gm)).toHaveLength(1);
     expect(cfg).toContain('backend be_shop_api_p5432\n  mode tcp\n  balance roundrobin\n');
     expect(cfg).toContain('backend be_shop_api_http\n  mode http\n  balance roundrobin\n');

@@ -88,8 +88,11 @@ export function renderConfig(c: ConfigInput): string {
   ];
   const routes = [...c.routes].sort((a, b) => a.published - b.published || (frontendName(a) < frontendName(b) ? -1 : 1));
   for (const r of routes) {
-    // A service address binds because the service range is local to the node (Ingress.makeServiceRangesLocal).
-    const binds = (r.addresses ?? [c.address]).map((a) => `  bind ${bindOf(a, r.published)}`);
+    // A service address is answered because the service range is local to the node
+    // (Ingress.makeServiceRangesLocal). A local route lets an IPv4 socket bind any address of it,
+    // not an IPv6 one (its bind wants the address on a link): `transparent` binds it regardless
+    // (IPV6_TRANSPARENT; the ingress runs as root), else HAProxy refuses the whole configuration.
+    const binds = r.addresses ? r.addresses.map((a) => `  bind ${bindOf(a, r.published)} transparent`) : [`  bind ${bindOf(c.address, r.published)}`];
     // On a reload the old worker keeps a client's idle keep-alive connection until its next
     // request and answers that one with "Connection: close", instead of closing it under a client
     // that may be sending on it at that moment (a failed request).

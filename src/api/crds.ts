@@ -40,6 +40,8 @@ const intOrString = (pattern: string, description: string): Schema => ({
 const HOLE_FOR: Schema = obj({ deployment: str(), service: str(), node: str() }, ['deployment', 'service', 'node'], { description: 'A coalescing move: the pending service it makes room for, and the node of the hole (held for it).' });
 
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+/** A container's host name: one RFC 1123 label (letters, digits and -, at most 63). */
+export const HOSTNAME_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$';
 /** A registry host[:port] as stored (lower case): a DNS name or IPv4 address, or an IPv6 address in brackets. */
 export const REGISTRY_HOST_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|\\[[0-9a-f:]+\\])(:[0-9]+)?$';
 /** Secret and config names, as Docker's: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
@@ -226,7 +228,7 @@ const serviceSchema: Schema = obj(
         capAdd: arr(str()),
         capDrop: arr(str()),
         extraHosts: arr(str({ pattern: '^[^:]+:.+$' }), { description: '"host:ip" entries for /etc/hosts.' }),
-        hostname: str({ pattern: '^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$', description: "The container's host name (cluster network: its namespace's; default the replica's id). Host network: the node's." }),
+        hostname: str({ pattern: HOSTNAME_PATTERN, description: "The container's host name (cluster network: its namespace's; default the replica's id). Host network: the node's." }),
         shmSize: int({ minimum: 0, description: 'Bytes of /dev/shm.' }),
         tmpfs: arr(str({ pattern: '^/' }), { description: '"path[:options]" tmpfs mounts.' }),
         ulimits: map(obj({ soft: int(), hard: int() }, ['soft', 'hard'])),

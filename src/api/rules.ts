@@ -97,6 +97,8 @@ const rules: Rule[] = [
       const n = normalizePorts({ ports: [p] })[0]!;
       if (names.has(n.name)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" has two ports named ${n.name}`));
       names.add(n.name);
+      if (n.published !== undefined && n.protocol === 'udp')
+        out.push(issue('ports-published-udp', [...at, 'ports', i, 'published'], `service "${name}" publishes UDP port ${n.published}: the ingress forwards TCP only; remove published (a UDP port is reached at each replica's own address, or on host networking at its hostPort)`));
       if (n.published !== undefined && published.has(n.published)) out.push(issue('ports-unique', [...at, 'ports', i], `service "${name}" publishes port ${n.published} twice`));
       if (n.published !== undefined) published.add(n.published);
     });

@@ -85,6 +85,8 @@ describe('cross-field rules', () => {
     ['bad volume name', { x: { image: 'i', volumes: [{ type: 'volume', source: '/abs', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": volume name "/abs"'],
     ['same target twice', { x: { image: 'i', volumes: [{ type: 'volume', source: 'a', target: '/d' }, { type: 'volume', source: 'b', target: '/d' }] } }, 'spec.services.x.volumes[1].target: service "x": two volumes mount at /d'],
     ['duplicate port', { x: { image: 'i', ports: [80, 80] } }, 'spec.services.x.ports[1]: service "x" lists port 80 twice'],
+    ['a published UDP port', { x: { image: 'i', ports: [{ containerPort: 53, hostPort: 53, published: 5353, protocol: 'udp' }] } }, 'spec.services.x.ports[0].published: service "x" publishes UDP port 5353: the ingress forwards TCP only'],
+    ['a published UDP port on the cluster network', { x: { image: 'i', network: 'cluster', ports: [{ containerPort: 53, published: 53, protocol: 'udp' }] } }, 'spec.services.x.ports[0].published: service "x" publishes UDP port 53: the ingress forwards TCP only'],
     ['a dependency that is not a service', { web: { image: 'i', dependsOn: { db: { condition: 'service_started' } } } }, 'spec.services.web.dependsOn.db: service "web" depends on "db", which is not a service of this deployment'],
     ['a dependency cycle', { a: { image: 'i', dependsOn: { b: { condition: 'service_started' } } }, b: { image: 'i', dependsOn: { a: { condition: 'service_healthy' } } } }, 'spec.services.a.dependsOn: dependsOn forms a cycle: a → b → a'],
     ['bad env name', { x: { image: 'i', env: { '1AB': '1' } } }, 'spec.services.x.env.1AB: service "x": "1AB" is not a valid environment variable name'],
@@ -113,6 +115,7 @@ describe('cross-field rules', () => {
     ['read-only binds with 3 replicas (configs, secrets)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] } }],
     ['a global service with binds (a log shipper: /var/log read-only, its positions writable)', { x: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'bind', source: '/var/log', target: '/host/log', readOnly: true }, { type: 'bind', source: '/var/lib/shipper', target: '/state' }] } }],
     ['a named volume shared read-only by two services', { a: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/a', readOnly: true }] }, b: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/b', readOnly: true }] } }],
+    ['a UDP port that is not published', { x: { image: 'i', ports: [{ containerPort: 53, hostPort: 53, protocol: 'udp' }, { containerPort: 80, published: 8080, protocol: 'tcp' }] } }],
     ['one service mounting its volume twice', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }, { type: 'volume', source: 'data', target: '/e', readOnly: true }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
 });

@@ -1,13 +1,16 @@
 // Mapping a Compose application (already interpolated and valid against the Compose
 // Specification) onto a jaco Deployment, and the secrets and configs it declares onto objects apply
 // creates. Every field of a service is mapped, refused with a reason, or ignored with a warning —
-// never dropped silently (docs/compose.md is the table). Pure: the compose file's directory and the
+// never dropped silently (docs/compose.md is the table). A service runs on the cluster network, where
+// services reach each other by name as on a compose network, unless it says `network_mode: host`;
+// what its ports and network fields mean follows from that. Pure: the compose file's directory and the
 // files it names (env_file, secrets, configs) are read by the caller's `readFile`, so tables can
 // test it.
 import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
-import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, NetworkMode, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
+import { HOSTNAME_PATTERN } from '../api/crds.js';
 import { fileTargetProblem } from '../api/files.js';
 import { declaredFiles, filesReferred, type ComposeObject, type DeclaredFiles } from './files.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
@@ -46,24 +49,43 @@ export interface Mapped {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** Fields compose has that jaco deliberately does not honour: ignored with this warning. */
+/** Fields compose has that jaco deliberately does not honour, on either network: ignored with this warning. */
 const IGNORED: Record<string, string> = {
   restart: 'jaco owns restarts (health-driven, with back-off; seed 001): restart is ignored',
-  networks: 'jaco runs containers with host networking: services reach each other at their node address and port (docs/compose.md)',
   logging: 'containers log to Docker’s default driver on each node',
-  links: 'host networking: no links; services reach each other at their node address and port',
-  hostname: 'host networking: a container has its node’s hostname',
-  domainname: 'host networking: a container has its node’s domain name',
-  dns: 'host networking: a container uses its node’s resolver',
-  dns_search: 'host networking: a container uses its node’s resolver',
-  dns_opt: 'host networking: a container uses its node’s resolver',
-  mac_address: 'host networking: a container has its node’s interfaces',
-  expose: 'host networking: every port a container listens on is reachable on its node; expose is documentation only',
   platform: 'nodes run the image for their own platform',
   stdin_open: 'no attached stdin for a replicated service',
   tty: 'no terminal for a replicated service',
   oom_score_adj: 'ignored',
   scale: 'use deploy.replicas',
+};
+
+/**
+ * Fields about a container's network, ignored with what is true of the service's network: a
+ * host-network container has its node's (name, interfaces, resolver); a cluster-network replica has
+ * a namespace of its own, which jaco plumbs and names (docs/networking.md).
+ */
+const IGNORED_BY_NETWORK: Record<string, Record<NetworkMode, string>> = {
+  domainname: {
+    host: 'host networking: a container has its node’s domain name',
+    cluster: 'jaco sets no domain name: a replica is found by its service’s name (SERVICE, and SERVICE.DEPLOYMENT from other deployments)',
+  },
+  mac_address: {
+    host: 'host networking: a container has its node’s interfaces',
+    cluster: 'jaco plumbs each replica’s interface and addresses itself (docs/networking.md); its MAC address is not chosen',
+  },
+  dns: {
+    host: 'host networking: a container uses its node’s resolver',
+    cluster: 'a replica asks its node’s resolver, which answers the cluster’s names and forwards every other name to the node’s own resolvers (docs/networking.md)',
+  },
+  dns_search: {
+    host: 'host networking: a container uses its node’s resolver',
+    cluster: 'a replica’s search domain is its deployment, so a service’s bare name finds it (docs/networking.md)',
+  },
+  dns_opt: {
+    host: 'host networking: a container uses its node’s resolver',
+    cluster: 'a replica’s resolv.conf is jaco’s: its node’s resolver, its deployment as search domain (docs/networking.md)',
+  },
 };
 
 /** Normalises a name as compose normalises project names, then to a jaco name (lowercase, [a-z0-9-]). */
@@ -139,9 +161,35 @@ function listOrMap(v: unknown): Record<string, string> {
   return isObj(v) ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, x === null ? '' : String(x)])) : {};
 }
 
+/**
+ * The network a compose service gets: its own namespace on the cluster network, where services
+ * reach each other by name as on a compose network, unless it asks for its node's (`host`).
+ */
+function composeNetwork(networkMode: unknown): NetworkMode {
+  return networkMode === 'host' ? 'host' : 'cluster';
+}
+
+/** One entry of `ports` or `expose`, read: its container ports and, when published, the ports answered for them. */
+interface PortEntry {
+  at: Path;
+  from: 'ports' | 'expose';
+  targets: number[];
+  published?: number[];
+  protocol: 'tcp' | 'udp';
+  named: Pick<PortSpec, 'name' | 'appProtocol'>;
+}
+
+/** "80" or "8000-8010" → its ports. */
+function portRange(r: string): number[] {
+  const [a, b] = r.split('-').map(Number);
+  return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, k) => a! + k);
+}
+
 class ServiceMapper {
   readonly out: ServiceSpec = { image: '' };
   private readonly container: ContainerOptions = {};
+  /** Said before any field is read: what ports, names and network fields mean depends on it. */
+  private readonly network: NetworkMode;
 
   constructor(
     readonly name: string,
@@ -151,7 +199,10 @@ class ServiceMapper {
     readonly issues: ComposeIssue[],
     /** The application's top-level secrets and configs, resolved once for every service. */
     readonly declared: DeclaredFiles,
-  ) {}
+  ) {
+    this.network = composeNetwork(svc.network_mode);
+    this.out.network = this.network;
+  }
 
   private at(...p: (string | number)[]): Path {
     return ['services', this.name, ...p];
@@ -228,7 +279,13 @@ class ServiceMapper {
       if (d) this.out.stopGracePeriod = d;
       else this.refuse(this.at('stop_grace_period'), `jaco reads durations in h, m, s and ms: got ${JSON.stringify(v)}`);
     });
-    field('ports', (v) => this.ports(v as unknown[]));
+    const ports: PortEntry[] = [];
+    field('ports', (v) => ports.push(...this.portEntries(v as unknown[])));
+    field('expose', (v) => {
+      if (this.network === 'host') this.warn(this.at('expose'), 'expose: host networking: every port a container listens on is reachable on its node; expose is documentation only');
+      else ports.push(...this.exposeEntries(v as unknown[]));
+    });
+    if (ports.length) this.network === 'host' ? this.hostPorts(ports) : this.clusterPorts(ports);
     field('volumes', (v) => this.volumes(v as unknown[]));
     field('secrets', (v) => this.files(v as unknown[], 'secrets'));
     field('configs', (v) => this.files(v as unknown[], 'configs'));
@@ -244,15 +301,15 @@ class ServiceMapper {
       if ((this.out.replicas ?? 1) > 1 || this.out.placement?.mode === 'global') this.refuse(this.at('container_name'), 'container_name names one container; this service runs several replicas (jaco names each container itself)');
       else this.warn(this.at('container_name'), 'jaco names each container itself (cluster, node, replica, revision): container_name is ignored');
     });
-    field('network_mode', (v) => {
-      const m = String(v);
-      if (m.startsWith('service:') || m.startsWith('container:')) this.refuse(this.at('network_mode'), `${m}: jaco runs every container with host networking; it cannot join another container’s network`);
-      else if (m !== 'host') this.warn(this.at('network_mode'), `jaco runs every container with host networking: network_mode ${m} is ignored`);
-    });
+    field('network_mode', (v) => this.networkMode(String(v)));
+    field('networks', (v) => this.networks(v));
+    field('hostname', (v) => this.hostname(String(v)));
+    field('links', (v) => this.links(v as unknown[]));
     field('depends_on', (v) => this.dependsOn(v));
     field('profiles', () => undefined); // chose whether the service is in at all (the caller)
     field('x-jaco', (v) => this.xJaco(v as Obj));
     for (const [k, msg] of Object.entries(IGNORED)) field(k, () => this.warn(this.at(k), `${k}: ${msg}`));
+    for (const [k, msg] of Object.entries(IGNORED_BY_NETWORK)) field(k, () => this.warn(this.at(k), `${k}: ${msg[this.network]}`));
     for (const k of Object.keys(s)) {
       if (handled.has(k) || k.startsWith('x-')) continue;
       this.refuse(this.at(k), `${k} is not supported by jaco; remove it (docs/compose.md lists what jaco maps)`);
@@ -345,13 +402,59 @@ class ServiceMapper {
   }
 
   /**
-   * Host networking: the container binds its own port on its node, so `80` and `80:80` are the
-   * fixed host port 80. `8080:80` is the routing mesh's contract (Swarm's, and jaco's ingress): port
-   * 8080 answers on every node and reaches the replicas, which bind 80 on theirs.
+   * network_mode: `host` is the node's own network; `bridge` (compose's default) is the cluster
+   * network, where the service has its own namespace and name. Joining another container's
+   * namespace has no counterpart: every replica has a namespace of its own.
    */
-  private ports(list: unknown[]): void {
-    const ports: number[] = [];
-    const published: PortSpec[] = [];
+  private networkMode(m: string): void {
+    const at = this.at('network_mode');
+    if (m === 'host' || m === 'bridge' || m === 'default') return;
+    if (m === 'none') this.warn(at, 'network_mode none: jaco has no network-less service; it gets the cluster network (a namespace of its own, reached at its name)');
+    else if (m.startsWith('service:') || m.startsWith('container:'))
+      this.refuse(at, `${m}: jaco cannot make one container join another’s network namespace (every replica has its own); reach ${m.slice(m.indexOf(':') + 1)} at its name instead`);
+    else this.warn(at, `network_mode ${m} is not one jaco knows (host, bridge, none): the service gets the cluster network`);
+  }
+
+  /**
+   * A service's networks: jaco has one cluster network on which every service reaches every other
+   * by name, so one network means what it says, several are no isolation, and per-network names
+   * and addresses are jaco's to give.
+   */
+  private networks(v: unknown): void {
+    const at = (...p: (string | number)[]) => this.at('networks', ...p);
+    if (this.network === 'host') return this.warn(at(), 'networks: host networking: the service shares its node’s network; services reach each other at their node address and port (docs/compose.md)');
+    const entries: [string, Obj][] = Array.isArray(v) ? v.map((n) => [String(n), {}]) : Object.entries(v as Obj).map(([n, x]) => [n, isObj(x) ? x : {}]);
+    if (entries.length > 1) this.warn(at(), `networks: jaco does not isolate networks: on the one cluster network every service reaches every other by name (${entries.map(([n]) => n).join(', ')} are one)`);
+    for (const [n, opts] of entries)
+      for (const k of Object.keys(opts)) {
+        if (k === 'aliases') this.warn(at(n, k), `aliases are not supported: a service is found by its name only (${this.name}, and ${this.name}.${this.ctx.project} from other deployments)`);
+        else if (k === 'ipv4_address' || k === 'ipv6_address') this.warn(at(n, k), `${k} is ignored: jaco allocates each replica’s addresses (docs/networking.md)`);
+        else this.warn(at(n, k), `${k} is ignored: jaco has one cluster network`);
+      }
+  }
+
+  /** hostname: the name a cluster-network replica's namespace has (every replica of the service alike). */
+  private hostname(h: string): void {
+    const at = this.at('hostname');
+    if (this.network === 'host') return this.warn(at, 'hostname: host networking: a container has its node’s host name');
+    if (!new RegExp(HOSTNAME_PATTERN).test(h))
+      return this.refuse(at, `${JSON.stringify(h)} is not a host name jaco can give a replica: one RFC 1123 label (letters, digits and -, at most 63, not starting or ending with -; no dots)`);
+    this.container.hostname = h;
+  }
+
+  /** links: on the cluster network a service is found by its name already; an alias is another name, which jaco does not give. */
+  private links(list: unknown[]): void {
+    if (this.network === 'host') return this.warn(this.at('links'), 'links: host networking: no links; services reach each other at their node address and port');
+    list.forEach((l, i) => {
+      const [service, alias] = String(l).split(':');
+      if (alias !== undefined && alias !== service)
+        this.warn(this.at('links', i), `alias ${alias} is not supported: a service is found by its name only (${service}, and ${service}.${this.ctx.project} from other deployments)`);
+    });
+  }
+
+  /** `ports`, short ("[host_ip:][published:]target[/protocol]", ranges) and long syntax, read. */
+  private portEntries(list: unknown[]): PortEntry[] {
+    const out: PortEntry[] = [];
     list.forEach((p, i) => {
       const at = this.at('ports', i);
       let target: string;
@@ -360,37 +463,113 @@ class ServiceMapper {
       // The long syntax may name the port and say what it speaks (app_protocol: http makes the
       // ingress proxy requests rather than connections).
       let named: Pick<PortSpec, 'name' | 'appProtocol'> = {};
+      let hostIp: Path | undefined;
       if (isObj(p)) {
         target = String(p.target);
-        pub = p.published === undefined ? undefined : String(p.published);
+        pub = p.published === undefined || p.published === '' ? undefined : String(p.published);
         if (p.protocol === 'udp') protocol = 'udp';
         if (typeof p.name === 'string' && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name)) named = { ...named, name: p.name };
         else if (p.name !== undefined) this.warn([...at, 'name'], `port name ${JSON.stringify(p.name)} is not a jaco name (lowercase letters, digits, -): p<port> is used`);
         if (p.app_protocol !== undefined) named = { ...named, appProtocol: String(p.app_protocol) };
-        if (p.host_ip !== undefined) this.warn([...at, 'host_ip'], 'host networking: a container binds the addresses it chooses; host_ip is ignored');
+        if (p.host_ip !== undefined) hostIp = [...at, 'host_ip'];
+        if (p.mode === 'host') this.warn([...at, 'mode'], 'mode host is ignored: a published port answers on every node’s ingress (mode ingress)');
       } else {
         if (/\/udp$/.test(String(p))) protocol = 'udp';
         const spec = String(p).replace(/\/(tcp|udp|sctp)$/, '');
         const parts = spec.split(':');
         target = parts[parts.length - 1]!;
-        pub = parts.length >= 2 ? parts[parts.length - 2] : undefined;
-        if (parts.length === 3) this.warn(at, 'host networking: a container binds the addresses it chooses; the host IP is ignored');
+        pub = parts.length >= 2 && parts[parts.length - 2] !== '' ? parts[parts.length - 2] : undefined;
+        if (parts.length === 3) hostIp = at;
       }
-      const range = (r: string) => {
-        const [a, b] = r.split('-').map(Number);
-        return b === undefined ? [a!] : Array.from({ length: b - a! + 1 }, (_, k) => a! + k);
-      };
-      const targets = range(target);
-      const publishedList = pub ? range(pub) : targets;
-      if (publishedList.length !== targets.length) return this.refuse(at, `${pub}:${target}: the published and container ranges differ in length`);
-      const single = targets.length === 1;
-      if (publishedList.every((x, k) => x === targets[k]) && !Object.keys(named).length) return void ports.push(...targets);
-      targets.forEach((t, k) =>
-        published.push({ name: (single && named.name) || `p${t}`, containerPort: t, hostPort: t, ...(publishedList[k] !== t ? { published: publishedList[k]! } : {}), ...(protocol === 'udp' ? { protocol } : {}), ...(named.appProtocol ? { appProtocol: named.appProtocol } : {}) }),
-      );
+      if (hostIp)
+        this.warn(hostIp, this.network === 'host' ? 'host networking: a container binds the addresses it chooses; the host IP is ignored' : 'the host IP is ignored: a published port answers on every node’s ingress, at every node’s address');
+      const targets = portRange(target);
+      const published = pub === undefined ? undefined : portRange(pub);
+      if (published && published.length !== targets.length) return this.refuse(at, `${pub}:${target}: the published and container ranges differ in length`);
+      // Under host networking `53:53/udp` is the host port 53 itself, not published.
+      const routed = this.network === 'cluster' ? published : published?.some((x, k) => x !== targets[k]) ? published : undefined;
+      if (routed && protocol === 'udp') return this.refuse(at, `${pub}:${target}/udp: a UDP port cannot be published: the ingress forwards TCP only`);
+      out.push({ at, from: 'ports', targets, ...(published ? { published } : {}), protocol, named });
     });
-    const fixed = [...new Set(ports)].filter((n) => !published.some((q) => q.containerPort === n));
-    if (fixed.length || published.length) this.out.ports = [...fixed, ...published];
+    return out;
+  }
+
+  /** `expose` ("80", "8000-8010", "53/udp"): container ports, published nowhere. */
+  private exposeEntries(list: unknown[]): PortEntry[] {
+    return list.map((e, i) => {
+      const s = String(e);
+      return { at: this.at('expose', i), from: 'expose', targets: portRange(s.replace(/\/(tcp|udp|sctp)$/, '')), protocol: /\/udp$/.test(s) ? 'udp' : 'tcp', named: {} };
+    });
+  }
+
+  /**
+   * Host networking: the container binds its own port on its node, so `80` and `80:80` are the
+   * fixed host port 80 (`53:53/udp` the UDP one). `8080:80` is the routing mesh's contract (Swarm's,
+   * and jaco's ingress): port 8080 answers on every node and reaches the replicas, which bind 80 on
+   * theirs.
+   */
+  private hostPorts(entries: PortEntry[]): void {
+    const fixed: number[] = [];
+    const objects: PortSpec[] = [];
+    for (const { targets, published, protocol, named } of entries) {
+      const single = targets.length === 1;
+      const same = !published || published.every((x, k) => x === targets[k]);
+      if (same && protocol === 'tcp' && !Object.keys(named).length) {
+        fixed.push(...targets);
+        continue;
+      }
+      targets.forEach((t, k) =>
+        objects.push({
+          name: (single && named.name) || `p${t}`,
+          containerPort: t,
+          hostPort: t,
+          ...(!same ? { published: published![k]! } : {}),
+          ...(protocol === 'udp' ? { protocol } : {}),
+          ...(named.appProtocol ? { appProtocol: named.appProtocol } : {}),
+        }),
+      );
+    }
+    // `80` beside `8080:80` is the same host port, said twice.
+    const numbers = [...new Set(fixed)].filter((n) => !objects.some((q) => q.containerPort === n && q.protocol === undefined));
+    this.out.ports = [...numbers, ...objects];
+  }
+
+  /**
+   * The cluster network: a replica's ports are its own namespace's, so no port is a host port.
+   * Every port is a container port, answered at the service's name; `8080:80` also publishes it on
+   * every node's ingress (`published`). compose publishes a bare `80` on a random host port: jaco
+   * does not (it has no host ports here), and says so. `expose` adds container ports; a port said
+   * twice is one.
+   */
+  private clusterPorts(entries: PortEntry[]): void {
+    const out: PortSpec[] = [];
+    const tcpOnly = 'the service’s name answers TCP only (its address is the ingress’s); a UDP port is reached at each replica’s own address';
+    for (const { at, from, targets, published, protocol, named } of entries) {
+      const single = targets.length === 1;
+      const said = `${targets[0]}${single ? '' : `-${targets[targets.length - 1]}`}${protocol === 'udp' ? '/udp' : ''}`;
+      if (from === 'ports' && !published)
+        this.warn(at, `${said}: docker compose would publish it on a random host port, and jaco does not: it is reachable at the service’s name (${this.name}:${targets[0]}); write "P:${targets[0]}" to publish it on every node’s ingress`);
+      if (protocol === 'udp') this.warn(at, `${said}: ${tcpOnly}`);
+      targets.forEach((t, k) => {
+        const pub = published?.[k];
+        const i = out.findIndex((q) => q.containerPort === t && (q.protocol ?? 'tcp') === protocol);
+        const have = i < 0 ? undefined : out[i]!;
+        if (have && (pub === undefined || have.published === pub)) return; // said already
+        const port: PortSpec = {
+          name: (single && named.name) || (have?.published !== undefined ? `p${t}-${pub}` : `p${t}`),
+          containerPort: t,
+          ...(pub !== undefined ? { published: pub } : {}),
+          ...(protocol === 'udp' ? { protocol } : {}),
+          ...(named.appProtocol ? { appProtocol: named.appProtocol } : {}),
+        };
+        // A container port said bare, then published: one port, published.
+        if (have && have.published === undefined) out[i] = { ...port, name: (single && named.name) || have.name };
+        else out.push(port);
+      });
+    }
+    // A UDP port beside the TCP port of its number ("53/udp", "53/tcp") needs a name of its own.
+    for (const q of out) if (q.protocol === 'udp' && q.name === `p${q.containerPort}` && out.some((o) => o !== q && o.name === q.name)) q.name = `p${q.containerPort}-udp`;
+    this.out.ports = out;
   }
 
   private volumes(list: unknown[]): void {
@@ -659,6 +838,13 @@ function active(svc: Obj, profiles: readonly string[]): boolean {
   return !Array.isArray(p) || p.length === 0 || p.some((x) => profiles.includes(String(x)) || profiles.includes('*'));
 }
 
+/** Why top-level networks are ignored: one cluster network without isolation, or none at all (every service on its node's). */
+function topLevelNetworks(services: ServiceSpec[]): string {
+  return services.some((s) => s.network === 'cluster')
+    ? 'networks: jaco does not isolate networks: every service on the cluster network reaches every other by name; top-level networks (external ones too) are ignored'
+    : 'networks: every service runs with host networking (network_mode: host): top-level networks are ignored';
+}
+
 /** Maps a compose application (interpolated, schema-valid) to a Deployment spec. */
 export function mapCompose(app: Obj, ctx: MapContext): Mapped {
   const issues: ComposeIssue[] = [];
@@ -681,7 +867,7 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
   for (const k of Object.keys(app)) {
     if (['services', 'name', 'version', 'volumes', 'secrets', 'configs'].includes(k) || k.startsWith('x-')) continue;
-    if (k === 'networks') issues.push({ path: [k], severity: 'warn', message: 'networks: jaco runs containers with host networking; top-level networks are ignored' });
+    if (k === 'networks') issues.push({ path: [k], severity: 'warn', message: topLevelNetworks(Object.values(services)) });
     else issues.push({ path: [k], severity: 'refuse', message: `${k} is not supported by jaco` });
   }
   if (app.version !== undefined) issues.push({ path: ['version'], severity: 'warn', message: 'version is obsolete (the Compose Specification ignores it)' });

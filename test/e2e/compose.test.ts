@@ -21,10 +21,15 @@ afterAll(async () => {
   await c?.stop();
 });
 
+// Both services on host networking: this test is about depends_on, rollouts and delete, and its
+// nodes are simulated on this machine and share its network namespace, where the cluster network
+// (a namespace per replica, plumbed on its node) cannot run; compose's default is the cluster
+// network, which needs separate hosts (jaco up).
 const compose = (greeting: string) => `name: shop
 services:
   db:
     image: jaco-demo/busybox:1
+    network_mode: host
     # Healthy only after a few seconds: the dependent must wait for it.
     command: ["sh", "-c", "trap 'exit 0' TERM; (sleep 3; touch /tmp/ready) & sleep 3600 & wait"]
     healthcheck:
@@ -36,6 +41,7 @@ services:
     restart: always
   web:
     image: jaco-demo/busybox:1
+    network_mode: host
     command: sh -c "trap 'exit 0' TERM; sleep 3600 & wait"
     environment:
       GREETING: ${greeting}

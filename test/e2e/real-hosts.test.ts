@@ -136,7 +136,9 @@ spec:
       dirs.push(dir);
       mkdirSync(join(dir, 'app'));
       writeFileSync(join(dir, 'app', 'Dockerfile'), 'FROM jaco-demo/busybox:1\nARG MSG\nRUN mkdir -p /www && echo "$MSG" > /www/index.html\nCMD ["sh", "-c", "trap \\"exit 0\\" TERM; httpd -f -p 0.0.0.0:8080 -h /www & wait"]\n');
-      writeFileSync(join(dir, 'compose.yaml'), 'name: built\nservices:\n  app:\n    build:\n      context: ./app\n      args: {MSG: built-v1}\n    deploy: {replicas: 2}\n');
+      // Host networking: the test reads each replica on its node's address from this machine, which
+      // routes to no cluster-network replica's own address; this test is about the build.
+      writeFileSync(join(dir, 'compose.yaml'), 'name: built\nservices:\n  app:\n    build:\n      context: ./app\n      args: {MSG: built-v1}\n    network_mode: host\n    deploy: {replicas: 2}\n');
       const r = await c.jaco(['apply', '-f', dir], undefined, 180_000);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toMatch(/built-app:latest: built from .* and pushed as sha256:/);

@@ -11,6 +11,8 @@
 // client logs in to the database of the same revision while the previous one still serves. The
 // client tries a login only while its database accepts connections; a login refused for any reason
 // but the database going away under it (its old revision stopping) counts as failed.
+// So both services say network_mode: host (compose's default, the cluster network, gives each
+// replica a namespace of its own, which needs separate hosts).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,6 +35,7 @@ const compose = (secret: 'db_password' | 'db_password_v2') => `name: pg
 services:
   db:
     image: jaco-demo/postgres:15
+    network_mode: host
     entrypoint: ["sh", "-c", "exec docker-entrypoint.sh postgres -c listen_addresses=${DB_HOST} -c port=$$((56400 + JACO_REVISION))"]
     environment:
       POSTGRES_PASSWORD_FILE: /run/secrets/db_password
@@ -51,6 +54,7 @@ services:
         constraints: [node.hostname == node-1]
   client:
     image: jaco-demo/postgres:15
+    network_mode: host
     entrypoint:
       - sh
       - -c

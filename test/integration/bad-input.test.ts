@@ -52,7 +52,10 @@ spec:
     image: jaco-demo/busybox:1
     command: sleep 3600
     environment: [A=1, B=two]
-    ports: ["8080:8080"]
+    # Container ports (compose services are on the cluster network), published nowhere: every
+    # mutation is applied into one store, where two published alike would clash.
+    ports: ["8080"]
+    expose: ["9090"]
     deploy:
       replicas: 2
       resources: {limits: {cpus: "0.5", memory: 64M}}

@@ -1,0 +1,84 @@
+// Compose on the cluster network, on a node of `jaco up` (its own namespace and engine): a compose
+// file means what it means in docker compose, services reach each other by name. The shop example
+// as a user applies it: web asks db at http://db:8091/ (the node's resolver, db's service address
+// answered by the node's ingress) and is published on 18090 of the ingress. Another deployment
+// reaches db as db.shop, and a compose hostname is its replica's.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABELS } from '../../src/api/labels.js';
+import { EXAMPLES_DIR } from '../../src/paths.js';
+import { execIn } from '../support/docker-exec.js';
+import { UpCluster } from '../support/up-cluster.js';
+import { eventually } from '../support/wait.js';
+
+const NODE = 'node-1';
+
+describe('compose on the cluster network: services reach each other by name', () => {
+  const c = new UpCluster({ nodes: 1 });
+
+  beforeAll(async () => {
+    await c.start();
+    const r = await c.jaco(['registry', 'push', 'jaco-demo/busybox:1', 'jaco/pause:1'], undefined, 90_000);
+    expect(r.code, r.stderr).toBe(0);
+  });
+  afterAll(async () => {
+    await c.stop();
+  });
+
+  /** The app container (not the sandbox) of a service's first replica on the node. */
+  async function appOf(deployment: string, service: string) {
+    const engine = c.engine(NODE);
+    const xs = await engine.listContainers({ filters: { label: [`${LABELS.deployment}=${deployment}`, `${LABELS.service}=${service}`] } });
+    const app = xs.find((x) => x.Labels[LABELS.role] !== 'sandbox' && x.State === 'running');
+    expect(app, `a running ${deployment}/${service} container`).toBeDefined();
+    return engine.getContainer(app!.Id);
+  }
+
+  it('examples/shop: web reaches db by its name, and answers on its published port', () =>
+    c.withLogs(async () => {
+      const file = join(EXAMPLES_DIR, 'shop', 'compose.yaml');
+      expect(readFileSync(file, 'utf8')).not.toContain('network_mode');
+      const applied = await c.jaco(['apply', '-f', file], undefined, 60_000);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stderr).not.toMatch(/^warning:/m);
+      const rolled = await c.jaco(['rollout', 'status', 'shop', '--timeout', '120s'], undefined, 130_000);
+      expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0);
+      // A web replica's page holds db's answer, asked by name.
+      const url = `http://${c.node(NODE).address}:18090/`;
+      let page = '';
+      await eventually(
+        async () => {
+          page = await fetch(url, { signal: AbortSignal.timeout(3000) }).then((r) => r.text(), () => '');
+          return page.includes('db says:');
+        },
+        { what: `${url} answering with db's word`, timeoutMs: 30_000 },
+      );
+      expect(page.trim()).toMatch(/^hello from shop-web-\d+; db says: 12 apples, counted on \d{4}-\d{2}-\d{2}$/);
+      // And asked again now, from inside web: the short name (search shop) and the full one.
+      const web = await appOf('shop', 'web');
+      for (const name of ['db', 'db.shop']) {
+        const got = await execIn(web, ['wget', '-q', '-O-', `http://${name}:8091/`]);
+        expect(got.stdout, `${name}: ${got.stderr}`).toMatch(/^12 apples/);
+      }
+    }));
+
+  it('another deployment reaches db as db.shop; hostname names its replica', () =>
+    c.withLogs(async () => {
+      const other = ['name: other', 'services:', '  probe:', '    image: jaco-demo/busybox:1', '    hostname: prober', `    command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]`, ''].join('\n');
+      const applied = await c.jaco(['apply', '-f', '-'], other);
+      expect(applied.code, applied.stderr).toBe(0);
+      await eventually(async () => (await c.engine(NODE).listContainers({ filters: { label: [`${LABELS.deployment}=other`] } })).some((x) => x.Labels[LABELS.role] !== 'sandbox' && x.State === 'running'), {
+        what: 'other/probe running',
+        timeoutMs: 60_000,
+      });
+      const probe = await appOf('other', 'probe');
+      expect((await execIn(probe, ['hostname'])).stdout.trim()).toBe('prober');
+      const got = await execIn(probe, ['wget', '-q', '-O-', 'http://db.shop:8091/']);
+      expect(got.stdout, got.stderr).toMatch(/^12 apples/);
+      // The bare name is searched in its own deployment: no db there.
+      expect((await execIn(probe, ['wget', '-q', '-T', '3', '-O-', 'http://db:8091/'])).code).not.toBe(0);
+      await c.jaco(['delete', 'deployment', 'other']);
+      await c.jaco(['delete', '-f', join(EXAMPLES_DIR, 'shop', 'compose.yaml')]);
+    }));
+});
