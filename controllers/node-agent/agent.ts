@@ -7,6 +7,7 @@
 //   network.ts      a cluster-network replica's addresses in its sandbox (cni.ts: CNI ptp)
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
 //   overlay.ts      the WireGuard mesh between nodes: a second controller on its manager (--overlay)
+//   names.ts        the node's resolver for its cluster-network replicas (dns.ts): another controller
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
