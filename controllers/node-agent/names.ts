@@ -43,13 +43,10 @@ export function namesOf(desired: Iterable<ReplicaDesired>, services: Iterable<Se
 
 export interface NodeResolverDeps {
   log: Logger;
-  /** The host's resolv.conf: names outside the cluster are forwarded to its nameservers. */
-  resolvConf?: string;
-  /** Port to answer on (53; tests may pick another). */
-  port?: number;
-  /** Makes an address local to the node (default: on its loopback). */
-  makeLocal?(address: string): Promise<void>;
 }
+
+/** Names outside the cluster are forwarded to the nameservers of the node's own resolv.conf. */
+const HOST_RESOLV_CONF = '/etc/resolv.conf';
 
 interface NamesPass extends PassResult<null, unknown> {
   plan: NodeNames;
@@ -109,8 +106,8 @@ export class NodeResolver {
         this.server = undefined;
         this.listening = '';
         if (plan.listen.length) {
-          for (const a of plan.listen) await (this.deps.makeLocal ?? addToLoopback)(a);
-          const server = new DnsServer({ listen: plan.listen.map((address) => ({ address, port: this.deps.port ?? 53 })), resolvConf: this.deps.resolvConf ?? '/etc/resolv.conf', log: this.deps.log });
+          for (const a of plan.listen) await addToLoopback(a);
+          const server = new DnsServer({ listen: plan.listen.map((address) => ({ address, port: 53 })), resolvConf: HOST_RESOLV_CONF, log: this.deps.log });
           await server.start();
           this.server = server;
         }
