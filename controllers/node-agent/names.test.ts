@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaAddress, type ReplicaDesired, type ServiceAddress, type ServiceSpec } from '../../src/api/types.js';
-import { namesOf } from './names.js';
+import { listenSet, namesOf } from './names.js';
 
 function des(replica: string, spec: Partial<ServiceSpec>, address?: ReplicaAddress): ReplicaDesired {
   const t = templateOf(1, { image: 'x', ...spec });
@@ -28,4 +28,12 @@ describe('namesOf: where the node answers names, and which', () => {
     });
     expect(table.zones).toEqual(['blog', 'shop']);
   });
+});
+
+describe('listenSet: the resolver never leaves an address it answered on', () => {
+  it.each<[string, string, string[], string[]]>([
+    ['the first cluster replica: its gateways', '', ['10.208.3.1', 'fd4a:17c2:9e01:3::1'], ['10.208.3.1', 'fd4a:17c2:9e01:3::1']],
+    ['its last replica drained away (its container may still run and ask): still there', '10.208.3.1 fd4a:17c2:9e01:3::1', [], ['10.208.3.1', 'fd4a:17c2:9e01:3::1']],
+    ['a new prefix beside: both', '10.208.3.1', ['10.208.4.1'], ['10.208.3.1', '10.208.4.1']],
+  ])('%s', (_what, listening, planned, want) => expect(listenSet(listening, planned)).toEqual(want));
 });

@@ -41,6 +41,11 @@ export function namesOf(desired: Iterable<ReplicaDesired>, services: Iterable<Se
   return { listen: [...listen].sort(), table: { names, zones: [...zones].sort() } };
 }
 
+/** Where the resolver answers: every address it answered before, and the plan's (sorted). */
+export function listenSet(listening: string, planned: readonly string[]): string[] {
+  return [...new Set([...listening.split(' ').filter(Boolean), ...planned])].sort();
+}
+
 export interface NodeResolverDeps {
   log: Logger;
 }
@@ -97,20 +102,23 @@ export class NodeResolver {
     };
   }
 
-  /** Answers where the plan says (the server started again when that changes), with its names. */
+  /**
+   * Answers where the plan says, with its names. It never stops answering an address it took: a
+   * replica whose desired record has gone (moved away, drained) may still run and ask names until
+   * its container stops, and the node's gateways are the node's for its life. A new address
+   * restarts the server with every address (once, normally: the node's first cluster replica).
+   */
   private async apply(plan: NodeNames): Promise<void> {
-    const listen = plan.listen.join(' ');
+    const wanted = listenSet(this.listening, plan.listen);
+    const listen = wanted.join(' ');
     try {
       if (listen !== this.listening) {
+        for (const a of wanted) await addToLoopback(a);
+        const server = new DnsServer({ listen: wanted.map((address) => ({ address, port: 53 })), resolvConf: HOST_RESOLV_CONF, log: this.deps.log });
         await this.server?.stop();
         this.server = undefined;
-        this.listening = '';
-        if (plan.listen.length) {
-          for (const a of plan.listen) await addToLoopback(a);
-          const server = new DnsServer({ listen: plan.listen.map((address) => ({ address, port: 53 })), resolvConf: HOST_RESOLV_CONF, log: this.deps.log });
-          await server.start();
-          this.server = server;
-        }
+        await server.start();
+        this.server = server;
         this.listening = listen;
       }
       if (this.server) {
