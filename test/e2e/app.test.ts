@@ -156,7 +156,7 @@ describe('issue 26: a plain compose application across separate hosts', () => {
       }
       const failures = results.flatMap((r) => r.failures);
       const sent = results.reduce((a, r) => a + r.sent, 0);
-      expect(failures.join('\n'), `${failures.length} of ${sent} requests failed`).toBe('');
+      expect(failures.length, `${failures.length} of ${sent} requests failed:\n${failures.join('\n')}`).toBe(0);
       expect(sent).toBeGreaterThan(200);
       // Both revisions answered, v2 from every replica at the end.
       const bodies = results.flatMap((r) => [...r.seen]);
