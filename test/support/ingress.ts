@@ -70,8 +70,8 @@ export async function backendStat(socket: string, backend: string): Promise<Serv
 
 /**
  * A bounded request loop: `concurrency` sequential loops against `url` until stopped or `max`
- * requests are sent in all. A failure is a non-200 answer or a network error; `seen` holds the
- * bodies of the answers (trimmed).
+ * requests are sent in all. A failure is a non-200 answer (with its body: what the
+ * server said went wrong) or a network error; `seen` holds the bodies of the answers (trimmed).
  */
 export function requestLoop(url: string, max: number, concurrency = 1) {
   let stop = false;
@@ -84,7 +84,7 @@ export function requestLoop(url: string, max: number, concurrency = 1) {
       try {
         const r = await fetch(url, { signal: AbortSignal.timeout(5000) });
         const body = (await r.text()).trim();
-        if (r.status !== 200) failures.push(`HTTP ${r.status}`);
+        if (r.status !== 200) failures.push(`HTTP ${r.status} ${body.slice(0, 300)}`.trimEnd());
         else seen.add(body);
       } catch (e) {
         failures.push((e as Error).message);

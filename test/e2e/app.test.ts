@@ -1,0 +1,180 @@
+// Issue 26's proof on separate hosts (`jaco up`: a namespace, an engine, an agent and an ingress
+// per node, joined by the WireGuard overlay): test/fixtures/app/compose.yaml, a plain compose file
+// (no x-jaco, no jaco variables), applied as a user applies it. nginx published on 18100 proxies
+// to app:8080; app (built by apply from `build:`, 4 replicas on 3 nodes) counts every request in
+// redis and stores a row in db (postgres), all reached by name. It answers through every node's
+// ingress; under a bounded concurrent request loop a rolling update of app and a drain of a node
+// holding app replicas fail no request; the traffic between nodes crossed the WireGuard link.
+import { execFile } from 'node:child_process';
+import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { LABELS } from '../../src/api/labels.js';
+import type { ReplicaDesired } from '../../src/api/types.js';
+import { NETNS_DIR, overlayInterface } from '../../src/runtime/local-network.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { parseWgDump } from '../../controllers/node-agent/overlay-observe.js';
+import { execIn } from '../support/docker-exec.js';
+import { requestLoop } from '../support/ingress.js';
+import { UpCluster } from '../support/up-cluster.js';
+import { eventually } from '../support/wait.js';
+
+const run = promisify(execFile);
+const NODES = ['node-1', 'node-2', 'node-3'];
+const PORT = 18100;
+const FIXTURE = join(PACKAGE_ROOT, 'test', 'fixtures', 'app');
+/** One GET by node's own fetch (busybox's wget crashes in a node's namespace on this machine): the body, exit 2 on a non-200. */
+const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(5000) }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 2); }, (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
+/** What app answers: its replica, the count redis gave this request, and its VERSION. */
+const ANSWER = /^(counter-app-\d+) (\d+) (v\d)$/;
+
+describe('issue 26: a plain compose application across separate hosts', () => {
+  const c = new UpCluster({ nodes: 3 });
+  const dir = mkdtempSync(join(tmpdir(), 'jaco-app-e2e-'));
+  const file = join(dir, 'compose.yaml');
+
+  beforeAll(async () => {
+    // The compose project as a user has it, with a static busybox in app's build context.
+    cpSync(FIXTURE, dir, { recursive: true });
+    copyFileSync('/bin/busybox', join(dir, 'app', 'busybox'));
+    await c.start();
+    const r = await c.jaco(['registry', 'push', 'jaco-demo/nginx:1', 'jaco-demo/redis:7', 'jaco-demo/postgres:15', 'jaco/pause:1'], undefined, 300_000);
+    expect(r.code, r.stderr).toBe(0);
+  }, 600_000);
+  afterAll(async () => {
+    await c.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const inNode = async (node: string, ...cmd: string[]) => (await run('nsenter', [`--net=${NETNS_DIR}/${c.node(node).netns}`, '--', ...cmd], { encoding: 'utf8', timeout: 15_000 })).stdout;
+  /** GET / of `to`'s ingress on 18100, asked from `from`'s namespace. */
+  const ask = async (from: string, to: string) => (await inNode(from, process.execPath, '-e', FETCH, `http://${c.node(to).address}:${PORT}/`)).trim();
+  const replicas = async (service: string) =>
+    (await c.store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value.spec).filter((s) => s.deployment === 'counter' && s.service === service);
+  /** How many of a service's replicas each node holds. */
+  const perNode = async (service: string) => {
+    const n = new Map<string, number>();
+    for (const s of await replicas(service)) n.set(s.node, (n.get(s.node) ?? 0) + 1);
+    return n;
+  };
+  /** Bytes each node's WireGuard interface received from and sent to its peers, summed. */
+  const transfer = async (node: string) => {
+    const { peers } = parseWgDump(await inNode(node, 'wg', 'show', overlayInterface(c.net, c.node(node)), 'dump'));
+    expect(peers.length).toBe(2);
+    return { rx: peers.reduce((a, p) => a + p.rxBytes, 0), tx: peers.reduce((a, p) => a + p.txBytes, 0) };
+  };
+  /** SQL in the db container (on node-1's engine), as its user. */
+  const sql = async (query: string) => {
+    const engine = c.engine('node-1');
+    const [db] = (await engine.listContainers({ filters: { label: [`${LABELS.deployment}=counter`, `${LABELS.service}=db`] } })).filter((x) => x.Labels[LABELS.role] !== 'sandbox' && x.State === 'running');
+    expect(db, 'the running db container on node-1').toBeDefined();
+    const r = await execIn(engine.getContainer(db!.Id), ['psql', '-h', '127.0.0.1', '-U', 'app', '-d', 'app', '-tA', '-v', 'ON_ERROR_STOP=1', '-c', query], ['PGPASSWORD=counter-pw']);
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout.trim();
+  };
+  const rolledOut = async () => {
+    const r = await c.jaco(['rollout', 'status', 'counter', '--timeout', '300s'], undefined, 310_000);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+  };
+
+  it('applies: app built and pushed, every service running, app 4 replicas on 3 nodes (two on one), redis reached without ports listed', () =>
+    c.withLogs(async () => {
+      // Plain: no x-jaco key anywhere, no jaco variable.
+      expect(readFileSync(file, 'utf8')).not.toMatch(/^\s*x-jaco|\$\$?\{?JACO_/m);
+      const applied = await c.jaco(['apply', '-f', file], undefined, 300_000);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stderr).not.toMatch(/^warning:/m);
+      await rolledOut();
+      const app = await perNode('app');
+      expect([...app.values()].sort()).toEqual([1, 1, 2]);
+      expect((await replicas('app')).every((s) => s.template.image.includes('counter-app') && s.address?.ipv4)).toBe(true);
+      expect((await replicas('redis')).map((s) => s.node)).toEqual(['node-1']);
+      expect((await replicas('db')).map((s) => s.node)).toEqual(['node-1']);
+    }), 600_000);
+
+  it("answers through every node's ingress, asked from another node; redis counts every request and db holds a row for each; the traffic crossed WireGuard", () =>
+    c.withLogs(async () => {
+      const before = Object.fromEntries(await Promise.all(NODES.map(async (n) => [n, await transfer(n)] as const)));
+      // The first answers wait for the service addresses and routes to settle on every node.
+      for (const [i, to] of NODES.entries()) await eventually(async () => ANSWER.test(await ask(NODES[(i + 1) % 3]!, to)), { what: `${to}:${PORT} answering`, timeoutMs: 60_000 });
+      const counts: number[] = [];
+      const served = new Set<string>();
+      for (let round = 0; round < 8; round++) {
+        for (const [i, to] of NODES.entries()) {
+          const m = ANSWER.exec(await ask(NODES[(i + 1) % 3]!, to));
+          expect(m, `an app answer through ${to}`).not.toBeNull();
+          served.add(m![1]!);
+          counts.push(Number(m![2]));
+          expect(m![3]).toBe('v1');
+        }
+      }
+      // Sequential requests: each one counted after the one before.
+      for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeGreaterThan(counts[i - 1]!);
+      // Balanced over app's replicas (a TCP connection per request, spread by the ingress).
+      expect(served.size).toBeGreaterThan(1);
+      // Every count redis gave is a row in db, from the replica that answered it.
+      const rows = await sql(`select count(*) from hits where n between ${counts[0]} and ${counts.at(-1)}`);
+      expect(Number(rows)).toBe(counts.at(-1)! - counts[0]! + 1);
+      expect(Number(await sql(`select count(distinct replica) from hits where n in (${counts.join(',')})`))).toBe(served.size);
+      // redis and db live on node-1, app replicas on all three: node-2 and node-3 talked to node-1 over the overlay.
+      for (const n of NODES) {
+        const after = await transfer(n);
+        expect(after.rx, `${n} received over WireGuard`).toBeGreaterThan(before[n]!.rx);
+        expect(after.tx, `${n} sent over WireGuard`).toBeGreaterThan(before[n]!.tx);
+      }
+    }), 300_000);
+
+  it('fails no request under concurrent load through a rolling update of app and a drain of a node holding app replicas', () =>
+    c.withLogs(async () => {
+      const wg = Object.fromEntries(await Promise.all(NODES.map(async (n) => [n, await transfer(n)] as const)));
+      // Two loops on every node's ingress, bounded in requests and (by the timer) in time.
+      const loops = NODES.map((n) => requestLoop(`http://${c.node(n).address}:${PORT}/`, 20_000, 2));
+      const bound = setTimeout(() => loops.forEach((l) => void l.stop()), 540_000);
+      let results: Awaited<ReturnType<(typeof loops)[number]['stop']>>[];
+      try {
+        // The rolling update: a changed environment, applied again (nothing to build).
+        writeFileSync(file, readFileSync(file, 'utf8').replace('VERSION: v1', 'VERSION: v2'));
+        const applied = await c.jaco(['apply', '-f', file], undefined, 120_000);
+        expect(applied.code, applied.stderr).toBe(0);
+        expect(applied.stdout).toContain('deployment/counter configured');
+        await rolledOut();
+        expect((await replicas('app')).every((s) => s.template.env?.VERSION === 'v2')).toBe(true);
+        // The drain: a node other than node-1 (redis and db stay) holding app replicas, the most of them.
+        const app = await perNode('app');
+        const [victim] = [...app.entries()].filter(([n]) => n !== 'node-1').sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))[0]!;
+        const drained = await c.jaco(['node', 'drain', victim, '--wait'], undefined, 300_000);
+        expect(drained.code, drained.stdout + drained.stderr).toBe(0);
+        expect((await perNode('app')).get(victim)).toBeUndefined();
+        expect((await replicas('app')).length).toBe(4);
+        await rolledOut();
+      } finally {
+        clearTimeout(bound);
+        results = await Promise.all(loops.map((l) => l.stop()));
+      }
+      const failures = results.flatMap((r) => r.failures);
+      const sent = results.reduce((a, r) => a + r.sent, 0);
+      expect(failures.length, `${failures.length} of ${sent} requests failed:\n${failures.join('\n')}`).toBe(0);
+      expect(sent).toBeGreaterThan(200);
+      // Both revisions answered, v2 from every replica at the end.
+      const bodies = results.flatMap((r) => [...r.seen]);
+      expect(bodies.every((b) => ANSWER.test(b))).toBe(true);
+      expect(bodies.some((b) => b.endsWith(' v1'))).toBe(true);
+      const last = new Set<string>();
+      await eventually(
+        async () => {
+          const m = ANSWER.exec(await ask('node-2', 'node-3'))!;
+          expect(m[3]).toBe('v2');
+          last.add(m[1]!);
+          return last.size === 4;
+        },
+        { what: 'all four app replicas answering v2', timeoutMs: 60_000, intervalMs: 0 },
+      );
+      // Every counted hit is a row: nothing half-done (counted, not stored) under the moves.
+      const [count, max] = (await sql('select count(*) || \' \' || max(n) from hits')).split(' ').map(Number);
+      expect(count).toBe(max);
+      for (const n of NODES) expect((await transfer(n)).rx).toBeGreaterThan(wg[n]!.rx);
+    }), 900_000);
+});
