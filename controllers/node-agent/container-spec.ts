@@ -13,6 +13,11 @@ import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
 import { bareAddress } from './cni.js';
 
+/** The labels that say whose a replica's containers are (its own and its sandbox). */
+export function replicaLabels(d: Pick<ReplicaDesiredSpec, 'deployment' | 'service' | 'replica'>, owner: Owner): Record<string, string> {
+  return { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment, [LABELS.service]: d.service, [LABELS.replica]: d.replica };
+}
+
 /** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
 export interface Owner {
   clusterUid: string;
@@ -147,11 +152,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
     ...(t.container?.user ? { User: t.container.user } : {}),
     Labels: {
       ...t.container?.labels,
-      [LABELS.cluster]: owner.clusterUid,
-      [LABELS.node]: owner.node,
-      [LABELS.deployment]: d.deployment,
-      [LABELS.service]: d.service,
-      [LABELS.replica]: d.replica,
+      ...replicaLabels(d, owner),
       [LABELS.specHash]: d.specHash,
       [LABELS.revision]: String(d.revision),
       ...(deregistrationMs(t) ? { [DEREGISTRATION_LABEL]: String(deregistrationMs(t)) } : {}),

@@ -9,7 +9,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { canonicalJson, onClusterNetwork } from '../../src/api/spec.js';
 import type { ReplicaAddress, ReplicaDesiredSpec } from '../../src/api/types.js';
 import { canonicalCidr, gatewayOf } from './cni.js';
-import type { Owner } from './container-spec.js';
+import { replicaLabels, type Owner } from './container-spec.js';
 
 /** The value of the role label on a sandbox (the replica's own container has none). */
 export const SANDBOX_ROLE = 'sandbox';
@@ -64,11 +64,7 @@ export function sandboxCreateOptions(d: ReplicaDesiredSpec, spec: SandboxSpec, o
     Image: image,
     Hostname: spec.hostname,
     Labels: {
-      [LABELS.cluster]: owner.clusterUid,
-      [LABELS.node]: owner.node,
-      [LABELS.deployment]: d.deployment,
-      [LABELS.service]: d.service,
-      [LABELS.replica]: d.replica,
+      ...replicaLabels(d, owner),
       [LABELS.role]: SANDBOX_ROLE,
       [LABELS.sandboxHash]: spec.hash,
       [LABELS.ipv4]: spec.address.ipv4,
