@@ -183,7 +183,12 @@ spec:
         expect(h).toMatchObject({ up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] });
         // This machine's kernel has no WireGuard (docs/ENVIRONMENT): wireguard-go; one with it: the kernel's.
         expect([h!.mode, h!.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
-        const metrics = await (await fetch(`http://${c.node(n).address}:9465/metrics`)).text();
+        // The handshakes' ages are read on the overlay's next look at its interface (every 2 s here).
+        const handshakes = others.map((o) => new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
+        const metrics = await eventually(async () => {
+          const m = await (await fetch(`http://${c.node(n).address}:9465/metrics`)).text();
+          return handshakes.every((r) => r.test(m)) ? m : undefined;
+        }, { what: `${n}'s metrics: a handshake age per peer`, timeoutMs: 15_000 });
         expect(metrics).toMatch(/^jaco_agent_overlay_up 1$/m);
         expect(metrics).toMatch(/^jaco_agent_overlay_peers\{state="configured"\} 2$/m);
         for (const o of others) expect(metrics).toMatch(new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
