@@ -12,7 +12,7 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type ImageSettings, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -251,18 +251,30 @@ export class NodeAgent {
     );
   }
 
-  /** The cluster's credentials for an image's registry, as the engine takes them (none stored: none). */
+  /**
+   * The cluster's credentials for an image's registry, as the engine takes them (none stored:
+   * none): the user from registries/<host>, the password from this node's copy of the secret the
+   * record names. Throws FileDeliveryError while the copy is not here yet (the pull is retried).
+   */
   private registryAuth(image: string): PullAuth | undefined {
     const cache = this.manager?.cache;
     if (!cache?.holds('registries')) return undefined;
     let registry: string;
     try {
-      registry = qualifyImage(parseImageReference(image)).registry;
+      registry = qualifyImage(parseImageReference(image), this.imageSettings()).registry;
     } catch {
       return undefined;
     }
-    const access = registryAccessFor(registry, [...cache.kind<Registry>('registries').items.values()].map((v) => v.value));
+    const copies = cache.kind<NodeCopy>('copies');
+    const access = registryAccessFor(registry, [...cache.kind<Registry>('registries').items.values()].map((v) => v.value), undefined, (secret) => this.files.registryPassword(secret, copies.get(`secret/${secret}`)?.value));
     return access.credentials ? dockerAuthConfig(registry, access.credentials) : undefined;
+  }
+
+  /** The cluster's image setting (config/images) as the cache holds it. */
+  private imageSettings(): ImageSettingsSpec {
+    const cache = this.manager?.cache;
+    if (!cache?.holds('imageSettings')) return DEFAULT_IMAGE_SETTINGS;
+    return [...cache.kind<ImageSettings>('imageSettings').items.values()][0]?.value.spec ?? DEFAULT_IMAGE_SETTINGS;
   }
 
   /**
@@ -272,11 +284,8 @@ export class NodeAgent {
    */
   private sandboxImage(): string {
     const image = this.opts.sandboxImage ?? DEFAULT_SANDBOX_IMAGE;
-    const cache = this.manager?.cache;
-    if (!cache?.holds('imageSettings')) return image;
-    const settings = [...cache.kind<ImageSettings>('imageSettings').items.values()][0]?.value.spec ?? DEFAULT_IMAGE_SETTINGS;
     const ref = parseImageReference(image);
-    return ref.shortName ? formatReference(qualifyImage(ref, settings)) : image;
+    return ref.shortName ? formatReference(qualifyImage(ref, this.imageSettings())) : image;
   }
 
   /** Stops the loops; containers keep running (an agent restart adopts them). */

@@ -98,6 +98,20 @@ export class ReplicaFiles {
     }
   }
 
+  /**
+   * The password a registry's secret holds, opened from this node's copy (the secrets controller
+   * copies it to every node whose replicas pull from that registry). Throws FileDeliveryError
+   * while there is no usable copy yet; the caller drops the password after the pull.
+   */
+  registryPassword(secret: string, copy: NodeCopy | undefined): string {
+    if (!copy) throw new FileDeliveryError('secret_missing', `no copy of the registry's password (secret ${secret}) on this node yet`);
+    try {
+      return this.open(copy).toString('utf8');
+    } catch (e) {
+      throw new FileDeliveryError('secret_unreadable', `the copy of the registry's password (secret ${secret}) cannot be opened: ${(e as Error).message}`);
+    }
+  }
+
   async release(container: string): Promise<void> {
     await this.delivery.release(container);
   }

@@ -251,7 +251,8 @@ export class StartWorker {
   /**
    * Pulls a missing image (with the cluster's credentials for its registry), retrying with
    * back-off until it succeeds or the start is cancelled. A failure says why in its code:
-   * image_not_found, image_unauthorized, registry_unreachable, else image_pull_failed. With
+   * image_not_found, image_unauthorized, registry_unreachable, secret_missing (the registry's
+   * password not copied to the node yet), else image_pull_failed. With
    * pullPolicy never nothing is pulled: the agent waits for the image to be loaded on the node.
    */
   private async ensureImage(image: string, policy: PullPolicy | undefined): Promise<void> {
@@ -275,7 +276,8 @@ export class StartWorker {
       } catch (e) {
         if (e instanceof DockerUnreachableError || e instanceof CancelledError || this.cancelled) throw e;
         const msg = (e as Error).message;
-        const code = e instanceof NeverPulledError ? 'image_not_found' : (classifyPullError(msg) ?? 'image_pull_failed');
+        // The registry's password not on the node yet (its secret's copy): said as the secret's wait.
+        const code = e instanceof NeverPulledError ? 'image_not_found' : e instanceof FileDeliveryError ? e.code : (classifyPullError(msg) ?? 'image_pull_failed');
         agentMetrics.imagePulls.inc({ result: 'failure' });
         this.log.warn({ image, attempt, code, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
         this.update({ phase: 'pull_failed', code, details: `${image}: ${msg}` });

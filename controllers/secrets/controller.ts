@@ -9,7 +9,7 @@
 // placement, and its reads (secrets, configs, copies) are no other controller's.
 import { OpenError, open, seal, type Sealed } from '../../src/secrets/seal.js';
 import { ClusterKeySource } from '../../src/secrets/keyfile.js';
-import type { ClusterKey, Config, Node, NodeCopy, ReplicaDesired, Secret } from '../../src/api/types.js';
+import type { ClusterKey, Config, ImageSettings, Node, NodeCopy, Registry, ReplicaDesired, Secret } from '../../src/api/types.js';
 import { byRest, type Cache } from '../../src/runtime/cache.js';
 import type { ControllerSpec } from '../../src/runtime/runner.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -18,7 +18,7 @@ import type { Logger } from '../../src/observability/log.js';
 import { decideSecrets, type SecretProblem, type SecretsCrypto, type SecretsDecision, type SecretsSnapshot } from './decide.js';
 import { countSecretsMetric, secretsMetrics, setWaiting, type SecretsMetricEvent } from './metrics.js';
 
-export const SECRETS_READS = ['nodes', 'desired', 'secrets', 'configs', 'copies', 'clusterkey'] as const;
+export const SECRETS_READS = ['nodes', 'desired', 'secrets', 'configs', 'copies', 'clusterkey', 'registries', 'imageSettings'] as const;
 
 export interface SecretsOptions {
   /** The cluster key file (jaco controller --secrets-key-file); absent: configs only. */
@@ -39,6 +39,7 @@ export function secretsSnapshot(cache: Cache): SecretsSnapshot {
   for (const key of desiredSrc.unreadable.keys()) if (!desiredSrc.items.has(key)) unknownUse.add(desiredSrc.rest(key).split('/')[0]!);
   const byName = <T extends { metadata: { name: string } }>(src: ReturnType<Cache['kind']>) => new Map([...(src.items as Map<string, Versioned<T>>).values()].map((v) => [v.value.metadata.name, v]));
   const key = cache.kind<ClusterKey>('clusterkey');
+  const settings = [...cache.kind<ImageSettings>('imageSettings').items.values()][0]?.value.spec;
   return {
     revision: cache.revision,
     nodes: byRest(cache.kind<Node>('nodes')),
@@ -47,6 +48,8 @@ export function secretsSnapshot(cache: Cache): SecretsSnapshot {
     secrets: byName<Secret>(cache.kind('secrets')),
     configs: byName<Config>(cache.kind('configs')),
     copies: byRest(cache.kind<NodeCopy>('copies')),
+    registries: [...cache.kind<Registry>('registries').items.values()].map((v) => v.value),
+    ...(settings ? { imageSettings: settings } : {}),
     ...(key.items.size ? { clusterKey: [...key.items.values()][0] } : {}),
   };
 }

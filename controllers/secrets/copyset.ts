@@ -4,9 +4,9 @@
 // version; a copy nothing on its node uses any more is removed. Pure: the plan and why, from plain
 // data; the controller (decide.ts) seals and writes it.
 //
-// Registry credentials will reach nodes the same way (issue 27): a node's `uses` will include the
-// secrets naming the credentials of the registries its replicas' images come from — the plan does
-// not care why a node uses a file, only that it does.
+// Registry passwords reach nodes the same way: a node's `uses` include the password secret of the
+// registry each of its replicas' images is pulled from (decide.ts) — the plan does not care why a
+// node uses a file, only that it does.
 export type CopyReason = 'missing' | 'source_changed' | 'node_key_changed';
 export type CopyWait = 'node_has_no_key' | 'source_missing';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type ClusterKey, type Config, type Node, type NodeCopy, type ReplicaDesired, type Secret, type ServiceSpec } from '../../src/api/types.js';
+import { API_VERSION, type ClusterKey, type Config, type Node, type NodeCopy, type Registry, type ReplicaDesired, type Secret, type ServiceSpec } from '../../src/api/types.js';
 import { ClusterKeyRing } from '../../src/secrets/keyfile.js';
 import { copyAad, generateKeyPair, open, seal, secretAad, type KeyPair } from '../../src/secrets/seal.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -54,6 +54,40 @@ const ck2 = { ...generateKeyPair('ck', new Date('2026-06-01T00:00:00Z')) };
 const published = (k: KeyPair): Versioned<ClusterKey> => v(keys.clusterKey(), { apiVersion: API_VERSION, kind: 'ClusterKey', metadata: { name: 'current' }, spec: { id: k.id, publicKey: k.publicKey, publishedAt: 'x' } }, 3);
 
 describe('the secrets controller decides', () => {
+  it("copies a registry's password secret to the nodes whose replicas pull from it, and removes it when none does", () => {
+    const reg: Registry = { apiVersion: API_VERSION, kind: 'Registry', metadata: { name: '127.0.0.1:5000' }, spec: { host: '127.0.0.1:5000', username: 'ci', passwordSecret: 'registry_127.0.0.1_5000_ab' } };
+    const pw = secret('registry_127.0.0.1_5000_ab', PLAIN, ck1);
+    const base = {
+      nodes: new Map([['n1', node('n1')], ['n2', node('n2')]]),
+      secrets: new Map([['registry_127.0.0.1_5000_ab', pw]]),
+      clusterKey: published(ck1),
+      registries: [reg],
+      imageSettings: { defaultRegistry: '127.0.0.1:5000', hub: false },
+    };
+    const snap = snapshot({
+      ...base,
+      desired: new Map([
+        // n1: one image written with the registry, one short name at the default registry (the same one).
+        ['n1', [desired('n1', 'shop-db-1', { image: '127.0.0.1:5000/db:1' }), desired('n1', 'shop-web-1', { image: 'web:1', pinnedImage: `127.0.0.1:5000/web:1@sha256:${'a'.repeat(64)}` })]],
+        // n2: an image from elsewhere needs nothing.
+        ['n2', [desired('n2', 'shop-cache-1', { image: 'other.local/cache:1' })]],
+      ]),
+    });
+    const d = decideSecrets(snap, NOW, ringCrypto(new ClusterKeyRing([ck1])));
+    expect(d.acts.map((a) => a.label)).toEqual(['copy secret/registry_127.0.0.1_5000_ab to n1']);
+    expect(d.acts[0]!.audit![0]!.payload).toMatchObject({ replicas: ['shop-db-1', 'shop-web-1'] });
+    const write = d.acts[0]!.ops[0] as { value: NodeCopy };
+    expect(open(write.value.spec.sealed, nodeKeys.n1, copyAad('n1', 'secret', 'registry_127.0.0.1_5000_ab', 'uid-registry_127.0.0.1_5000_ab')).toString()).toBe(PLAIN);
+    expect(JSON.stringify(d)).not.toContain(PLAIN);
+
+    // The replicas left n1 (or the registry was logged out of): its copy goes.
+    const copy = v(keys.copy('n1', 'secret', 'registry_127.0.0.1_5000_ab'), write.value, 30);
+    const gone = decideSecrets(snapshot({ ...base, desired: new Map([['n1', [desired('n1', 'shop-cache-1', { image: 'other.local/cache:1' })]]]), copies: new Map([['n1/secret/registry_127.0.0.1_5000_ab', copy]]) }), NOW, ringCrypto(new ClusterKeyRing([ck1])));
+    expect(gone.acts.map((a) => a.label)).toEqual(['remove copy of secret/registry_127.0.0.1_5000_ab from n1']);
+    const out = decideSecrets(snapshot({ ...base, registries: [], desired: snap.desired, copies: new Map([['n1/secret/registry_127.0.0.1_5000_ab', copy]]) }), NOW, ringCrypto(new ClusterKeyRing([ck1])));
+    expect(out.acts.map((a) => a.label)).toEqual(['remove copy of secret/registry_127.0.0.1_5000_ab from n1']);
+  });
+
   it("copies a secret to the node whose replica uses it, sealed to that node's key, guarded by what it relied on", () => {
     const snap = snapshot({
       nodes: new Map([['n1', node('n1')], ['n2', node('n2')]]),

@@ -8,9 +8,11 @@
 // the object it copied, and the desired key of a replica that uses it; a copy's removal, that no
 // desired key on its node changed since the pass read them (a replica just placed may use it).
 import { filesUsed } from '../../src/api/files.js';
+import { runImage } from '../../src/api/spec.js';
+import { registrySecretOf } from '../../src/images/access.js';
 import { keys } from '../../src/api/keys.js';
 import type { CopyWaitReason } from '../../src/api/reasons/secrets.js';
-import { API_VERSION, type ClusterKey, type Config, type FileKind, type Node, type NodeCopy, type ReplicaDesired, type Secret, type ServiceSpec } from '../../src/api/types.js';
+import { API_VERSION, type ClusterKey, type Config, type FileKind, type ImageSettingsSpec, type Node, type NodeCopy, type Registry, type ReplicaDesired, type Secret, type ServiceSpec } from '../../src/api/types.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { PassResult } from '../../src/runtime/runner.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -49,6 +51,9 @@ export interface SecretsSnapshot {
   /** Copies by `<node>/<kind>/<name>`. */
   copies: ReadonlyMap<string, Versioned<NodeCopy>>;
   clusterKey?: Versioned<ClusterKey>;
+  /** The registries' access: a replica's image at a registry with a stored password uses that password's secret. */
+  registries?: readonly Registry[];
+  imageSettings?: ImageSettingsSpec;
 }
 
 /** A secret (config) that cannot be copied, and why: logged once, counted. */
@@ -82,15 +87,29 @@ function templateFiles(t: ServiceSpec): readonly string[] {
   return f;
 }
 
-/** Per node, per file: the replicas desired there that use it. */
+/**
+ * Per node, per file: the replicas desired there that use it — the secrets and configs of their
+ * templates, and the password secret of the registry their image is pulled from.
+ */
 function usesOf(snap: SecretsSnapshot): Map<string, Map<string, string[]>> {
   const out = new Map<string, Map<string, string[]>>();
+  const pullSecret = new Map<string, string | undefined>();
+  const pullFile = (image: string) => {
+    if (!pullSecret.has(image)) {
+      const s = registrySecretOf(image, snap.registries!, snap.imageSettings);
+      pullSecret.set(image, s ? fileOf('secret', s.secret) : undefined);
+    }
+    return pullSecret.get(image);
+  };
   for (const [node, ds] of snap.desired)
-    for (const d of ds)
-      for (const file of templateFiles(d.value.spec.template)) {
+    for (const d of ds) {
+      const t = d.value.spec.template;
+      const pull = snap.registries?.length ? pullFile(runImage(t)) : undefined;
+      for (const file of pull ? [...templateFiles(t), pull] : templateFiles(t)) {
         const m = out.get(node) ?? out.set(node, new Map()).get(node)!;
         (m.get(file) ?? m.set(file, []).get(file)!).push(d.value.spec.replica);
       }
+    }
   for (const m of out.values()) for (const r of m.values()) r.sort();
   return out;
 }

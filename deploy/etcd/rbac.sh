@@ -51,7 +51,8 @@ for node in "$@"; do
   # cluster: the uid that labels containers, created by whichever process asks first.
   for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
   e role grant-permission "$name" read "${prefix}drains/$node"
-  # What it pulls images with: the registries' access and the image setting (jaco registry login, default).
+  # What it pulls images with: the registries' users, CAs and flags (no password: that reaches it
+  # as its copy of a secret, under copies/<node>/) and the image setting (jaco registry login, default).
   e role grant-permission "$name" --prefix=true read "${prefix}registries/"
   # The services' addresses: the names its resolver answers (docs/networking.md, Names).
   e role grant-permission "$name" --prefix=true read "${prefix}serviceaddresses/"

@@ -463,6 +463,7 @@ const KINDS: KindDef[] = [
         size: int({ minimum: 0, maximum: MAX_FILE_OBJECT_BYTES }),
         sealed: sealedValue('The value, sealed to the cluster key; its additional data is secret/<name>/<uid>.'),
         owner: fileOwner,
+        registry: str({ pattern: REGISTRY_HOST_PATTERN, description: 'The registry whose password this is (jaco registry login).' }),
       },
       ['size', 'sealed'],
     ),
@@ -784,12 +785,12 @@ const KINDS: KindDef[] = [
   {
     kind: 'Registry',
     plural: 'registries',
-    description: 'How to reach one image registry (jaco registry login): credentials, its CA, plain HTTP. Named by its host[:port]; the password is never printed.',
+    description: 'How to reach one image registry (jaco registry login): credentials, its CA, plain HTTP. Named by its host[:port]; the password is a Secret it names, never printed.',
     spec: obj(
       {
         host: str({ pattern: REGISTRY_HOST_PATTERN, description: 'host[:port] as image references name it (docker.io for Docker Hub), lower case.' }),
         username: str({ minLength: 1 }),
-        password: str({ description: 'Readable by the controllers and agents only (deploy/etcd/rbac.sh); never printed, logged or audited.' }),
+        passwordSecret: str({ pattern: FILE_OBJECT_NAME_PATTERN, description: "The Secret holding the user's password: sealed at rest, copied only to the nodes that pull from this registry." }),
         caPem: str({ pattern: '^-----BEGIN CERTIFICATE-----', description: "PEM of the CA that signs the registry's certificate." }),
         insecure: bool(),
       },

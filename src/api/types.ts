@@ -516,6 +516,8 @@ export interface SecretSpec {
   /** The value, sealed to the cluster key (`secret/<name>/<uid>` its additional data). */
   sealed: SealedValue;
   owner?: FileOwner;
+  /** The registry whose password this is (jaco registry login made it; logout or the next login removes it). */
+  registry?: string;
 }
 /** secrets/<name>: immutable (a new value is a new name). The CLI creates and removes it; the secrets controller re-seals it to a new cluster key. */
 export type Secret = JacoObject<'Secret', SecretSpec, never>;
@@ -839,14 +841,16 @@ export type NodeDrain = JacoObject<'NodeDrain', NodeDrainSpec, NodeDrainStatus>;
 
 /**
  * registries/<host>: how nodes (and apply) reach one registry. Written by the CLI only (jaco
- * registry login); readable by the controllers' and agents' etcd users only (deploy/etcd/rbac.sh).
- * The password is never printed, logged or audited.
+ * registry login). The password is not here: it is a Secret (passwordSecret), sealed to the
+ * cluster key at rest and copied, sealed to its own key, to each node whose replicas pull from
+ * the registry — like any secret a replica uses (docs/images.md, docs/secrets.md).
  */
 export interface RegistrySpec {
   /** host[:port] as image references name it (docker.io for Docker Hub), lower case. */
   host: string;
   username?: string;
-  password?: string;
+  /** The Secret (secrets/<name>) holding the user's password; set with username. */
+  passwordSecret?: string;
   /** PEM of the CA that signs the registry's certificate (public). */
   caPem?: string;
   /** Plain HTTP: only for a registry that serves no TLS. */

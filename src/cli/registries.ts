@@ -1,9 +1,12 @@
-// The CLI's writes of image access: registries/<host> (jaco registry login, logout) and
-// config/images (jaco registry default). Each write is one transaction with its audit record,
-// compare-and-swap on what was read; a password never reaches an audit record or an error.
+// The CLI's writes of image access: registries/<host> (jaco registry login, logout), the secret
+// holding a login's password, and config/images (jaco registry default). Each write is one
+// transaction with its audit record, compare-and-swap on what was read; a password never reaches
+// an audit record or an error, and is stored only sealed (a Secret, docs/secrets.md).
 import { keys } from '../api/keys.js';
 import { formatPath, schemas } from '../api/schema.js';
-import { API_VERSION, type ImageSettings, type ImageSettingsSpec, type Registry, type RegistrySpec } from '../api/types.js';
+import { API_VERSION, type ImageSettings, type ImageSettingsSpec, type Registry, type RegistrySpec, type Secret } from '../api/types.js';
+import { secretVersion } from '../secrets/version.js';
+import { createdRecord, newSecret, publishedClusterKey, removedRecord } from './secrets.js';
 import { DEFAULT_IMAGE_SETTINGS } from '../images/access.js';
 import { AuditLog } from '../store/audit.js';
 import { decodeJson, type Store, type Versioned } from '../store/store.js';
@@ -30,17 +33,40 @@ export interface RegistryLogin {
   insecure?: boolean;
 }
 
-/** Stores a registry's access, replacing what was stored (as docker login does). */
+/**
+ * The name of the Secret holding a registry's password: the host (`:` as `_`, brackets dropped)
+ * and a version derived from the password as compose secrets' are (scrypt, salted by the host: it
+ * confirms no cheap guess), so logging in again with the same password names the same secret.
+ */
+export function registrySecretName(host: string, password: string): string {
+  const slug = host.replace(/[[\]]/g, '').replace(/:/g, '_');
+  return `registry_${slug}_${secretVersion(Buffer.from(password, 'utf8'), 'registry', host)}`;
+}
+
+/** The registry's previous password secret, removed with the login that replaces it (only its own). */
+async function ownPasswordSecret(store: Store, host: string, name: string | undefined): Promise<Versioned<Secret> | undefined> {
+  if (!name) return undefined;
+  const s = await store.get<Secret>(keys.secret(name));
+  return s?.value.spec.registry === host ? s : undefined;
+}
+
+/**
+ * Stores a registry's access, replacing what was stored (as docker login does). The password
+ * becomes a Secret sealed to the published cluster key (the CLI cannot open it again), named in
+ * the record; the one it replaces is removed in the same transaction.
+ */
 export async function storeRegistryLogin(store: Store, login: RegistryLogin, now = Date.now()): Promise<'created' | 'updated' | 'unchanged'> {
   const key = keys.registry(login.host);
   const cur = await store.get<Registry>(key);
+  const secretName = login.username !== undefined ? registrySecretName(login.host, login.password ?? '') : undefined;
   const spec: RegistrySpec = {
     host: login.host,
-    ...(login.username !== undefined ? { username: login.username, password: login.password ?? '' } : {}),
+    ...(login.username !== undefined ? { username: login.username, passwordSecret: secretName! } : {}),
     ...(login.caPem ? { caPem: login.caPem } : {}),
     ...(login.insecure ? { insecure: true } : {}),
   };
-  if (cur && JSON.stringify(cur.value.spec) === JSON.stringify(spec)) return 'unchanged';
+  const haveSecret = secretName ? await store.get<Secret>(keys.secret(secretName)) : undefined;
+  if (cur && JSON.stringify(cur.value.spec) === JSON.stringify(spec) && (!secretName || haveSecret)) return 'unchanged';
   const next: Registry = {
     apiVersion: API_VERSION,
     kind: 'Registry',
@@ -50,21 +76,29 @@ export async function storeRegistryLogin(store: Store, login: RegistryLogin, now
   check(next);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const result = cur ? 'updated' : 'created';
-  const ops: Op[] = [
-    cur ? { op: 'update', key, value: next, modRevision: cur.modRevision } : { op: 'create', key, value: next },
-    await audit.op({ type: 'registry_login', time: now, payload: { host: login.host, result, ...(login.username !== undefined ? { username: login.username } : {}), ca: !!login.caPem, insecure: !!login.insecure } }),
-  ];
+  const ops: Op[] = [cur ? { op: 'update', key, value: next, modRevision: cur.modRevision } : { op: 'create', key, value: next }];
+  if (secretName && !haveSecret) {
+    const secret = newSecret(secretName, Buffer.from(login.password ?? '', 'utf8'), (await publishedClusterKey(store)).value, now);
+    secret.spec.registry = login.host;
+    ops.push({ op: 'create', key: keys.secret(secretName), value: secret }, await audit.op(createdRecord(secret, now)));
+  }
+  const old = await ownPasswordSecret(store, login.host, cur?.value.spec.passwordSecret);
+  if (old && old.value.metadata.name !== secretName) ops.push({ op: 'delete', key: old.key, modRevision: old.modRevision }, await audit.op(removedRecord('secret', old.value.metadata.name, now)));
+  ops.push(await audit.op({ type: 'registry_login', time: now, payload: { host: login.host, result, ...(login.username !== undefined ? { username: login.username } : {}), ca: !!login.caPem, insecure: !!login.insecure } }));
   await commitAtomic(store, [{ label: `registry login ${login.host}`, ops }], { landed: landed(store, ops) });
   return result;
 }
 
-/** Removes a registry's stored access; false when none was stored. */
+/** Removes a registry's stored access and its password secret; false when none was stored. */
 export async function removeRegistryLogin(store: Store, host: string, now = Date.now()): Promise<boolean> {
   const key = keys.registry(host);
   const cur = await store.get<Registry>(key);
   if (!cur) return false;
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  const ops: Op[] = [{ op: 'delete', key, modRevision: cur.modRevision }, await audit.op({ type: 'registry_logout', time: now, payload: { host } })];
+  const ops: Op[] = [{ op: 'delete', key, modRevision: cur.modRevision }];
+  const old = await ownPasswordSecret(store, host, cur.value.spec.passwordSecret);
+  if (old) ops.push({ op: 'delete', key: old.key, modRevision: old.modRevision }, await audit.op(removedRecord('secret', old.value.metadata.name, now)));
+  ops.push(await audit.op({ type: 'registry_logout', time: now, payload: { host } }));
   await commitAtomic(store, [{ label: `registry logout ${host}`, ops }], { landed: landed(store, ops) });
   return true;
 }

@@ -3,10 +3,10 @@
 // listing and showing them without their values, and removing them only while nothing uses them.
 // Every write is a compare-and-swap with its audit record in the same transaction.
 import { randomUUID } from 'node:crypto';
-import { filesUsed } from '../api/files.js';
+import { fileId, filesUsed } from '../api/files.js';
 import { keys } from '../api/keys.js';
 import { FILE_OBJECT_NAME_MAX, FILE_OBJECT_NAME_PATTERN, MAX_FILE_OBJECT_BYTES } from '../api/crds.js';
-import { API_VERSION, type ClusterKey, type Config, type Deployment, type FileKind, type FileOwner, type NodeCopy, type ReplicaDesired, type Secret } from '../api/types.js';
+import { API_VERSION, type ClusterKey, type Config, type Deployment, type FileKind, type FileOwner, type NodeCopy, type Registry, type ReplicaDesired, type Secret } from '../api/types.js';
 import type { Logger } from '../observability/log.js';
 import { Cache } from '../runtime/cache.js';
 import { seal, secretAad } from '../secrets/seal.js';
@@ -89,10 +89,11 @@ export interface Users {
   replicas: string[];
 }
 
-/** Every user of every object, by fileId. */
-export function usersOf(deployments: Iterable<Deployment>, desired: Iterable<ReplicaDesired>): Map<string, Users> {
+/** Every user of every object, by fileId: services, replicas, and the registries whose password a secret holds (`registry/<host>`). */
+export function usersOf(deployments: Iterable<Deployment>, desired: Iterable<ReplicaDesired>, registries: Iterable<Registry> = []): Map<string, Users> {
   const out = new Map<string, Users>();
   const at = (id: string) => out.get(id) ?? out.set(id, { services: [], replicas: [] }).get(id)!;
+  for (const r of registries) if (r.spec.passwordSecret) at(fileId('secret', r.spec.passwordSecret)).services.push(`registry/${r.spec.host}`);
   for (const d of deployments) for (const [svc, s] of Object.entries(d.spec.services)) for (const id of filesUsed(s)) at(id).services.push(`${d.metadata.name}/${svc}`);
   for (const r of desired) {
     const svc = `${r.spec.deployment}/${r.spec.service}`;
@@ -115,7 +116,7 @@ export function describeUsers(u: Users | undefined): string {
 
 /** One consistent read of what the secret and config commands need (one revision). */
 export function readFileObjects(store: Store, log: Logger): Promise<Cache> {
-  return Cache.read(store, ['secrets', 'configs', 'deployments', 'desired', 'copies', 'clusterkey'], log);
+  return Cache.read(store, ['secrets', 'configs', 'deployments', 'desired', 'copies', 'clusterkey', 'registries'], log);
 }
 
 /**
@@ -126,11 +127,14 @@ export function readFileObjects(store: Store, log: Logger): Promise<Cache> {
 export async function removeObjects(store: Store, kind: FileKind, names: string[], log: Logger, now = Date.now()): Promise<void> {
   const cache = await readFileObjects(store, log);
   const items = cache.kind<FileObject>(kind === 'secret' ? 'secrets' : 'configs');
-  const users = usersOf(values(cache.kind<Deployment>('deployments').items), values(cache.kind<ReplicaDesired>('desired').items));
+  const users = usersOf(values(cache.kind<Deployment>('deployments').items), values(cache.kind<ReplicaDesired>('desired').items), values(cache.kind<Registry>('registries').items));
   const missing = names.filter((n) => !items.get(n));
   if (missing.length) throw new CliError(`${kind} ${missing.join(', ')} not found; nothing was removed`);
   const inUse = names.map((n) => [n, describeUsers(users.get(`${kind}/${n}`))] as const).filter(([, u]) => u);
-  if (inUse.length) throw new CliError(`${inUse.map(([n, u]) => `${kind} ${n} is used by ${u}`).join('; ')}; nothing was removed (refer to another ${kind} first, or delete the deployment)`);
+  if (inUse.length) {
+    const how = inUse.some(([, u]) => u.includes('registry/')) ? 'log out of the registry (jaco registry logout)' : 'delete the deployment';
+    throw new CliError(`${inUse.map(([n, u]) => `${kind} ${n} is used by ${u}`).join('; ')}; nothing was removed (refer to another ${kind} first, or ${how})`);
+  }
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const acts: Act[] = [];
   for (const n of names) {
@@ -169,7 +173,7 @@ export interface ObjectView {
 
 export function objectViews(cache: Cache, kind: FileKind): ObjectView[] {
   const items = cache.kind<FileObject>(kind === 'secret' ? 'secrets' : 'configs');
-  const users = usersOf(values(cache.kind<Deployment>('deployments').items), values(cache.kind<ReplicaDesired>('desired').items));
+  const users = usersOf(values(cache.kind<Deployment>('deployments').items), values(cache.kind<ReplicaDesired>('desired').items), values(cache.kind<Registry>('registries').items));
   const nodes = new Map<string, string[]>();
   for (const c of values(cache.kind<NodeCopy>('copies').items)) if (c.spec.kind === kind) nodes.set(c.spec.name, [...(nodes.get(c.spec.name) ?? []), c.spec.node].sort());
   return values(items.items)

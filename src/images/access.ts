@@ -11,7 +11,7 @@ export interface PullAuth {
   identitytoken?: string;
 }
 import type { ImageSettingsSpec, Registry, RegistrySpec } from '../api/types.js';
-import { atRegistry, DOCKER_HUB, familiarString, parseRegistryHost, type ImageReference } from './reference.js';
+import { atRegistry, DOCKER_HUB, familiarString, parseImageReference, parseRegistryHost, type ImageReference } from './reference.js';
 import type { RegistryAccess, RegistryCredentials } from './registry.js';
 import { DOCKER_HUB_AUTH_KEY } from './credentials.js';
 
@@ -53,12 +53,19 @@ function storedFor(host: string, stored: Iterable<Registry | RegistrySpec> | Rea
 /**
  * The RegistryAccess for a registry host: the CA and the insecure flag from the cluster's record;
  * the credentials of the operator when given (the CLI acts as its operator, who may push where
- * nodes only pull), else the cluster's (what every node pulls with).
+ * nodes only pull), else the cluster's: its user, and the password opened from the Secret the
+ * record names — which only a node holding a copy can do (`openPassword`; the CLI cannot).
  */
-export function registryAccessFor(host: string, stored: Iterable<Registry | RegistrySpec> | ReadonlyMap<string, Registry>, operatorCredentials?: RegistryCredentials): RegistryAccess {
+export function registryAccessFor(
+  host: string,
+  stored: Iterable<Registry | RegistrySpec> | ReadonlyMap<string, Registry>,
+  operatorCredentials?: RegistryCredentials,
+  openPassword?: (secret: string) => string,
+): RegistryAccess {
   const key = parseRegistryHost(host);
   const spec = storedFor(key, stored);
-  const cluster: RegistryCredentials | undefined = spec?.username !== undefined ? { username: spec.username, password: spec.password ?? '' } : undefined;
+  const cluster: RegistryCredentials | undefined =
+    !operatorCredentials && openPassword && spec?.username !== undefined ? { username: spec.username, password: spec.passwordSecret ? openPassword(spec.passwordSecret) : '' } : undefined;
   const credentials = operatorCredentials ?? cluster;
   return {
     registry: key,
@@ -68,11 +75,27 @@ export function registryAccessFor(host: string, stored: Iterable<Registry | Regi
   };
 }
 
-/** A Registry as it may be shown (-o yaml|json, logs): everything but the password. */
-export function redactRegistry(r: Registry): Registry {
-  const { password: _password, ...spec } = r.spec;
-  return { ...r, spec };
+/**
+ * The Secret holding the password a node pulls `image` with, and the registry it is for: what the
+ * secrets controller copies to the nodes whose replicas use the image, and what the agent opens.
+ * Undefined when the image's registry has no stored password, or the image names no registry the
+ * cluster's setting gives it.
+ */
+export function registrySecretOf(
+  image: string,
+  stored: Iterable<Registry | RegistrySpec> | ReadonlyMap<string, Registry>,
+  settings: ImageSettingsSpec = DEFAULT_IMAGE_SETTINGS,
+): { registry: string; secret: string } | undefined {
+  let registry: string;
+  try {
+    registry = qualifyImage(parseImageReference(image), settings).registry;
+  } catch {
+    return undefined; // unparseable or a short name with nowhere to go: the agent reports that
+  }
+  const secret = storedFor(registry, stored)?.passwordSecret;
+  return secret ? { registry, secret } : undefined;
 }
+
 
 /** The X-Registry-Auth of a push or pull: Docker Hub's credentials go under its index URL. */
 export function dockerAuthConfig(registry: string, credentials?: RegistryCredentials): PullAuth {

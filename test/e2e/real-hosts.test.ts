@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import type { Deployment, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import type { Deployment, NodeCopy, Registry, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import { buildImage, pushLocalImage } from '../../src/images/build.js';
 import { resolveDigest } from '../../src/images/registry.js';
 import { ensureClusterCa, issueCertificate } from '../../src/pki/ca.js';
@@ -195,7 +195,7 @@ spec:
     });
   });
 
-  it('a registry that wants credentials: image_unauthorized on the nodes until jaco registry login, then the replicas run', async () => {
+  it('a registry that wants credentials: image_unauthorized on the nodes until jaco registry login, then the replicas run, the password a secret copied only where they run', async () => {
     let server: RegistryServer | undefined;
     const dir = mkdtempSync(join(tmpdir(), 'jaco-e2e-auth-'));
     dirs.push(dir);
@@ -235,8 +235,13 @@ spec:
         const login = await c.jaco(['registry', 'login', host, '--username', user.username, '--password-stdin', '--ca-file', ca.certFile], user.password);
         expect(login.code, login.stderr).toBe(0);
         await eventually(() => allRunning('private', 2), { what: 'private/app running after the login', timeoutMs: 90_000 });
-        // The password is not shown anywhere an operator looks.
-        for (const args of [['registry', 'ls', '-o', 'yaml'], ['audit'], ['get', 'deployment', 'private', '-o', 'yaml']]) expect((await c.jaco(args)).stdout).not.toContain(user.password);
+        // The password is not shown anywhere an operator looks, nor stored in clear under any key:
+        // it is a secret, copied (sealed to each node's own key) only to the nodes running the replicas.
+        for (const args of [['registry', 'ls', '-o', 'yaml'], ['audit'], ['get', 'deployment', 'private', '-o', 'yaml'], ['secret', 'ls', '-o', 'yaml']]) expect((await c.jaco(args)).stdout).not.toContain(user.password);
+        for (const kv of (await c.store.listRaw('')).kvs) expect(kv.value.toString('utf8'), kv.key.toString()).not.toContain(user.password);
+        const secretName = (await c.store.get<Registry>(keys.registry(host)))!.value.spec.passwordSecret!;
+        const holders = (await c.store.list<NodeCopy>(keys.copiesOf())).items.filter((i) => i.value.spec.name === secretName).map((i) => i.value.spec.node).sort();
+        expect(holders).toEqual([...new Set((await desiredOf('private')).map((d) => d.spec.node))].sort());
       });
     } finally {
       await server?.stop();

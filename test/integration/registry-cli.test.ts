@@ -1,13 +1,23 @@
 // `jaco registry login | ls | logout | default` as an operator runs them (./bin/jaco) against a
-// real etcd and a real TLS registry with users: the login checked against the registry, stored
-// where the nodes read it, audited, and the password never printed by anything.
+// real etcd, a real TLS registry with users and a real secrets controller: the login checked
+// against the registry, its password stored as a secret sealed to the cluster key and copied only
+// to the nodes that pull from the registry, audited, and the password never printed by anything.
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { keys } from '../../src/api/keys.js';
-import type { ImageSettings, Registry } from '../../src/api/types.js';
+import { API_VERSION, type ClusterKey, type ImageSettings, type Node, type NodeCopy, type Registry, type ReplicaDesired, type Secret } from '../../src/api/types.js';
+import { templateOf } from '../../src/api/serving.js';
+import { secretsController } from '../../controllers/secrets/controller.js';
+import { startController, type SingleController } from '../../src/runtime/manager.js';
+import { ensureClusterKeyFile, readClusterKeys } from '../../src/secrets/keyfile.js';
+import { copyAad, generateKeyPair, open } from '../../src/secrets/seal.js';
+import { commitAtomic } from '../../src/store/writer.js';
+import { FAST } from '../../src/timings.js';
+import { testLogger } from '../support/log.js';
+import { eventually } from '../support/wait.js';
 import { qualifyImage, registryAccessFor } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { resolveDigest } from '../../src/images/registry.js';
@@ -32,15 +42,27 @@ describe('jaco registry', () => {
     return r;
   };
 
+  let ctl: SingleController<undefined, unknown, unknown, never>;
+  const nodeKey = generateKeyPair('nk');
+
   beforeAll(async () => {
     reg = await startTestRegistry({ tls: true, users: { puller: PASSWORD } });
     dir = mkdtempSync(join(tmpdir(), 'jaco-registry-cli-'));
     prefix = uniquePrefix();
+    // The secrets controller publishes the cluster key a login seals the password to, and copies it to nodes.
+    const keyFile = join(dir, 'secrets.key');
+    ensureClusterKeyFile(keyFile);
+    const store = etcd.store(prefix);
+    ctl = (await startController({ store, timings: FAST, log: testLogger(), identity: 'test' }, secretsController(FAST, { keyFile }))) as never;
+    await eventually(async () => (await store.get<ClusterKey>(keys.clusterKey()))?.value.spec.id === readClusterKeys(keyFile).primary.id, { what: 'the cluster key published' });
+    const node: Node = { apiVersion: API_VERSION, kind: 'Node', metadata: { name: 'n1' }, spec: {}, status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString(), secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey } } };
+    await commitAtomic(store, [{ ops: [{ op: 'put', key: keys.node('n1'), value: node }] }]);
   });
   afterAll(async () => {
     // Nothing any command printed holds the password: not a table, a YAML, an audit record or an error.
     for (const r of outputs) expect(`${r.stdout}${r.stderr}`).not.toContain(PASSWORD);
     expect(outputs.length).toBeGreaterThan(10);
+    await ctl?.stop();
     await reg?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -62,28 +84,59 @@ describe('jaco registry', () => {
     expect(r.stdout).toBe(`registry/${reg.host} created: user puller, CA set, login checked\n`);
     expect((await cli(['registry', 'login', reg.host, '-u', 'puller', '--password-stdin', '--ca-file', reg.ca!.certFile], PASSWORD)).stdout).toBe(`registry/${reg.host} unchanged: user puller, CA set, login checked\n`);
 
-    // Stored for the nodes, the password with it (etcd RBAC keeps it to agents and controllers).
-    const stored = (await etcd.store(prefix).get<Registry>(keys.registry(reg.host)))!.value;
-    expect(stored.spec).toEqual({ host: reg.host, username: 'puller', password: PASSWORD, caPem: reg.ca!.certPem.trim() + '\n' });
+    // Stored for the nodes: the user, and the password as a secret sealed to the cluster key (never in clear).
+    const store = etcd.store(prefix);
+    const stored = (await store.get<Registry>(keys.registry(reg.host)))!.value;
+    const secretName = stored.spec.passwordSecret!;
+    expect(secretName).toMatch(new RegExp(`^registry_${reg.host.replace(/[.]/g, '\\.').replace(':', '_')}_[0-9a-f]{12}$`));
+    expect(stored.spec).toEqual({ host: reg.host, username: 'puller', passwordSecret: secretName, caPem: reg.ca!.certPem.trim() + '\n' });
+    expect((await store.get<Secret>(keys.secret(secretName)))!.value.spec).toMatchObject({ size: PASSWORD.length, registry: reg.host });
+    const raw = await store.listRaw('');
+    for (const kv of raw.kvs) expect(kv.value.toString('utf8'), kv.key.toString()).not.toContain(PASSWORD);
 
     const ls = await cli(['registry', 'ls']);
     expect(ls.stdout.split('\n')[0]).toMatch(/^HOST\s+USER\s+CA\s+INSECURE\s+DEFAULT\s+AGE$/);
     expect(ls.stdout.split('\n')[1]).toMatch(new RegExp(`^${reg.host.replace(/\./g, '\\.')}\\s+puller\\s+yes\\s+no\\s+no\\s+\\d+s$`));
     const yaml = parse((await cli(['registry', 'ls', '-o', 'yaml'])).stdout) as { kind: string; items: Registry[] };
     expect(yaml.kind).toBe('List');
-    expect(yaml.items.map((i) => i.spec)).toEqual([{ host: reg.host, username: 'puller', caPem: stored.spec.caPem }]);
-    const json = JSON.parse((await cli(['registry', 'ls', '-o', 'json'])).stdout) as { items: Registry[] };
-    expect(json.items[0]!.spec).not.toHaveProperty('password');
+    expect(yaml.items.map((i) => i.spec)).toEqual([{ host: reg.host, username: 'puller', passwordSecret: secretName, caPem: stored.spec.caPem }]);
+    // The secret lists as used by its registry, and cannot be removed while the registry names it.
+    expect((await cli(['secret', 'ls', '-o', 'json'])).stdout).toContain(`registry/${reg.host}`);
+    const rm = await cli(['secret', 'rm', secretName]);
+    expect(rm.code).toBe(1);
+    expect(rm.stderr).toContain(`secret ${secretName} is used by registry/${reg.host}`);
 
     const audit = await cli(['audit', '--type', 'registry_login', '-o', 'json']);
     const records = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
     expect(records.map((a) => a.payload)).toEqual([{ host: reg.host, result: 'created', username: 'puller', ca: true, insecure: false }]);
 
-    // What a node-agent would do with what is stored: resolve (and pull) with it.
+    // No node pulls from the registry yet: no copy. A replica placed on n1 with an image there: n1 gets one.
+    expect((await store.list(keys.copiesOf('n1'))).items).toEqual([]);
+    const t = templateOf(1, { image: `${reg.host}/team/app:1` });
+    const desired: ReplicaDesired = { apiVersion: API_VERSION, kind: 'ReplicaDesired', metadata: { name: 'r1' }, spec: { replica: 'r1', deployment: 'd', service: 's', node: 'n1', revision: 1, specHash: t.specHash, template: t.template, placedAt: new Date().toISOString() } };
+    await commitAtomic(store, [{ ops: [{ op: 'put', key: keys.desired('n1', 'r1'), value: desired }] }]);
+    const copy = await eventually(async () => (await store.get<NodeCopy>(keys.copy('n1', 'secret', secretName)))?.value, { what: "the registry password's copy on n1" });
+
+    // What the node-agent does with it: open its copy with its own key, resolve (and pull) with it.
     const digest = await reg.pushTinyImage('team/app', '1', { username: 'puller', password: PASSWORD });
-    const { registries, settings } = await readImageAccess(etcd.store(prefix));
+    const { registries, settings } = await readImageAccess(store);
     const ref = qualifyImage(parseImageReference(`${reg.host}/team/app:1`), settings);
-    expect(await resolveDigest(ref, registryAccessFor(ref.registry, registries.map((v) => v.value)))).toBe(digest);
+    const nodeOpens = (secret: string) => open(copy.spec.sealed, nodeKey, copyAad('n1', 'secret', secret, copy.spec.uid)).toString('utf8');
+    expect(await resolveDigest(ref, registryAccessFor(ref.registry, registries.map((v) => v.value), undefined, nodeOpens))).toBe(digest);
+    // The CLI, which cannot open the secret, has only the CA: the registry refuses it.
+    await expect(resolveDigest(ref, registryAccessFor(ref.registry, registries.map((v) => v.value)))).rejects.toThrow(/authentication required/);
+
+    // A login with another password: a new secret, the old one removed with it; the copy follows.
+    const again = await cli(['registry', 'login', reg.host, '-u', 'puller', '--password-stdin', '--ca-file', reg.ca!.certFile, '--no-verify'], 'another-password');
+    expect(again.stdout).toBe(`registry/${reg.host} updated: user puller, CA set, not checked\n`);
+    const next = (await store.get<Registry>(keys.registry(reg.host)))!.value.spec.passwordSecret!;
+    expect(next).not.toBe(secretName);
+    expect(await store.get(keys.secret(secretName))).toBeUndefined();
+    await eventually(async () => (await store.get(keys.copy('n1', 'secret', next))) !== undefined && (await store.get(keys.copy('n1', 'secret', secretName))) === undefined, { what: "n1's copy replaced" });
+    // Back to the right password (the tests below use the registry), and the replica gone: no copy left.
+    await cli(['registry', 'login', reg.host, '-u', 'puller', '--password-stdin', '--ca-file', reg.ca!.certFile], PASSWORD);
+    await commitAtomic(store, [{ ops: [{ op: 'delete', key: keys.desired('n1', 'r1') }] }]);
+    await eventually(async () => (await store.list(keys.copiesOf('n1'))).items.length === 0, { what: "n1's copies removed" });
   });
 
   it('stores an insecure registry it cannot reach with --no-verify, and logs out', async () => {
@@ -98,6 +151,11 @@ describe('jaco registry', () => {
     expect(await etcd.store(prefix).get(keys.registry(host))).toBeUndefined();
     const audit = await cli(['audit', '--type', 'registry_logout', '-o', 'json']);
     expect(JSON.parse(audit.stdout.trim()).payload).toEqual({ host });
+    // A logout removes the registry's password secret with it.
+    expect((await etcd.store(prefix).list(keys.secrets())).items).toHaveLength(1);
+    expect((await cli(['registry', 'logout', reg.host])).stdout).toBe(`registry/${reg.host} removed\n`);
+    expect((await etcd.store(prefix).list(keys.secrets())).items).toEqual([]);
+    expect((await cli(['registry', 'login', reg.host, '-u', 'puller', '--password-stdin', '--ca-file', reg.ca!.certFile], PASSWORD)).code).toBe(0);
   });
 
   it('shows and sets the cluster image setting: no default registry and no Docker Hub until told', async () => {

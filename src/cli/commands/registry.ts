@@ -5,7 +5,7 @@ import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { ImageSettings, Registry } from '../../api/types.js';
-import { redactRegistry, registryAccessFor } from '../../images/access.js';
+import { registryAccessFor } from '../../images/access.js';
 import { pushLocalImage } from '../../images/build.js';
 import { operatorCredentials } from '../../images/credentials.js';
 import { atRegistry, DEFAULT_TAG, familiarString, formatReference, InvalidReferenceError, parseImageReference, parseRegistryHost } from '../../images/reference.js';
@@ -74,8 +74,10 @@ export function registerRegistry(program: Command): void {
     .addHelpText(
       'after',
       `
-The password is stored in etcd under registries/<host>, where deploy/etcd/rbac.sh lets only the
-controllers and the node-agents read it; jaco never prints it (jaco registry ls shows the user).
+The password is stored as a secret sealed to the cluster key (registry_<host>_<version>), copied
+only to the nodes whose replicas pull from the registry, each sealed to that node's own key (the
+secrets controller must run with a cluster key file, as jaco up's does). jaco never prints it
+(jaco registry ls shows the user). jaco apply and jaco registry push use your own docker login.
 
 Examples:
   echo "$CI_TOKEN" | jaco registry login ghcr.io --username ci-bot --password-stdin
@@ -131,7 +133,7 @@ Examples:
       action(async (opts: { output?: string }, cmd: Command) => {
         const out = parseOutput(opts.output, ['table', 'yaml', 'json']);
         const { registries, settings, revision } = await withStore(cmd, (s) => readImageAccess(s));
-        if (out !== 'table') return printObjects(out, registries.map((r) => redactRegistry(r.value)), false, revision);
+        if (out !== 'table') return printObjects(out, registries.map((r) => r.value), false, revision);
         const rows = registries.map(({ value: r }: { value: Registry }) => [r.spec.host, r.spec.username ?? '-', yesNo(!!r.spec.caPem), yesNo(r.spec.insecure), r.spec.host === settings.defaultRegistry ? 'yes' : 'no', age(r.metadata.creationTimestamp)]);
         printTable(['HOST', 'USER', 'CA', 'INSECURE', 'DEFAULT', 'AGE'], rows);
       }),
