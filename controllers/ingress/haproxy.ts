@@ -60,6 +60,41 @@ export interface ConfigInput {
   routes: readonly Route[];
   /** Servers written statically (those routed at the moment of a reload), by backend. */
   servers: ReadonlyMap<string, ReadonlyMap<string, ServerAddr>>;
+  /**
+   * Frontends left out because HAProxy could not bind them (a port another process holds, an
+   * address the node does not have): their backends stay, so the runtime API still finds them.
+   */
+  unbound?: ReadonlySet<string>;
+}
+
+/** A frontend HAProxy could not bind, as its alert says it. */
+export interface BindFailure {
+  frontend: string;
+  /** The address:port it tried. */
+  address: string;
+  /** The system's reason (Address already in use, Cannot assign requested address, …). */
+  reason: string;
+}
+
+/** HAProxy's alerts: "Binding [cfg:12] for frontend fe_x: cannot bind socket (Address already in use) for [127.0.0.1:80]". */
+const BIND_ALERT = /for (?:frontend|proxy) (\S+): cannot bind socket \(([^)]*)\) for \[([^\]]+)\]/;
+
+/** The bind failures in HAProxy's output (every failing frontend is named, all at once). */
+export function parseBindFailures(lines: readonly string[]): BindFailure[] {
+  const out: BindFailure[] = [];
+  for (const l of lines) {
+    const m = BIND_ALERT.exec(l);
+    if (m && !out.some((f) => f.frontend === m[1] && f.address === m[3])) out.push({ frontend: m[1]!, reason: m[2]!, address: m[3]! });
+  }
+  return out;
+}
+
+/** A start or reload refused because frontends could not bind: the caller leaves them out and loads again. */
+export class BindError extends Error {
+  override name = 'BindError';
+  constructor(readonly failures: readonly BindFailure[]) {
+    super(`haproxy could not bind ${failures.map((f) => `${f.frontend} on ${f.address} (${f.reason})`).join(', ')}`);
+  }
 }
 
 /** The skeleton configuration (deterministic: routes by port, servers by name). */
@@ -88,6 +123,7 @@ export function renderConfig(c: ConfigInput): string {
   ];
   const routes = [...c.routes].sort((a, b) => a.published - b.published || (frontendName(a) < frontendName(b) ? -1 : 1));
   for (const r of routes) {
+    if (c.unbound?.has(frontendName(r))) continue;
     // A service address is answered because the service range is local to the node
     // (Ingress.makeServiceRangesLocal). A local route lets an IPv4 socket bind any address of it,
     // not an IPv6 one (its bind wants the address on a link): `transparent` binds it regardless
@@ -193,6 +229,10 @@ export class HaproxyProcess {
   private proc?: ChildProcess;
   private stopping = false;
   private restarts = 0;
+  /** HAProxy's output while a config is being applied (its alerts name what failed). */
+  private output?: string[];
+  /** Resolves when the running process has exited and its output is all read. */
+  private closed?: Promise<void>;
 
   constructor(
     readonly dir: string,
@@ -213,24 +253,43 @@ export class HaproxyProcess {
     return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
-  /** Writes the config and (re)starts HAProxy with it; resolves once the runtime API answers. */
+  /**
+   * Writes the config and (re)starts HAProxy with it; resolves once the runtime API answers.
+   * Throws BindError when frontends could not bind (HAProxy names them): a start then exits, and a
+   * reload leaves the old worker serving the old config.
+   */
   async apply(config: string): Promise<void> {
     writeFileSync(this.configFile, config);
-    if (!this.running) return this.start();
-    const before = await workerPid(this.socket);
-    this.proc!.kill('SIGUSR2');
-    await this.until(async () => {
-      const pid = await workerPid(this.socket);
-      return pid !== undefined && pid !== before;
-    }, 'a reloaded worker');
+    this.output = [];
+    try {
+      if (!this.running) return await this.start();
+      const before = await workerPid(this.socket);
+      this.proc!.kill('SIGUSR2');
+      await this.until(async () => {
+        const pid = await workerPid(this.socket);
+        return pid !== undefined && pid !== before;
+      }, 'a reloaded worker');
+    } catch (e) {
+      // A start that failed: its last alerts may still be in the pipe when the exit is seen.
+      if (!this.running) await this.closed;
+      const failures = parseBindFailures(this.output ?? []);
+      throw failures.length ? new BindError(failures) : e;
+    } finally {
+      this.output = undefined;
+    }
   }
 
   private async start(): Promise<void> {
     if (existsSync(this.socket)) rmSync(this.socket, { force: true });
     const proc = spawn(this.binary, ['-W', '-db', '-f', this.configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.proc = proc;
+    this.closed = new Promise((r) => proc.once('close', () => r()));
     const lines = (d: Buffer) => {
-      for (const l of d.toString().split('\n')) if (l.trim()) this.log.info({ haproxy: l.trim() }, 'haproxy');
+      for (const l of d.toString().split('\n'))
+        if (l.trim()) {
+          this.log.info({ haproxy: l.trim() }, 'haproxy');
+          this.output?.push(l);
+        }
     };
     proc.stdout!.on('data', lines);
     proc.stderr!.on('data', lines);
@@ -248,6 +307,8 @@ export class HaproxyProcess {
     for (;;) {
       if (await ok()) return;
       if (!this.running) throw new RuntimeApiError(`haproxy exited while waiting for ${what} (see the log above)`);
+      // A reload whose listeners failed: the master says so and keeps the old worker; no new one comes.
+      if (this.output?.some((l) => l.includes('cannot bind socket'))) throw new RuntimeApiError(`haproxy could not bind while waiting for ${what}`);
       if (Date.now() > deadline) throw new RuntimeApiError(`timed out waiting for ${what}`);
       await new Promise((r) => setTimeout(r, 50));
     }

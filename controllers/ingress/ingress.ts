@@ -27,7 +27,7 @@ function serviceRangesOf(cache: Cache): { ipv4: string; ipv6: string } | undefin
   const cfg = [...cache.kind<NetworkConfig>('network').items.values()][0]?.value.spec;
   return cfg ? serviceRanges(cfg) : undefined;
 }
-import { HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK } from './haproxy.js';
+import { BindError, frontendName, HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK, type BindFailure } from './haproxy.js';
 import { ingressStatusOf, StatusReporter } from './report.js';
 
 const registers = [registry];
@@ -37,6 +37,7 @@ export const ingressMetrics = {
   reloads: new Counter({ name: 'jaco_ingress_reloads_total', help: 'HAProxy configuration loads (start, a changed frontend set, recovery), by result', labelNames: ['result'], registers }),
   commands: new Counter({ name: 'jaco_ingress_runtime_commands_total', help: 'Runtime API commands sent to HAProxy, by op and result', labelNames: ['op', 'result'], registers }),
   requests: new Gauge({ name: 'jaco_ingress_requests_total', help: 'Requests HAProxy answered, per backend (from its own counters)', labelNames: ['backend'], registers }),
+  unbound: new Gauge({ name: 'jaco_ingress_unbound_frontends', help: 'Frontends HAProxy could not bind (a port held by another process, an address the node lacks), left out until retried', registers }),
   errors: new Gauge({ name: 'jaco_ingress_errors_total', help: 'Connection and response errors and 5xx answers, per backend (from its own counters)', labelNames: ['backend'], registers }),
 };
 
@@ -80,6 +81,14 @@ export class Ingress {
   /** The cluster's service ranges (with serviceAddresses), and the ones made local so far. */
   private serviceRanges?: { ipv4: string; ipv6: string };
   private localRanges?: string;
+  /**
+   * Frontends HAProxy could not bind, left out of its config so every other route still loads;
+   * tried again after the longest back-off (timings.backoffMaxMs: a reload from the whole picture) or with the next change
+   * of the frontend set.
+   */
+  private unbound = new Map<string, BindFailure>();
+  private unboundKey?: string;
+  private unboundRetry?: NodeJS.Timeout;
 
   constructor(readonly opts: IngressOptions) {
     this.haproxy = new HaproxyProcess(opts.dir, opts.log, opts.haproxyBinary, () => {
@@ -109,6 +118,7 @@ export class Ingress {
     if (this.stopped) return;
     this.stopped = true;
     clearInterval(this.refreshTimer);
+    clearTimeout(this.unboundRetry);
     await this.manager?.stop();
     await this.reporter.stop();
     await this.haproxy.stop();
@@ -150,7 +160,7 @@ export class Ingress {
   /** Reports what this ingress routes (ingresses/<node>), written when it changed. */
   private report(): void {
     if (this.stopped) return;
-    this.reporter.report(ingressStatusOf(this.opts.node, this.view, this.checks, this.haproxy.running, this.conflicts, Date.now()));
+    this.reporter.report(ingressStatusOf(this.opts.node, this.view, this.checks, this.haproxy.running, this.conflicts, Date.now(), [...this.unbound.values()]));
   }
 
   private spec(): ControllerSpec<null, IngressSnapshot, unknown, IngressPass> {
@@ -203,6 +213,40 @@ export class Ingress {
     this.opts.log.info({ ranges: [r.ipv4, r.ipv6] }, 'service addresses are local to this node');
   }
 
+  /**
+   * Loads a config with the frontends that bind: a start or reload HAProxy refuses because some
+   * could not (a port another process holds, an address this node lacks) is loaded again without
+   * them — one route that cannot be answered must not keep every other route from changing.
+   * Each such frontend is logged, counted, reported in ingresses/<node>, and tried again later.
+   */
+  private async load(reload: NonNullable<IngressPlan['reload']>): Promise<void> {
+    // A new frontend set is a new chance for every frontend.
+    if (reload.key !== this.unboundKey) this.unbound.clear();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address: reload.address, routes: reload.routes, servers: reload.servers, unbound: new Set(this.unbound.keys()) }));
+        break;
+      } catch (e) {
+        if (!(e instanceof BindError) || attempt > 0) throw e;
+        for (const f of e.failures) {
+          this.unbound.set(f.frontend, f);
+          this.opts.log.error({ frontend: f.frontend, address: f.address, reason: f.reason, retryInMs: this.opts.timings.backoffMaxMs }, `cannot answer on ${f.address}: ${f.reason}; the other routes load without it`);
+        }
+      }
+    }
+    this.unboundKey = reload.key;
+    ingressMetrics.unbound.set(this.unbound.size);
+    clearTimeout(this.unboundRetry);
+    if (this.unbound.size)
+      this.unboundRetry = setTimeout(() => {
+        // Reload from the whole picture: what frees its port meanwhile binds.
+        this.unbound.clear();
+        this.unboundKey = undefined;
+        this.view = { ...this.view, configKey: undefined };
+        this.runner?.trigger();
+      }, this.opts.timings.backoffMaxMs).unref();
+  }
+
   private logNotes(plan: IngressPlan): void {
     const text = JSON.stringify(plan.notes);
     if (text !== this.lastNotes && plan.notes.length) this.opts.log.warn({ notes: plan.notes }, 'ingress waits or ignores');
@@ -216,9 +260,10 @@ export class Ingress {
       if (plan.reload) {
         const { address } = plan.reload;
         if (plan.reload.routes.some((r) => r.addresses)) await this.makeServiceRangesLocal();
-        await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address, routes: plan.reload.routes, servers: plan.reload.servers }));
+        await this.load(plan.reload);
         ingressMetrics.reloads.inc({ result: 'ok' });
-        log.info({ routes: plan.reload.routes.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');
+        const bound = plan.reload.routes.filter((r) => !this.unbound.has(frontendName(r)));
+        log.info({ routes: bound.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');
       }
       for (const o of plan.ops) {
         try {

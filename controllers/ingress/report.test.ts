@@ -46,4 +46,10 @@ describe('ingress status (ingresses/<node>)', () => {
     expect(ingressStatusOf('node-1', { servers: new Map() }, new Map(), true, [], T).spec).toMatchObject({ haproxy: 'down', routes: [] });
     expect(ingressStatusOf('node-1', view, new Map(), false, [], T).spec.haproxy).toBe('down');
   });
+
+  it('names the routes HAProxy could not bind, with the address and the reason', () => {
+    const s = ingressStatusOf('node-1', view, new Map(), true, [], T, [{ frontend: 'fe_18080', address: '127.0.1.1:18080', reason: 'Address already in use' }, { frontend: 'fe_gone', address: 'x', reason: 'y' }]);
+    expect(s.spec.unbound).toEqual([{ published: 18080, deployment: 'shop', service: 'web', address: '127.0.1.1:18080', reason: 'Address already in use' }]);
+    expect(ingressStatusOf('node-1', view, new Map(), true, [], T).spec).not.toHaveProperty('unbound');
+  });
 });

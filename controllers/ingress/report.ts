@@ -10,6 +10,7 @@ import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import type { HaproxyView } from './decide.js';
+import { frontendName, type BindFailure } from './haproxy.js';
 
 /** HAProxy's check status per server, by `<backend>/<server>` (from `show stat`). */
 export type CheckStatus = ReadonlyMap<string, string>;
@@ -22,6 +23,7 @@ export function ingressStatusOf(
   running: boolean,
   conflicts: readonly { published: number; winner: string; losers: string[] }[],
   now: number,
+  unbound: readonly BindFailure[] = [],
 ): IngressStatus {
   // The published ports (a service's own ports are answered alike on every node: its endpoints say it).
   const routes: IngressRoute[] = (view.routes ?? []).filter((r) => !r.addresses).map((r) => ({
@@ -42,8 +44,19 @@ export function ingressStatusOf(
     haproxy: running && view.configKey !== undefined ? 'running' : 'down',
     routes,
     ...(conflicts.length ? { conflicts: conflicts.map((c) => ({ published: c.published, routedTo: c.winner, ignored: c.losers })) } : {}),
+    ...(unbound.length ? { unbound: unboundRoutes(view, unbound) } : {}),
   };
   return { apiVersion: API_VERSION, kind: 'IngressStatus', metadata: { name: node }, spec };
+}
+
+/** The routes of the frontends HAProxy could not bind, by port. */
+function unboundRoutes(view: HaproxyView, unbound: readonly BindFailure[]): NonNullable<IngressStatusSpec['unbound']> {
+  const out: NonNullable<IngressStatusSpec['unbound']> = [];
+  for (const f of unbound) {
+    const r = (view.routes ?? []).find((x) => frontendName(x) === f.frontend);
+    if (r) out.push({ published: r.published, deployment: r.deployment, service: r.service, address: f.address, reason: f.reason });
+  }
+  return out.sort((a, b) => a.published - b.published || (a.address < b.address ? -1 : 1));
 }
 
 /** What a status says, without the moment it was written: a change of this is worth a write. */

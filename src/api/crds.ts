@@ -595,6 +595,10 @@ const KINDS: KindDef[] = [
           ),
         ),
         conflicts: arr(obj({ published: int(), routedTo: str(), ignored: arr(str()) }, ['published', 'routedTo', 'ignored'])),
+        unbound: arr(
+          obj({ published: int({ minimum: 1, maximum: 65535 }), deployment: str(), service: str(), address: str(), reason: str() }, ['published', 'deployment', 'service', 'address', 'reason']),
+          { description: 'Routes HAProxy could not bind (a port another process holds, an address the node lacks): left out, the others answer; tried again after the longest back-off (30 s) and with the next change.' },
+        ),
       },
       ['node', 'time', 'haproxy', 'routes'],
     ),

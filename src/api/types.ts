@@ -651,6 +651,8 @@ export interface IngressStatusSpec {
   routes: IngressRoute[];
   /** Published ports claimed twice: routed to the first. */
   conflicts?: { published: number; routedTo: string; ignored: string[] }[];
+  /** Routes HAProxy could not bind (address:port, the system's reason): left out, the others answer. */
+  unbound?: { published: number; deployment: string; service: string; address: string; reason: string }[];
 }
 /** ingresses/<node>: what one node's ingress routes, bound to its lease (gone when it stops). */
 export type IngressStatus = JacoObject<'IngressStatus', IngressStatusSpec, never>;

@@ -6,7 +6,10 @@
 // bounded request loop (loopback only), fail 0 requests — and HAProxy neither retried nor
 // re-dispatched one (jaco's routing did the work, not HAProxy's second line); so do a drain move
 // of a single-replica service, and a delete and re-apply of another service. Each ingress reports
-// what it routes (ingresses/<node>), shown by `jaco get endpoints`, and the report goes with it.
+// what it routes (ingresses/<node>), shown by `jaco get endpoints`, and the report goes with it. A
+// published port another process holds on one node leaves that one route out there, said in the
+// report and `describe service`, while every other route still loads; freed, it is taken.
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runtimeCommand, serverName } from '../../controllers/ingress/haproxy.js';
 import { LABELS } from '../../src/api/labels.js';
@@ -55,6 +58,7 @@ async function pages(node: string, n: number): Promise<string[]> {
 
 const socket = (node: string) => ingressSocket(c, node);
 const shopStat = () => backendStat(socket('node-1'), 'be_shop_web_http');
+const unboundOn1Gone = async () => !(await c.store.get<IngressStatus>(keys.ingress('node-1')))?.value.spec.unbound;
 
 describe('ingress', () => {
   it("a published service answers on every node's ingress, from replicas on every node", async () => {
@@ -191,6 +195,29 @@ describe('ingress', () => {
     // The scheduler restarts it; it comes back into routing once healthy again (the restart
     // creates a fresh container without /tmp/sick).
     await eventually(async () => (await c.store.get<Endpoints>(keys.endpoints('shop', 'web')))?.value.spec.addresses.some((a) => a.replica === victim.replica), { what: `${victim.replica} back in endpoints`, timeoutMs: 90_000 });
+  }, 180_000);
+
+  it('a published port another process holds on one node: that route alone is left out there, said, and taken once free', async () => {
+    const HELD = PUBLISHED + 2; // + 1 is solo's, still applied
+    const holder = createServer((sock) => sock.end('HTTP/1.0 200 OK\r\n\r\nnot jaco\n'));
+    await new Promise<void>((resolve, reject) => {
+      holder.once('error', reject);
+      holder.listen(HELD, address('node-1'), resolve);
+    });
+    try {
+      await c.apply(httpdManifest({ deployment: 'held', image: 'jaco-demo/busybox:1', published: HELD, replicas: 1 }));
+      const unboundOn1 = async () => (await c.store.get<IngressStatus>(keys.ingress('node-1')))?.value.spec.unbound ?? [];
+      await eventually(async () => (await unboundOn1()).some((u) => u.published === HELD && u.reason === 'Address already in use'), { what: `node-1 reporting ${HELD} unbound`, timeoutMs: 60_000 });
+      // The other routes loaded without it: node-1 answers the shop as before, node-2 answers the new port.
+      expect((await pages('node-1', 3)).length).toBe(3);
+      await eventually(async () => (await get(`http://${address('node-2')}:${HELD}/`).catch(() => ({ status: 0, body: '' }))).status === 200, { what: "node-2's ingress answering the held port", timeoutMs: 60_000 });
+      expect((await c.jaco(['describe', 'service', 'held/web'])).stdout).toContain(`Not answered on node-1: ${address('node-1')}:${HELD} cannot be bound (Address already in use)`);
+    } finally {
+      await new Promise((r) => holder.close(r));
+    }
+    // Freed: the next try (after the longest back-off) binds it.
+    await eventually(async () => (await unboundOn1Gone()) && (await get(`http://${address('node-1')}:${HELD}/`).catch(() => ({ status: 0, body: '' }))).status === 200, { what: 'node-1 answering the freed port', timeoutMs: 60_000 });
+    expect((await c.jaco(['delete', 'deployment', 'held'])).code).toBe(0);
   }, 180_000);
 
   it("a stopped ingress's report goes with its lease", async () => {

@@ -150,6 +150,8 @@ async function describeService(store: Store, v: ClusterView, name: string, now: 
     if (silent.length) out += `  No ingress status from: ${silent.join(', ')} (is \`jaco ingress\` running there?)\n`;
     for (const i of mine) for (const c of i.spec.conflicts ?? []) if (c.ignored.includes(name) || c.routedTo === name) out += `  Conflict on ${i.spec.node}: port ${c.published} routed to ${c.routedTo}, ignored for ${c.ignored.join(', ')}\n`;
   }
+  // Any route of the service an ingress could not bind (published or its service address).
+  for (const i of mine) for (const u of i.spec.unbound ?? []) if (`${u.deployment}/${u.service}` === name) out += `  Not answered on ${i.spec.node}: ${u.address} cannot be bound (${u.reason}); tried again with back-off\n`;
   out += await recentEvents(store, (e) => e.spec.deployment === dep && (e.spec.payload.service === svc || String(e.spec.payload.replica ?? '').startsWith(`${dep}-${svc}-`)));
   return out;
 }
