@@ -308,7 +308,10 @@ const KINDS: KindDef[] = [
     kind: 'Node',
     plural: 'nodes',
     description: 'A host running a node-agent. The agent writes status and labels; the CLI writes spec.',
-    spec: obj({ unschedulable: bool() }),
+    spec: obj({
+      unschedulable: bool(),
+      labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
+    }),
     status: obj(
       {
         capacity,

@@ -312,6 +312,11 @@ export interface Capacity {
 export interface NodeSpec {
   /** Cordoned: no new placements; running replicas stay. Written by the CLI. */
   unschedulable?: boolean;
+  /**
+   * Labels the operator set at runtime (`jaco node label`), beside the agent's own
+   * (metadata.labels, from `jaco agent --labels`); one of the same key wins. Written by the CLI.
+   */
+  labels?: Record<string, string>;
 }
 
 export interface NodeStatus {
@@ -341,7 +346,7 @@ export interface PortRange {
   max: number;
 }
 
-/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec. */
+/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec (cordon, runtime labels). */
 export type Node = JacoObject<'Node', NodeSpec, NodeStatus>;
 
 export interface ReplicaFootprint {

@@ -113,3 +113,56 @@ describe('http and tcp health checks run by the agent', () => {
       await c.jaco(['delete', 'deployment', 'hc']);
     }), 60_000);
 });
+
+describe('jaco node label', () => {
+  const selectorManifest = `
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: { name: lb }
+spec:
+  services:
+    ssd:
+      image: jaco-demo/busybox:1
+      command: [sleep, '3600']
+      stopGracePeriod: 1s
+      update: { minReadyTime: 1s }
+      placement: { nodeSelector: { disk: ssd } }
+`;
+  const replicaNode = async () => (await c.desired()).filter((d) => d.spec.deployment === 'lb').map((d) => d.spec.node);
+
+  it('a label changed at runtime moves a replica whose node no longer matches; the agent’s own labels stay the agent’s', () =>
+    c.withLogs(async () => {
+      await c.apply(selectorManifest);
+      // Only node-1 carries disk=ssd (its agent's --labels).
+      await eventually(async () => ((await c.replicasNotRunning('lb')).length === 0 && (await replicaNode()).join() === 'node-1' ? true : undefined), { what: 'lb/ssd running on node-1', timeoutMs: 30_000 });
+
+      // node-2 gains the label, node-1's own is overridden: the rebalancer's conformance moves it.
+      const t0 = Date.now();
+      for (const [n, l] of [['node-2', 'disk=ssd'], ['node-1', 'disk=hdd']]) {
+        const r = await c.jaco(['node', 'label', n!, l!]);
+        expect(r.code, r.stderr).toBe(0);
+        expect(r.stdout).toBe(`node/${n} labeled (${l})\n`);
+      }
+      await eventually(async () => ((await replicaNode()).join() === 'node-2' && (await c.replicasNotRunning('lb')).length === 0 ? true : undefined), { what: 'lb/ssd moved to node-2', timeoutMs: 30_000 });
+      console.log(`node label: the replica ran on node-2 alone ${Date.now() - t0} ms after the labels changed`);
+      const moved = await c.jaco(['audit', '--type', 'rebalance_moved,node_labeled', '-o', 'json']);
+      const events = moved.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });
+      expect(events.filter((e) => e.type === 'node_labeled').map((e) => e.payload)).toEqual([
+        { node: 'node-2', set: { disk: 'ssd' }, removed: [] },
+        { node: 'node-1', set: { disk: 'hdd' }, removed: [] },
+      ]);
+      expect(events.find((e) => e.type === 'rebalance_moved')?.payload).toMatchObject({ src: 'node-1', dst: 'node-2', trigger: 'placement' });
+
+      // Shown beside the agent's own; the agent's own is not the CLI's to remove.
+      const wide = await c.jaco(['get', 'nodes', '-o', 'wide']);
+      expect(wide.stdout).toContain('disk=hdd (runtime, agent: ssd)');
+      const refused = await c.jaco(['node', 'label', 'node-2', 'zone-']);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('node node-2 has no label zone');
+      // Removing the override gives node-1 its agent's label back.
+      expect((await c.jaco(['node', 'label', 'node-1', 'disk-'])).stdout).toBe('node/node-1 labeled (disk-)\n');
+      expect((await c.jaco(['describe', 'node', 'node-1'])).stdout).toMatch(/Labels: +disk=ssd\n/);
+      await c.jaco(['delete', 'deployment', 'lb']);
+    }), 60_000);
+});
+
