@@ -156,9 +156,14 @@ spec:
       // Shown beside the agent's own; the agent's own is not the CLI's to remove.
       const wide = await c.jaco(['get', 'nodes', '-o', 'wide']);
       expect(wide.stdout).toContain('disk=hdd (runtime, agent: ssd)');
+      const rev = (await c.store.get(keys.node('node-2')))!.modRevision;
       const refused = await c.jaco(['node', 'label', 'node-2', 'zone-']);
       expect(refused.code).not.toBe(0);
       expect(refused.stderr).toContain('node node-2 has no label zone');
+      const bad = await c.jaco(['node', 'label', 'node-2', 'zone=a b']);
+      expect(bad.stderr).toContain('"zone=a b": "a b" is not a valid label value');
+      // Refused: nothing written.
+      expect((await c.store.get(keys.node('node-2')))!.modRevision).toBe(rev);
       // Removing the override gives node-1 its agent's label back.
       expect((await c.jaco(['node', 'label', 'node-1', 'disk-'])).stdout).toBe('node/node-1 labeled (disk-)\n');
       expect((await c.jaco(['describe', 'node', 'node-1'])).stdout).toMatch(/Labels: +disk=ssd\n/);

@@ -72,7 +72,7 @@ export async function setLabels(store: Store, host: string, args: readonly strin
 }
 
 export function registerNode(program: Command): Command {
-  const node = program.command('node').description('Manage nodes: cordon, uncordon (and drain, remove)');
+  const node = program.command('node').description('Manage nodes: cordon, uncordon, label (and drain, remove)');
   node
     .command('cordon')
     .description('Mark a node unschedulable: no new placements; running replicas stay')
