@@ -13,7 +13,8 @@ import type { HealthState } from '../../src/api/types.js';
 import type { CgroupUsage } from '../node-agent/cgroup.js';
 import type { Owner } from '../node-agent/container-spec.js';
 import { DockerApiError } from '../node-agent/docker.js';
-import { DEREGISTRATION_LABEL, networkLabels, portsOf, type ContainerFacts } from '../node-agent/facts.js';
+import { DEREGISTRATION_LABEL, networkLabels, portsOf, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeSpec } from '../node-agent/facts.js';
+import type { ProbeResult } from '../node-agent/probes.js';
 import type { ContainerRuntime, UsageReader } from '../node-agent/runtime.js';
 
 export interface HollowRuntimeOptions {
@@ -78,6 +79,13 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
     this.listener?.(id, action);
   }
 
+  /** An agent-run check (healthcheck.http/.tcp): nothing listens in memory, so a container answers unless it is one that fails. */
+  async probe(id: string, p: ProbeSpec): Promise<ProbeResult> {
+    const c = this.containers.get(id);
+    const ok = !!c && c.facts.state === 'running' && !c.fails;
+    return { ok, output: `${ok ? 'answered' : 'no answer'} at ${p.host}:${p.port} (hollow)` };
+  }
+
   private must(id: string): HollowContainer {
     const c = this.containers.get(id) ?? this.containers.get(this.byName.get(id) ?? '');
     if (!c) throw new DockerApiError(`No such container: ${id}`, 404);
@@ -114,6 +122,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
     const memLimit = opts.HostConfig?.Memory ?? 0;
     const hc = opts.Healthcheck && opts.Healthcheck.Test?.[0] !== 'NONE' ? opts.Healthcheck : undefined;
     const dereg = Number(labels[DEREGISTRATION_LABEL]);
+    const probe = probeFromLabel(labels[PROBE_LABEL]);
     const facts: ContainerFacts = {
       id,
       name,
@@ -131,6 +140,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
       ports: portsOf(opts.ExposedPorts),
       pid: 0,
       ...(dereg > 0 ? { deregistrationMs: dereg } : {}),
+      ...(probe ? { probe } : {}),
       ...(opts.HostConfig?.NetworkMode ? { networkMode: opts.HostConfig.NetworkMode } : {}),
       ...networkLabels(labels),
     };

@@ -5,6 +5,7 @@
 //   docker-view.ts  the picture of its containers (events + resync)
 //   executor.ts     carrying out starts and stops on the runtime
 //   network.ts      a cluster-network replica's addresses in its sandbox (cni.ts: CNI ptp)
+//   probes.ts       the health checks it runs itself (healthcheck.http/.tcp) against its replicas
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
 //   overlay.ts      the WireGuard mesh between nodes: a second controller on its manager (--overlay)
 //   names.ts        the node's resolver for its cluster-network replicas (dns.ts): another controller
@@ -28,6 +29,7 @@ import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type
 import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { EarlyHealth } from './early-health.js';
+import { AgentProbes, dialProbe } from './probes.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
@@ -130,6 +132,7 @@ export class NodeAgent {
   private presence!: Presence;
   private sampler!: PressureSampler;
   private early!: EarlyHealth;
+  private probes!: AgentProbes;
   private manager?: Manager;
   private runner?: Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
   /** The node's resolver for its cluster-network replicas (names.ts). */
@@ -198,6 +201,7 @@ export class NodeAgent {
       (image) => this.registryAuth(image),
     );
     this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
+    this.probes = new AgentProbes(runtime.probe?.bind(runtime) ?? dialProbe, (id) => this.view.cache.get(id), this.log, trigger);
     this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity, {
       mode: this.pressureMode,
       node: new NodeUsageReader(this.opts.cgroupRoot),
@@ -295,6 +299,7 @@ export class NodeAgent {
     this.view?.stop();
     this.executor?.stopAll();
     this.early?.stop();
+    this.probes?.stop();
     this.overlay?.stop();
     await this.manager?.stop();
     await this.resolver?.stop();
@@ -369,6 +374,8 @@ export class NodeAgent {
         // New containers get the agent's own first health checks (issue 14: a step need not wait
         // for Docker's first interval).
         this.early.sync(this.view.cache.values());
+        // Agent-run checks (healthcheck.http/.tcp) of every running container that has one.
+        this.probes.sync(this.view.cache.values());
         void this.sweepFiles(now);
       },
       afterPass: (_state, { plan }, landed) => {
@@ -411,8 +418,9 @@ export class NodeAgent {
     }
     const commandsSrc = cache.kind<ReplicaCommand>('commands');
     const commands = new Map([...commandsSrc.items].map(([k, v]) => [commandsSrc.rest(k), v.value]));
-    // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts).
-    const containers = this.early.overlay(this.view.cache.values());
+    // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts),
+    // and the agent's verdicts for the checks it runs itself (probes.ts).
+    const containers = this.probes.overlay(this.early.overlay(this.view.cache.values()), state.observed);
     return {
       node,
       desired,
@@ -541,6 +549,7 @@ export class NodeAgent {
     await this.manager?.stop();
     this.executor.stopAll();
     this.early.stop();
+    this.probes.stop();
     let code = 0;
     let removed = 0;
     try {

@@ -3,6 +3,7 @@
 // Docker host. Parsers are pure and throw AgentFlagError with a message fit for the CLI.
 import { execFile } from 'node:child_process';
 import { availableParallelism, totalmem } from 'node:os';
+import { labelProblem } from '../../src/api/nodes.js';
 import type { Capacity } from '../../src/api/types.js';
 import { cpuMillis, durationMs, formatDuration, memoryBytes, UnitError } from '../../src/api/units.js';
 import type { Timings } from '../../src/timings.js';
@@ -38,9 +39,6 @@ export function parseCapacity(spec: string): Partial<Capacity> {
   return out;
 }
 
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
-
 /** "zone=a,gpu=true" → labels, with Kubernetes' label syntax (placement.nodeSelector matches them). */
 export function parseLabels(spec: string | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -49,8 +47,8 @@ export function parseLabels(spec: string | undefined): Record<string, string> {
     if (eq <= 0) throw new AgentFlagError(`--labels: "${part}" is not key=value (e.g. zone=a,disk=ssd)`);
     const k = part.slice(0, eq).trim();
     const v = part.slice(eq + 1).trim();
-    if (!LABEL_KEY.test(k) || k.length > 316) throw new AgentFlagError(`--labels: "${k}" is not a valid label key`);
-    if (!LABEL_VALUE.test(v) || v.length > 63) throw new AgentFlagError(`--labels: "${v}" is not a valid label value (letters, digits, - _ ., at most 63)`);
+    const bad = labelProblem(k, v);
+    if (bad) throw new AgentFlagError(`--labels: ${bad}`);
     out[k] = v;
   }
   return out;

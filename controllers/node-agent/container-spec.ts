@@ -5,13 +5,14 @@
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
 import { containerPortEnv, DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } from '../../src/api/ports.js';
-import { DEREGISTRATION_LABEL } from './facts.js';
+import { DEREGISTRATION_LABEL, PROBE_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
 import { bareAddress } from './cni.js';
+import { probeSpec } from './probes.js';
 
 /** The labels that say whose a replica's containers are (its own and its sandbox). */
 export function replicaLabels(d: Pick<ReplicaDesiredSpec, 'deployment' | 'service' | 'replica'>, owner: Owner): Record<string, string> {
@@ -52,6 +53,8 @@ const NS_PER_MS = 1_000_000;
 function healthcheck(t: ServiceSpec): Docker.HealthConfig | undefined {
   const h = t.healthcheck;
   if (!h) return undefined;
+  // An agent-run check (probes.ts): Docker runs none, not even one the image declares.
+  if (!h.test) return { Test: ['NONE'] };
   return {
     Test: h.test,
     Interval: durationMs(h.interval) * NS_PER_MS,
@@ -140,6 +143,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
     ...hostOptions(cluster ? { ...t.container, extraHosts: undefined } : t.container),
   };
   const hc = healthcheck(t);
+  const probe = probeSpec(d, owner);
   return {
     name: containerName(owner, d.replica, d.revision, d.specHash),
     Image: runImage(t),
@@ -156,6 +160,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
       [LABELS.specHash]: d.specHash,
       [LABELS.revision]: String(d.revision),
       ...(deregistrationMs(t) ? { [DEREGISTRATION_LABEL]: String(deregistrationMs(t)) } : {}),
+      ...(probe ? { [PROBE_LABEL]: JSON.stringify(probe) } : {}),
     },
     // Declared so that `docker ps` shows them and a later replacement can see a shared host port.
     // Not on the cluster network: Docker refuses exposed ports on a container joining another's namespace.

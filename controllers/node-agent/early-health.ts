@@ -138,7 +138,7 @@ export class EarlyHealth {
           this.changed();
           return;
         }
-        await sleep(nextCheckDelayMs(attempt), ac.signal);
+        await abortableSleep(nextCheckDelayMs(attempt), ac.signal);
       }
     } finally {
       this.running.delete(key);
@@ -146,7 +146,8 @@ export class EarlyHealth {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits ms, or less when the signal aborts (never rejects). */
+export function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(t);

@@ -38,6 +38,8 @@ export interface ContainerFacts {
   deregistrationMs?: number;
   /** The container's own health check as Docker holds it (absent: none, or NONE). */
   healthcheck?: HealthcheckFacts;
+  /** Its agent-run health check (healthcheck.http or .tcp; probes.ts), from its label. */
+  probe?: ProbeSpec;
   /** `sandbox`: it holds a cluster-network replica's network namespace (absent: the replica's own container). */
   role?: 'sandbox';
   /** Docker's HostConfig.NetworkMode: host, none, or container:<id> (a replica in its sandbox). */
@@ -57,6 +59,36 @@ export interface HealthcheckFacts {
 
 /** The label carrying a container's deregistration delay: a stop honours the container's own, like its grace. */
 export const DEREGISTRATION_LABEL = 'jaco.dev/deregistration-delay-ms';
+
+/** The label carrying a container's agent-run check (JSON of its ProbeSpec; probes.ts). */
+export const PROBE_LABEL = 'jaco.dev/health-probe';
+
+/** One container's agent-run check, resolved: where it goes and how often. */
+export interface ProbeSpec {
+  kind: 'http' | 'tcp';
+  host: string;
+  port: number;
+  /** http: the path requested. */
+  path?: string;
+  /** http: the status that counts as healthy (absent: 200–399). */
+  expect?: number;
+  intervalMs: number;
+  timeoutMs: number;
+  retries: number;
+  startPeriodMs: number;
+}
+
+/** A container's check read back from its label (undefined: none, or a label this agent cannot read). */
+export function probeFromLabel(value: string | undefined): ProbeSpec | undefined {
+  if (!value) return undefined;
+  try {
+    const p = JSON.parse(value) as ProbeSpec;
+    const ok = (p.kind === 'http' || p.kind === 'tcp') && typeof p.host === 'string' && Number.isInteger(p.port) && [p.intervalMs, p.timeoutMs, p.retries, p.startPeriodMs].every((n) => typeof n === 'number' && n >= 0);
+    return ok ? p : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 const DOCKER_STATES: DockerState[] = ['created', 'running', 'paused', 'restarting', 'removing', 'exited', 'dead'];
 /** Docker's zero time: a container that never started or never finished. */
@@ -122,6 +154,7 @@ export function factsFromInspect(i: Docker.ContainerInspectInfo): ContainerFacts
     deregistrationMs: Number(labels[DEREGISTRATION_LABEL]) > 0 ? Number(labels[DEREGISTRATION_LABEL]) : undefined,
     healthcheck: health === 'none' ? undefined : { test: i.Config.Healthcheck!.Test ?? [], timeoutMs: Math.round((i.Config.Healthcheck!.Timeout ?? 0) / 1e6) },
     networkMode: i.HostConfig?.NetworkMode || undefined,
+    probe: probeFromLabel(labels[PROBE_LABEL]),
     ...networkLabels(labels),
   };
   for (const [k, v] of Object.entries(opt)) if (v !== undefined) (facts as unknown as Record<string, unknown>)[k] = v;

@@ -15,6 +15,12 @@ export const agentMetrics = {
     labelNames: ['result'],
     registers,
   }),
+  probeChecks: new Counter({
+    name: 'jaco_agent_health_probes_total',
+    help: "Health checks the agent runs itself against its replicas (healthcheck.http, healthcheck.tcp), by kind and result (passed, failed)",
+    labelNames: ['kind', 'result'],
+    registers,
+  }),
   imagePulls: new Counter({ name: 'jaco_agent_image_pulls_total', help: 'Image pull attempts by result (success, failure)', labelNames: ['result'], registers }),
   starts: new Counter({ name: 'jaco_agent_starts_total', help: 'Container starts by result (started, start_failed, invalid_spec, cancelled)', labelNames: ['result'], registers }),
   stops: new Counter({ name: 'jaco_agent_stops_total', help: 'Containers stopped or removed, by reason', labelNames: ['reason'], registers }),

@@ -9,7 +9,8 @@
 import type Docker from 'dockerode';
 import type { CgroupUsage } from './cgroup.js';
 import type { Owner } from './container-spec.js';
-import type { ContainerFacts } from './facts.js';
+import type { ContainerFacts, ProbeSpec } from './facts.js';
+import type { ProbeResult } from './probes.js';
 import type { PullAuth } from '../../src/images/access.js';
 
 /** Reads a container's usage without asking the engine (cgroup files); undefined: ask `stats`. */
@@ -46,6 +47,11 @@ export interface ContainerRuntime {
    * comes from the runtime's own checks only.
    */
   exec?(id: string, cmd: string[], timeoutMs: number): Promise<number>;
+  /**
+   * Runs an agent-run health check (healthcheck.http/.tcp) of a container. Absent (Docker): the
+   * agent dials the replica over the network itself (probes.ts dialProbe).
+   */
+  probe?(id: string, p: ProbeSpec): Promise<ProbeResult>;
   /** The engine's one-shot usage of a container (the fallback of `usage`). */
   stats(id: string): Promise<CgroupUsage | undefined>;
   /**

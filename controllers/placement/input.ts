@@ -1,6 +1,6 @@
 // The one builder of a placer from stored state, so every controller that places or moves
 // (scheduler, drain, rebalancer) sees nodes, their eligibility and their occupancy the same way.
-import { unschedulableBecause } from '../../src/api/nodes.js';
+import { nodeLabels, unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
 import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
@@ -124,7 +124,7 @@ export function placementInputFrom(s: StoredState, now: number): PlacementInput 
   const nodes = [...s.nodes].map((n) => ({
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
-    labels: n.metadata.labels ?? {},
+    labels: nodeLabels(n),
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),

@@ -5,7 +5,7 @@
 // explanation `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
 // name, then replica id). Effects of acts that must land first (cooldowns, the ping-pong
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
-import { nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
+import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
@@ -529,7 +529,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     book,
     placer: placerOnce,
     placements: snap.placements ?? new Map(),
-    labels: new Map(snap.nodes.map((n) => [n.metadata.name, n.metadata.labels ?? {}])),
+    labels: new Map(snap.nodes.map((n) => [n.metadata.name, nodeLabels(n)])),
     now,
     moveTimeoutMs,
     mayMove: countedCycle && !move,

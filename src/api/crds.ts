@@ -95,6 +95,13 @@ const replicaAddress = (description: string): Schema =>
     { description },
   );
 
+/** A health check's port: a container port, or the name of one of the service's ports. */
+const checkPort: Schema = {
+  'x-kubernetes-int-or-string': true,
+  anyOf: [int({ minimum: 1, maximum: 65535 }), str({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 })],
+  description: 'A container port, or the name of one of the service\'s ports; under host networking the check goes to its host port (fixed or assigned).',
+};
+
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
@@ -165,13 +172,22 @@ const serviceSchema: Schema = obj(
     deregistrationDelay: duration('How long a replica is out of routing before its container is stopped (default 5s with published ports, else 0s).'),
     healthcheck: obj(
       {
-        test: arr(str(), { minItems: 2, description: '["CMD", arg, …] or ["CMD-SHELL", command].' }),
+        test: arr(str(), { minItems: 2, description: '["CMD", arg, …] or ["CMD-SHELL", command]: run by Docker inside the container. One of test, http, tcp.' }),
+        http: obj(
+          {
+            path: str({ pattern: '^/', description: 'The path requested (default /).' }),
+            port: checkPort,
+            expect: int({ minimum: 100, maximum: 599, description: 'The status code that counts as healthy (default: any of 200–399).' }),
+          },
+          ['port'],
+          { description: 'An HTTP GET run by the node-agent against the replica (its own address on the cluster network, its node\'s under host networking): no shell needed in the image. One of test, http, tcp.' },
+        ),
+        tcp: obj({ port: checkPort }, ['port'], { description: 'A TCP connection opened by the node-agent to the replica: healthy when accepted. One of test, http, tcp.' }),
         interval: duration('Time between checks (default 30s).'),
         timeout: duration('Time a check may take (default 30s).'),
         retries: int({ minimum: 1, description: 'Consecutive failures before unhealthy (default 3).' }),
         startPeriod: duration('Grace period after start (default 0s).'),
       },
-      ['test'],
     ),
     stopSignal: str({ pattern: '^(SIG)?[A-Z0-9+]+$', description: 'Signal that asks the container to stop (default SIGTERM).' }),
     stopGracePeriod: duration('Time between the stop signal and SIGKILL (default 10s).'),
@@ -292,7 +308,10 @@ const KINDS: KindDef[] = [
     kind: 'Node',
     plural: 'nodes',
     description: 'A host running a node-agent. The agent writes status and labels; the CLI writes spec.',
-    spec: obj({ unschedulable: bool() }),
+    spec: obj({
+      unschedulable: bool(),
+      labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
+    }),
     status: obj(
       {
         capacity,

@@ -47,3 +47,96 @@ export function nodeStatusText(node: Node, hb: Heartbeat | undefined, drain: Nod
   if (node.spec?.unschedulable) parts.push('SchedulingDisabled');
   return parts.join(',');
 }
+
+// ---------------------------------------------------------------- labels
+
+/** Kubernetes' label syntax, for the agent's --labels and `jaco node label` alike. */
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+
+/** What is wrong with a label, or undefined when it is well formed. */
+export function labelProblem(key: string, value?: string): string | undefined {
+  if (!LABEL_KEY.test(key) || key.length > 316) return `"${key}" is not a valid label key`;
+  if (value !== undefined && (!LABEL_VALUE.test(value) || value.length > 63)) return `"${value}" is not a valid label value (letters, digits, - _ ., at most 63)`;
+  return undefined;
+}
+
+/**
+ * A node's labels as placement matches them: the agent's own (metadata.labels) with the
+ * operator's runtime labels (spec.labels) over them. Built once per stored value (the cache never
+ * changes one), since every pass reads every node's.
+ */
+const effectiveLabels = new WeakMap<Node, Record<string, string>>();
+export function nodeLabels(node: Node): Record<string, string> {
+  let l = effectiveLabels.get(node);
+  if (!l) effectiveLabels.set(node, (l = node.spec?.labels ? { ...node.metadata.labels, ...node.spec.labels } : (node.metadata.labels ?? {})));
+  return l;
+}
+
+/** `jaco node label` arguments: k=v sets, k- removes. */
+export interface LabelChanges {
+  set: Record<string, string>;
+  remove: string[];
+}
+
+export class LabelArgError extends Error {
+  override name = 'LabelArgError';
+}
+
+/** Parses `k=v … k-`; throws LabelArgError naming the argument that is not one. */
+export function parseLabelArgs(args: readonly string[]): LabelChanges {
+  const out: LabelChanges = { set: {}, remove: [] };
+  if (!args.length) throw new LabelArgError('give at least one label: KEY=VALUE to set, KEY- to remove');
+  for (const a of args) {
+    const eq = a.indexOf('=');
+    if (eq < 0 && a.endsWith('-')) {
+      const k = a.slice(0, -1);
+      const bad = labelProblem(k);
+      if (bad) throw new LabelArgError(`${JSON.stringify(a)}: ${bad}`);
+      out.remove.push(k);
+      continue;
+    }
+    if (eq <= 0) throw new LabelArgError(`${JSON.stringify(a)} is neither KEY=VALUE nor KEY- (e.g. zone=a, zone-)`);
+    const k = a.slice(0, eq);
+    const v = a.slice(eq + 1);
+    const bad = labelProblem(k, v);
+    if (bad) throw new LabelArgError(`${JSON.stringify(a)}: ${bad}`);
+    if (out.remove.includes(k) || k in out.set) throw new LabelArgError(`label ${k} is given twice`);
+    out.set[k] = v;
+  }
+  for (const k of out.remove) if (k in out.set) throw new LabelArgError(`label ${k} is given twice`);
+  return out;
+}
+
+/**
+ * The node's runtime labels after the changes (undefined: none left), and what changed. Removing
+ * a label the operator never set is refused: one of the agent's own is changed where it is set
+ * (jaco agent --labels) or overridden with KEY=VALUE, and a key on neither is likely a typo.
+ */
+export function relabel(node: Node, ch: LabelChanges): { labels?: Record<string, string>; set: Record<string, string>; removed: string[] } {
+  const cur = { ...node.spec?.labels };
+  const agent = node.metadata.labels ?? {};
+  for (const k of ch.remove)
+    if (!(k in cur))
+      throw new LabelArgError(
+        k in agent
+          ? `label ${k} on node ${node.metadata.name} is the agent's own (jaco agent --labels ${k}=${agent[k]}): change it there, or override it here with ${k}=VALUE`
+          : `node ${node.metadata.name} has no label ${k}`,
+      );
+  const set: Record<string, string> = {};
+  for (const [k, v] of Object.entries(ch.set)) if (cur[k] !== v) set[k] = cur[k] = v;
+  for (const k of ch.remove) delete cur[k];
+  return { ...(Object.keys(cur).length ? { labels: cur } : {}), set, removed: ch.remove };
+}
+
+/**
+ * A node's labels as `get nodes` and `describe node` show them: the agent's own, then the
+ * operator's runtime ones marked so (one overriding an agent label shows the agent's value it hides).
+ */
+export function labelsText(node: Node, sep = ', '): string {
+  const agent = node.metadata.labels ?? {};
+  const runtime = node.spec?.labels ?? {};
+  const own = Object.entries(agent).filter(([k]) => !(k in runtime)).map(([k, v]) => `${k}=${v}`);
+  const set = Object.entries(runtime).map(([k, v]) => `${k}=${v} (runtime${k in agent ? `, agent: ${agent[k]}` : ''})`);
+  return [...own, ...set].join(sep);
+}

@@ -72,6 +72,28 @@ const rules: Rule[] = [
       ? [issue('healthcheck-test', [...at, 'healthcheck', 'test', 0], `service "${name}": healthcheck.test must start with "CMD" or "CMD-SHELL", got ${JSON.stringify(t[0])}`)]
       : [];
   },
+  /** A health check is one of three forms: an exec test, an http check or a tcp check. */
+  function healthOneForm(name, svc, at) {
+    const h = svc.healthcheck;
+    if (!h) return [];
+    const forms = (['test', 'http', 'tcp'] as const).filter((f) => h[f] !== undefined);
+    if (forms.length === 1) return [];
+    const path = [...at, 'healthcheck'];
+    return forms.length
+      ? [issue('healthcheck-form', [...path, forms[1]!], `service "${name}": a healthcheck has one form, got ${forms.join(' and ')}; keep one of test, http, tcp`)]
+      : [issue('healthcheck-form', path, `service "${name}": a healthcheck needs one of test (run in the container), http or tcp (run by the node-agent)`)];
+  },
+  /** A check's port named as a port of the service must be one (a number is any container port). */
+  function healthPortNamed(name, svc, at) {
+    const h = svc.healthcheck;
+    const form = h?.http ? 'http' : h?.tcp ? 'tcp' : undefined;
+    const port = form && h![form]!.port;
+    if (typeof port !== 'string') return [];
+    const names = normalizePorts(svc).map((p) => p.name);
+    return names.includes(port)
+      ? []
+      : [issue('healthcheck-port', [...at, 'healthcheck', form!, 'port'], `service "${name}": healthcheck.${form}.port names port ${JSON.stringify(port)}, which the service does not list${names.length ? ` (its ports: ${names.join(', ')})` : ''}; name one of them or give a number`)];
+  },
   function volumeSources(name, svc, at) {
     const out: ValidationIssue[] = [];
     const targets = new Set<string>();

@@ -50,6 +50,10 @@ describe('Deployment schema', () => {
     ['long-form port with an unknown field', dep({ web: { image: 'x', ports: [{ containerPort: 80, hostport: 1 }] } }), 'spec.services.web.ports[0].hostport: unknown field [additionalProperties]'],
     ['a port that is neither', dep({ web: { image: 'x', ports: ['80'] } }), 'spec.services.web.ports[0]: must be integer or object [anyOf]'],
     ['health test too short', dep({ web: { image: 'x', healthcheck: { test: ['CMD'] } } }), 'spec.services.web.healthcheck.test: must NOT have fewer than 2 items [minItems]'],
+    ['an http check without a port', dep({ web: { image: 'x', healthcheck: { http: { path: '/' } } } }), 'spec.services.web.healthcheck.http.port: is required [required]'],
+    ['an http check path without its slash', dep({ web: { image: 'x', healthcheck: { http: { path: 'health', port: 80 } } } }), 'spec.services.web.healthcheck.http.path: "health" must match pattern'],
+    ['an http check expecting no status', dep({ web: { image: 'x', healthcheck: { http: { port: 80, expect: 42 } } } }), 'spec.services.web.healthcheck.http.expect: must be >= 100'],
+    ['a tcp check on port 0', dep({ web: { image: 'x', healthcheck: { tcp: { port: 0 } } } }), 'spec.services.web.healthcheck.tcp.port: must be >= 1'],
   ])('rejects %s', (_name, obj, want) => {
     const got = issues(obj);
     expect(got.some((g) => g.startsWith(want)), `${got.join('\n')}\n does not contain\n${want}`).toBe(true);
@@ -81,6 +85,9 @@ describe('cross-field rules', () => {
     ['more replicas than hosts', { x: { image: 'i', replicas: 3, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }, 'spec.services.x.replicas: service "x" wants 3 replicas but placement.hosts lists 2 host(s)'],
     ['hosts listed without hosts mode', { x: { image: 'i', placement: { hosts: ['a'] } } }, 'spec.services.x.placement.hosts: service "x" lists placement.hosts but its mode is spread'],
     ['health test form', { x: { image: 'i', healthcheck: { test: ['RUN', 'true'] } } }, 'spec.services.x.healthcheck.test[0]: service "x": healthcheck.test must start with "CMD" or "CMD-SHELL"'],
+    ['two health check forms', { x: { image: 'i', healthcheck: { test: ['CMD', 'true'], http: { port: 80 } } } }, 'spec.services.x.healthcheck.http: service "x": a healthcheck has one form, got test and http; keep one of test, http, tcp'],
+    ['a health check of no form', { x: { image: 'i', healthcheck: { interval: '5s' } } }, 'spec.services.x.healthcheck: service "x": a healthcheck needs one of test (run in the container), http or tcp (run by the node-agent)'],
+    ['a check port named but not listed', { x: { image: 'i', ports: [{ name: 'web', containerPort: 80 }], healthcheck: { tcp: { port: 'http' } } } }, 'spec.services.x.healthcheck.tcp.port: service "x": healthcheck.tcp.port names port "http", which the service does not list (its ports: web)'],
     ['relative bind source', { x: { image: 'i', volumes: [{ type: 'bind', source: 'data', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": a bind mount\'s source must be an absolute host path'],
     ['bad volume name', { x: { image: 'i', volumes: [{ type: 'volume', source: '/abs', target: '/d' }] } }, 'spec.services.x.volumes[0].source: service "x": volume name "/abs"'],
     ['same target twice', { x: { image: 'i', volumes: [{ type: 'volume', source: 'a', target: '/d' }, { type: 'volume', source: 'b', target: '/d' }] } }, 'spec.services.x.volumes[1].target: service "x": two volumes mount at /d'],
@@ -111,6 +118,8 @@ describe('cross-field rules', () => {
     ['one replica with a volume', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }],
     ['hosts with enough hosts', { x: { image: 'i', replicas: 2, placement: { mode: 'hosts', hosts: ['a', 'b'] } } }],
     ['CMD-SHELL health', { x: { image: 'i', healthcheck: { test: ['CMD-SHELL', 'wget -q -O- 127.0.0.1:8080'] } } }],
+    ['an http check on a named port', { x: { image: 'i', ports: [{ name: 'web', containerPort: 80 }], healthcheck: { http: { path: '/healthz', port: 'web', expect: 204 } } } }],
+    ['a tcp check on a container port', { x: { image: 'i', network: 'cluster', healthcheck: { tcp: { port: 6379 } } } }],
     ['absolute bind', { x: { image: 'i', volumes: [{ type: 'bind', source: '/srv/x', target: '/x', readOnly: true }] } }],
     ['read-only binds with 3 replicas (configs, secrets)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'bind', source: '/etc/app.conf', target: '/app.conf', readOnly: true }] } }],
     ['a global service with binds (a log shipper: /var/log read-only, its positions writable)', { x: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'bind', source: '/var/log', target: '/host/log', readOnly: true }, { type: 'bind', source: '/var/lib/shipper', target: '/state' }] } }],

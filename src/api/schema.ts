@@ -176,12 +176,13 @@ export class SchemaRegistry {
 export function toIssues(errors: ErrorObject[], anyOf = 'must be a number or a quantity string'): ValidationIssue[] {
   // An anyOf failure (int-or-string) also reports each branch's failure; keep only the anyOf —
   // unless the value has the type of exactly one branch (a port number out of range, a long-form
-  // port missing a field): then that branch's own errors say what is wrong, and the anyOf goes.
+  // port missing a field, a number beside a string form): then that branch's own errors say what is wrong, and the anyOf goes.
   const branchOf = (a: ErrorObject): number | undefined => {
     const branches = ((a.parentSchema as { anyOf?: { type?: string }[] } | undefined)?.anyOf ?? []).map((b) => b.type);
     const t = typeof a.data === 'number' ? (Number.isInteger(a.data) ? ['integer', 'number'] : ['number']) : a.data !== null && typeof a.data === 'object' && !Array.isArray(a.data) ? ['object'] : [typeof a.data];
     const hits = branches.map((b, i) => (b && t.includes(b) ? i : -1)).filter((i) => i >= 0);
-    return hits.length === 1 && branches.filter((b) => b === 'object').length ? hits[0] : undefined;
+    // A number out of a branch's range (a port 0) is told by that branch too.
+    return hits.length === 1 && (branches.includes('object') || typeof a.data === 'number') ? hits[0] : undefined;
   };
   const anyOfs = errors.filter((e) => e.keyword === 'anyOf').map((a) => ({ a, prefix: a.schemaPath.replace(/\/anyOf$/, '/anyOf/'), branch: branchOf(a) }));
   const kept = errors.filter((e) => {

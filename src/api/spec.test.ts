@@ -27,6 +27,8 @@ describe('specHash', () => {
     ['env value (same keys)', { env: { A: '1', B: '3' } }],
     ['command', { command: ['sh', '-c', 'sleep 5'] }],
     ['healthcheck', { healthcheck: { test: ['CMD', 'true'] } }],
+    ['an http check', { healthcheck: { http: { port: 80 } } }],
+    ['a tcp check', { healthcheck: { tcp: { port: 80 } } }],
     ['mounts', { volumes: [{ type: 'volume', source: 'data', target: '/data' }] }],
     ['resources', { resources: { memory: '64Mi' } }],
     ['stop grace', { stopGracePeriod: '30s' }],
@@ -98,6 +100,10 @@ describe('withDefaults', () => {
     expect(d).toMatchObject({ replicas: 1, placement: { mode: 'spread' }, stopSignal: 'SIGTERM', stopGracePeriod: '10s', priority: 0, rebalance: 'enabled', update: { order: 'start-first', stepTimeout: '60s', maxUnavailable: 1 } });
   });
   it('leaves replicas out for global', () => expect(withDefaults({ image: 'x', placement: { mode: 'global' } }).replicas).toBeUndefined());
+  it('an http check and a tcp check on the same port hash apart, and a written-out default path changes nothing', () => {
+    expect(specHash({ ...base, healthcheck: { http: { port: 80 } } })).not.toBe(specHash({ ...base, healthcheck: { tcp: { port: 80 } } }));
+    expect(specHash({ ...base, healthcheck: { http: { port: 80, path: '/' } } })).toBe(specHash({ ...base, healthcheck: { http: { port: 80 } } }));
+  });
   it('fills health-check defaults', () => expect(withDefaults({ image: 'x', healthcheck: { test: ['CMD', 'true'] } }).healthcheck).toEqual({ test: ['CMD', 'true'], interval: '30s', timeout: '30s', retries: 3, startPeriod: '0s' }));
 });
 

@@ -51,8 +51,11 @@ export function withDefaults(spec: ServiceSpec): ServiceSpec {
   if (mode !== 'global') out.replicas = spec.replicas ?? SERVICE_DEFAULTS.replicas;
   if (spec.healthcheck) {
     const h = SERVICE_DEFAULTS.health;
+    const { test, http, tcp } = spec.healthcheck;
     out.healthcheck = {
-      test: spec.healthcheck.test,
+      ...(test ? { test } : {}),
+      ...(http ? { http: { ...http, path: http.path ?? '/' } } : {}),
+      ...(tcp ? { tcp } : {}),
       interval: spec.healthcheck.interval ?? h.interval,
       timeout: spec.healthcheck.timeout ?? h.timeout,
       retries: spec.healthcheck.retries ?? h.retries,
@@ -90,7 +93,8 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
     ports: canonicalPorts(s.ports),
     healthcheck: h
       ? {
-          test: h.test,
+          // The exec form keeps the hash earlier releases gave it; the agent's forms only when set.
+          ...(h.http || h.tcp ? { ...(h.http ? { http: h.http } : {}), ...(h.tcp ? { tcp: h.tcp } : {}) } : { test: h.test }),
           intervalMs: durationMs(h.interval),
           timeoutMs: durationMs(h.timeout),
           retries: h.retries,

@@ -46,13 +46,41 @@ export interface Resources {
   gpus?: number | 'all';
 }
 
+/**
+ * A health check, one of three forms: `test` is run by Docker inside the container (an exec check:
+ * the image needs what it runs); `http` and `tcp` are run by the node-agent against the replica
+ * (its own address on the cluster network, its node's under host networking), so an image without
+ * a shell can be checked. Interval, timeout, retries and start period mean the same for all three.
+ */
 export interface HealthCheck {
   /** ["CMD", "arg", …] or ["CMD-SHELL", "cmd"] (Docker's HEALTHCHECK forms). */
-  test: string[];
+  test?: string[];
+  /** An HTTP GET of `path` on `port`: healthy when the answer's status is `expect` (default any 2xx or 3xx). */
+  http?: HttpCheck;
+  /** A TCP connection to `port`: healthy when it is accepted. */
+  tcp?: TcpCheck;
   interval?: string;
   timeout?: string;
   retries?: number;
   startPeriod?: string;
+}
+
+/**
+ * The port a check goes to: a container port (number) or the name of one of the service's ports.
+ * Under host networking it is the port's host port (fixed or assigned), else the number as given.
+ */
+export type CheckPort = number | string;
+
+export interface HttpCheck {
+  /** Default "/". */
+  path?: string;
+  port: CheckPort;
+  /** The status code that counts as healthy (default: any of 200–399). */
+  expect?: number;
+}
+
+export interface TcpCheck {
+  port: CheckPort;
 }
 
 export interface VolumeMount {
@@ -284,6 +312,11 @@ export interface Capacity {
 export interface NodeSpec {
   /** Cordoned: no new placements; running replicas stay. Written by the CLI. */
   unschedulable?: boolean;
+  /**
+   * Labels the operator set at runtime (`jaco node label`), beside the agent's own
+   * (metadata.labels, from `jaco agent --labels`); one of the same key wins. Written by the CLI.
+   */
+  labels?: Record<string, string>;
 }
 
 export interface NodeStatus {
@@ -313,7 +346,7 @@ export interface PortRange {
   max: number;
 }
 
-/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec. */
+/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec (cordon, runtime labels). */
 export type Node = JacoObject<'Node', NodeSpec, NodeStatus>;
 
 export interface ReplicaFootprint {

@@ -152,6 +152,21 @@ describe('the cluster network: every replica its own network namespace', () => {
       }
     }));
 
+  it('an http health check is run by the agent at the replica’s own address (no shell used): healthy, then unhealthy with what it saw', () =>
+    c.withLogs(async () => {
+      const a = addr(9);
+      await put('net-h', a, { healthcheck: { http: { path: '/index.html', port: 'http' }, interval: '1s', timeout: '1s', retries: 2 } });
+      const s = await waitObserved(c.store, NODE, 'net-h', (x) => x.state === 'running' && x.health === 'healthy', 'running and healthy');
+      const app = engine.getContainer(s.containerId!);
+      expect((await app.inspect()).Config.Healthcheck?.Test).toEqual(['NONE']);
+      expect((await execIn(app, ['rm', '/tmp/w/index.html'])).code).toBe(0);
+      const sick = await waitObserved(c.store, NODE, 'net-h', (x) => x.code === 'unhealthy', 'unhealthy');
+      expect(sick.state).toBe('degraded');
+      expect(sick.details).toBe('HTTP 404 from http://10.208.1.9:8080/index.html, expected 200–399');
+      await deleteDesired(c.store, NODE, 'net-h');
+      await eventually(async () => (await containersOf('net-h')).length === 0, { what: 'net-h gone', timeoutMs: 20_000 });
+    }));
+
   it('a new revision replaces the container stop-first in the same sandbox: the same address answers the new one', () =>
     c.withLogs(async () => {
       const before = (await sandboxOf('net-a'))!.Id;

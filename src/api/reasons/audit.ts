@@ -5,6 +5,7 @@ export const AUDIT_TYPES = {
   deployment_applied: 'a deployment was created or changed by apply (or rollback): new revision',
   deployment_deleted: 'a deployment was deleted',
   node_cordoned: 'a node was cordoned or uncordoned',
+  node_labeled: "an operator changed a node's runtime labels (jaco node label): what was set and removed",
   registry_login: "a registry's access was stored (jaco registry login): host, user, whether a CA is set, insecure — never the password",
   registry_logout: "a registry's stored access was removed (jaco registry logout)",
   image_settings_changed: "the cluster's image setting changed (jaco registry default): default registry, short names at Docker Hub",

@@ -2,7 +2,7 @@
 import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
-import { nodeReady, nodeStatusText } from '../../api/nodes.js';
+import { labelsText, nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
 import { bareAddress } from '../../api/network.js';
 import { serviceFiles } from '../../api/files.js';
@@ -78,7 +78,7 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host), now), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
     if (out === 'wide') {
       const p = hb?.spec.pressure;
-      row.push(n.status?.address ?? '-', p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(',') || '-');
+      row.push(n.status?.address ?? '-', p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', labelsText(n, ',') || '-');
     }
     return row;
   });
@@ -177,7 +177,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const n = v.nodes.get(name)?.value;
     if (!n) throw new CliError(`node "${name}" not found`);
     const hb = v.heartbeats.get(name);
-    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${Object.entries(n.metadata.labels ?? {}).map(([k, l]) => `${k}=${l}`).join(', ') || '<none>'}\n`;
+    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${labelsText(n) || '<none>'}\n`;
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     // Its subnets of the cluster network (IPAM), once a cluster-network service exists.
     const sub = (await store.get<NodeSubnet>(keys.subnet(name)))?.value.spec;
