@@ -122,6 +122,20 @@ async function counted(outcome: string, transport?: string): Promise<number> {
   return values.filter((v) => v.labels.outcome === outcome && (!transport || v.labels.transport === transport)).reduce((n, v) => n + v.value, 0);
 }
 
+/** Upstream failures counted so far, by reason (timeout, error, bad_answer, declined). */
+const failures = async (reason: string) => (await dnsMetrics.upstreamFailures.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+
+/** Whether a promise has settled yet (checked after the event loop ran what was ready). */
+function settledFlag(p: Promise<unknown>): () => boolean {
+  let done = false;
+  void p.finally(() => (done = true));
+  return () => done;
+}
+
+// No assert here measures how fast something was: each says by what mechanism an answer came (a
+// counter, which of two queries settled first, a timeout set far beyond the test's own), so a slow
+// machine cannot fail them and a regression that waits for a timeout cannot pass them.
+
 describe('answers from the table', () => {
   let s: DnsServer;
   beforeAll(async () => {
@@ -158,12 +172,13 @@ describe('answers from the table', () => {
     const at = s.addresses[0]!;
     const nodata = await udp(at, query('db.shop', 'AAAA'));
     expect(nodata).toMatchObject({ rcode: 'NOERROR', flag_aa: true, answers: [] });
+    const forwarded = await counted('forwarded');
     for (const name of ['nope.shop', 'x.web.shop', 'NOPE.BLOG']) {
-      const t0 = performance.now();
       const nx = await udp(at, query(name, 'A'), 1000);
       expect(nx, name).toMatchObject({ rcode: 'NXDOMAIN', flag_aa: true, answers: [] });
-      expect(performance.now() - t0).toBeLessThan(500);
     }
+    // Answered from the table: nothing was forwarded.
+    expect(await counted('forwarded')).toBe(forwarded);
   });
 
   it('SERVFAIL at once for any other name when no upstream is configured: nothing leaves the machine', async () => {
@@ -289,10 +304,12 @@ describe('forwarding', () => {
 
   it('SERVFAIL when the upstream refuses (a closed port), at once', async () => {
     const closed = await freeUdpPort('127.0.53.10');
-    const s = await serve({ listen: [{ address: '127.0.53.11', port: 0 }], upstreams: [{ address: '127.0.53.10', port: closed }], forwardTimeoutMs: 5000 }, SHOP);
-    const t0 = performance.now();
-    expect(await udp(s.addresses[0]!, query('example.org'))).toMatchObject({ rcode: 'SERVFAIL', flag_ra: true });
-    expect(performance.now() - t0).toBeLessThan(2000); // refused at once, not timed out (5 s)
+    // A forward timeout far beyond the client's: only a refusal seen at once can answer in time.
+    const s = await serve({ listen: [{ address: '127.0.53.11', port: 0 }], upstreams: [{ address: '127.0.53.10', port: closed }], forwardTimeoutMs: 120_000 }, SHOP);
+    const [timeouts, errors] = [await failures('timeout'), await failures('error')];
+    expect(await udp(s.addresses[0]!, query('example.org'), 10_000)).toMatchObject({ rcode: 'SERVFAIL', flag_ra: true });
+    expect(await failures('error')).toBe(errors + 1);
+    expect(await failures('timeout')).toBe(timeouts);
   });
 
   it('SERVFAIL when the upstream cannot be connected to at all (the broadcast address: EACCES, nothing sent), and the server answers on', async () => {
@@ -305,13 +322,15 @@ describe('forwarding', () => {
     const hole = await blackhole('127.0.53.12');
     const s = await serve({ listen: [{ address: '127.0.53.13', port: 0 }], upstreams: [hole], forwardTimeoutMs: 1500 }, SHOP);
     const at = s.addresses[0]!;
-    const t0 = performance.now();
+    const timeouts = await failures('timeout');
     const slow = udp(at, query('example.org'), 4000);
+    const slowDone = settledFlag(slow);
+    await until(() => hole.received() === 1);
     const quick = await udp(at, query('web.shop'));
     expect(data(quick)).toEqual(['10.208.0.7']);
-    expect(performance.now() - t0).toBeLessThan(750);
+    expect(slowDone()).toBe(false); // the table answered while the forward was still waiting
     expect(await slow).toMatchObject({ rcode: 'SERVFAIL' });
-    expect(performance.now() - t0).toBeGreaterThanOrEqual(1490);
+    expect(await failures('timeout')).toBe(timeouts + 1);
     expect(hole.received()).toBe(1);
   });
 
@@ -319,7 +338,6 @@ describe('forwarding', () => {
     const hole = await blackhole('127.0.53.14');
     const closed = { address: '127.0.53.15', port: await freeUdpPort('127.0.53.15') };
     const s = await serve({ listen: [{ address: '127.0.53.16', port: 0 }], upstreams: [hole, closed, upstreamOf(upstream)[0]!], forwardTimeoutMs: 300 }, SHOP);
-    const failures = async (reason: string) => (await dnsMetrics.upstreamFailures.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
     const [timeouts, errors] = [await failures('timeout'), await failures('error')];
     expect(data(await udp(s.addresses[0]!, query('example.org')))).toEqual(['192.0.2.10']);
     expect(await failures('timeout')).toBe(timeouts + 1);
@@ -347,9 +365,11 @@ describe('forwarding', () => {
     const at = s.addresses[0]!;
     const first = udp(at, query('one.example.org'), 4000);
     await until(() => hole.received() === 1);
-    const t0 = performance.now();
+    const firstDone = settledFlag(first);
     expect(await udp(at, query('two.example.org'))).toMatchObject({ rcode: 'SERVFAIL' });
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // Refused without being forwarded, while the first still waits on its upstream.
+    expect(firstDone()).toBe(false);
+    expect(hole.received()).toBe(1);
     expect(await first).toMatchObject({ rcode: 'SERVFAIL' });
   });
 
@@ -467,8 +487,8 @@ describe('robustness', () => {
       c.on('error', reject);
       c.on('close', () => resolve());
     });
+    // Closed by the idle timer (never before it), not by anything else.
     expect(performance.now() - t0).toBeGreaterThanOrEqual(250);
-    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   it('rejects what it does not serve: several questions (FORMERR), another opcode (NOTIMP), another class (REFUSED)', async () => {
@@ -503,14 +523,13 @@ describe('start and stop', () => {
 
   it('stop ends forwards in flight and lets the ports go; start again serves on them', async () => {
     const hole = await blackhole('127.0.53.28');
-    const s = new DnsServer({ listen: [{ address: '127.0.53.29', port: 0 }], upstreams: [hole], forwardTimeoutMs: 10_000 });
+    // A forward timeout beyond the test's own: a stop that waited for it would fail the test.
+    const s = new DnsServer({ listen: [{ address: '127.0.53.29', port: 0 }], upstreams: [hole], forwardTimeoutMs: 600_000 });
     await s.start();
     const at = { ...s.addresses[0]! };
     const pending = udp(at, query('example.org'), 500);
     await until(() => hole.received() === 1);
-    const t0 = performance.now();
     await s.stop();
-    expect(performance.now() - t0).toBeLessThan(1000);
     expect(await pending).toBeUndefined();
     const again = await serve({ listen: [at] }, SHOP);
     expect(data(await udp(again.addresses[0]!, query('web.shop')))).toEqual(['10.208.0.7']);
@@ -528,21 +547,21 @@ describe("glibc's resolver with a search list (getent in a mount namespace with 
     const upstream = await serve({ listen: [{ address: '127.0.53.31', port: 0 }] }, ELSEWHERE);
     await serve({ listen: [{ address: '127.0.53.30', port: 53 }], upstreams: upstreamOf(upstream) }, SHOP);
     dir = mkdtempSync(join(tmpdir(), 'jaco-dns-glibc-'));
-    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.53.30\nsearch shop\noptions timeout:2 attempts:1\n');
+    // glibc's timeout far beyond getent's own (10 s): a query left unanswered fails the test.
+    writeFileSync(join(dir, 'resolv.conf'), 'nameserver 127.0.53.30\nsearch shop\noptions timeout:30 attempts:1\n');
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  async function getent(db: string, name: string): Promise<{ code: number; out: string; ms: number }> {
-    const t0 = performance.now();
+  async function getent(db: string, name: string): Promise<{ code: number; out: string }> {
     const script = `mount --bind "$1" /etc/resolv.conf && exec getent "$2" "$3"`;
     try {
       const { stdout } = await exec('unshare', ['--mount', 'sh', '-c', script, 'sh', join(dir, 'resolv.conf'), db, name], { timeout: 10_000 });
-      return { code: 0, out: stdout, ms: performance.now() - t0 };
+      return { code: 0, out: stdout };
     } catch (e) {
       const x = e as { code?: number; stdout?: string; stderr?: string };
       if (typeof x.code !== 'number') throw e;
       if (x.stderr) throw new Error(`getent ${db} ${name}: ${x.stderr}`);
-      return { code: x.code, out: x.stdout ?? '', ms: performance.now() - t0 };
+      return { code: x.code, out: x.stdout ?? '' };
     }
   }
   const addressesOf = (out: string) => [...new Set(out.trim().split('\n').filter(Boolean).map((l) => l.split(/\s+/)[0]))].sort();
@@ -565,15 +584,13 @@ describe("glibc's resolver with a search list (getent in a mount namespace with 
     const r = await getent('ahostsv4', 'elsewhere');
     expect(r.code).toBe(0);
     expect(addressesOf(r.out)).toEqual(['192.0.2.11']);
-    expect(r.ms).toBeLessThan(1800); // no resolver timeout (2 s) on the way
     expect(await counted('nxdomain')).toBeGreaterThan(nx); // elsewhere.shop, answered by the front itself
     expect(await counted('servfail')).toBe(servfails);
   });
 
-  it('a name found nowhere fails, quickly', async () => {
+  it('a name found nowhere fails (every query answered: no resolver timeout on the way)', async () => {
     const r = await getent('ahostsv4', 'missing');
     expect(r.code).toBe(2); // getent: key not found
-    expect(r.ms).toBeLessThan(1800);
   });
 });
 
