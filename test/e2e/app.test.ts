@@ -3,8 +3,9 @@
 // (no x-jaco, no jaco variables), applied as a user applies it. nginx published on 18100 proxies
 // to app:8080; app (built by apply from `build:`, 4 replicas on 3 nodes) counts every request in
 // redis and stores a row in db (postgres), all reached by name. It answers through every node's
-// ingress; under a bounded concurrent request loop a rolling update of app and a drain of a node
-// holding app replicas fail no request; the traffic between nodes crossed the WireGuard link.
+// ingress; under a bounded concurrent request loop a rolling update of app, a drain of a node
+// holding app replicas and the rebalancer's move of one back onto that node once it is uncordoned
+// fail no request; the traffic between nodes crossed the WireGuard link.
 import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
-import type { ReplicaDesired } from '../../src/api/types.js';
+import type { AuditEvent, ReplicaDesired } from '../../src/api/types.js';
 import { NETNS_DIR, overlayInterface } from '../../src/runtime/local-network.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { parseWgDump } from '../../controllers/node-agent/overlay-observe.js';
@@ -75,6 +76,8 @@ describe('issue 26: a plain compose application across separate hosts', () => {
     expect(r.code, r.stderr).toBe(0);
     return r.stdout.trim();
   };
+  const spreadMovesOf = async (service: string) =>
+    (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec).filter((e) => e.type === 'rebalance_moved' && e.payload.trigger === 'spread' && e.payload.service === service);
   const rolledOut = async () => {
     const r = await c.jaco(['rollout', 'status', 'counter', '--timeout', '300s'], undefined, 310_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -127,7 +130,7 @@ describe('issue 26: a plain compose application across separate hosts', () => {
       }
     }), 300_000);
 
-  it('fails no request under concurrent load through a rolling update of app and a drain of a node holding app replicas', () =>
+  it('fails no request under concurrent load through a rolling update of app, a drain of a node holding app replicas and a rebalancer move back onto it', () =>
     c.withLogs(async () => {
       const wg = Object.fromEntries(await Promise.all(NODES.map(async (n) => [n, await transfer(n)] as const)));
       // Two loops on every node's ingress, bounded in requests and (by the timer) in time.
@@ -150,6 +153,12 @@ describe('issue 26: a plain compose application across separate hosts', () => {
         expect((await perNode('app')).get(victim)).toBeUndefined();
         expect((await replicas('app')).length).toBe(4);
         await rolledOut();
+        // The node back: app is lopsided (4 on 2 nodes), and the rebalancer's spread pass moves a
+        // replica onto it, make-before-break, under the same load.
+        const back = await c.jaco(['node', 'uncordon', victim]);
+        expect(back.code, back.stderr).toBe(0);
+        await eventually(async () => (await spreadMovesOf('app')).some((m) => m.payload.dst === victim) && (await perNode('app')).get(victim) === 1, { what: `a spread move of app back onto ${victim}`, timeoutMs: 180_000 });
+        await rolledOut();
       } finally {
         clearTimeout(bound);
         results = await Promise.all(loops.map((l) => l.stop()));
@@ -158,6 +167,8 @@ describe('issue 26: a plain compose application across separate hosts', () => {
       const sent = results.reduce((a, r) => a + r.sent, 0);
       expect(failures.length, `${failures.length} of ${sent} requests failed:\n${failures.join('\n')}`).toBe(0);
       expect(sent).toBeGreaterThan(200);
+      // Under load to the end: no loop ran out of requests before the last move was over.
+      for (const r of results) expect(r.sent).toBeLessThan(20_000);
       // Both revisions answered, v2 from every replica at the end.
       const bodies = results.flatMap((r) => [...r.seen]);
       expect(bodies.every((b) => ANSWER.test(b))).toBe(true);
