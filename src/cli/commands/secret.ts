@@ -2,7 +2,9 @@
 // file's rotation (jaco secret key ls|rotate|prune). docs/secrets.md.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { MAX_FILE_OBJECT_BYTES } from '../../api/crds.js';
 import { keys } from '../../api/keys.js';
+import { readCapped, sizeText } from '../../api/manifest.js';
 import type { ClusterKey, Config, FileKind, Secret } from '../../api/types.js';
 import { logger } from '../../observability/log.js';
 import { addClusterKey, ensureClusterKeyFile, readClusterKeys, removeClusterKeys } from '../../secrets/keyfile.js';
@@ -15,16 +17,15 @@ async function readValue(kind: FileKind, file: string | undefined, dash: string 
   if (file && dash) throw new CliError(`give the ${kind}'s value once: -f FILE, or - for stdin`);
   const from = file ?? dash;
   if (!from) throw new CliError(`give the ${kind}'s value with -f FILE, or - to read it from stdin (never as an argument: it would stay in your shell's history)`);
-  if (from === '-') {
-    const chunks: Buffer[] = [];
-    for await (const c of process.stdin) chunks.push(c as Buffer);
-    return Buffer.concat(chunks);
-  }
+  // Read no further than a value can be, plus a byte to tell: /dev/zero or an endless pipe ends here.
+  let value: Buffer | undefined;
   try {
-    return readFileSync(from);
+    value = readCapped(from === '-' ? 0 : from, MAX_FILE_OBJECT_BYTES);
   } catch (e) {
     throw new CliError(`cannot read ${from}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
+  if (!value) throw new CliError(`${from === '-' ? 'stdin' : from} holds more than ${sizeText(MAX_FILE_OBJECT_BYTES)}; a ${kind} holds at most ${MAX_FILE_OBJECT_BYTES} (500 KiB)`);
+  return value;
 }
 
 function table(kind: FileKind, views: ObjectView[], now: number, wide: boolean): void {
