@@ -61,8 +61,11 @@ export async function pinToStore(store: Store, spec: DeploymentSpec): Promise<De
 
 const usedBy = (spec: DeploymentSpec) => new Set(Object.values(spec.services).flatMap((s) => filesUsed(s)));
 
-/** Plans the secrets and configs of an apply (and checks them; ApplyFilesError names what is wrong). */
-export async function planFiles<I extends Item>(store: Store, items: I[], current: ReadonlyMap<string, Versioned<Deployment>>, now: number): Promise<FilePlan<I>> {
+/**
+ * Plans the secrets and configs of an apply (and checks them; ApplyFilesError names what is wrong).
+ * `current` is every deployment as read at `readAt`.
+ */
+export async function planFiles<I extends Item>(store: Store, items: I[], current: ReadonlyMap<string, Versioned<Deployment>>, readAt: number, now: number): Promise<FilePlan<I>> {
   const plan: FilePlan<I> = { items, ops: [], audit: [], outcomes: new Map() };
   const wanted = items.flatMap((i) => [...usedBy(i.spec)]);
   const created = items.flatMap((i) => i.objects ?? []);
@@ -119,6 +122,7 @@ export async function planFiles<I extends Item>(store: Store, items: I[], curren
   // 3. What the compose files made for these deployments, no longer referred to by them, their kept
   // revisions (a rollback needs them), or any other deployment: removed.
   const others = [...current.values()].filter((d) => !owners.has(d.value.metadata.name)).flatMap((d) => [...usedBy(d.value.spec)]);
+  let removing = false;
   for (const i of items) {
     const owned = [...stored.values()].filter((v) => v.value.spec.owner?.deployment === i.name);
     const keep = new Set([...usedBy(i.spec), ...others]);
@@ -131,9 +135,12 @@ export async function planFiles<I extends Item>(store: Store, items: I[], curren
       if (keep.has(idOf(kind, v.value.metadata.name))) continue;
       plan.ops.push({ op: 'delete', key: v.key, modRevision: v.modRevision });
       plan.audit.push(removedRecord(kind, v.value.metadata.name, now, i.name));
+      removing = true;
       (plan.outcomes.get(i.name) ?? plan.outcomes.set(i.name, []).get(i.name)!).push({ kind, name: v.value.metadata.name, result: 'removed' });
     }
   }
+  // A removal decided from every deployment (none refers to it) holds only if none came to since.
+  if (removing) plan.ops.push({ op: 'checkRange', key: keys.deployments(), unchangedSince: readAt });
   return plan;
 }
 
@@ -153,5 +160,7 @@ export async function ownedRemovals(store: Store, deleting: ReadonlySet<string>,
     out.audit.push(removedRecord(kind, v.value.metadata.name, now, owner));
     out.removed.push({ kind, name: v.value.metadata.name, result: 'removed' });
   }
+  // Decided from every deployment: holds only if no deployment came to refer to them since.
+  if (out.ops.length) out.ops.push({ op: 'checkRange', key: keys.deployments(), unchangedSince: deps.revision });
   return out;
 }

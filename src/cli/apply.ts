@@ -12,7 +12,8 @@ import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentS
 import { AuditLog } from '../store/audit.js';
 import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
-import { commitAtomic, type Act } from '../store/writer.js';
+import { commitAtomic, type Act, type Op } from '../store/writer.js';
+import { applyGuards } from './apply-guards.js';
 import { PRODUCTION } from '../timings.js';
 import type { ComposeObject } from '../compose/map.js';
 import { ownedRemovals, planFiles, type FileOutcome } from './apply-files.js';
@@ -44,8 +45,10 @@ export interface ApplyOutcome {
   objects?: FileOutcome[];
 }
 
+const lastSegment = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
 export function revisionNumberOfKey(key: string): number {
-  return Number(key.slice(key.lastIndexOf('/') + 1));
+  return Number(lastSegment(key));
 }
 
 /** An apply refused because of what it would clash with among every deployment that would exist. */
@@ -69,14 +72,14 @@ function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node
 /** Plans and commits the apply of several deployments in one transaction. */
 export async function applyDeployments(store: Store, given: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
   // One read of every deployment serves the conflict checks and each item's compare-and-swap; the
-  // transaction compares that nothing under deployments/ changed since, so the checks hold for
-  // what lands (two concurrent applies cannot both add colliding ids or published ports).
+  // transaction compares what the checks depend on (applyGuards), so they hold for what lands:
+  // two concurrent applies cannot both add colliding ids or published ports.
   const listed = await store.list<Deployment>(keys.deployments());
   const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
   const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
   checkConflicts(current, nodes, given);
   // Secrets and configs: made, checked, and every reference pinned, before the specs are compared.
-  const files = await planFiles(store, given, current, opts.now ?? Date.now());
+  const files = await planFiles(store, given, current, listed.revision, opts.now ?? Date.now());
   const items = files.items;
   // Every deployment's revision records (keys only) in one read, not one read per deployment.
   const recorded = new Map<string, string[]>();
@@ -139,7 +142,20 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
   if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await store.get(keys.networkConfig())))
     acts.push({ label: 'cluster network', ops: [{ op: 'create', key: keys.networkConfig(), value: newNetworkConfig() }] });
   if (!opts.dryRun && acts.length) {
-    acts.push({ label: 'deployments unchanged since read', ops: [{ op: 'checkRange', key: keys.deployments(), unchangedSince: listed.revision }] });
+    // The checks above hold for what lands: compared per deployment and per port, not over every
+    // deployment, so applies of unrelated deployments all land (apply-guards.ts).
+    const guarded = items.filter((i) => outcomes.find((o) => o.name === i.name)?.result !== 'unchanged');
+    const guardRevs = new Map((await store.listRaw(keys.portGuards(), listed.revision, { keysOnly: true })).kvs.map((kv) => [Number(lastSegment(kv.key.toString('utf8'))), Number(kv.mod_revision)]));
+    const guards = applyGuards(
+      guarded.map((i) => ({ name: i.name, spec: i.spec, stored: current.get(i.name)?.value.spec })),
+      listed.revision,
+      (name) => current.get(name)?.modRevision ?? 0,
+      (port) => guardRevs.get(port) ?? 0,
+      iso,
+    );
+    // What it reports unchanged is unchanged when the rest lands: all or nothing.
+    const unchanged = outcomes.filter((o) => o.result === 'unchanged').map((o): Op => ({ op: 'check', key: keys.deployment(o.name), modRevision: current.get(o.name)!.modRevision }));
+    acts.push({ label: 'conflict checks still true', ops: [...guards, ...unchanged] });
     await commitAtomic(store, acts, { landed: landedIf(store, acts) });
   }
   return outcomes;

@@ -5,6 +5,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import type { Deployment, DeploymentSpec } from '../../src/api/types.js';
+import { applyDeployments } from '../../src/cli/apply.js';
+import type { Store } from '../../src/store/store.js';
 import { JACO_BIN } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -74,5 +78,89 @@ describe('unbounded input (item 7)', () => {
     r = await jacoMeasured(['config', 'create', 'z', '-'], prefix, { endless: true });
     expect(r.stderr).toContain('stdin holds more than 500 KiB; a config holds at most 512000 (500 KiB)');
     expect(r.maxRssMiB).toBeLessThan(250);
+  });
+});
+
+/** Holds every store's first read of deployments/ until `n` of them have read: the applies race for real. */
+function raceAfterRead(stores: Store[], n = stores.length): void {
+  let arrived = 0;
+  let release!: () => void;
+  const allRead = new Promise<void>((r) => (release = r));
+  for (const st of stores) {
+    const listRaw = st.listRaw.bind(st);
+    let first = true;
+    st.listRaw = (async (...args: Parameters<Store['listRaw']>) => {
+      const r = await listRaw(...args);
+      if (first && args[0] === keys.deployments()) {
+        first = false;
+        if (++arrived === n) release();
+        await allRead;
+      }
+      return r;
+    }) as Store['listRaw'];
+  }
+}
+
+describe('concurrent applies (item 6)', () => {
+  const web = (i: number, port?: number): DeploymentSpec => ({ services: { web: { image: `jaco-demo/busybox:${i}`, replicas: 1, ...(port ? { ports: [{ containerPort: 80, published: port }] } : {}) } } });
+
+  it('200 applies of different deployments, 10 at a time: every one lands', async () => {
+    const prefix = uniquePrefix();
+    const stores = Array.from({ length: 10 }, () => etcd.store(prefix));
+    const failures: string[] = [];
+    let next = 0;
+    // Ten workers, each applying the next deployment as soon as its last one ended: always 10 in flight.
+    // Half publish a port of their own (outside the dynamic range): their guards are distinct keys.
+    await Promise.all(
+      stores.map(async (store) => {
+        for (let i = next++; i < 200; i = next++)
+          await applyDeployments(store, [{ name: `app-${i}`, spec: web(i, i % 2 ? 10_000 + i : undefined), cause: 'apply' }]).catch((e: Error) => failures.push(`app-${i}: ${e.message}`));
+      }),
+    );
+    expect(failures).toEqual([]);
+    expect((await stores[0]!.list(keys.deployments())).items).toHaveLength(200);
+  });
+
+  it('two applies of the same deployment that read alike: one lands, the other is refused and writes nothing', async () => {
+    const prefix = uniquePrefix();
+    const [a, b] = [etcd.store(prefix), etcd.store(prefix)];
+    raceAfterRead([a, b]);
+    const results = await Promise.allSettled([
+      applyDeployments(a, [{ name: 'same', spec: web(1), cause: 'apply' }]),
+      applyDeployments(b, [{ name: 'same', spec: web(2), cause: 'apply' }]),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect(String((results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason)).toContain('the store changed while this change was prepared; nothing was written, try again');
+    const stored = await a.list<Deployment>(keys.deployments());
+    expect(stored.items.map((d) => d.value.metadata.generation)).toEqual([1]);
+    expect((await a.listRaw(keys.revisions())).kvs).toHaveLength(1);
+  });
+
+  it('two applies of different deployments that start to publish one port: one lands', async () => {
+    const prefix = uniquePrefix();
+    const [a, b] = [etcd.store(prefix), etcd.store(prefix)];
+    raceAfterRead([a, b]);
+    const results = await Promise.allSettled([
+      applyDeployments(a, [{ name: 'left', spec: web(1, 8443), cause: 'apply' }]),
+      applyDeployments(b, [{ name: 'right', spec: web(2, 8443), cause: 'apply' }]),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect((await a.list(keys.deployments())).items).toHaveLength(1);
+    // Tried again, the loser is refused for the clash itself.
+    const loser = results[0]!.status === 'rejected' ? 'left' : 'right';
+    await expect(applyDeployments(a, [{ name: loser, spec: web(3, 8443), cause: 'apply' }])).rejects.toThrow('port 8443 is published by deployment');
+  });
+
+  it('two applies of deployments whose replica ids would meet: one lands', async () => {
+    const prefix = uniquePrefix();
+    const [a, b] = [etcd.store(prefix), etcd.store(prefix)];
+    raceAfterRead([a, b]);
+    // "x" service "a-b" and "x-a" service "b" would both name replicas "x-a-b-<n>".
+    const results = await Promise.allSettled([
+      applyDeployments(a, [{ name: 'x', spec: { services: { 'a-b': { image: 'i' } } }, cause: 'apply' }]),
+      applyDeployments(b, [{ name: 'x-a', spec: { services: { b: { image: 'i' } } }, cause: 'apply' }]),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    expect((await a.list(keys.deployments())).items).toHaveLength(1);
   });
 });
