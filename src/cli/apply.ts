@@ -17,6 +17,7 @@ import { applyGuards } from './apply-guards.js';
 import { PRODUCTION } from '../timings.js';
 import type { ComposeObject } from '../compose/map.js';
 import { ownedRemovals, planFiles, type FileOutcome } from './apply-files.js';
+import { readCut, readKey, unreadableIn, unreadableLines } from './read.js';
 
 /** Revisions kept per deployment (older ones are deleted by the apply that adds a new one). */
 export const REVISION_HISTORY_LIMIT = 10;
@@ -70,16 +71,30 @@ function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node
 }
 
 /** Plans and commits the apply of several deployments in one transaction. */
-export async function applyDeployments(store: Store, given: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
+export interface ApplyOptions {
+  now?: number;
+  dryRun?: boolean;
+  /** Told what the apply could not read and left out (the CLI prints it to stderr). */
+  warn?: (text: string) => void;
+}
+
+export async function applyDeployments(store: Store, given: ApplyItem[], opts: ApplyOptions = {}): Promise<ApplyOutcome[]> {
   // One read of every deployment serves the conflict checks and each item's compare-and-swap; the
   // transaction compares what the checks depend on (applyGuards), so they hold for what lands:
   // two concurrent applies cannot both add colliding ids or published ports.
-  const listed = await store.list<Deployment>(keys.deployments());
-  const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
-  const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
+  // Read as the controllers read (read.ts): a value that cannot be read is left out, named, and
+  // only a deployment applied over it replaces it.
+  const cut = await readCut(store, ['deployments', 'nodes']);
+  const listed = { revision: cut.revision };
+  const current = new Map([...cut.kind<Deployment>('deployments').items.values()].map((d) => [d.value.metadata.name, d]));
+  const unreadable = new Map([...cut.kind('deployments').unreadable.values()].map((u) => [u.key.slice(keys.deployments().length), u]));
+  const nodes = [...cut.kind<Node>('nodes').items.values()].map((n) => n.value);
+  const applied = new Set(given.map((i) => i.name));
+  const skipped = unreadableIn(cut).filter((u) => !applied.has(u.key.slice(keys.deployments().length)) || !u.key.startsWith(keys.deployments()));
+  if (skipped.length) opts.warn?.(`${unreadableLines(skipped).trimEnd()}\n  (conflicts with what cannot be read are not checked)\n`);
   checkConflicts(current, nodes, given);
   // Secrets and configs: made, checked, and every reference pinned, before the specs are compared.
-  const files = await planFiles(store, given, current, listed.revision, opts.now ?? Date.now());
+  const files = await planFiles(store, given, current, listed.revision, opts.now ?? Date.now(), unreadable.size > 0);
   const items = files.items;
   // Every deployment's revision records (keys only) in one read, not one read per deployment.
   const recorded = new Map<string, string[]>();
@@ -96,8 +111,10 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
   for (const item of items) {
     const cur = current.get(item.name);
     const prev = cur?.value;
+    // Applied over a value that cannot be read: replaces it, numbered after its kept revisions.
+    const over = unreadable.get(item.name);
     const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec) || !!item.restart?.length;
-    const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : 1;
+    const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : over ? Math.max(0, ...(recorded.get(item.name) ?? []).map(revisionNumberOfKey)) + 1 : 1;
     const next: Deployment = {
       apiVersion: API_VERSION,
       kind: 'Deployment',
@@ -112,12 +129,13 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
       spec: item.spec,
     };
     const metaChanged = !!prev && JSON.stringify([prev.metadata.labels, prev.metadata.annotations]) !== JSON.stringify([next.metadata.labels, next.metadata.annotations]);
-    const result = !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
-    const summary = item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
+    const result = over ? 'configured' : !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
+    const summary = over ? `replaced a value that could not be read (${over.reason})` : item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
     outcomes.push({ name: item.name, result, revision: generation, summary, ...(files.outcomes.get(item.name)?.length ? { objects: files.outcomes.get(item.name) } : {}) });
     if (result === 'unchanged') continue;
 
-    const ops: Act['ops'] = [cur ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
+    const stored = cur ?? over;
+    const ops: Act['ops'] = [stored ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: stored.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
     if (specChanged) {
       const rev: DeploymentRevision = {
         apiVersion: API_VERSION,
@@ -139,7 +157,7 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
   // Its checks (an object referred to is still there) go with any write; alone they write nothing.
   if (acts.length || files.ops.some((o) => o.op !== 'check')) acts.push({ label: 'secrets and configs', ops: [...files.ops, ...(await audit.ops(files.audit))] });
   // The first cluster-network service makes the cluster network's ranges (docs/networking.md).
-  if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await store.get(keys.networkConfig())))
+  if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await exists(store, keys.networkConfig(), 'NetworkConfig')))
     acts.push({ label: 'cluster network', ops: [{ op: 'create', key: keys.networkConfig(), value: newNetworkConfig() }] });
   if (!opts.dryRun && acts.length) {
     // The checks above hold for what lands: compared per deployment and per port, not over every
@@ -149,7 +167,7 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
     const guards = applyGuards(
       guarded.map((i) => ({ name: i.name, spec: i.spec, stored: current.get(i.name)?.value.spec })),
       listed.revision,
-      (name) => current.get(name)?.modRevision ?? 0,
+      (name) => (current.get(name) ?? unreadable.get(name))?.modRevision ?? 0,
       (port) => guardRevs.get(port) ?? 0,
       iso,
     );
@@ -175,6 +193,12 @@ function landedIf(store: Store, acts: Act[]): () => Promise<boolean> {
   return async () => !!auditKey && (await store.get(auditKey)) !== undefined;
 }
 
+/** Whether a key holds a value, readable or not. */
+async function exists(store: Store, key: string, kind: string): Promise<boolean> {
+  const { value, unreadable } = await readKey(store, key, kind);
+  return !!(value ?? unreadable);
+}
+
 /** Deletes deployments with their revision records, in one transaction. */
 export async function deleteDeployments(store: Store, names: string[], opts: { now?: number; ignoreMissing?: boolean } = {}): Promise<string[]> {
   const now = opts.now ?? Date.now();
@@ -183,8 +207,10 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
   const deleted: string[] = [];
   const missing: string[] = [];
   for (const name of names) {
-    const cur: Versioned<Deployment> | undefined = await store.get<Deployment>(keys.deployment(name));
-    if (!cur) {
+    // A value that cannot be read is deleted like any other: delete is how an operator clears it.
+    const { value: cur, unreadable } = await readKey<Deployment>(store, keys.deployment(name), 'Deployment');
+    const at = cur ?? unreadable;
+    if (!at) {
       missing.push(name);
       continue;
     }
@@ -192,9 +218,9 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
     acts.push({
       label: `delete ${name}`,
       ops: [
-        { op: 'delete', key: keys.deployment(name), modRevision: cur.modRevision },
+        { op: 'delete', key: keys.deployment(name), modRevision: at.modRevision },
         ...kvs.map((kv) => ({ op: 'delete' as const, key: kv.key.toString('utf8').slice(store.prefix.length) })),
-        await audit.op({ type: 'deployment_deleted', time: now, deployment: name, payload: { revision: cur.value.metadata.generation } }),
+        await audit.op({ type: 'deployment_deleted', time: now, deployment: name, payload: cur ? { revision: cur.value.metadata.generation } : { unreadable: unreadable!.reason } }),
       ],
     });
     deleted.push(name);

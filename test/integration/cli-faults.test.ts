@@ -9,7 +9,8 @@ import { keys } from '../../src/api/keys.js';
 import type { Deployment, DeploymentSpec } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
 import type { Store } from '../../src/store/store.js';
-import { JACO_BIN } from '../support/cli.js';
+import { WATCHABLE } from '../../src/runtime/watchable.js';
+import { jaco, JACO_BIN } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 
@@ -162,5 +163,105 @@ describe('concurrent applies (item 6)', () => {
     ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect((await a.list(keys.deployments())).items).toHaveLength(1);
+  });
+});
+
+describe('a value that is not JSON, under every prefix (item 5)', () => {
+  const JUNK = 'not json {';
+  // Every prefix a controller reads, and those only the CLI reads (revisions, decisions, audit).
+  const prefixes = [...new Set([...Object.values(WATCHABLE).map((w) => w.prefix), keys.revisions(), keys.decisions(), keys.audits()])];
+  const junkKeys = prefixes.flatMap((p) => (p.endsWith('/') ? [`${p}junk`, ...(['desired/', 'observed/', 'commands/', 'decisions/', 'revisions/'].includes(p) ? [`${p}n1/junk`] : [])] : [p])).concat(keys.decision('web', 'junk'));
+  const node = { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name: 'n1' }, spec: {}, status: { capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 't', registeredAt: new Date().toISOString() } };
+  const heartbeat = { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name: 'n1' }, spec: { node: 'n1', time: new Date().toISOString(), intervalMs: 3_600_000, agentVersion: 't', dockerUp: true } };
+  const manifest = (name: string) => JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name }, spec: { services: { web: { image: 'jaco-demo/busybox:1', replicas: 1 } } } });
+
+  it('every command carries on and names the keys it could not read; delete and apply replace them', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const run = (args: string[], input?: string) => jaco(args, { endpoint: etcd.endpoint, prefix, ...(input ? { input } : {}) });
+    expect((await run(['apply', '-f', '-'], manifest('web'))).code).toBe(0);
+    await store.client.put(prefix + keys.node('n1')).value(JSON.stringify(node));
+    await store.client.put(prefix + keys.heartbeat('n1')).value(JSON.stringify(heartbeat));
+    for (const k of junkKeys) await store.client.put(prefix + k).value(JUNK);
+    const named = (r: { stderr: string }, key: string) => expect(r.stderr).toContain(`warning: ${key} cannot be read (not JSON: `);
+
+    let r = await run(['get', 'deployments']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^web\s/m);
+    expect(r.stdout).toMatch(/^junk\s+Unreadable/m);
+    named(r, 'deployments/junk');
+    // Nothing on stderr but those warnings: no bare parse error, no log line.
+    expect(r.stderr.split('\n').filter((l) => l && !l.startsWith('warning: '))).toEqual([]);
+    r = await run(['get', 'nodes']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^n1\s+Ready/m);
+    expect(r.stdout).toMatch(/^junk\s+Unreadable/m);
+    named(r, 'heartbeats/junk');
+    expect((await run(['get', 'replicas'])).code).toBe(0);
+    r = await run(['get', 'endpoints']);
+    expect(r.code).toBe(0);
+    named(r, 'endpoints/junk');
+    r = await run(['get', 'deployment', 'junk']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('cannot show deployment "junk": deployments/junk cannot be read (not JSON: ');
+
+    r = await run(['status']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Deployment web');
+    for (const k of ['deployments/junk', 'deploymentstatus/junk', 'nodes/junk', 'drains/junk', 'desired/n1/junk', 'observed/junk', 'commands/junk', 'rollouts/junk']) named(r, k);
+    r = await run(['status', '-o', 'json']);
+    expect(JSON.parse(r.stdout).deployments.map((d: { name: string }) => d.name)).toEqual(['web']);
+
+    r = await run(['describe', 'deployment', 'web']);
+    expect(r.code).toBe(0);
+    named(r, 'audit/junk');
+    expect((await run(['describe', 'node', 'n1'])).code).toBe(0);
+    expect((await run(['describe', 'service', 'web/web'])).code).toBe(0);
+    r = await run(['explain', 'web/web']);
+    expect(r.code).toBe(0);
+    named(r, 'decisions/web/junk');
+
+    r = await run(['node', 'cordon', 'n1']);
+    expect(r.stdout).toBe('node/n1 cordoned\n');
+    r = await run(['node', 'cordon', 'junk']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('cannot cordon node "junk": nodes/junk cannot be read (not JSON: ');
+    r = await run(['node', 'drain', 'n1']);
+    expect(r.code).toBe(0);
+    r = await run(['node', 'drain', 'n1', '--cancel']);
+    expect(r.code).toBe(0);
+    // A drain that cannot be read: named, and --cancel deletes it.
+    r = await run(['node', 'drain', 'junk']);
+    expect(r.stderr).toContain('nodes/junk cannot be read');
+    r = await run(['node', 'drain', 'junk', '--cancel']);
+    expect(r.stdout).toContain('drain/junk (unreadable: not JSON: ');
+    expect(await store.get(keys.drain('junk'))).toBeUndefined();
+
+    // apply carries on beside junk deployments and nodes, and says what it could not check.
+    r = await run(['apply', '-f', '-'], manifest('other'));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('deployment/other created (revision 1: created with web)\n');
+    named(r, 'deployments/junk');
+    // Applied over a junk key: replaced, numbered after its kept revisions.
+    await store.client.put(prefix + keys.deployment('over')).value(JUNK);
+    r = await run(['apply', '-f', '-'], manifest('over'));
+    expect(r.stdout).toMatch(/^deployment\/over configured \(revision 1: replaced a value that could not be read \(not JSON: /);
+    expect((await store.get<Deployment>(keys.deployment('over')))?.value.spec.services.web?.replicas).toBe(1);
+
+    // delete removes the key it cannot read, with its revision records.
+    r = await run(['delete', 'deployment', 'junk']);
+    expect(r.code).toBe(0);
+    expect(await store.get(keys.deployment('junk'))).toBeUndefined();
+    expect((await store.listRaw(keys.revisions('junk'))).kvs).toEqual([]);
+    r = await run(['get', 'deployments']);
+    expect(r.stderr).not.toContain('deployments/junk');
+  });
+
+  it('a direct read of such a value names the key (no bare parse error anywhere)', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    await store.client.put(prefix + 'nodes/x').value(JUNK);
+    await expect(store.get('nodes/x')).rejects.toThrow(/^the value of nodes\/x cannot be read \(not JSON: /);
+    await expect(store.list('nodes/')).rejects.toThrow('the value of nodes/x cannot be read');
   });
 });
