@@ -6,7 +6,9 @@ import { DEFAULT_IPV4_RANGE, ulaFromRandom } from '../api/network.js';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
 import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
-import { sameDeploymentSpec } from '../api/spec.js';
+import { isStateful, placementMode, sameDeploymentSpec } from '../api/spec.js';
+import { templateOf } from '../api/serving.js';
+import { moveStartBytes } from '../../controllers/moves/move.js';
 import { DEFAULT_PORT_RANGE } from '../api/ports.js';
 import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type NetworkConfig, type Node } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
@@ -68,6 +70,22 @@ function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node
   const ranges = nodes.map((n) => ({ node: n.metadata.name, range: n.status?.portRange ?? DEFAULT_PORT_RANGE }));
   const conflicts = [...replicaIdConflicts(all), ...publishedPortConflicts(all, ranges)];
   if (conflicts.length) throw new ApplyConflictError(`nothing was written: ${conflicts.join('; ')}`);
+}
+
+/**
+ * Refuses a service the system could not later move: a move start (drain, rebalancer) writes the
+ * replica's spec twice in one request — the largest transaction a service's spec takes part in
+ * (a placement or a rollout step writes it once; a rollback is an apply, checked above). Global and
+ * stateful replicas are never moved.
+ */
+function checkMovable(item: ApplyItem, revision: number): void {
+  for (const [service, svc] of Object.entries(item.spec.services)) {
+    if (placementMode(svc) === 'global' || isStateful(svc)) continue;
+    const t = templateOf(revision, svc);
+    const bytes = moveStartBytes({ replica: `${item.name}-${service}-0`, deployment: item.name, service, node: '', index: 0, revision, specHash: t.specHash, template: t.template, placedAt: '' });
+    if (bytes > MAX_REQUEST_BYTES)
+      throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''} service "${service}" cannot be moved later: a move (drain, rebalancer) writes its spec twice in one request, which`, bytes, MAX_REQUEST_BYTES);
+  }
 }
 
 /** Plans and commits the apply of several deployments in one transaction. */
@@ -152,6 +170,7 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: A
     // Both the deployment and its revision record travel in the one request.
     const bytes = Buffer.byteLength(encodeJson(next)) * (specChanged ? 2 : 1);
     if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''}, with its revision record,`, bytes, MAX_REQUEST_BYTES);
+    checkMovable(item, generation);
     acts.push({ label: `apply ${item.name}`, ops });
   }
   // Its checks (an object referred to is still there) go with any write; alone they write nothing.

@@ -10,6 +10,12 @@ import type { Deployment, DeploymentSpec } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { WATCHABLE } from '../../src/runtime/watchable.js';
+import { templateOf } from '../../src/api/serving.js';
+import { withDefaults, specHash } from '../../src/api/spec.js';
+import { MAX_REQUEST_BYTES } from '../../src/store/store.js';
+import { commitAtomic } from '../../src/store/writer.js';
+import { ReplicaIndex } from '../../src/runtime/replicas.js';
+import { MoveBook, moveStartBytes, startMove } from '../../controllers/moves/move.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -263,5 +269,47 @@ describe('a value that is not JSON, under every prefix (item 5)', () => {
     await store.client.put(prefix + 'nodes/x').value(JUNK);
     await expect(store.get('nodes/x')).rejects.toThrow(/^the value of nodes\/x cannot be read \(not JSON: /);
     await expect(store.list('nodes/')).rejects.toThrow('the value of nodes/x cannot be read');
+  });
+});
+
+describe('specs near the size limit (item 8)', () => {
+  const spec = (blob: number): DeploymentSpec => ({ services: { web: { image: 'jaco-demo/busybox:1', replicas: 2, env: { BLOB: 'x'.repeat(blob) } } } });
+  const moveBytes = (blob: number) => {
+    const t = templateOf(1, spec(blob).services.web!);
+    return moveStartBytes({ replica: 'big-web-0', deployment: 'big', service: 'web', node: '', index: 0, revision: 1, specHash: t.specHash, template: t.template, placedAt: '' });
+  };
+  // The largest spec apply accepts: derived from the move's own bound, found by bisection.
+  let lo = 0;
+  let hi = MAX_REQUEST_BYTES;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (moveBytes(mid) <= MAX_REQUEST_BYTES) lo = mid;
+    else hi = mid - 1;
+  }
+  const atBudget = lo;
+
+  it('a spec at the budget applies, and its move start lands on etcd; one byte more is refused naming the limit', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    await expect(applyDeployments(store, [{ name: 'over', spec: spec(atBudget + 1), cause: 'apply' }])).rejects.toThrow(
+      /deployment "over" service "web" cannot be moved later: a move \(drain, rebalancer\) writes its spec twice in one request, which is 1\.50 MiB \(15728\d\d bytes\); etcd accepts at most 1\.50 MiB \(1572864 bytes\) per request/,
+    );
+    // The 767 KiB spec of the issue: refused at apply now, not at the drain.
+    await expect(applyDeployments(store, [{ name: 'issue', spec: spec(767 * 1024), cause: 'apply' }])).rejects.toThrow('cannot be moved later');
+    expect((await store.listRaw('')).kvs).toEqual([]);
+    await applyDeployments(store, [{ name: 'big', spec: spec(atBudget), cause: 'apply' }]);
+    const stored = (await store.get<Deployment>(keys.deployment('big')))!.value.spec.services.web!;
+    // Its move start, as the drain would make it, lands in one request on a real etcd.
+    const template = withDefaults(stored);
+    const desired = { key: keys.desired('n1', 'big-web-0'), modRevision: 0, createRevision: 0, version: 0, value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: 'big-web-0' }, spec: { replica: 'big-web-0', deployment: 'big', service: 'web', node: 'n1', index: 0, revision: 1, specHash: specHash(template), template, placedAt: new Date().toISOString() } } } as const;
+    await commitAtomic(store, [{ label: 'place', ops: [{ op: 'create', key: desired.key, value: desired.value }] }]);
+    const placed = (await store.get<typeof desired.value>(desired.key))!;
+    const idx = new ReplicaIndex();
+    idx.putDesired({ ...placed, value: placed.value as never });
+    idx.putObserved('n1', 'big-web-0', { key: keys.observed('n1', 'big-web-0'), modRevision: 1, createRevision: 1, version: 1, value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: 'big-web-0' }, status: { replica: 'big-web-0', node: 'n1', deployment: 'big', service: 'web', state: 'running', revision: 1, specHash: specHash(template), startedAt: new Date().toISOString(), health: 'none', observedAt: new Date().toISOString() } } as never });
+    const r = startMove(new MoveBook({ replicas: idx, ledgers: new Map(), eligibility: new Map() }), { replica: 'big-web-0', src: 'n1', dst: 'n2', by: 'drain', id: 'm1', now: Date.now(), timeoutMs: 60_000 });
+    if (!r.ok) throw new Error(r.detail);
+    await commitAtomic(store, [{ label: 'move start', ops: r.ops }]);
+    expect((await store.get(keys.desired('n2', 'big-web-0')))).toBeDefined();
   });
 });
