@@ -560,6 +560,19 @@ describe('drain: moves complete, fail, time out', () => {
     expect(w.audit.at(-1)).toMatchObject({ type: 'drain_aborted', payload: { replica: 'd-big-0', cause: 'no_capacity_memory' } });
   });
 
+  it('a replica whose move no request could carry: blocked too_large, and the drain aborts with that reason, not a timeout (issue 29)', () => {
+    const w = new World();
+    // Written by hand past apply's check (apply refuses it: test/integration/cli-faults.test.ts).
+    w.replica('d-huge-0', 'node-2', withDefaults({ image: 'x', env: { BLOB: 'x'.repeat(767 * 1024) } }), { state: 'running', index: 0 });
+    w.drain('node-2');
+    w.pass();
+    expect(w.drainOf('node-2').status).toMatchObject({ state: 'draining', replicas: { 'd-huge-0': { state: 'blocked', reason: 'too_large' } } });
+    w.advance(TIMEOUT);
+    w.pass();
+    expect(w.drainOf('node-2').status).toMatchObject({ state: 'aborted', reason: 'drain_timeout', replicas: { 'd-huge-0': { reason: 'too_large' } } });
+    expect(w.audit.at(-1)).toMatchObject({ type: 'drain_aborted', payload: { replica: 'd-huge-0', cause: 'too_large' } });
+  });
+
   it('wakes for the minimum ready time of a replacement without a health check', () => {
     const { w, dst } = movingWeb(plain);
     w.advance(1000);

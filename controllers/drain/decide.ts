@@ -333,7 +333,10 @@ class DrainPass {
     });
     if (!r.ok) {
       this.p.placer.forget(id, d.chosen);
-      this.set(id, 'pending', r.refusal);
+      // A move no request can carry never will: blocked, and past the deadline the drain aborts
+      // saying so (not a timeout of a move that never started). Other refusals pass with waiting.
+      if (r.refusal === 'too_large') this.set(id, 'blocked', r.refusal, undefined, deadline);
+      else this.set(id, 'pending', r.refusal);
       return this.p.note(this.host, id, r.detail);
     }
     this.work++;

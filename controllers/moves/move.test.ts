@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { specHash, withDefaults } from '../../src/api/spec.js';
-import type { ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import type { NodeVerdict, ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import { actBytes } from '../../src/store/writer.js';
+import { DEFAULT_PLACEMENT_CONFIG } from '../placement/placer.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
-import { advanceMoves, cancelMove, MoveBook, moveWakeAt, startMove, type MoveRequest } from './move.js';
+import { advanceMoves, cancelMove, MOVE_START_OTHER_BYTES, MoveBook, moveStartValueBytes, moveWakeAt, startMove, type MoveRequest } from './move.js';
 
 type VersionedDesired = Versioned<ReplicaDesired>;
 
@@ -270,5 +272,38 @@ describe('cancelMove and moveWakeAt', () => {
       [desired('d-web-0', 'c', spec, mark(by, T0 + 60_000)), state, extra],
     ]);
     expect(moveWakeAt(idx, 'drain')).toBe(want);
+  });
+});
+
+describe('a move start fits one request (issue 29 item 8)', () => {
+  const long = (c: string) => c.repeat(253);
+  // The largest act a move start makes: the longest names, a full decision (every node of a
+  // cluster of explainNodes listed, each with a long rejection detail), a ledger, and the mover's
+  // audit record. What is not the two desired values must fit MOVE_START_OTHER_BYTES.
+  it('all but its two desired values stays within MOVE_START_OTHER_BYTES', () => {
+    const id = `${long('d').slice(0, 60)}-${long('s').slice(0, 60)}-999999`;
+    const [src, dst] = [long('a'), long('b')];
+    const book = world([[desired(id, src), 'running']]);
+    const verdicts: NodeVerdict[] = Array.from({ length: DEFAULT_PLACEMENT_CONFIG.explainNodes }, (_, i) =>
+      i % 2 ? { node: `${long('n').slice(0, 250)}${i}`, rejected: { filter: 'memory', reason: 'no_capacity_memory', detail: `needs 1024.0 MiB of memory, ${'9'.repeat(12)} MiB free of ${'9'.repeat(12)} MiB (replicas booked: ${'9'.repeat(6)})`.padEnd(300, '.') } } : { node: `${long('n').slice(0, 250)}${i}`, score: { total: -123456.789, parts: { peers: 99999, failures: 99999, cpu: -123.456, hash: 0.123456789 } } },
+    );
+    const r = startMove(book, move(id, src, dst, { id: `drain-${src}-${id}-${T0}`, forPending: { deployment: long('p'), service: long('q'), node: long('r') }, decision: { verdicts: { replica: id, deployment: 'd', service: 's', mode: 'spread', chosen: dst, why: 'x'.repeat(1000), verdicts }, why: 'y'.repeat(1000) } }));
+    if (!r.ok) throw new Error(r.detail);
+    const audit = { apiVersion: 'jaco.dev/v1', kind: 'AuditEvent', metadata: { name: `${'9'.repeat(15)}-${'f'.repeat(16)}-${'9'.repeat(10)}` }, spec: { type: 'rebalance_moved', time: iso(T0), actor: long('c'), deployment: long('d'), payload: { replica: id, deployment: long('d'), service: long('s'), src, dst, by: 'rebalancer', moveId: r.marker.id, reason: 'x'.repeat(500) } } };
+    const rest = r.ops.slice(2);
+    const bytes = actBytes([...rest, { op: 'create', key: `audit/${audit.metadata.name}`, value: audit }]);
+    expect(bytes).toBeLessThanOrEqual(MOVE_START_OTHER_BYTES);
+    // And the two desired values are bounded by moveStartValueBytes, at any names.
+    expect(actBytes(r.ops.slice(0, 2))).toBeLessThanOrEqual(moveStartValueBytes(desired(id, src).value.spec));
+  });
+
+  const withEnv = (bytes: number) => withDefaults({ image: 'x', env: { BLOB: 'x'.repeat(bytes) } });
+  it.each([
+    { what: 'a small spec', env: 1_000, refusal: undefined },
+    { what: 'a 767 KiB spec (apply used to accept it; the move did not fit)', env: 767 * 1024, refusal: 'too_large' },
+  ])('$what', ({ env, refusal }) => {
+    const r = startMove(world([[desired('d-web-0', 'a', withEnv(env)), 'running']]), move('d-web-0', 'a', 'c'));
+    if (refusal) expect(r).toMatchObject({ ok: false, refusal, detail: expect.stringContaining('etcd accepts at most 1.50 MiB') });
+    else expect(r.ok).toBe(true);
   });
 });

@@ -29,7 +29,9 @@ import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Watchable } from '../../src/runtime/watchable.js';
 import type { Versioned } from '../../src/store/store.js';
-import type { Op } from '../../src/store/writer.js';
+import { TooLargeError } from '../../src/store/errors.js';
+import { MAX_REQUEST_BYTES } from '../../src/store/store.js';
+import { actBytes, type Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
 import { decisionValue } from '../placement/decision.js';
 import { eligibilityGuard, eligibilityRevisions, networkViewOf, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
@@ -219,6 +221,9 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
   if (!m.sourceLeaving && !replicaRunning(src.observed)) return refuse('replica_not_running');
   const over = budgetRefusal(book, m.replica);
   if (over) return over;
+  // The real reason, not a timeout later: an act that no request can carry never lands.
+  const size = moveStartFits(spec);
+  if (size) return refuse('too_large', size);
   const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs), ...(m.forPending ? { forPending: m.forPending } : {}) };
   const srcValue: ReplicaDesired = { ...src.desired, spec: { ...spec, movingTo: { id: m.id, node: m.dst, by: m.by } } };
   const { hostPorts: _srcPorts, address: _srcAddress, ...rest } = spec;
@@ -247,6 +252,46 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
       ...(m.decision ? [moveDecisionOp(m, m.decision)] : []),
     ],
   };
+}
+
+/**
+ * What a move start writes beside its two desired values, at most: the service's disruption
+ * ledger, the destination's address claim and placement decision, the mover's audit record and
+ * the compares. A decision lists every node up to explainNodes (64), else 10 rejected and the 5
+ * best (controllers/placement/placer.ts): the largest act, built at the longest names and details
+ * by move.test.ts, takes 39 KiB of this beside its two desired values; the test fails if it grows
+ * past the reserve.
+ */
+export const MOVE_START_OTHER_BYTES = 64 * 1024;
+
+/**
+ * The bytes of a move start's two desired values of a replica of this spec: the source marked
+ * moving, the destination with its move marker, address and host ports — each at the longest
+ * values they can take, so the bound holds for every node and replica.
+ */
+export function moveStartValueBytes(spec: ReplicaDesired['spec']): number {
+  const long = 'x'.repeat(253);
+  const at = new Date(0).toISOString();
+  const src = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: long }, spec: { ...spec, replica: long, node: long, placedAt: at, movingTo: { id: long, node: long, by: 'rebalancer' } } };
+  const dst = {
+    ...src,
+    spec: { ...spec, replica: long, node: long, placedAt: at, move: { id: long, from: long, by: 'rebalancer', startedAt: at, deadline: at, forPending: { deployment: long, service: long, node: long } }, address: { ipv4: '255.255.255.255/32', ipv6: 'ffff:'.repeat(8) + '/128' }, hostPorts: { [long]: 65535 } },
+  };
+  return actBytes([
+    { op: 'update', key: `desired/${long}/${long}`, value: src, modRevision: 1 },
+    { op: 'create', key: `desired/${long}/${long}`, value: dst },
+  ]);
+}
+
+/** The most a move start of a replica of this spec can ask of one request. */
+export function moveStartBytes(spec: ReplicaDesired['spec']): number {
+  return moveStartValueBytes(spec) + MOVE_START_OTHER_BYTES;
+}
+
+/** Why a move start of this spec cannot fit one request, or undefined when it can. */
+export function moveStartFits(spec: ReplicaDesired['spec']): string | undefined {
+  const bytes = moveStartBytes(spec);
+  return bytes > MAX_REQUEST_BYTES ? new TooLargeError(`a move start of ${spec.replica} (its spec twice, with the rest of the act)`, bytes, MAX_REQUEST_BYTES).message : undefined;
 }
 
 /** The stored decision of a move's destination (decisions/<deployment>/<replica>). */

@@ -62,6 +62,12 @@ export const keys = {
   serviceAddresses: () => 'serviceaddresses/',
   serviceAddressNumber: (n: number) => `serviceaddressnumbers/${n}`,
   serviceAddressNumbers: () => 'serviceaddressnumbers/',
+  /**
+   * Written by every apply that starts to publish or bind a port (src/cli/apply-guards.ts), so two
+   * concurrent applies taking one port cannot both land; the value only says who took it last.
+   */
+  portGuard: (port: number) => `guards/ports/${port}`,
+  portGuards: () => 'guards/ports/',
   audit: (id: string) => `audit/${id}`,
   audits: () => 'audit/',
   leaders: (controller: string) => `leaders/${controller}/`,

@@ -1,7 +1,7 @@
 // Reading manifests: files, directories and stdin, multi-document YAML. Every problem is reported
 // at once with file:line:column, the document, the field path and the rule; a caller that gets any
 // error writes nothing.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { formatPath, schemas, type Path, type ValidationIssue } from './schema.js';
@@ -48,14 +48,74 @@ export interface Source {
   text: string;
 }
 
-/** Expands -f arguments: a file, a directory (its *.yaml / *.yml / *.json, sorted), or "-" (stdin). */
-export function readSources(args: string[], stdin: () => string = () => readFileSync(0, 'utf8')): Source[] {
+/**
+ * Reads a file or a descriptor, but never more than `limit` bytes: past it, undefined, having read
+ * one byte more and no further. A size from stat says nothing of a device or a pipe (/dev/zero,
+ * an endless `jaco apply -f -`), which would otherwise be read until memory runs out.
+ */
+export function readCapped(from: string | number, limit: number): Buffer | undefined {
+  const fd = typeof from === 'number' ? from : openSync(from, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, limit + 1 - total));
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EOF') break;
+        // A non-blocking stdin with nothing yet: wait a moment rather than spin.
+        if (code === 'EAGAIN') {
+          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+          continue;
+        }
+        throw e;
+      }
+      if (n === 0) break;
+      chunks.push(buf.subarray(0, n));
+      total += n;
+      if (total > limit) return undefined;
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    if (typeof from !== 'number') closeSync(fd);
+  }
+}
+
+/** "500 KiB", "16 MiB". */
+export function sizeText(bytes: number): string {
+  return bytes >= 1048576 ? `${+(bytes / 1048576).toFixed(1)} MiB` : bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`;
+}
+
+/** A file read with readCapped, failing past the limit (for readers that report a read that failed, with why). */
+export function readFileCapped(path: string, limit: number): Buffer {
+  const bytes = readCapped(path, limit);
+  if (!bytes) throw new Error(`more than ${sizeText(limit)} read, and it goes on; at most ${sizeText(limit)} is read`);
+  return bytes;
+}
+
+const LIMIT_TEXT = `manifests are limited to ${MAX_MANIFEST_BYTES / 1048576} MiB`;
+
+/** The text of stdin, read as a file is: at most MAX_MANIFEST_BYTES. */
+function readStdin(): string | undefined {
+  return readCapped(0, MAX_MANIFEST_BYTES)?.toString('utf8');
+}
+
+/**
+ * Expands -f arguments: a file, a directory (its *.yaml / *.yml / *.json, sorted), or "-" (stdin).
+ * Nothing is read past MAX_MANIFEST_BYTES (stdin returns undefined when it goes on past it).
+ */
+export function readSources(args: string[], stdin: () => string | undefined = readStdin): Source[] {
   const out: Source[] = [];
   const problems: ManifestProblem[] = [];
   const fileProblem = (file: string, message: string) => problems.push({ file, line: 0, column: 0, document: 0, message });
   for (const arg of args) {
     if (arg === '-') {
-      out.push({ name: '<stdin>', text: stdin() });
+      const text = stdin();
+      if (text === undefined) fileProblem('<stdin>', `more than ${sizeText(MAX_MANIFEST_BYTES)} read, and it goes on; ${LIMIT_TEXT}`);
+      else out.push({ name: '<stdin>', text });
       continue;
     }
     let st;
@@ -73,12 +133,14 @@ export function readSources(args: string[], stdin: () => string = () => readFile
       : [arg];
     if (st.isDirectory() && files.length === 0) fileProblem(arg, 'directory holds no .yaml, .yml or .json files');
     for (const f of files) {
+      // A regular file's size is known before reading; a device's or a pipe's only by reading.
       const size = statSync(f).size;
-      if (size > MAX_MANIFEST_BYTES) {
-        fileProblem(f, `file is ${(size / 1048576).toFixed(1)} MiB; manifests are limited to ${MAX_MANIFEST_BYTES / 1048576} MiB`);
+      const bytes = size > MAX_MANIFEST_BYTES ? undefined : readCapped(f, MAX_MANIFEST_BYTES);
+      if (!bytes) {
+        fileProblem(f, `${size > MAX_MANIFEST_BYTES ? `file is ${(size / 1048576).toFixed(1)} MiB` : `more than ${sizeText(MAX_MANIFEST_BYTES)} read, and it goes on`}; ${LIMIT_TEXT}`);
         continue;
       }
-      out.push({ name: f, text: readFileSync(f, 'utf8') });
+      out.push({ name: f, text: bytes.toString('utf8') });
     }
   }
   if (problems.length) throw new ManifestError(problems);

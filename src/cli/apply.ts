@@ -6,16 +6,20 @@ import { DEFAULT_IPV4_RANGE, ulaFromRandom } from '../api/network.js';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
 import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
-import { sameDeploymentSpec } from '../api/spec.js';
+import { isStateful, placementMode, sameDeploymentSpec } from '../api/spec.js';
+import { templateOf } from '../api/serving.js';
+import { moveStartBytes } from '../../controllers/moves/move.js';
 import { DEFAULT_PORT_RANGE } from '../api/ports.js';
 import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type NetworkConfig, type Node } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
 import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
-import { commitAtomic, type Act } from '../store/writer.js';
+import { commitAtomic, type Act, type Op } from '../store/writer.js';
+import { applyGuards } from './apply-guards.js';
 import { PRODUCTION } from '../timings.js';
 import type { ComposeObject } from '../compose/map.js';
 import { ownedRemovals, planFiles, type FileOutcome } from './apply-files.js';
+import { readCut, readKey, unreadableIn, unreadableLines } from './read.js';
 
 /** Revisions kept per deployment (older ones are deleted by the apply that adds a new one). */
 export const REVISION_HISTORY_LIMIT = 10;
@@ -44,8 +48,10 @@ export interface ApplyOutcome {
   objects?: FileOutcome[];
 }
 
+const lastSegment = (key: string) => key.slice(key.lastIndexOf('/') + 1);
+
 export function revisionNumberOfKey(key: string): number {
-  return Number(key.slice(key.lastIndexOf('/') + 1));
+  return Number(lastSegment(key));
 }
 
 /** An apply refused because of what it would clash with among every deployment that would exist. */
@@ -66,17 +72,47 @@ function checkConflicts(current: Map<string, Versioned<Deployment>>, nodes: Node
   if (conflicts.length) throw new ApplyConflictError(`nothing was written: ${conflicts.join('; ')}`);
 }
 
+/**
+ * Refuses a service the system could not later move: a move start (drain, rebalancer) writes the
+ * replica's spec twice in one request — the largest transaction a service's spec takes part in
+ * (a placement or a rollout step writes it once; a rollback is an apply, checked above). Global and
+ * stateful replicas are never moved.
+ */
+function checkMovable(item: ApplyItem, revision: number): void {
+  for (const [service, svc] of Object.entries(item.spec.services)) {
+    if (placementMode(svc) === 'global' || isStateful(svc)) continue;
+    const t = templateOf(revision, svc);
+    const bytes = moveStartBytes({ replica: `${item.name}-${service}-0`, deployment: item.name, service, node: '', index: 0, revision, specHash: t.specHash, template: t.template, placedAt: '' });
+    if (bytes > MAX_REQUEST_BYTES)
+      throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''} service "${service}" cannot be moved later: a move (drain, rebalancer) writes its spec twice in one request, which`, bytes, MAX_REQUEST_BYTES);
+  }
+}
+
 /** Plans and commits the apply of several deployments in one transaction. */
-export async function applyDeployments(store: Store, given: ApplyItem[], opts: { now?: number; dryRun?: boolean } = {}): Promise<ApplyOutcome[]> {
+export interface ApplyOptions {
+  now?: number;
+  dryRun?: boolean;
+  /** Told what the apply could not read and left out (the CLI prints it to stderr). */
+  warn?: (text: string) => void;
+}
+
+export async function applyDeployments(store: Store, given: ApplyItem[], opts: ApplyOptions = {}): Promise<ApplyOutcome[]> {
   // One read of every deployment serves the conflict checks and each item's compare-and-swap; the
-  // transaction compares that nothing under deployments/ changed since, so the checks hold for
-  // what lands (two concurrent applies cannot both add colliding ids or published ports).
-  const listed = await store.list<Deployment>(keys.deployments());
-  const current = new Map(listed.items.map((d) => [d.value.metadata.name, d]));
-  const nodes = (await store.list<Node>(keys.nodes())).items.map((n) => n.value);
+  // transaction compares what the checks depend on (applyGuards), so they hold for what lands:
+  // two concurrent applies cannot both add colliding ids or published ports.
+  // Read as the controllers read (read.ts): a value that cannot be read is left out, named, and
+  // only a deployment applied over it replaces it.
+  const cut = await readCut(store, ['deployments', 'nodes']);
+  const listed = { revision: cut.revision };
+  const current = new Map([...cut.kind<Deployment>('deployments').items.values()].map((d) => [d.value.metadata.name, d]));
+  const unreadable = new Map([...cut.kind('deployments').unreadable.values()].map((u) => [u.key.slice(keys.deployments().length), u]));
+  const nodes = [...cut.kind<Node>('nodes').items.values()].map((n) => n.value);
+  const applied = new Set(given.map((i) => i.name));
+  const skipped = unreadableIn(cut).filter((u) => !applied.has(u.key.slice(keys.deployments().length)) || !u.key.startsWith(keys.deployments()));
+  if (skipped.length) opts.warn?.(`${unreadableLines(skipped).trimEnd()}\n  (conflicts with what cannot be read are not checked)\n`);
   checkConflicts(current, nodes, given);
   // Secrets and configs: made, checked, and every reference pinned, before the specs are compared.
-  const files = await planFiles(store, given, current, opts.now ?? Date.now());
+  const files = await planFiles(store, given, current, listed.revision, opts.now ?? Date.now(), unreadable.size > 0);
   const items = files.items;
   // Every deployment's revision records (keys only) in one read, not one read per deployment.
   const recorded = new Map<string, string[]>();
@@ -93,8 +129,10 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
   for (const item of items) {
     const cur = current.get(item.name);
     const prev = cur?.value;
+    // Applied over a value that cannot be read: replaces it, numbered after its kept revisions.
+    const over = unreadable.get(item.name);
     const specChanged = !prev || !sameDeploymentSpec(prev.spec, item.spec) || !!item.restart?.length;
-    const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : 1;
+    const generation = prev ? (prev.metadata.generation ?? 1) + (specChanged ? 1 : 0) : over ? Math.max(0, ...(recorded.get(item.name) ?? []).map(revisionNumberOfKey)) + 1 : 1;
     const next: Deployment = {
       apiVersion: API_VERSION,
       kind: 'Deployment',
@@ -109,12 +147,13 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
       spec: item.spec,
     };
     const metaChanged = !!prev && JSON.stringify([prev.metadata.labels, prev.metadata.annotations]) !== JSON.stringify([next.metadata.labels, next.metadata.annotations]);
-    const result = !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
-    const summary = item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
+    const result = over ? 'configured' : !prev ? 'created' : specChanged || metaChanged ? 'configured' : 'unchanged';
+    const summary = over ? `replaced a value that could not be read (${over.reason})` : item.restart?.length ? `restart ${item.restart.join(', ')}` : specChanged ? summarizeChange(prev?.spec, item.spec) : '';
     outcomes.push({ name: item.name, result, revision: generation, summary, ...(files.outcomes.get(item.name)?.length ? { objects: files.outcomes.get(item.name) } : {}) });
     if (result === 'unchanged') continue;
 
-    const ops: Act['ops'] = [cur ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
+    const stored = cur ?? over;
+    const ops: Act['ops'] = [stored ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: stored.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
     if (specChanged) {
       const rev: DeploymentRevision = {
         apiVersion: API_VERSION,
@@ -131,15 +170,29 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: {
     // Both the deployment and its revision record travel in the one request.
     const bytes = Buffer.byteLength(encodeJson(next)) * (specChanged ? 2 : 1);
     if (bytes > MAX_REQUEST_BYTES) throw new TooLargeError(`deployment "${item.name}"${item.source ? ` (${item.source})` : ''}, with its revision record,`, bytes, MAX_REQUEST_BYTES);
+    checkMovable(item, generation);
     acts.push({ label: `apply ${item.name}`, ops });
   }
   // Its checks (an object referred to is still there) go with any write; alone they write nothing.
   if (acts.length || files.ops.some((o) => o.op !== 'check')) acts.push({ label: 'secrets and configs', ops: [...files.ops, ...(await audit.ops(files.audit))] });
   // The first cluster-network service makes the cluster network's ranges (docs/networking.md).
-  if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await store.get(keys.networkConfig())))
+  if (acts.length && items.some((i) => Object.values(i.spec.services).some((svc) => svc.network === 'cluster')) && !(await exists(store, keys.networkConfig(), 'NetworkConfig')))
     acts.push({ label: 'cluster network', ops: [{ op: 'create', key: keys.networkConfig(), value: newNetworkConfig() }] });
   if (!opts.dryRun && acts.length) {
-    acts.push({ label: 'deployments unchanged since read', ops: [{ op: 'checkRange', key: keys.deployments(), unchangedSince: listed.revision }] });
+    // The checks above hold for what lands: compared per deployment and per port, not over every
+    // deployment, so applies of unrelated deployments all land (apply-guards.ts).
+    const guarded = items.filter((i) => outcomes.find((o) => o.name === i.name)?.result !== 'unchanged');
+    const guardRevs = new Map((await store.listRaw(keys.portGuards(), listed.revision, { keysOnly: true })).kvs.map((kv) => [Number(lastSegment(kv.key.toString('utf8'))), Number(kv.mod_revision)]));
+    const guards = applyGuards(
+      guarded.map((i) => ({ name: i.name, spec: i.spec, stored: current.get(i.name)?.value.spec })),
+      listed.revision,
+      (name) => (current.get(name) ?? unreadable.get(name))?.modRevision ?? 0,
+      (port) => guardRevs.get(port) ?? 0,
+      iso,
+    );
+    // What it reports unchanged is unchanged when the rest lands: all or nothing.
+    const unchanged = outcomes.filter((o) => o.result === 'unchanged').map((o): Op => ({ op: 'check', key: keys.deployment(o.name), modRevision: current.get(o.name)!.modRevision }));
+    acts.push({ label: 'conflict checks still true', ops: [...guards, ...unchanged] });
     await commitAtomic(store, acts, { landed: landedIf(store, acts) });
   }
   return outcomes;
@@ -159,6 +212,12 @@ function landedIf(store: Store, acts: Act[]): () => Promise<boolean> {
   return async () => !!auditKey && (await store.get(auditKey)) !== undefined;
 }
 
+/** Whether a key holds a value, readable or not. */
+async function exists(store: Store, key: string, kind: string): Promise<boolean> {
+  const { value, unreadable } = await readKey(store, key, kind);
+  return !!(value ?? unreadable);
+}
+
 /** Deletes deployments with their revision records, in one transaction. */
 export async function deleteDeployments(store: Store, names: string[], opts: { now?: number; ignoreMissing?: boolean } = {}): Promise<string[]> {
   const now = opts.now ?? Date.now();
@@ -167,8 +226,10 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
   const deleted: string[] = [];
   const missing: string[] = [];
   for (const name of names) {
-    const cur: Versioned<Deployment> | undefined = await store.get<Deployment>(keys.deployment(name));
-    if (!cur) {
+    // A value that cannot be read is deleted like any other: delete is how an operator clears it.
+    const { value: cur, unreadable } = await readKey<Deployment>(store, keys.deployment(name), 'Deployment');
+    const at = cur ?? unreadable;
+    if (!at) {
       missing.push(name);
       continue;
     }
@@ -176,9 +237,9 @@ export async function deleteDeployments(store: Store, names: string[], opts: { n
     acts.push({
       label: `delete ${name}`,
       ops: [
-        { op: 'delete', key: keys.deployment(name), modRevision: cur.modRevision },
+        { op: 'delete', key: keys.deployment(name), modRevision: at.modRevision },
         ...kvs.map((kv) => ({ op: 'delete' as const, key: kv.key.toString('utf8').slice(store.prefix.length) })),
-        await audit.op({ type: 'deployment_deleted', time: now, deployment: name, payload: { revision: cur.value.metadata.generation } }),
+        await audit.op({ type: 'deployment_deleted', time: now, deployment: name, payload: cur ? { revision: cur.value.metadata.generation } : { unreadable: unreadable!.reason } }),
       ],
     });
     deleted.push(name);

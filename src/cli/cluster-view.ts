@@ -1,6 +1,5 @@
 // A read-only view of the cluster for the CLI: one consistent read of the prefixes a command
 // needs, joined (desired + observed per replica, node + heartbeat + drain per node).
-import { keys } from '../api/keys.js';
 import { placementMode } from '../api/spec.js';
 import type {
   Deployment,
@@ -13,7 +12,11 @@ import type {
   ReplicaObserved,
   RolloutPlan,
 } from '../api/types.js';
+import type { Cache } from '../runtime/cache.js';
+import type { Watchable } from '../runtime/watchable.js';
+import type { Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
+import { readCut, unreadableIn } from './read.js';
 
 export interface ReplicaRow {
   id: string;
@@ -32,6 +35,8 @@ export interface ClusterView {
   drains: Map<string, NodeDrain>;
   replicas: ReplicaRow[];
   rollouts: RolloutPlan[];
+  /** Keys under the joined prefixes whose values cannot be read (left out of the rest). */
+  unreadable: Unreadable[];
 }
 
 const lastPart = (k: string) => k.slice(k.lastIndexOf('/') + 1);
@@ -48,32 +53,33 @@ export interface ClusterParts {
   observed: Versioned<ReplicaObserved>[];
   commands: Versioned<ReplicaCommand>[];
   rollouts: Versioned<RolloutPlan>[];
+  unreadable?: Unreadable[];
 }
 
-export async function readClusterView(store: Store): Promise<ClusterView> {
-  const [deps, statuses, nodes, hbs, drains, desired, observed, commands, rollouts] = await Promise.all([
-    store.list<Deployment>(keys.deployments()),
-    store.list<DeploymentStatus>(keys.deploymentStatuses()),
-    store.list<Node>(keys.nodes()),
-    store.list<Heartbeat>(keys.heartbeats()),
-    store.list<NodeDrain>(keys.drains()),
-    store.list<ReplicaDesired>(keys.desiredOf()),
-    store.list<ReplicaObserved>(keys.observedOf()),
-    store.list<ReplicaCommand>(keys.commandsOf()),
-    store.list<RolloutPlan>(keys.rollouts()),
-  ]);
+/** The prefixes a cluster view joins. */
+export const CLUSTER_VIEW_READS = ['deployments', 'statuses', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'rollouts'] as const satisfies readonly Watchable[];
+
+/** A view joined from the cache's readable values (one cut of the store), with the keys it could not read. */
+export function clusterViewOf(cache: Cache): ClusterView {
+  const items = <T>(name: Watchable) => [...cache.kind<T>(name).items.values()];
   return joinClusterView({
-    revision: Math.max(deps.revision, desired.revision),
-    deployments: deps.items,
-    statuses: statuses.items,
-    nodes: nodes.items,
-    heartbeats: hbs.items,
-    drains: drains.items,
-    desired: desired.items,
-    observed: observed.items,
-    commands: commands.items,
-    rollouts: rollouts.items,
+    revision: cache.revision,
+    deployments: items<Deployment>('deployments'),
+    statuses: items<DeploymentStatus>('statuses'),
+    nodes: items<Node>('nodes'),
+    heartbeats: items<Heartbeat>('heartbeats'),
+    drains: items<NodeDrain>('drains'),
+    desired: items<ReplicaDesired>('desired'),
+    observed: items<ReplicaObserved>('observed'),
+    commands: items<ReplicaCommand>('commands'),
+    rollouts: items<RolloutPlan>('rollouts'),
+    unreadable: unreadableIn(cache),
   });
+}
+
+/** One consistent read of the cluster; what cannot be read is left out and listed in `unreadable`. */
+export async function readClusterView(store: Store): Promise<ClusterView> {
+  return clusterViewOf(await readCut(store, CLUSTER_VIEW_READS));
 }
 
 /** Joins stored objects into a view: desired + observed + command per replica copy. */
@@ -95,6 +101,7 @@ export function joinClusterView(p: ClusterParts): ClusterView {
     drains: new Map(p.drains.map((d) => [lastPart(d.key), d.value])),
     replicas,
     rollouts: p.rollouts.map((r) => r.value),
+    unreadable: p.unreadable ?? [],
   };
 }
 

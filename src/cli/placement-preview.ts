@@ -13,8 +13,8 @@ import { decide, schedulerConfig } from '../../controllers/scheduler/decide.js';
 import { unschedulableReasonOf } from '../api/reasons/scheduling.js';
 import { withDefaults } from '../api/spec.js';
 import { API_VERSION, type Deployment, type DeploymentSpec } from '../api/types.js';
-import { logger } from '../observability/log.js';
 import { Cache } from '../runtime/cache.js';
+import { readCut } from './read.js';
 import type { Store } from '../store/store.js';
 import { PRODUCTION } from '../timings.js';
 
@@ -45,7 +45,7 @@ export function previewLines(plan: ReturnType<typeof decide>, names: ReadonlySet
  * what the scheduler does — new replicas, removals, what cannot be placed.
  */
 export async function placementPreview(store: Store, items: readonly PreviewItem[], now = Date.now()): Promise<string[]> {
-  const cache = await Cache.read(store, [...new Set([...SCHEDULER_READS, ...REBALANCER_READS])], logger('apply'));
+  const cache = await readCut(store, [...new Set([...SCHEDULER_READS, ...REBALANCER_READS])]);
   const snap = schedulerSnapshotOf(cache, now);
   const deployments = new Map(snap.deployments);
   for (const i of items) {

@@ -9,7 +9,8 @@ import { secretVersion } from '../secrets/version.js';
 import { createdRecord, newSecret, publishedClusterKey, removedRecord } from './secrets.js';
 import { DEFAULT_IMAGE_SETTINGS } from '../images/access.js';
 import { AuditLog } from '../store/audit.js';
-import { decodeJson, type Store, type Versioned } from '../store/store.js';
+import type { Store, Versioned } from '../store/store.js';
+import { readCut, unreadableIn, warnUnreadable } from './read.js';
 import { commitAtomic, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
 
@@ -105,11 +106,12 @@ export async function removeRegistryLogin(store: Store, host: string, now = Date
 
 /** Every stored registry, and the image setting, at one revision. */
 export async function readImageAccess(store: Store): Promise<{ registries: Versioned<Registry>[]; settings: ImageSettingsSpec; stored?: Versioned<ImageSettings>; revision: number }> {
-  const { items, revision } = await store.list<Registry>(keys.registries());
-  // The setting at the revision the registries were listed at: one view of the cluster.
-  const { kvs } = await store.listRaw(keys.imageSettings(), revision);
-  const stored = kvs.map((kv) => decodeJson<ImageSettings>(kv, store.prefix.length)).find((i) => i.key === keys.imageSettings());
-  return { registries: items, settings: stored?.value.spec ?? DEFAULT_IMAGE_SETTINGS, ...(stored ? { stored } : {}), revision };
+  // One cut of both: the setting as it was when the registries were read. A value that cannot be
+  // read is left out (a registry: pulled from without its access; the setting: the default).
+  const cut = await readCut(store, ['registries', 'imageSettings']);
+  warnUnreadable(unreadableIn(cut));
+  const stored = cut.kind<ImageSettings>('imageSettings').items.get(keys.imageSettings());
+  return { registries: [...cut.kind<Registry>('registries').items.values()], settings: stored?.value.spec ?? DEFAULT_IMAGE_SETTINGS, ...(stored ? { stored } : {}), revision: cut.revision };
 }
 
 export interface ImageSettingsChange {

@@ -7,11 +7,11 @@ import { fileId, filesUsed } from '../api/files.js';
 import { keys } from '../api/keys.js';
 import { FILE_OBJECT_NAME_MAX, FILE_OBJECT_NAME_PATTERN, MAX_FILE_OBJECT_BYTES } from '../api/crds.js';
 import { API_VERSION, type ClusterKey, type Config, type Deployment, type FileKind, type FileOwner, type NodeCopy, type Registry, type ReplicaDesired, type Secret } from '../api/types.js';
-import type { Logger } from '../observability/log.js';
-import { Cache } from '../runtime/cache.js';
+import type { Cache } from '../runtime/cache.js';
 import { seal, secretAad } from '../secrets/seal.js';
 import { configDigest } from '../secrets/version.js';
 import { AuditLog, type AuditRecord } from '../store/audit.js';
+import { readCut } from './read.js';
 import type { Store, Versioned } from '../store/store.js';
 import { commitAtomic, type Act, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
@@ -115,8 +115,8 @@ export function describeUsers(u: Users | undefined): string {
 }
 
 /** One consistent read of what the secret and config commands need (one revision). */
-export function readFileObjects(store: Store, log: Logger): Promise<Cache> {
-  return Cache.read(store, ['secrets', 'configs', 'deployments', 'desired', 'copies', 'clusterkey', 'registries'], log);
+export function readFileObjects(store: Store): Promise<Cache> {
+  return readCut(store, ['secrets', 'configs', 'deployments', 'desired', 'copies', 'clusterkey', 'registries']);
 }
 
 /**
@@ -124,8 +124,8 @@ export function readFileObjects(store: Store, log: Logger): Promise<Cache> {
  * uses one of them, naming who. The transaction compares that no deployment or desired replica
  * changed since the read, so an apply that starts using one meanwhile wins, and this one retries.
  */
-export async function removeObjects(store: Store, kind: FileKind, names: string[], log: Logger, now = Date.now()): Promise<void> {
-  const cache = await readFileObjects(store, log);
+export async function removeObjects(store: Store, kind: FileKind, names: string[], now = Date.now()): Promise<void> {
+  const cache = await readFileObjects(store);
   const items = cache.kind<FileObject>(kind === 'secret' ? 'secrets' : 'configs');
   const users = usersOf(values(cache.kind<Deployment>('deployments').items), values(cache.kind<ReplicaDesired>('desired').items), values(cache.kind<Registry>('registries').items));
   const missing = names.filter((n) => !items.get(n));

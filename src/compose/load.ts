@@ -3,11 +3,11 @@
 // kept for every error; profiles; validation against the Compose Specification's own JSON schema
 // (vendored from compose-spec/compose-spec, see schema.ts); then the mapping (map.ts). Every
 // problem is reported at once with file:line:column and the field path.
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { isPair, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
-import { ManifestError, positionOf, type ManifestProblem } from '../api/manifest.js';
+import { ManifestError, MAX_MANIFEST_BYTES, positionOf, readFileCapped, type ManifestProblem } from '../api/manifest.js';
 import { deploymentRuleIssues } from '../api/rules.js';
 import { formatPath, schemas, type Path } from '../api/schema.js';
 import { API_VERSION, type Deployment } from '../api/types.js';
@@ -80,7 +80,7 @@ function variables(src: ComposeSource, opts: ComposeOptions, problems: ManifestP
   for (const f of files) {
     let text: string;
     try {
-      text = readFileSync(f, 'utf8');
+      text = readFileCapped(f, MAX_MANIFEST_BYTES).toString('utf8');
     } catch (e) {
       if (opts.envFiles?.length) problems.push({ file: f, line: 0, column: 0, document: 0, message: `cannot read the env file: ${(e as Error).message}` });
       continue;
@@ -177,7 +177,7 @@ export function loadCompose(src: ComposeSource, opts: ComposeOptions = {}): Comp
   if (raw !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) problems.push(at(['name'], `cannot make a deployment name of ${JSON.stringify(raw)}: use --name`));
 
   const profiles = opts.profiles?.length ? opts.profiles : (opts.env ?? process.env).COMPOSE_PROFILES?.split(',').filter(Boolean) ?? [];
-  const mapped = mapCompose(app, { dir: src.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileSync(f, 'utf8'), readBytes: (f) => readFileSync(f), home: homedir() });
+  const mapped = mapCompose(app, { dir: src.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileCapped(f, MAX_MANIFEST_BYTES).toString('utf8'), readBytes: (f) => readFileCapped(f, MAX_MANIFEST_BYTES), home: homedir() });
   for (const is of mapped.issues) (is.severity === 'refuse' || opts.strict ? problems : warnings).push(at(is.path, is.message, is.severity === 'refuse' ? 'compose' : 'ignored'));
   const deployment: Deployment = {
     apiVersion: API_VERSION,

@@ -242,7 +242,7 @@ export class DashboardServer {
 
   /** `jaco explain REPLICA`: the stored decision, found and rendered by the CLI's functions. */
   private async explain(res: ServerResponse, replica: string): Promise<void> {
-    const dec = await findDecision(this.o.store, replica);
+    const dec = await findDecision(this.o.store, this.cache, replica);
     if (!dec) return this.json(res, 404, { error: `no placement decision stored for replica "${replica}"`, cli: `jaco explain ${replica}` });
     const copies = [...this.cache.kind<ReplicaDesired>('desired').items.values()].map((v) => v.value).filter((d) => d.spec.replica === replica);
     return this.json(res, 200, { cli: `jaco explain ${replica}`, text: renderDecision(dec, Date.now(), copies), decision: dec.spec });

@@ -5,8 +5,7 @@
 import { placedReplicaOf } from '../../controllers/placement/input.js';
 import { rolloutProgress } from '../../controllers/rollout/progress.js';
 import { drainActive, nodeReady, nodeStatusText, unschedulableBecause } from '../api/nodes.js';
-import type { Deployment, DeploymentStatus, Heartbeat, Node, NodeDrain, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan } from '../api/types.js';
-import { joinClusterView, replicaState, type ClusterView } from '../cli/cluster-view.js';
+import { clusterViewOf, replicaState, type ClusterView } from '../cli/cluster-view.js';
 import type { PlanReport } from '../cli/commands/rebalance.js';
 import { statusRows } from '../cli/commands/status.js';
 import type { Cache } from '../runtime/cache.js';
@@ -16,24 +15,6 @@ import type { DashboardState, NodeView, RolloutView } from './wire.js';
 
 /** The prefixes the dashboard holds in its cache (audit records come through their own informer). */
 export const DASHBOARD_READS = ['deployments', 'revisions', 'statuses', 'rollouts', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands'] as const satisfies readonly Watchable[];
-
-const values = <T>(cache: Cache, name: Watchable) => [...cache.kind<T>(name).items.values()];
-
-/** The cluster view `jaco status -w` joins from its informers, here from the shared cache. */
-export function viewOf(cache: Cache): ClusterView {
-  return joinClusterView({
-    revision: cache.revision,
-    deployments: values<Deployment>(cache, 'deployments'),
-    statuses: values<DeploymentStatus>(cache, 'statuses'),
-    nodes: values<Node>(cache, 'nodes'),
-    heartbeats: values<Heartbeat>(cache, 'heartbeats'),
-    drains: values<NodeDrain>(cache, 'drains'),
-    desired: values<ReplicaDesired>(cache, 'desired'),
-    observed: values<ReplicaObserved>(cache, 'observed'),
-    commands: values<ReplicaCommand>(cache, 'commands'),
-    rollouts: values<RolloutPlan>(cache, 'rollouts'),
-  });
-}
 
 function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | undefined, now: number): NodeView[] {
   const planned = new Map(plan?.plan.nodes.map((n) => [n.node, n]));
@@ -107,7 +88,7 @@ export interface StateInput {
 }
 
 export function dashboardState(i: StateInput): DashboardState {
-  const v = viewOf(i.cache);
+  const v = clusterViewOf(i.cache);
   const progress: DashboardState['progress'] = {};
   for (const [name, d] of v.deployments) {
     const p = rolloutProgress({

@@ -20,6 +20,11 @@ export function setRootLogger(l: Logger): void {
   root = l;
 }
 
+/** A logger that writes nothing: one-shot readers of the store that report what they find themselves (the CLI). */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
+
 export function logger(component: string, fields: Record<string, unknown> = {}): Logger {
   return rootLogger().child({ component, ...fields });
 }

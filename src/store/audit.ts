@@ -8,6 +8,8 @@ import { API_VERSION, type AuditEvent } from '../api/types.js';
 import type { AuditType } from '../api/reasons/audit.js';
 import { keys } from '../api/keys.js';
 import { txnCounts, type Op } from './writer.js';
+import { silentLogger } from '../observability/log.js';
+import { readListed, type Unreadable } from './reflector.js';
 import type { Store, Versioned } from './store.js';
 
 /** An audit event as decide code produces it: data, with its time from the injected clock. */
@@ -97,11 +99,15 @@ export function auditMatches(ev: AuditEvent, q: AuditQuery): boolean {
   return (!q.types?.length || q.types.includes(ev.spec.type)) && (!q.deployment || ev.spec.deployment === q.deployment);
 }
 
-/** Audit records in time order, filtered, and the revision they were read at. */
-export async function readAudit(store: Store, q: AuditQuery): Promise<{ events: Versioned<AuditEvent>[]; revision: number }> {
-  const { items, revision } = await store.list<AuditEvent>(keys.audits());
-  const events = items.filter((i) => auditMatches(i.value, q));
-  return { events: q.limit ? events.slice(-q.limit) : events, revision };
+/**
+ * Audit records in time order, filtered, and the revision they were read at. A record that cannot
+ * be read (not JSON, not an AuditEvent) is left out and listed in `unreadable`, never thrown.
+ */
+export async function readAudit(store: Store, q: AuditQuery): Promise<{ events: Versioned<AuditEvent>[]; revision: number; unreadable: Unreadable[] }> {
+  const { kvs, revision } = await store.listRaw(keys.audits());
+  const src = readListed<AuditEvent>('audit', { prefix: keys.audits(), kind: 'AuditEvent' }, kvs, store.prefix.length, silentLogger());
+  const events = [...src.items.values()].filter((i) => auditMatches(i.value, q));
+  return { events: q.limit ? events.slice(-q.limit) : events, revision, unreadable: [...src.unreadable.values()] };
 }
 
 /** A record's op: a create, so a record id is never written twice. */

@@ -20,6 +20,19 @@ export class FencedError extends Error {
   }
 }
 
+/**
+ * A stored value that is not JSON, read by code that needs it (a get or list outside the cache).
+ * Names the key, so an operator can look at it or delete it; the cache keeps such values as
+ * unreadable instead (reflector.ts).
+ */
+export class UnreadableValueError extends Error {
+  override name = 'UnreadableValueError';
+  readonly recoverable = false;
+  constructor(readonly key: string, readonly reason: string) {
+    super(`the value of ${key} cannot be read (${reason})`);
+  }
+}
+
 export class NotFoundError extends Error {
   override name = 'NotFoundError';
   readonly recoverable = false;

@@ -210,6 +210,17 @@ export class ValueReader {
 }
 
 /**
+ * Reads listed key-values as a reflector does (JSON, the kind, the CRD) into a source of their
+ * own, at once: for one-shot readers outside a cache (the audit log, one key). `log` gets what
+ * the reader logs (the CLI passes a silent one and reports `unreadable` itself).
+ */
+export function readListed<T>(name: string, spec: SourceSpec, kvs: readonly IKeyValue[], storePrefixLength: number, log: Logger): SourceState<T> {
+  const src = new SourceState<T>(name, spec, new ValueReader(log));
+  for (const kv of kvs) src.put(kv.key.toString('utf8').slice(storePrefixLength), metaOf(kv), spec.keysOnly ? undefined : kv.value.toString('utf8'));
+  return src;
+}
+
+/**
  * What the runtime's cache is fed from: a reflector on etcd, or an in-memory store in the
  * simulation and table tests. Either way, every value is read by SourceState.put.
  */

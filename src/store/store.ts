@@ -4,7 +4,7 @@
 import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
 import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type Namespace } from 'etcd3';
-import { EtcdUnreachableError, isUnavailable, NotFoundError } from './errors.js';
+import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
 
 export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
 export const DEFAULT_PREFIX = '/jaco/';
@@ -117,7 +117,12 @@ function readPem(file: string, what: string): Buffer {
 }
 
 export function decodeJson<T>(kv: IKeyValue, prefixLength: number): Versioned<T> {
-  const value = JSON.parse(kv.value.toString('utf8')) as T;
+  let value: T;
+  try {
+    value = JSON.parse(kv.value.toString('utf8')) as T;
+  } catch (e) {
+    throw new UnreadableValueError(kv.key.toString('utf8').slice(prefixLength), `not JSON: ${(e as Error).message}`);
+  }
   stampVersion(value, kv.mod_revision);
   return {
     key: kv.key.toString('utf8').slice(prefixLength),

@@ -225,13 +225,13 @@ describe('8. concurrent applies', () => {
     let release!: () => void;
     const bothRead = new Promise<void>((r) => (release = r));
     for (const st of [a, b]) {
-      const list = st.list.bind(st);
-      st.list = (async (prefix: string) => {
-        const r = await list(prefix);
-        if (prefix === keys.deployments() && ++arrived === 2) release();
-        if (prefix === keys.deployments()) await bothRead;
+      const listRaw = st.listRaw.bind(st);
+      st.listRaw = (async (...args: Parameters<Store['listRaw']>) => {
+        const r = await listRaw(...args);
+        if (args[0] === keys.deployments() && ++arrived === 2) release();
+        if (args[0] === keys.deployments()) await bothRead;
         return r;
-      }) as Store['list'];
+      }) as Store['listRaw'];
     }
     // "x" service "a-b" and "x-a" service "b" would both name replicas "x-a-b-<n>".
     const results = await Promise.allSettled([

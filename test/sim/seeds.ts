@@ -16,7 +16,7 @@ const timers = new SimClock();
 
 /** Every fault kind must fire in a run this long (a fault that never fires proves nothing). */
 /** And in the breadth variant, the operator's drain actions it adds. */
-const BREADTH_KINDS = ['forced drain', 'drain forced in progress', 'drain cancelled'];
+const BREADTH_KINDS = ['forced drain', 'drain forced in progress', 'drain cancelled', 'non-JSON value'];
 /** And in the stepped variant, a fault between two steps of one pass. */
 const STEPPED_KINDS = ['fault between the steps of a pass'];
 const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies', 'secret rotated', 'node re-keyed', 'cluster key rotated'];

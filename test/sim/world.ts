@@ -34,6 +34,7 @@ import {
   type ServiceSpec,
 } from '../../src/api/types.js';
 import { Manager } from '../../src/runtime/manager.js';
+import { WATCHABLE } from '../../src/runtime/watchable.js';
 import type { ControllerSpec, Runner } from '../../src/runtime/runner.js';
 import { deepFreeze } from '../../src/store/interner.js';
 import { encodeJson } from '../../src/store/store.js';
@@ -152,6 +153,8 @@ export class Sim {
   quietMs = 0;
   /** Keys the operator broke by hand, with the last good value (restored later). */
   readonly broken = new Map<string, unknown>();
+  /** Keys holding a value that is not JSON, put by hand where nothing else writes (junk()). */
+  private readonly junkKeys = new Set<string>();
   /** When each node was last seen NotReady (its heartbeat lapsed), or absent. */
   readonly lapsedAt = new Map<string, number>();
   /** Counts of faults injected, by kind (reported by the test). */
@@ -226,8 +229,11 @@ export class Sim {
     return this.etcd.keys(prefix);
   }
 
+  /** Every readable value under a prefix (a value that is not JSON is no object of its kind: left out). */
   under<T>(prefix: string): { key: string; value: T }[] {
-    return this.keys(prefix).map((key) => ({ key, value: this.get<T>(key)! }));
+    return this.keys(prefix)
+      .map((key) => ({ key, value: this.get<T>(key)! }))
+      .filter((v) => typeof v.value === 'object' && v.value !== null);
   }
 
   /** Deployments as the operator knows them: a hand-broken one by its last good value; a frozen one not at all. */
@@ -235,7 +241,7 @@ export class Sim {
     const out: Deployment[] = [];
     for (const key of this.keys('deployments/')) {
       const v = this.broken.has(key) ? this.broken.get(key) : this.get(key);
-      if (v && key !== keys.deployment('ghost')) out.push(v as Deployment);
+      if (v && typeof v === 'object' && key !== keys.deployment('ghost')) out.push(v as Deployment);
     }
     return out;
   }
@@ -771,13 +777,15 @@ export class Sim {
   /** A hand edit (etcdctl put) leaves a value this version cannot read — or reads with a field it does not know. */
   private malformed(): void {
     const roll = this.r();
+    // Breadth only (the others keep their draws): a value that is not JSON under any watched prefix.
+    if (this.opts.breadth && roll >= 0.15 && roll < 0.35) return this.junk();
     if (roll < 0.15 && !this.has(keys.deployment('ghost'))) {
       this.count('malformed value');
       this.log('operator: hand-writes deployments/ghost, schema-invalid (frozen: nothing may act on it)');
       this.etcd.kv.putRaw(keys.deployment('ghost'), JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'ghost', generation: 1 }, spec: { services: { w: { image: 7, replicas: 'two' } } } }));
       return;
     }
-    const targets = [...this.keys('deployments/').filter((k) => !['ghost', 'big', 'large'].some((n) => k === keys.deployment(n))), ...this.keys('nodes/')].filter((k) => !this.broken.has(k));
+    const targets = [...this.keys('deployments/').filter((k) => !['ghost', 'big', 'large'].some((n) => k === keys.deployment(n))), ...this.keys('nodes/')].filter((k) => !this.broken.has(k) && !this.junkKeys.has(k));
     if (!targets.length) return;
     const key = this.pick(targets);
     const good = this.get<Record<string, unknown>>(key)!;
@@ -803,8 +811,35 @@ export class Sim {
     }
   }
 
+  /**
+   * A key nobody wrote, holding a value that is not JSON (etcdctl put, a half-restored backup),
+   * under any prefix a controller or agent watches — a node's own desired/observed/commands ones
+   * included. Every process must carry on around it; the operator deletes it later (repair).
+   */
+  private junk(): void {
+    // A new key under each prefix (a key of its own, such as clusterkey, made unreadable is the hand edit malformed() makes).
+    const prefixes = Object.values(WATCHABLE)
+      .map((w) => w.prefix)
+      .filter((p) => p.endsWith('/'));
+    const prefix = this.pick(prefixes);
+    const perNode = ['desired/', 'observed/', 'commands/', 'copies/', 'addresses/'].includes(prefix);
+    const key = `${prefix}${perNode ? `${this.pick(this.nodes)}/` : ''}junk-${this.step}`;
+    if (this.has(key)) return;
+    this.count('non-JSON value');
+    this.log(`operator: puts a value that is not JSON at ${key}`);
+    this.junkKeys.add(key);
+    this.etcd.kv.putRaw(key, 'not json {');
+  }
+
   /** The operator puts a broken value right (its last good version, as a new write). */
   private repair(key?: string): void {
+    if (!key && this.junkKeys.size && this.r() < 0.5) {
+      const j = this.pick([...this.junkKeys]);
+      this.junkKeys.delete(j);
+      this.log(`operator: deletes ${j}`);
+      this.remove(j);
+      return;
+    }
     const k = key ?? (this.broken.size ? this.pick([...this.broken.keys()]) : undefined);
     if (!k) return;
     const good = this.broken.get(k) as { spec?: object } | undefined;

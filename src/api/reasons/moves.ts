@@ -12,6 +12,7 @@ export const MOVE_REFUSALS = {
   same_node: 'the destination is the source',
   unknown_replica: 'no desired copy of the replica on the source node',
   no_address: "the destination has no free address of its subnets for a cluster-network replica (or no subnets yet)",
+  too_large: "the move's start (the replica's spec twice: source and destination) is larger than one etcd request (--max-request-bytes); apply refuses such specs",
 } as const;
 export type MoveRefusal = keyof typeof MOVE_REFUSALS;
 

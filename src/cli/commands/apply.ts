@@ -12,6 +12,7 @@ import { prepareImages } from '../images.js';
 import { pinToStore } from '../apply-files.js';
 import { placementPreview } from '../placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
+import { readKey, warnUnreadable } from '../read.js';
 
 /** How apply, diff, delete and convert read compose files. */
 interface ComposeFlags {
@@ -108,7 +109,7 @@ export function registerApply(program: Command): void {
         const read = manifestItems(opts.filename, opts);
         const { outcomes, preview } = await withStore(cmd, async (store) => {
           const items = await prepareImages(store, read, { dryRun: opts.dryRun, registry: opts.registry });
-          const outcomes = await applyDeployments(store, items, { dryRun: opts.dryRun });
+          const outcomes = await applyDeployments(store, items, { dryRun: opts.dryRun, warn: (t) => process.stderr.write(t) });
           // A dry run also says what the scheduler would do with it (like nomad job plan).
           return { outcomes, preview: opts.dryRun ? await placementPreview(store, items) : [] };
         });
@@ -160,7 +161,10 @@ export function registerApply(program: Command): void {
           // As apply would write it: images resolved (a build is said, not run).
           const items = await prepareImages(store, read, { dryRun: true });
           for (const item of items) {
-            const live = (await store.get<Deployment>(keys.deployment(item.name)))?.value;
+            const { value, unreadable } = await readKey<Deployment>(store, keys.deployment(item.name), 'Deployment');
+            // What cannot be read is diffed as nothing (apply replaces it), and named.
+            warnUnreadable(unreadable ? [unreadable] : []);
+            const live = value?.value;
             const d = yamlDiff(`deployment/${item.name}`, live?.spec, await pinToStore(store, item.spec));
             if (d) {
               differs = true;

@@ -15,6 +15,7 @@ import { commitAtomic, type Op } from '../../store/writer.js';
 import { PRODUCTION } from '../../timings.js';
 import { action, CliError, connect, EXIT_INVALID, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
+import { readKey, unreadableRefusal } from '../read.js';
 
 /** Still being worked on by the controller (removed counts as over: the node is gone). */
 const inProgress = (d: NodeDrain) => !d.status || d.status.state === 'pending' || d.status.state === 'draining';
@@ -48,7 +49,10 @@ function parseTimeout(v: string): string {
  * drain in progress. Refuses a second drain of a node, and a node that does not exist.
  */
 export async function requestDrain(store: Store, req: DrainRequest, now = Date.now()): Promise<DrainRequestResult> {
-  const [node, old] = await Promise.all([store.get<Node>(keys.node(req.host)), store.get<NodeDrain>(keys.drain(req.host))]);
+  const [{ value: node, unreadable: badNode }, { value: old, unreadable: badDrain }] = await Promise.all([readKey<Node>(store, keys.node(req.host), 'Node'), readKey<NodeDrain>(store, keys.drain(req.host), 'NodeDrain')]);
+  // What cannot be read cannot be decided on: named, and how to clear it.
+  if (badNode) throw new CliError(unreadableRefusal(badNode, `drain node "${req.host}"`));
+  if (badDrain) throw new CliError(`${unreadableRefusal(badDrain, `drain node "${req.host}"`)} (jaco node drain ${req.host} --cancel deletes it)`);
   if (!node) throw new CliError(`node "${req.host}" not found${old?.value.status?.state === 'removed' ? ' (it was removed from the cluster)' : ''}`);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const what = req.remove ? 'removal' : 'drain';
@@ -92,7 +96,12 @@ export async function requestDrain(store: Store, req: DrainRequest, now = Date.n
 
 /** Deletes a drain in progress: the controller withdraws its moves in flight; the node stays cordoned. */
 export async function cancelDrain(store: Store, host: string, now = Date.now()): Promise<string> {
-  const old = await store.get<NodeDrain>(keys.drain(host));
+  const { value: old, unreadable } = await readKey<NodeDrain>(store, keys.drain(host), 'NodeDrain');
+  // A drain whose value cannot be read is cancelled by deleting it: nothing else could tell what it was.
+  if (unreadable) {
+    await commitAtomic(store, [{ label: `cancel drain ${host}`, ops: [{ op: 'delete', key: unreadable.key, modRevision: unreadable.modRevision }] }]);
+    return `drain/${host} (unreadable: ${unreadable.reason}) deleted; the node stays cordoned if it was (jaco node uncordon ${host})\n`;
+  }
   if (!old || !inProgress(old.value)) throw new CliError(`no drain in progress on node "${host}"${old?.value.status ? ` (the last one ${old.value.status.state})` : ''}`);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const reason: DrainAbortReason = 'cancelled';
@@ -252,7 +261,8 @@ export function registerDrain(node: Command): Command {
         const format = parseOutput(opts.output, ['table', 'yaml', 'json']);
         const store = await connect(cmd);
         try {
-          const d = await store.get<NodeDrain>(keys.drain(host));
+          const { value: d, unreadable } = await readKey<NodeDrain>(store, keys.drain(host), 'NodeDrain');
+          if (unreadable) throw new CliError(`${unreadableRefusal(unreadable, `show the drain of node "${host}"`)} (jaco node drain ${host} --cancel deletes it)`);
           if (!d) throw new CliError(`no drain of node "${host}"`, EXIT_INVALID);
           if (opts.wait) return await followDrain(store, host, process.stdout, process.stderr);
           if (format === 'table') statusTable(d, Date.now());

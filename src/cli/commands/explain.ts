@@ -4,7 +4,9 @@
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentStatus, NodeVerdict, PlacementDecision, ReplicaDesired } from '../../api/types.js';
+import type { Cache } from '../../runtime/cache.js';
 import type { Store } from '../../store/store.js';
+import { readCut, readKey, readPrefix, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, indent, printObjects, table } from '../output.js';
 import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
@@ -41,20 +43,28 @@ export function renderDecision(dec: PlacementDecision, now: number, current: Rep
   return out + omittedText(d.omitted);
 }
 
-/** Finds a replica's stored decision: deployments are few, so try each whose name prefixes the id. */
-export async function findDecision(store: Store, replica: string): Promise<PlacementDecision | undefined> {
-  const deps = (await store.list<Deployment>(keys.deployments())).items.map((d) => d.value.metadata.name);
+const decisionsOf = (dep?: string) => ({ prefix: keys.decisions(dep), kind: 'PlacementDecision' });
+
+/**
+ * Finds a replica's stored decision: deployments are few, so try each whose name prefixes the id
+ * (a deployment whose value cannot be read too: its decisions may well be readable).
+ */
+export async function findDecision(store: Store, cut: Cache, replica: string): Promise<PlacementDecision | undefined> {
+  const deps = [...cut.kind<Deployment>('deployments').items.keys(), ...cut.kind('deployments').unreadable.keys()].map((k) => k.slice(keys.deployments().length));
   for (const dep of deps.filter((n) => replica.startsWith(`${n}-`)).sort((a, b) => b.length - a.length)) {
-    const dec = await store.get<PlacementDecision>(keys.decision(dep, replica));
-    if (dec) return dec.value;
+    const { value, unreadable } = await readKey<PlacementDecision>(store, keys.decision(dep, replica), 'PlacementDecision');
+    if (unreadable) warnUnreadable([unreadable]);
+    if (value) return value.value;
   }
   // A deleted deployment's decisions are cleaned up with it; a leftover is still worth showing.
-  return (await store.list<PlacementDecision>(keys.decisions())).items.find((d) => d.value.spec.replica === replica)?.value;
+  return (await readPrefix<PlacementDecision>(store, decisionsOf())).items.find((d) => d.value.spec.replica === replica)?.value;
 }
 
 async function explainReplica(store: Store, replica: string, format: string, now: number): Promise<string | undefined> {
-  const dec = await findDecision(store, replica);
-  const copies = (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((d) => d.value).filter((d) => d.spec.replica === replica);
+  const cut = await readCut(store, ['deployments', 'desired']);
+  warnUnreadable(unreadableIn(cut));
+  const dec = await findDecision(store, cut, replica);
+  const copies = [...cut.kind<ReplicaDesired>('desired').items.values()].map((d) => d.value).filter((d) => d.spec.replica === replica);
   if (!dec) {
     if (copies.length) throw new CliError(`replica "${replica}" exists on ${copies.map((c) => c.spec.node).join(', ')} but has no stored placement decision (placed before decisions were recorded, or by another tool)`);
     throw new CliError(`replica "${replica}" not found (no placement decision stored for it); see jaco get replicas`);
@@ -64,14 +74,20 @@ async function explainReplica(store: Store, replica: string, format: string, now
 }
 
 async function explainService(store: Store, dep: string, svc: string, format: string, now: number, rescheduler: () => Promise<readonly CoalesceView[]>): Promise<string | undefined> {
-  const d = await store.get<Deployment>(keys.deployment(dep));
-  if (!d) throw new CliError(`deployment "${dep}" not found`);
+  const cut = await readCut(store, ['deployments', 'statuses', 'desired']);
+  const stored = await readPrefix<PlacementDecision>(store, decisionsOf(dep));
+  warnUnreadable([...unreadableIn(cut), ...stored.unreadable]);
+  const d = cut.kind<Deployment>('deployments').items.get(keys.deployment(dep));
+  if (!d) {
+    const u = cut.unreadableAt(keys.deployment(dep));
+    throw new CliError(u ? unreadableRefusal(u, `explain ${dep}/${svc}`) : `deployment "${dep}" not found`);
+  }
   const spec = d.value.spec.services[svc];
   if (!spec) throw new CliError(`deployment "${dep}" has no service "${svc}"; it has ${Object.keys(d.value.spec.services).join(', ')}`);
-  const st = (await store.get<DeploymentStatus>(keys.deploymentStatus(dep)))?.value.status?.scheduling;
+  const st = cut.kind<DeploymentStatus>('statuses').items.get(keys.deploymentStatus(dep))?.value.status?.scheduling;
   const sch = st?.services[svc];
-  const decisions = (await store.list<PlacementDecision>(keys.decisions(dep))).items.map((x) => x.value).filter((x) => x.spec.service === svc);
-  const copies = (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((x) => x.value).filter((x) => x.spec.deployment === dep && x.spec.service === svc);
+  const decisions = stored.items.map((x) => x.value).filter((x) => x.spec.service === svc);
+  const copies = [...cut.kind<ReplicaDesired>('desired').items.values()].map((x) => x.value).filter((x) => x.spec.deployment === dep && x.spec.service === svc);
   if (format !== 'table') return void printObjects(format, [{ deployment: dep, service: svc, scheduling: sch ?? null, decisions }], true);
 
   let out = `Service:     ${dep}/${svc} (placement ${spec.placement?.mode ?? 'spread'})\n`;

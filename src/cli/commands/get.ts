@@ -11,7 +11,10 @@ import type { AuditEvent, Deployment, DeploymentStatus, Endpoints, IngressStatus
 import { formatBytes } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
-import { desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import type { Cache } from '../../runtime/cache.js';
+import type { Unreadable } from '../../store/reflector.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
 import { age, indent, printObjects, printTable, table, toYaml } from '../output.js';
@@ -51,9 +54,23 @@ function replicaObject(r: ReplicaRow): Record<string, unknown> {
   return { apiVersion: 'jaco.dev/v1', kind: 'Replica', metadata: { name: r.id }, spec, status: r.observed?.status ?? replicaState(r) };
 }
 
+/** Keys of a prefix the view could not read, by name (the rest of the key), when `name` is one of them or none is asked for. */
+function unreadableNamed(v: ClusterView, prefix: string, name: string | undefined): Unreadable[] {
+  return v.unreadable.filter((u) => u.key.startsWith(prefix) && (!name || u.key === prefix + name));
+}
+
+/** "not found", unless the key is there but cannot be read: then that, with why. */
+function notFound(v: ClusterView, what: string, prefix: string, name: string): CliError {
+  const u = unreadableNamed(v, prefix, name)[0];
+  return new CliError(u ? unreadableRefusal(u, `show ${what} "${name}"`) : `${what} "${name}" not found`);
+}
+
+/** Table rows of keys that cannot be read: the name, then the status column says so. */
+const unreadableRows = (list: Unreadable[], prefix: string, width: number) => list.map((u) => [u.key.slice(prefix.length), 'Unreadable', ...Array<string>(width - 2).fill('-')]);
+
 function getDeployments(v: ClusterView, name: string | undefined, out: string, now: number): void {
   const deps = [...v.deployments.values()].filter((d) => !name || d.value.metadata.name === name);
-  if (name && !deps.length) throw new CliError(`deployment "${name}" not found`);
+  if (name && !deps.length) throw notFound(v, 'deployment', keys.deployments(), name);
   if (out !== 'table' && out !== 'wide') return printObjects(out, deps.map((d) => d.value), !!name, v.revision);
   const ready = readyNodeCount(v, now);
   const rows = deps.map(({ value: d }) => {
@@ -63,12 +80,13 @@ function getDeployments(v: ClusterView, name: string | undefined, out: string, n
     if (out === 'wide') row.push(Object.entries(d.spec.services).map(([n, s]) => `${n}=${s.image}`).join(','));
     return row;
   });
-  printTable(['NAME', 'SERVICES', 'RUNNING', 'REVISION', 'AGE', ...(out === 'wide' ? ['IMAGES'] : [])], rows);
+  const headers = ['NAME', 'SERVICES', 'RUNNING', 'REVISION', 'AGE', ...(out === 'wide' ? ['IMAGES'] : [])];
+  printTable(headers, [...rows, ...unreadableRows(unreadableNamed(v, keys.deployments(), name), keys.deployments(), headers.length)]);
 }
 
 function getNodes(v: ClusterView, name: string | undefined, out: string, now: number): void {
   const nodes = [...v.nodes.values()].filter((n) => !name || n.value.metadata.name === name);
-  if (name && !nodes.length) throw new CliError(`node "${name}" not found`);
+  if (name && !nodes.length) throw notFound(v, 'node', keys.nodes(), name);
   if (out !== 'table' && out !== 'wide') return printObjects(out, nodes.map((n) => n.value), !!name, v.revision);
   const rows = nodes.map(({ value: n }) => {
     const host = n.metadata.name;
@@ -82,7 +100,8 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     }
     return row;
   });
-  printTable(['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])], rows);
+  const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])];
+  printTable(headers, [...rows, ...unreadableRows(unreadableNamed(v, keys.nodes(), name), keys.nodes(), headers.length)]);
 }
 
 function getReplicas(v: ClusterView, name: string | undefined, out: string, now: number, deployment?: string): void {
@@ -104,7 +123,8 @@ function getReplicas(v: ClusterView, name: string | undefined, out: string, now:
 }
 
 async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n = 10): Promise<string> {
-  const { events } = await readAudit(store, {});
+  const { events, unreadable } = await readAudit(store, {});
+  warnUnreadable(unreadable);
   const mine = events.filter((e) => match(e.value)).slice(-n);
   if (!mine.length) return 'Events: <none>\n';
   return 'Events:\n' + indent(table(['TIME', 'TYPE', 'ACTOR', 'DETAILS'], mine.map((e) => [e.value.spec.time, e.value.spec.type, e.value.spec.actor, JSON.stringify(e.value.spec.payload)])), 2);
@@ -133,13 +153,17 @@ function serviceLines(v: ClusterView, d: Deployment, svc: string, st: Deployment
 }
 
 /** `jaco describe service DEPLOYMENT/SERVICE`: the service, and how every node's ingress routes each copy. */
-async function describeService(store: Store, v: ClusterView, name: string, now: number): Promise<string> {
+async function describeService(store: Store, cut: Cache, v: ClusterView, name: string, now: number): Promise<string> {
   const [dep, svc] = name.split('/');
   const d = v.deployments.get(dep ?? '')?.value;
+  if (!d && dep) {
+    const u = unreadableNamed(v, keys.deployments(), dep)[0];
+    if (u) throw new CliError(unreadableRefusal(u, `show service "${name}"`));
+  }
   if (!d || !svc || !d.spec.services[svc]) throw new CliError(`service "${name}" not found (name it DEPLOYMENT/SERVICE)`);
-  const [endpoints, ingresses] = await Promise.all([store.get<Endpoints>(keys.endpoints(dep!, svc)), store.list<IngressStatus>(keys.ingresses())]);
+  const endpoints = cut.kind<Endpoints>('endpoints').items.get(keys.endpoints(dep!, svc));
   let out = `Name:         ${name}\n` + serviceLines(v, d, svc, v.statuses.get(dep!)?.status, readyNodeCount(v, now));
-  const mine = ingresses.items.map((i) => i.value);
+  const mine = [...cut.kind<IngressStatus>('ingresses').items.values()].map((i) => i.value);
   const published = normalizePorts(d.spec.services[svc]!).filter((p) => p.published !== undefined);
   const copies = v.replicas.filter((r) => r.desired.spec.deployment === dep && r.desired.spec.service === svc).map((r) => ({ replica: r.id, node: r.node, state: replicaState(r).state }));
   const t = serviceRoutingTable(copies, endpoints?.value, published.length ? mine : []);
@@ -157,12 +181,14 @@ async function describeService(store: Store, v: ClusterView, name: string, now: 
 }
 
 async function describe(store: Store, kind: Kind, name: string, now: number): Promise<string> {
-  const v = await readClusterView(store);
+  const cut = await readCut(store, [...CLUSTER_VIEW_READS, 'endpoints', 'ingresses', 'subnets']);
+  const v = clusterViewOf(cut);
+  warnUnreadable(unreadableIn(cut));
   let out = '';
-  if (kind === 'services') return describeService(store, v, name, now);
+  if (kind === 'services') return describeService(store, cut, v, name, now);
   if (kind === 'deployments') {
     const d = v.deployments.get(name)?.value;
-    if (!d) throw new CliError(`deployment "${name}" not found`);
+    if (!d) throw notFound(v, 'deployment', keys.deployments(), name);
     const st = v.statuses.get(name)?.status;
     out += `Name:         ${name}\nRevision:     ${d.metadata.generation}\nCreated:      ${d.metadata.creationTimestamp}\nServices:\n`;
     const ready = readyNodeCount(v, now);
@@ -175,12 +201,12 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     out += await recentEvents(store, (e) => e.spec.deployment === name);
   } else if (kind === 'nodes') {
     const n = v.nodes.get(name)?.value;
-    if (!n) throw new CliError(`node "${name}" not found`);
+    if (!n) throw notFound(v, 'node', keys.nodes(), name);
     const hb = v.heartbeats.get(name);
     out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${labelsText(n) || '<none>'}\n`;
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     // Its subnets of the cluster network (IPAM), once a cluster-network service exists.
-    const sub = (await store.get<NodeSubnet>(keys.subnet(name)))?.value.spec;
+    const sub = cut.kind<NodeSubnet>('subnets').items.get(keys.subnet(name))?.value.spec;
     if (sub) out += `Subnets:      ${sub.ipv4}, ${sub.ipv6} (index ${sub.index}; ${await store.countPrefix(keys.addresses(name))} address(es) held)\n`;
     out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
@@ -197,8 +223,9 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const rows = v.replicas.filter((r) => r.id === name);
     if (!rows.length) throw new CliError(`replica "${name}" not found`);
     for (const r of rows) out += toYaml(replicaObject(r));
-    const decision = await store.get<PlacementDecision>(keys.decision(rows[0]!.desired.spec.deployment, name));
-    if (decision) out += `Placement: ${decision.value.spec.why}\n`;
+    const decision = await readKey<PlacementDecision>(store, keys.decision(rows[0]!.desired.spec.deployment, name), 'PlacementDecision');
+    if (decision.value) out += `Placement: ${decision.value.value.spec.why}\n`;
+    if (decision.unreadable) warnUnreadable([decision.unreadable]);
     out += await recentEvents(store, (e) => e.spec.payload.replica === name || e.spec.payload.replica_id === name);
   }
   return out;
@@ -222,13 +249,15 @@ export function registerGet(program: Command): void {
         await withStore(cmd, async (store) => {
           if (kind === 'services') throw new CliError('get: services are listed by `jaco get deployments -o wide`; see one with `jaco describe service DEPLOYMENT/SERVICE`');
           if (kind === 'endpoints') {
-            const [eps, ingresses] = await Promise.all([store.list<Endpoints>(keys.endpointsAll()), store.list<IngressStatus>(keys.ingresses())]);
-            const items = selectEndpoints(eps.items.map((i) => i.value), name);
-            if (out === 'table' || out === 'wide') printTable(ENDPOINT_HEADERS, endpointRows(items, ingresses.items.map((i) => i.value)));
+            const cut = await readCut(store, ['endpoints', 'ingresses']);
+            const items = selectEndpoints([...cut.kind<Endpoints>('endpoints').items.values()].map((i) => i.value), name);
+            if (out === 'table' || out === 'wide') printTable(ENDPOINT_HEADERS, endpointRows(items, [...cut.kind<IngressStatus>('ingresses').items.values()].map((i) => i.value)));
             else printObjects(out, items, false);
+            warnUnreadable(unreadableIn(cut));
             return;
           }
           const v = await readClusterView(store);
+          warnUnreadable(v.unreadable);
           const now = Date.now();
           if (kind === 'deployments') getDeployments(v, name, out, now);
           else if (kind === 'nodes') getNodes(v, name, out, now);

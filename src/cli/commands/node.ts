@@ -9,9 +9,11 @@ import { commitAtomic } from '../../store/writer.js';
 import { ConflictError } from '../../store/errors.js';
 import type { Store } from '../../store/store.js';
 import { action, CliError, withStore } from '../common.js';
+import { readKey, unreadableRefusal } from '../read.js';
 
 export async function setCordon(store: Store, host: string, unschedulable: boolean): Promise<boolean> {
-  const cur = await store.get<Node>(keys.node(host));
+  const { value: cur, unreadable } = await readKey<Node>(store, keys.node(host), 'Node');
+  if (unreadable) throw new CliError(unreadableRefusal(unreadable, `${unschedulable ? 'cordon' : 'uncordon'} node "${host}"`));
   if (!cur) throw new CliError(`node "${host}" not found`);
   if (!!cur.value.spec?.unschedulable === unschedulable) return false;
   const next: Node = { ...cur.value, spec: { ...cur.value.spec, unschedulable } };

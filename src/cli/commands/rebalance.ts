@@ -8,12 +8,11 @@ import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
 import { preemptText } from '../../../controllers/rebalancer/preempt.js';
 import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
 import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
-import { Cache } from '../../runtime/cache.js';
-import { logger } from '../../observability/log.js';
 import { keys } from '../../api/keys.js';
 import type { AuditEvent } from '../../api/types.js';
 import { formatDuration } from '../../api/units.js';
 import { readAudit } from '../../store/audit.js';
+import { readCut } from '../read.js';
 import type { Store } from '../../store/store.js';
 import { action, parseOutput, timingsOf, withStore } from '../common.js';
 import { table, toJson } from '../output.js';
@@ -52,7 +51,7 @@ export async function askLeader(store: Store, timeoutMs: number): Promise<PlanRe
 
 /** Recomputes the plan from one read of the store (EWMAs seeded from the latest samples). */
 export async function planFromStore(store: Store, config: Config, now = Date.now()): Promise<RebalancePlan> {
-  const [cache, moved] = await Promise.all([Cache.read(store, REBALANCER_READS, logger('rebalance')), readAudit(store, { types: ['rebalance_moved'] })]);
+  const [cache, moved] = await Promise.all([readCut(store, REBALANCER_READS), readAudit(store, { types: ['rebalance_moved'] })]);
   const snap = snapshotOf(cache, now, config);
   const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
   const plan = decide(seedState(snap.samples, recent, now, config), snap, now, config, { explainOnly: true }).plan;

@@ -14,6 +14,7 @@ import { Informer } from '../../store/informer.js';
 import type { Store, Versioned } from '../../store/store.js';
 import { prepareImages } from '../images.js';
 import { applyDeployments } from '../apply.js';
+import { readKey, readPrefix, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, connect, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
 
@@ -22,14 +23,23 @@ export const EXIT_ROLLOUT_ABORTED = EXIT_INVALID;
 export const EXIT_ROLLOUT_TIMEOUT = 3;
 
 export async function revisionsOf(store: Store, name: string): Promise<DeploymentRevision[]> {
-  const { items } = await store.list<DeploymentRevision>(keys.revisions(name));
+  const { items, unreadable } = await readPrefix<DeploymentRevision>(store, { prefix: keys.revisions(name), kind: 'DeploymentRevision' });
+  warnUnreadable(unreadable);
   return items.map((i) => i.value).sort((a, b) => a.spec.revision - b.spec.revision);
 }
 
 async function mustGetDeployment(store: Store, name: string): Promise<Versioned<Deployment>> {
-  const d = await store.get<Deployment>(keys.deployment(name));
+  const { value: d, unreadable } = await readKey<Deployment>(store, keys.deployment(name), 'Deployment');
+  if (unreadable) throw new CliError(unreadableRefusal(unreadable, `use deployment "${name}"`));
   if (!d) throw new CliError(`deployment "${name}" not found`);
   return d;
+}
+
+/** A service's rollout plan; one that cannot be read is named and treated as none. */
+async function rolloutPlanOf(store: Store, name: string, service: string): Promise<Versioned<RolloutPlan> | undefined> {
+  const { value, unreadable } = await readKey<RolloutPlan>(store, keys.rollout(name, service), 'RolloutPlan');
+  if (unreadable) warnUnreadable([unreadable]);
+  return value;
 }
 
 function parseRevision(v: string): number {
@@ -200,7 +210,7 @@ export async function requestAction(store: Store, target: { name: string; servic
   const requested: string[] = [];
   for (const service of services) {
     for (let attempt = 0; ; attempt++) {
-      const cur = await store.get<RolloutPlan>(keys.rollout(target.name, service));
+      const cur = await rolloutPlanOf(store, target.name, service);
       if (!cur || !applies(action, cur.value.spec)) break;
       const value: RolloutPlan = { ...cur.value, spec: { ...cur.value.spec, request: { action, requestedAt: new Date().toISOString() } } };
       const r = await commitActs(store, [{ label: `rollout ${action} ${target.name}/${service}`, ops: [{ op: 'update', key: cur.key, value, modRevision: cur.modRevision }] }]);
@@ -222,7 +232,7 @@ export async function requestAction(store: Store, target: { name: string; servic
   const pending = new Set(requested);
   while (waitMs > 0 && pending.size) {
     for (const svc of [...pending]) {
-      const p = (await store.get<RolloutPlan>(keys.rollout(target.name, svc)))?.value.spec;
+      const p = (await rolloutPlanOf(store, target.name, svc))?.value.spec;
       if (!p || p.request) continue;
       pending.delete(svc);
       const done = DONE[action](p);

@@ -2,9 +2,10 @@
 // file's rotation (jaco secret key ls|rotate|prune). docs/secrets.md.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { MAX_FILE_OBJECT_BYTES } from '../../api/crds.js';
 import { keys } from '../../api/keys.js';
+import { readCapped, sizeText } from '../../api/manifest.js';
 import type { ClusterKey, Config, FileKind, Secret } from '../../api/types.js';
-import { logger } from '../../observability/log.js';
 import { addClusterKey, ensureClusterKeyFile, readClusterKeys, removeClusterKeys } from '../../secrets/keyfile.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
@@ -15,16 +16,15 @@ async function readValue(kind: FileKind, file: string | undefined, dash: string 
   if (file && dash) throw new CliError(`give the ${kind}'s value once: -f FILE, or - for stdin`);
   const from = file ?? dash;
   if (!from) throw new CliError(`give the ${kind}'s value with -f FILE, or - to read it from stdin (never as an argument: it would stay in your shell's history)`);
-  if (from === '-') {
-    const chunks: Buffer[] = [];
-    for await (const c of process.stdin) chunks.push(c as Buffer);
-    return Buffer.concat(chunks);
-  }
+  // Read no further than a value can be, plus a byte to tell: /dev/zero or an endless pipe ends here.
+  let value: Buffer | undefined;
   try {
-    return readFileSync(from);
+    value = readCapped(from === '-' ? 0 : from, MAX_FILE_OBJECT_BYTES);
   } catch (e) {
     throw new CliError(`cannot read ${from}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
+  if (!value) throw new CliError(`${from === '-' ? 'stdin' : from} holds more than ${sizeText(MAX_FILE_OBJECT_BYTES)}; a ${kind} holds at most ${MAX_FILE_OBJECT_BYTES} (500 KiB)`);
+  return value;
 }
 
 function table(kind: FileKind, views: ObjectView[], now: number, wide: boolean): void {
@@ -46,7 +46,7 @@ function table(kind: FileKind, views: ObjectView[], now: number, wide: boolean):
 /** `jaco get secrets|configs` and `jaco secret|config ls` print the same thing. */
 export async function printFileObjects(cmd: Command, kind: FileKind, name: string | undefined, out: string): Promise<void> {
   await withStore(cmd, async (store) => {
-    const cache = await readFileObjects(store, logger('cli'));
+    const cache = await readFileObjects(store);
     try {
       const views = objectViews(cache, kind).filter((v) => !name || v.metadata.name === name);
       if (name && !views.length) throw new CliError(`${kind} "${name}" not found`);
@@ -61,7 +61,7 @@ export async function printFileObjects(cmd: Command, kind: FileKind, name: strin
 /** `jaco describe secret|config NAME` and `jaco secret|config inspect`. */
 export async function describeFileObject(cmd: Command, kind: FileKind, name: string): Promise<string> {
   return withStore(cmd, async (store) => {
-    const cache = await readFileObjects(store, logger('cli'));
+    const cache = await readFileObjects(store);
     try {
       const v = objectViews(cache, kind).find((x) => x.metadata.name === name);
       if (!v) throw new CliError(`${kind} "${name}" not found`);
@@ -132,7 +132,7 @@ function registerKind(program: Command, kind: FileKind): Command {
     .addHelpText('after', `\nExamples:\n  jaco ${kind} rm ${kind === 'secret' ? 'db_password' : 'nginx.conf'}\n`)
     .action(
       action(async (names: string[], _opts: unknown, cmd: Command) => {
-        await withStore(cmd, (store) => removeObjects(store, kind, names, logger('cli')));
+        await withStore(cmd, (store) => removeObjects(store, kind, names));
         for (const n of names) process.stdout.write(`${kind}/${n} removed\n`);
       }),
     );
@@ -156,7 +156,7 @@ function registerKeyCommands(secret: Command): void {
     action(async (opts: { keyFile?: string }, cmd: Command) => {
       const ring = readClusterKeys(keyFile(opts));
       await withStore(cmd, async (store) => {
-        const cache = await readFileObjects(store, logger('cli'));
+        const cache = await readFileObjects(store);
         try {
           const sealed = new Map<string, number>();
           for (const s of cache.kind<Secret>('secrets').items.values()) sealed.set(s.value.spec.sealed.key, (sealed.get(s.value.spec.sealed.key) ?? 0) + 1);
@@ -197,7 +197,7 @@ function registerKeyCommands(secret: Command): void {
       const f = keyFile(opts);
       const ring = readClusterKeys(f);
       const removed = await withStore(cmd, async (store) => {
-        const cache = await readFileObjects(store, logger('cli'));
+        const cache = await readFileObjects(store);
         try {
           const inUse = new Set([...cache.kind<Secret>('secrets').items.values()].map((s) => s.value.spec.sealed.key));
           const published = [...cache.kind<ClusterKey>('clusterkey').items.values()][0]?.value.spec.id;

@@ -7,23 +7,12 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady } from '../../api/nodes.js';
 import { placementMode } from '../../api/spec.js';
-import type {
-  Deployment,
-  DeploymentStatus,
-  Heartbeat,
-  Node,
-  NodeDrain,
-  ReplicaCommand,
-  ReplicaDesired,
-  ReplicaObserved,
-  RolloutPlan,
-  ServiceSchedulingStatus,
-  Unschedulable,
-} from '../../api/types.js';
-import { logger } from '../../observability/log.js';
-import { Informer } from '../../store/informer.js';
+import type { DeploymentStatus, ServiceSchedulingStatus, Unschedulable } from '../../api/types.js';
+import { silentLogger } from '../../observability/log.js';
+import { Cache } from '../../runtime/cache.js';
 import type { Store } from '../../store/store.js';
-import { desiredCount, joinClusterView, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { unreadableLines, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, connect, parseOutput, timingsOf } from '../common.js';
 import { age, table, toJson } from '../output.js';
 import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
@@ -213,39 +202,20 @@ export function renderStatus(rows: DeploymentStatusRow[], format: string): strin
   return rows.map(renderDeployment).join('\n');
 }
 
-const WATCHED = {
-  deployments: keys.deployments(),
-  statuses: keys.deploymentStatuses(),
-  nodes: keys.nodes(),
-  heartbeats: keys.heartbeats(),
-  drains: keys.drains(),
-  desired: keys.desiredOf(),
-  observed: keys.observedOf(),
-  commands: keys.commandsOf(),
-  rollouts: keys.rollouts(),
-} as const;
-
 /** Redraws on every change until SIGINT/SIGTERM (table: clears the screen; json: one line per change). */
 async function watchStatus(store: Store, name: string | undefined, format: string): Promise<void> {
-  const log = logger('status');
-  const infs = Object.fromEntries(Object.entries(WATCHED).map(([k, prefix]) => [k, new Informer<unknown>(store, prefix, { log })])) as Record<keyof typeof WATCHED, Informer<unknown>>;
-  await Promise.all(Object.values(infs).map((i) => i.start()));
-  const items = <T>(k: keyof typeof WATCHED) => [...(infs[k] as Informer<T>).items.values()];
+  // One cache over every prefix the view joins: each redraw is one consistent cut of the store.
+  const cache = Cache.onStore(store, CLUSTER_VIEW_READS, { log: silentLogger() });
+  await cache.start();
   let last = '';
+  let warned = '';
   const draw = () => {
-    const view = joinClusterView({
-      revision: Math.max(...Object.values(infs).map((i) => i.revision)),
-      deployments: items<Deployment>('deployments'),
-      statuses: items<DeploymentStatus>('statuses'),
-      nodes: items<Node>('nodes'),
-      heartbeats: items<Heartbeat>('heartbeats'),
-      drains: items<NodeDrain>('drains'),
-      desired: items<ReplicaDesired>('desired'),
-      observed: items<ReplicaObserved>('observed'),
-      commands: items<ReplicaCommand>('commands'),
-      rollouts: items<RolloutPlan>('rollouts'),
-    });
+    const view = clusterViewOf(cache);
     const rows = statusRows(view, name, Date.now());
+    // What cannot be read is named once each time it changes (on stderr: the output stays parseable).
+    const lines = unreadableLines(view.unreadable);
+    if (lines !== warned) process.stderr.write(lines);
+    warned = lines;
     if (format === 'json') {
       const line = JSON.stringify({ time: new Date().toISOString(), deployments: rows });
       if (line.slice(line.indexOf(',')) !== last) process.stdout.write(line + '\n');
@@ -259,10 +229,7 @@ async function watchStatus(store: Store, name: string | undefined, format: strin
   const schedule = () => {
     if (!timer) timer = setTimeout(() => ((timer = undefined), draw()), 100);
   };
-  for (const i of Object.values(infs)) {
-    i.on('change', schedule);
-    i.on('relisted', schedule);
-  }
+  cache.on('changed', schedule);
   draw();
   // Ages and heartbeat freshness change without events: redraw now and then too (table only).
   const tick = format === 'json' ? undefined : setInterval(schedule, 2000);
@@ -272,7 +239,7 @@ async function watchStatus(store: Store, name: string | undefined, format: strin
   });
   clearInterval(tick);
   clearTimeout(timer);
-  await Promise.all(Object.values(infs).map((i) => i.stop()));
+  await cache.stop();
 }
 
 export function registerStatus(program: Command): void {
@@ -302,8 +269,13 @@ Examples:
         const store = await connect(cmd);
         try {
           if (opts.watch) return await watchStatus(store, name, format);
-          const rows = statusRows(await readClusterView(store), name, Date.now());
-          if (name && !rows.length) throw new CliError(`deployment "${name}" not found`);
+          const view = await readClusterView(store);
+          warnUnreadable(view.unreadable);
+          const rows = statusRows(view, name, Date.now());
+          if (name && !rows.length) {
+            const u = view.unreadable.find((x) => x.key === keys.deployment(name));
+            throw new CliError(u ? unreadableRefusal(u, `show deployment "${name}"`) : `deployment "${name}" not found`);
+          }
           // Only a pending service needs the rescheduler's word (asking costs a round trip).
           if (rows.some((d) => d.services.some((s) => s.unschedulable))) attachRescheduler(rows, (await currentPlan(store, defaultConfig(timingsOf(cmd)), { timeoutMs: 1500 })).plan.coalesce);
           process.stdout.write(renderStatus(rows, format));
