@@ -18,6 +18,7 @@ import { registerRollout } from './rollout.js';
 import { registerScale } from './scale.js';
 import { registerSecrets } from './secret.js';
 import { registerStatus } from './status.js';
+import { registerTop } from './top.js';
 import { registerUp } from './up.js';
 import { registerVersion } from './version.js';
 
@@ -27,6 +28,7 @@ export function registerCommands(program: Command): void {
   registerScale(program);
   registerStatus(program);
   registerGet(program);
+  registerTop(program);
   registerExplain(program);
   registerSecrets(program);
   registerDrain(registerNode(program));
