@@ -38,6 +38,8 @@ const manifest = (talkReplicas: number) =>
           placement: { mode: 'spread' },
           command: ['sh', '-c', `trap 'exit 0' TERM; i=0; while :; do echo "out $i $JACO_REPLICA"; echo "err $i" >&2; i=$((i+1)); sleep 0.2; done`],
           stopGracePeriod: '2s',
+          // The rolling update replaces all three at once: the test is about following it, not pacing it.
+          update: { parallelism: 3 },
         },
         // Half a core, held by Docker's CPU limit: a steady figure to compare with docker stats.
         burn: { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'while :; do :; done'], resources: { cpu: '500m', memory: '64Mi' }, stopGracePeriod: '1s' },
@@ -82,7 +84,7 @@ afterAll(async () => {
 });
 
 describe('jaco logs, exec and top against the agents', () => {
-  it('logs: both replicas merged in time order with their prefix, stdout and stderr apart; -f picks up a replica scaled in', () =>
+  it('logs: replicas merged in time order with their prefix, stdout and stderr apart; -f picks up a replica scaled in and a rolling update\'s containers; --previous', () =>
     c.withLogs(async () => {
       const talk = await running('talk', 2);
       expect(new Set(talk.map((d) => d.spec.node)).size).toBe(2);
@@ -200,7 +202,7 @@ describe('jaco logs, exec and top against the agents', () => {
       }
     }));
 
-  it('top: a replica\'s CPU and memory within 10 % of docker stats; its node\'s at least its share', () =>
+  it('top: a replica\'s CPU and memory within 10 % of docker stats; nodes sorted by CPU with their pressure', () =>
     c.withLogs(async () => {
       const [burn] = await running('burn', 1);
       const container = (await c.docker.listContainers({ filters: { label: [`${LABELS.cluster}=${c.uid}`, `${LABELS.replica}=${burn!.spec.replica}`] } })).find((x) => x.Labels[LABELS.role] !== 'sandbox')!;
@@ -220,7 +222,8 @@ describe('jaco logs, exec and top against the agents', () => {
       };
       // Past its first samples (a first reading averages over the container's life).
       const row = await eventually(async () => {
-        const [t, s] = [await top(), await dockerStats()];
+        // Side by side: both measure about the same second.
+        const [t, s] = await Promise.all([top(), dockerStats()]);
         return t.cpuMillis !== undefined && Math.abs(t.cpuMillis - s.cpu) <= 0.1 * s.cpu && { t, s };
       }, { what: 'top and docker stats agreeing on CPU', timeoutMs: 20_000 });
       // Busy (its limit is 500m; on a loaded machine it gets less, and both see the same).

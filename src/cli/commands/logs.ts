@@ -150,6 +150,11 @@ async function follow(store: Store, client: AgentClient, arg: string, f: LogsFla
   const cache = Cache.onStore(store, SOURCES, { log });
   await cache.start();
   const t = targetOf(cache, arg);
+  // A deployment may have no replica yet (they join as they start); a replica must exist.
+  if (t.kind === 'replica' && !sourcesOf(cache, t).length) {
+    await cache.stop();
+    throw new CliError(`replica "${t.replica}" not found (nor a deployment of that name)`);
+  }
   const prefixed = f.prefix ?? t.kind === 'deployment';
   const streams = new Map<string, { close?: () => void; last?: string; failedAt?: number; done?: boolean }>();
   let width = 0;
