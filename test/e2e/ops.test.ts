@@ -1,8 +1,8 @@
 // Operating a cluster day to day on real Docker: two agents (each serving logs and exec over
 // mutual TLS at its own loopback address, with certificates `jaco cert` issued), `jaco controller
 // all`, a real etcd. `jaco logs` merges a two-replica service with replica prefixes in time order
-// and, followed, picks up a replica scaled in later and the new containers of a rolling update;
-// --previous shows the replaced containers' last lines; `jaco exec` passes stdin, a TTY (sized as the
+// and, followed, picks up a replica scaled in later, the new containers of a rolling update and
+// replicas a drain moves to the other node; --previous shows the replaced containers' last lines; `jaco exec` passes stdin, a TTY (sized as the
 // client's, under `script`) and the command's exit code; a viewer's certificate reads logs and may
 // not exec; a node whose endpoint does not answer is named; `jaco top` agrees with `docker stats`.
 import { spawn } from 'node:child_process';
@@ -240,5 +240,22 @@ describe('jaco logs, exec and top against the agents', () => {
       expect(nodes.map((n) => n.node)).toEqual([burn!.spec.node, burn!.spec.node === 'node-1' ? 'node-2' : 'node-1']);
       expect(nodes[0]!.pressure).toMatchObject({ dominant: 'cpu', value: expect.any(Number) });
       expect(nodes[0]!.pressure.value).toBeGreaterThan(0.2);
+    }));
+  it('logs -f follows replicas a drain moves to another node (make-before-break: both copies print, then the new one)', () =>
+    c.withLogs(async () => {
+      const moving = (await running('talk', 3)).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
+      expect(moving.length).toBeGreaterThan(0);
+      const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '0', '--tls-dir', operator], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix } });
+      let followed = '';
+      f.stdout.on('data', (d: Buffer) => (followed += d.toString()));
+      f.stderr.on('data', (d: Buffer) => (followed += d.toString()));
+      const exited = new Promise<number | null>((res) => f.on('exit', (code) => res(code)));
+      const printsOn = (r: string, node: string) => new RegExp(`${r}@${node}\\s+\\| out \\d+ ${r}\\n`).test(followed);
+      await eventually(() => moving.every((r) => printsOn(r, 'node-2')), { what: 'the replicas on node-2 followed', timeoutMs: 15_000 });
+      const r = await jaco(['node', 'drain', 'node-2', '--wait']);
+      expect(r.code, r.stderr).toBe(0);
+      await eventually(() => moving.every((x) => printsOn(x, 'node-1')), { what: 'the moved replicas followed on node-1', timeoutMs: 15_000 });
+      f.kill('SIGINT');
+      expect(await exited).toBe(0);
     }));
 });
