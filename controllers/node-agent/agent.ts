@@ -47,6 +47,8 @@ import { CniNetwork, DEFAULT_CNI_BIN_DIR } from './cni.js';
 import { MemoryNetwork, type ReplicaNetwork } from './network.js';
 import { DEFAULT_SANDBOX_IMAGE } from './sandbox.js';
 import { NodeResolver } from './names.js';
+import { AgentApi } from './api-server.js';
+import type { TlsMaterial } from '../../src/pki/identity.js';
 
 export { NodeRemovedError } from './presence.js';
 
@@ -99,6 +101,11 @@ export interface AgentOptions {
    * for hollow nodes). False: their sandboxes still name it, and names do not resolve.
    */
   resolver?: boolean;
+  /**
+   * The logs and exec endpoint (api-server.ts): where it listens and its TLS material (the node's
+   * certificate from the cluster CA). Absent, or a runtime other than Docker: no endpoint.
+   */
+  api?: { host: string; port: number; tls: TlsMaterial };
 }
 
 /** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
@@ -149,6 +156,8 @@ export class NodeAgent {
   private files!: ReplicaFiles;
   private lastSweep = 0;
   private overlay?: Overlay;
+  /** The logs and exec endpoint, when it serves one. */
+  private api?: AgentApi;
 
   constructor(readonly opts: AgentOptions) {
     this.log = opts.log;
@@ -199,6 +208,7 @@ export class NodeAgent {
         release: (c) => this.files.release(c),
       },
       (image) => this.registryAuth(image),
+      (id, replica) => this.api?.keepPrevious(id, replica) ?? Promise.resolve(),
     );
     this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
     this.probes = new AgentProbes(runtime.probe?.bind(runtime) ?? dialProbe, (id) => this.view.cache.get(id), this.log, trigger);
@@ -207,10 +217,13 @@ export class NodeAgent {
       node: new NodeUsageReader(this.opts.cgroupRoot),
     });
     this.overlay = this.makeOverlay();
+    // Listening before the node is registered: the endpoint it publishes answers.
+    const apiEndpoint = await this.startApi(runtime);
     this.presence = new Presence({
       ...this.opts,
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
       overlay: this.overlay?.publication,
+      ...(apiEndpoint ? { apiEndpoint } : {}),
       pressure: () => this.currentPressure(),
       dockerUp: () => this.view.up,
       removed: () => void this.onNodeRemoved(),
@@ -301,6 +314,7 @@ export class NodeAgent {
     this.early?.stop();
     this.probes?.stop();
     this.overlay?.stop();
+    await this.api?.stop();
     await this.manager?.stop();
     await this.resolver?.stop();
     // The heartbeat goes with its lease: the node turns NotReady at once rather than after the TTL.
@@ -452,6 +466,18 @@ export class NodeAgent {
     }
   }
 
+  /** Starts the logs and exec endpoint when asked for (on Docker only); resolves to what it publishes. */
+  private async startApi(runtime: ReturnType<RuntimeFactory>): Promise<string | undefined> {
+    const api = this.opts.api;
+    if (!api) return undefined;
+    if (!(runtime instanceof DockerRuntime)) {
+      this.log.warn('no logs and exec endpoint: the container runtime is not Docker');
+      return undefined;
+    }
+    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }) });
+    return this.api.start();
+  }
+
   /** The node's end of the WireGuard mesh, when asked for (its key is made on the first start). */
   private makeOverlay(): Overlay | undefined {
     const { overlay, stateDir, address } = this.opts;
@@ -545,6 +571,7 @@ export class NodeAgent {
     }
     if (this.removing || this.stopped) return;
     this.removing = true;
+    await this.api?.stop();
     this.log.warn(`node ${node} was deleted from the cluster (nodes/${node}); stopping and removing its containers`);
     await this.manager?.stop();
     this.executor.stopAll();

@@ -41,6 +41,8 @@ export class Executor {
     /** The containers' secrets and configs (absent: the agent writes none). */
     private readonly files?: StartFiles,
     private readonly registryAuth?: StarterDeps['registryAuth'],
+    /** Called before a replica's container is removed (the logs endpoint keeps its last lines for `jaco logs --previous`). */
+    private readonly beforeRemove?: (id: string, replica: string) => Promise<void>,
   ) {}
 
   /** Starts in flight (or terminally failed), by replica: what decide sees. */
@@ -146,6 +148,7 @@ export class Executor {
       if (facts?.role === 'sandbox' && facts.address) await this.unplumb(facts.id, facts.state === 'running' ? facts.pid : 0, facts.address);
       await this.view.docker.stop(id);
       if (remove) {
+        if (facts && facts.role !== 'sandbox') await this.beforeRemove?.(id, replica).catch((e: Error) => this.log.warn({ container: name, err: e.message }, 'could not keep the last lines of the container\'s log'));
         await this.view.docker.remove(id);
         this.view.cache.remove(id);
         // Its secrets and configs go with it (their tmpfs unmounted).

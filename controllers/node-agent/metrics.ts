@@ -35,6 +35,7 @@ export const agentMetrics = {
   sampleFallbacks: new Counter({ name: 'jaco_agent_sample_fallbacks_total', help: "Container readings taken through Docker's stats API because cgroup files were not readable", registers }),
   heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
   cni: new Counter({ name: 'jaco_agent_cni_calls_total', help: 'CNI plugin calls for cluster-network sandboxes, by command (ADD, DEL) and result (ok, failed)', labelNames: ['command', 'result'], registers }),
+  apiRequests: new Counter({ name: 'jaco_agent_api_requests_total', help: 'Requests to the logs and exec endpoint by action (logs, exec) and result (ok, forbidden)', labelNames: ['action', 'result'], registers }),
   observedWrites: new Counter({ name: 'jaco_agent_observed_writes_total', help: 'observed/<node>/<replica> writes by result (ok, failed)', labelNames: ['result'], registers }),
 };
 

@@ -41,6 +41,8 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   secretsKey?: { id: string; publicKey: string };
   /** Its end of the WireGuard mesh (overlay.ts), published on its Node for the others to configure. */
   overlay?: NodeOverlay;
+  /** Its logs and exec endpoint (api-server.ts), published on its Node for the CLI to dial. */
+  apiEndpoint?: string;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -114,6 +116,7 @@ export class Presence {
           ...(this.opts.portRange ? { portRange: this.opts.portRange } : {}),
           ...(this.opts.secretsKey ? { secretsKey: this.opts.secretsKey } : {}),
           ...(this.opts.overlay ? { overlay: this.opts.overlay } : {}),
+          ...(this.opts.apiEndpoint ? { api: { endpoint: this.opts.apiEndpoint } } : {}),
         },
       };
       const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };

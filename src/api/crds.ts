@@ -329,6 +329,9 @@ const KINDS: KindDef[] = [
           ['publicKey', 'endpoint'],
           { description: 'Its end of the WireGuard mesh between nodes (jaco agent --overlay): every other node configures it as a peer.' },
         ),
+        api: obj({ endpoint: str({ description: '<address>:<port>, HTTPS with mutual TLS (certificates from the cluster CA).' }) }, ['endpoint'], {
+          description: "Its agent's logs and exec endpoint: jaco logs and jaco exec dial it directly, never through etcd.",
+        }),
       },
       ['capacity', 'agentVersion', 'registeredAt'],
     ),

@@ -332,6 +332,8 @@ export interface NodeStatus {
   secretsKey?: { id: string; publicKey: string };
   /** Its end of the WireGuard mesh (jaco agent --overlay): the others configure it as a peer (docs/networking.md). */
   overlay?: NodeOverlay;
+  /** Its agent's logs and exec endpoint (mutual TLS; docs/operate.md): the CLI dials it directly, never through etcd. */
+  api?: { endpoint: string };
 }
 
 export interface NodeOverlay {

@@ -24,6 +24,7 @@ import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, n
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
 import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
+import { issueClientTls, issueNodeTls } from '../pki/identity.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
 import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
 import { ensureClusterKeyFile } from '../secrets/keyfile.js';
@@ -83,6 +84,8 @@ export const stateFile = (dataDir: string) => join(dataDir, 'up.json');
 /** The cluster key file of a local cluster, and each node's agent state directory. */
 export const clusterKeyFile = (dataDir: string) => join(dataDir, 'secrets.key');
 export const agentStateDir = (dataDir: string, node: string) => join(dataDir, 'nodes', node, 'agent');
+/** The local operator's certificate for `jaco logs` and `jaco exec` (the CLI's default under .jaco/). */
+export const operatorTlsDir = (dataDir: string) => join(dataDir, 'pki', 'operator');
 
 export function readUpState(dataDir: string): UpState | undefined {
   const f = stateFile(dataDir);
@@ -202,9 +205,12 @@ export class LocalCluster {
       this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]));
     }
     if (net) await this.startEngines(net);
+    // The logs and exec endpoint's certificates (docs/operate.md): each node's, and the local operator's.
+    if (nodeNames.length) issueClientTls(ensureClusterCa(join(dataDir, 'pki')), 'operator', 'local', operatorTlsDir(dataDir));
     for (const [i, node] of nodeNames.entries()) {
       this.state.nodes.push(node);
       const host = net?.nodes[i];
+      issueNodeTls(ensureClusterCa(join(dataDir, 'pki')), node, [host?.address ?? simulatedAddress(i + 1)], join(agentStateDir(dataDir, node), 'tls'));
       const metrics = host ? `${host.address}:${NODE_METRICS_PORT.agent}` : await nextMetrics();
       const agentArgs = ['agent', '--node', node, '--capacity', this.opts.capacity, '--metrics-addr', metrics, '--pressure', 'containers', '--state-dir', agentStateDir(dataDir, node)];
       // Separate hosts are joined by the WireGuard mesh over their links (docs/networking.md).

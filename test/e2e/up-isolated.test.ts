@@ -4,7 +4,11 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enginesOf } from '../../src/runtime/local-cluster.js';
+import { keys } from '../../src/api/keys.js';
+import type { Node } from '../../src/api/types.js';
+import { AgentClient, agentTarget } from '../../src/cli/agent-client.js';
+import { readTlsDir } from '../../src/pki/identity.js';
+import { enginesOf, operatorTlsDir } from '../../src/runtime/local-cluster.js';
 import { namespacesWith } from '../../src/runtime/local-network.js';
 import { jaco } from '../support/cli.js';
 import { UpCluster } from '../support/up-cluster.js';
@@ -48,6 +52,20 @@ describe('jaco up: separate hosts', () => {
     // … and has no route off the cluster network (no default route: nothing can leave the machine).
     expect(() => inNs(a!.netns, 'ip', 'route', 'get', '192.0.2.1')).toThrow(/unreachable/);
     expect(inNs(a!.netns, 'ip', 'route')).not.toMatch(/default/);
+  });
+
+  it("serves logs and exec on every node's address with the certificates jaco up issued (docs/operate.md)", async () => {
+    const client = new AgentClient(readTlsDir(operatorTlsDir(c.dataDir), 'operator'));
+    try {
+      for (const n of c.net.nodes) {
+        const node = (await c.store.get<Node>(keys.node(n.name)))!.value;
+        expect(node.status?.api?.endpoint).toBe(`${n.address}:9467`);
+        // Reached from this machine, mutual TLS passed, the agent answering for its own node.
+        await expect(client.call(agentTarget(node, n.name), 'GET', '/v1/replicas/none-0/logs')).rejects.toThrow(`node ${n.name}: replica none-0 has no container on node ${n.name}`);
+      }
+    } finally {
+      client.close();
+    }
   });
 });
 

@@ -10,6 +10,8 @@ import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controller
 import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
 import { DEFAULT_CNI_BIN_DIR } from '../../../controllers/node-agent/cni.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../../controllers/node-agent/sandbox.js';
+import { DEFAULT_API_PORT } from '../../../controllers/node-agent/api-server.js';
+import { hasTlsDir, readTlsDir, TLS_FILES, type TlsMaterial } from '../../pki/identity.js';
 import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
@@ -33,6 +35,8 @@ interface AgentFlags {
   overlayInterface: string;
   sandboxImage: string;
   cniBinDir: string;
+  apiAddr?: string;
+  apiTlsDir?: string;
 }
 
 /** A Linux interface name: at most 15 characters, no slash or space. */
@@ -59,6 +63,34 @@ when etcd or Docker is briefly away. When nodes/<node> is deleted while it runs 
 remove), it stops and removes its containers and exits 0. See docs/node-agent.md.
 `;
 
+/**
+ * The logs and exec endpoint the flags ask for: off, or where it listens and its TLS files. Without
+ * either flag it serves when the state directory holds the node's certificate; a flag given for an
+ * endpoint that cannot serve is an error, never a silent off.
+ */
+function agentApiOf(f: AgentFlags, address: string, stateDir: string): { host: string; port: number; tls: TlsMaterial } | undefined {
+  if (f.apiAddr === 'off') return undefined;
+  const dir = resolve(f.apiTlsDir ?? join(stateDir, 'tls'));
+  let host = address;
+  let port = DEFAULT_API_PORT;
+  if (f.apiAddr !== undefined) {
+    const m = /^(.+):(\d+)$/.exec(f.apiAddr);
+    const p = Number(m?.[2]);
+    if (!m || !isIP(m[1]!.replace(/^\[|\]$/g, '')) || !(p >= 0 && p <= 65535)) throw new CliError(`--api-addr: "${f.apiAddr}" is not <ip>:<port> or off`);
+    host = m[1]!.replace(/^\[|\]$/g, '');
+    port = p;
+  }
+  if (!hasTlsDir(dir)) {
+    if (f.apiAddr !== undefined || f.apiTlsDir !== undefined) throw new CliError(`--api-tls-dir: ${dir} does not hold ${Object.values(TLS_FILES).join(', ')}; issue them with \`jaco cert node ${f.node} --ip ${host} --out ${dir}\`, or give --api-addr off`);
+    return undefined;
+  }
+  try {
+    return { host, port, tls: readTlsDir(dir, '--api-tls-dir') };
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+}
+
 export function registerAgent(program: Command): void {
   program
     .command('agent')
@@ -78,6 +110,8 @@ export function registerAgent(program: Command): void {
     .option('--overlay-interface <name>', 'the overlay interface (one per host: nodes sharing a machine need one name each)', 'jaco-wg')
     .option('--sandbox-image <image>', "the pause image holding each cluster-network replica's network namespace (a short name resolves at the cluster's default registry)", DEFAULT_SANDBOX_IMAGE)
     .option('--cni-bin-dir <dir>', "where the CNI plugins are (Debian's containernetworking-plugins): ptp plumbs cluster-network replicas", DEFAULT_CNI_BIN_DIR)
+    .option('--api-addr <host:port>', `where the logs and exec endpoint listens (HTTPS, mutual TLS; published on the node), or off (default <address>:${DEFAULT_API_PORT} when --api-tls-dir holds the node's certificate)`)
+    .option('--api-tls-dir <dir>', "the endpoint's TLS files: ca.pem, cert.pem, cert.key (`jaco cert node`; default <state-dir>/tls)")
     .option('--rejoin', 'register again although `jaco node remove` removed this node from the cluster')
     .addHelpText('after', EXAMPLES)
     .action(
@@ -115,10 +149,12 @@ export function registerAgent(program: Command): void {
         if (!Number.isInteger(overlayPort) || overlayPort < 1 || overlayPort > 65535) throw new CliError(`--overlay-port: "${f.overlayPort}" is not a port (1–65535)`);
         if (!INTERFACE_NAME.test(f.overlayInterface)) throw new CliError(`--overlay-interface: "${f.overlayInterface}" is not an interface name (1–15 letters, digits, '.', '-', '_')`);
         const overlay = f.overlay ? { interface: f.overlayInterface, port: overlayPort } : undefined;
+        const stateDir = resolve(f.stateDir ?? join('/var/lib/jaco/agent', f.node));
+        const api = agentApiOf(f, address, stateDir);
         const capacity = await resolveCapacity(declared);
         const store = storeOf(cmd);
         const log = logger('node-agent', { node: f.node });
-        const stateDir = resolve(f.stateDir ?? join('/var/lib/jaco/agent', f.node));
+        if (!api) log.info({ tlsDir: f.apiTlsDir ?? join(stateDir, 'tls') }, f.apiAddr === 'off' ? 'no logs and exec endpoint (--api-addr off)' : 'no logs and exec endpoint: no node certificate in the TLS directory (jaco cert node; docs/operate.md)');
         const agent = new NodeAgent({
           node: f.node,
           store,
@@ -136,6 +172,7 @@ export function registerAgent(program: Command): void {
           cniBinDir: f.cniBinDir,
           stateDir,
           overlay,
+          ...(api ? { api } : {}),
         });
         const { server, url } = await serveObservability(f.metricsAddr, () => agent.health());
         const close = async () => {

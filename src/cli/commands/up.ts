@@ -42,6 +42,7 @@ function summary(st: UpState): string {
     '  ./bin/jaco get nodes',
     '  ./bin/jaco apply -f examples/hello.yaml',
     '  ./bin/jaco status',
+    '  ./bin/jaco logs hello -f          # through each node\'s agent, with the certificate in .jaco/pki/operator',
     ...(st.children.some((c) => c.name.startsWith('ingress-')) ? [`  curl http://${first}:18080/   # the published web service, through node-1's ingress`] : []),
     '  ./bin/jaco audit -f',
     '  make down            # stop everything',
