@@ -27,6 +27,11 @@ export const agentMetrics = {
     registers,
   }),
   sampleFallbacks: new Counter({ name: 'jaco_agent_sample_fallbacks_total', help: "Container readings taken through Docker's stats API because cgroup files were not readable", registers }),
+  nodeReregistrations: new Counter({
+    name: 'jaco_agent_node_reregistrations_total',
+    help: 'Times nodes/<node> was found gone with no removal recorded (the store restored or wiped, a hand delete) and the agent registered the node again, keeping its containers',
+    registers,
+  }),
   heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
   cni: new Counter({ name: 'jaco_agent_cni_calls_total', help: 'CNI plugin calls for cluster-network sandboxes, by command (ADD, DEL) and result (ok, failed)', labelNames: ['command', 'result'], registers }),
   observedWrites: new Counter({ name: 'jaco_agent_observed_writes_total', help: 'observed/<node>/<replica> writes by result (ok, failed)', labelNames: ['result'], registers }),

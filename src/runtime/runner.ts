@@ -213,6 +213,12 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     this.tickTimer = setInterval(() => this.trigger(0), this.spec.tickMs ?? this.deps.timings.safetyTickMs);
   }
 
+  /** The controller's memory starts afresh (its owner reloaded what it is built from), and a pass follows. */
+  reset(): void {
+    this.resetState();
+    this.trigger(0);
+  }
+
   /** Leader-local memory starts afresh with every term (a new leader never acts on a stale memory). */
   private resetState(): void {
     this.state = this.spec.initialState();

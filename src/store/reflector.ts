@@ -446,7 +446,8 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
 
   /** The store was replaced under the reflector: count and log it, and list everything again from scratch. */
   private replaced(reason: StoreReplacedReason, detail: string, clusterId?: string): void {
-    if (this.stopped) return;
+    // Already listing again from scratch (another watch of the same reflector saw it first).
+    if (this.stopped || this.fromScratch) return;
     this.replacedGen++;
     this.fromScratch = true;
     this.clusterId = clusterId ?? this.clusterId;
