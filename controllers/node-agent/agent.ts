@@ -558,6 +558,10 @@ export class NodeAgent {
           `nodes/${node} is gone but no removal of this node is recorded: the store lost it (restored from a snapshot, restarted empty, deleted by hand); registering it again and keeping every container`,
         );
         await this.presence.register();
+        // A store restarted empty lost the cluster's uid too: the one this node's containers carry goes back.
+        const { uid } = await clusterInfo(this.opts.store, { uid: this.owner.clusterUid, createdAt: new Date().toISOString() });
+        if (uid !== this.owner.clusterUid)
+          this.log.error({ stored: uid, ours: this.owner.clusterUid }, "the store holds another cluster uid than this node's containers carry; they are left alone (restart the agent to join the cluster as it is now)");
         return;
       }
     } catch (e) {
