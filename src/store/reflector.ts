@@ -23,6 +23,7 @@
 //     pruned, not refused (schema.ts, validateForRead).
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, IResponseHeader, IWatchResponse, Watcher } from 'etcd3';
+import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
@@ -237,14 +238,6 @@ export interface Feed {
   start(): Promise<void>;
   stop(): Promise<void>;
 }
-
-/** What shows that etcd was replaced under a reflector; the same strings label the metric and the log. */
-export const STORE_REPLACED = {
-  cluster_changed: 'etcd answers with another cluster id than before',
-  revision_backwards: "the store's revision is behind the revision already held",
-  future_revision: 'a read at the held revision was refused as a future revision',
-} as const;
-export type StoreReplacedReason = keyof typeof STORE_REPLACED;
 
 /** What a reflector last knew of the store it follows (StoreIdentity), and what a reply's header says now. */
 export interface StoreIdentity {
