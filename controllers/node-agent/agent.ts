@@ -312,7 +312,7 @@ export class NodeAgent {
         node: this.node,
         pressureMode: this.pressureMode,
         docker: this.view?.health(),
-        cache: { synced, revision: cache?.revision },
+        cache: { synced, revision: cache?.revision, store: cache?.storeHealth() },
         claim: this.presence?.health(),
         containers: this.view?.cache.size ?? 0,
         startsInFlight: this.executor?.startsInFlight() ?? 0,
