@@ -150,6 +150,13 @@ export class NodeAgent {
   private readonly invalidCounted = new Set<string>();
   private stopped = false;
   private removing = false;
+  /** What the agent last knew it had written to observed/<host>/ (the runner's memory starts from it). */
+  private knownObserved: ReadonlyMap<string, ReplicaObservedStatus> = new Map();
+  /** Reading observed/ again after the store was replaced (no pass meanwhile). */
+  private reloading = false;
+  private reloadGen = 0;
+  /** A missing node key is being looked into (the heartbeat and the node watch both report it). */
+  private checkingRemoval = false;
   /** Containers held out of routing before their stop, since when (decide's plan.retiring). */
   private retiring: ReadonlyMap<string, number> = new Map();
   /** The node's copies of secrets and configs, opened with its own key. */
@@ -235,7 +242,7 @@ export class NodeAgent {
     });
     await this.view.start();
     await this.untilEtcd('register and claim the node', () => this.presence.start());
-    const observed = await this.untilEtcd('read observed state', () => this.loadObserved());
+    this.knownObserved = await this.untilEtcd('read observed state', () => this.loadObserved());
     const desiredPrefix = keys.desiredOf(node);
     const commandsPrefix = keys.commandsOf(node);
     // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
@@ -255,9 +262,11 @@ export class NodeAgent {
           watch: 'each',
         },
       },
-      [this.spec(observed), ...(this.overlay ? [this.overlay.spec()] : []), ...(this.resolver ? [this.resolver.spec()] : [])],
+      [this.spec(), ...(this.overlay ? [this.overlay.spec()] : []), ...(this.resolver ? [this.resolver.spec()] : [])],
     );
     this.runner = this.manager.runners[0] as Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
+    // Before the runner's own listener: its memory restarts from what the new store holds.
+    this.manager.cache.on('replaced', () => void this.reloadObserved());
     await this.overlay?.start();
     await this.manager.start();
     // Files of containers removed while the agent was away.
@@ -331,7 +340,7 @@ export class NodeAgent {
         node: this.node,
         pressureMode: this.pressureMode,
         docker: this.view?.health(),
-        cache: { synced, revision: cache?.revision },
+        cache: { synced, revision: cache?.revision, store: cache?.storeHealth() },
         claim: this.presence?.health(),
         containers: this.view?.cache.size ?? 0,
         startsInFlight: this.executor?.startsInFlight() ?? 0,
@@ -359,6 +368,25 @@ export class NodeAgent {
     }
   }
 
+  /**
+   * The store was replaced (restored, wiped): what the agent remembers writing to observed/ is
+   * read again from it, and no pass runs until then (every key it lacks is written again, every
+   * key of a replica gone is forgotten).
+   */
+  private async reloadObserved(): Promise<void> {
+    const gen = ++this.reloadGen;
+    this.reloading = true;
+    try {
+      const observed = await this.untilEtcd('read observed state again', () => this.loadObserved());
+      if (gen !== this.reloadGen) return;
+      this.knownObserved = observed;
+      this.runner?.reset();
+      this.reloading = false;
+    } catch {
+      if (gen === this.reloadGen) this.reloading = false; // stopped meanwhile
+    }
+  }
+
   private async loadObserved(): Promise<Map<string, ReplicaObservedStatus>> {
     const prefix = keys.observedOf(this.node);
     const { items } = await this.opts.store.list<ReplicaObserved>(prefix);
@@ -368,13 +396,13 @@ export class NodeAgent {
   // ------------------------------------------------------------------ the pass
 
   /** The agent as the runtime runs it. */
-  private spec(observed: ReadonlyMap<string, ReplicaObservedStatus>): ControllerSpec<AgentState, AgentSnapshot, unknown, AgentPass> {
+  private spec(): ControllerSpec<AgentState, AgentSnapshot, unknown, AgentPass> {
     return {
       name: 'node-agent',
       reads: ['desired', 'commands', 'copies'],
       elected: false,
-      initialState: () => ({ observed }),
-      ready: () => !this.stopped && !this.removing && this.view.up && this.view.synced && !!this.presence.fence(),
+      initialState: () => ({ observed: this.knownObserved }),
+      ready: () => !this.stopped && !this.removing && !this.reloading && this.view.up && this.view.synced && !!this.presence.fence(),
       fence: () => this.presence.fence(),
       snapshot: ({ cache }, state, now) => this.snapshot(cache, state, now),
       decide: (state, snap, now) => {
@@ -553,21 +581,40 @@ export class NodeAgent {
   // ------------------------------------------------------------------ node removal
 
   /**
-   * nodes/<host> was deleted (jaco node remove): stop and remove every container with its grace,
-   * delete this node's observed keys and heartbeat, and end with exit code 0.
+   * nodes/<host> was found missing. Only a recorded removal (jaco node remove: drains/<host>
+   * removed, in the transaction that deleted the node) stops and removes every container, deletes
+   * this node's observed keys and heartbeat and ends with exit code 0. Without that record the store
+   * lost the node (restored, wiped, a hand delete): the agent registers it again and keeps running
+   * everything — no container is touched on the absence of state.
    */
   private async onNodeRemoved(): Promise<void> {
-    if (this.removing || this.stopped) return;
+    if (this.removing || this.stopped || this.checkingRemoval) return;
     const node = this.node;
-    // Only a key that is gone counts (an unreadable node is not a removed one).
+    this.checkingRemoval = true;
     try {
-      if (await this.opts.store.get(keys.node(node))) {
-        this.log.warn({ key: keys.node(node) }, 'nodes/<node> still exists; not a removal');
+      const absence = await this.presence.absence();
+      if (absence === 'present') return;
+      if (absence === 'lost') {
+        agentMetrics.nodeReregistrations.inc();
+        this.log.warn(
+          { key: keys.node(node), drain: keys.drain(node) },
+          `nodes/${node} is gone but no removal of this node is recorded: the store lost it (restored from a snapshot, restarted empty, deleted by hand); registering it again and keeping every container`,
+        );
+        await this.presence.register();
+        // A store restarted empty lost the cluster's uid too: the one this node's containers carry goes back.
+        const { uid } = await clusterInfo(this.opts.store, { uid: this.owner.clusterUid, createdAt: new Date().toISOString() });
+        if (uid !== this.owner.clusterUid)
+          this.log.error({ stored: uid, ours: this.owner.clusterUid }, "the store holds another cluster uid than this node's containers carry; they are left alone (restart the agent to join the cluster as it is now)");
         return;
       }
     } catch (e) {
-      this.log.warn({ err: this.opts.store.unreachable(e).message }, 'could not confirm the node removal; the next heartbeat checks again');
-      return;
+      if ((e as Error).name !== 'NodeRemovedError') {
+        this.log.warn({ err: this.opts.store.unreachable(e).message }, 'could not tell whether the node was removed; the next heartbeat checks again');
+        return;
+      }
+      // Removed between the look and the registration: the removal goes on below.
+    } finally {
+      this.checkingRemoval = false;
     }
     if (this.removing || this.stopped) return;
     this.removing = true;

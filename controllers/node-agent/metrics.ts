@@ -33,6 +33,11 @@ export const agentMetrics = {
     registers,
   }),
   sampleFallbacks: new Counter({ name: 'jaco_agent_sample_fallbacks_total', help: "Container readings taken through Docker's stats API because cgroup files were not readable", registers }),
+  nodeReregistrations: new Counter({
+    name: 'jaco_agent_node_reregistrations_total',
+    help: 'Times nodes/<node> was found gone with no removal recorded (the store restored or wiped, a hand delete) and the agent registered the node again, keeping its containers',
+    registers,
+  }),
   heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
   cni: new Counter({ name: 'jaco_agent_cni_calls_total', help: 'CNI plugin calls for cluster-network sandboxes, by command (ADD, DEL) and result (ok, failed)', labelNames: ['command', 'result'], registers }),
   apiRequests: new Counter({ name: 'jaco_agent_api_requests_total', help: 'Requests to the logs and exec endpoint by action (logs, exec) and result (ok, forbidden)', labelNames: ['action', 'result'], registers }),

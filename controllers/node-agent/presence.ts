@@ -6,12 +6,18 @@
 // second agent started for the same host stands by instead of fighting over the containers, and
 // an agent that lost its lease (paused past the TTL) cannot write until it claims the node again.
 // A lost lease is re-granted at once, not at the next heartbeat.
+//
+// A node key that is gone is not a removal. Only a positive record is: drains/<host> in state
+// `removed`, which the drain controller writes in the transaction that deletes the node, after
+// this agent's registration. Without one the store lost the node (restored from a snapshot,
+// restarted empty, a hand delete): the agent registers it again and keeps every container. A node
+// value it cannot read is left as it is, and the heartbeat goes on (nodeAbsence).
 import { hostname } from 'node:os';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
-import type { Store } from '../../src/store/store.js';
+import type { Store, Versioned } from '../../src/store/store.js';
 import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
 import { VERSION } from '../../src/version.js';
 import type { AgentOptions } from './agent.js';
@@ -26,6 +32,26 @@ export class NodeRemovedError extends Error {
   }
 }
 
+/** What the store holds at nodes/<host>: its revisions, and its value or why it cannot be read. */
+export interface NodeRecord {
+  modRevision: number;
+  createRevision: number;
+  value?: Node;
+  unreadable?: string;
+}
+
+/**
+ * What a missing or present node key means to its agent. `removed` needs the positive record: a
+ * removed drain written after the registration the agent knows (`registeredAt`, the node key's
+ * create revision; unknown: any). A removal recorded before it was followed by a rejoin, and
+ * says nothing of the registration that went missing now.
+ */
+export function nodeAbsence(node: NodeRecord | undefined, drain: Pick<Versioned<NodeDrain>, 'modRevision' | 'value'> | undefined, registeredAt?: number): 'present' | 'removed' | 'lost' {
+  if (node) return 'present';
+  if (drain?.value.status?.state !== 'removed') return 'lost';
+  return registeredAt === undefined || drain.modRevision > registeredAt ? 'removed' : 'lost';
+}
+
 type Watcher = Awaited<ReturnType<ReturnType<Store['ns']['watch']>['create']>>;
 
 /** The agent's options presence uses (registration, heartbeat), and what it asks of the agent. */
@@ -33,7 +59,7 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   /** The latest pressure sample, when there is one (Docker up). */
   pressure(): Promise<PressureSample | undefined>;
   dockerUp(): boolean;
-  /** The node was deleted (jaco node remove). */
+  /** nodes/<host> was found missing: the agent asks absence() what that means. */
   removed(): void;
   /** The claim was gained or lost: the agent acts only while it holds it. */
   claimChanged(held: boolean): void;
@@ -58,6 +84,10 @@ export class Presence {
   private failing = false;
   private stopped = false;
   private standbyLogged = false;
+  /** The create revision of the node key this agent registered or heartbeats under. */
+  private registeredAt?: number;
+  /** The mod revision of an unreadable node value already logged (logged once per value). */
+  private unreadableLogged?: number;
 
   constructor(private readonly opts: PresenceOptions) {}
 
@@ -88,17 +118,26 @@ export class Presence {
 
   // ------------------------------------------------------------------ registration
 
-  /** Creates or updates nodes/<host>: status and labels are the agent's, spec (cordon) is kept. */
+  /**
+   * Creates or updates nodes/<host>: status and labels are the agent's, spec (cordon) is kept. A
+   * value it cannot read is left as it is (reported; the agent runs on). Throws NodeRemovedError
+   * on a node whose removal is recorded, unless --rejoin.
+   */
   async register(): Promise<void> {
     const { store, node, labels, capacity, rejoin } = this.opts;
     for (;;) {
-      const [cur, drain] = await Promise.all([store.get<Node>(keys.node(node)), store.get<NodeDrain>(keys.drain(node))]);
-      if (!cur && drain?.value.status?.state === 'removed') {
+      const [cur, drain] = await Promise.all([this.readNode(), this.removedDrain()]);
+      if (cur?.unreadable) {
+        this.registeredAt = cur.createRevision;
+        this.reportUnreadable(cur);
+        return;
+      }
+      if (nodeAbsence(cur, drain, this.registeredAt) === 'removed') {
         if (!rejoin) throw new NodeRemovedError(node);
-        this.opts.log.warn({ drain: drain.value.spec }, `node ${node} was removed from the cluster; rejoining (--rejoin)`);
+        this.opts.log.warn({ drain: drain!.value.spec }, `node ${node} was removed from the cluster; rejoining (--rejoin)`);
       }
       const now = new Date().toISOString();
-      const metadata = { ...(cur?.value.metadata ?? { name: node, creationTimestamp: now }) };
+      const metadata = { ...(cur?.value!.metadata ?? { name: node, creationTimestamp: now }) };
       delete metadata.resourceVersion;
       if (Object.keys(labels).length) metadata.labels = labels;
       else delete metadata.labels;
@@ -106,12 +145,12 @@ export class Presence {
         apiVersion: API_VERSION,
         kind: 'Node',
         metadata,
-        spec: cur?.value.spec ?? {},
+        spec: cur?.value!.spec ?? {},
         status: {
           capacity,
           agentVersion: VERSION,
           hostname: hostname(),
-          registeredAt: cur?.value.status?.registeredAt ?? now,
+          registeredAt: cur?.value!.status?.registeredAt ?? now,
           ...(this.opts.address ? { address: this.opts.address } : {}),
           ...(this.opts.portRange ? { portRange: this.opts.portRange } : {}),
           ...(this.opts.secretsKey ? { secretsKey: this.opts.secretsKey } : {}),
@@ -120,13 +159,54 @@ export class Presence {
         },
       };
       const op: Op = cur ? { op: 'update', key: keys.node(node), value: next, modRevision: cur.modRevision } : { op: 'create', key: keys.node(node), value: next };
-      const res = await commitActs(store, [{ label: `register ${node}`, ops: [op] }]);
+      const act = { label: `register ${node}`, ops: [op] };
+      const res = await commitActs(store, [act]);
       if (res.committed.length) {
+        this.registeredAt = cur ? cur.createRevision : res.landedAt.get(act);
         this.opts.log.info({ capacity, labels, created: !cur }, cur ? 'node registration updated' : 'node registered');
         return;
       }
       // Someone (the CLI cordoning) wrote the node meanwhile: read it again.
     }
+  }
+
+  /** nodes/<host> as stored: absent, readable, or unreadable (not JSON, not a Node) — never a throw. */
+  private async readNode(): Promise<NodeRecord | undefined> {
+    const kv = (await this.opts.store.ns.get(keys.node(this.node)).exec()).kvs[0];
+    if (!kv) return undefined;
+    const meta = { modRevision: Number(kv.mod_revision), createRevision: Number(kv.create_revision) };
+    let value: unknown;
+    try {
+      value = JSON.parse(kv.value.toString('utf8'));
+    } catch (e) {
+      return { ...meta, unreadable: `not JSON: ${(e as Error).message}` };
+    }
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    return kind === 'Node' ? { ...meta, value: value as Node } : { ...meta, unreadable: `kind ${JSON.stringify(kind)} where Node was expected` };
+  }
+
+  private reportUnreadable(n: NodeRecord): void {
+    if (this.unreadableLogged === n.modRevision) return;
+    this.unreadableLogged = n.modRevision;
+    this.opts.log.error(
+      { key: keys.node(this.node), reason: n.unreadable },
+      'nodes/<node> holds a value this agent cannot read; it is left as it is (fix it, or delete it and restart the agent) and the node runs on: heartbeat and containers go on',
+    );
+  }
+
+  /** drains/<host> when it records a removal (state removed). */
+  private async removedDrain(): Promise<Versioned<NodeDrain> | undefined> {
+    const drain = await this.opts.store.get<NodeDrain>(keys.drain(this.node));
+    return drain?.value.status?.state === 'removed' ? drain : undefined;
+  }
+
+  /**
+   * Why nodes/<host> is missing, read again: `present` (it is back, or never went), `removed` (a
+   * removal recorded after this agent's registration), `lost` (no such record: the store lost it).
+   */
+  async absence(): Promise<'present' | 'removed' | 'lost'> {
+    const [node, drain] = await Promise.all([this.readNode(), this.removedDrain()]);
+    return nodeAbsence(node, drain, this.registeredAt);
   }
 
   // ------------------------------------------------------------------ the claim
@@ -267,8 +347,11 @@ export class Presence {
     try {
       const hb = await this.heartbeatValue();
       for (let attempt = 0; ; attempt++) {
-        const node = await this.opts.store.get<Node>(keys.node(this.node));
+        // Read raw: a value that is not JSON must not stop the heartbeat (the node would turn NotReady and be evacuated).
+        const node = await this.readNode();
         if (!node) return this.opts.removed();
+        this.registeredAt = node.createRevision;
+        if (node.unreadable) this.reportUnreadable(node);
         const ops: Op[] = [
           { op: 'check', key: keys.node(this.node), modRevision: node.modRevision },
           { op: 'put', key: keys.heartbeat(this.node), value: hb, lease: leaseId },

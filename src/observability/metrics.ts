@@ -48,4 +48,16 @@ export const metrics = {
   }),
   writeConflicts: new Counter({ name: 'jaco_write_conflicts_total', help: 'Transactions that failed a compare-and-swap precondition', labelNames: ['controller'], registers: [registry] }),
   informerRelists: new Counter({ name: 'jaco_informer_relists_total', help: 'Informer relists (watch compacted or failed)', labelNames: ['prefix'], registers: [registry] }),
+  storeReplaced: new Counter({
+    name: 'jaco_store_replaced_total',
+    help: 'Times a cache found etcd replaced under it (restored from a snapshot, or restarted empty) and relisted from scratch, by what showed it',
+    labelNames: ['reason'],
+    registers: [registry],
+  }),
+  staleElectionKeys: new Counter({
+    name: 'jaco_election_stale_keys_total',
+    help: 'Election keys found with no lease, or with a lease etcd no longer has, and removed so a campaign could go on',
+    labelNames: ['controller'],
+    registers: [registry],
+  }),
 };

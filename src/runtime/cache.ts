@@ -5,7 +5,7 @@
 // between passes it changes, so a pass never keeps references past its own end.
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../observability/log.js';
-import { Reflector, type Change, type ValueReader, type Feed, type SourceSpec, type SourceState, type Unreadable } from '../store/reflector.js';
+import { Reflector, type Change, type ValueReader, type Feed, type SourceSpec, type SourceState, type StoreReplacements, type Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
 import { ROUTINE, WATCHABLE, type Watchable } from './watchable.js';
 
@@ -43,6 +43,8 @@ export interface CacheEvents {
   changed: [ReadonlySet<string>, ReadonlySet<string>];
   synced: [];
   unsynced: [string];
+  /** The store was found replaced (restored, wiped): what is held is listed again from scratch. */
+  replaced: [string];
 }
 
 export interface CacheOptions {
@@ -69,6 +71,7 @@ export class Cache extends EventEmitter<CacheEvents> {
     feed.on('batch', (changes) => this.onBatch(changes));
     feed.on('synced', () => this.emit('synced'));
     feed.on('unsynced', (why) => this.emit('unsynced', why));
+    feed.on('replaced', (_reason, detail) => this.emit('replaced', detail));
   }
 
   /** A cache on etcd holding the named prefixes. */
@@ -106,6 +109,11 @@ export class Cache extends EventEmitter<CacheEvents> {
 
   get synced(): boolean {
     return this.feed.synced;
+  }
+
+  /** The store followed and the times it was found replaced (undefined off etcd). */
+  storeHealth(): StoreReplacements | undefined {
+    return this.feed.storeHealth?.();
   }
 
   holds(name: Watchable): boolean {

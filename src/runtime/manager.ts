@@ -65,10 +65,14 @@ export class Manager {
     await this.cache.stop();
   }
 
-  /** For /healthz: ok while the cache is synced; each controller leading or standing by. */
+  /**
+   * For /healthz: ok while the cache is synced (not while it lists again, a store replaced under
+   * it included); each controller leading or standing by; the store followed and its replacements.
+   */
   health(): { ok: boolean; detail: Record<string, unknown> } {
     const controllers: Record<string, RunnerHealth> = Object.fromEntries(this.runners.map((r) => [r.name, r.health()]));
-    return { ok: this.cache.synced, detail: { synced: this.cache.synced, revision: this.cache.revision, controllers } };
+    const store = this.cache.storeHealth();
+    return { ok: this.cache.synced, detail: { synced: this.cache.synced, revision: this.cache.revision, ...(store ? { store } : {}), controllers } };
   }
 }
 

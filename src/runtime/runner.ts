@@ -25,7 +25,7 @@ import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { AuditLog } from '../store/audit.js';
 import { FencedError, isLeaseNotFound } from '../store/errors.js';
-import { Leadership } from '../store/leadership.js';
+import { Leadership, type StaleElectionKey } from '../store/leadership.js';
 import type { Store } from '../store/store.js';
 import { commitEach, Committer, type CommitResult, type Fence, type Op } from '../store/writer.js';
 import type { Timings } from '../timings.js';
@@ -130,6 +130,8 @@ export interface RunnerHealth {
   synced: boolean;
   leader: boolean;
   failingActs: number;
+  /** Election keys held by no live lease that this controller's campaign removed (leadership.ts). */
+  staleElectionKeys?: StaleElectionKey[];
 }
 
 export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResult<S, M> = PassResult<S, M>> {
@@ -157,6 +159,11 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     if (this.spec.reads.some((r) => touched.has(r) && !routine.has(r))) this.trigger();
   };
   private readonly onSynced = () => this.trigger(0);
+  /** The store was replaced (restored, wiped): what this runner remembers of the old one is void. */
+  private readonly onReplaced = () => {
+    this.lastWrite = undefined;
+    this.resetState();
+  };
 
   constructor(
     readonly spec: ControllerSpec<S, Snap, M, R>,
@@ -189,6 +196,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     this.detach = this.spec.attach?.(this);
     if (this.spec.eventDriven !== false) cache.on('changed', this.onChanged);
     cache.on('synced', this.onSynced);
+    cache.on('replaced', this.onReplaced);
     if (this.leadership) {
       this.leadership.on('elected', () => {
         this.resetState();
@@ -203,6 +211,12 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       this.leadership.start();
     } else this.trigger(0);
     this.tickTimer = setInterval(() => this.trigger(0), this.spec.tickMs ?? this.deps.timings.safetyTickMs);
+  }
+
+  /** The controller's memory starts afresh (its owner reloaded what it is built from), and a pass follows. */
+  reset(): void {
+    this.resetState();
+    this.trigger(0);
   }
 
   /** Leader-local memory starts afresh with every term (a new leader never acts on a stale memory). */
@@ -420,7 +434,8 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   }
 
   health(): RunnerHealth {
-    return { synced: this.deps.cache.synced, leader: this.isLeader(), failingActs: this.failures.persistent().length };
+    const stale = this.leadership?.health().staleKeysRemoved ?? [];
+    return { synced: this.deps.cache.synced, leader: this.isLeader(), failingActs: this.failures.persistent().length, ...(stale.length ? { staleElectionKeys: stale } : {}) };
   }
 
   async stop(): Promise<void> {
@@ -431,6 +446,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     clearInterval(this.tickTimer);
     this.deps.cache.off('changed', this.onChanged);
     this.deps.cache.off('synced', this.onSynced);
+    this.deps.cache.off('replaced', this.onReplaced);
     await this.leadership?.stop();
   }
 }

@@ -9,9 +9,13 @@ export interface ClusterInfo {
   createdAt: string;
 }
 
-export async function clusterInfo(store: Store): Promise<ClusterInfo> {
+/**
+ * The cluster's identity, created by the first to ask — with a new uid, or with `fresh`: an agent
+ * that finds the store lost its node (restarted empty) puts back the uid its containers carry, so
+ * they stay this cluster's.
+ */
+export async function clusterInfo(store: Store, fresh: ClusterInfo = { uid: randomUUID(), createdAt: new Date().toISOString() }): Promise<ClusterInfo> {
   const key = keys.cluster();
-  const fresh: ClusterInfo = { uid: randomUUID(), createdAt: new Date().toISOString() };
   const res = await store.ns.if(key, 'Create', '==', 0).then(store.ns.put(key).value(JSON.stringify(fresh))).else(store.ns.get(key)).commit();
   if (res.succeeded) return fresh;
   const kv = res.responses?.[0]?.response_range?.kvs?.[0];

@@ -5,10 +5,13 @@
 // etcd3's Election class does the same dance but hides the create revision the fence needs and
 // fixes its own key layout, hence this small module on top of etcd3's Lease.
 //
-// It owns three rules that keep a controller from ending up with no leader, or with a healthy
+// It owns four rules that keep a controller from ending up with no leader, or with a healthy
 // term deposed: a campaign that fails after its lease was granted gives that lease up, and never
 // waits on a key of its own (a commit whose reply was lost still landed); only the current term's
-// fence can depose; a follower re-reads its predecessor on a timer, not only through a watch.
+// fence can depose; a follower re-reads its predecessor on a timer, not only through a watch; and
+// a predecessor bound to no lease, or to a lease etcd no longer has, is nobody's live campaign —
+// nothing would ever remove it (a hand edit, keys copied without their leases as `etcdctl
+// make-mirror` copies them) — so it is removed, logged, counted and shown in /healthz.
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, Lease, Watcher } from 'etcd3';
 import { keys } from '../api/keys.js';
@@ -28,6 +31,18 @@ export interface LeadershipOptions {
   log: Logger;
   /** How often a follower re-reads its predecessor besides watching it (default: half the TTL). */
   recheckMs?: number;
+}
+
+/** An election key found bound to no live lease and removed (LeadershipHealth). */
+export interface StaleElectionKey {
+  key: string;
+  why: string;
+  at: string;
+}
+
+/** For /healthz: stale election keys this campaign removed (the last few). */
+export interface LeadershipHealth {
+  staleKeysRemoved: StaleElectionKey[];
 }
 
 export interface LeadershipEvents {
@@ -55,6 +70,7 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   /** Ends whatever the campaign waits for now (a predecessor, a back-off pause), for stop(). */
   private wake?: () => void;
   private readonly recheckMs: number;
+  private readonly staleRemoved: StaleElectionKey[] = [];
 
   constructor(private readonly store: Store, private readonly opts: LeadershipOptions) {
     super();
@@ -163,6 +179,11 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
         await this.removeOwn(predKey, pred);
         continue;
       }
+      const stale = await this.staleReason(pred);
+      if (stale) {
+        await this.removeStale(predKey, pred, stale);
+        continue;
+      }
       const outcome = await Promise.race([this.waitForDelete(predKey, Number(res.header.revision)).then(() => 'gone'), lost]);
       if (outcome !== 'gone') throw new Error(outcome);
     }
@@ -173,6 +194,26 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
     this.opts.log.info({ key }, 'removing an election key left by an earlier campaign of this candidate');
     await this.store.ns.if(key, 'Mod', '==', kv.mod_revision).then(this.store.ns.delete().key(key)).commit();
     if (kv.lease !== '0') await withTimeout(this.store.client.leaseClient.leaseRevoke({ ID: kv.lease }), REVOKE_TIMEOUT_MS, 'revoke timed out').catch(() => undefined);
+  }
+
+  /** Why a candidate's key is nobody's live campaign (no lease, or one etcd no longer has), if it is not. */
+  private async staleReason(kv: IKeyValue): Promise<string | undefined> {
+    if (kv.lease === '0' || !kv.lease) return 'bound to no lease';
+    const ttl = await this.store.client.leaseClient.leaseTimeToLive({ ID: kv.lease });
+    return Number(ttl.TTL) < 0 ? `its lease ${kv.lease} no longer exists` : undefined;
+  }
+
+  /** Removes a key no campaign holds (unless it changed since it was read): it would never go by itself. */
+  private async removeStale(key: string, kv: IKeyValue, why: string): Promise<void> {
+    this.opts.log.warn({ key, why, holder: kv.value.toString('utf8') }, 'election key held by no live lease; removing it so the campaign goes on');
+    metrics.staleElectionKeys.inc({ controller: this.opts.controller });
+    this.staleRemoved.push({ key, why, at: new Date().toISOString() });
+    if (this.staleRemoved.length > 5) this.staleRemoved.shift();
+    await this.store.ns.if(key, 'Mod', '==', kv.mod_revision).then(this.store.ns.delete().key(key)).commit();
+  }
+
+  health(): LeadershipHealth {
+    return { staleKeysRemoved: [...this.staleRemoved] };
   }
 
   /**
@@ -198,14 +239,16 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
         void watcher.cancel().catch(() => undefined);
         resolve();
       };
+      // Gone, or held by no live lease (the campaign's loop then removes it): stop waiting.
       const recheck = () => {
         void this.store.ns
           .get(key)
-          .exists()
-          .then(
-            (exists) => !exists && finish(),
-            () => undefined, // etcd away: the next re-read, or the watch, tells
-          );
+          .exec()
+          .then(async (res) => {
+            const kv = res.kvs[0];
+            if (!kv || (await this.staleReason(kv))) finish();
+          })
+          .catch(() => undefined); // etcd away: the next re-read, or the watch, tells
       };
       const timer = setInterval(recheck, this.recheckMs);
       this.wake = finish;

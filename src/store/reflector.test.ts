@@ -2,7 +2,7 @@
 // the last check (missedSince): a table of what a watch can lose, and what it reports.
 import { describe, expect, it } from 'vitest';
 import { testLogger } from '../../test/support/log.js';
-import { missedSince, SourceState, ValueReader } from './reflector.js';
+import { isFutureRevision, missedSince, SourceState, storeReplaced, ValueReader, type StoreIdentity } from './reflector.js';
 
 const counter = (next: number) => JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next } });
 
@@ -33,5 +33,24 @@ describe('missedSince', () => {
     ['an unreadable value whose fix was lost', { 'counters/a': { unreadable: 7, readable: 3 } }, [{ key: 'counters/a', modRevision: 8 }], 5, ['counters/a']],
   ])('%s', (_name, keys, changed, since, missed) => {
     expect(missedSince(held(keys), changed, since)).toEqual(missed);
+  });
+});
+
+describe('storeReplaced', () => {
+  it.each<[string, StoreIdentity, { cluster_id: string; revision: string }, string | undefined]>([
+    ['the same store, moved on', { clusterId: '1', revision: 40 }, { cluster_id: '1', revision: '52' }, undefined],
+    ['the same store, nothing new', { clusterId: '1', revision: 40 }, { cluster_id: '1', revision: '40' }, undefined],
+    ['nothing held yet (the first list)', { revision: 0 }, { cluster_id: '1', revision: '3' }, undefined],
+    ['restarted empty (same id: same name, peer address, token)', { clusterId: '1', revision: 40 }, { cluster_id: '1', revision: '2' }, 'revision_backwards'],
+    ['restored from an older snapshot with a new id', { clusterId: '1', revision: 40 }, { cluster_id: '9', revision: '31' }, 'cluster_changed'],
+    ['another cluster that has gone further', { clusterId: '1', revision: 40 }, { cluster_id: '9', revision: '4000' }, 'cluster_changed'],
+    ['no id known yet, revision behind', { revision: 40 }, { cluster_id: '9', revision: '7' }, 'revision_backwards'],
+  ])('%s', (_name, known, header, reason) => {
+    expect(storeReplaced(known, header)?.reason).toBe(reason);
+  });
+
+  it('knows a read refused at a future revision', () => {
+    expect(isFutureRevision(new Error('etcdserver: mvcc: required revision is a future revision'))).toBe(true);
+    expect(isFutureRevision(new Error('etcdserver: mvcc: required revision has been compacted'))).toBe(false);
   });
 });

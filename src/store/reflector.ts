@@ -12,12 +12,18 @@
 //   - `synced` is false while any watch is down, so /healthz and callers can tell.
 //   - A periodic consistency check compares the count and newest mod revision of each source at
 //     the reflector's revision with what it holds; a difference relists (and is counted).
+//   - A store replaced under it (etcd restored from a snapshot, or restarted empty) is noticed — the
+//     cluster id changed, the store's revision is behind what is held, a read at the held revision
+//     is refused as a future one — and everything is listed again from scratch (nothing held is
+//     trusted, not even a key at the same mod revision); `synced` is false until that list is in.
+//     Resuming instead would wait for revisions the new store reaches only by chance (STORE_REPLACED).
 //   - Unreadable is not deleted. A value that does not decode or validate is kept as unreadable
 //     beside the last readable version, which stays in effect; with no readable version the key
 //     is present only as unreadable ("frozen": nothing should act on it). Unknown fields are
 //     pruned, not refused (schema.ts, validateForRead).
 import { EventEmitter } from 'node:events';
-import type { IKeyValue, IWatchResponse, Watcher } from 'etcd3';
+import type { IKeyValue, IResponseHeader, IWatchResponse, Watcher } from 'etcd3';
+import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
@@ -236,10 +242,40 @@ export interface Feed {
    * meanwhile wait, in order (a pass that decides in steps reads one unchanging cut between them).
    */
   hold?(): () => void;
+  /** The store followed and the times it was found replaced (a feed on etcd). */
+  storeHealth?(): StoreReplacements;
   on<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
   off<E extends keyof ReflectorEvents>(event: E, fn: (...args: ReflectorEvents[E]) => void): unknown;
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** What a reflector last knew of the store it follows (StoreIdentity), and what a reply's header says now. */
+export interface StoreIdentity {
+  clusterId?: string;
+  /** Every change up to here is held. */
+  revision: number;
+}
+
+/**
+ * Whether a reply's header shows a store other than the one whose changes are held: another
+ * cluster id, or a revision behind the held one (a store's revision never goes back). Pure: the
+ * caller confirms a revision seen from one member with a linearizable read before acting on it.
+ */
+export function storeReplaced(known: StoreIdentity, header: Pick<IResponseHeader, 'cluster_id' | 'revision'>): { reason: StoreReplacedReason; detail: string } | undefined {
+  if (known.clusterId && header.cluster_id && header.cluster_id !== known.clusterId)
+    return { reason: 'cluster_changed', detail: `cluster id ${known.clusterId} is now ${header.cluster_id}` };
+  const now = Number(header.revision);
+  if (known.revision > 0 && now < known.revision) return { reason: 'revision_backwards', detail: `held up to revision ${known.revision}, the store is at ${now}` };
+  return undefined;
+}
+
+/** For /healthz: the store a feed follows, and the last time it was found replaced. */
+export interface StoreReplacements {
+  clusterId?: string;
+  /** Times the store was found replaced since the process started. */
+  count: number;
+  last?: { at: string; reason: StoreReplacedReason; detail: string };
 }
 
 export interface ReflectorEvents {
@@ -248,6 +284,8 @@ export interface ReflectorEvents {
   synced: [];
   unsynced: [string];
   relisted: [];
+  /** The store was found replaced (restored or wiped): what is held is being listed again from scratch. */
+  replaced: [StoreReplacedReason, string];
   /** A watch was created (or created again) on the server, from this revision + 1. */
   watching: [string, number];
 }
@@ -292,6 +330,13 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   private checkTimer?: NodeJS.Timeout;
   /** Per source, the revision up to which the consistency check (or a list) found it right. */
   private readonly checkedAt = new Map<SourceState, number>();
+  /** The cluster id of the store followed (from the first reply), and what was found replaced so far. */
+  private clusterId?: string;
+  private readonly replacements: StoreReplacements = { count: 0 };
+  /** The next list trusts nothing held (a replaced store reuses revisions for other values). */
+  private fromScratch = false;
+  /** Bumped at each replacement: a list that began before one is listed again. */
+  private replacedGen = 0;
   /** Holds in force (hold()), and what waits for them to end, in arrival order. */
   private holds = 0;
   private readonly waiting: (() => void)[] = [];
@@ -398,9 +443,64 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     return this.watched.map((p) => p || '/').join(',');
   }
 
+  /** The store followed and its replacements so far (for /healthz). */
+  storeHealth(): StoreReplacements {
+    return { ...this.replacements, ...(this.clusterId ? { clusterId: this.clusterId } : {}) };
+  }
+
+  /** The store was replaced under the reflector: count and log it, and list everything again from scratch. */
+  private replaced(reason: StoreReplacedReason, detail: string, clusterId?: string): void {
+    // Already listing again from scratch (another watch of the same reflector saw it first).
+    if (this.stopped || this.fromScratch) return;
+    this.replacedGen++;
+    this.fromScratch = true;
+    this.clusterId = clusterId ?? this.clusterId;
+    this.countReplaced(reason, detail);
+    this.setSynced(false, `store replaced: ${detail}`);
+    for (const s of this.streams) void this.closeStream(s);
+    void this.relist('store replaced');
+  }
+
+  private countReplaced(reason: StoreReplacedReason, detail: string): void {
+    this.replacements.count++;
+    this.replacements.last = { at: new Date().toISOString(), reason, detail };
+    metrics.storeReplaced.inc({ reason });
+    this.opts.log.error(
+      { sources: this.label(), reason, detail, heldRevision: this.revision },
+      `reflector: etcd was replaced under this process (${STORE_REPLACED[reason]}: restored from a snapshot, or restarted empty); listing everything again from scratch`,
+    );
+    this.emit('replaced', reason, detail);
+  }
+
+  /**
+   * Checks a reply's header against the store followed. A cluster id that changed is conclusive;
+   * a revision behind the held one, seen from one member's watch, is confirmed by a linearizable
+   * read first (a member may lag the leader by a few revisions). Resolves true when replaced.
+   */
+  private async confirmReplaced(header: IResponseHeader, held: number, linearizable: boolean): Promise<boolean> {
+    let found = storeReplaced({ clusterId: this.clusterId, revision: held }, header);
+    if (found?.reason === 'revision_backwards' && !linearizable) {
+      try {
+        found = storeReplaced({ clusterId: this.clusterId, revision: held }, await this.store.header());
+      } catch {
+        return false; // unreachable: the next reply tells
+      }
+    }
+    if (!found) {
+      this.clusterId ??= header.cluster_id || undefined;
+      return false;
+    }
+    this.replaced(found.reason, found.detail, header.cluster_id || undefined);
+    return true;
+  }
+
   private async listAndWatch(): Promise<void> {
     this.setSynced(false, 'relisting');
     await Promise.all(this.streams.map((s) => this.closeStream(s)));
+    const gen = this.replacedGen;
+    // A list that finds the store replaced trusts nothing held; one already known to be lists so.
+    let scratch = this.fromScratch;
+    let firstHeader: IResponseHeader | undefined;
     let revision = 0;
     // Each page is decoded as it arrives (the raw page is dropped at once, shared subtrees are
     // shared already), and applied only once every source is listed: the cache never shows half a list.
@@ -409,11 +509,19 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       const staged: Staged[] = [];
       const r = await this.store.listRaw(src.prefix, revision || undefined, {
         keysOnly: src.spec.keysOnly,
+        onHeader: (h) => {
+          if (firstHeader) return;
+          firstHeader = h;
+          const found = storeReplaced({ clusterId: this.clusterId, revision: this.revision }, h);
+          if (!found) return;
+          if (!scratch) this.countReplaced(found.reason, found.detail);
+          scratch = true;
+        },
         onPage: (kvs) => {
           for (const kv of kvs) {
             const key = this.keyOf(kv);
             const meta = metaOf(kv);
-            const held = src.holds(key, meta.modRevision);
+            const held = !scratch && src.holds(key, meta.modRevision);
             staged.push({ key, meta, held, read: held ? undefined : src.decode(key, kv.value.toString('utf8')) });
           }
         },
@@ -423,6 +531,9 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     }
     if (this.holds) await new Promise<void>((r) => this.waiting.push(r));
     if (this.stopped) return;
+    if (this.replacedGen !== gen) throw new Error('the store was found replaced during the list; listing again');
+    if (firstHeader?.cluster_id) this.clusterId = firstHeader.cluster_id;
+    this.fromScratch = false;
     const changes: Change[] = [];
     for (const [src, staged] of listed) {
       const seen = new Set<string>();
@@ -459,12 +570,15 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       .startRevision(String(s.revision + 1))
       .watcher();
     s.watcher = w;
-    w.on('connected', () => {
+    w.on('connected', (res: IWatchResponse) => {
       if (s.watcher !== w) return;
-      s.up = true;
-      s.backoffMs = MIN_BACKOFF_MS;
-      this.emit('watching', s.prefix, s.revision);
-      this.setSynced(this.streams.every((x) => x.up));
+      // A watch from a revision the store has not reached is accepted and silent for ever: a
+      // store behind what is held was replaced (restored, wiped) and is listed again instead.
+      if (res?.header && storeReplaced({ clusterId: this.clusterId, revision: s.revision }, res.header)) {
+        void this.confirmReplaced(res.header, s.revision, false).then((replaced) => !replaced && s.watcher === w && this.watchUp(s));
+        return;
+      }
+      this.watchUp(s);
     });
     w.on('data', (res: IWatchResponse) => {
       // A response of a watch replaced while it waited is dropped: the new one resumes before it.
@@ -490,6 +604,13 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     });
   }
 
+  private watchUp(s: Stream): void {
+    s.up = true;
+    s.backoffMs = MIN_BACKOFF_MS;
+    this.emit('watching', s.prefix, s.revision);
+    this.setSynced(this.streams.every((x) => x.up));
+  }
+
   private async closeStream(s: Stream): Promise<void> {
     clearTimeout(s.timer);
     const w = s.watcher;
@@ -503,6 +624,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       // A progress notification: etcd sends it only once every event up to its revision was sent.
       const r = Number(res.header.revision);
       if (r > s.revision) s.revision = r;
+      else if (r < s.revision) void this.confirmReplaced(res.header, s.revision, false);
       return;
     }
     const changes: Change[] = [];
@@ -566,7 +688,12 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       let found: RangeFacts;
       try {
         found = await this.store.rangeFacts(src.prefix, at, Math.min(since, at));
-      } catch {
+      } catch (e) {
+        // A revision in the store's future: the store behind it was replaced (restored, wiped).
+        if (isFutureRevision(e) && this.synced && stream.revision === at) {
+          this.replaced('future_revision', `a read at revision ${at} was refused: ${(e as Error).message}`);
+          return false;
+        }
         return true; // compacted or unreachable: nothing to conclude
       }
       if (!this.synced || stream.revision !== at) return true; // moved on meanwhile: next time
@@ -607,6 +734,11 @@ export function missedSince(src: SourceState, changed: readonly { key: string; m
   }
   for (const key of new Set([...src.items.keys(), ...src.unreadable.keys()])) if (!listed.has(key) && (held(key) ?? 0) > since) missed.push(key);
   return missed.sort();
+}
+
+/** etcd refused a read at a revision it has not reached ("required revision is a future revision"). */
+export function isFutureRevision(e: unknown): boolean {
+  return /future revision/i.test((e as { message?: string } | undefined)?.message ?? '');
 }
 
 /** The longest common prefix of the given keys, cut back to a whole path segment. */

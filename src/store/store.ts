@@ -3,7 +3,7 @@
 // metadata.resourceVersion of what we return is the key's mod_revision.
 import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
 import { readFileSync } from 'node:fs';
-import { Etcd3, isRecoverableError, type IKeyValue, type Namespace } from 'etcd3';
+import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
 
 export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
@@ -223,14 +223,21 @@ export class Store {
     return v;
   }
 
-  /** Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values). */
-  async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void } = {}): Promise<{ kvs: IKeyValue[]; revision: number }> {
+  /** Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values; onHeader: the first reply's header, who answered). */
+  async listRaw(
+    prefix: string,
+    atRevision?: number,
+    opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void; onHeader?: (h: IResponseHeader) => void } = {},
+  ): Promise<{ kvs: IKeyValue[]; revision: number }> {
     const end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
     let start = Buffer.from(this.prefix + prefix);
     let revision = atRevision ?? 0;
     const kvs: IKeyValue[] = [];
+    let first = true;
     for (;;) {
       const res = await this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
+      if (first) opts.onHeader?.(res.header);
+      first = false;
       if (!revision) revision = Number(res.header.revision);
       // With onPage, each page is handed over and dropped: a big prefix is never held raw at once.
       if (opts.onPage) opts.onPage(res.kvs);
@@ -259,6 +266,12 @@ export class Store {
       newest: Number(newest.kvs[0]?.mod_revision ?? 0),
       ...(changed ? { changed: changed.kvs.map((kv) => ({ key: kv.key.toString('utf8').slice(this.prefix.length), modRevision: Number(kv.mod_revision) })) } : {}),
     };
+  }
+
+  /** The header of a linearizable read: the store's revision now, and who answered (cluster and member). */
+  async header(): Promise<IResponseHeader> {
+    const key = Buffer.from(this.prefix);
+    return (await this.client.kv.range({ key, range_end: Buffer.from(prefixEnd(this.prefix), 'latin1'), count_only: true })).header;
   }
 
   async list<T>(prefix: string): Promise<ListResult<T>> {

@@ -1,4 +1,4 @@
 // The etcd wire shapes the store speaks (key-values, compares, request ops, watch responses),
 // re-exported so code outside src/store — the simulation's in-memory etcd, the chaos checker that
 // reads raw revisions — names them without importing the etcd3 client itself.
-export { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IWatchResponse } from 'etcd3';
+export { CompareResult, CompareTarget, type ICompare, type IKeyValue, type IRequestOp, type IResponseHeader, type IWatchResponse } from 'etcd3';

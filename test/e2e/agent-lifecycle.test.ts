@@ -1,6 +1,8 @@
 // The node-agent's life against real Docker and real etcd: a restart adopts its containers without
-// restarting them, etcd going away stops nothing, Docker unreachable is reported, and a node
-// removed from the cluster stops its containers and exits (and comes back only with --rejoin).
+// restarting them, etcd going away stops nothing, Docker unreachable is reported, a node removed
+// from the cluster (`jaco node remove`: a removal recorded with the deletion) stops its containers
+// and exits (and comes back only with --rejoin), and a node key gone with no removal recorded, or
+// holding junk, touches nothing: the agent registers again and heartbeats on.
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,16 +197,82 @@ describe('Docker going away', () => {
     }));
 });
 
+/**
+ * What the drain controller commits when it removes a node, in one transaction: its drain marked
+ * removed (the positive record an agent acts on), the node object and heartbeat deleted.
+ */
+async function recordRemoval(node: string): Promise<void> {
+  const drain: NodeDrain = {
+    apiVersion: API_VERSION,
+    kind: 'NodeDrain',
+    metadata: { name: node },
+    spec: { node, timeout: '5m', force: false, remove: true, requestedAt: new Date().toISOString() },
+    status: { state: 'removed', replicas: {} },
+  };
+  await commitActs(c.store, [
+    { ops: [{ op: 'put', key: keys.drain(node), value: drain }, { op: 'delete', key: keys.node(node) }, { op: 'delete', key: keys.heartbeat(node) }] },
+  ]);
+}
+
+describe('a node key gone or unreadable without a removal', () => {
+  it('gone with no removal recorded (the store lost it: a restore, a wipe, a hand delete): registered again, no container touched; junk in it: the heartbeat goes on', () =>
+    c.withLogs(async () => {
+      await putDesired(c.store, desired('node-1', 'demo-stays-1', SLEEPER));
+      const s = await running('node-1', 'demo-stays-1');
+      const before = await inspect(s.containerId!);
+      const agent = c.agent('node-1')!;
+      const old = (await c.store.get<Node>(keys.node('node-1')))!;
+
+      await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.node('node-1') }] }]);
+      const back = await eventually(
+        async () => {
+          const n = await c.store.get<Node>(keys.node('node-1'));
+          return n && n.createRevision > old.createRevision ? n : undefined;
+        },
+        { what: 'node-1 registered again', timeoutMs: 15_000 },
+      );
+      expect(back.value.status?.capacity).toEqual(old.value.status?.capacity);
+      expect(readFileSync(agent.logFile, 'utf8')).toMatch(/no removal of this node is recorded: the store lost it/);
+      // This process's address: the last one its log (appended to by every agent of node-1) gives.
+      const url = [...readFileSync(agent.logFile, 'utf8').matchAll(/"metrics":"([^"]+)","healthz"/g)].at(-1)![1]!;
+      expect(await metric(url, 'jaco_agent_node_reregistrations_total')).toBe(1);
+
+      // Junk under nodes/node-1: left as it is, and the node stays Ready (heartbeats go on).
+      await c.store.ns.put(keys.node('node-1')).value('not json {').exec();
+      const hb = (await c.store.get(keys.heartbeat('node-1')))!.modRevision;
+      await eventually(async () => (await c.store.get(keys.heartbeat('node-1')))!.modRevision > hb, { what: 'a heartbeat written beside the junk node value' });
+      expect(nodeReady(await heartbeat('node-1'), Date.now())).toBe(true);
+      expect(readFileSync(agent.logFile, 'utf8')).toMatch(/nodes\/<node> holds a value this agent cannot read/);
+      expect((await c.store.ns.get(keys.node('node-1')).string())).toBe('not json {');
+
+      // Not one container restarted or replaced through all of it.
+      const after = await inspect(s.containerId!);
+      expect([after.State.Running, after.State.StartedAt, after.RestartCount]).toEqual([true, before.State.StartedAt, 0]);
+      expect((await c.containers('node-1')).filter((x) => x.Labels[LABELS.replica] === 'demo-stays-1')).toHaveLength(1);
+      expect(await observedStatus(c.store, 'node-1', 'demo-stays-1')).toMatchObject({ state: 'running', containerId: s.containerId });
+      expect(agent.exited()).toBe(false);
+
+      // Back to the fixture: a readable node-1, the replica gone.
+      await commitActs(c.store, [{ ops: [{ op: 'put', key: keys.node('node-1'), value: back.value }] }]);
+      await deleteDesired(c.store, 'node-1', 'demo-stays-1');
+      await eventually(async () => !(await observedStatus(c.store, 'node-1', 'demo-stays-1')), { what: 'demo-stays-1 removed' });
+    }));
+});
+
 describe('node removal', () => {
-  it('stops and removes its containers, deletes its observed keys and heartbeat, and exits 0', () =>
+  it('jaco node remove: stops and removes its containers, deletes its observed keys and heartbeat, and exits 0', () =>
     c.withLogs(async () => {
       await putDesired(c.store, desired('node-2', 'demo-leaving-1', SLEEPER));
       const s = await running('node-2', 'demo-leaving-1');
       const agent = c.agent('node-2')!;
       const exit = new Promise<number | null>((r) => (agent.exited() ? r(agent.child.exitCode) : agent.child.once('exit', (code) => r(code))));
-      // The desired keys go first (the drain moved the replicas away), then the node object.
+      // The desired keys go first (as the drain moves the replicas away), then the real removal.
       await deleteDesired(c.store, 'node-2', 'demo-leaving-1');
-      await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.node('node-2') }] }]);
+      await eventually(async () => !(await observedStatus(c.store, 'node-2', 'demo-leaving-1')), { what: 'demo-leaving-1 gone' });
+      const drain = await c.startControllers(['drain']);
+      const r = await c.jaco(['node', 'remove', 'node-2', '--wait']);
+      expect(r.code, r.stderr).toBe(0);
+      await drain.kill('SIGTERM');
       expect(await exit).toBe(0);
       expect(readFileSync(agent.logFile, 'utf8')).toMatch(/node node-2 was removed from the cluster/);
       expect(await c.containers('node-2')).toEqual([]);
@@ -221,7 +289,7 @@ describe('node removal', () => {
       const s = await running('node-2', 'demo-left-1');
       const agent = c.agent('node-2')!;
       const exit = new Promise<number | null>((r) => agent.child.once('exit', (code) => r(code)));
-      await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.node('node-2') }] }]);
+      await recordRemoval('node-2');
       expect(await exit).toBe(0);
       await expect(inspect(s.containerId!)).rejects.toMatchObject({ statusCode: 404 });
       expect(await c.store.countPrefix(keys.observedOf('node-2'))).toBe(0);
@@ -229,14 +297,7 @@ describe('node removal', () => {
 
   it('refuses to start on a removed node without --rejoin, and registers again with it', () =>
     c.withLogs(async () => {
-      const drain: NodeDrain = {
-        apiVersion: API_VERSION,
-        kind: 'NodeDrain',
-        metadata: { name: 'node-2' },
-        spec: { node: 'node-2', timeout: '5m', force: false, remove: true, requestedAt: new Date().toISOString() },
-        status: { state: 'removed', replicas: {} },
-      };
-      await commitActs(c.store, [{ ops: [{ op: 'put', key: keys.drain('node-2'), value: drain }] }]);
+      expect((await c.store.get<NodeDrain>(keys.drain('node-2')))?.value.status?.state).toBe('removed');
       const r = await c.jaco(['agent', '--node', 'node-2', '--capacity', 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0']);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain('node node-2 was removed from the cluster; start with --rejoin to add it again');

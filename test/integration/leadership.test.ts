@@ -175,3 +175,36 @@ describe('terms and fences', () => {
     await proxy.close();
   });
 });
+
+describe('an election key held by no live lease', () => {
+  it('a key bound to no lease ahead of every candidate (copied without its lease) is removed, and a leader is elected', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    // As `etcdctl make-mirror` or a hand edit leaves it: the lowest create revision, no lease.
+    await store.ns.put(`${keys.leaders('c')}7587`).value('copied by make-mirror').exec();
+    const a = new Leadership(store, { controller: 'c', identity: 'a', ttlSec: 2, log });
+    a.start();
+    const fence = await eventually(() => a.fence(), { what: 'a elected past the lease-less key', timeoutMs: 10_000 });
+    expect((await electionKeys(store, 'c')).map((k) => k.identity)).toEqual(['a']);
+    expect(fence.key).not.toBe(`${keys.leaders('c')}7587`);
+    expect(a.health().staleKeysRemoved).toMatchObject([{ key: `${keys.leaders('c')}7587`, why: 'bound to no lease' }]);
+    await a.stop();
+  });
+
+  it('a follower whose predecessor turns lease-less (its leader gone, the key put back without a lease) takes over', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const a = new Leadership(store, { controller: 'c', identity: 'a', ttlSec: 2, log, recheckMs: 250 });
+    a.start();
+    const fenceA = await eventually(() => a.fence(), { what: 'a elected' });
+    const b = new Leadership(store, { controller: 'c', identity: 'b', ttlSec: 2, log, recheckMs: 250 });
+    b.start();
+    await eventually(async () => (await electionKeys(store, 'c')).length === 2, { what: 'b campaigning' });
+    // a's key loses its lease but stays (a put without a lease keeps the create revision): b's
+    // predecessor is now nobody's campaign. a, its lease still alive, is deposed by its own fence.
+    await store.ns.put(fenceA.key).value('a').exec();
+    await eventually(() => b.fence(), { what: 'b leads past the lease-less key', timeoutMs: 10_000 });
+    expect(b.health().staleKeysRemoved).toMatchObject([{ key: fenceA.key, why: 'bound to no lease' }]);
+    await Promise.all([a.stop(), b.stop()]);
+  });
+});

@@ -6,9 +6,10 @@
 // process through its own client; the faults are the ones etcd and the network really produce:
 // a watch that lags, drops (the reflector makes a new one from its own revision), loses events (a
 // client bug: healed by the consistency check), or is cancelled because its next revision was
-// compacted; a commit whose reply is lost.
+// compacted; a commit whose reply is lost; the whole store restored from a snapshot taken earlier
+// (its revision goes backwards: every connection drops, and comes back to the older store).
 import { EventEmitter } from 'node:events';
-import type { ICompare, IKeyValue, IRequestOp, IWatchResponse } from '../../src/store/wire.js';
+import type { ICompare, IKeyValue, IRequestOp, IResponseHeader, IWatchResponse } from '../../src/store/wire.js';
 import { ValueReader, type SourceState } from '../../src/store/reflector.js';
 import { MAX_REQUEST_BYTES, MAX_TXN_OPS, type RangeFacts, type Store } from '../../src/store/store.js';
 import { conditionOfCompare, conditionsHold, type Condition, type KeySpace } from '../../src/store/writer.js';
@@ -104,6 +105,26 @@ export class SimEtcd implements KeySpace {
     for (const k of this.keys(prefix)) yield this.kv.stored(k)!;
   }
 
+  /** The store as it is now, to restore later (etcdctl snapshot save). */
+  snapshot(): SimSnapshot {
+    return { kv: this.kv.clone(), history: [...this.history], compacted: this.compacted, changed: new Map(this.changed) };
+  }
+
+  /**
+   * The store becomes the snapshot (etcdctl snapshot restore, and etcd restarted on it): its keys,
+   * revision and history go back, and every watch is cut as a restart cuts it. What was written
+   * after the snapshot is gone; the next write takes a revision that was used before.
+   */
+  restore(snap: SimSnapshot): void {
+    this.kv.restore(snap.kv);
+    this.history = [...snap.history];
+    this.compacted = snap.compacted;
+    this.changed.clear();
+    for (const [k, v] of snap.changed) this.changed.set(k, v);
+    this.keysAt.clear();
+    for (const w of [...this.watchers]) w.disconnect();
+  }
+
   /** Forgets history up to `rev`: watches that still need it are cancelled, as etcd cancels them. */
   compact(rev: number): void {
     if (rev <= this.compacted) return;
@@ -120,6 +141,7 @@ export class SimEtcd implements KeySpace {
 
   /** Count and newest mod revision of the keys under a prefix as they were at `rev`, and those changed after `since`. */
   factsAt(prefix: string, rev: number, since?: number): RangeFacts {
+    if (rev > this.rev) throw new Error('etcdserver: mvcc: required revision is a future revision');
     if (rev < this.compacted) throw new CompactedError(`revision ${rev} has been compacted`);
     // Keys changed after rev, with their mod revision at rev (undefined: absent then): walking
     // back, the earliest change after rev is the last one set.
@@ -159,12 +181,16 @@ export class SimEtcd implements KeySpace {
     const etcd = this;
     const store = {
       prefix: '',
-      async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void } = {}) {
+      async listRaw(prefix: string, atRevision?: number, opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void; onHeader?: (h: IResponseHeader) => void } = {}) {
         // Lists run between two simulated steps, so "now" is the revision asked for.
         if (atRevision !== undefined && atRevision !== etcd.rev) throw new Error(`sim etcd: a list at past revision ${atRevision} (now ${etcd.rev})`);
+        opts.onHeader?.(etcd.header());
         const kvs = etcd.keys(prefix).map((k) => etcd.kvOf(k, !opts.keysOnly));
         if (opts.onPage) opts.onPage(kvs);
         return { kvs: opts.onPage ? [] : kvs, revision: etcd.rev };
+      },
+      async header() {
+        return etcd.header();
       },
       async rangeFacts(prefix: string, revision: number, changedSince?: number) {
         return etcd.factsAt(prefix, revision, changedSince);
@@ -215,6 +241,11 @@ export class SimEtcd implements KeySpace {
     return { succeeded: true, responses: [], header: { revision: String(this.rev) } };
   }
 
+  /** A reply's header: the revision now (one cluster, one member: the ids stay). */
+  header(): IResponseHeader {
+    return { cluster_id: 'sim', member_id: 'sim', revision: String(this.rev), raft_term: '2' };
+  }
+
   register(w: SimWatcher): void {
     this.watchers.add(w);
   }
@@ -243,6 +274,14 @@ function eventOf(c: RawChange): object {
     events.set(c, e);
   }
   return e;
+}
+
+/** The store at one moment (SimEtcd.snapshot), to restore it later. */
+export interface SimSnapshot {
+  kv: MemoryStore;
+  history: RawChange[];
+  compacted: number;
+  changed: Map<string, number>;
 }
 
 /** Faults of one process's connection, set by the simulation. */
@@ -297,7 +336,7 @@ export class SimWatcher extends EventEmitter {
     }
     etcd.register(this);
     faults.watchers.add(this);
-    queueMicrotask(() => this.open && this.emit('connected'));
+    queueMicrotask(() => this.open && this.emit('connected', { header: etcd.header(), events: [] }));
   }
 
   offer(c: RawChange): void {

@@ -26,6 +26,8 @@ export function useTestEtcd(): TestEtcd {
     store: (prefix) => started().store(prefix),
     viaProxy: (prefix) => started().viaProxy(prefix),
     restart: (downMs) => started().restart(downMs),
+    snapshot: () => started().snapshot!(),
+    replace: (opts) => started().replace!(opts),
     stop: () => started().stop(),
   };
 }

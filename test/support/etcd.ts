@@ -1,6 +1,8 @@
 // Real etcd for tests: single members (or a 3-member cluster) on free loopback ports, data under
 // /dev/shm. Starting fails loudly when etcd is not installed: nothing is skipped.
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +11,7 @@ import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMembe
 import { Store } from '../../src/store/store.js';
 import { TcpProxy } from './proxy.js';
 
+const execFileP = promisify(execFile);
 const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 
 export interface TestEtcd {
@@ -23,6 +26,14 @@ export interface TestEtcd {
   viaProxy(prefix?: string): Promise<{ proxy: TcpProxy; store: Store; direct: Store }>;
   /** Stops etcd (data kept) and starts it again on the same ports. */
   restart(downMs?: number): Promise<void>;
+  /** Saves a snapshot of the store to a file (etcdctl snapshot save) and returns its path. */
+  snapshot?(): Promise<string>;
+  /**
+   * Stops etcd and starts it again on the same ports over a new data directory: empty (a wipe), or
+   * restored from a snapshot (etcdctl snapshot restore) — the two ways a store goes back in time.
+   * `seed` writes to the new store before any client can reach it (it is served on another port first).
+   */
+  replace?(opts?: { snapshot?: string; seed?: (endpoint: string) => Promise<void> }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -34,7 +45,7 @@ export async function startTestEtcd(): Promise<TestEtcd> {
   const dataDir = mkdtempSync(join(base, 'jaco-etcd-'));
   // JACO_TEST_ETCD_ARGS: extra etcd flags for a look inside (e.g. --enable-pprof for the scale bench).
   const extraArgs = process.env.JACO_TEST_ETCD_ARGS?.split(' ').filter(Boolean);
-  const spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort(), ...(extraArgs ? { extraArgs } : {}) };
+  let spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort(), ...(extraArgs ? { extraArgs } : {}) };
   let member = startEtcdMember(spec);
   await waitForEtcd([member.endpoint], 20_000, member.process).catch(async (e: unknown) => {
     await member.stop();
@@ -62,10 +73,37 @@ export async function startTestEtcd(): Promise<TestEtcd> {
       member = startEtcdMember(spec);
       await waitForEtcd([member.endpoint], 20_000, member.process);
     },
+    async snapshot() {
+      const file = join(mkdtempSync(join(base, 'jaco-snap-')), 'snapshot.db');
+      await execFileP('etcdctl', ['--endpoints', member.endpoint, 'snapshot', 'save', file], { env: { ...process.env, ETCDCTL_API: '3' } });
+      return file;
+    },
+    async replace({ snapshot, seed }: { snapshot?: string; seed?: (endpoint: string) => Promise<void> } = {}) {
+      await member.stop();
+      rmSync(spec.dataDir, { recursive: true, force: true });
+      spec = { ...spec, dataDir: mkdtempSync(join(base, 'jaco-etcd-')) };
+      if (snapshot) {
+        rmSync(spec.dataDir, { recursive: true, force: true });
+        const peer = `http://127.0.0.1:${spec.peerPort}`;
+        const args = ['snapshot', 'restore', snapshot, '--data-dir', spec.dataDir, '--name', spec.name, '--initial-cluster', `${spec.name}=${peer}`, '--initial-advertise-peer-urls', peer];
+        await execFileP('etcdctl', args, { env: { ...process.env, ETCDCTL_API: '3' } });
+      }
+      if (seed) {
+        const hidden = startEtcdMember({ ...spec, clientPort: await freePort() });
+        try {
+          await waitForEtcd([hidden.endpoint], 20_000, hidden.process);
+          await seed(hidden.endpoint);
+        } finally {
+          await hidden.stop();
+        }
+      }
+      member = startEtcdMember(spec);
+      await waitForEtcd([member.endpoint], 20_000, member.process);
+    },
     async stop() {
       for (const s of stores) s.close();
       await member.stop();
-      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(spec.dataDir, { recursive: true, force: true });
     },
   };
   return t;

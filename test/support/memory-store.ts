@@ -105,6 +105,25 @@ export class MemoryStore extends EventEmitter<ReflectorEvents> implements Feed {
     return c;
   }
 
+  /**
+   * Every key and the revision become a snapshot's (etcd restored from it): nothing is reported,
+   * as a restore reports nothing. Only for a bare key space (the simulation's etcd): a store with
+   * sources is a Feed whose held state this would leave behind.
+   */
+  restore(snap: MemoryStore): void {
+    if (this.ordered.length) throw new Error('restore: only a key space without sources');
+    this.data.clear();
+    this.byTop.clear();
+    this.rev = snap.rev;
+    for (const st of snap.data.values()) {
+      this.data.set(st.key, { ...st });
+      const top = topOf(st.key);
+      let set = this.byTop.get(top);
+      if (!set) this.byTop.set(top, (set = new Set()));
+      set.add(st.key);
+    }
+  }
+
   // ------------------------------------------------------------------ writes
 
   /** An unconditional put, as its own revision. */
