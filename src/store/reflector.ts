@@ -411,7 +411,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
 
   // ------------------------------------------------------------------ list
 
-  /** Lists every source at one revision and (re)opens the watches from it; retries while etcd is away. */
+  /** Lists every source at one revision and (re)opens the watches from it; retries while etcd is away (a one-shot read fails instead). */
   relist(why: string): Promise<void> {
     if (this.relisting) return this.relisting;
     this.relisting = (async () => {
@@ -425,6 +425,8 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
           }
           return;
         } catch (e) {
+          // A one-shot read (the CLI's) says why it failed rather than waiting: denied, unreachable.
+          if (this.opts.once) throw e;
           this.opts.log.warn({ sources: this.label(), err: (e as Error).message }, 'reflector: list failed; retrying');
           await sleep(backoff);
           backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
