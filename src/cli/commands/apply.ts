@@ -5,7 +5,7 @@ import { keys } from '../../api/keys.js';
 import { statSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { formatProblem, ManifestError, parseManifests, readSources, type ManifestProblem } from '../../api/manifest.js';
-import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
+import { composeFilesIn, composeModel, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
@@ -25,20 +25,22 @@ interface ComposeFlags {
 /** What -f names: jaco manifests and compose files alike; every problem of every file at once. */
 function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[]; deployments: Deployment[] } {
   if (!files?.length) throw new CliError('no manifest given: use -f FILE, -f DIR or -f - (stdin)');
-  // A directory holding a compose file means that file (as `docker compose` reads it).
-  const sources = readSources(files.map((f) => (f !== '-' && isDirectory(f) ? (composeFileIn(f) ?? f) : f)));
-  const compose = sources.filter((s) => isComposeText(s.text));
+  // A directory holding a compose file means that file and its override file (as `docker compose` reads it).
+  const found = new Set(files.flatMap((f) => (f !== '-' && isDirectory(f) ? composeFilesIn(f) : [])));
+  const sources = readSources(withComposeFiles(files));
+  // An override file found beside a compose file is one even when it says no services (volumes: only).
+  const compose = sources.filter((s) => found.has(s.name) || isComposeText(s.text));
   const manifests = sources.filter((s) => !compose.includes(s));
-  if (flags.name && compose.length !== 1) throw new CliError(`--name names one compose application; ${compose.length} compose files were given`);
   const problems: ManifestProblem[] = [];
   const deployments: Deployment[] = [];
   const items: ApplyItem[] = [];
-  for (const s of compose) {
+  // Several compose files are one application, merged in order (docker compose -f a -f b).
+  if (compose.length) {
     try {
-      const app = loadCompose(composeSource(s.name, s.text), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
+      const app = loadCompose(compose.map((s) => composeSource(s.name, s.text)), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
       for (const w of app.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
       deployments.push(app.deployment);
-      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: s.name, ...(app.objects.length ? { objects: app.objects } : {}) });
+      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: compose.map((s) => s.name).join(' + '), ...(app.objects.length ? { objects: app.objects } : {}) });
     } catch (e) {
       if (!(e instanceof ManifestError)) throw e;
       problems.push(...e.problems);
@@ -66,6 +68,11 @@ function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[];
     seen.set(i.name, i.source ?? '');
   }
   return { items, deployments };
+}
+
+/** -f as given, a directory holding a compose file replaced by it and its override file. */
+function withComposeFiles(files: string[]): string[] {
+  return files.flatMap((f) => (f !== '-' && isDirectory(f) && composeFilesIn(f).length ? composeFilesIn(f) : [f]));
 }
 
 const manifestItems = (files: string[], flags: ComposeFlags) => readInputs(files, flags).items;
@@ -177,12 +184,21 @@ export function registerApply(program: Command): void {
       .command('convert')
       .description('Print the Deployment a compose file maps to (warnings on stderr), to switch to the native format')
       .requiredOption('-f, --filename <path>', 'compose file, directory holding one, or - (repeatable)', collect)
-      .option('-o, --output <format>', 'yaml or json', 'yaml'),
+      .option('-o, --output <format>', 'yaml or json (the Deployment), or compose (the merged compose model, as docker compose config prints it)', 'yaml'),
   )
-    .addHelpText('after', '\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n')
+    .addHelpText(
+      'after',
+      '\nSeveral compose files are one application, merged in order (-f compose.yaml -f prod.yaml); a\ndirectory means its compose file and the compose.override.yaml beside it. extends and include are\nresolved; service names are mapped to jaco names (docs/compose.md).\n\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n  jaco convert -f compose.yaml -f prod.yaml -o compose\n',
+    )
     .action(
       action(async (opts: { filename: string[]; output: string } & ComposeFlags) => {
-        if (!['yaml', 'json'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml or json`);
+        if (!['yaml', 'json', 'compose'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml, json or compose`);
+        if (opts.output === 'compose') {
+          const m = composeModel(readSources(withComposeFiles(opts.filename)).map((s) => composeSource(s.name, s.text)), { envFiles: opts.envFile });
+          for (const w of m.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
+          process.stdout.write(stringify(m.model));
+          return;
+        }
         const { deployments, items } = readInputs(opts.filename, opts);
         // The converted deployment refers to them by name; their values are never printed.
         for (const o of items.flatMap((i) => i.objects ?? []))
