@@ -200,7 +200,20 @@ export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
       out.push(issue('name-length', at, `"${d.metadata.name}-${name}" is ${d.metadata.name.length + name.length + 1} characters; deployment and service names together may have at most ${MAX_DEPLOYMENT_SERVICE_CHARS}`));
     for (const rule of rules) out.push(...rule(name, svc, at));
   }
-  out.push(...dependencyIssues(d), ...volumeWriterIssues(d));
+  out.push(...dependencyIssues(d), ...volumeWriterIssues(d), ...aliasIssues(d));
+  return out;
+}
+
+/** An alias is one more name of its service: never another service's name, nor another's alias (names compare without case). */
+function aliasIssues(d: Deployment): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  const said = new Map(Object.keys(d.spec.services).map((n) => [n.toLowerCase(), { what: 'the name', of: n }]));
+  for (const [name, svc] of Object.entries(d.spec.services))
+    (svc.aliases ?? []).forEach((alias, i) => {
+      const had = said.get(alias.toLowerCase());
+      if (!had) said.set(alias.toLowerCase(), { what: 'an alias', of: name });
+      else if (had.of !== name) out.push(issue('alias', ['spec', 'services', name, 'aliases', i], `alias ${JSON.stringify(alias)} is ${had.what} of service "${had.of}": a name finds one service`));
+    });
   return out;
 }
 

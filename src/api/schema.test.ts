@@ -72,6 +72,8 @@ describe('cross-field rules', () => {
   const rules = (services: Record<string, ServiceSpec>, name = 'app') => deploymentRuleIssues(dep(services, name)).map((i) => `${formatPath(i.path)}: ${i.message}`);
 
   it.each<[string, Record<string, ServiceSpec>, string]>([
+    ['an alias that is another service’s name (any case)', { web: { image: 'i', aliases: ['DB'] }, db: { image: 'i' } }, 'spec.services.web.aliases[0]: alias "DB" is the name of service "db": a name finds one service'],
+    ['an alias two services give', { a: { image: 'i', aliases: ['x'] }, b: { image: 'i', aliases: ['x'] } }, 'spec.services.b.aliases[0]: alias "x" is an alias of service "a": a name finds one service'],
     ['global with replicas', { x: { image: 'i', replicas: 2, placement: { mode: 'global' } } }, 'spec.services.x.replicas: service "x" uses placement=global; remove replicas (global runs one replica per ready node)'],
     ['volumes with 2 replicas', { db: { image: 'i', replicas: 2, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.replicas: service "db" has named volumes; it may run at most 1 replica'],
     ['a writable bind with 2 replicas', { x: { image: 'i', replicas: 2, volumes: [{ type: 'bind', source: '/srv/x', target: '/x' }] } }, 'spec.services.x.replicas: service "x" has a writable bind mount (/srv/x); its data stays on one host, so it may run at most 1 replica, got 2'],

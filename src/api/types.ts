@@ -196,6 +196,12 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy).
    */
   dependsOn?: Record<string, { condition: DependencyCondition }>;
+  /**
+   * Other names the service answers to, as `ALIAS` inside its deployment and `ALIAS.DEPLOYMENT`
+   * anywhere: a compose service's own name when jaco's differs (`web_app` for `web-app`), and its
+   * compose network aliases. Not part of the container: changing them restarts nothing.
+   */
+  aliases?: string[];
   /** Secrets (secrets/<source>) as files on a tmpfs in the container, at /run/secrets/<target> (docs/secrets.md). */
   secrets?: FileRef[];
   /** Configs (configs/<source>) as files on a tmpfs in the container, at <target> (default /<source>). */
@@ -602,7 +608,8 @@ export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number;
 /** subnetindex/<n>: who holds subnet index n. */
 export type SubnetIndexClaim = JacoObject<'SubnetIndexClaim', { node: string }, never>;
 /** serviceaddresses/<deployment>/<service>: the service's address (docs/networking.md), answered on every node. */
-export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string }, never>;
+/** serviceaddresses/<deployment>/<service>: the service's address, and the other names it answers to (its spec's aliases). */
+export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string; aliases?: string[] }, never>;
 /** serviceaddressnumbers/<n>: who holds service address number n. */
 export type ServiceAddressClaim = JacoObject<'ServiceAddressClaim', { deployment: string; service: string }, never>;
 /** addresses/<node>/<n>: who holds host number n of the node's subnets. */

@@ -139,7 +139,8 @@ export function loadCompose(src: ComposeSource | ComposeSource[], opts: ComposeO
   // Checked even when the mapping refused something, so every problem is reported at once.
   const issues = schemas().validate({ ...deployment, metadata: { ...deployment.metadata, name: name || 'unnamed' } });
   for (const is of issues.length ? issues : deploymentRuleIssues(deployment)) {
-    const [, , service, ...rest] = is.path;
+    const [, , jacoName, ...rest] = is.path;
+    const service = jacoName === undefined ? undefined : (mapped.composeNames.get(String(jacoName)) ?? jacoName);
     problems.push(at(is.path[0] === 'spec' && service !== undefined ? ['services', service] : [], `${formatPath(['services', ...(service !== undefined ? [service] : []), ...rest])}: ${is.message}`, is.rule));
   }
   if (problems.length) throw new ManifestError(problems);
