@@ -30,6 +30,7 @@ describe('createOptions', () => {
     volumes: [
       { type: 'volume', source: 'data', target: '/data' },
       { type: 'bind', source: '/etc/hosts', target: '/etc/outer-hosts', readOnly: true },
+      { type: 'anonymous', target: '/var/cache/app' },
     ],
   });
   const o = createOptions(full, owner);
@@ -90,7 +91,7 @@ describe('createOptions', () => {
     expect(o.StopTimeout).toBe(2);
   });
 
-  it('named volumes per cluster, node and deployment; binds as given', () => {
+  it('named volumes per cluster, node and deployment; binds as given; an anonymous volume with no source (Docker makes the container its own)', () => {
     expect(o.HostConfig?.Mounts).toEqual([
       {
         Type: 'volume',
@@ -100,6 +101,7 @@ describe('createOptions', () => {
         VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: 'node-2', [LABELS.deployment]: 'shop' } },
       },
       { Type: 'bind', Source: '/etc/hosts', Target: '/etc/outer-hosts', ReadOnly: true },
+      { Type: 'volume', Target: '/var/cache/app', ReadOnly: false, VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: 'node-2', [LABELS.deployment]: 'shop' } } },
     ]);
     expect(volumeName(owner, 'shop', 'data')).toBe('jaco-01234567-node-2-shop-data');
   });

@@ -113,17 +113,15 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
   const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
   const memory = memoryBytes(t.resources?.memory);
   const gpus = t.resources?.gpus ?? 0;
+  // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
+  const volumeOptions = { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } };
   const volumeMounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
     v.type === 'volume'
-      ? ({
-          Type: 'volume',
-          Source: volumeName(owner, d.deployment, v.source),
-          Target: v.target,
-          ReadOnly: !!v.readOnly,
-          // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
-          VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } },
-        } as unknown as Docker.MountSettings)
-      : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
+      ? ({ Type: 'volume', Source: volumeName(owner, d.deployment, v.source), Target: v.target, ReadOnly: !!v.readOnly, VolumeOptions: volumeOptions } as unknown as Docker.MountSettings)
+      : v.type === 'anonymous'
+        ? // No source: Docker makes a volume of the container's own, removed with it (remove v: true, docker.ts).
+          ({ Type: 'volume', Target: v.target, ReadOnly: !!v.readOnly, VolumeOptions: volumeOptions } as unknown as Docker.MountSettings)
+        : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
   );
   const mounts = [...volumeMounts, ...fileMounts(t, filesDir)];
   const hostConfig: Docker.HostConfig = {

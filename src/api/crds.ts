@@ -180,14 +180,14 @@ const serviceSchema: Schema = obj(
     volumes: arr(
       obj(
         {
-          type: str({ enum: ['volume', 'bind'] }),
-          source: str({ minLength: 1, description: 'Volume name (volume) or absolute host path (bind).' }),
+          type: str({ enum: ['volume', 'bind', 'anonymous'], description: "anonymous: a volume of the container's own, made and removed with it (no source)." }),
+          source: str({ minLength: 1, description: 'Volume name (volume) or absolute host path (bind); none for anonymous.' }),
           target: str({ pattern: '^/', description: 'Absolute path in the container.' }),
           readOnly: bool(),
         },
-        ['type', 'source', 'target'],
+        ['type', 'target'],
       ),
-      { description: 'A service with any volume runs at most one replica.' },
+      { description: 'A service with a named volume or a writable bind runs at most one replica; anonymous volumes are per container.' },
     ),
     priority: int({ description: 'Higher places first (default 0).' }),
     rebalance: str({ enum: ['enabled', 'disabled'], description: 'disabled opts the service out of pressure-based moves.' }),

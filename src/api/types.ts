@@ -55,13 +55,12 @@ export interface HealthCheck {
   startPeriod?: string;
 }
 
-export interface VolumeMount {
-  /** volume: a Docker named volume on the node; bind: a host path. */
-  type: 'volume' | 'bind';
-  source: string;
-  target: string;
-  readOnly?: boolean;
-}
+/**
+ * volume: a Docker named volume on the node; bind: a host path; anonymous: a volume of the
+ * container's own, made with it and removed with it (compose's `- /var/lib/mysql`): each replica
+ * has its own, and a new container starts with a new one.
+ */
+export type VolumeMount = { type: 'volume' | 'bind'; source: string; target: string; readOnly?: boolean } | { type: 'anonymous'; target: string; readOnly?: boolean };
 
 /** Docker create options beyond the workload's shape (compose's working_dir, user, cap_add, …). */
 export interface ContainerOptions {

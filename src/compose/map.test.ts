@@ -244,3 +244,12 @@ describe('service names: compose’s, mapped to jaco’s, still answered', () =>
     expect(mapCompose({ services: { web_app: { build: '.' } } }, ctx).spec.services['web-app']!.image).toBe('shop-web-app');
   });
 });
+
+describe('anonymous volumes: the container’s own', () => {
+  it.each<[string, unknown, ServiceSpec['volumes']]>([
+    ['short syntax', '/var/lib/mysql', [{ type: 'anonymous', target: '/var/lib/mysql' }]],
+    ['long syntax without a source', { type: 'volume', target: '/data', read_only: true }, [{ type: 'anonymous', target: '/data', readOnly: true }]],
+  ])('%s: any number of replicas, each its own', (_what, v, want) => check(mapApp({ volumes: [v], deploy: { replicas: 3 } }), { volumes: want, replicas: 3 }, []));
+
+  it('a bind without a source is refused', () => check(mapApp({ volumes: [{ type: 'bind', target: '/x' }] }), undefined, [['refuse', 'services.app.volumes[0]', 'a bind mount needs a source']]));
+});

@@ -617,7 +617,9 @@ class ServiceMapper {
         this.container.tmpfs = [...(this.container.tmpfs ?? []), target];
         return;
       }
-      if (!source) return this.refuse(at, 'an anonymous volume has no name to keep it by: name it (data:/path) and declare it under top-level volumes');
+      // An anonymous volume is the container's own, made and removed with it, as Docker does.
+      if (!source && type === 'volume') return void mounts.push({ type: 'anonymous', target, ...(readOnly ? { readOnly } : {}) });
+      if (!source) return this.refuse(at, `a ${type} mount needs a source`);
       if (type === 'bind') mounts.push({ type: 'bind', source: this.path(source), target, ...(readOnly ? { readOnly } : {}) });
       else if (type === 'volume') {
         const decl = declared[source];

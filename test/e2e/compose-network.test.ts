@@ -4,7 +4,8 @@
 // answered by the node's ingress) and is published on 18090 of the ingress. Another deployment
 // reaches db as db.shop, and a compose hostname is its replica's. An application split over
 // compose.yaml, compose.override.yaml and an extends base (test/fixtures/compose-layers) runs as
-// docker compose would merge it, and its stock_db (jaco's stock-db) answers at its compose name.
+// docker compose would merge it, and its stock_db (jaco's stock-db) answers at its compose name;
+// its anonymous volume goes with its container.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,6 +107,12 @@ describe('compose on the cluster network: services reach each other by name', ()
       expect(got.stdout.trim(), got.stderr).toBe('7 pears (override)');
       // Its jaco name answers too.
       expect((await execIn(client, ['wget', '-q', '-O-', 'http://stock-db:8092/'])).stdout.trim()).toBe('7 pears (override)');
+      // Its /www is an anonymous volume of its container's own, removed with it.
+      const info = await (await appOf('layers', 'stock-db')).inspect();
+      const www = info.Mounts.find((m) => m.Destination === '/www');
+      expect(www?.Type).toBe('volume');
+      expect(www?.Name).toMatch(/^[0-9a-f]{64}$/);
       await c.jaco(['delete', '-f', dir]);
+      await eventually(async () => !(await c.engine(NODE).listVolumes()).Volumes?.some((v) => v.Name === www!.Name), { what: `the anonymous volume ${www!.Name} removed with its container`, timeoutMs: 30_000 });
     }));
 });
