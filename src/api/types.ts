@@ -83,6 +83,18 @@ export interface ContainerOptions {
   ulimits?: Record<string, { soft: number; hard: number }>;
   /** Only with --allow-privileged at apply. */
   privileged?: boolean;
+  /**
+   * Namespaced kernel parameters (compose sysctls). On the cluster network the `net.*` ones are set
+   * on the replica's sandbox, whose network namespace the container joins; the IPC ones
+   * (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*) on the container.
+   */
+  sysctls?: Record<string, string>;
+  /** Docker security options (compose security_opt: seccomp, apparmor, label, no-new-privileges). */
+  securityOpt?: string[];
+  /** The IPC namespace: the container's own (private, shareable) or the node's (host). */
+  ipc?: 'private' | 'shareable' | 'host';
+  /** The PID namespace: the node's (host); absent: the container's own. */
+  pid?: 'host';
 }
 
 export type FailureAction = 'rollback' | 'pause' | 'continue';

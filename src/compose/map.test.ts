@@ -253,3 +253,29 @@ describe('anonymous volumes: the container’s own', () => {
 
   it('a bind without a source is refused', () => check(mapApp({ volumes: [{ type: 'bind', target: '/x' }] }), undefined, [['refuse', 'services.app.volumes[0]', 'a bind mount needs a source']]));
 });
+
+describe('sysctls, security_opt, ipc, pid: passed to Docker where the replica alone is touched', () => {
+  const priv = (svc: Obj) => mapCompose({ services: { app: { image: 'i', ...svc } } }, { ...ctx, allowPrivileged: true });
+  it.each<[string, Obj, ServiceSpec['container'], Said[]]>([
+    ['net.* and IPC sysctls (map or list)', { sysctls: ['net.core.somaxconn=1024', 'kernel.shmmax=68719476736'] }, { sysctls: { 'net.core.somaxconn': '1024', 'kernel.shmmax': '68719476736' } }, []],
+    ['fs.mqueue.*', { sysctls: { 'fs.mqueue.msg_max': 100 } }, { sysctls: { 'fs.mqueue.msg_max': '100' } }, []],
+    ['a sysctl that is not namespaced is refused', { sysctls: { 'vm.max_map_count': 262144 } }, undefined, [['refuse', 'services.app.sysctls.vm.max_map_count', 'is not namespaced']]],
+    ['net.* under host networking is refused', { ...HOST, sysctls: { 'net.ipv4.ip_forward': 1 } }, undefined, [['refuse', 'services.app.sysctls.net.ipv4.ip_forward', 'host networking: the network namespace is the node']]],
+    ['security_opt passes', { security_opt: ['no-new-privileges:true', 'label=disable'] }, { securityOpt: ['no-new-privileges:true', 'label=disable'] }, []],
+    ['an unconfined profile needs --allow-privileged', { security_opt: ['seccomp=unconfined'] }, undefined, [['refuse', 'services.app.security_opt[0]', 'refused unless you pass --allow-privileged']]],
+    ['ipc shareable', { ipc: 'shareable' }, { ipc: 'shareable' }, []],
+    ['ipc host needs --allow-privileged', { ipc: 'host' }, undefined, [['refuse', 'services.app.ipc', 'refused unless you pass --allow-privileged']]],
+    ['pid host needs --allow-privileged', { pid: 'host' }, undefined, [['refuse', 'services.app.pid', 'refused unless you pass --allow-privileged']]],
+    ['another service’s namespace is refused', { ipc: 'service:db', pid: 'container:x' }, undefined, [['refuse', 'services.app.ipc', 'cannot make a replica join'], ['refuse', 'services.app.pid', 'cannot make a replica join']]],
+  ])('%s', (_what, svc, container, said) => {
+    const got = mapApp(svc);
+    check(got, undefined, said);
+    if (container) expect(got.spec.services.app!.container).toEqual(container);
+  });
+
+  it('host ipc, host pid and unconfined profiles with --allow-privileged', () => {
+    const got = priv({ ipc: 'host', pid: 'host', security_opt: ['apparmor=unconfined'] });
+    expect(got.issues).toEqual([]);
+    expect(got.spec.services.app!.container).toEqual({ ipc: 'host', pid: 'host', securityOpt: ['apparmor=unconfined'] });
+  });
+});

@@ -288,6 +288,10 @@ class ServiceMapper {
       if (this.ctx.allowPrivileged) this.container.privileged = true;
       else this.refuse(this.at('privileged'), 'privileged containers are refused unless you pass --allow-privileged');
     });
+    field('sysctls', (v) => this.sysctls(listOrMap(v)));
+    field('security_opt', (v) => this.securityOpt((v as unknown[]).map(String)));
+    field('ipc', (v) => this.namespace('ipc', String(v)));
+    field('pid', (v) => this.namespace('pid', String(v)));
     field('healthcheck', (v) => this.healthcheck(v as Obj));
     field('stop_signal', (v) => (this.out.stopSignal = String(v)));
     field('stop_grace_period', (v) => {
@@ -332,6 +336,50 @@ class ServiceMapper {
     }
     if (Object.keys(this.container).length) this.out.container = this.container;
     return this.out;
+  }
+
+  /**
+   * sysctls: only namespaced ones, which touch the replica alone — net.* (its network namespace:
+   * on the cluster network the sandbox's, which the container joins) and the IPC ones. Any other
+   * would change the node's kernel under every container; under host networking net.* is the node's.
+   */
+  private sysctls(all: Record<string, string>): void {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(all)) {
+      const at = this.at('sysctls', k);
+      if (k.startsWith('net.')) {
+        if (this.network === 'host') this.refuse(at, `${k}: host networking: the network namespace is the node's, and setting it would change the node (use the cluster network, where it is the replica's own)`);
+        else out[k] = v;
+      } else if (/^kernel\.(shm(all|max|mni|_rmid_forced)|msg(max|mnb|mni)|sem)$/.test(k) || k.startsWith('fs.mqueue.')) out[k] = v;
+      else this.refuse(at, `${k} is not namespaced: it would change the node's kernel under every container (namespaced ones are net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*); set it on the node`);
+    }
+    if (Object.keys(out).length) this.container.sysctls = out;
+  }
+
+  /** security_opt passes to Docker; an unconfined profile is refused unless --allow-privileged, like privileged. */
+  private securityOpt(list: string[]): void {
+    const unconfined = list.findIndex((o) => /(^|[=:])unconfined$/.test(o));
+    if (unconfined >= 0 && !this.ctx.allowPrivileged) return this.refuse(this.at('security_opt', unconfined), `${list[unconfined]} lifts the container's confinement: refused unless you pass --allow-privileged`);
+    this.container.securityOpt = list;
+  }
+
+  /**
+   * ipc, pid: the container's own namespace, or the node's (host: unless --allow-privileged, refused,
+   * as privileged is). Another container's or service's namespace has no counterpart: replicas of
+   * two services are not on one node by rule.
+   */
+  private namespace(kind: 'ipc' | 'pid', v: string): void {
+    const at = this.at(kind);
+    if (v.startsWith('service:') || v.startsWith('container:')) return this.refuse(at, `${v}: jaco cannot make a replica join another container's ${kind} namespace (replicas of two services are not kept on one node)`);
+    if (v === 'host') {
+      if (!this.ctx.allowPrivileged) return this.refuse(at, `${kind}: host shares the node's ${kind === 'pid' ? 'processes' : 'IPC'} with the container: refused unless you pass --allow-privileged`);
+      if (kind === 'pid') this.container.pid = 'host';
+      else this.container.ipc = 'host';
+      return;
+    }
+    if (kind === 'ipc' && (v === 'private' || v === 'shareable')) this.container.ipc = v;
+    else if (kind === 'pid' && v === '') return;
+    else this.refuse(at, `${kind} ${JSON.stringify(v)} is not one jaco knows (${kind === 'ipc' ? 'private, shareable, host' : 'host'})`);
   }
 
   /** depends_on: list (service_started) or long form; a dependency the profiles leave out is dropped, as compose drops it. */
