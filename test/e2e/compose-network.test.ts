@@ -5,7 +5,7 @@
 // reaches db as db.shop, and a compose hostname is its replica's. An application split over
 // compose.yaml, compose.override.yaml and an extends base (test/fixtures/compose-layers) runs as
 // docker compose would merge it, and its stock_db (jaco's stock-db) answers at its compose name;
-// its anonymous volume goes with its container.
+// its anonymous volume goes with its container, and its net.* sysctl is its own namespace's.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -107,8 +107,11 @@ describe('compose on the cluster network: services reach each other by name', ()
       expect(got.stdout.trim(), got.stderr).toBe('7 pears (override)');
       // Its jaco name answers too.
       expect((await execIn(client, ['wget', '-q', '-O-', 'http://stock-db:8092/'])).stdout.trim()).toBe('7 pears (override)');
+      // Its net.* sysctl is its namespace's (set on the sandbox it joins).
+      const db = await appOf('layers', 'stock-db');
+      expect((await execIn(db, ['cat', '/proc/sys/net/core/somaxconn'])).stdout.trim()).toBe('1024');
       // Its /www is an anonymous volume of its container's own, removed with it.
-      const info = await (await appOf('layers', 'stock-db')).inspect();
+      const info = await db.inspect();
       const www = info.Mounts.find((m) => m.Destination === '/www');
       expect(www?.Type).toBe('volume');
       expect(www?.Name).toMatch(/^[0-9a-f]{64}$/);
