@@ -92,7 +92,7 @@ function composeOptions(cmd: Command): Command {
     .option('--env-file <file>', 'compose files: variables for interpolation (default: the .env beside the file; repeatable)', collect)
     .option('--profile <profile>', 'compose files: enable services of this profile (repeatable; also COMPOSE_PROFILES)', collect)
     .option('--strict', 'compose files: every field jaco ignores is an error')
-    .option('--allow-privileged', 'compose files: accept privileged: true');
+    .option('--allow-privileged', 'compose files: accept privileged: true, host ipc/pid and unconfined security_opt');
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -102,13 +102,13 @@ export function registerApply(program: Command): void {
     program
       .command('apply')
       .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
-      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml, else its *.yaml files), or - for stdin (repeatable)', collect)
+      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml and compose.override.yaml, else its *.yaml files), or - for stdin (repeatable; several compose files are one application, merged in order)', collect)
       .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing (images are resolved, not built)')
       .option('--registry <host>', "where images built here (build:) are pushed when their image: names no registry (default: the cluster's, jaco registry default)"),
   )
     .addHelpText(
       'after',
-      '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
+      '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f compose.yaml -f compose.prod.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
     )
     .action(
       action(async (opts: { filename: string[]; dryRun?: boolean; registry?: string } & ComposeFlags, cmd: Command) => {
