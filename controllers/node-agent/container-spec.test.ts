@@ -30,6 +30,7 @@ describe('createOptions', () => {
     volumes: [
       { type: 'volume', source: 'data', target: '/data' },
       { type: 'bind', source: '/etc/hosts', target: '/etc/outer-hosts', readOnly: true },
+      { type: 'anonymous', target: '/var/cache/app' },
     ],
   });
   const o = createOptions(full, owner);
@@ -90,7 +91,7 @@ describe('createOptions', () => {
     expect(o.StopTimeout).toBe(2);
   });
 
-  it('named volumes per cluster, node and deployment; binds as given', () => {
+  it('named volumes per cluster, node and deployment; binds as given; an anonymous volume with no source (Docker makes the container its own)', () => {
     expect(o.HostConfig?.Mounts).toEqual([
       {
         Type: 'volume',
@@ -100,6 +101,7 @@ describe('createOptions', () => {
         VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: 'node-2', [LABELS.deployment]: 'shop' } },
       },
       { Type: 'bind', Source: '/etc/hosts', Target: '/etc/outer-hosts', ReadOnly: true },
+      { Type: 'volume', Target: '/var/cache/app', ReadOnly: false, VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: 'node-2', [LABELS.deployment]: 'shop' } } },
     ]);
     expect(volumeName(owner, 'shop', 'data')).toBe('jaco-01234567-node-2-shop-data');
   });
@@ -121,6 +123,10 @@ describe('createOptions', () => {
           tmpfs: ['/tmp', '/run/cache:size=64m'],
           ulimits: { nofile: { soft: 65536, hard: 65536 } },
           privileged: true,
+          sysctls: { 'net.core.somaxconn': '1024', 'kernel.shmmax': '68719476736' },
+          securityOpt: ['no-new-privileges:true'],
+          ipc: 'shareable',
+          pid: 'host',
         },
       }),
       owner,
@@ -138,6 +144,11 @@ describe('createOptions', () => {
       Ulimits: [{ Name: 'nofile', Soft: 65536, Hard: 65536 }],
       Privileged: true,
       NetworkMode: 'host',
+      // Host networking: every sysctl is the container's own to set (the mapping refused net.* there).
+      Sysctls: { 'net.core.somaxconn': '1024', 'kernel.shmmax': '68719476736' },
+      SecurityOpt: ['no-new-privileges:true'],
+      IpcMode: 'shareable',
+      PidMode: 'host',
     });
   });
 
@@ -191,6 +202,12 @@ describe('createOptions on the cluster network: the replica joins its sandbox', 
   it('hosts entries are the sandbox’s (Docker refuses them here); other container options stay', () => {
     expect(o.HostConfig?.ExtraHosts).toBeUndefined();
     expect(o.HostConfig?.CapAdd).toEqual(['NET_ADMIN']);
+  });
+
+  it('net.* sysctls are the sandbox’s (the namespace it joins); the IPC ones stay the container’s', () => {
+    const c = createOptions(cluster({ image: 'x', container: { sysctls: { 'net.core.somaxconn': '1024', 'kernel.shmmax': '1' } } }), owner, { sandbox: 's' });
+    expect(c.HostConfig?.Sysctls).toEqual({ 'kernel.shmmax': '1' });
+    expect(createOptions(cluster({ image: 'x', container: { sysctls: { 'net.core.somaxconn': '1024' } } }), owner, { sandbox: 's' }).HostConfig?.Sysctls).toBeUndefined();
   });
 
   it('no sandbox: refused (the app never runs without its addresses)', () => expect(() => createOptions(cluster({ image: 'x' }), owner)).toThrow(/needs its sandbox/));

@@ -116,17 +116,15 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
   const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
   const memory = memoryBytes(t.resources?.memory);
   const gpus = t.resources?.gpus ?? 0;
+  // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
+  const volumeOptions = { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } };
   const volumeMounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
     v.type === 'volume'
-      ? ({
-          Type: 'volume',
-          Source: volumeName(owner, d.deployment, v.source),
-          Target: v.target,
-          ReadOnly: !!v.readOnly,
-          // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
-          VolumeOptions: { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } },
-        } as unknown as Docker.MountSettings)
-      : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
+      ? ({ Type: 'volume', Source: volumeName(owner, d.deployment, v.source), Target: v.target, ReadOnly: !!v.readOnly, VolumeOptions: volumeOptions } as unknown as Docker.MountSettings)
+      : v.type === 'anonymous'
+        ? // No source: Docker makes a volume of the container's own, removed with it (remove v: true, docker.ts).
+          ({ Type: 'volume', Target: v.target, ReadOnly: !!v.readOnly, VolumeOptions: volumeOptions } as unknown as Docker.MountSettings)
+        : { Type: 'bind', Source: v.source, Target: v.target, ReadOnly: !!v.readOnly },
   );
   const mounts = [...volumeMounts, ...fileMounts(t, filesDir)];
   const hostConfig: Docker.HostConfig = {
@@ -141,6 +139,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
     ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus === 'all' ? -1 : gpus, Capabilities: [['gpu']] }] } : {}),
     // Hosts entries live in the namespace's owner, the sandbox (Docker refuses them here).
     ...hostOptions(cluster ? { ...t.container, extraHosts: undefined } : t.container),
+    ...containerSysctls(t.container, cluster),
   };
   const hc = healthcheck(t);
   const probe = probeSpec(d, owner);
@@ -185,7 +184,19 @@ function hostOptions(c: ServiceSpec['container']): Partial<Docker.HostConfig> {
     ...(c.tmpfs?.length ? { Tmpfs: Object.fromEntries(c.tmpfs.map((t) => [t.split(':')[0]!, t.split(':').slice(1).join(':')])) } : {}),
     ...(c.ulimits ? { Ulimits: Object.entries(c.ulimits).map(([Name, u]) => ({ Name, Soft: u.soft, Hard: u.hard })) } : {}),
     ...(c.privileged ? { Privileged: true } : {}),
+    ...(c.securityOpt?.length ? { SecurityOpt: c.securityOpt } : {}),
+    ...(c.ipc ? { IpcMode: c.ipc } : {}),
+    ...(c.pid ? { PidMode: c.pid } : {}),
   };
+}
+
+/** A sysctl of the network namespace: on the cluster network it is the sandbox's to set (Docker refuses it on a container that joins another's namespace). */
+export const isNetSysctl = (name: string) => name.startsWith('net.');
+
+/** The sysctls a container sets itself: all of them on the host network, all but net.* on the cluster network (those are its sandbox's). */
+function containerSysctls(c: ServiceSpec['container'], cluster: boolean): Partial<Docker.HostConfig> {
+  const own = Object.entries(c?.sysctls ?? {}).filter(([k]) => !cluster || !isNetSysctl(k));
+  return own.length ? { Sysctls: Object.fromEntries(own) } : {};
 }
 
 /** Docker pulls every tag of a repository given without one: always name the tag. */

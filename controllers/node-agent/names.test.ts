@@ -9,7 +9,12 @@ function des(replica: string, spec: Partial<ServiceSpec>, address?: ReplicaAddre
   const t = templateOf(1, { image: 'x', ...spec });
   return { apiVersion: API_VERSION, kind: 'ReplicaDesired', metadata: { name: replica }, spec: { replica, deployment: 'shop', service: 'web', node: 'n1', revision: 1, specHash: t.specHash, template: t.template, placedAt: '2026-01-01T00:00:00Z', ...(address ? { address } : {}) } };
 }
-const svc = (deployment: string, service: string, n: number): ServiceAddress => ({ apiVersion: API_VERSION, kind: 'ServiceAddress', metadata: { name: `${deployment}-${service}` }, spec: { deployment, service, number: n, ipv4: `10.207.0.${n}`, ipv6: `fd4a:17c2:9e01:ffff::${n}`, since: '2026-01-01T00:00:00Z' } });
+const svc = (deployment: string, service: string, n: number, aliases?: string[]): ServiceAddress => ({
+  apiVersion: API_VERSION,
+  kind: 'ServiceAddress',
+  metadata: { name: `${deployment}-${service}` },
+  spec: { deployment, service, number: n, ipv4: `10.207.0.${n}`, ipv6: `fd4a:17c2:9e01:ffff::${n}`, since: '2026-01-01T00:00:00Z', ...(aliases ? { aliases } : {}) },
+});
 const A3 = { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' };
 
 describe('namesOf: where the node answers names, and which', () => {
@@ -28,6 +33,15 @@ describe('namesOf: where the node answers names, and which', () => {
     });
     expect(table.zones).toEqual(['blog', 'shop']);
   });
+
+  const at = (n: number) => ({ ipv4: [`10.207.0.${n}`], ipv6: [`fd4a:17c2:9e01:ffff::${n}`] });
+  it.each<[string, ServiceAddress[], Record<string, ReturnType<typeof at>>]>([
+    ['a compose name beside the jaco one: both answer', [svc('shop', 'web-app', 5, ['web_app'])], { 'web-app.shop': at(5), 'web_app.shop': at(5) }],
+    ['network aliases, a dotted one under its deployment too', [svc('shop', 'web-app', 5, ['Web.App', 'front'])], { 'web-app.shop': at(5), 'web.app.shop': at(5), 'front.shop': at(5) }],
+    ['an alias never takes a service’s own name (any case)', [svc('shop', 'web', 5, ['DB']), svc('shop', 'db', 4)], { 'web.shop': at(5), 'db.shop': at(4) }],
+    ['two services with one alias: the first keeps it', [svc('shop', 'a', 1, ['x']), svc('shop', 'b', 2, ['x'])], { 'a.shop': at(1), 'b.shop': at(2), 'x.shop': at(1) }],
+    ['an alias is its deployment’s: the same alias elsewhere is another name', [svc('shop', 'a', 1, ['x']), svc('blog', 'a', 2, ['x'])], { 'a.shop': at(1), 'x.shop': at(1), 'a.blog': at(2), 'x.blog': at(2) }],
+  ])('aliases: %s', (_what, services, want) => expect(Object.fromEntries(namesOf([], services).table.names)).toEqual(want));
 });
 
 describe('listenSet: the resolver never leaves an address it answered on', () => {

@@ -24,7 +24,8 @@ export interface NodeNames {
 }
 
 /**
- * The names of the cluster: `SERVICE.DEPLOYMENT` → the service's address (IPv4 as A, IPv6 as
+ * The names of the cluster: `SERVICE.DEPLOYMENT` and `ALIAS.DEPLOYMENT` for each of its aliases
+ * (a compose service's own name, its network aliases) → the service's address (IPv4 as A, IPv6 as
  * AAAA), every deployment a zone (a name under it that is not a service is NXDOMAIN, not
  * forwarded); and where to answer: the resolver addresses of every desired cluster replica.
  */
@@ -33,10 +34,19 @@ export function namesOf(desired: Iterable<ReplicaDesired>, services: Iterable<Se
   for (const d of desired) if (d.spec.address && onClusterNetwork(d.spec.template)) for (const a of resolverAddresses(d.spec.address)) listen.add(a);
   const names = new Map<string, NameAddresses>();
   const zones = new Set<string>();
-  for (const s of services) {
+  const list = [...services];
+  for (const s of list) {
     const { deployment, service, ipv4, ipv6 } = s.spec;
     names.set(`${service}.${deployment}`, { ipv4: [ipv4], ipv6: [ipv6] });
     zones.add(deployment);
+  }
+  // An alias never takes a service's own name (names compare without case), nor another's alias.
+  for (const s of list) {
+    const { deployment, ipv4, ipv6, aliases = [] } = s.spec;
+    for (const alias of aliases) {
+      const name = `${alias}.${deployment}`.toLowerCase();
+      if (!names.has(name)) names.set(name, { ipv4: [ipv4], ipv6: [ipv6] });
+    }
   }
   return { listen: [...listen].sort(), table: { names, zones: [...zones].sort() } };
 }

@@ -39,6 +39,8 @@ describe('sandboxSpec: the sandbox a desired replica needs', () => {
     ['another IPv6 prefix length', {}, { ...ADDRESS, ipv6: 'fd4a:17c2:9e01:3::5/80' }, false],
     ['a hosts entry', { container: { extraHosts: ['db:10.208.3.9'] } }, ADDRESS, false],
     ['a host name', { container: { hostname: 'db-primary' } }, ADDRESS, false],
+    ['a net.* sysctl (the namespace’s)', { container: { sysctls: { 'net.core.somaxconn': '1024' } } }, ADDRESS, false],
+    ['an IPC sysctl (the container’s, not the namespace’s)', { container: { sysctls: { 'kernel.shmmax': '1' } } }, ADDRESS, true],
   ])('%s: same sandbox %s', (_n, extra, address, same) => {
     const a = sandboxSpec(spec({ network: 'cluster' }))!;
     const b = sandboxSpec(spec({ network: 'cluster', ...extra }, address, 4))!;
@@ -62,6 +64,14 @@ describe('sandboxCreateOptions', () => {
     expect(o.HostConfig?.Sysctls).toEqual({ 'net.ipv6.conf.all.disable_ipv6': '0', 'net.ipv6.conf.all.accept_dad': '0', 'net.ipv6.conf.default.accept_dad': '0' });
     expect(o).toMatchObject({ StopSignal: 'SIGTERM', StopTimeout: 2 });
     expect(o.Entrypoint).toBeUndefined();
+    // The service's net.* sysctls are set here, beside jaco's (which win); its IPC ones are not.
+    const tuned = spec({ network: 'cluster', container: { sysctls: { 'net.core.somaxconn': '1024', 'net.ipv6.conf.all.disable_ipv6': '1', 'kernel.shmmax': '1' } } });
+    expect(sandboxCreateOptions(tuned, sandboxSpec(tuned)!, owner, 'p').HostConfig?.Sysctls).toEqual({
+      'net.core.somaxconn': '1024',
+      'net.ipv6.conf.all.disable_ipv6': '0',
+      'net.ipv6.conf.all.accept_dad': '0',
+      'net.ipv6.conf.default.accept_dad': '0',
+    });
     expect(o.Env).toBeUndefined();
   });
 

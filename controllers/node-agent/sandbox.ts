@@ -9,7 +9,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { canonicalJson, onClusterNetwork } from '../../src/api/spec.js';
 import type { ReplicaAddress, ReplicaDesiredSpec } from '../../src/api/types.js';
 import { canonicalCidr, gatewayOf } from './cni.js';
-import { replicaLabels, type Owner } from './container-spec.js';
+import { isNetSysctl, replicaLabels, type Owner } from './container-spec.js';
 
 /** The value of the role label on a sandbox (the replica's own container has none). */
 export const SANDBOX_ROLE = 'sandbox';
@@ -34,6 +34,8 @@ export interface SandboxSpec {
    * finds `db.shop` (docs/networking.md, Names).
    */
   dns: { servers: string[]; search: string[] };
+  /** The service's net.* sysctls (compose sysctls): its namespace's, so the sandbox's. */
+  sysctls: Record<string, string>;
 }
 
 /** The sandbox a desired replica needs: undefined on the host network, or while its record carries no address. */
@@ -43,8 +45,13 @@ export function sandboxSpec(d: Pick<ReplicaDesiredSpec, 'template' | 'address' |
   const extraHosts = [...(d.template.container?.extraHosts ?? [])];
   const hostname = d.template.container?.hostname ?? d.replica;
   const dns = { servers: resolverAddresses(address), search: [d.deployment] };
-  const hash = createHash('sha256').update(canonicalJson({ address, extraHosts, hostname, dns })).digest('hex').slice(0, 16);
-  return { hash, address, extraHosts, hostname, dns };
+  const sysctls = Object.fromEntries(Object.entries(d.template.container?.sysctls ?? {}).filter(([k]) => isNetSysctl(k)));
+  // Only when set, so a sandbox without them keeps the hash (and the name) earlier releases gave it.
+  const hash = createHash('sha256')
+    .update(canonicalJson({ address, extraHosts, hostname, dns, ...(Object.keys(sysctls).length ? { sysctls } : {}) }))
+    .digest('hex')
+    .slice(0, 16);
+  return { hash, address, extraHosts, hostname, dns, sysctls };
 }
 
 /** Where the replicas of a prefix ask names: the node's resolver, at the gateways of their prefixes. */
@@ -80,7 +87,8 @@ export function sandboxCreateOptions(d: ReplicaDesiredSpec, spec: SandboxSpec, o
       RestartPolicy: { Name: 'no' },
       // A point-to-point veth has no neighbour to collide with: without duplicate address detection
       // the IPv6 address is usable at once, and the plugin's wait for it (a second) goes.
-      Sysctls: { 'net.ipv6.conf.all.disable_ipv6': '0', 'net.ipv6.conf.all.accept_dad': '0', 'net.ipv6.conf.default.accept_dad': '0' },
+      // The service's own net.* sysctls beside them (jaco's win: the plumbing needs them).
+      Sysctls: { ...spec.sysctls, 'net.ipv6.conf.all.disable_ipv6': '0', 'net.ipv6.conf.all.accept_dad': '0', 'net.ipv6.conf.default.accept_dad': '0' },
       ...(spec.extraHosts.length ? { ExtraHosts: spec.extraHosts } : {}),
       Dns: spec.dns.servers,
       DnsSearch: spec.dns.search,

@@ -151,7 +151,7 @@ export function releasableSubnets(view: NetworkView, nodeExists: (node: string) 
  * (deterministic; `taken` holds the numbers in use, this pass's included), with the two keys to
  * create together. Undefined when the range is full.
  */
-export function serviceAddressFor(cfg: NetworkConfigSpec, deployment: string, service: string, taken: Set<number>, now: number): { value: ServiceAddress; ops: Op[] } | undefined {
+export function serviceAddressFor(cfg: NetworkConfigSpec, deployment: string, service: string, taken: Set<number>, now: number, aliases: readonly string[] = []): { value: ServiceAddress; ops: Op[] } | undefined {
   const count = serviceAddressCount(cfg);
   const start = startOf(`${deployment}/${service}`) % count;
   for (let k = 0; k < count; k++) {
@@ -159,7 +159,7 @@ export function serviceAddressFor(cfg: NetworkConfigSpec, deployment: string, se
     if (taken.has(n)) continue;
     taken.add(n);
     const a = serviceAddress(cfg, n);
-    const value: ServiceAddress = { apiVersion: API_VERSION, kind: 'ServiceAddress', metadata: { name: `${deployment}-${service}` }, spec: { deployment, service, number: n, ipv4: a.ipv4, ipv6: a.ipv6, since: iso(now) } };
+    const value: ServiceAddress = { apiVersion: API_VERSION, kind: 'ServiceAddress', metadata: { name: `${deployment}-${service}` }, spec: { deployment, service, number: n, ipv4: a.ipv4, ipv6: a.ipv6, since: iso(now), ...(aliases.length ? { aliases: [...aliases] } : {}) } };
     const claim: ServiceAddressClaim = { apiVersion: API_VERSION, kind: 'ServiceAddressClaim', metadata: { name: String(n) }, spec: { deployment, service } };
     return { value, ops: [{ op: 'create', key: keys.serviceAddress(deployment, service), value }, { op: 'create', key: keys.serviceAddressNumber(n), value: claim }] };
   }

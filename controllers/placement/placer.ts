@@ -22,7 +22,7 @@
 // headroom in quarter steps, rendezvous hash of deployment/service/index), pack by fewest
 // replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
-import { placementMode } from '../../src/api/spec.js';
+import { namedVolumes, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
 import type { Capacity, NodeVerdict, PlacementMode, PortRange, ReplicaAddress, ServiceSpec } from '../../src/api/types.js';
 import { hostNumbers } from '../../src/api/network.js';
@@ -118,7 +118,7 @@ export interface Rejection {
 
 /** The resources a replica of this spec occupies. */
 export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
-  const volumes = (spec.volumes ?? []).filter((v) => v.type === 'volume').map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
+  const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
   return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
 }
 

@@ -145,6 +145,21 @@ describe('IPAM at placement', () => {
     expect(w.get(keys.serviceAddressNumber(a.get('shop/web')!.number))).toBeUndefined();
   });
 
+  it('a service address carries the service’s aliases, and follows them as the spec changes (the address stays)', () => {
+    const w = world(['node-1']);
+    w.deploy('shop', { 'web-app': { ...APP, replicas: 1, aliases: ['web_app'] } });
+    w.converge();
+    const spec = () => w.list<ServiceAddress>(keys.serviceAddresses())[0]!.value.spec;
+    const first = spec();
+    expect(first.aliases).toEqual(['web_app']);
+    w.deploy('shop', { 'web-app': { ...APP, replicas: 1, aliases: ['web_app', 'front'] } });
+    w.converge();
+    expect(spec()).toEqual({ ...first, aliases: ['web_app', 'front'] });
+    w.deploy('shop', { 'web-app': { ...APP, replicas: 1 } });
+    w.converge();
+    expect(spec()).toEqual((({ aliases: _a, ...rest }) => rest)(first));
+  });
+
   it('no cluster network (no config/network): no service addresses', () => {
     const w = new World();
     w.node('node-1');

@@ -6,7 +6,7 @@ import { keys, replicaId } from '../../src/api/keys.js';
 import type { PlaceTrigger } from '../../src/api/reasons/scheduling.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { ServingTemplate } from '../../src/api/serving.js';
-import { placementMode } from '../../src/api/spec.js';
+import { namedVolumes, placementMode } from '../../src/api/spec.js';
 import { API_VERSION, type ReplicaCounter, type ServiceSchedulingStatus, type ServiceSpec, type VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { AUDIT_OP_COUNTS, type AuditRecord } from '../../src/store/audit.js';
@@ -222,7 +222,7 @@ function nextIndex(pass: SchedulerPass, dep: string, svc: string, counted: numbe
 
 /** Named volumes of a service that have no home yet: the first placement records them. */
 function volumesWithoutHome(pass: SchedulerPass, dep: string, spec: ServiceSpec): string[] {
-  return [...new Set((spec.volumes ?? []).filter((v) => v.type === 'volume').map((v) => v.source))].filter((v) => !pass.snap.volumeHomes.has(`${dep}/${v}`)).sort();
+  return [...new Set(namedVolumes(spec).map((v) => v.source))].filter((v) => !pass.snap.volumeHomes.has(`${dep}/${v}`)).sort();
 }
 
 function recordVolumeHome(pass: SchedulerPass, dep: string, volume: string, node: string): Op {

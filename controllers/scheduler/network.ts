@@ -27,16 +27,28 @@ export function grantSubnets(pass: SchedulerPass): void {
 /**
  * Every service's address, answered on every node (docs/networking.md): given once the cluster
  * network exists, to host-network services too (their name reaches their node ports), and kept
- * for the service's life. Called per service in the pass; numbers given this pass are remembered.
+ * for the service's life. Its other names (the spec's aliases) follow the spec; the address stays.
+ * Called per service in the pass; numbers given this pass are remembered.
  */
 export function giveServiceAddress(pass: SchedulerPass, dep: string, svc: string): void {
   const { network } = pass.snap;
-  if (!network.config || !network.services || network.services.has(`${dep}/${svc}`)) return;
+  if (!network.config || !network.services) return;
+  const aliases = pass.snap.deployments.get(dep)?.value.spec.services[svc]?.aliases ?? [];
+  const have = network.services.get(`${dep}/${svc}`);
+  if (have) {
+    if (sameNames(have.value.spec.aliases ?? [], aliases)) return;
+    const { aliases: _old, ...spec } = have.value.spec;
+    const value = { ...have.value, spec: { ...spec, ...(aliases.length ? { aliases: [...aliases] } : {}) } };
+    pass.plan.acts.push({ label: `service aliases ${dep}/${svc}`, subject: `deployment/${dep}`, ops: [pass.deploymentGuard(dep), { op: 'update', key: have.key, modRevision: have.modRevision, value }], audit: [] });
+    return;
+  }
   pass.serviceNumbers ??= new Set([...network.services.values()].map((s) => s.value.spec.number));
-  const given = serviceAddressFor(network.config, dep, svc, pass.serviceNumbers, pass.now);
+  const given = serviceAddressFor(network.config, dep, svc, pass.serviceNumbers, pass.now, aliases);
   if (!given) return;
   pass.plan.acts.push({ label: `service address ${dep}/${svc}`, subject: `deployment/${dep}`, ops: [pass.deploymentGuard(dep), ...given.ops], audit: [] });
 }
+
+const sameNames = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 /** Claims and subnets nothing holds any more: deleted (compare-and-swap on what was read). */
 export function releaseAddresses(pass: SchedulerPass): void {

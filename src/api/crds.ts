@@ -41,6 +41,8 @@ const HOLE_FOR: Schema = obj({ deployment: str(), service: str(), node: str() },
 
 export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** A container's host name: one RFC 1123 label (letters, digits and -, at most 63). */
+/** A name the node's resolver can answer (dns-table.ts): labels of letters, digits, '-' and '_', any case, dotted. */
+export const ALIAS_PATTERN = '^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)*$';
 export const HOSTNAME_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$';
 /** A registry host[:port] as stored (lower case): a DNS name or IPv4 address, or an IPv6 address in brackets. */
 export const REGISTRY_HOST_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|\\[[0-9a-f:]+\\])(:[0-9]+)?$';
@@ -194,14 +196,14 @@ const serviceSchema: Schema = obj(
     volumes: arr(
       obj(
         {
-          type: str({ enum: ['volume', 'bind'] }),
-          source: str({ minLength: 1, description: 'Volume name (volume) or absolute host path (bind).' }),
+          type: str({ enum: ['volume', 'bind', 'anonymous'], description: "anonymous: a volume of the container's own, made and removed with it (no source)." }),
+          source: str({ minLength: 1, description: 'Volume name (volume) or absolute host path (bind); none for anonymous.' }),
           target: str({ pattern: '^/', description: 'Absolute path in the container.' }),
           readOnly: bool(),
         },
-        ['type', 'source', 'target'],
+        ['type', 'target'],
       ),
-      { description: 'A service with any volume runs at most one replica.' },
+      { description: 'A service with a named volume or a writable bind runs at most one replica; anonymous volumes are per container.' },
     ),
     priority: int({ description: 'Higher places first (default 0).' }),
     rebalance: str({ enum: ['enabled', 'disabled'], description: 'disabled opts the service out of pressure-based moves.' }),
@@ -229,6 +231,9 @@ const serviceSchema: Schema = obj(
       canary: int({ minimum: 0, description: 'Canary: a rollout first starts this many extra replicas at the new spec beside the old ones and waits for jaco rollout promote (or autoPromote) before stepping the old ones (default 0: none).' }),
       autoPromote: duration('With canary: promote once every canary has stayed ready this long (default: wait for jaco rollout promote).'),
     }),
+    aliases: arr(str({ pattern: ALIAS_PATTERN, maxLength: 200 }), {
+      description: "Other names the service answers to: ALIAS inside its deployment, ALIAS.DEPLOYMENT anywhere (a compose service's own name when jaco's differs, its network aliases). Changing them restarts nothing.",
+    }),
     dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
       description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
     }),
@@ -249,9 +254,13 @@ const serviceSchema: Schema = obj(
         tmpfs: arr(str({ pattern: '^/' }), { description: '"path[:options]" tmpfs mounts.' }),
         ulimits: map(obj({ soft: int(), hard: int() }, ['soft', 'hard'])),
         privileged: bool(),
+        sysctls: map(str(), { description: 'Namespaced kernel parameters: net.* (on the replica\'s sandbox, cluster network), kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*.' }),
+        securityOpt: arr(str(), { description: 'Docker security options (seccomp=…, apparmor=…, label=…, no-new-privileges).' }),
+        ipc: str({ enum: ['private', 'shareable', 'host'] }),
+        pid: str({ enum: ['host'] }),
       },
       [],
-      { description: 'Docker create options (compose: working_dir, user, labels, init, read_only, cap_add, cap_drop, extra_hosts, shm_size, tmpfs, ulimits, privileged).' },
+      { description: 'Docker create options (compose: working_dir, user, labels, init, read_only, cap_add, cap_drop, extra_hosts, shm_size, tmpfs, ulimits, privileged, sysctls, security_opt, ipc, pid).' },
     ),
   },
   ['image'],
@@ -558,7 +567,7 @@ const KINDS: KindDef[] = [
     plural: 'serviceaddresses',
     description: "serviceaddresses/<deployment>/<service>: the service's address, answered on every node and balanced over its ready replicas (docs/networking.md); given by the scheduler, kept for the service's life.",
     spec: obj(
-      { deployment: str(), service: str(), number: int({ minimum: 1 }), ipv4: str(), ipv6: str(), since: time('When it was given.') },
+      { deployment: str(), service: str(), number: int({ minimum: 1 }), ipv4: str(), ipv6: str(), since: time('When it was given.'), aliases: arr(str(), { description: "Other names it answers to (its service's aliases), kept in step with the spec by the scheduler." }) },
       ['deployment', 'service', 'number', 'ipv4', 'ipv6', 'since'],
     ),
   },

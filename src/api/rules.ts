@@ -1,7 +1,7 @@
 // Cross-field rules of a Deployment that a schema cannot state. Each rule has a name (reported as
 // the failed rule) and an exact message; all violations are reported, not the first only.
 import { DEFAULT_PORT_RANGE, fixedHostPorts, normalizePorts, publishedPorts } from './ports.js';
-import type { Deployment, PortRange, ServiceSpec } from './types.js';
+import type { Deployment, PortRange, ServiceSpec, VolumeMount } from './types.js';
 import type { Path, ValidationIssue } from './schema.js';
 import { NAME_PATTERN } from './crds.js';
 import { fileTargetProblem, serviceFiles } from './files.js';
@@ -22,7 +22,7 @@ const rules: Rule[] = [
     if (!u?.canary) return [];
     if (svc.placement?.mode === 'global') return [issue('canary', path, `service "${name}" uses placement=global; update.canary needs replicas (a canary is an extra replica beside them)`)];
     const writable = (svc.volumes ?? []).find((v) => v.type === 'volume' || (v.type === 'bind' && !v.readOnly));
-    if (writable) return [issue('canary', path, `service "${name}" mounts ${writable.type} "${writable.source}" read-write; a canary would be a second writer beside the replica: remove update.canary`)];
+    if (writable && writable.type !== 'anonymous') return [issue('canary', path, `service "${name}" mounts ${writable.type} "${writable.source}" read-write; a canary would be a second writer beside the replica: remove update.canary`)];
     return [];
   },
   function globalHasNoReplicas(name, svc, at) {
@@ -38,7 +38,7 @@ const rules: Rule[] = [
    */
   function volumesMeanOneReplica(name, svc, at) {
     const named = (svc.volumes ?? []).filter((v) => v.type === 'volume');
-    const writableBinds = (svc.volumes ?? []).filter((v) => v.type === 'bind' && !v.readOnly);
+    const writableBinds = (svc.volumes ?? []).filter((v): v is Extract<VolumeMount, { source: string }> => v.type === 'bind' && !v.readOnly);
     const global = svc.placement?.mode === 'global';
     if (named.length && global)
       return [issue('volume-replicas', [...at, 'volumes'], `service "${name}" has named volumes and uses placement=global; a service with named volumes runs at most 1 replica (volumes are local to one node)`)];
@@ -98,7 +98,11 @@ const rules: Rule[] = [
     const out: ValidationIssue[] = [];
     const targets = new Set<string>();
     (svc.volumes ?? []).forEach((v, i) => {
-      if (v.type === 'bind' && !v.source.startsWith('/'))
+      if (v.type !== 'anonymous' && typeof v.source !== 'string')
+        out.push(issue('volume-source', [...at, 'volumes', i], `service "${name}": a ${v.type} mount needs a source (an anonymous volume is type: anonymous)`));
+      else if (v.type === 'anonymous' && 'source' in v)
+        out.push(issue('volume-source', [...at, 'volumes', i, 'source'], `service "${name}": an anonymous volume has no source (name it, type: volume, to keep it)`));
+      else if (v.type === 'bind' && !v.source.startsWith('/'))
         out.push(issue('volume-source', [...at, 'volumes', i, 'source'], `service "${name}": a bind mount's source must be an absolute host path, got ${JSON.stringify(v.source)}`));
       if (v.type === 'volume' && !/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/.test(v.source))
         out.push(issue('volume-source', [...at, 'volumes', i, 'source'], `service "${name}": volume name ${JSON.stringify(v.source)} may contain only letters, digits, _ . -`));
@@ -130,7 +134,7 @@ const rules: Rule[] = [
   function filePaths(name, svc, at) {
     const out: ValidationIssue[] = [];
     const seen = new Map<string, string>();
-    for (const v of svc.volumes ?? []) seen.set(v.target, `volume ${v.source}`);
+    for (const v of svc.volumes ?? []) seen.set(v.target, v.type === 'anonymous' ? 'an anonymous volume' : `volume ${v.source}`);
     for (const f of serviceFiles(svc)) {
       const path = [...at, f.kind === 'secret' ? 'secrets' : 'configs', f.index];
       const bad = fileTargetProblem(f.kind, f.ref);
@@ -222,7 +226,20 @@ export function deploymentRuleIssues(d: Deployment): ValidationIssue[] {
       out.push(issue('name-length', at, `"${d.metadata.name}-${name}" is ${d.metadata.name.length + name.length + 1} characters; deployment and service names together may have at most ${MAX_DEPLOYMENT_SERVICE_CHARS}`));
     for (const rule of rules) out.push(...rule(name, svc, at));
   }
-  out.push(...dependencyIssues(d), ...volumeWriterIssues(d));
+  out.push(...dependencyIssues(d), ...volumeWriterIssues(d), ...aliasIssues(d));
+  return out;
+}
+
+/** An alias is one more name of its service: never another service's name, nor another's alias (names compare without case). */
+function aliasIssues(d: Deployment): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  const said = new Map(Object.keys(d.spec.services).map((n) => [n.toLowerCase(), { what: 'the name', of: n }]));
+  for (const [name, svc] of Object.entries(d.spec.services))
+    (svc.aliases ?? []).forEach((alias, i) => {
+      const had = said.get(alias.toLowerCase());
+      if (!had) said.set(alias.toLowerCase(), { what: 'an alias', of: name });
+      else if (had.of !== name) out.push(issue('alias', ['spec', 'services', name, 'aliases', i], `alias ${JSON.stringify(alias)} is ${had.what} of service "${had.of}": a name finds one service`));
+    });
   return out;
 }
 

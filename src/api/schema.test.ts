@@ -76,6 +76,10 @@ describe('cross-field rules', () => {
   const rules = (services: Record<string, ServiceSpec>, name = 'app') => deploymentRuleIssues(dep(services, name)).map((i) => `${formatPath(i.path)}: ${i.message}`);
 
   it.each<[string, Record<string, ServiceSpec>, string]>([
+    ['an anonymous volume with a source', { x: { image: 'i', volumes: [{ type: 'anonymous', source: 'd', target: '/d' } as never] } }, 'spec.services.x.volumes[0].source: service "x": an anonymous volume has no source (name it, type: volume, to keep it)'],
+    ['a named volume without a source', { x: { image: 'i', volumes: [{ type: 'volume', target: '/d' } as never] } }, 'spec.services.x.volumes[0]: service "x": a volume mount needs a source (an anonymous volume is type: anonymous)'],
+    ['an alias that is another service’s name (any case)', { web: { image: 'i', aliases: ['DB'] }, db: { image: 'i' } }, 'spec.services.web.aliases[0]: alias "DB" is the name of service "db": a name finds one service'],
+    ['an alias two services give', { a: { image: 'i', aliases: ['x'] }, b: { image: 'i', aliases: ['x'] } }, 'spec.services.b.aliases[0]: alias "x" is an alias of service "a": a name finds one service'],
     ['global with replicas', { x: { image: 'i', replicas: 2, placement: { mode: 'global' } } }, 'spec.services.x.replicas: service "x" uses placement=global; remove replicas (global runs one replica per ready node)'],
     ['volumes with 2 replicas', { db: { image: 'i', replicas: 2, volumes: [{ type: 'volume', source: 'data', target: '/d' }] } }, 'spec.services.db.replicas: service "db" has named volumes; it may run at most 1 replica'],
     ['a writable bind with 2 replicas', { x: { image: 'i', replicas: 2, volumes: [{ type: 'bind', source: '/srv/x', target: '/x' }] } }, 'spec.services.x.replicas: service "x" has a writable bind mount (/srv/x); its data stays on one host, so it may run at most 1 replica, got 2'],
@@ -125,6 +129,7 @@ describe('cross-field rules', () => {
     ['a global service with binds (a log shipper: /var/log read-only, its positions writable)', { x: { image: 'i', placement: { mode: 'global' }, volumes: [{ type: 'bind', source: '/var/log', target: '/host/log', readOnly: true }, { type: 'bind', source: '/var/lib/shipper', target: '/state' }] } }],
     ['a named volume shared read-only by two services', { a: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/a', readOnly: true }] }, b: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/b', readOnly: true }] } }],
     ['a UDP port that is not published', { x: { image: 'i', ports: [{ containerPort: 53, hostPort: 53, protocol: 'udp' }, { containerPort: 80, published: 8080, protocol: 'tcp' }] } }],
+    ['anonymous volumes with 3 replicas (each container its own)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'anonymous', target: '/var/lib/mysql' }] } }],
     ['one service mounting its volume twice', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }, { type: 'volume', source: 'data', target: '/e', readOnly: true }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
 });

@@ -77,6 +77,7 @@ describe('isStateful', () => {
     ['a read-only named volume (still its node\'s data)', [{ type: 'volume', source: 'data', target: '/data', readOnly: true }], true],
     ['a writable bind', [{ type: 'bind', source: '/srv/x', target: '/x' }], true],
     ['read-only binds only (a config, a secret)', [{ type: 'bind', source: '/run/secrets/db', target: '/run/secrets/db', readOnly: true }], false],
+    ['an anonymous volume (the container’s own, gone with it)', [{ type: 'anonymous', target: '/var/lib/mysql' }], false],
   ])('%s → %s', (_n, volumes, want) => expect(isStateful({ ...base, ...(volumes ? { volumes } : {}) })).toBe(want));
 });
 

@@ -2,7 +2,7 @@
 // covers only what shapes the container, in a canonical form (sorted keys, defaults applied,
 // quantities and durations normalised), so cosmetic edits do not flip it while semantic ones do.
 import { createHash } from 'node:crypto';
-import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder } from './types.js';
+import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder, VolumeMount } from './types.js';
 import { canonicalPorts } from './ports.js';
 import { canonicalFiles } from './files.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
@@ -103,7 +103,7 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
       : null,
     stopSignal: s.stopSignal,
     stopGraceMs: durationMs(s.stopGracePeriod),
-    volumes: (s.volumes ?? []).map((v) => ({ type: v.type, source: v.source, target: v.target, readOnly: v.readOnly ?? false })),
+    volumes: (s.volumes ?? []).map((v) => ({ type: v.type, source: v.type === 'anonymous' ? undefined : v.source, target: v.target, readOnly: v.readOnly ?? false })),
     ...(s.container && Object.keys(s.container).length ? { container: s.container } : {}),
     // Which secrets and configs, where, owned and moded how (never their values); only when set,
     // so a service without them keeps the hash earlier releases gave it.
@@ -152,12 +152,18 @@ export function placementMode(spec: ServiceSpec): PlacementMode {
   return spec.placement?.mode ?? SERVICE_DEFAULTS.mode;
 }
 
+/** A service's mounts of Docker named volumes (the ones that live on a node: seed 004's rules). */
+export function namedVolumes(spec: Pick<ServiceSpec, 'volumes'>): Extract<VolumeMount, { source: string }>[] {
+  return (spec.volumes ?? []).filter((v): v is Extract<VolumeMount, { source: string }> => v.type === 'volume');
+}
+
 /**
  * A replica whose data lives on its node: it has a named volume or a writable bind mount. It is
- * never moved or re-placed by jaco (seed 004); read-only binds (configs, secrets) hold nothing.
+ * never moved or re-placed by jaco (seed 004); read-only binds (configs, secrets) hold nothing, and
+ * an anonymous volume lives and dies with its container (a new container starts with a new one).
  */
 export function isStateful(spec: ServiceSpec): boolean {
-  return (spec.volumes ?? []).some((v) => v.type === 'volume' || !v.readOnly);
+  return (spec.volumes ?? []).some((v) => v.type === 'volume' || (v.type === 'bind' && !v.readOnly));
 }
 
 /**

@@ -83,13 +83,12 @@ export interface TcpCheck {
   port: CheckPort;
 }
 
-export interface VolumeMount {
-  /** volume: a Docker named volume on the node; bind: a host path. */
-  type: 'volume' | 'bind';
-  source: string;
-  target: string;
-  readOnly?: boolean;
-}
+/**
+ * volume: a Docker named volume on the node; bind: a host path; anonymous: a volume of the
+ * container's own, made with it and removed with it (compose's `- /var/lib/mysql`): each replica
+ * has its own, and a new container starts with a new one.
+ */
+export type VolumeMount = { type: 'volume' | 'bind'; source: string; target: string; readOnly?: boolean } | { type: 'anonymous'; target: string; readOnly?: boolean };
 
 /** Docker create options beyond the workload's shape (compose's working_dir, user, cap_add, …). */
 export interface ContainerOptions {
@@ -112,6 +111,18 @@ export interface ContainerOptions {
   ulimits?: Record<string, { soft: number; hard: number }>;
   /** Only with --allow-privileged at apply. */
   privileged?: boolean;
+  /**
+   * Namespaced kernel parameters (compose sysctls). On the cluster network the `net.*` ones are set
+   * on the replica's sandbox, whose network namespace the container joins; the IPC ones
+   * (kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*) on the container.
+   */
+  sysctls?: Record<string, string>;
+  /** Docker security options (compose security_opt: seccomp, apparmor, label, no-new-privileges). */
+  securityOpt?: string[];
+  /** The IPC namespace: the container's own (private, shareable) or the node's (host). */
+  ipc?: 'private' | 'shareable' | 'host';
+  /** The PID namespace: the node's (host); absent: the container's own. */
+  pid?: 'host';
 }
 
 export type FailureAction = 'rollback' | 'pause' | 'continue';
@@ -224,6 +235,12 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy).
    */
   dependsOn?: Record<string, { condition: DependencyCondition }>;
+  /**
+   * Other names the service answers to, as `ALIAS` inside its deployment and `ALIAS.DEPLOYMENT`
+   * anywhere: a compose service's own name when jaco's differs (`web_app` for `web-app`), and its
+   * compose network aliases. Not part of the container: changing them restarts nothing.
+   */
+  aliases?: string[];
   /** Secrets (secrets/<source>) as files on a tmpfs in the container, at /run/secrets/<target> (docs/secrets.md). */
   secrets?: FileRef[];
   /** Configs (configs/<source>) as files on a tmpfs in the container, at <target> (default /<source>). */
@@ -639,7 +656,8 @@ export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number;
 /** subnetindex/<n>: who holds subnet index n. */
 export type SubnetIndexClaim = JacoObject<'SubnetIndexClaim', { node: string }, never>;
 /** serviceaddresses/<deployment>/<service>: the service's address (docs/networking.md), answered on every node. */
-export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string }, never>;
+/** serviceaddresses/<deployment>/<service>: the service's address, and the other names it answers to (its spec's aliases). */
+export type ServiceAddress = JacoObject<'ServiceAddress', { deployment: string; service: string; number: number; ipv4: string; ipv6: string; since: string; aliases?: string[] }, never>;
 /** serviceaddressnumbers/<n>: who holds service address number n. */
 export type ServiceAddressClaim = JacoObject<'ServiceAddressClaim', { deployment: string; service: string }, never>;
 /** addresses/<node>/<n>: who holds host number n of the node's subnets. */

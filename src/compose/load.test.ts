@@ -68,6 +68,11 @@ describe('the compose corpus', () => {
     expect(() => loadCompose({ name: '<stdin>', text, dir: '/x' }, { env: {} })).toThrow(/needs a name: --name NAME/);
   });
 
+  it('a problem jaco’s rules find in a renamed service is reported at its compose name', () => {
+    const text = 'services:\n  db: {image: x}\n  web_app:\n    image: x\n    deploy: {replicas: 2}\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n';
+    expect(() => loadCompose({ name: 'f.yaml', text, dir: '/x' }, { env: {} })).toThrow(/f\.yaml:4:5: services\.web_app: /);
+  });
+
   it('variables come from the environment before the .env file, and --env-file replaces .env', () => {
     const file = join(CORPUS, 'webapp', 'compose.yaml');
     const src = composeSource(file, readFileSync(file, 'utf8'));

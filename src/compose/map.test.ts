@@ -158,17 +158,17 @@ describe('networks, hostname, links and the resolver', () => {
     ['one network (map, no options): fine', { networks: { front: null } }, {}, { network: 'cluster' }, []],
     ['several networks: no isolation, said', { networks: ['front', 'back'] }, {}, undefined, [['warn', 'services.app.networks', 'jaco does not isolate networks: on the one cluster network every service reaches every other by name (front, back are one)']]],
     [
-      'aliases and fixed addresses are said at their field',
-      { networks: { front: { aliases: ['web'], ipv4_address: '172.16.0.5', ipv6_address: 'fd00::5', priority: 10 } } },
+      'a network’s aliases are more names of the service; fixed addresses are said at their field',
+      { networks: { front: { aliases: ['web', 'Front.End', 'app'], ipv4_address: '172.16.0.5', ipv6_address: 'fd00::5', priority: 10 } } },
       {},
-      undefined,
+      { aliases: ['web', 'Front.End'] },
       [
-        ['warn', 'services.app.networks.front.aliases', 'aliases are not supported: a service is found by its name only (app, and app.shop from other deployments)'],
         ['warn', 'services.app.networks.front.ipv4_address', 'ipv4_address is ignored: jaco allocates each replica’s addresses'],
         ['warn', 'services.app.networks.front.ipv6_address', 'ipv6_address is ignored'],
         ['warn', 'services.app.networks.front.priority', 'priority is ignored: jaco has one cluster network'],
       ],
     ],
+    ['an alias the resolver cannot carry is said', { networks: { front: { aliases: ['ok', '-bad'] } } }, {}, { aliases: ['ok'] }, [['warn', 'services.app.networks.front.aliases[1]', '"-bad" cannot be a DNS name']]],
     ['networks under host networking', { ...HOST, networks: ['front'] }, {}, undefined, [['warn', 'services.app.networks', 'networks: host networking: the service shares its node’s network']]],
     ['top-level networks: no isolation', {}, { networks: { front: {}, back: {} } }, undefined, [['warn', 'networks', 'jaco does not isolate networks: every service on the cluster network reaches every other by name']]],
     ['an external top-level network: the same', {}, { networks: { outside: { external: true } } }, undefined, [['warn', 'networks', 'top-level networks (external ones too) are ignored']]],
@@ -203,5 +203,79 @@ describe('networks, hostname, links and the resolver', () => {
   it('top-level networks are said the cluster’s way when any service is on it', () => {
     const got = mapCompose({ services: { a: { image: 'i', network_mode: 'host' }, b: { image: 'i' } }, networks: { x: {} } }, ctx);
     expect(got.issues.map((i) => i.message)).toEqual([expect.stringContaining('jaco does not isolate networks')]);
+  });
+});
+
+describe('service names: compose’s, mapped to jaco’s, still answered', () => {
+  const names = (services: Obj) => {
+    const got = mapCompose({ services }, ctx);
+    return { services: Object.fromEntries(Object.entries(got.spec.services).map(([n, s]) => [n, { aliases: s.aliases, dependsOn: s.dependsOn }])), issues: got.issues.map((i) => `${i.severity} ${formatPath(i.path)}: ${i.message}`) };
+  };
+  it.each<[string, string, string]>([
+    ['a jaco name stays', 'web', 'web'],
+    ['_ becomes -', 'web_app', 'web-app'],
+    ['upper case is lowered, . becomes -', 'Web.App', 'web-app'],
+    ['a run of them is one -', 'my__db--1', 'my-db-1'],
+    ['none at either end', '_private_', 'private'],
+  ])('%s: %s → %s', (_what, compose, jaco) => {
+    const got = names({ [compose]: { image: 'i' } });
+    expect(Object.keys(got.services)).toEqual([jaco]);
+    expect(got.services[jaco]!.aliases).toEqual(compose === jaco ? undefined : [compose]);
+    expect(got.issues).toEqual([]);
+  });
+
+  it('two compose names that map to one jaco name are refused, both named', () => {
+    const got = names({ web_app: { image: 'i' }, 'Web.App': { image: 'i' }, db: { image: 'i' } });
+    expect(Object.keys(got.services)).toEqual(['db']);
+    expect(got.issues).toEqual(['refuse services.Web.App: services "web_app" and "Web.App" are both "web-app" as jaco names (lowercase letters, digits and -): rename one']);
+  });
+
+  it('a name with nothing to make a jaco name of is refused', () => {
+    expect(names({ ___: { image: 'i' } }).issues).toEqual(['refuse services.___: service name "___" has no letter or digit to make a jaco name of: rename it']);
+  });
+
+  it('depends_on names the dependency’s jaco name; the compose name and network aliases are aliases', () => {
+    const got = names({ web_app: { image: 'i', depends_on: { my_db: { condition: 'service_healthy' } }, networks: { n: { aliases: ['front', 'web_app'] } } }, my_db: { image: 'i' } });
+    expect(got.services).toEqual({ 'web-app': { aliases: ['web_app', 'front'], dependsOn: { 'my-db': { condition: 'service_healthy' } } }, 'my-db': { aliases: ['my_db'], dependsOn: undefined } });
+    expect(got.issues).toEqual([]);
+  });
+
+  it('a built image without image: is named after the jaco name', () => {
+    expect(mapCompose({ services: { web_app: { build: '.' } } }, ctx).spec.services['web-app']!.image).toBe('shop-web-app');
+  });
+});
+
+describe('anonymous volumes: the container’s own', () => {
+  it.each<[string, unknown, ServiceSpec['volumes']]>([
+    ['short syntax', '/var/lib/mysql', [{ type: 'anonymous', target: '/var/lib/mysql' }]],
+    ['long syntax without a source', { type: 'volume', target: '/data', read_only: true }, [{ type: 'anonymous', target: '/data', readOnly: true }]],
+  ])('%s: any number of replicas, each its own', (_what, v, want) => check(mapApp({ volumes: [v], deploy: { replicas: 3 } }), { volumes: want, replicas: 3 }, []));
+
+  it('a bind without a source is refused', () => check(mapApp({ volumes: [{ type: 'bind', target: '/x' }] }), undefined, [['refuse', 'services.app.volumes[0]', 'a bind mount needs a source']]));
+});
+
+describe('sysctls, security_opt, ipc, pid: passed to Docker where the replica alone is touched', () => {
+  const priv = (svc: Obj) => mapCompose({ services: { app: { image: 'i', ...svc } } }, { ...ctx, allowPrivileged: true });
+  it.each<[string, Obj, ServiceSpec['container'], Said[]]>([
+    ['net.* and IPC sysctls (map or list)', { sysctls: ['net.core.somaxconn=1024', 'kernel.shmmax=68719476736'] }, { sysctls: { 'net.core.somaxconn': '1024', 'kernel.shmmax': '68719476736' } }, []],
+    ['fs.mqueue.*', { sysctls: { 'fs.mqueue.msg_max': 100 } }, { sysctls: { 'fs.mqueue.msg_max': '100' } }, []],
+    ['a sysctl that is not namespaced is refused', { sysctls: { 'vm.max_map_count': 262144 } }, undefined, [['refuse', 'services.app.sysctls.vm.max_map_count', 'is not namespaced']]],
+    ['net.* under host networking is refused', { ...HOST, sysctls: { 'net.ipv4.ip_forward': 1 } }, undefined, [['refuse', 'services.app.sysctls.net.ipv4.ip_forward', 'host networking: the network namespace is the node']]],
+    ['security_opt passes', { security_opt: ['no-new-privileges:true', 'label=disable'] }, { securityOpt: ['no-new-privileges:true', 'label=disable'] }, []],
+    ['an unconfined profile needs --allow-privileged', { security_opt: ['seccomp=unconfined'] }, undefined, [['refuse', 'services.app.security_opt[0]', 'refused unless you pass --allow-privileged']]],
+    ['ipc shareable', { ipc: 'shareable' }, { ipc: 'shareable' }, []],
+    ['ipc host needs --allow-privileged', { ipc: 'host' }, undefined, [['refuse', 'services.app.ipc', 'refused unless you pass --allow-privileged']]],
+    ['pid host needs --allow-privileged', { pid: 'host' }, undefined, [['refuse', 'services.app.pid', 'refused unless you pass --allow-privileged']]],
+    ['another service’s namespace is refused', { ipc: 'service:db', pid: 'container:x' }, undefined, [['refuse', 'services.app.ipc', 'cannot make a replica join'], ['refuse', 'services.app.pid', 'cannot make a replica join']]],
+  ])('%s', (_what, svc, container, said) => {
+    const got = mapApp(svc);
+    check(got, undefined, said);
+    if (container) expect(got.spec.services.app!.container).toEqual(container);
+  });
+
+  it('host ipc, host pid and unconfined profiles with --allow-privileged', () => {
+    const got = priv({ ipc: 'host', pid: 'host', security_opt: ['apparmor=unconfined'] });
+    expect(got.issues).toEqual([]);
+    expect(got.spec.services.app!.container).toEqual({ ipc: 'host', pid: 'host', securityOpt: ['apparmor=unconfined'] });
   });
 });

@@ -10,7 +10,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
 import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, NetworkMode, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
-import { HOSTNAME_PATTERN } from '../api/crds.js';
+import { ALIAS_PATTERN, HOSTNAME_PATTERN } from '../api/crds.js';
 import { fileTargetProblem } from '../api/files.js';
 import { declaredFiles, filesReferred, type ComposeObject, type DeclaredFiles } from './files.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
@@ -44,6 +44,8 @@ export interface Mapped {
   issues: ComposeIssue[];
   /** The secrets and configs apply creates (values read here; never printed). */
   objects: ComposeObject[];
+  /** The compose name of each service, by its jaco name (where a problem about it is in the file). */
+  composeNames: ReadonlyMap<string, string>;
 }
 
 type Obj = Record<string, unknown>;
@@ -199,11 +201,23 @@ class ServiceMapper {
     readonly issues: ComposeIssue[],
     /** The application's top-level secrets and configs, resolved once for every service. */
     readonly declared: DeclaredFiles,
+    /** Every active service's jaco name, by its compose name (jacoServiceName). */
+    readonly names: ReadonlyMap<string, string>,
   ) {
     this.network = composeNetwork(svc.network_mode);
     this.out.network = this.network;
   }
 
+  /** The service's name in the Deployment. */
+  get jacoName(): string {
+    return this.names.get(this.name)!;
+  }
+  /** One more name the service answers to inside its deployment, when the resolver can carry it. */
+  private alias(name: string, at: Path): void {
+    if (!new RegExp(ALIAS_PATTERN).test(name)) return this.warn(at, `${JSON.stringify(name)} cannot be a DNS name (labels of letters, digits, - and _): the service answers as ${this.jacoName} only`);
+    if (name.toLowerCase() === this.jacoName || this.out.aliases?.some((a) => a.toLowerCase() === name.toLowerCase())) return;
+    this.out.aliases = [...(this.out.aliases ?? []), name];
+  }
   private at(...p: (string | number)[]): Path {
     return ['services', this.name, ...p];
   }
@@ -239,6 +253,8 @@ class ServiceMapper {
     field('build', (v) => this.build(v));
     field('pull_policy', (v) => this.pullPolicy(v));
     if (s.image === undefined && s.build === undefined) this.refuse(this.at(), `service "${this.name}" names no image`);
+    // Its compose name stays a name of it where jaco's differs (web_app answers beside web-app).
+    if (this.jacoName !== this.name) this.alias(this.name, this.at());
     field('entrypoint', (v) => (this.out.command = commandList(v, this.at('entrypoint'), this.issues)));
     field('command', (v) => (this.out.args = commandList(v, this.at('command'), this.issues)));
     field('env_file', (v) => this.envFiles(v));
@@ -272,6 +288,10 @@ class ServiceMapper {
       if (this.ctx.allowPrivileged) this.container.privileged = true;
       else this.refuse(this.at('privileged'), 'privileged containers are refused unless you pass --allow-privileged');
     });
+    field('sysctls', (v) => this.sysctls(listOrMap(v)));
+    field('security_opt', (v) => this.securityOpt((v as unknown[]).map(String)));
+    field('ipc', (v) => this.namespace('ipc', String(v)));
+    field('pid', (v) => this.namespace('pid', String(v)));
     field('healthcheck', (v) => this.healthcheck(v as Obj));
     field('stop_signal', (v) => (this.out.stopSignal = String(v)));
     field('stop_grace_period', (v) => {
@@ -318,6 +338,50 @@ class ServiceMapper {
     return this.out;
   }
 
+  /**
+   * sysctls: only namespaced ones, which touch the replica alone — net.* (its network namespace:
+   * on the cluster network the sandbox's, which the container joins) and the IPC ones. Any other
+   * would change the node's kernel under every container; under host networking net.* is the node's.
+   */
+  private sysctls(all: Record<string, string>): void {
+    const out: Record<string, string> = {};
+    for (const [k, v] of Object.entries(all)) {
+      const at = this.at('sysctls', k);
+      if (k.startsWith('net.')) {
+        if (this.network === 'host') this.refuse(at, `${k}: host networking: the network namespace is the node's, and setting it would change the node (use the cluster network, where it is the replica's own)`);
+        else out[k] = v;
+      } else if (/^kernel\.(shm(all|max|mni|_rmid_forced)|msg(max|mnb|mni)|sem)$/.test(k) || k.startsWith('fs.mqueue.')) out[k] = v;
+      else this.refuse(at, `${k} is not namespaced: it would change the node's kernel under every container (namespaced ones are net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*); set it on the node`);
+    }
+    if (Object.keys(out).length) this.container.sysctls = out;
+  }
+
+  /** security_opt passes to Docker; an unconfined profile is refused unless --allow-privileged, like privileged. */
+  private securityOpt(list: string[]): void {
+    const unconfined = list.findIndex((o) => /(^|[=:])unconfined$/.test(o));
+    if (unconfined >= 0 && !this.ctx.allowPrivileged) return this.refuse(this.at('security_opt', unconfined), `${list[unconfined]} lifts the container's confinement: refused unless you pass --allow-privileged`);
+    this.container.securityOpt = list;
+  }
+
+  /**
+   * ipc, pid: the container's own namespace, or the node's (host: unless --allow-privileged, refused,
+   * as privileged is). Another container's or service's namespace has no counterpart: replicas of
+   * two services are not on one node by rule.
+   */
+  private namespace(kind: 'ipc' | 'pid', v: string): void {
+    const at = this.at(kind);
+    if (v.startsWith('service:') || v.startsWith('container:')) return this.refuse(at, `${v}: jaco cannot make a replica join another container's ${kind} namespace (replicas of two services are not kept on one node)`);
+    if (v === 'host') {
+      if (!this.ctx.allowPrivileged) return this.refuse(at, `${kind}: host shares the node's ${kind === 'pid' ? 'processes' : 'IPC'} with the container: refused unless you pass --allow-privileged`);
+      if (kind === 'pid') this.container.pid = 'host';
+      else this.container.ipc = 'host';
+      return;
+    }
+    if (kind === 'ipc' && (v === 'private' || v === 'shareable')) this.container.ipc = v;
+    else if (kind === 'pid' && v === '') return;
+    else this.refuse(at, `${kind} ${JSON.stringify(v)} is not one jaco knows (${kind === 'ipc' ? 'private, shareable, host' : 'host'})`);
+  }
+
   /** depends_on: list (service_started) or long form; a dependency the profiles leave out is dropped, as compose drops it. */
   private dependsOn(v: unknown): void {
     const entries: [string, Obj][] = Array.isArray(v) ? v.map((n) => [String(n), {}]) : Object.entries(v as Obj).map(([n, x]) => [n, (x ?? {}) as Obj]);
@@ -330,7 +394,7 @@ class ServiceMapper {
         continue;
       }
       const condition = String(opts.condition ?? 'service_started');
-      if (condition === 'service_started' || condition === 'service_healthy') out[name] = { condition };
+      if (condition === 'service_started' || condition === 'service_healthy') out[this.names.get(name) ?? name] = { condition };
       else this.refuse([...at, 'condition'], `${condition}: jaco restarts exited containers, so a one-shot service never completes; run it before applying (service_started and service_healthy are supported)`);
       if (opts.restart !== undefined) this.warn([...at, 'restart'], 'restart is ignored: a dependency replaced later does not restart its dependents');
     }
@@ -417,8 +481,8 @@ class ServiceMapper {
 
   /**
    * A service's networks: jaco has one cluster network on which every service reaches every other
-   * by name, so one network means what it says, several are no isolation, and per-network names
-   * and addresses are jaco's to give.
+   * by name, so one network means what it says, several are no isolation; a network's aliases are
+   * more names of the service (in its deployment); addresses are jaco's to give.
    */
   private networks(v: unknown): void {
     const at = (...p: (string | number)[]) => this.at('networks', ...p);
@@ -427,7 +491,7 @@ class ServiceMapper {
     if (entries.length > 1) this.warn(at(), `networks: jaco does not isolate networks: on the one cluster network every service reaches every other by name (${entries.map(([n]) => n).join(', ')} are one)`);
     for (const [n, opts] of entries)
       for (const k of Object.keys(opts)) {
-        if (k === 'aliases') this.warn(at(n, k), `aliases are not supported: a service is found by its name only (${this.name}, and ${this.name}.${this.ctx.project} from other deployments)`);
+        if (k === 'aliases') (Array.isArray(opts.aliases) ? opts.aliases : []).forEach((a, i) => this.alias(String(a), at(n, k, i)));
         else if (k === 'ipv4_address' || k === 'ipv6_address') this.warn(at(n, k), `${k} is ignored: jaco allocates each replica’s addresses (docs/networking.md)`);
         else this.warn(at(n, k), `${k} is ignored: jaco has one cluster network`);
       }
@@ -601,7 +665,9 @@ class ServiceMapper {
         this.container.tmpfs = [...(this.container.tmpfs ?? []), target];
         return;
       }
-      if (!source) return this.refuse(at, 'an anonymous volume has no name to keep it by: name it (data:/path) and declare it under top-level volumes');
+      // An anonymous volume is the container's own, made and removed with it, as Docker does.
+      if (!source && type === 'volume') return void mounts.push({ type: 'anonymous', target, ...(readOnly ? { readOnly } : {}) });
+      if (!source) return this.refuse(at, `a ${type} mount needs a source`);
       if (type === 'bind') mounts.push({ type: 'bind', source: this.path(source), target, ...(readOnly ? { readOnly } : {}) });
       else if (type === 'volume') {
         const decl = declared[source];
@@ -808,7 +874,7 @@ class ServiceMapper {
     const registry = xs.registry ?? xt.registry;
     if (registry !== undefined) build.registry = String(registry);
     this.out.build = build;
-    if (this.svc.image === undefined) this.out.image = `${this.ctx.project}-${this.name}`;
+    if (this.svc.image === undefined) this.out.image = `${this.ctx.project}-${this.jacoName}`;
   }
 
   /** pull_policy → pullPolicy (if_not_present is compose's older word for missing). */
@@ -854,14 +920,10 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     .map(([n, raw]): [string, Obj] => [n, (raw ?? {}) as Obj])
     .filter(([, svc]) => active(svc, ctx.profiles));
   const declared = declaredFiles(app, ctx, filesReferred(activeServices), issues, objects);
-  for (const [name, raw] of Object.entries((app.services ?? {}) as Obj)) {
-    const svc = (raw ?? {}) as Obj;
-    if (!active(svc, ctx.profiles)) continue;
-    if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
-      issues.push({ path: ['services', name], severity: 'refuse', message: `service name "${name}" is not a jaco name (lowercase letters, digits and -): rename it` });
-      continue;
-    }
-    services[name] = new ServiceMapper(name, svc, app, ctx, issues, declared).map();
+  const names = serviceNames(activeServices.map(([n]) => n), issues);
+  for (const [name, svc] of activeServices) {
+    if (!names.has(name)) continue;
+    services[names.get(name)!] = new ServiceMapper(name, svc, app, ctx, issues, declared, names).map();
   }
   if (!Object.keys(services).length && !issues.some((i) => i.severity === 'refuse'))
     issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
@@ -871,5 +933,38 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     else issues.push({ path: [k], severity: 'refuse', message: `${k} is not supported by jaco` });
   }
   if (app.version !== undefined) issues.push({ path: ['version'], severity: 'warn', message: 'version is obsolete (the Compose Specification ignores it)' });
-  return { spec: { services }, issues, objects };
+  return { spec: { services }, issues, objects, composeNames: new Map([...names].map(([c, j]) => [j, c])) };
+}
+
+/**
+ * A compose service name as a jaco name: lowercase, every run of characters jaco names do not
+ * have (`_`, `.`) one `-`, none at either end: `web_app` and `Web.App` are `web-app`.
+ */
+export function jacoServiceName(compose: string): string {
+  return compose
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '');
+}
+
+/** Each service's jaco name; a name that maps to nothing, or to another's, is refused (naming both). */
+function serviceNames(list: string[], issues: ComposeIssue[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const taken = new Map<string, string>();
+  for (const name of list) {
+    const jaco = jacoServiceName(name);
+    if (!jaco) {
+      issues.push({ path: ['services', name], severity: 'refuse', message: `service name "${name}" has no letter or digit to make a jaco name of: rename it` });
+      continue;
+    }
+    const other = taken.get(jaco);
+    if (other !== undefined) {
+      issues.push({ path: ['services', name], severity: 'refuse', message: `services "${other}" and "${name}" are both "${jaco}" as jaco names (lowercase letters, digits and -): rename one` });
+      out.delete(other);
+      continue;
+    }
+    taken.set(jaco, name);
+    out.set(name, jaco);
+  }
+  return out;
 }

@@ -2,12 +2,15 @@
 // file means what it means in docker compose, services reach each other by name. The shop example
 // as a user applies it: web asks db at http://db:8091/ (the node's resolver, db's service address
 // answered by the node's ingress) and is published on 18090 of the ingress. Another deployment
-// reaches db as db.shop, and a compose hostname is its replica's.
+// reaches db as db.shop, and a compose hostname is its replica's. An application split over
+// compose.yaml, compose.override.yaml and an extends base (test/fixtures/compose-layers) runs as
+// docker compose would merge it, and its stock_db (jaco's stock-db) answers at its compose name;
+// its anonymous volume goes with its container, and its net.* sysctl is its own namespace's.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABELS } from '../../src/api/labels.js';
-import { EXAMPLES_DIR } from '../../src/paths.js';
+import { EXAMPLES_DIR, PACKAGE_ROOT } from '../../src/paths.js';
 import { execIn } from '../support/docker-exec.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
@@ -80,5 +83,39 @@ describe('compose on the cluster network: services reach each other by name', ()
       expect((await execIn(probe, ['wget', '-q', '-T', '3', '-O-', 'http://db:8091/'])).code).not.toBe(0);
       await c.jaco(['delete', 'deployment', 'other']);
       await c.jaco(['delete', '-f', join(EXAMPLES_DIR, 'shop', 'compose.yaml')]);
+    }));
+
+  it('compose.yaml + compose.override.yaml + an extends base: merged, running, stock_db reached by its compose name', () =>
+    c.withLogs(async () => {
+      const dir = join(PACKAGE_ROOT, 'test', 'fixtures', 'compose-layers');
+      const applied = await c.jaco(['apply', '-f', dir], undefined, 60_000);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stdout).toMatch(/^deployment\/layers created/m);
+      const rolled = await c.jaco(['rollout', 'status', 'layers', '--timeout', '60s'], undefined, 70_000);
+      expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0);
+      const client = await appOf('layers', 'client');
+      // The override's ORIGIN won; the base's image, limits and grace came through extends.
+      let got = { stdout: '', stderr: '', code: 1 };
+      await eventually(
+        async () => {
+          // (No -T: this busybox's wget crashes with it.)
+          got = await execIn(client, ['wget', '-q', '-O-', 'http://stock_db:8092/']);
+          return got.code === 0;
+        },
+        { what: 'client reaching stock_db by its compose name', timeoutMs: 20_000 },
+      );
+      expect(got.stdout.trim(), got.stderr).toBe('7 pears (override)');
+      // Its jaco name answers too.
+      expect((await execIn(client, ['wget', '-q', '-O-', 'http://stock-db:8092/'])).stdout.trim()).toBe('7 pears (override)');
+      // Its net.* sysctl is its namespace's (set on the sandbox it joins).
+      const db = await appOf('layers', 'stock-db');
+      expect((await execIn(db, ['cat', '/proc/sys/net/core/somaxconn'])).stdout.trim()).toBe('1024');
+      // Its /www is an anonymous volume of its container's own, removed with it.
+      const info = await db.inspect();
+      const www = info.Mounts.find((m) => m.Destination === '/www');
+      expect(www?.Type).toBe('volume');
+      expect(www?.Name).toMatch(/^[0-9a-f]{64}$/);
+      await c.jaco(['delete', '-f', dir]);
+      await eventually(async () => !(await c.engine(NODE).listVolumes()).Volumes?.some((v) => v.Name === www!.Name), { what: `the anonymous volume ${www!.Name} removed with its container`, timeoutMs: 30_000 });
     }));
 });

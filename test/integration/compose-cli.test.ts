@@ -104,4 +104,30 @@ describe('jaco apply -f compose.yaml', () => {
     const same = await jaco(['apply', '-f', dir], { endpoint: etcd.endpoint, prefix });
     expect(same.stdout).toBe('deployment/converted unchanged\n');
   });
+
+  it('several files are one application: a directory with its override file, -f a -f b in order, convert -o compose', async () => {
+    const dir = app('layered');
+    writeFileSync(join(dir, 'compose.override.yaml'), 'services:\n  web:\n    deploy:\n      replicas: 3\n  extra:\n    extends: {file: compose.yaml, service: worker}\n    command: sleep 60\n');
+    writeFileSync(join(dir, 'prod.yaml'), 'services:\n  worker:\n    environment: {STAGE: prod}\n');
+    const fromDir = await jaco(['convert', '-f', dir], { endpoint: 'http://127.0.0.1:1' });
+    expect(fromDir.code, fromDir.stderr).toBe(0);
+    const d = parse(fromDir.stdout) as Deployment;
+    expect(d.spec.services.web!.replicas).toBe(3);
+    expect(d.spec.services.extra).toMatchObject({ image: 'jaco-demo/busybox:1', args: ['sleep', '60'] });
+    // Named files: only those, in order (the override beside them is not read).
+    const named = await jaco(['convert', '-f', join(dir, 'compose.yaml'), '-f', join(dir, 'prod.yaml')], { endpoint: 'http://127.0.0.1:1' });
+    expect(named.code, named.stderr).toBe(0);
+    const n = parse(named.stdout) as Deployment;
+    expect(n.spec.services.web!.replicas).toBe(2);
+    expect(n.spec.services.worker!.env).toEqual({ STAGE: 'prod' });
+    expect(n.spec.services.extra).toBeUndefined();
+    const model = await jaco(['convert', '-f', dir, '-o', 'compose'], { endpoint: 'http://127.0.0.1:1' });
+    expect(model.code, model.stderr).toBe(0);
+    expect(parse(model.stdout).services.extra).toEqual({ image: 'jaco-demo/busybox:1', command: 'sleep 60' });
+    // A problem in the override file is reported there.
+    writeFileSync(join(dir, 'compose.override.yaml'), 'services:\n  web:\n    deploy:\n      replicas: many\n');
+    const bad = await jaco(['convert', '-f', dir], { endpoint: 'http://127.0.0.1:1' });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/compose\.override\.yaml:4:17: services\.web\.deploy\.replicas: /);
+  });
 });

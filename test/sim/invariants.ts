@@ -4,7 +4,7 @@
 // controller plans, before its commit.
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
-import { isStateful, placementMode } from '../../src/api/spec.js';
+import { isStateful, namedVolumes, placementMode } from '../../src/api/spec.js';
 import type { AddressClaim, AuditEventSpec, ClusterKey, FileKind, Heartbeat, Node, NodeCopy, NodeDrain, ReplicaDesired, ReplicaObserved, RolloutPlan, Secret, VolumeHome } from '../../src/api/types.js';
 import { filesUsed } from '../../src/api/files.js';
 import { copyAad } from '../../src/secrets/seal.js';
@@ -387,7 +387,7 @@ export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit];
 // Global and stateful services and forced drains: vacuous without them, so checked only there.
 
 /** Named volumes a replica's template mounts, as `<deployment>/<volume>`. */
-const namedVolumes = (d: ReplicaDesired) => (d.spec.template.volumes ?? []).filter((v) => v.type === 'volume').map((v) => `${d.spec.deployment}/${v.source}`);
+const volumesOf = (d: ReplicaDesired) => namedVolumes(d.spec.template).map((v) => `${d.spec.deployment}/${v.source}`);
 
 /**
  * A stateful replica (seed 004: its data is on its node) is desired on one node only: never a
@@ -415,7 +415,7 @@ export const oneReplicaPerVolume: Invariant = {
   name: 'at most one replica per named volume',
   check(sim) {
     const holders = new Map<string, string[]>();
-    for (const d of sim.desired()) for (const v of namedVolumes(d)) holders.set(v, [...(holders.get(v) ?? []), `${d.spec.replica}@${d.spec.node}`]);
+    for (const d of sim.desired()) for (const v of volumesOf(d)) holders.set(v, [...(holders.get(v) ?? []), `${d.spec.replica}@${d.spec.node}`]);
     for (const [v, on] of holders) if (on.length > 1) return `volume ${v} is mounted by ${on.join(', ')}`;
     return undefined;
   },
@@ -465,7 +465,7 @@ export const statefulNeverReplaced: TxnInvariant = {
       if (!isStateful(d.spec.template)) continue;
       const elsewhere = sim.desired().find((x) => x.spec.replica === d.spec.replica && x.spec.node !== d.spec.node);
       if (elsewhere) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node} while it is desired on ${elsewhere.spec.node}${t.writes.has(keys.desired(elsewhere.spec.node, d.spec.replica)) && t.writes.get(keys.desired(elsewhere.spec.node, d.spec.replica)) === undefined ? ' (deleted in the same transaction: re-placed)' : ''}`;
-      for (const v of namedVolumes(d)) {
+      for (const v of volumesOf(d)) {
         const [dep, vol] = v.split('/') as [string, string];
         const home = after<VolumeHome>(sim, t, keys.volumeHome(dep, vol))?.spec.node;
         if (home !== d.spec.node) return `${t.client} placed stateful ${d.spec.replica} on ${d.spec.node}, but its volume ${v} lives on ${home ?? 'no node'}`;

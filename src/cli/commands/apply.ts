@@ -5,7 +5,7 @@ import { keys } from '../../api/keys.js';
 import { statSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { formatProblem, ManifestError, parseManifests, readSources, type ManifestProblem } from '../../api/manifest.js';
-import { composeFileIn, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
+import { composeFilesIn, composeModel, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import type { Deployment } from '../../api/types.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
@@ -26,20 +26,22 @@ interface ComposeFlags {
 /** What -f names: jaco manifests and compose files alike; every problem of every file at once. */
 function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[]; deployments: Deployment[] } {
   if (!files?.length) throw new CliError('no manifest given: use -f FILE, -f DIR or -f - (stdin)');
-  // A directory holding a compose file means that file (as `docker compose` reads it).
-  const sources = readSources(files.map((f) => (f !== '-' && isDirectory(f) ? (composeFileIn(f) ?? f) : f)));
-  const compose = sources.filter((s) => isComposeText(s.text));
+  // A directory holding a compose file means that file and its override file (as `docker compose` reads it).
+  const found = new Set(files.flatMap((f) => (f !== '-' && isDirectory(f) ? composeFilesIn(f) : [])));
+  const sources = readSources(withComposeFiles(files));
+  // An override file found beside a compose file is one even when it says no services (volumes: only).
+  const compose = sources.filter((s) => found.has(s.name) || isComposeText(s.text));
   const manifests = sources.filter((s) => !compose.includes(s));
-  if (flags.name && compose.length !== 1) throw new CliError(`--name names one compose application; ${compose.length} compose files were given`);
   const problems: ManifestProblem[] = [];
   const deployments: Deployment[] = [];
   const items: ApplyItem[] = [];
-  for (const s of compose) {
+  // Several compose files are one application, merged in order (docker compose -f a -f b).
+  if (compose.length) {
     try {
-      const app = loadCompose(composeSource(s.name, s.text), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
+      const app = loadCompose(compose.map((s) => composeSource(s.name, s.text)), { name: flags.name, envFiles: flags.envFile, profiles: flags.profile, strict: flags.strict, allowPrivileged: flags.allowPrivileged });
       for (const w of app.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
       deployments.push(app.deployment);
-      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: s.name, ...(app.objects.length ? { objects: app.objects } : {}) });
+      items.push({ name: app.deployment.metadata.name, spec: app.deployment.spec, annotations: app.deployment.metadata.annotations, cause: 'apply', source: compose.map((s) => s.name).join(' + '), ...(app.objects.length ? { objects: app.objects } : {}) });
     } catch (e) {
       if (!(e instanceof ManifestError)) throw e;
       problems.push(...e.problems);
@@ -69,6 +71,11 @@ function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[];
   return { items, deployments };
 }
 
+/** -f as given, a directory holding a compose file replaced by it and its override file. */
+function withComposeFiles(files: string[]): string[] {
+  return files.flatMap((f) => (f !== '-' && isDirectory(f) && composeFilesIn(f).length ? composeFilesIn(f) : [f]));
+}
+
 const manifestItems = (files: string[], flags: ComposeFlags) => readInputs(files, flags).items;
 
 function isDirectory(path: string): boolean {
@@ -86,7 +93,7 @@ function composeOptions(cmd: Command): Command {
     .option('--env-file <file>', 'compose files: variables for interpolation (default: the .env beside the file; repeatable)', collect)
     .option('--profile <profile>', 'compose files: enable services of this profile (repeatable; also COMPOSE_PROFILES)', collect)
     .option('--strict', 'compose files: every field jaco ignores is an error')
-    .option('--allow-privileged', 'compose files: accept privileged: true');
+    .option('--allow-privileged', 'compose files: accept privileged: true, host ipc/pid and unconfined security_opt');
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
@@ -96,13 +103,13 @@ export function registerApply(program: Command): void {
     program
       .command('apply')
       .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
-      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml, else its *.yaml files), or - for stdin (repeatable)', collect)
+      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml and compose.override.yaml, else its *.yaml files), or - for stdin (repeatable; several compose files are one application, merged in order)', collect)
       .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing (images are resolved, not built)')
       .option('--registry <host>', "where images built here (build:) are pushed when their image: names no registry (default: the cluster's, jaco registry default)"),
   )
     .addHelpText(
       'after',
-      '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
+      '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f compose.yaml -f compose.prod.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
     )
     .action(
       action(async (opts: { filename: string[]; dryRun?: boolean; registry?: string } & ComposeFlags, cmd: Command) => {
@@ -181,12 +188,21 @@ export function registerApply(program: Command): void {
       .command('convert')
       .description('Print the Deployment a compose file maps to (warnings on stderr), to switch to the native format')
       .requiredOption('-f, --filename <path>', 'compose file, directory holding one, or - (repeatable)', collect)
-      .option('-o, --output <format>', 'yaml or json', 'yaml'),
+      .option('-o, --output <format>', 'yaml or json (the Deployment), or compose (the merged compose model, as docker compose config prints it)', 'yaml'),
   )
-    .addHelpText('after', '\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n')
+    .addHelpText(
+      'after',
+      '\nSeveral compose files are one application, merged in order (-f compose.yaml -f prod.yaml); a\ndirectory means its compose file and the compose.override.yaml beside it. extends and include are\nresolved; service names are mapped to jaco names (docs/compose.md).\n\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n  jaco convert -f compose.yaml -f prod.yaml -o compose\n',
+    )
     .action(
       action(async (opts: { filename: string[]; output: string } & ComposeFlags) => {
-        if (!['yaml', 'json'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml or json`);
+        if (!['yaml', 'json', 'compose'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml, json or compose`);
+        if (opts.output === 'compose') {
+          const m = composeModel(readSources(withComposeFiles(opts.filename)).map((s) => composeSource(s.name, s.text)), { envFiles: opts.envFile });
+          for (const w of m.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
+          process.stdout.write(stringify(m.model));
+          return;
+        }
         const { deployments, items } = readInputs(opts.filename, opts);
         // The converted deployment refers to them by name; their values are never printed.
         for (const o of items.flatMap((i) => i.objects ?? []))

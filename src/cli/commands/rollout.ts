@@ -7,6 +7,7 @@ import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec } from '../../api/types.js';
 import { REQUEST_APPLIES_TO } from '../../api/reasons/rollout.js';
+import { minReadyAt } from '../../api/readiness.js';
 import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
@@ -72,6 +73,20 @@ function progressOf(name: string, s: StatusSources): Progress {
   });
 }
 
+/**
+ * When a replica of the deployment becomes ready by time alone (a service without a health check is
+ * ready its minimum ready time after it started): no store event says so, so the follower wakes then.
+ */
+function nextReadyAt(name: string, s: StatusSources, now: number): number | undefined {
+  let next: number | undefined;
+  for (const { value: d } of s.desired.items.values()) {
+    if (d.spec.deployment !== name) continue;
+    const at = minReadyAt(d, s.observed.items.get(keys.observed(d.spec.node, d.spec.replica))?.value);
+    if (at !== undefined && at > now && (next === undefined || at < next)) next = at;
+  }
+  return next;
+}
+
 /** Follows a deployment's rollout, printing each service's line when it changes; resolves to the exit code. */
 async function followRollout(store: Store, name: string, timeoutMs: number, out: NodeJS.WritableStream): Promise<number> {
   const log = logger('rollout-status');
@@ -88,8 +103,10 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
     return await new Promise<number>((resolve) => {
       const printed = new Map<string, string>();
       let timer: NodeJS.Timeout | undefined;
+      let wake: NodeJS.Timeout | undefined;
       const finish = (code: number) => {
         clearTimeout(timer);
+        clearTimeout(wake);
         for (const i of all) i.removeListener('change', check);
         resolve(code);
       };
@@ -120,6 +137,10 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
           out.write(`deployment "${name}" successfully rolled out (revision ${p.revision})\n`);
           return finish(EXIT_OK);
         }
+        clearTimeout(wake);
+        const now = Date.now();
+        const at = nextReadyAt(name, sources, now);
+        if (at !== undefined) wake = setTimeout(check, at - now + 10);
       }
       for (const i of all) i.on('change', check);
       if (timeoutMs > 0)
