@@ -105,6 +105,15 @@ const checkPort: Schema = {
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
+    mode: str({ enum: ['service', 'job'], description: 'service (default): its replicas keep running; job: each replica runs to completion once per applied change of the spec, retried on failure (job.attempts, job.backoff).' }),
+    job: obj(
+      {
+        attempts: int({ minimum: 1, description: 'Runs in all, the first included, before the job has failed (default 3).' }),
+        backoff: duration('Wait before the second run; doubles for each further one (default 5s).'),
+      },
+      [],
+      { description: 'With mode job: how a replica that exits non-zero is run again.' },
+    ),
     network: str({ enum: ['host', 'cluster'], description: "host (default): the node's network namespace, ports a per-node resource; cluster: each replica its own network namespace and addresses on the cluster network (docs/networking.md)." }),
     pinnedImage: str({
       pattern: '@sha256:[0-9a-f]{64}$',
@@ -229,8 +238,8 @@ const serviceSchema: Schema = obj(
       canary: int({ minimum: 0, description: 'Canary: a rollout first starts this many extra replicas at the new spec beside the old ones and waits for jaco rollout promote (or autoPromote) before stepping the old ones (default 0: none).' }),
       autoPromote: duration('With canary: promote once every canary has stayed ready this long (default: wait for jaco rollout promote).'),
     }),
-    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
-      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
+    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }) }, ['condition']), {
+      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
     }),
     secrets: arr(fileRef('secret'), { description: 'Secrets (jaco secret create) as files on a tmpfs in each container, at /run/secrets/<target> (docs/secrets.md).' }),
     configs: arr(fileRef('config'), { description: 'Configs (jaco config create) as files on a tmpfs in each container, at <target> (default /<source>).' }),
@@ -426,6 +435,7 @@ const KINDS: KindDef[] = [
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
+        finishedAt: time('When the container stopped running (an exited one).'),
         replacing: obj(
           { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
           ['revision', 'specHash', 'containerId', 'state'],
@@ -679,6 +689,21 @@ const KINDS: KindDef[] = [
                 unreadable: arr(str(), { description: 'Desired keys of the service whose value cannot be read: the service is held until they are fixed.' }),
                 waitingForDependency: arr(str(), { description: 'Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do.' }),
                 canaries: int({ minimum: 0, description: "Canary replicas placed beside the service's replicas for its rollout (update.canary)." }),
+                job: obj(
+                  {
+                    specHash: str(),
+                    revision: int({ minimum: 0 }),
+                    state: str({ enum: ['running', 'succeeded', 'failed'] }),
+                    attempts: int({ minimum: 0 }),
+                    exitCode: int(),
+                    startedAt: time('First start of the run.'),
+                    finishedAt: time('When the result was reached.'),
+                    durationMs: int({ minimum: 0 }),
+                    reason: str(),
+                  },
+                  ['specHash', 'revision', 'state', 'attempts'],
+                  { description: "A job's (mode: job) result at its current spec: kept until the spec changes, so nothing runs it twice." },
+                ),
               },
               ['desired', 'placed'],
             ),
