@@ -5,7 +5,7 @@
 import { minReadyAt, replicaReady, replicaRunning } from '../../src/api/readiness.js';
 import { templateOf } from '../../src/api/serving.js';
 import { placementMode } from '../../src/api/spec.js';
-import { jobWaitReason } from './job.js';
+import { jobWaitReason, sameSpec } from './job.js';
 import type { Deployment, DependencyCondition, ServiceSpec } from '../../src/api/types.js';
 import type { SchedulerPass } from './pass.js';
 
@@ -31,7 +31,8 @@ function met(pass: SchedulerPass, deployment: string, d: Deployment, name: strin
 /** A job's result at its current spec: decided earlier in this pass, else as last stored. */
 function jobOf(pass: SchedulerPass, deployment: string, d: Deployment, name: string) {
   const r = pass.plan.status.get(deployment)?.[name]?.job ?? pass.snap.statuses.get(deployment)?.value.status?.scheduling?.services[name]?.job;
-  return r?.specHash === templateOf(d.metadata.generation ?? 1, d.spec.services[name]!).specHash ? r : undefined;
+  const current = { specHash: templateOf(d.metadata.generation ?? 1, d.spec.services[name]!).specHash, incarnation: pass.snap.deployments.get(deployment)?.createRevision ?? 0 };
+  return sameSpec(r, current) ? r : undefined;
 }
 
 /**

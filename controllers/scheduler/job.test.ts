@@ -55,7 +55,7 @@ describe('judgeJobCopy', () => {
 });
 
 describe('jobResult', () => {
-  const t = { specHash: H, revision: 4 };
+  const t = { specHash: H, revision: 4, incarnation: 7 };
   const now = T0 + 100_000;
   const ok = (s: number, attempts = 1): JobVerdict => ({ kind: 'succeeded', attempts, startedAt: at(s), finishedAt: at(s + 10) });
   const cases: { name: string; vs: JobVerdict[]; want: number; prev?: Parameters<typeof jobResult>[3]; expected: Record<string, unknown> }[] = [
@@ -75,21 +75,28 @@ describe('jobResult', () => {
       name: 'the start of the run is kept across retries',
       vs: [{ kind: 'running', attempts: 2, startedAt: at(30) }],
       want: 1,
-      prev: { specHash: H, revision: 4, state: 'running', attempts: 1, startedAt: at(1) },
+      prev: { specHash: H, revision: 4, incarnation: 7, state: 'running', attempts: 1, startedAt: at(1) },
       expected: { startedAt: at(1), attempts: 2 },
     },
     {
       name: "an earlier spec's start is not",
       vs: [{ kind: 'running', attempts: 1, startedAt: at(30) }],
       want: 1,
-      prev: { specHash: 'old', revision: 3, state: 'succeeded', attempts: 1, startedAt: at(1) },
+      prev: { specHash: 'old', revision: 3, incarnation: 7, state: 'succeeded', attempts: 1, startedAt: at(1) },
       expected: { startedAt: at(30), revision: 4, specHash: H },
+    },
+    {
+      name: "another incarnation's (the deployment deleted and re-created) is not either",
+      vs: [{ kind: 'running', attempts: 1, startedAt: at(30) }],
+      want: 1,
+      prev: { specHash: H, revision: 4, incarnation: 3, state: 'running', attempts: 1, startedAt: at(1) },
+      expected: { startedAt: at(30), incarnation: 7 },
     },
   ];
   for (const c of cases) it(c.name, () => expect(jobResult(c.vs, c.want, t, c.prev, now)).toMatchObject(c.expected));
 
   it('the reason a dependent shows', () => {
     expect(jobWaitReason(undefined)).toBe('not run yet');
-    expect(jobWaitReason({ specHash: H, revision: 1, state: 'failed', attempts: 3, reason: 'exit 3 after 3 attempts' })).toBe('failed: exit 3 after 3 attempts');
+    expect(jobWaitReason({ specHash: H, revision: 1, incarnation: 1, state: 'failed', attempts: 3, reason: 'exit 3 after 3 attempts' })).toBe('failed: exit 3 after 3 attempts');
   });
 });

@@ -87,9 +87,9 @@ const latest = (xs: (string | undefined)[]) => xs.filter((x): x is string => !!x
  * failed, succeeded once `want` replicas succeeded, else running. A run of the same spec keeps the
  * start it first reported (a retry's container starts later).
  */
-export function jobResult(verdicts: readonly JobVerdict[], want: number, t: Pick<ServingTemplate, 'specHash' | 'revision'>, prev: JobResult | undefined, now: number): JobResult {
-  const base = { specHash: t.specHash, revision: t.revision };
-  const sameRun = prev?.specHash === t.specHash ? prev : undefined;
+export function jobResult(verdicts: readonly JobVerdict[], want: number, t: Pick<JobResult, 'specHash' | 'revision' | 'incarnation'>, prev: JobResult | undefined, now: number): JobResult {
+  const base = { specHash: t.specHash, revision: t.revision, incarnation: t.incarnation };
+  const sameRun = sameSpec(prev, t) ? prev : undefined;
   const startedAt = sameRun?.startedAt ?? earliest(verdicts.map((v) => ('startedAt' in v ? v.startedAt : undefined)));
   const started = startedAt ? { startedAt } : {};
   const attempts = Math.max(0, ...verdicts.map((v) => (v.kind === 'pending' && v.attempts === 1 ? 0 : v.attempts)));
@@ -111,6 +111,11 @@ export function jobResult(verdicts: readonly JobVerdict[], want: number, t: Pick
 function duration(startedAt: string | undefined, finishedAt: string): { durationMs?: number } {
   const ms = startedAt ? Date.parse(finishedAt) - Date.parse(startedAt) : NaN;
   return Number.isFinite(ms) && ms >= 0 ? { durationMs: ms } : {};
+}
+
+/** Whether a stored result is of this spec of this incarnation of the deployment. */
+export function sameSpec(r: JobResult | undefined, t: Pick<JobResult, 'specHash' | 'incarnation'>): r is JobResult {
+  return !!r && r.specHash === t.specHash && r.incarnation === t.incarnation;
 }
 
 /** The one line a dependent waiting on a job shows: "failed: exit 3 after 3 attempts". */
@@ -135,7 +140,8 @@ export function reconcileJob(
   generation: number,
   st: ServiceSchedulingStatus,
 ): ReplicaEntry[] {
-  const t = template();
+  const served = template();
+  const t = { ...served, incarnation: pass.snap.deployments.get(dep)!.createRevision };
   const prev = pass.snap.statuses.get(dep)?.value.status?.scheduling?.services[svc]?.job;
   const current: ReplicaEntry[] = [];
   for (const e of replicas) {
@@ -144,7 +150,7 @@ export function reconcileJob(
   }
   const want = spec.replicas ?? 1;
   st.desired = want;
-  if (prev?.specHash === t.specHash && prev.state !== 'running') {
+  if (sameSpec(prev, t) && prev.state !== 'running') {
     // Done at this spec: what ran stays as it ended (its logs, its exit), nothing runs again.
     st.placed = current.length;
     st.job = prev;

@@ -693,6 +693,7 @@ const KINDS: KindDef[] = [
                   {
                     specHash: str(),
                     revision: int({ minimum: 0 }),
+                    incarnation: int({ minimum: 0, description: 'The create revision of the deployment key it ran for (a deployment re-created is another incarnation).' }),
                     state: str({ enum: ['running', 'succeeded', 'failed'] }),
                     attempts: int({ minimum: 0 }),
                     exitCode: int(),
@@ -701,7 +702,7 @@ const KINDS: KindDef[] = [
                     durationMs: int({ minimum: 0 }),
                     reason: str(),
                   },
-                  ['specHash', 'revision', 'state', 'attempts'],
+                  ['specHash', 'revision', 'incarnation', 'state', 'attempts'],
                   { description: "A job's (mode: job) result at its current spec: kept until the spec changes, so nothing runs it twice." },
                 ),
               },

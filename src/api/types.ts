@@ -774,6 +774,11 @@ export type JobState = 'running' | 'succeeded' | 'failed';
 export interface JobResult {
   specHash: string;
   revision: number;
+  /**
+   * The create revision of the deployment key it ran for: a deployment deleted and re-created
+   * with the same spec is another incarnation, whose job has not run (RolloutPlanSpec.incarnation).
+   */
+  incarnation: number;
   state: JobState;
   /** Runs so far of the replica that decided the result (the most of any replica while running). */
   attempts: number;
