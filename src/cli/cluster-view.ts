@@ -132,7 +132,7 @@ export function desiredCount(d: Deployment, svc: string, readyNodes: number): nu
   return placementMode(s) === 'global' ? readyNodes : (s.replicas ?? 1);
 }
 
-/** A job's result in one line (jaco status, describe): "succeeded after 1 attempt in 1.2s (revision 3)". */
+/** A job's result in one line (jaco status, describe): "succeeded after 1 attempt in 2s (revision 3)". */
 export function jobText(r: JobResult): string {
   const took = r.durationMs !== undefined ? ` in ${formatDuration(r.durationMs)}` : '';
   if (r.state === 'succeeded') return `${r.reason ?? 'succeeded'}${took} (revision ${r.revision})`;

@@ -6,7 +6,7 @@ import { canaryPhase, type CanaryPhase } from '../../api/reasons/rollout.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady } from '../../api/nodes.js';
-import { placementMode } from '../../api/spec.js';
+import { isJob, placementMode } from '../../api/spec.js';
 import type { DeploymentStatus, JobResult, ServiceSchedulingStatus, Unschedulable } from '../../api/types.js';
 import { silentLogger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
@@ -92,7 +92,8 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
           .map((r) => ({ replica: r.id, from: r.desired.spec.move!.from, to: r.node, by: r.desired.spec.move!.by }));
         return {
           name: svc,
-          mode: placementMode(spec),
+          // A job's placement matters less than that it runs to completion.
+          mode: isJob(spec) ? 'job' : placementMode(spec),
           desired: sch?.desired ?? desiredCount(d, svc, readyNodes),
           // What a NotReady node last reported is stale: its replicas do not count as running.
           running: runningCount(rows.filter((r) => ready(r.node))),
