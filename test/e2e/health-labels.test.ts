@@ -212,6 +212,7 @@ spec:
       const [app] = await eventually(async () => ((await desiredOf('jobok', 'app')).length ? desiredOf('jobok', 'app') : undefined), { what: 'jobok/app placed', timeoutMs: 15_000 });
       expect(Date.parse(app!.spec.placedAt)).toBeGreaterThanOrEqual(Date.parse(ok.finishedAt!));
       console.log(`jobs: jobok/app placed ${Date.now() - t0} ms after apply (migrate ran ${ok.durationMs} ms)`);
+      expect((await c.jaco(['describe', 'service', 'jobok/migrate'])).stdout).toMatch(/\nJob: +succeeded after 1 attempt in \d+m?s \(revision 1\), exit code 0\n/);
 
       // The failing one: run twice (attempts 2), then failed; app held with the reason.
       const bad = await eventually(async () => ((await statusOf('jobbad'))?.migrate?.job?.state === 'failed' ? statusOf('jobbad') : undefined), { what: 'jobbad/migrate failed', timeoutMs: 30_000 });
