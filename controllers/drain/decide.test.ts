@@ -311,6 +311,8 @@ describe('drain: per-replica outcomes', () => {
     ['stateful with --force: stopped with node_drained', (w) => w.replica('d-db-0', 'node-2', db, { state: 'running', index: 0 }), { force: true }, { state: 'stopped', reason: 'node_drained' }],
     ['already suspended: stopped', (w) => w.replica('d-db-0', 'node-2', db, { state: 'stopped', index: 0, extra: { suspended: { reason: 'node_drained', at: iso(T0 - 1000) } } }), {}, { state: 'stopped', reason: 'node_drained' }],
     ['global: dropped', (w) => w.replica('d-agent-node-2', 'node-2', agent, { state: 'running' }), {}, { state: 'dropped', reason: 'global_replica' }],
+    ['a job running: its run finishes first, nothing moves', (w) => w.replica('d-db-0', 'node-2', withDefaults({ image: 'x', mode: 'job' }), { state: 'running', index: 0 }), {}, { state: 'pending', reason: 'job_running' }],
+    ['a job that ended: dropped, not moved', (w) => w.replica('d-db-0', 'node-2', withDefaults({ image: 'x', mode: 'job' }), { state: 'exited', index: 0 }), {}, { state: 'dropped', reason: 'job_replica' }],
     ['not running (crash loop): moved anyway, make-before-break', (w) => w.replica('d-db-0', 'node-2', plain, { state: 'exited', index: 0 }), {}, { state: 'moving', dst: expect.stringMatching(/^node-[13]$/) }],
     ['never observed: moved anyway', (w) => w.replica('d-db-0', 'node-2', plain, { index: 0 }), {}, { state: 'moving', dst: expect.stringMatching(/^node-[13]$/) }],
     [

@@ -6,7 +6,8 @@
 // schedulable again. No I/O, no clock (`now` comes in); deterministic: drains by host, replicas by id.
 import { keys } from '../../src/api/keys.js';
 import { drainActive, nodeReady } from '../../src/api/nodes.js';
-import { canonicalJson, isStateful, placementMode } from '../../src/api/spec.js';
+import { replicaRunning } from '../../src/api/readiness.js';
+import { canonicalJson, isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
 import type { DisruptionLedger, DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
@@ -211,7 +212,7 @@ class DrainPass {
   /** The replica must still leave the node by moving (not global, not stateful, not suspended). */
   private movable(copy: Copy): boolean {
     const t = copy.desired.spec.template;
-    return placementMode(t) !== 'global' && !isStateful(t) && !copy.desired.spec.suspended;
+    return placementMode(t) !== 'global' && !isJob(t) && !isStateful(t) && !copy.desired.spec.suspended;
   }
 
   run(): { status: NodeDrainStatus; audit: AuditRecord[]; extraOps: Op[] } {
@@ -272,7 +273,15 @@ class DrainPass {
       return;
     }
     const t = here.desired.spec.template;
-    if (placementMode(t) === 'global') return this.drop(id, here);
+    if (placementMode(t) === 'global') return this.drop(id, here, 'global_replica');
+    // A job is never moved (a move waits for "running and healthy", and a job ends): a run under
+    // way finishes here, then its replica goes; the scheduler places it elsewhere only if the job
+    // has no result yet at its spec (controllers/scheduler/job.ts).
+    if (isJob(t)) {
+      if (!replicaRunning(here.observed)) return this.drop(id, here, 'job_replica');
+      this.set(id, 'pending', 'job_running');
+      return this.p.note(this.host, id, 'a job run under way finishes first');
+    }
     if (here.desired.spec.suspended) return this.set(id, 'stopped', here.desired.spec.suspended.reason as DrainReplicaReason);
     if (isStateful(t)) {
       if (!this.spec.force) {
@@ -287,12 +296,12 @@ class DrainPass {
   // Dropping and stopping change a desired replica like any other act: each is recorded in its own
   // transaction (they had no record; the simulation's workload has neither global nor stateful
   // services, so its "every act has its audit record" never saw them).
-  private drop(id: string, here: Copy): void {
+  private drop(id: string, here: Copy, reason: 'global_replica' | 'job_replica'): void {
     this.work++;
     const sp = here.desired.spec;
-    const audit: AuditRecord[] = [{ type: 'drain_replica_dropped', time: this.p.now, deployment: sp.deployment, payload: { replica: id, deployment: sp.deployment, service: sp.service, node: this.host, reason: 'global_replica' } }];
+    const audit: AuditRecord[] = [{ type: 'drain_replica_dropped', time: this.p.now, deployment: sp.deployment, payload: { replica: id, deployment: sp.deployment, service: sp.service, node: this.host, reason } }];
     this.p.acts.push({ label: `drop ${id} from ${this.host}`, ops: [{ op: 'delete', key: here.key, modRevision: here.modRevision }], audit, metrics: [] });
-    this.set(id, 'dropped', 'global_replica');
+    this.set(id, 'dropped', reason);
   }
 
   private suspend(id: string, here: Copy): void {

@@ -214,6 +214,7 @@ describe('what containers show', () => {
     ['health starting', { health: 'starting' }, { state: 'running', health: 'starting' }],
     ['unhealthy', { health: 'unhealthy', healthOutput: 'wget: server returned 500' }, { state: 'degraded', code: 'unhealthy', details: 'wget: server returned 500', health: 'unhealthy' }],
     ['exited', { state: 'exited', exitCode: 3 }, { state: 'exited', exitCode: 3, details: 'exited with code 3' }],
+    ['exited at a time (a job\'s end: its duration and back-off)', { state: 'exited', exitCode: 0, finishedAt: iso(NOW - 500) }, { state: 'exited', exitCode: 0, finishedAt: iso(NOW - 500) }],
     ['oom killed', { state: 'exited', exitCode: 137, oomKilled: true }, { state: 'exited', code: 'oom_killed', exitCode: 137 }],
     ['paused', { state: 'paused' }, { state: 'degraded', code: 'paused' }],
     ['dead', { state: 'dead', exitCode: 1 }, { state: 'exited', exitCode: 1 }],

@@ -133,7 +133,7 @@ export interface AgentPlan {
   retiring: Map<string, number>;
 }
 
-type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt'>;
+type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt' | 'finishedAt'>;
 
 const SERVING = new Set(['running', 'paused', 'restarting']);
 export const isServing = (c: ContainerFacts) => SERVING.has(c.state);
@@ -152,9 +152,11 @@ export function observeContainer(c: ContainerFacts): Observation {
       // A created container either never got started (the agent resumes it) or failed to start.
       return c.error ? { ...base, state: 'exited', code: 'start_failed', exitCode: c.exitCode, details: c.error } : { ...base, state: 'starting' };
     default: {
-      if (c.oomKilled) return { ...base, state: 'exited', code: 'oom_killed', exitCode: c.exitCode, details: 'killed for exceeding its memory limit' };
-      if (c.error) return { ...base, state: 'exited', code: 'start_failed', exitCode: c.exitCode, details: c.error };
-      return { ...base, state: 'exited', exitCode: c.exitCode, details: `exited with code ${c.exitCode}` };
+      // When it stopped: a job's duration, and the start of its back-off (controllers/scheduler/job.ts).
+      const ended = { ...base, ...(c.finishedAt ? { finishedAt: c.finishedAt } : {}) };
+      if (c.oomKilled) return { ...ended, state: 'exited', code: 'oom_killed', exitCode: c.exitCode, details: 'killed for exceeding its memory limit' };
+      if (c.error) return { ...ended, state: 'exited', code: 'start_failed', exitCode: c.exitCode, details: c.error };
+      return { ...ended, state: 'exited', exitCode: c.exitCode, details: `exited with code ${c.exitCode}` };
     }
   }
 }

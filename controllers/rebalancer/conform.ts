@@ -64,6 +64,8 @@ export function planConform(input: ConformInput): { views: ConformView[]; moves:
       if (e.copies.length !== 1 || inFlight(e.copies)) continue;
       const copy: Copy = e.copies[0]!;
       const spec = copy.desired.spec;
+      // A job runs to completion where it is: never moved (controllers/scheduler/job.ts).
+      if (spec.template.mode === 'job') continue;
       const broken = brokenPlacement(placement, spec.node, input.labels.get(spec.node));
       if (!broken) continue;
       const base = { replica: e.id, deployment: spec.deployment, service: spec.service, node: spec.node, broken };

@@ -7,7 +7,7 @@
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import { isStateful, placementMode } from '../../src/api/spec.js';
+import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
 import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -245,6 +245,7 @@ function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion | undefi
   if (placementMode(spec.template) === 'global') return 'global';
   if (isStateful(spec.template)) return 'stateful';
   if (spec.template.rebalance === 'disabled') return 'opted_out';
+  if (isJob(spec.template)) return 'job';
   if (spec.suspended) return 'suspended';
   if (!replicaRunning(srcCopy.observed)) return 'not_running';
   return undefined;

@@ -209,12 +209,13 @@ describe('per-candidate gates: the SKIPPED record carries the right reason', () 
     expect(skipped(h).map((a) => a.payload.reason)).toEqual(['no_eligible_dst']);
   });
 
-  it('no candidate: everything on the hot node is stateful, global, opted out or not running', () => {
+  it('no candidate: everything on the hot node is stateful, global, opted out, a job or not running', () => {
     const w = new World().addNode('a').addNode('b');
     w.add(
       replica('d-db-0', 'a', { spec: service({ volumes: [{ type: 'volume', source: 'data', target: '/d' }] }) }),
       replica('d-agent-a', 'a', { spec: service({ placement: { mode: 'global' } }) }),
       replica('d-pinned-0', 'a', { spec: service({ rebalance: 'disabled' }) }),
+      replica('d-migrate-0', 'a', { spec: service({ mode: 'job' }) }),
       replica('d-web-0', 'a', { running: false }),
     );
     const h = new Harness(w);
@@ -222,6 +223,7 @@ describe('per-candidate gates: the SKIPPED record carries the right reason', () 
     expect(c!.plan.excluded.map((x) => [x.replica, x.reason])).toEqual([
       ['d-agent-a', 'global'],
       ['d-db-0', 'stateful'],
+      ['d-migrate-0', 'job'],
       ['d-pinned-0', 'opted_out'],
       ['d-web-0', 'not_running'],
     ]);

@@ -8,7 +8,7 @@
 // `preempted`) and left to the scheduler, which places it again once capacity exists. Never
 // equal or higher priority, a stateful or global replica, a replica of the same service, or past a
 // victim service's disruption budget. Pure: the placer comes in and is left as it was found.
-import { isStateful, placementMode } from '../../src/api/spec.js';
+import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { HoleFor, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PREEMPT_REASONS, type NoPreemptReason } from '../../src/api/reasons/rebalance.js';
@@ -302,7 +302,7 @@ function homes(placer: Placer, req: PlacementRequest, node: string, victims: Can
     const e = v.entry;
     const copy = e.copies[0]!;
     const base = { replica: e.id, deployment: e.deployment, service: e.service, priority: v.priority, node };
-    const movable = replicaRunning(copy.observed) && copy.desired.spec.template.rebalance !== 'disabled';
+    const movable = replicaRunning(copy.observed) && copy.desired.spec.template.rebalance !== 'disabled' && !isJob(copy.desired.spec.template);
     const d = movable ? placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: copy.desired.spec.template, exclude: [node] }) : undefined;
     if (d?.chosen) {
       const p = { ...v.placed, node: d.chosen };

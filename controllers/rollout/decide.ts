@@ -6,7 +6,7 @@ import { isPullFailure } from '../../src/api/reasons/agent.js';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
-import { canonicalJson, startsFirst } from '../../src/api/spec.js';
+import { canonicalJson, isJob, startsFirst } from '../../src/api/spec.js';
 import { planOfIncarnation, servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
 import {
   API_VERSION,
@@ -856,6 +856,8 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
     const stored = atomic ? unitFailureOf([...s.plans.values()].filter((p) => p.value.spec.deployment === name && planOfIncarnation(dv, p.value)).map((p) => p.value.spec), generation) : undefined;
     let unitFailed: UnitFailure | undefined = stored && { service: stored.service, reason: stored.reason as FailureReason };
     for (const service of Object.keys(dv.value.spec.services).sort()) {
+      // A job is never rolled: the scheduler runs it afresh at each changed spec (controllers/scheduler/job.ts).
+      if (isJob(dv.value.spec.services[service]!)) continue;
       // A plan of the deployment's previous incarnation (deleted and re-created) is none; it is replaced or deleted below.
       const kept = s.plans.get(`${name}/${service}`);
       const plan = kept && planOfIncarnation(dv, kept.value) ? kept : undefined;

@@ -93,6 +93,9 @@ export function writeStatuses(pass: SchedulerPass): void {
       const u = s.unschedulable;
       if (u && u.reason !== before?.unschedulable?.reason)
         audit.push({ type: 'placement_failed', time: pass.now, deployment: dep, payload: { service: svc, reason: u.reason, count: u.count, message: u.message, nodes: u.nodes, ...(u.missing ? { missing: u.missing } : {}) } });
+      const job = s.job;
+      if (job && job.state !== 'running' && (before?.job?.state !== job.state || before.job.specHash !== job.specHash))
+        audit.push({ type: job.state === 'succeeded' ? 'job_succeeded' : 'job_failed', time: pass.now, deployment: dep, payload: { service: svc, revision: job.revision, specHash: job.specHash, attempts: job.attempts, exitCode: job.exitCode, durationMs: job.durationMs, reason: job.reason } });
       const newlyLost = (s.nodeLost ?? []).filter((r) => !before?.nodeLost?.includes(r));
       for (const r of newlyLost) {
         const stranded = pass.plan.stranded.find((x) => x.replica === r);

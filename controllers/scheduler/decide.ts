@@ -8,7 +8,7 @@ import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { PlaceTrigger, RemoveReason, RestartCause, UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { servingTemplate, type ServingTemplate } from '../../src/api/serving.js';
-import { placementMode } from '../../src/api/spec.js';
+import { isJob, placementMode } from '../../src/api/spec.js';
 import {
   API_VERSION,
   type Deployment,
@@ -40,6 +40,7 @@ import { DEFAULT_PLACEMENT_CONFIG, type Decision, type PlacementConfig } from '.
 import { cleanup, writeStatuses } from './bookkeeping.js';
 import { health } from './health.js';
 import { healCopies } from './copies.js';
+import { reconcileJob } from './job.js';
 import { waitingFor } from './dependencies.js';
 import { canariesWanted, isCanary } from './canary.js';
 import { keptReplicas, placeIndexed, removeOrphanedReplicas, scaleDown, scaleGlobal } from './membership.js';
@@ -376,7 +377,8 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
       st.waitingForDependency = waiting;
       pass.plan.waiting.push({ deployment: dep, service: svc, note: `waiting for ${waiting.join(', ')} (dependsOn)` });
     }
-    if (placementMode(spec) === 'global') {
+    if (isJob(spec)) kept = reconcileJob(pass, dep, svc, spec, template, kept, waiting.length > 0, d.metadata.generation ?? 1, st);
+    else if (placementMode(spec) === 'global') {
       if (waiting.length) st.desired = st.placed = kept.length;
       else scaleGlobal(pass, dep, svc, spec, template, kept, st);
     } else {
@@ -398,7 +400,8 @@ function reconcileService(pass: SchedulerPass, dep: string, svc: string, spec: S
       if (canary) st.canaries = placed - st.placed;
     }
   }
-  for (const e of kept) health(pass, e, d.metadata.generation ?? 1);
+  // A job's runs are judged by reconcileJob: an exit 0 is its end, not a restart cause.
+  if (!isJob(spec)) for (const e of kept) health(pass, e, d.metadata.generation ?? 1);
   const c = pass.conditionOf(dep, svc);
   if (c?.exhausted.length) st.restartExhausted = c.exhausted.sort();
   if (c?.nodeLost.length) st.nodeLost = c.nodeLost.sort();

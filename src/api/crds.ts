@@ -107,6 +107,15 @@ const checkPort: Schema = {
 const serviceSchema: Schema = obj(
   {
     image: str({ minLength: 1, description: 'Image reference as written, e.g. jaco-demo/busybox:1.' }),
+    mode: str({ enum: ['service', 'job'], description: 'service (default): its replicas keep running; job: each replica runs to completion once per applied change of the spec, retried on failure (job.attempts, job.backoff).' }),
+    job: obj(
+      {
+        attempts: int({ minimum: 1, description: 'Runs in all, the first included, before the job has failed (default 3).' }),
+        backoff: duration('Wait before the second run; doubles for each further one (default 5s).'),
+      },
+      [],
+      { description: 'With mode job: how a replica that exits non-zero is run again.' },
+    ),
     network: str({ enum: ['host', 'cluster'], description: "host (default): the node's network namespace, ports a per-node resource; cluster: each replica its own network namespace and addresses on the cluster network (docs/networking.md)." }),
     pinnedImage: str({
       pattern: '@sha256:[0-9a-f]{64}$',
@@ -234,8 +243,8 @@ const serviceSchema: Schema = obj(
     aliases: arr(str({ pattern: ALIAS_PATTERN, maxLength: 200 }), {
       description: "Other names the service answers to: ALIAS inside its deployment, ALIAS.DEPLOYMENT anywhere (a compose service's own name when jaco's differs, its network aliases). Changing them restarts nothing.",
     }),
-    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy'] }) }, ['condition']), {
-      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy).',
+    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }) }, ['condition']), {
+      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
     }),
     secrets: arr(fileRef('secret'), { description: 'Secrets (jaco secret create) as files on a tmpfs in each container, at /run/secrets/<target> (docs/secrets.md).' }),
     configs: arr(fileRef('config'), { description: 'Configs (jaco config create) as files on a tmpfs in each container, at <target> (default /<source>).' }),
@@ -435,6 +444,7 @@ const KINDS: KindDef[] = [
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
+        finishedAt: time('When the container stopped running (an exited one).'),
         replacing: obj(
           { revision: int(), specHash: str(), containerId: str(), state: str({ enum: observedStates }) },
           ['revision', 'specHash', 'containerId', 'state'],
@@ -688,6 +698,22 @@ const KINDS: KindDef[] = [
                 unreadable: arr(str(), { description: 'Desired keys of the service whose value cannot be read: the service is held until they are fixed.' }),
                 waitingForDependency: arr(str(), { description: 'Dependencies (dependsOn) not yet meeting their condition: nothing new is placed until they do.' }),
                 canaries: int({ minimum: 0, description: "Canary replicas placed beside the service's replicas for its rollout (update.canary)." }),
+                job: obj(
+                  {
+                    specHash: str(),
+                    revision: int({ minimum: 0 }),
+                    incarnation: int({ minimum: 0, description: 'The create revision of the deployment key it ran for (a deployment re-created is another incarnation).' }),
+                    state: str({ enum: ['running', 'succeeded', 'failed'] }),
+                    attempts: int({ minimum: 0 }),
+                    exitCode: int(),
+                    startedAt: time('First start of the run.'),
+                    finishedAt: time('When the result was reached.'),
+                    durationMs: int({ minimum: 0 }),
+                    reason: str(),
+                  },
+                  ['specHash', 'revision', 'incarnation', 'state', 'attempts'],
+                  { description: "A job's (mode: job) result at its current spec: kept until the spec changes, so nothing runs it twice." },
+                ),
               },
               ['desired', 'placed'],
             ),

@@ -25,6 +25,16 @@ const rules: Rule[] = [
     if (writable && writable.type !== 'anonymous') return [issue('canary', path, `service "${name}" mounts ${writable.type} "${writable.source}" read-write; a canary would be a second writer beside the replica: remove update.canary`)];
     return [];
   },
+  /** A job runs to completion: nothing routes to it, it is no per-node daemon, and it has no rollout for a canary. */
+  function jobShape(name, svc, at) {
+    if (svc.mode !== 'job') return svc.job ? [issue('job', [...at, 'job'], `service "${name}" sets job without mode: job; set mode: job, or remove job`)] : [];
+    const out: ValidationIssue[] = [];
+    const published = normalizePorts(svc).find((p) => p.published !== undefined);
+    if (published) out.push(issue('job', [...at, 'ports'], `service "${name}" is a job (mode: job) and publishes port ${published.published}; a job runs to completion, nothing is routed to it: remove published`));
+    if (svc.placement?.mode === 'global') out.push(issue('job', [...at, 'placement', 'mode'], `service "${name}" is a job (mode: job) and uses placement=global; a job runs its replicas once, not one per node: use spread, pack or hosts`));
+    if (svc.update?.canary) out.push(issue('job', [...at, 'update', 'canary'], `service "${name}" is a job (mode: job); a job is not rolled out, so it has no canary: remove update.canary`));
+    return out;
+  },
   function globalHasNoReplicas(name, svc, at) {
     return svc.placement?.mode === 'global' && svc.replicas !== undefined
       ? [issue('global-replicas', [...at, 'replicas'], `service "${name}" uses placement=global; remove replicas (global runs one replica per ready node)`)]
@@ -163,6 +173,8 @@ function dependencyIssues(d: Deployment): ValidationIssue[] {
       const at: Path = ['spec', 'services', name, 'dependsOn', dep];
       if (dep === name) out.push(issue('depends-on', at, `service "${name}" depends on itself`));
       else if (!services[dep]) out.push(issue('depends-on', at, `service "${name}" depends on "${dep}", which is not a service of this deployment`));
+      else if (svc.dependsOn![dep]!.condition === 'service_completed_successfully' && services[dep]!.mode !== 'job')
+        out.push(issue('depends-on', [...at, 'condition'], `service "${name}" waits for "${dep}" to complete (service_completed_successfully), but "${dep}" is not a job: set mode: job on it, or use service_started or service_healthy`));
     }
   // A cycle would hold every service in it forever.
   const state = new Map<string, 'visiting' | 'done'>();

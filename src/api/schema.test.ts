@@ -105,6 +105,11 @@ describe('cross-field rules', () => {
     ['a canary of a global service', { x: { image: 'i', placement: { mode: 'global' }, update: { canary: 1 } } }, 'spec.services.x.update.canary: service "x" uses placement=global; update.canary needs replicas'],
     ['a canary beside a volume writer', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }], update: { canary: 1 } } }, 'spec.services.db.update.canary: service "db" mounts volume "data" read-write; a canary would be a second writer'],
     ['autoPromote without canary', { x: { image: 'i', update: { autoPromote: '1m' } } }, 'spec.services.x.update.autoPromote: service "x" sets update.autoPromote without update.canary'],
+    ['a job publishing a port', { m: { image: 'i', mode: 'job', ports: [{ containerPort: 80, published: 8080 }] } }, 'spec.services.m.ports: service "m" is a job (mode: job) and publishes port 8080'],
+    ['a global job', { m: { image: 'i', mode: 'job', placement: { mode: 'global' } } }, 'spec.services.m.placement.mode: service "m" is a job (mode: job) and uses placement=global'],
+    ['a job with a canary', { m: { image: 'i', mode: 'job', update: { canary: 1 } } }, 'spec.services.m.update.canary: service "m" is a job (mode: job); a job is not rolled out'],
+    ['job retries without mode: job', { m: { image: 'i', job: { attempts: 2 } } }, 'spec.services.m.job: service "m" sets job without mode: job'],
+    ['waiting for a service to complete that is no job', { m: { image: 'i' }, web: { image: 'i', dependsOn: { m: { condition: 'service_completed_successfully' } } } }, 'spec.services.web.dependsOn.m.condition: service "web" waits for "m" to complete (service_completed_successfully), but "m" is not a job'],
     [
       'a named volume written by one service and mounted by another',
       { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }] }, backup: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/b', readOnly: true }] } },
@@ -130,6 +135,7 @@ describe('cross-field rules', () => {
     ['a named volume shared read-only by two services', { a: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/a', readOnly: true }] }, b: { image: 'i', volumes: [{ type: 'volume', source: 'assets', target: '/b', readOnly: true }] } }],
     ['a UDP port that is not published', { x: { image: 'i', ports: [{ containerPort: 53, hostPort: 53, protocol: 'udp' }, { containerPort: 80, published: 8080, protocol: 'tcp' }] } }],
     ['anonymous volumes with 3 replicas (each container its own)', { x: { image: 'i', replicas: 3, volumes: [{ type: 'anonymous', target: '/var/lib/mysql' }] } }],
+    ['a job gating a service', { m: { image: 'i', mode: 'job', job: { attempts: 1, backoff: '2s' }, ports: [{ containerPort: 80 }] }, web: { image: 'i', dependsOn: { m: { condition: 'service_completed_successfully' } } } }],
     ['one service mounting its volume twice', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }, { type: 'volume', source: 'data', target: '/e', readOnly: true }] } }],
   ])('accepts %s', (_n, services) => expect(rules(services)).toEqual([]));
 });

@@ -19,6 +19,7 @@ export const SERVICE_DEFAULTS = {
   maxUnavailable: 1,
   minReadyTime: '5s',
   health: { interval: '30s', timeout: '30s', retries: 3, startPeriod: '0s' },
+  job: { attempts: 3, backoff: '5s' },
 } as const;
 
 /**
@@ -78,6 +79,8 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   const files = canonicalFiles(s);
   return {
     image: s.image,
+    // A service turned job (or back) runs differently: only when set, so services keep their hash.
+    ...(s.mode === 'job' ? { mode: s.mode } : {}),
     // A new digest of the same tag rolls the service; only when set, so that an unpinned service
     // keeps the hash earlier releases gave it.
     ...(s.pinnedImage ? { pinnedImage: s.pinnedImage } : {}),
@@ -146,6 +149,16 @@ export function shortDigest(pinned: string | undefined): string {
 /** True when two deployment specs are equal after canonical ordering (apply's "unchanged"). */
 export function sameDeploymentSpec(a: DeploymentSpec, b: DeploymentSpec): boolean {
   return canonicalJson(a) === canonicalJson(b);
+}
+
+/** A job service (mode: job): its replicas run to completion once per change of its spec. */
+export function isJob(spec: Pick<ServiceSpec, 'mode'>): boolean {
+  return spec.mode === 'job';
+}
+
+/** A job's retries with the defaults filled in: runs in all, and the wait before the second. */
+export function jobPolicy(spec: Pick<ServiceSpec, 'job'>): { attempts: number; backoffMs: number } {
+  return { attempts: spec.job?.attempts ?? SERVICE_DEFAULTS.job.attempts, backoffMs: durationMs(spec.job?.backoff ?? SERVICE_DEFAULTS.job.backoff) };
 }
 
 export function placementMode(spec: ServiceSpec): PlacementMode {

@@ -197,9 +197,27 @@ export type PullPolicy = 'missing' | 'always' | 'never' | 'build';
  */
 export type NetworkMode = 'host' | 'cluster';
 
+/**
+ * What a service is: `service` (the default) keeps its replicas running; `job` runs each replica
+ * to completion once per applied change of its spec (docs/manifests.md, "One-off jobs").
+ */
+export type ServiceMode = 'service' | 'job';
+
+/** How a job (mode: job) is retried: a replica that exits non-zero runs again, up to `attempts` runs in all. */
+export interface JobPolicy {
+  /** Runs in all, the first included (default 3). */
+  attempts?: number;
+  /** Wait before the second run; doubles for each further one (default 5s). */
+  backoff?: string;
+}
+
 export interface ServiceSpec {
   /** The image as written (a tag, or a digest). */
   image: string;
+  /** Default service; job: runs to completion (docs/manifests.md). */
+  mode?: ServiceMode;
+  /** With mode job: its retries. */
+  job?: JobPolicy;
   /** Default host (for now: services and names on the cluster network come with issue 26's next slice). */
   network?: NetworkMode;
   /** The image resolved to its registry digest at apply: what every node runs. */
@@ -232,7 +250,8 @@ export interface ServiceSpec {
   container?: ContainerOptions;
   /**
    * Services of the same deployment this one waits for: none of its replicas is placed until each
-   * dependency has all its replicas started (service_started) or ready (service_healthy).
+   * dependency has all its replicas started (service_started) or ready (service_healthy), or a
+   * job dependency succeeded at its current spec (service_completed_successfully).
    */
   dependsOn?: Record<string, { condition: DependencyCondition }>;
   /**
@@ -283,7 +302,7 @@ export interface PortSpec {
   appProtocol?: string;
 }
 
-export type DependencyCondition = 'service_started' | 'service_healthy';
+export type DependencyCondition = 'service_started' | 'service_healthy' | 'service_completed_successfully';
 
 export interface DeploymentSpec {
   services: Record<string, ServiceSpec>;
@@ -513,6 +532,8 @@ export interface ReplicaObservedStatus {
   health?: HealthState;
   lastHealthAt?: string;
   exitCode?: number;
+  /** When the container stopped running (an exited one). */
+  finishedAt?: string;
   /** During a start-first replacement: the previous container, still serving. */
   replacing?: { revision: number; specHash: string; containerId: string; state: ObservedState };
   /** The seq of the last command executed (commands/<host>/<replica>). */
@@ -761,6 +782,31 @@ export interface ServiceSchedulingStatus {
   waitingForDependency?: string[];
   /** Canary replicas placed beside `placed` for the service's rollout (update.canary). */
   canaries?: number;
+  /** A job's (mode: job) result at its current spec: kept until the spec changes, so nothing runs it twice. */
+  job?: JobResult;
+}
+
+export type JobState = 'running' | 'succeeded' | 'failed';
+
+/** The result of one run of a job service, per spec hash (controllers/scheduler/job.ts). */
+export interface JobResult {
+  specHash: string;
+  revision: number;
+  /**
+   * The create revision of the deployment key it ran for: a deployment deleted and re-created
+   * with the same spec is another incarnation, whose job has not run (RolloutPlanSpec.incarnation).
+   */
+  incarnation: number;
+  state: JobState;
+  /** Runs so far of the replica that decided the result (the most of any replica while running). */
+  attempts: number;
+  /** The deciding exit code: 0 when succeeded, the failing run's when failed. */
+  exitCode?: number;
+  startedAt?: string;
+  finishedAt?: string;
+  durationMs?: number;
+  /** One line: "exit 3 after 3 attempts", "succeeded after 1 attempt". */
+  reason?: string;
 }
 
 /** A write a controller keeps failing to make (src/runtime/acts.ts), as status reports it. */

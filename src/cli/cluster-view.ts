@@ -1,10 +1,12 @@
 // A read-only view of the cluster for the CLI: one consistent read of the prefixes a command
 // needs, joined (desired + observed per replica, node + heartbeat + drain per node).
 import { placementMode } from '../api/spec.js';
+import { formatDuration } from '../api/units.js';
 import type {
   Deployment,
   DeploymentStatus,
   Heartbeat,
+  JobResult,
   Node,
   NodeDrain,
   ReplicaCommand,
@@ -128,4 +130,12 @@ export function desiredCount(d: Deployment, svc: string, readyNodes: number): nu
   const s = d.spec.services[svc];
   if (!s) return 0;
   return placementMode(s) === 'global' ? readyNodes : (s.replicas ?? 1);
+}
+
+/** A job's result in one line (jaco status, describe): "succeeded after 1 attempt in 2s (revision 3)". */
+export function jobText(r: JobResult): string {
+  const took = r.durationMs !== undefined ? ` in ${formatDuration(r.durationMs)}` : '';
+  if (r.state === 'succeeded') return `${r.reason ?? 'succeeded'}${took} (revision ${r.revision})`;
+  if (r.state === 'failed') return `failed: ${r.reason ?? 'failed'}${took} (revision ${r.revision}); its dependents stay held until a changed spec is applied`;
+  return `running${r.reason ? `: ${r.reason}` : ''} (revision ${r.revision})`;
 }

@@ -394,8 +394,8 @@ class ServiceMapper {
         continue;
       }
       const condition = String(opts.condition ?? 'service_started');
-      if (condition === 'service_started' || condition === 'service_healthy') out[this.names.get(name) ?? name] = { condition };
-      else this.refuse([...at, 'condition'], `${condition}: jaco restarts exited containers, so a one-shot service never completes; run it before applying (service_started and service_healthy are supported)`);
+      if (condition === 'service_started' || condition === 'service_healthy' || condition === 'service_completed_successfully') out[this.names.get(name) ?? name] = { condition };
+      else this.refuse([...at, 'condition'], `${condition} is not supported (service_started, service_healthy and service_completed_successfully are)`);
       if (opts.restart !== undefined) this.warn([...at, 'restart'], 'restart is ignored: a dependency replaced later does not restart its dependents');
     }
     if (Object.keys(out).length) this.out.dependsOn = out;
@@ -723,7 +723,8 @@ class ServiceMapper {
       switch (k) {
         case 'mode':
           if (d.mode === 'global') this.out.placement = { ...this.out.placement, mode: 'global' };
-          else if (d.mode !== 'replicated') this.refuse(at('mode'), `mode ${String(d.mode)} is not supported (replicated and global are)`);
+          else if (d.mode === 'replicated-job') this.out.mode = 'job';
+          else if (d.mode !== 'replicated') this.refuse(at('mode'), `mode ${String(d.mode)} is not supported (replicated, global and replicated-job are)`);
           break;
         case 'replicas':
           this.out.replicas = this.num(d.replicas, at('replicas'));
@@ -738,8 +739,8 @@ class ServiceMapper {
           this.update(d.update_config as Obj);
           break;
         case 'restart_policy':
-          this.warn(at(k), 'jaco owns restarts (health-driven, with back-off; seed 001): restart_policy is ignored');
-          break;
+          break; // below: it means something for a job only
+
         case 'rollback_config':
           this.rollback(d.rollback_config as Obj);
           break;
@@ -752,6 +753,21 @@ class ServiceMapper {
       }
     }
     if (this.out.placement?.mode === 'global') delete this.out.replicas;
+    if (d.restart_policy !== null && d.restart_policy !== undefined) this.restartPolicy(d.restart_policy as Obj, at('restart_policy'));
+  }
+
+  /** A job's retries (max_attempts restarts after the first run, delay before the first); other services: jaco owns restarts. */
+  private restartPolicy(r: Obj, at: Path): void {
+    if (this.out.mode !== 'job') return this.warn(at, 'jaco owns restarts (health-driven, with back-off; seed 001): restart_policy is ignored');
+    const job: NonNullable<ServiceSpec['job']> = {};
+    if (r.max_attempts !== undefined) {
+      const n = this.num(r.max_attempts, [...at, 'max_attempts']);
+      if (n !== undefined) job.attempts = n + 1;
+    }
+    if (r.delay !== undefined) job.backoff = this.duration(r.delay, [...at, 'delay']);
+    if (r.condition !== undefined && r.condition !== 'on-failure') this.warn([...at, 'condition'], `condition ${String(r.condition)} is ignored: a job runs again on failure only`);
+    if (r.window !== undefined) this.warn([...at, 'window'], 'window is ignored');
+    if (job.attempts !== undefined || job.backoff !== undefined) this.out.job = job;
   }
 
   private resources(r: Obj): void {
@@ -925,6 +941,9 @@ export function mapCompose(app: Obj, ctx: MapContext): Mapped {
     if (!names.has(name)) continue;
     services[names.get(name)!] = new ServiceMapper(name, svc, app, ctx, issues, declared, names).map();
   }
+  // A service others wait on with service_completed_successfully runs to completion: a job, as in compose.
+  for (const svc of Object.values(services))
+    for (const [dep, { condition }] of Object.entries(svc.dependsOn ?? {})) if (condition === 'service_completed_successfully' && services[dep]) services[dep].mode = 'job';
   if (!Object.keys(services).length && !issues.some((i) => i.severity === 'refuse'))
     issues.push({ path: ['services'], severity: 'refuse', message: `no service is active${ctx.profiles.length ? ` with profile(s) ${ctx.profiles.join(', ')}` : ' (every service has profiles: name one with --profile)'}` });
   for (const k of Object.keys(app)) {

@@ -4,11 +4,14 @@
 //     endpoint fails, and the scheduler restarts it, as it does for an exec check;
 //   - a tcp check passes against a listening port and holds a replica unhealthy on a closed one;
 //   - `jaco node label` changes a node's labels at runtime and the rebalancer's conformance moves
-//     a replica whose node no longer matches its nodeSelector.
+//     a replica whose node no longer matches its nodeSelector;
+//   - a job (mode: job) gates its dependents (service_completed_successfully); a failing one holds
+//     them with its reason until a changed spec succeeds; a finished job's lost key is not re-run.
 // Timings are printed, not asserted (no wall-clock speed asserts); the order of events is asserted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import type { Endpoints, ReplicaObserved } from '../../src/api/types.js';
+import { commitActs } from '../../src/store/writer.js';
+import type { DeploymentStatus, Endpoints, ReplicaObserved } from '../../src/api/types.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { execIn } from '../support/docker-exec.js';
 import { nodeAddress } from '../support/ingress.js';
@@ -171,3 +174,73 @@ spec:
     }), 60_000);
 });
 
+
+describe('one-off jobs (mode: job)', () => {
+  const jobs = (name: string, migrate: string) => `
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: { name: ${name} }
+spec:
+  services:
+    migrate:
+      image: jaco-demo/busybox:1
+      mode: job
+      job: { attempts: 2, backoff: 1s }
+      command: [sh, -c, '${migrate}']
+    app:
+      image: jaco-demo/busybox:1
+      command: [sleep, '3600']
+      stopGracePeriod: 1s
+      dependsOn: { migrate: { condition: service_completed_successfully } }
+`;
+  const statusOf = async (dep: string) => (await c.store.get<DeploymentStatus>(keys.deploymentStatus(dep)))?.value.status?.scheduling?.services;
+  const desiredOf = async (dep: string, svc: string) => (await c.desired()).filter((d) => d.spec.deployment === dep && d.spec.service === svc);
+
+  it('a migration gates its dependents; a failing one holds them with its reason until a changed spec succeeds; a finished job never runs again', () =>
+    c.withLogs(async () => {
+      const t0 = Date.now();
+      // One after the other: applies are compare-and-swap on the whole store.
+      await c.apply(jobs('jobok', 'sleep 1; exit 0'));
+      await c.apply(jobs('jobbad', 'exit 3'));
+
+      // The good one: app is held while migrate runs, placed once it exited 0.
+      const held = await eventually(async () => ((await statusOf('jobok'))?.app?.waitingForDependency?.[0] ? (await statusOf('jobok'))!.app!.waitingForDependency! : undefined), { what: 'jobok/app held', timeoutMs: 15_000 });
+      expect(held[0]).toMatch(/^migrate \((not run yet|running)/);
+      const ok = await eventually(async () => ((await statusOf('jobok'))?.migrate?.job?.state === 'succeeded' ? (await statusOf('jobok'))!.migrate!.job! : undefined), { what: 'jobok/migrate succeeded', timeoutMs: 30_000 });
+      expect(ok).toMatchObject({ state: 'succeeded', attempts: 1, exitCode: 0, reason: 'succeeded after 1 attempt' });
+      expect(ok.durationMs).toBeGreaterThanOrEqual(900);
+      const [app] = await eventually(async () => ((await desiredOf('jobok', 'app')).length ? desiredOf('jobok', 'app') : undefined), { what: 'jobok/app placed', timeoutMs: 15_000 });
+      expect(Date.parse(app!.spec.placedAt)).toBeGreaterThanOrEqual(Date.parse(ok.finishedAt!));
+      console.log(`jobs: jobok/app placed ${Date.now() - t0} ms after apply (migrate ran ${ok.durationMs} ms)`);
+      expect((await c.jaco(['describe', 'service', 'jobok/migrate'])).stdout).toMatch(/\nJob: +succeeded after 1 attempt in \d+m?s \(revision 1\), exit code 0\n/);
+
+      // The failing one: run twice (attempts 2), then failed; app held with the reason.
+      const bad = await eventually(async () => ((await statusOf('jobbad'))?.migrate?.job?.state === 'failed' ? statusOf('jobbad') : undefined), { what: 'jobbad/migrate failed', timeoutMs: 30_000 });
+      expect(bad!.migrate!.job).toMatchObject({ state: 'failed', attempts: 2, exitCode: 3, reason: 'exit 3 after 2 attempts' });
+      await eventually(async () => ((await statusOf('jobbad'))?.app?.waitingForDependency?.[0] === 'migrate (failed: exit 3 after 2 attempts)' ? true : undefined), { what: 'jobbad/app held with the reason', timeoutMs: 15_000 });
+      expect(await desiredOf('jobbad', 'app')).toEqual([]);
+      const shown = await c.jaco(['status', 'jobbad']);
+      expect(shown.stdout).toContain('migrate: job failed: exit 3 after 2 attempts');
+      expect(shown.stdout).toContain('waiting_for_dependency: migrate (failed: exit 3 after 2 attempts)');
+      const audit = await c.jaco(['audit', '--type', 'job_retried,job_succeeded,job_failed', '-o', 'json']);
+      const events = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; deployment: string; payload: Record<string, unknown> });
+      expect(events.map((e) => `${e.type} ${e.deployment}`).sort()).toEqual(['job_failed jobbad', 'job_retried jobbad', 'job_succeeded jobok']);
+
+      // A changed spec runs afresh (new replica ids) and releases the dependents.
+      const [oldRun] = await desiredOf('jobbad', 'migrate');
+      await c.apply(jobs('jobbad', 'exit 0'));
+      await eventually(async () => ((await desiredOf('jobbad', 'app')).length === 1 ? true : undefined), { what: 'jobbad/app placed after the fixed job', timeoutMs: 30_000 });
+      const runs = await desiredOf('jobbad', 'migrate');
+      expect(runs.map((d) => d.spec.replica)).not.toContain(oldRun!.spec.replica);
+      expect((await statusOf('jobbad'))!.migrate!.job).toMatchObject({ state: 'succeeded', attempts: 1 });
+
+      // A finished job's lost desired key is not placed again: the scheduler reports it gone, and runs nothing.
+      const [done] = await desiredOf('jobok', 'migrate');
+      await commitActs(c.store, [{ ops: [{ op: 'delete', key: keys.desired(done!.spec.node, done!.spec.replica) }] }]);
+      await eventually(async () => ((await statusOf('jobok'))?.migrate?.placed === 0 ? true : undefined), { what: 'the scheduler saw jobok/migrate gone', timeoutMs: 15_000 });
+      expect(await desiredOf('jobok', 'migrate')).toEqual([]);
+      expect((await statusOf('jobok'))!.migrate!.job).toMatchObject({ state: 'succeeded', specHash: ok.specHash });
+      await Promise.all([c.jaco(['delete', 'deployment', 'jobok']), c.jaco(['delete', 'deployment', 'jobbad'])]);
+      console.log(`jobs: case took ${Date.now() - t0} ms`);
+    }), 90_000);
+});

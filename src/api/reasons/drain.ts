@@ -7,6 +7,8 @@ import { UNSCHEDULABLE_REASONS } from './scheduling.js';
 /** Reasons a drain gives a replica, besides the move refusals and unschedulable reasons it passes on. */
 export const DRAIN_REPLICA_REASONS = {
   global_replica: 'placement global: the node\'s copy is dropped, not moved (the service runs one replica per node)',
+  job_replica: "a job's replica (mode: job) that is not running: dropped, not moved; the scheduler places it elsewhere only if the job has no result yet",
+  job_running: "a job's run under way: it finishes on the node, then its replica is dropped (a job is never moved)",
   stateful_replica: 'the replica has volumes and its data cannot follow it: the drain waits (jaco node drain --force stops it)',
   node_drained: 'stopped by a forced drain: the data stays on the node, the replica is not placed elsewhere',
   inbound_move: 'a move onto this node was in flight when the drain started; it finishes (or is abandoned) first',

@@ -34,6 +34,7 @@ export const EXCLUSIONS = {
   stateful: 'has volumes: its data cannot follow it',
   global: 'placement global: one replica per node, never moved',
   opted_out: 'rebalance: disabled on its service',
+  job: 'a job (mode: job): it runs to completion where it is, never moved',
   moving: 'a move of it is already in flight',
   suspended: 'stopped by a forced drain',
   not_running: 'not running: moving it relieves nothing',

@@ -87,6 +87,7 @@ export const REMOVE_REASONS = {
   mode_changed: 'the service changed to or from placement global (ids differ between the two)',
   node_gone: 'the node of a global replica no longer exists',
   duplicate: 'a surplus copy of a replica outside any move (hand edit, older release): the best copy stays',
+  job_superseded: "a job's run of an earlier spec: the changed spec runs afresh under new replica ids",
 } as const;
 export type RemoveReason = keyof typeof REMOVE_REASONS;
 

@@ -13,7 +13,7 @@ import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
 import type { Cache } from '../../runtime/cache.js';
 import type { Unreadable } from '../../store/reflector.js';
-import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
 import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
@@ -147,6 +147,8 @@ function serviceLines(v: ClusterView, d: Deployment, svc: string, st: Deployment
   }
   const sch = st?.scheduling?.services[svc];
   if (sch?.unschedulable) out += `Unschedulable: ${sch.unschedulable.count} (${unschedulableReasonOf(sch.unschedulable.reason)}): ${sch.unschedulable.message}\n`;
+  if (sch?.waitingForDependency?.length) out += `Waiting for: ${sch.waitingForDependency.join(', ')} (dependsOn)\n`;
+  if (sch?.job) out += `Job:        ${jobText(sch.job)}${sch.job.exitCode !== undefined ? `, exit code ${sch.job.exitCode}` : ''}\n`;
   const ro = st?.rollout?.services[svc];
   if (ro) out += `Rollout:    ${ro.state} revision ${ro.fromRevision} → ${ro.toRevision}, step ${ro.currentStep}/${ro.totalSteps}${ro.failureReason ? ` (${ro.failureReason})` : ''}\n`;
   return out;

@@ -4,7 +4,7 @@ import { templateOf } from '../../api/serving.js';
 import type { Deployment, DeploymentStatus, Heartbeat, Node, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../../api/types.js';
 import type { Versioned } from '../../store/store.js';
 import { joinClusterView, type ClusterParts } from '../cluster-view.js';
-import { attachRescheduler, renderStatus, statusRows } from './status.js';
+import { attachRescheduler, renderDeployment, renderStatus, statusRows } from './status.js';
 
 const NOW = Date.parse('2026-11-21T10:00:00Z');
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -116,5 +116,25 @@ describe('jaco status rows', () => {
     const text = renderStatus(statusRows(joinClusterView(p), undefined, NOW), 'table');
     expect(text).toMatch(/in_progress r1→r2 0\/3 canary×1 waiting for promote/);
     expect(text).toMatch(/^shop-web-3 +web +node-1 +running +- +0 +2 \(canary\) +90s +-$/m);
+  });
+});
+
+describe('a job in jaco status', () => {
+  const row = (job: NonNullable<Parameters<typeof renderDeployment>[0]['services'][number]['job']>, waiting?: string[]) =>
+    renderDeployment({
+      name: 'shop',
+      revision: 3,
+      age: '1m',
+      services: [
+        { name: 'migrate', mode: 'spread', desired: 1, running: 0, moves: [], replicas: [], job },
+        { name: 'web', mode: 'spread', desired: 1, running: 0, moves: [], replicas: [], ...(waiting ? { waitingForDependency: waiting } : {}) },
+      ],
+    });
+
+  it('prints its result with attempts and duration, and what it holds', () => {
+    expect(row({ specHash: 'h', revision: 3, incarnation: 1, state: 'succeeded', attempts: 1, exitCode: 0, durationMs: 2100, reason: 'succeeded after 1 attempt' })).toContain('\nmigrate: job succeeded after 1 attempt in 2s (revision 3)\n');
+    const failed = row({ specHash: 'h', revision: 3, incarnation: 1, state: 'failed', attempts: 3, exitCode: 3, reason: 'exit 3 after 3 attempts' }, ['migrate (failed: exit 3 after 3 attempts)']);
+    expect(failed).toContain('migrate: job failed: exit 3 after 3 attempts (revision 3); its dependents stay held until a changed spec is applied');
+    expect(failed).toContain('waiting_for_dependency: migrate (failed: exit 3 after 3 attempts)');
   });
 });

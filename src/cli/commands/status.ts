@@ -6,12 +6,12 @@ import { canaryPhase, type CanaryPhase } from '../../api/reasons/rollout.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { nodeReady } from '../../api/nodes.js';
-import { placementMode } from '../../api/spec.js';
-import type { DeploymentStatus, ServiceSchedulingStatus, Unschedulable } from '../../api/types.js';
+import { isJob, placementMode } from '../../api/spec.js';
+import type { DeploymentStatus, JobResult, ServiceSchedulingStatus, Unschedulable } from '../../api/types.js';
 import { silentLogger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
 import type { Store } from '../../store/store.js';
-import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
 import { unreadableLines, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, connect, parseOutput, timingsOf } from '../common.js';
 import { age, table, toJson } from '../output.js';
@@ -47,6 +47,8 @@ export interface ServiceStatusRow {
   nodeLost?: string[];
   /** dependsOn not met yet: nothing new is placed. */
   waitingForDependency?: string[];
+  /** A job's (mode: job) result at its current spec. */
+  job?: JobResult;
   rollout?: { state: string; fromRevision: number; toRevision: number; currentStep: number; totalSteps: number; failureReason?: string; canary?: { replicas: number; phase: CanaryPhase } };
   moves: { replica: string; from: string; to: string; by: string }[];
   replicas: ReplicaStatusRow[];
@@ -90,7 +92,8 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
           .map((r) => ({ replica: r.id, from: r.desired.spec.move!.from, to: r.node, by: r.desired.spec.move!.by }));
         return {
           name: svc,
-          mode: placementMode(spec),
+          // A job's placement matters less than that it runs to completion.
+          mode: isJob(spec) ? 'job' : placementMode(spec),
           desired: sch?.desired ?? desiredCount(d, svc, readyNodes),
           // What a NotReady node last reported is stale: its replicas do not count as running.
           running: runningCount(rows.filter((r) => ready(r.node))),
@@ -99,6 +102,7 @@ export function statusRows(v: ClusterView, name: string | undefined, now: number
           ...(sch?.restartExhausted ? { restartExhausted: sch.restartExhausted } : {}),
           ...(sch?.nodeLost ? { nodeLost: sch.nodeLost } : {}),
           ...(sch?.waitingForDependency ? { waitingForDependency: sch.waitingForDependency } : {}),
+          ...(sch?.job ? { job: sch.job } : {}),
           ...(plan
             ? {
                 rollout: {
@@ -183,6 +187,7 @@ export function renderDeployment(d: DeploymentStatusRow): string {
   for (const s of d.services) {
     if (s.restartExhausted?.length) out += `\n${s.name}: restart_exhausted (no more restarts until the next apply): ${s.restartExhausted.join(', ')}\n`;
     if (s.nodeLost?.length) out += `\n${s.name}: node_lost (stateful, kept on their node): ${s.nodeLost.join(', ')}\n`;
+    if (s.job) out += `\n${s.name}: job ${jobText(s.job)}\n`;
   }
   return out;
 }
