@@ -117,9 +117,16 @@ describe('decide', () => {
     expect(decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001)], drain.next), T + 500).ops).toEqual([{ op: 'ready', backend: 'be_app_web_http', server: S1 }]);
   });
 
-  it('a replica moved to another port or node is a new server: the old one drains, the new one is added', () => {
-    const p = decide(snapshot([ep('app-web-0', 'node-2', '127.0.1.2', 20009)], running({ [S1]: { addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1', state: 'ready', since: T } })), T);
-    expect(p.ops.map((o) => `${o.op} ${o.server}`)).toEqual([`drain ${S1}`, 'add app-web-0__node-2_20009']);
+  it('a replica moved to another port or node is a new server: the new one is added before the old one drains, whichever name sorts first', () => {
+    const at = (node: string, port: number) => ({ addr: `127.0.1.${node.slice(-1)}`, port, replica: 'app-web-0', node, state: 'ready' as const, since: T });
+    // The old copy's name sorts first (node-1 < node-2): still added, then drained — never a moment without a server.
+    const p = decide(snapshot([ep('app-web-0', 'node-2', '127.0.1.2', 20009)], running({ [S1]: at('node-1', 20001) })), T);
+    expect(p.ops.map((o) => `${o.op} ${o.server}`)).toEqual(['add app-web-0__node-2_20009', `drain ${S1}`]);
+    const q = decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001)], running({ 'app-web-0__node-3_20003': at('node-3', 20003) })), T);
+    expect(q.ops.map((o) => `${o.op} ${o.server}`)).toEqual([`add ${S1}`, 'drain app-web-0__node-3_20003']);
+    // A drained server past its period goes after everything else.
+    const r = decide(snapshot([ep('app-web-0', 'node-2', '127.0.1.2', 20009)], running({ [S1]: { ...at('node-1', 20001), state: 'drain', since: T - 5000 } })), T);
+    expect(r.ops.map((o) => `${o.op} ${o.server}`)).toEqual(['add app-web-0__node-2_20009', `remove ${S1}`]);
   });
 
   it('a service newly published reloads; an unknown HAProxy state (after a failure) reloads', () => {

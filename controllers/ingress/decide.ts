@@ -149,7 +149,8 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
     return { reload: { key, address: s.address, routes: s.routes, servers }, ops: [], next: { configKey: key, address: s.address, routes: s.routes, servers: next }, notes };
   }
 
-  // 2. The same frontends: servers in, drained, out — by the runtime API, in backend and name order.
+  // 2. The same frontends: servers in, drained, out — by the runtime API: every server in before any
+  // goes (below), each kind in backend and name order.
   const ops: RuntimeOp[] = [];
   const next = new Map<string, Map<string, RoutedServer>>();
   let wakeAt: number | undefined;
@@ -183,6 +184,12 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
     }
     next.set(b, out);
   }
+  // Make before break here too: a moved replica's new copy and its old one are two servers of one
+  // backend, often changed in one pass (the cutover writes both at once). Carried out in name order,
+  // an old copy whose name sorts first (`web-0__node-1_…` before `web-0__node-3_…`) was drained
+  // before its successor was added — a moment with no server, 503s for a single-replica service.
+  const phase = (o: RuntimeOp) => (o.op === 'add' || o.op === 'ready' ? 0 : o.op === 'drain' ? 1 : 2);
+  ops.sort((a, b) => phase(a) - phase(b));
   return { ops, next: { configKey: key, address: s.address, routes: s.routes, servers: next }, ...(wakeAt !== undefined ? { wakeAt } : {}), notes };
 }
 
