@@ -39,6 +39,11 @@ export interface ServerAddr {
   port: number;
 }
 
+/** How long a reload may take to show a new worker (a loaded machine is slow to fork and parse). */
+const RELOAD_TIMEOUT_MS = 20_000;
+/** A reload signal not answered by a new worker this long is sent again (it may have been lost). */
+const RELOAD_RESIGNAL_MS = 3_000;
+
 /** HAProxy names take letters, digits, '-', '_', '.' and ':'. */
 const safe = (s: string) => s.replace(/[^A-Za-z0-9_.:-]/g, '_');
 
@@ -261,17 +266,34 @@ export class HaproxyProcess {
   async apply(config: string): Promise<void> {
     writeFileSync(this.configFile, config);
     this.output = [];
+    const starting = !this.running;
     try {
-      if (!this.running) return await this.start();
+      if (starting) return await this.start();
       const before = await workerPid(this.socket);
       this.proc!.kill('SIGUSR2');
+      let signalledAt = Date.now();
       await this.until(async () => {
         const pid = await workerPid(this.socket);
-        return pid !== undefined && pid !== before;
-      }, 'a reloaded worker');
+        if (pid !== undefined && pid !== before) return true;
+        // A signal that reached the master while it was re-executing itself (after an earlier
+        // failed reload) is lost: ask again. A reload more is harmless (the listeners pass on).
+        if (Date.now() - signalledAt > RELOAD_RESIGNAL_MS && this.running) {
+          this.proc!.kill('SIGUSR2');
+          signalledAt = Date.now();
+        }
+        return false;
+      }, 'a reloaded worker', RELOAD_TIMEOUT_MS);
     } catch (e) {
-      // A start that failed: its last alerts may still be in the pipe when the exit is seen.
-      if (!this.running) await this.closed;
+      if (starting) {
+        // A start that failed exits (HAProxy gives up when a listener fails): let it finish, so that
+        // every alert is read and the next apply starts afresh instead of signalling a dying process.
+        if (this.running) this.proc!.kill('SIGTERM');
+        await this.closed;
+      } else if (this.output?.some((l) => l.includes('cannot bind socket'))) {
+        // A failed reload: the master re-executes itself to wait on the old worker ("Loading
+        // failure!"); the next reload's signal must not come in the middle of that.
+        for (const until = Date.now() + 5_000; Date.now() < until && this.running && !this.output?.some((l) => l.includes('Loading failure')); ) await new Promise((r) => setTimeout(r, 50));
+      }
       const failures = parseBindFailures(this.output ?? []);
       throw failures.length ? new BindError(failures) : e;
     } finally {
