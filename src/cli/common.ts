@@ -6,9 +6,8 @@ import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
 
-export const EXIT_OK = 0;
-export const EXIT_INVALID = 1;
-export const EXIT_UNREACHABLE = 2;
+export { EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE } from './exit-codes.js';
+import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
 
 export interface GlobalOptions extends ConnectionFlags {
   timings?: string;

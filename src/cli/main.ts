@@ -1,11 +1,12 @@
 // The `jaco` command: global options, then one subcommand per verb (src/cli/commands/).
 import { Command, CommanderError } from 'commander';
-import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from '../store/store.js';
+import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from '../store/defaults.js';
 import { VERSION } from '../version.js';
 import { registerCommands } from './commands/index.js';
-import { EXIT_INVALID } from './common.js';
+import { EXIT_INVALID } from './exit-codes.js';
 
-export function buildProgram(): Command {
+/** The jaco program with the commands `args` (argv after `node jaco`) needs: see registerCommands. */
+export async function buildProgram(args: readonly string[] = []): Promise<Command> {
   const program = new Command('jaco')
     .description('jaco: a container orchestrator for clusters of a handful to a few dozen hosts')
     .version(VERSION, '--version')
@@ -19,7 +20,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
-  registerCommands(program);
+  await registerCommands(program, args);
   for (const c of program.commands) c.exitOverride();
   return program;
 }
@@ -38,7 +39,7 @@ function quietOnClosedPipe(): void {
 
 export async function main(argv: string[]): Promise<void> {
   quietOnClosedPipe();
-  const program = buildProgram();
+  const program = await buildProgram(argv.slice(2));
   try {
     await program.parseAsync(argv);
   } catch (e) {

@@ -6,8 +6,9 @@ import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
 
-export const DEFAULT_ENDPOINTS = 'http://127.0.0.1:2379';
-export const DEFAULT_PREFIX = '/jaco/';
+import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from './defaults.js';
+
+export { DEFAULT_ENDPOINTS, DEFAULT_PREFIX };
 /** etcd's default --max-request-bytes. */
 export const MAX_REQUEST_BYTES = 1.5 * 1024 * 1024;
 /** etcd's default --max-txn-ops. */

@@ -54,7 +54,7 @@ async function sleep(ms: number) {
   await new Promise((r) => setTimeout(r, ms));
 }
 
-export function registerUp(program: Command, hasAgent: () => boolean): void {
+export function registerUp(program: Command): void {
   program
     .command('up')
     .description('Start a local cluster: embedded etcd under .jaco/, every controller, and N nodes, each a separate host (its own network namespace and Docker engine)')
@@ -113,8 +113,8 @@ export function registerUp(program: Command, hasAgent: () => boolean): void {
             timings: timingsOf(cmd),
             etcdPort: Number(f.etcdPort),
             metricsPort: Number(f.metricsPort),
-            withAgents: hasAgent(),
-            withIngress: hasAgent() && haproxyAvailable(),
+            withAgents: true,
+            withIngress: haproxyAvailable(),
             controllers: Object.keys(CONTROLLERS),
             dashboardPort: Number(f.dashboardPort),
             registryPort: Number(f.registryPort),
