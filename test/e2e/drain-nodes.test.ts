@@ -211,7 +211,7 @@ ${sleeper('')}`,
       const before = await observedOf('node-2', 'picky-picky-0');
       expect(before).toMatchObject({ state: 'running', health: 'healthy' });
 
-      const r = await cli(['node', 'drain', 'node-2', '--wait', '--timeout', '15s']);
+      const r = await cli(['node', 'drain', 'node-2', '--wait', '--timeout', '6s']);
       expect(r.code, r.stdout + r.stderr).toBe(1);
       expect(r.stdout).toMatch(/drain\/node-2 aborted: drain_timeout \(picky-picky-0: move_timeout\)/);
       expect(r.stdout).toMatch(/picky-picky-0 {2}moving → node-[13]\n/);

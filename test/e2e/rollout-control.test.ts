@@ -18,6 +18,8 @@ import { UNPULLABLE } from '../support/images.js';
 
 const update = { parallelism: 2, maxUnavailable: 2, failureAction: 'rollback' as const };
 const web = (image: string) => busyboxService(image, { replicas: 4, update });
+/** An image that can never be pulled fails its step at the step timeout: a short one, as the rollout tests of etcd do (the default's own wait is rollout-containers'). */
+const SHORT_STEP = { stepTimeout: '4s' };
 
 let c: TestCluster;
 
@@ -66,7 +68,7 @@ describe('update block on real containers', () => {
 
   it('failureAction rollback: an image that cannot be pulled ends on the previous revision, every replica running', async () => {
     const samples = sampler(notRunning, 100);
-    await c.apply(webManifest(web(UNPULLABLE)));
+    await c.apply(webManifest(busyboxService(UNPULLABLE, { replicas: 4, update: { ...update, ...SHORT_STEP } })));
     const r = await rolloutStatus();
     expect(r.code, fail(r)).toBe(1);
     expect(r.stdout).toContain('rollout to revision 3 aborted at step 2 of 4 (registry_unreachable');
@@ -108,7 +110,7 @@ describe('update block on real containers', () => {
         apiVersion: API_VERSION,
         kind: 'Deployment',
         metadata: { name: 'unit' },
-        spec: { update: { atomic: true }, services: { web: busyboxService(webImage, { replicas: 2 }), db: busyboxService(dbImage, { replicas: 1 }) } },
+        spec: { update: { atomic: true }, services: { web: busyboxService(webImage, { replicas: 2 }), db: busyboxService(dbImage, { replicas: 1, update: SHORT_STEP }) } },
       });
     await c.apply(unit('jaco-demo/busybox:1', 'jaco-demo/busybox:1'));
     let r = await c.jaco(['rollout', 'status', 'unit', '--timeout', '150s']);
