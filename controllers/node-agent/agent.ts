@@ -37,7 +37,7 @@ import { Overlay, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import type { RuntimeFactory } from './runtime.js';
-import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, type PullAuth } from '../../src/images/access.js';
+import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, registrySecretOf, type PullAuth } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
 import { loadOrCreateNodeKey } from '../../src/secrets/keyfile.js';
@@ -280,7 +280,8 @@ export class NodeAgent {
   /**
    * The cluster's credentials for an image's registry, as the engine takes them (none stored:
    * none): the user from registries/<host>, the password from this node's copy of the secret the
-   * record names. Throws FileDeliveryError while the copy is not here yet (the pull is retried).
+   * record names. decide holds a start until that copy is here (AgentSnapshot.pullSecrets); a copy
+   * gone between the two throws FileDeliveryError (the start is retried).
    */
   private registryAuth(image: string): PullAuth | undefined {
     const cache = this.manager?.cache;
@@ -475,7 +476,24 @@ export class NodeAgent {
       stopping: this.executor.stoppingIds(now),
       retiring: this.retiring,
       files: this.files.states(cache.kind<NodeCopy>('copies').items.values()),
+      pullSecrets: this.pullSecrets(cache, desired.values()),
     };
+  }
+
+  /** The registry password secret of each desired image whose registry the cluster stores one for. */
+  private pullSecrets(cache: Cache, desired: Iterable<ReplicaDesired>): Map<string, string> {
+    const out = new Map<string, string>();
+    if (!cache.holds('registries')) return out;
+    const registries = [...cache.kind<Registry>('registries').items.values()].map((v) => v.value);
+    if (!registries.length) return out;
+    const settings = this.imageSettings();
+    for (const d of desired) {
+      const image = d.spec.template.image;
+      if (out.has(image)) continue;
+      const secret = registrySecretOf(image, registries, settings)?.secret;
+      if (secret) out.set(image, secret);
+    }
+    return out;
   }
 
   /**

@@ -63,6 +63,8 @@ function snap(p: {
   /** The node's copies: ready, or unreadable with why. */
   files?: Record<string, 'ready' | string>;
   sandboxes?: ContainerFacts[];
+  /** The registry password secret of images, by image. */
+  pullSecrets?: Record<string, string>;
 }): AgentSnapshot {
   return {
     node: 'n1',
@@ -78,6 +80,7 @@ function snap(p: {
     starts: new Map(Object.entries(p.starts ?? {})),
     stopping: new Set(p.stopping ?? []),
     files: new Map(Object.entries(p.files ?? {}).map(([id, st]) => [id, st === 'ready' ? { state: 'ready' as const, uid: `uid-${id}` } : st.startsWith('uid:') ? { state: 'ready' as const, uid: st.slice(4) } : { state: 'unreadable' as const, detail: st }])),
+    pullSecrets: new Map(Object.entries(p.pullSecrets ?? {})),
   };
 }
 
@@ -591,6 +594,31 @@ describe('secrets and configs: nothing starts without every one of its files', (
     const later = run(snap({ desired: [d], containers: [ctr(d, { state: 'exited', exitCode: 1 })], commands: [cmd('r1', 1)], files: { 'secret/db_password': 'ready', 'secret/api_key': 'ready', 'config/app.conf': 'ready' } }));
     expect(later.starts.map((o) => o.kind)).toEqual(['restart']);
     expect(obs(later, 'r1')!.ackedCommand).toBe(1);
+  });
+});
+
+describe("a registry's password: the pull waits for this node's copy like a file", () => {
+  const d = des('r1');
+  const pullSecrets = { [d.spec.template.image]: 'registry_reg.example_v1' };
+
+  it.each([
+    ['no copy yet', {}, 'secret_missing', "waiting for the registry's password, secret registry_reg.example_v1 (no copy on this node yet)"],
+    ['a copy this node cannot open', { 'secret/registry_reg.example_v1': 'sealed to node key nk-old' }, 'secret_unreadable', "waiting for the registry's password, secret registry_reg.example_v1 (sealed to node key nk-old)"],
+  ] as const)('%s: pending with its code, no start (so no pull, no back-off)', (_what, files, code, details) => {
+    const plan = run(snap({ desired: [d], files, pullSecrets }));
+    expect(plan.starts).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'pending', code, details });
+  });
+
+  it('starts once the copy is here; an image from a registry without a password waits for nothing', () => {
+    expect(run(snap({ desired: [d], files: { 'secret/registry_reg.example_v1': 'ready' }, pullSecrets })).starts.map((o) => o.replica)).toEqual(['r1']);
+    expect(run(snap({ desired: [d], files: {}, pullSecrets: { 'other/image:1': 'registry_reg.example_v1' } })).starts.map((o) => o.replica)).toEqual(['r1']);
+  });
+
+  it('a running container keeps running when the copy goes (a logout, a replica that no longer pulls)', () => {
+    const plan = run(snap({ desired: [d], containers: [ctr(d)], files: {}, pullSecrets }));
+    expect(plan.stops).toEqual([]);
+    expect(obs(plan, 'r1')).toMatchObject({ state: 'running' });
   });
 });
 

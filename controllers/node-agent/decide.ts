@@ -62,6 +62,12 @@ export interface AgentSnapshot {
    * and why. A replica starts only once every file it uses is ready (files.ts writes them).
    */
   files?: ReadonlyMap<string, FileState>;
+  /**
+   * The secret holding the password of each desired image's registry, where the cluster stores
+   * one (registrySecretOf): a start also waits for this node's copy of it, as for its files — the
+   * pull is not tried, and backed off, before the secrets controller has copied it here.
+   */
+  pullSecrets?: ReadonlyMap<string, string>;
 }
 
 export interface DecideConfig {
@@ -248,9 +254,16 @@ interface ReplicaView {
  * usable copy of, with its code and a line naming it (never its value); undefined when every one
  * is ready.
  */
-export function filesBlocking(t: ServiceSpec, files: ReadonlyMap<string, FileState> | undefined): { code: FileCode; details: string } | undefined {
+export function filesBlocking(t: ServiceSpec, files: ReadonlyMap<string, FileState> | undefined, pullSecret?: string): { code: FileCode; details: string } | undefined {
   const waiting: string[] = [];
   let code: FileCode | undefined;
+  if (pullSecret !== undefined) {
+    const st = files?.get(`secret/${pullSecret}`);
+    if (st?.state !== 'ready') {
+      code = st?.state === 'unreadable' ? 'secret_unreadable' : 'secret_missing';
+      waiting.push(`the registry's password, secret ${pullSecret} (${st?.state === 'unreadable' ? st.detail : 'no copy on this node yet'})`);
+    }
+  }
   for (const f of serviceFiles(t)) {
     const id = `${f.kind}/${f.ref.source}`;
     const st = files?.get(id);
@@ -418,7 +431,7 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     }
   }
   // Nothing starts without every one of its secrets and configs; what runs keeps running.
-  const blocked = order ? filesBlocking(t, snap.files) : undefined;
+  const blocked = order ? filesBlocking(t, snap.files, snap.pullSecrets?.get(t.image)) : undefined;
   if (blocked) order = undefined;
   // A start that stops containers first waits while any of them is held out of routing.
   let leavingRouting = false;
