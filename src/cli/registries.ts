@@ -4,9 +4,9 @@
 // an audit record or an error, and is stored only sealed (a Secret, docs/secrets.md).
 import { keys } from '../api/keys.js';
 import { formatPath, schemas } from '../api/schema.js';
-import { API_VERSION, type ImageSettings, type ImageSettingsSpec, type Registry, type RegistrySpec, type Secret } from '../api/types.js';
+import { API_VERSION, type ClusterKey, type ImageSettings, type ImageSettingsSpec, type Registry, type RegistrySpec, type Secret } from '../api/types.js';
 import { secretVersion } from '../secrets/version.js';
-import { createdRecord, newSecret, publishedClusterKey, removedRecord } from './secrets.js';
+import { createdRecord, newSecret, noClusterKey, removedRecord } from './secrets.js';
 import { DEFAULT_IMAGE_SETTINGS } from '../images/access.js';
 import { AuditLog } from '../store/audit.js';
 import type { Store, Versioned } from '../store/store.js';
@@ -44,11 +44,31 @@ export function registrySecretName(host: string, password: string): string {
   return `registry_${slug}_${secretVersion(Buffer.from(password, 'utf8'), 'registry', host)}`;
 }
 
-/** The registry's previous password secret, removed with the login that replaces it (only its own). */
-async function ownPasswordSecret(store: Store, host: string, name: string | undefined): Promise<Versioned<Secret> | undefined> {
-  if (!name) return undefined;
-  const s = await store.get<Secret>(keys.secret(name));
-  return s?.value.spec.registry === host ? s : undefined;
+/**
+ * What a login or logout of `host` works from, read at one revision: the registry's record (or
+ * the key's junk, which the command replaces), the password secrets by name, the published
+ * cluster key. A value that cannot be read is never a reason to stop: a login writes over it.
+ */
+async function registryCut(store: Store, host: string) {
+  const cut = await readCut(store, ['registries', 'secrets', 'clusterkey']);
+  const key = keys.registry(host);
+  const registries = cut.kind<Registry>('registries');
+  const secrets = cut.kind<Secret>('secrets');
+  const cur = registries.items.get(key);
+  const junk = cur ? undefined : registries.unreadable.get(key);
+  return {
+    key,
+    cur,
+    /** The modRevision a write of the key compares (0: absent). */
+    modRevision: cur?.modRevision ?? junk?.modRevision ?? 0,
+    secret: (name: string) => secrets.items.get(keys.secret(name)),
+    /** The registry's previous password secret, removed with the login that replaces it (only its own). */
+    ownSecret: (name: string | undefined) => {
+      const s = name ? secrets.items.get(keys.secret(name)) : undefined;
+      return s?.value.spec.registry === host ? s : undefined;
+    },
+    clusterKey: cut.kind<ClusterKey>('clusterkey').items.get(keys.clusterKey()),
+  };
 }
 
 /**
@@ -57,8 +77,8 @@ async function ownPasswordSecret(store: Store, host: string, name: string | unde
  * the record; the one it replaces is removed in the same transaction.
  */
 export async function storeRegistryLogin(store: Store, login: RegistryLogin, now = Date.now()): Promise<'created' | 'updated' | 'unchanged'> {
-  const key = keys.registry(login.host);
-  const cur = await store.get<Registry>(key);
+  const at = await registryCut(store, login.host);
+  const { key, cur } = at;
   const secretName = login.username !== undefined ? registrySecretName(login.host, login.password ?? '') : undefined;
   const spec: RegistrySpec = {
     host: login.host,
@@ -66,7 +86,7 @@ export async function storeRegistryLogin(store: Store, login: RegistryLogin, now
     ...(login.caPem ? { caPem: login.caPem } : {}),
     ...(login.insecure ? { insecure: true } : {}),
   };
-  const haveSecret = secretName ? await store.get<Secret>(keys.secret(secretName)) : undefined;
+  const haveSecret = secretName ? at.secret(secretName) : undefined;
   if (cur && JSON.stringify(cur.value.spec) === JSON.stringify(spec) && (!secretName || haveSecret)) return 'unchanged';
   const next: Registry = {
     apiVersion: API_VERSION,
@@ -77,27 +97,27 @@ export async function storeRegistryLogin(store: Store, login: RegistryLogin, now
   check(next);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const result = cur ? 'updated' : 'created';
-  const ops: Op[] = [cur ? { op: 'update', key, value: next, modRevision: cur.modRevision } : { op: 'create', key, value: next }];
+  const ops: Op[] = [at.modRevision ? { op: 'update', key, value: next, modRevision: at.modRevision } : { op: 'create', key, value: next }];
   if (secretName && !haveSecret) {
-    const secret = newSecret(secretName, Buffer.from(login.password ?? '', 'utf8'), (await publishedClusterKey(store)).value, now);
+    if (!at.clusterKey) throw noClusterKey();
+    const secret = newSecret(secretName, Buffer.from(login.password ?? '', 'utf8'), at.clusterKey.value, now);
     secret.spec.registry = login.host;
     ops.push({ op: 'create', key: keys.secret(secretName), value: secret }, await audit.op(createdRecord(secret, now)));
   }
-  const old = await ownPasswordSecret(store, login.host, cur?.value.spec.passwordSecret);
+  const old = at.ownSecret(cur?.value.spec.passwordSecret);
   if (old && old.value.metadata.name !== secretName) ops.push({ op: 'delete', key: old.key, modRevision: old.modRevision }, await audit.op(removedRecord('secret', old.value.metadata.name, now)));
   ops.push(await audit.op({ type: 'registry_login', time: now, payload: { host: login.host, result, ...(login.username !== undefined ? { username: login.username } : {}), ca: !!login.caPem, insecure: !!login.insecure } }));
   await commitAtomic(store, [{ label: `registry login ${login.host}`, ops }], { landed: landed(store, ops) });
   return result;
 }
 
-/** Removes a registry's stored access and its password secret; false when none was stored. */
+/** Removes a registry's stored access (or the junk in its key) and its password secret; false when none was stored. */
 export async function removeRegistryLogin(store: Store, host: string, now = Date.now()): Promise<boolean> {
-  const key = keys.registry(host);
-  const cur = await store.get<Registry>(key);
-  if (!cur) return false;
+  const at = await registryCut(store, host);
+  if (!at.modRevision) return false;
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  const ops: Op[] = [{ op: 'delete', key, modRevision: cur.modRevision }];
-  const old = await ownPasswordSecret(store, host, cur.value.spec.passwordSecret);
+  const ops: Op[] = [{ op: 'delete', key: at.key, modRevision: at.modRevision }];
+  const old = at.ownSecret(at.cur?.value.spec.passwordSecret);
   if (old) ops.push({ op: 'delete', key: old.key, modRevision: old.modRevision }, await audit.op(removedRecord('secret', old.value.metadata.name, now)));
   ops.push(await audit.op({ type: 'registry_logout', time: now, payload: { host } }));
   await commitAtomic(store, [{ label: `registry logout ${host}`, ops }], { landed: landed(store, ops) });

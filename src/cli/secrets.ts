@@ -32,8 +32,13 @@ export function checkObjectSize(kind: FileKind, name: string, bytes: number): vo
 /** The public half of the cluster key new secrets are sealed to; a clear error when none is published yet. */
 export async function publishedClusterKey(store: Store): Promise<Versioned<ClusterKey>> {
   const k = await store.get<ClusterKey>(keys.clusterKey());
-  if (!k) throw new CliError('no cluster key is published, so no secret can be sealed: is the secrets controller running with --secrets-key-file? (`jaco up` gives it one; docs/secrets.md)');
+  if (!k) throw noClusterKey();
   return k;
+}
+
+/** The refusal to seal a secret in a cluster with no published key. */
+export function noClusterKey(): CliError {
+  return new CliError('no cluster key is published, so no secret can be sealed: is the secrets controller running with --secrets-key-file? (`jaco up` gives it one; docs/secrets.md)');
 }
 
 /** A new Secret object, its value sealed to the published cluster key (the value itself is dropped by the caller). */

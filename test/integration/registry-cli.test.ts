@@ -158,6 +158,20 @@ describe('jaco registry', () => {
     expect((await cli(['registry', 'login', reg.host, '-u', 'puller', '--password-stdin', '--ca-file', reg.ca!.certFile], PASSWORD)).code).toBe(0);
   });
 
+  it('junk under a registry key: ls names it, login writes over it, logout removes it', async () => {
+    const host = `127.0.0.1:${await freePort()}`;
+    const store = etcd.store(prefix);
+    await store.ns.put(keys.registry(host)).value('not json {');
+    const ls = await cli(['registry', 'ls']);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stderr).toContain(`warning: registries/${host} cannot be read`);
+    expect((await cli(['registry', 'login', host, '--insecure', '--no-verify'])).stdout).toBe(`registry/${host} created: no user, insecure (plain HTTP), not checked\n`);
+    expect((await store.get<Registry>(keys.registry(host)))?.value.spec).toEqual({ host, insecure: true });
+    await store.ns.put(keys.registry(host)).value('not json {');
+    expect((await cli(['registry', 'logout', host])).stdout).toBe(`registry/${host} removed\n`);
+    expect(await store.ns.get(keys.registry(host)).string()).toBeNull();
+  });
+
   it('shows and sets the cluster image setting: no default registry and no Docker Hub until told', async () => {
     expect((await cli(['registry', 'default'])).stdout).toBe('default registry: <none>\nshort names at Docker Hub: no\n');
     expect((await cli(['registry', 'default', reg.host])).stdout).toBe(`image settings changed\ndefault registry: ${reg.host}\nshort names at Docker Hub: no\n`);
