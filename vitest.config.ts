@@ -1,5 +1,6 @@
-// Three tiers: unit (pure code, tables; beside the code), integration (real etcd, one member per
-// file on free loopback ports), e2e (real etcd + real Docker, run one file at a time).
+// Five tiers: unit (pure code, tables; beside the code), integration (real etcd, one member per
+// file on free loopback ports), sim (the deterministic simulation, seeded), e2e (real etcd + real
+// Docker, one file at a time) and chaos (seeded faults on the real thing, after e2e).
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
