@@ -18,6 +18,7 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 build: $(NODE_MODULES_STAMP)
 	npx tsc -p tsconfig.build.json
 	node scripts/build-web.mjs
+	node scripts/build-info.mjs
 
 system:
 	scripts/ensure-system.sh

@@ -14,6 +14,7 @@ npx tsc -p web/tsconfig.json
 echo "== build"
 npx tsc -p tsconfig.build.json
 node scripts/build-web.mjs
+node scripts/build-info.mjs
 echo "== demo images"
 scripts/build-images.sh
 if [ $# -gt 0 ]; then
