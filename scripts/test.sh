@@ -11,6 +11,9 @@ fi
 echo "== typecheck"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p web/tsconfig.json
+echo "== deploy/ configurations (the alerting rules and the scrape config an operator is given)"
+promtool check config deploy/prometheus/prometheus.yml >/dev/null
+promtool check rules deploy/prometheus/jaco-rules.yml >/dev/null
 echo "== build"
 npx tsc -p tsconfig.build.json
 node scripts/build-web.mjs

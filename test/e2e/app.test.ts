@@ -5,7 +5,8 @@
 // redis and stores a row in db (postgres), all reached by name. It answers through every node's
 // ingress; under a bounded concurrent request loop a rolling update of app, a drain of a node
 // holding app replicas and the rebalancer's move of one back onto that node once it is uncordoned
-// fail no request; the traffic between nodes crossed the WireGuard link.
+// fail no request; the traffic between nodes crossed the WireGuard link. Debian's Prometheus, with
+// deploy/prometheus's configuration, then scrapes every jaco process and reports what the test caused.
 import { execFile } from 'node:child_process';
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,8 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { parseWgDump } from '../../controllers/node-agent/overlay-observe.js';
 import { execIn } from '../support/docker-exec.js';
 import { requestLoop } from '../support/ingress.js';
+import { TestPrometheus } from '../support/prometheus.js';
+import { metric } from './agent-fixtures.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 
@@ -78,6 +81,8 @@ describe('issue 26: a plain compose application across separate hosts', () => {
   };
   const spreadMovesOf = async (service: string) =>
     (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec).filter((e) => e.type === 'rebalance_moved' && e.payload.trigger === 'spread' && e.payload.service === service);
+  /** Requests the load test sent through the ingresses (Prometheus must count at least these). */
+  let sentUnderLoad = 0;
   const rolledOut = async () => {
     const r = await c.jaco(['rollout', 'status', 'counter', '--timeout', '300s'], undefined, 310_000);
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -167,6 +172,7 @@ describe('issue 26: a plain compose application across separate hosts', () => {
       const sent = results.reduce((a, r) => a + r.sent, 0);
       expect(failures.length, `${failures.length} of ${sent} requests failed:\n${failures.join('\n')}`).toBe(0);
       expect(sent).toBeGreaterThan(200);
+      sentUnderLoad = sent;
       // Under load to the end: no loop ran out of requests before the last move was over.
       for (const r of results) expect(r.sent).toBeLessThan(20_000);
       // Both revisions answered, v2 from every replica at the end.
@@ -188,4 +194,48 @@ describe('issue 26: a plain compose application across separate hosts', () => {
       expect(count).toBe(max);
       for (const n of NODES) expect((await transfer(n)).rx).toBeGreaterThan(wg[n]!.rx);
     }), 900_000);
+
+  it("Prometheus with deploy/prometheus's configuration scrapes every jaco process: the moves, rollouts and requests it reports are what the test caused, and the alert rules load", () =>
+    c.withLogs(async () => {
+      expect(sentUnderLoad, 'the load test ran first').toBeGreaterThan(0);
+      const addresses = (which: (name: string) => boolean) => c.state.children.filter((ch) => which(ch.name)).map((ch) => ch.metrics);
+      const targets = { controllers: addresses((n) => n === 'controllers'), agents: addresses((n) => NODES.includes(n)), ingresses: addresses((n) => n.startsWith('ingress-')) };
+      expect([targets.controllers.length, targets.agents.length, targets.ingresses.length]).toEqual([1, 3, 3]);
+      const prom = await TestPrometheus.start(targets);
+      try {
+        await eventually(async () => (await prom.targets()).filter((t) => t.health === 'up').length === 7, { what: 'all 7 jaco processes scraped', timeoutMs: 60_000 });
+        const jobs = (await prom.targets()).map((t) => t.job).sort();
+        expect(jobs).toEqual(['jaco-agent', 'jaco-agent', 'jaco-agent', 'jaco-controller', 'jaco-ingress', 'jaco-ingress', 'jaco-ingress']);
+        const rules = await prom.rules();
+        expect(rules.length).toBeGreaterThanOrEqual(8);
+        expect(rules.filter((r) => r.health !== 'ok')).toEqual([]);
+
+        // The rebalancer's moves by trigger: one per rebalance_moved audit record (one controllers process here).
+        const audits = (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec);
+        const spread = audits.filter((e) => e.type === 'rebalance_moved' && e.payload.trigger === 'spread').length;
+        expect(spread).toBeGreaterThan(0);
+        const one = async (q: string) => (await prom.query(q))[0]?.value;
+        await eventually(async () => (await one('sum(jaco_rebalance_moves_total{trigger="spread"})')) === spread, { what: `Prometheus counting ${spread} spread move(s)`, timeoutMs: 30_000 });
+        // Skips by reason and rollouts by result: what the controllers process itself says, reason by reason.
+        const own = `http://${targets.controllers[0]}/metrics`;
+        await eventually(
+          async () => {
+            for (const s of await prom.query('sum by (reason) (jaco_rebalance_skips_total)')) if (s.value !== (await metric(own, 'jaco_rebalance_skips_total', `reason="${s.metric.reason}"`))) return false;
+            return true;
+          },
+          { what: "Prometheus's rebalancer skips by reason equal to the process's", timeoutMs: 30_000 },
+        );
+        expect((await prom.query('jaco_rebalance_skips_total')).length).toBeGreaterThan(0);
+        // The rolling update to v2 and the moves' re-rolls completed; none aborted.
+        expect(await one('sum(jaco_rollouts_total{result="completed"})')).toBeGreaterThanOrEqual(1);
+        expect(await one('sum(jaco_rollouts_total{result="aborted"})')).toBe(0);
+        expect(await one('sum(jaco_rollout_in_progress)')).toBe(0);
+        // The ingresses answered at least every request of the load test (HAProxy's own counters).
+        expect(await one('sum(jaco_ingress_requests_total)')).toBeGreaterThanOrEqual(sentUnderLoad);
+        // Every agent's Docker is up, as the alert rule reads it.
+        expect((await prom.query('jaco_agent_docker_up == 1')).length).toBe(3);
+      } finally {
+        await prom.stop();
+      }
+    }), 180_000);
 });
