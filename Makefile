@@ -17,6 +17,7 @@ $(NODE_MODULES_STAMP): package.json package-lock.json
 
 build: $(NODE_MODULES_STAMP)
 	npx tsc -p tsconfig.build.json
+	node scripts/build-validators.mjs
 	node scripts/build-web.mjs
 	node scripts/build-info.mjs
 

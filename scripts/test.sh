@@ -16,6 +16,7 @@ promtool check config deploy/prometheus/prometheus.yml >/dev/null
 promtool check rules deploy/prometheus/jaco-rules.yml >/dev/null
 echo "== build"
 npx tsc -p tsconfig.build.json
+node scripts/build-validators.mjs
 node scripts/build-web.mjs
 node scripts/build-info.mjs
 echo "== demo images"

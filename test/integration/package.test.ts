@@ -35,6 +35,8 @@ describe('the npm package', () => {
   it('holds the command, the compiled code, the web assets and the runtime dependencies, and nothing of development', () => {
     for (const f of ['bin/jaco', 'dist/src/cli/main.js', 'dist/controllers/index.js', 'dist/web/dashboard.js', 'dist/web/dashboard.css', 'dist/build-info.json', 'src/compose/compose-spec.json', 'package.json', 'README.md'])
       expect(files, f).toContain(f);
+    // The schemas compiled at build time, both modes of every kind (src/api/schema.ts).
+    expect(files.filter((f) => /^dist\/validators\/(read|write)-[A-Za-z]+-[0-9a-f]{16}\.cjs$/.test(f)).length).toBeGreaterThan(40);
     for (const dep of Object.keys((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies))
       expect(files.some((f) => f.startsWith(`node_modules/${dep}/`)), `runtime dependency ${dep} bundled`).toBe(true);
     // (@types/* may come as a runtime dependency's own: @kubernetes/client-node lists three.)

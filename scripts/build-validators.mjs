@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+// Compiles every kind's schema (both modes: writing and reading) into ajv's standalone code under
+// dist/validators/, so no jaco process compiles a schema at run time (src/api/schema.ts uses a
+// file only when its name carries the hash of the schema the running code would compile). Part of
+// the build, after tsc (make build, npm run build, scripts/test.sh).
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const { precompiledName, PRECOMPILED_DIR, SchemaRegistry, standaloneValidator } = await import(join(root, 'dist', 'src', 'api', 'schema.js'));
+
+rmSync(PRECOMPILED_DIR, { recursive: true, force: true });
+mkdirSync(PRECOMPILED_DIR, { recursive: true });
+const registry = new SchemaRegistry();
+let files = 0;
+for (const kind of registry.kinds()) {
+  const schema = registry.schemaOf(kind);
+  for (const reading of [false, true]) {
+    writeFileSync(join(PRECOMPILED_DIR, precompiledName(kind, reading, schema)), standaloneValidator(schema, reading));
+    files++;
+  }
+}
+console.log(`build-validators: ${files} validators of ${registry.kinds().length} kinds in ${PRECOMPILED_DIR.slice(root.length + 1)}/`);
