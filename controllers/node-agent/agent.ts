@@ -199,7 +199,8 @@ export class NodeAgent {
     // Hollow nodes (a runtime of their own) have no files to write; a real host writes each on a tmpfs.
     const delivery = this.opts.stateDir && !this.opts.runtime ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
     this.files = new ReplicaFiles(node, nodeKey, delivery, this.log);
-    this.view = new DockerView(runtime, timings, this.log, trigger);
+    // Synced: a first pressure sample can go at once (heartbeats otherwise wait an interval).
+    this.view = new DockerView(runtime, timings, this.log, trigger, () => this.presence?.beatNow());
     const network = this.opts.network ?? (this.opts.runtime ? new MemoryNetwork() : new CniNetwork(this.opts.cniBinDir ?? DEFAULT_CNI_BIN_DIR));
     this.executor = new Executor(
       this.view,
