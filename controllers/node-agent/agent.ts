@@ -503,7 +503,8 @@ export class NodeAgent {
       this.log.warn('no logs and exec endpoint: the container runtime is not Docker');
       return undefined;
     }
-    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }) });
+    const previousDir = this.opts.stateDir ? join(this.opts.stateDir, 'previous') : undefined;
+    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }), ...(previousDir ? { previousDir } : {}) });
     return this.api.start();
   }
 

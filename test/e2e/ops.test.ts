@@ -155,6 +155,17 @@ describe('jaco logs, exec and top against the agents', () => {
       await eventually(() => lastLines.every((l) => followed.replace(/ +\| /g, ' | ').includes(`${l}\n`)), { what: `the replaced containers' last lines followed (${lastLines.join('; ')})`, timeoutMs: 5_000 });
       f.kill('SIGINT');
       expect(await exited).toBe(0);
+
+      // The kept lines outlive the agent (its state directory): node-1's agent restarted still serves them.
+      const onNode1 = prev.stdout.split('\n').filter((l) => /^\S+@node-1\s/.test(l));
+      expect(onNode1.length).toBeGreaterThan(0);
+      await c.agent('node-1')!.kill();
+      await c.startAgent('node-1', ['--address', ADDRESS['node-1']!, '--api-addr', `${ADDRESS['node-1']}:0`]);
+      const again = await eventually(async () => {
+        const r = await jaco(['logs', 'ops/talk', '--previous', '--tail', '2']);
+        return r.code === 0 && r;
+      }, { what: '--previous after the agent restart', timeoutMs: 15_000 });
+      for (const l of onNode1) expect(again.stdout).toContain(l.replace(/\s+\| /, ' | ').split(' | ')[1]);
     }));
 
   it('exec: stdout and stderr, stdin, a TTY sized as the client, the exit code as jaco\'s; a viewer may read logs, not exec', () =>
