@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
-import type { Node, ReplicaDesired } from '../../src/api/types.js';
+import type { Deployment, Node, ReplicaDesired } from '../../src/api/types.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import type { ReplicaUsageRow } from '../../src/cli/top.js';
 import { JACO_BIN } from '../support/cli.js';
@@ -60,6 +60,9 @@ async function running(service: string, n: number): Promise<ReplicaDesired[]> {
     { what: `${n} ${service} replica(s) running`, timeoutMs: 45_000 },
   );
 }
+
+/** ops/talk's count as applied (and scaled). */
+const talkCount = async () => (await c.store.get<Deployment>(keys.deployment('ops')))!.value.spec.services.talk!.replicas ?? 1;
 
 /** ./bin/jaco, logs and exec with the operator's certificate (or the one given). */
 const jaco = (args: string[], input?: string, tls = operator) => c.jaco(['logs', 'exec'].includes(args[0]!) ? [args[0]!, '--tls-dir', tls, ...args.slice(1)] : args, input);
@@ -265,7 +268,9 @@ describe('jaco logs, exec and top against the agents', () => {
     }));
   it('backup and restore drill: etcd lost and restored from `jaco backup` (etcdctl snapshot restore, as docs/operate.md says) under running controllers and agents; what ran is adopted, what came after the backup goes', () =>
     c.withLogs(async () => {
-      await running('talk', 3);
+      // As many talk replicas as the cases before left (3 after them all).
+      const n = await talkCount();
+      await running('talk', n);
       await running('burn', 1);
       /** Every container of the cluster (sandboxes too), by id: replica and StartedAt from docker inspect. */
       const inspectAll = async () =>
@@ -281,9 +286,9 @@ describe('jaco logs, exec and top against the agents', () => {
       const file = join(c.logDir, 'drill.db');
       let r = await c.jaco(['backup', file]);
       expect(r.code, r.stderr).toBe(0);
-      // After the backup: a fourth replica, which the restored store will not know.
-      expect((await jaco(['scale', 'ops/talk=4'])).code).toBe(0);
-      const fourth = (await running('talk', 4)).find((d) => ![...before.values()].some((b) => b.replica === d.spec.replica))!;
+      // After the backup: one more replica, which the restored store will not know.
+      expect((await jaco(['scale', `ops/talk=${n + 1}`])).code).toBe(0);
+      const extra = (await running('talk', n + 1)).find((d) => ![...before.values()].some((b) => b.replica === d.spec.replica))!;
       // The disk of etcd is lost (its data directory goes), and the operator follows docs/operate.md:
       // check the file, `etcdctl snapshot restore` into a new data directory, start etcd on it.
       // Controllers and agents keep running throughout.
@@ -291,24 +296,24 @@ describe('jaco logs, exec and top against the agents', () => {
       expect(r.stdout).toMatch(/: OK \(/);
       await c.etcd.replace!({ snapshot: file });
 
-      // The restored store has three talk replicas: the fourth's container goes; nothing else is
+      // The restored store has n talk replicas: the extra one's container goes; nothing else is
       // touched — every container that ran before the backup is the same one, never restarted.
-      await eventually(async () => !(await c.containers()).some((x) => x.Labels[LABELS.replica] === fourth.spec.replica), { what: `${fourth.spec.replica} (placed after the backup) removed`, timeoutMs: 30_000 });
-      await running('talk', 3);
+      await eventually(async () => !(await c.containers()).some((x) => x.Labels[LABELS.replica] === extra.spec.replica), { what: `${extra.spec.replica} (placed after the backup) removed`, timeoutMs: 30_000 });
+      await running('talk', n);
       const after = await inspectAll();
       expect([...after].filter(([id]) => !before.has(id)), 'a container started since the backup').toEqual([]);
       for (const [id, b] of before) expect(after.get(id), `${b.replica} (${id.slice(0, 12)})`).toEqual(b);
       // The controllers resumed on the restored store: a scale is carried out, once.
-      expect((await jaco(['scale', 'ops/talk=4'])).code).toBe(0);
-      const talk = await running('talk', 4);
-      expect(new Set(talk.map((d) => d.spec.replica)).size).toBe(4);
+      expect((await jaco(['scale', `ops/talk=${n + 1}`])).code).toBe(0);
+      const talk = await running('talk', n + 1);
+      expect(new Set(talk.map((d) => d.spec.replica)).size).toBe(n + 1);
       const workloads = (await c.containers()).filter((x) => x.Labels[LABELS.role] !== 'sandbox');
       expect(workloads.map((x) => x.Labels[LABELS.replica]).sort()).toEqual([...talk.map((d) => d.spec.replica), (await running('burn', 1))[0]!.spec.replica].sort());
     }));
 
   it('logs -f follows replicas a drain moves to another node (make-before-break: both copies print, then the new one)', () =>
     c.withLogs(async () => {
-      const moving = (await running('talk', 4)).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
+      const moving = (await running('talk', await talkCount())).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
       expect(moving.length).toBeGreaterThan(0);
       const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '0', '--tls-dir', operator], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix } });
       let followed = '';
