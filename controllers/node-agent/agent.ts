@@ -199,7 +199,8 @@ export class NodeAgent {
     // Hollow nodes (a runtime of their own) have no files to write; a real host writes each on a tmpfs.
     const delivery = this.opts.stateDir && !this.opts.runtime ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
     this.files = new ReplicaFiles(node, nodeKey, delivery, this.log);
-    this.view = new DockerView(runtime, timings, this.log, trigger);
+    // Synced: a first pressure sample can go at once (heartbeats otherwise wait an interval).
+    this.view = new DockerView(runtime, timings, this.log, trigger, () => this.presence?.beatNow());
     const network = this.opts.network ?? (this.opts.runtime ? new MemoryNetwork() : new CniNetwork(this.opts.cniBinDir ?? DEFAULT_CNI_BIN_DIR));
     this.executor = new Executor(
       this.view,
@@ -520,7 +521,8 @@ export class NodeAgent {
       this.log.warn('no logs and exec endpoint: the container runtime is not Docker');
       return undefined;
     }
-    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }) });
+    const previousDir = this.opts.stateDir ? join(this.opts.stateDir, 'previous') : undefined;
+    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }), ...(previousDir ? { previousDir } : {}) });
     return this.api.start();
   }
 

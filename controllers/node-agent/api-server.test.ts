@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { ensureClusterCa } from '../../src/pki/ca.js';
-import { issueClientTls, issueNodeTls, readTlsDir } from '../../src/pki/identity.js';
+import { issueClientTls, issueNodeTls, readTlsDir, type TlsMaterial } from '../../src/pki/identity.js';
 import { AgentClient, agentTarget } from '../../src/cli/agent-client.js';
 import { logger } from '../../src/observability/log.js';
 import { AgentApi } from './api-server.js';
@@ -77,5 +77,44 @@ describe('the endpoint admits what the trust rules say (docs/operate.md)', () =>
   });
   it("the CLI refuses an agent whose certificate is another node's", async () => {
     expect(await attempt('alice', 'GET', '/v1/replicas/web-1/logs', 'node-2')).toMatch(/the certificate at 127\.0\.0\.1:\d+ is node:node-1, not node:node-2/);
+  });
+});
+
+describe('CA rotation without an outage (docs/operate.md, "Revoking access")', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'jaco-api-rotate-'));
+  const old = ensureClusterCa(join(dir, 'old'));
+  const next = ensureClusterCa(join(dir, 'new'));
+  issueNodeTls(old, 'node-1', ['127.0.0.1'], join(dir, 'node-old'));
+  issueNodeTls(next, 'node-1', ['127.0.0.1'], join(dir, 'node-new'));
+  issueClientTls(old, 'operator', 'alice', join(dir, 'alice-old'));
+  issueClientTls(next, 'operator', 'alice', join(dir, 'alice-new'));
+  const pem = (d: string) => readTlsDir(join(dir, d), 'test').ca;
+  const bundle = pem('node-old') + pem('node-new');
+  const attempt = async (server: TlsMaterial, client: TlsMaterial) => {
+    const api = new AgentApi({ node: 'node-1', host: '127.0.0.1', port: 0, tls: server, docker: {} as Docker, containers: () => [], log: logger('test') });
+    const endpoint = await api.start();
+    const c = new AgentClient(client);
+    try {
+      await c.call(agentTarget({ status: { api: { endpoint } } } as Node, 'node-1'), 'GET', '/v1/replicas/web-1/logs');
+      return 'ok';
+    } catch (e) {
+      return (e as Error).message.includes('has no container') ? 'admitted' : (e as Error).message;
+    } finally {
+      c.close();
+      await api.stop();
+    }
+  };
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('an agent and a CLI whose ca.pem holds both CAs trust certificates of either; the new CA alone refuses the old', async () => {
+    const tls = (d: string, ca?: string) => ({ ...readTlsDir(join(dir, d), 'test'), ...(ca ? { ca } : {}) });
+    // Step 2: the old node certificate, both CAs trusted: operators of either CA are let in.
+    expect(await attempt(tls('node-old', bundle), tls('alice-old', bundle))).toBe('admitted');
+    expect(await attempt(tls('node-old', bundle), tls('alice-new', bundle))).toBe('admitted');
+    // Step 3: the node's certificate from the new CA, trusted by a CLI holding both.
+    expect(await attempt(tls('node-new', bundle), tls('alice-old', bundle))).toBe('admitted');
+    // Step 4: the new CA alone: the old CA's operator is refused at the handshake.
+    expect(await attempt(tls('node-new'), tls('alice-old', bundle))).toMatch(/refused this certificate/);
+    expect(await attempt(tls('node-new'), tls('alice-new'))).toBe('admitted');
   });
 });

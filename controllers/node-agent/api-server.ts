@@ -19,14 +19,13 @@ import type { Logger } from '../../src/observability/log.js';
 import { refusal, type ApiAction, type TlsMaterial } from '../../src/pki/identity.js';
 import type { ContainerFacts } from './facts.js';
 import { agentMetrics } from './metrics.js';
+import { PreviousLogs } from './previous-logs.js';
 
 /** The agent's default port for the endpoint (beside /metrics on 9465 and the ingress's 9466). */
 export const DEFAULT_API_PORT = 9467;
 
 /** The lines of a removed container kept for `jaco logs --previous` (Docker's tail), per replica. */
 export const PREVIOUS_LINES = 1000;
-/** Replicas whose previous container's lines are kept (in memory: an agent restart forgets them). */
-const PREVIOUS_KEPT = 256;
 
 /** An exec created but never started is forgotten after this long. */
 const EXEC_UNSTARTED_TTL_MS = 60_000;
@@ -43,6 +42,8 @@ export interface AgentApiOptions {
   /** The agent's containers as it knows them now. */
   containers: () => Iterable<ContainerFacts>;
   log: Logger;
+  /** Where the previous containers' lines outlive the agent (its state directory's previous/); else memory only. */
+  previousDir?: string;
   now?: () => number;
 }
 
@@ -81,11 +82,12 @@ export class AgentApi {
   private readonly now: () => number;
   private readonly sockets = new Set<Duplex>();
   /** Per replica: the last lines of its last removed container (Docker's stream format, timestamps on). */
-  private readonly previous = new Map<string, { container: string; tty: boolean; log: Buffer }>();
+  private readonly previous: PreviousLogs;
   endpoint = '';
 
   constructor(private readonly opts: AgentApiOptions) {
     this.now = opts.now ?? Date.now;
+    this.previous = new PreviousLogs(opts.previousDir);
   }
 
   async start(): Promise<string> {
@@ -168,17 +170,14 @@ export class AgentApi {
     const container = this.opts.docker.getContainer(id);
     const tty = !!(await container.inspect()).Config?.Tty;
     const log = (await container.logs({ stdout: true, stderr: true, timestamps: true, tail: PREVIOUS_LINES, follow: false })) as unknown as Buffer;
-    this.previous.delete(replica);
-    this.previous.set(replica, { container: id, tty, log });
-    // The oldest kept goes first (a Map iterates in insertion order).
-    for (const r of this.previous.keys()) if (this.previous.size > PREVIOUS_KEPT) this.previous.delete(r);
+    this.previous.keep(replica, { container: id, tty, log });
   }
 
   private async logs(req: IncomingMessage, res: ServerResponse, replica: string, q: URLSearchParams): Promise<void> {
     const who = this.authorize(req.socket as TLSSocket, 'logs', replica);
     if (q.get('previous') === '1') {
       const p = this.previous.get(replica);
-      if (!p) throw new HttpError(404, `node ${this.opts.node} kept no previous container of replica ${replica} (none was replaced since its agent started)`);
+      if (!p) throw new HttpError(404, `node ${this.opts.node} kept no previous container of replica ${replica} (none was restarted or replaced on it${this.opts.previousDir ? '' : ' since its agent started'})`);
       this.opts.log.info({ who, replica, container: p.container, previous: true }, 'api: logs');
       agentMetrics.apiRequests.inc({ action: 'logs', result: 'ok' });
       res.writeHead(200, { 'Content-Type': p.tty ? 'application/vnd.docker.raw-stream' : 'application/vnd.docker.multiplexed-stream', 'X-Jaco-Container': p.container, 'X-Jaco-Tty': p.tty ? '1' : '0' });

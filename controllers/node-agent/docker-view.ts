@@ -27,6 +27,8 @@ export class DockerView {
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,
+    /** Each time the view holds every container again (first at start, then after Docker was down). */
+    private readonly onSynced: () => void = () => undefined,
   ) {
     this.host = docker.host;
   }
@@ -104,9 +106,11 @@ export class DockerView {
     const facts = await Promise.all(ids.map((id) => this.docker.inspect(id)));
     for (const f of facts) if (f) this.cache.put(f, since);
     this.cache.sweep(new Set(ids), since);
-    if (!this.synced) this.log.info({ containers: ids.length }, 'containers adopted from Docker');
+    const first = !this.synced;
+    if (first) this.log.info({ containers: ids.length }, 'containers adopted from Docker');
     this.synced = true;
     this.changed();
+    if (first) this.onSynced();
   }
 
   private async resyncTick(): Promise<void> {

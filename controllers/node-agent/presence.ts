@@ -81,6 +81,9 @@ export class Presence {
   private claiming?: Promise<void>;
   private nodeWatch?: Watcher;
   private heartbeatTimer?: NodeJS.Timeout;
+  /** A heartbeat is on its way; beatNow during it asks for the next one at once. */
+  private beating = false;
+  private beatAgain = false;
   private failing = false;
   private stopped = false;
   private standbyLogged = false;
@@ -330,8 +333,29 @@ export class Presence {
     if (this.stopped) return;
     this.heartbeatTimer = setTimeout(() => {
       const began = Date.now();
-      void this.heartbeat().finally(() => this.scheduleHeartbeat(Math.max(0, this.opts.statusIntervalMs - (Date.now() - began))));
+      this.beating = true;
+      void this.heartbeat().finally(() => {
+        this.beating = false;
+        const again = this.beatAgain;
+        this.beatAgain = false;
+        this.scheduleHeartbeat(again ? 0 : Math.max(0, this.opts.statusIntervalMs - (Date.now() - began)));
+      });
     }, delayMs);
+  }
+
+  /**
+   * A heartbeat now rather than at the next interval: the agent has a first pressure sample (its
+   * view of Docker just synced). The claim's heartbeat went before it, without one; waiting a whole
+   * interval (30 s) left `jaco top` and the rebalancer without figures for the node's replicas.
+   * Before the heartbeat loop starts there is nothing to do: the claim samples when it goes.
+   */
+  beatNow(): void {
+    if (this.stopped) return;
+    if (this.beating) this.beatAgain = true;
+    else if (this.heartbeatTimer) {
+      clearTimeout(this.heartbeatTimer);
+      this.scheduleHeartbeat(0);
+    }
   }
 
   /** Rewrites heartbeats/<host> (fenced by the claim), only while nodes/<host> exists. */

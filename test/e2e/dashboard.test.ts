@@ -1,7 +1,8 @@
 // The dashboard in a real browser: headless Debian Chromium (playwright-core) on a page served by
 // `jaco dashboard` over a real cluster (etcd, `jaco controller all`, two `jaco agent`s on Docker).
 // Without reloading, the page shows an applied deployment's replicas running and a rolling update's
-// step advancing; a replica's explanation opens; actions are absent without --allow-actions (and
+// step advancing; a replica's explanation opens; a job's result (exit code, attempts, duration) shows
+// beside its service; actions are absent without --allow-actions (and
 // refused by the server), present with it, each showing its CLI command: cordon and uncordon, a
 // canary rollout paused, resumed and promoted, a rollback aborted, a drain. Screenshots of each view
 // go to test-results/dashboard/ (not committed).
@@ -101,6 +102,31 @@ describe('jaco dashboard in headless Chromium', () => {
       }
       const refused = await page.evaluate(`fetch('/api/actions/cordon', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"target":"node-1"}' }).then((r) => r.status)`);
       expect(refused).toBe(403);
+    }));
+
+  it('shows a job\'s result where it shows its service: state, exit code, attempts and how long it ran', () =>
+    c.withLogs(async () => {
+      await page.goto(url);
+      await page.click('a[data-view="deployments"]');
+      await c.apply(`
+apiVersion: jaco.dev/v1
+kind: Deployment
+metadata: { name: jobs }
+spec:
+  services:
+    ok: { image: jaco-demo/busybox:1, mode: job, command: [sh, -c, 'sleep 1'] }
+    bad: { image: jaco-demo/busybox:1, mode: job, job: { attempts: 2, backoff: 1s }, command: [sh, -c, 'exit 3'] }
+`);
+      const ok = page.locator('[data-service="jobs/ok"][data-job="succeeded"]');
+      const bad = page.locator('[data-service="jobs/bad"][data-job="failed"]');
+      await ok.waitFor({ timeout: 30_000 });
+      await bad.waitFor({ timeout: 30_000 });
+      await shot('jobs');
+      // The figures are the scheduler's (deploymentstatus), as jaco status prints them.
+      expect(await ok.innerText()).toMatch(/succeeded exit 0 · 1 attempt · (1\.\d|[2-9]\.\d)s/);
+      expect(await bad.innerText()).toMatch(/failed exit 3 · 2 attempts · \d/);
+      expect(await bad.locator('.chip').getAttribute('title')).toBe('exit 3 after 2 attempts (revision 1)');
+      expect((await c.jaco(['delete', 'deployment', 'jobs'])).code).toBe(0);
     }));
 
   it('with --allow-actions: cordon from the page, through the CLI code, showing the CLI command', () =>

@@ -2,16 +2,19 @@
 // mutual TLS at its own loopback address, with certificates `jaco cert` issued), `jaco controller
 // all`, a real etcd. `jaco logs` merges a two-replica service with replica prefixes in time order
 // and, followed, picks up a replica scaled in later, the new containers of a rolling update and
-// replicas a drain moves to the other node; --previous shows the replaced containers' last lines; `jaco exec` passes stdin, a TTY (sized as the
-// client's, under `script`) and the command's exit code; a viewer's certificate reads logs and may
-// not exec; a node whose endpoint does not answer is named; `jaco top` agrees with `docker stats`.
+// replicas a drain moves to the other node, keeping the replaced containers' output to its last
+// line; --previous shows those last lines; `jaco exec` passes stdin, a TTY (sized as the client's,
+// under `script`) and the command's exit code; a viewer's certificate reads logs and may not exec;
+// a node whose endpoint does not answer is named; `jaco top` agrees with `docker stats`. The
+// backup and restore drill: etcd lost and restored from `jaco backup` under running controllers
+// and agents, its replicas adopted (same container ids and StartedAt).
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
-import type { Node, ReplicaDesired } from '../../src/api/types.js';
+import type { Deployment, Node, ReplicaDesired } from '../../src/api/types.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import type { ReplicaUsageRow } from '../../src/cli/top.js';
 import { JACO_BIN } from '../support/cli.js';
@@ -57,6 +60,9 @@ async function running(service: string, n: number): Promise<ReplicaDesired[]> {
     { what: `${n} ${service} replica(s) running`, timeoutMs: 45_000 },
   );
 }
+
+/** ops/talk's count as applied (and scaled). */
+const talkCount = async () => (await c.store.get<Deployment>(keys.deployment('ops')))!.value.spec.services.talk!.replicas ?? 1;
 
 /** ./bin/jaco, logs and exec with the operator's certificate (or the one given). */
 const jaco = (args: string[], input?: string, tls = operator) => c.jaco(['logs', 'exec'].includes(args[0]!) ? [args[0]!, '--tls-dir', tls, ...args.slice(1)] : args, input);
@@ -135,9 +141,6 @@ describe('jaco logs, exec and top against the agents', () => {
         return now.size === 3 && [...now].every(([r, id]) => id && id !== old.get(r)) && (await running('talk', 3));
       }, { what: 'every talk container replaced', timeoutMs: 60_000 });
       await eventually(() => [...seen].every(([r, n]) => firstLines(r) > n), { what: "each new container's first line followed", timeoutMs: 15_000 });
-      f.kill('SIGINT');
-      expect(await exited).toBe(0);
-
       // --previous: the last lines each replaced container wrote, kept by its agent when it
       // removed it (an old container leaves routing before its stop: wait for all three).
       const prev = await eventually(async () => {
@@ -145,6 +148,27 @@ describe('jaco logs, exec and top against the agents', () => {
         return r.code === 0 && r;
       }, { what: 'every replaced container removed and kept', timeoutMs: 20_000 });
       for (const r of old.keys()) expect(prev.stdout + prev.stderr).toMatch(new RegExp(`^${r}@\\S+\\s+\\| (out|err) \\d+`, 'm'));
+      // The follow kept each replaced container's output to its end, beside the new one's: its
+      // last line on stdout, as the agent kept it, was printed.
+      const lastLines = [...old.keys()].map((r) => {
+        const last = [...prev.stdout.matchAll(new RegExp(`^${r}@\\S+\\s+\\| out \\d+ ${r}$`, 'gm'))].at(-1);
+        expect(last, `${r}'s last line in --previous`).toBeDefined();
+        return last![0].replace(/\s+\| /, ' | ');
+      });
+      await eventually(() => lastLines.every((l) => followed.replace(/ +\| /g, ' | ').includes(`${l}\n`)), { what: `the replaced containers' last lines followed (${lastLines.join('; ')})`, timeoutMs: 5_000 });
+      f.kill('SIGINT');
+      expect(await exited).toBe(0);
+
+      // The kept lines outlive the agent (its state directory): node-1's agent restarted still serves them.
+      const onNode1 = prev.stdout.split('\n').filter((l) => /^\S+@node-1\s/.test(l));
+      expect(onNode1.length).toBeGreaterThan(0);
+      await c.agent('node-1')!.kill();
+      await c.startAgent('node-1', ['--address', ADDRESS['node-1']!, '--api-addr', `${ADDRESS['node-1']}:0`]);
+      const again = await eventually(async () => {
+        const r = await jaco(['logs', 'ops/talk', '--previous', '--tail', '2']);
+        return r.code === 0 && r;
+      }, { what: '--previous after the agent restart', timeoutMs: 15_000 });
+      for (const l of onNode1) expect(again.stdout).toContain(l.replace(/\s+\| /, ' | ').split(' | ')[1]);
     }));
 
   it('exec: stdout and stderr, stdin, a TTY sized as the client, the exit code as jaco\'s; a viewer may read logs, not exec', () =>
@@ -239,11 +263,57 @@ describe('jaco logs, exec and top against the agents', () => {
       const nodes = JSON.parse((await jaco(['top', 'nodes', '-o', 'json'])).stdout) as { node: string; cpuMillis: number; pressure: { value: number; dominant: string } }[];
       expect(nodes.map((n) => n.node)).toEqual([burn!.spec.node, burn!.spec.node === 'node-1' ? 'node-2' : 'node-1']);
       expect(nodes[0]!.pressure).toMatchObject({ dominant: 'cpu', value: expect.any(Number) });
-      expect(nodes[0]!.pressure.value).toBeGreaterThan(0.2);
+      // Of its node's one core, at least what the replica's own figure needs above (100m: a loaded machine gives it less than its 500m).
+      expect(nodes[0]!.pressure.value).toBeGreaterThan(0.1);
     }));
+  it('backup and restore drill: etcd lost and restored from `jaco backup` (etcdctl snapshot restore, as docs/operate.md says) under running controllers and agents; what ran is adopted, what came after the backup goes', () =>
+    c.withLogs(async () => {
+      // As many talk replicas as the cases before left (3 after them all).
+      const n = await talkCount();
+      await running('talk', n);
+      await running('burn', 1);
+      /** Every container of the cluster (sandboxes too), by id: replica and StartedAt from docker inspect. */
+      const inspectAll = async () =>
+        new Map(
+          await Promise.all(
+            (await c.containers()).map(async (x) => {
+              const i = await c.docker.getContainer(x.Id).inspect();
+              return [x.Id, { replica: x.Labels[LABELS.replica]!, role: x.Labels[LABELS.role], startedAt: i.State.StartedAt, running: i.State.Running }] as const;
+            }),
+          ),
+        );
+      const before = await inspectAll();
+      const file = join(c.logDir, 'drill.db');
+      let r = await c.jaco(['backup', file]);
+      expect(r.code, r.stderr).toBe(0);
+      // After the backup: one more replica, which the restored store will not know.
+      expect((await jaco(['scale', `ops/talk=${n + 1}`])).code).toBe(0);
+      const extra = (await running('talk', n + 1)).find((d) => ![...before.values()].some((b) => b.replica === d.spec.replica))!;
+      // The disk of etcd is lost (its data directory goes), and the operator follows docs/operate.md:
+      // check the file, `etcdctl snapshot restore` into a new data directory, start etcd on it.
+      // Controllers and agents keep running throughout.
+      r = await c.jaco(['backup', '--check', file]);
+      expect(r.stdout).toMatch(/: OK \(/);
+      await c.etcd.replace!({ snapshot: file });
+
+      // The restored store has n talk replicas: the extra one's container goes; nothing else is
+      // touched — every container that ran before the backup is the same one, never restarted.
+      await eventually(async () => !(await c.containers()).some((x) => x.Labels[LABELS.replica] === extra.spec.replica), { what: `${extra.spec.replica} (placed after the backup) removed`, timeoutMs: 30_000 });
+      await running('talk', n);
+      const after = await inspectAll();
+      expect([...after].filter(([id]) => !before.has(id)), 'a container started since the backup').toEqual([]);
+      for (const [id, b] of before) expect(after.get(id), `${b.replica} (${id.slice(0, 12)})`).toEqual(b);
+      // The controllers resumed on the restored store: a scale is carried out, once.
+      expect((await jaco(['scale', `ops/talk=${n + 1}`])).code).toBe(0);
+      const talk = await running('talk', n + 1);
+      expect(new Set(talk.map((d) => d.spec.replica)).size).toBe(n + 1);
+      const workloads = (await c.containers()).filter((x) => x.Labels[LABELS.role] !== 'sandbox');
+      expect(workloads.map((x) => x.Labels[LABELS.replica]).sort()).toEqual([...talk.map((d) => d.spec.replica), (await running('burn', 1))[0]!.spec.replica].sort());
+    }));
+
   it('logs -f follows replicas a drain moves to another node (make-before-break: both copies print, then the new one)', () =>
     c.withLogs(async () => {
-      const moving = (await running('talk', 3)).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
+      const moving = (await running('talk', await talkCount())).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
       expect(moving.length).toBeGreaterThan(0);
       const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '0', '--tls-dir', operator], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix } });
       let followed = '';

@@ -111,6 +111,13 @@ ${live ? h`${actionButton('pause', `${r.deployment}/${r.service}`)} ${actionButt
 <ol class="steps">${r.steps.map((x) => h`<li class="${x.result ?? 'running'}">${x.canary ? 'canary ' : ''}${x.replica} on ${x.node}: ${x.result ?? 'in progress'}${x.durationMs !== undefined ? ` in ${duration(x.durationMs)}` : ''}</li>`)}</ol></div>`;
 }
 
+/** A job's result at its current spec (jaco status' job line): state, exit code, attempts, how long it ran. */
+function jobCell(j: DeploymentStatusRow['services'][number]['job']): Raw {
+  if (!j) return raw('-');
+  const parts = [j.exitCode !== undefined ? `exit ${j.exitCode}` : '', `${j.attempts} attempt${j.attempts === 1 ? '' : 's'}`, j.durationMs !== undefined ? duration(j.durationMs) : ''].filter(Boolean);
+  return h`<span class="chip ${j.state}" title="${j.reason ?? j.state} (revision ${j.revision})">${j.state}</span> <span class="job-result">${parts.join(' · ')}</span>`;
+}
+
 function renderDeployment(d: DeploymentStatusRow, s: DashboardState, filter: string): Raw {
   const rollouts = s.rollouts.filter((r) => r.deployment === d.name);
   const prog = s.progress[d.name];
@@ -120,8 +127,8 @@ function renderDeployment(d: DeploymentStatusRow, s: DashboardState, filter: str
   return h`<div class="card deployment" data-deployment="${d.name}">
 <h2>${d.name} <small>revision ${d.revision}${d.observedGeneration !== undefined && d.observedGeneration !== d.revision ? ` (scheduler at ${d.observedGeneration})` : ''} · age ${d.age}</small>
 <button data-history="${d.name}">history &amp; diff</button> ${actionButton('rollback', d.name)}</h2>
-<table class="grid"><thead><tr><th>Service</th><th>Mode</th><th>Desired</th><th>Running</th><th>Moves</th><th>Unschedulable</th></tr></thead><tbody>
-${d.services.map((v) => h`<tr data-service="${d.name}/${v.name}" data-running="${v.running}"><td>${v.name}</td><td>${v.mode}</td><td>${v.desired}</td><td>${v.running}</td><td>${v.moves.map((m) => `${m.replica} ${m.from}→${m.to} (${m.by})`).join(', ') || '-'}</td><td>${v.unschedulable ? `${v.unschedulable.count} ${v.unschedulable.reason}: ${v.unschedulable.message}` : v.waitingForDependency ? `waiting for ${v.waitingForDependency.join(', ')}` : '-'}</td></tr>`)}
+<table class="grid"><thead><tr><th>Service</th><th>Mode</th><th>Desired</th><th>Running</th><th>Job</th><th>Moves</th><th>Unschedulable</th></tr></thead><tbody>
+${d.services.map((v) => h`<tr data-service="${d.name}/${v.name}" data-running="${v.running}" data-job="${v.job?.state ?? ''}"><td>${v.name}</td><td>${v.mode}</td><td>${v.desired}</td><td>${v.running}</td><td>${jobCell(v.job)}</td><td>${v.moves.map((m) => `${m.replica} ${m.from}→${m.to} (${m.by})`).join(', ') || '-'}</td><td>${v.unschedulable ? `${v.unschedulable.count} ${v.unschedulable.reason}: ${v.unschedulable.message}` : v.waitingForDependency ? `waiting for ${v.waitingForDependency.join(', ')}` : '-'}</td></tr>`)}
 </tbody></table>
 ${prog?.lines.length ? h`<pre class="progress-lines">${prog.lines.map((l) => `${l.service}: ${l.text}\n`).join('')}</pre>` : raw('')}
 ${rollouts.map(rolloutBlock)}

@@ -218,7 +218,7 @@ export function registerLogs(program: Command): void {
     .option('--since <when>', 'only lines since a duration ago (10m, 1h30m) or an RFC 3339 time')
     .option('--tail <n>', 'only the last n lines of each replica (all: every line)')
     .option('--timestamps', "show each line's time (Docker's, RFC 3339)")
-    .option('--previous', `the last ${PREVIOUS_LINES} lines of each replica's previous container (the one its last restart or replacement removed), kept by its agent since it started`)
+    .option('--previous', `the last ${PREVIOUS_LINES} lines of each replica's previous container (the one its last restart or replacement removed), kept by its agent in its state directory`)
     .option('--prefix', 'prefix lines with <replica>@<node> also when one replica is named')
     .option('--no-prefix', 'no prefix, also for a deployment')
     .option('--tls-dir <dir>', TLS_DIR_HELP)
