@@ -6,20 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { formatPath } from '../api/schema.js';
 import type { ServiceSpec } from '../api/types.js';
-import { mapCompose, type MapContext } from './map.js';
+import { mapCompose } from './map.js';
+import { tableContext } from './map.fixture.js';
 
 type Obj = Record<string, unknown>;
 
-const ctx: MapContext = {
-  dir: '/app',
-  project: 'shop',
-  lookup: () => undefined,
-  profiles: [],
-  allowPrivileged: false,
-  readFile: (f) => {
-    throw new Error(`no file ${f} in a table`);
-  },
-};
+const ctx = tableContext;
 
 /** One service `app` (image i) with these fields, and the application's other top-level keys. */
 const mapApp = (svc: Obj, top: Obj = {}) => mapCompose({ services: { app: { image: 'i', ...svc } }, ...top }, ctx);
