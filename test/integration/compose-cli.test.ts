@@ -74,7 +74,7 @@ describe('jaco apply -f compose.yaml', () => {
     expect(named.stdout).toBe('deployment/piped created (revision 1: created with web, worker)\n');
     const anonymous = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: text });
     expect(anonymous.code).toBe(1);
-    expect(anonymous.stderr).toContain('<stdin>:1:1: a compose file from stdin needs a name: --name NAME, or a top-level name:');
+    expect(anonymous.stderr).toContain('<stdin>:1:1: a compose file from stdin needs a name: --name NAME, COMPOSE_PROJECT_NAME, or a top-level name:');
   });
 
   it('a refused file writes nothing and names file, line and field; --strict refuses what is otherwise ignored', async () => {
