@@ -44,6 +44,8 @@ export interface Resources {
   memory?: string | number;
   /** A count, or "all": the node's every GPU (at least one), as `docker run --gpus all`. */
   gpus?: number | 'all';
+  /** These GPUs by id (index or UUID): only on nodes that have each; counted as that many GPUs. Not with gpus. */
+  gpuIds?: string[];
 }
 
 /**
@@ -123,6 +125,10 @@ export interface ContainerOptions {
   ipc?: 'private' | 'shareable' | 'host';
   /** The PID namespace: the node's (host); absent: the container's own. */
   pid?: 'host';
+  /** The Docker runtime (HostConfig.Runtime): placed only on nodes whose engine has it. */
+  runtime?: string;
+  /** "/dev/host[:/dev/container][:rwm]" (HostConfig.Devices): placed only on nodes that declare the host device. */
+  devices?: string[];
 }
 
 export type FailureAction = 'rollback' | 'pause' | 'continue';
@@ -343,6 +349,12 @@ export interface Capacity {
   cpuMillis: number;
   memoryBytes: number;
   gpus: number;
+  /** Its GPUs' ids: each index and UUID (nvidia-smi -L), so a service may ask for GPUs by id. */
+  gpuIds?: string[];
+  /** Its Docker engine's runtimes (docker info); absent: not known. */
+  runtimes?: string[];
+  /** Host devices it offers containers (jaco agent --device /dev/fuse). */
+  devices?: string[];
 }
 
 export interface NodeSpec {

@@ -271,3 +271,22 @@ describe('sysctls, security_opt, ipc, pid: passed to Docker where the replica al
     expect(got.spec.services.app!.container).toEqual({ ipc: 'host', pid: 'host', securityOpt: ['apparmor=unconfined'] });
   });
 });
+
+describe('runtime, devices and GPUs by id: passed to Docker, placed where the node has them', () => {
+  const gpuRequest = (extra: Obj) => ({ deploy: { resources: { reservations: { devices: [{ capabilities: ['gpu'], ...extra }] } } } });
+  it.each<[string, Obj, Partial<ServiceSpec>, Said[]?]>([
+    ['runtime', { runtime: 'runsc' }, { container: { runtime: 'runsc' } }],
+    ['devices, short syntax', { devices: ['/dev/fuse', '/dev/sda:/dev/xvda:rwm'] }, { container: { devices: ['/dev/fuse', '/dev/sda:/dev/xvda:rwm'] } }],
+    ['devices, long syntax', { devices: [{ source: '/dev/kvm', permissions: 'rw' }, { source: '/dev/sdb', target: '/dev/xvdb' }] }, { container: { devices: ['/dev/kvm:rw', '/dev/sdb:/dev/xvdb'] } }],
+    ['a CDI device name is refused', { devices: ['nvidia.com/gpu=all'] }, {}, [['refuse', 'services.app.devices[0]', 'a CDI device name is not supported']]],
+    ['device_ids: GPUs by id', gpuRequest({ device_ids: ['0', 'GPU-5f2c'] }), { resources: { gpuIds: ['0', 'GPU-5f2c'] } }],
+    ['gpus: with device_ids (compose’s long gpus)', { gpus: [{ capabilities: ['gpu'], device_ids: ['1'] }] }, { resources: { gpuIds: ['1'] } }],
+    ['device_ids with a count is refused', gpuRequest({ device_ids: ['0'], count: 1 }), {}, [['refuse', 'services.app.deploy.resources.reservations.devices[0].count', 'count and device_ids cannot both be set']]],
+    [
+      'by count and by id at once is refused',
+      { deploy: { resources: { reservations: { devices: [{ capabilities: ['gpu'], count: 1 }, { capabilities: ['gpu'], device_ids: ['1'] }] } } } },
+      {},
+      [['refuse', 'services.app.deploy.resources.reservations.devices', 'GPUs asked for both by count and by device_ids']],
+    ],
+  ])('%s', (_what, svc, spec, said = []) => check(mapApp(svc), spec, said));
+});
