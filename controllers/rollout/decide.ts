@@ -286,6 +286,21 @@ function decideService(c: ServiceCtx): ServicePass {
   return pass;
 }
 
+/**
+ * The first restart: true dependency whose replicas are not all ready at the spec hash the target
+ * was applied with (dependsOn.X.specHash), or undefined. A job dependency runs to completion and
+ * is never "ready": it holds nothing.
+ */
+export function dependencyNotRecreated(c: Pick<ServiceCtx, 'snapshot' | 'name' | 'now' | 'deployment'>, target: ServingTemplate): string | undefined {
+  for (const [dep, d] of Object.entries(target.template.dependsOn ?? {})) {
+    if (!d.restart || !d.specHash) continue;
+    const spec = c.deployment.value.spec.services[dep];
+    if (!spec || isJob(spec)) continue;
+    if (!replicaGroups(c.snapshot, c.name, dep, c.now).every((g) => g.suspended || groupReady(g, d.specHash!, c.now).ready)) return dep;
+  }
+  return undefined;
+}
+
 /** pause: no new step starts (steps in flight finish); resume: steps start again; abort: revert now. */
 function takeRequest(pass: ServicePass): void {
   const { c } = pass;
@@ -553,6 +568,14 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   }
   if (direction === 'forward' && plan.state === 'paused') {
     pass.notes.push(plan.failureReason ? `paused after ${plan.failureReason}: jaco rollout resume|abort, or apply` : 'paused: jaco rollout resume to go on');
+    updateTotals(pass, target, inFlight);
+    return;
+  }
+  // A service that restarts with a dependency (dependsOn restart: true) restarts after it: no
+  // step starts until every replica of the dependency is ready at the spec this one was applied with.
+  const dependency = direction === 'forward' ? dependencyNotRecreated(c, target) : undefined;
+  if (dependency) {
+    pass.notes.push(`waits for ${dependency} to be recreated first (dependsOn ${dependency} restart: true)`);
     updateTotals(pass, target, inFlight);
     return;
   }

@@ -248,9 +248,19 @@ const serviceSchema: Schema = obj(
     aliases: arr(str({ pattern: ALIAS_PATTERN, maxLength: 200 }), {
       description: "Other names the service answers to: ALIAS inside its deployment, ALIAS.DEPLOYMENT anywhere (a compose service's own name when jaco's differs, its network aliases). Changing them restarts nothing.",
     }),
-    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }) }, ['condition']), {
-      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
-    }),
+    dependsOn: map(
+      obj(
+        {
+          condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }),
+          restart: { ...bool(), description: 'Roll this service whenever the dependency is recreated (a change of its spec): compose depends_on restart: true.' },
+          specHash: str({ pattern: '^[0-9a-f]{64}$', description: "With restart: the dependency's spec hash, written by apply (never by hand): part of this service's spec hash, so a recreated dependency rolls it." }),
+        },
+        ['condition'],
+      ),
+      {
+        description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
+      },
+    ),
     secrets: arr(fileRef('secret'), { description: 'Secrets (jaco secret create) as files on a tmpfs in each container, at /run/secrets/<target> (docs/secrets.md).' }),
     configs: arr(fileRef('config'), { description: 'Configs (jaco config create) as files on a tmpfs in each container, at <target> (default /<source>).' }),
     container: obj(

@@ -92,6 +92,18 @@ export interface TcpCheck {
  */
 export type VolumeMount = { type: 'volume' | 'bind'; source: string; target: string; readOnly?: boolean } | { type: 'anonymous'; target: string; readOnly?: boolean };
 
+/** One dependency of a service (dependsOn). */
+export interface Dependency {
+  condition: DependencyCondition;
+  /** Roll the service whenever the dependency is recreated (compose depends_on restart: true). */
+  restart?: boolean;
+  /**
+   * With restart: the dependency's spec hash, as apply saw it (withDependencyHashes; never written
+   * by hand): part of the service's own spec hash, so a recreated dependency rolls it.
+   */
+  specHash?: string;
+}
+
 /** Docker create options beyond the workload's shape (compose's working_dir, user, cap_add, …). */
 export interface ContainerOptions {
   workingDir?: string;
@@ -259,7 +271,7 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy), or a
    * job dependency succeeded at its current spec (service_completed_successfully).
    */
-  dependsOn?: Record<string, { condition: DependencyCondition }>;
+  dependsOn?: Record<string, Dependency>;
   /**
    * Other names the service answers to, as `ALIAS` inside its deployment and `ALIAS.DEPLOYMENT`
    * anywhere: a compose service's own name when jaco's differs (`web_app` for `web-app`), and its

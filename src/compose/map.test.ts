@@ -290,3 +290,12 @@ describe('runtime, devices and GPUs by id: passed to Docker, placed where the no
     ],
   ])('%s', (_what, svc, spec, said = []) => check(mapApp(svc), spec, said));
 });
+
+describe('depends_on restart: true', () => {
+  it('is kept: apply folds the dependency’s spec hash into the service, so a recreated dependency rolls it', () => {
+    const got = mapCompose({ services: { db: { image: 'i' }, web: { image: 'i', depends_on: { db: { condition: 'service_healthy', restart: true } } }, worker: { image: 'i', depends_on: { db: { condition: 'service_started', restart: false } } } } }, ctx);
+    expect(got.issues).toEqual([]);
+    expect(got.spec.services.web!.dependsOn).toEqual({ db: { condition: 'service_healthy', restart: true } });
+    expect(got.spec.services.worker!.dependsOn).toEqual({ db: { condition: 'service_started' } });
+  });
+});

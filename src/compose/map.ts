@@ -397,9 +397,9 @@ class ServiceMapper {
         continue;
       }
       const condition = String(opts.condition ?? 'service_started');
-      if (condition === 'service_started' || condition === 'service_healthy' || condition === 'service_completed_successfully') out[this.names.get(name) ?? name] = { condition };
+      // restart: true — a recreated dependency rolls this service (its spec hash is folded in at apply).
+      if (condition === 'service_started' || condition === 'service_healthy' || condition === 'service_completed_successfully') out[this.names.get(name) ?? name] = { condition, ...(opts.restart === true ? { restart: true } : {}) };
       else this.refuse([...at, 'condition'], `${condition} is not supported (service_started, service_healthy and service_completed_successfully are)`);
-      if (opts.restart !== undefined) this.warn([...at, 'restart'], 'restart is ignored: a dependency replaced later does not restart its dependents');
     }
     if (Object.keys(out).length) this.out.dependsOn = out;
   }

@@ -9,6 +9,7 @@ import { formatProblem, ManifestError, parseManifests, readSources, type Manifes
 import { composeFilesIn, composeFileVariable, composeModel, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
 import { parseEnvFile } from '../../compose/interpolate.js';
 import type { Deployment } from '../../api/types.js';
+import { withDependencyHashes } from '../../api/spec.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
 import { pinToStore } from '../apply-files.js';
@@ -197,7 +198,7 @@ export function registerApply(program: Command): void {
             // What cannot be read is diffed as nothing (apply replaces it), and named.
             warnUnreadable(unreadable ? [unreadable] : []);
             const live = value?.value;
-            const d = yamlDiff(`deployment/${item.name}`, live?.spec, await pinToStore(store, item.spec));
+            const d = yamlDiff(`deployment/${item.name}`, live?.spec, withDependencyHashes(await pinToStore(store, item.spec)));
             if (d) {
               differs = true;
               process.stdout.write(d);
