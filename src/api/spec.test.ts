@@ -37,6 +37,9 @@ describe('specHash', () => {
     ['added capabilities', { container: { capAdd: ['NET_ADMIN'] } }],
     ['a secret', { secrets: [{ source: 'db_password' }] }],
     ['a config', { configs: [{ source: 'app.conf' }] }],
+    ['GPUs by id', { resources: { gpuIds: ['0'] } }],
+    ['a runtime', { container: { runtime: 'runsc' } }],
+    ['a device', { container: { devices: ['/dev/fuse'] } }],
   ])('changes with %s', (_name, change) => expect(specHash({ ...base, ...change })).not.toBe(specHash(base)));
 
   describe('secrets and configs: the references, never the values', () => {
