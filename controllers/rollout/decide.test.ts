@@ -1401,6 +1401,23 @@ describe('restart (jaco rollout restart): every replica again at the same spec',
       .sort((a, b) => (a.spec.replica < b.spec.replica ? -1 : 1))
       .map((d) => d.spec.revision);
 
+  it('a service restarted with its dependency (dependsOn restart: true) restarts after it', () => {
+    const w = new World();
+    w.apply('app', withDependencyHashes({ services: { web: svc('img:1', { replicas: 1, dependsOn: { db: { condition: 'service_started', restart: true } } }), db: svc('db:1', { replicas: 1 }) } }).services);
+    w.place('app', 'web', 0, 'node-1');
+    w.place('app', 'db', 0, 'node-2');
+    w.converge();
+    w.pass();
+    restart(w, ['db', 'web']);
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-db-0']);
+    w.converge();
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-db-0', 'app-web-0']);
+    w.rounds(2);
+    expect([revisions(w, 'db'), revisions(w, 'web')]).toEqual([[2], [2]]);
+  });
+
   it('rolls every replica of the service onto the restart revision, one step at a time, hash unchanged', () => {
     const w = running();
     restart(w, ['web']);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults, withDependencyHashes } from './spec.js';
+import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults, withDependencyHashes, withRestartDependents } from './spec.js';
 import type { DeploymentSpec, ServiceSpec } from './types.js';
 
 const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
@@ -172,4 +172,22 @@ describe('withDependencyHashes: a recreated dependency rolls the services that r
     const spec = app({}, plain);
     expect(withDependencyHashes(spec).services.web).toBe(spec.services.web);
   });
+});
+
+describe('withRestartDependents: what jaco rollout restart restarts', () => {
+  const r = { condition: 'service_started' as const, restart: true };
+  const spec: DeploymentSpec = {
+    services: {
+      db: { image: 'db' },
+      api: { image: 'api', dependsOn: { db: r } },
+      web: { image: 'web', dependsOn: { api: r } },
+      worker: { image: 'w', dependsOn: { db: { condition: 'service_started' } } },
+    },
+  };
+  it.each<[string[], string[]]>([
+    [['db'], ['db', 'api', 'web']],
+    [['api'], ['api', 'web']],
+    [['web'], ['web']],
+    [['worker'], ['worker']],
+  ])('%j → %j', (given, want) => expect(withRestartDependents(spec, given)).toEqual(want));
 });

@@ -123,6 +123,17 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   };
 }
 
+/** The services and, transitively, those that restart with them (dependsOn restart: true): what jaco rollout restart restarts. */
+export function withRestartDependents(spec: DeploymentSpec, services: readonly string[]): string[] {
+  const out = new Set(services);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [name, svc] of Object.entries(spec.services))
+      if (!out.has(name) && Object.entries(svc.dependsOn ?? {}).some(([dep, d]) => d.restart && out.has(dep))) grew = !!out.add(name);
+  }
+  return Object.keys(spec.services).filter((n) => out.has(n));
+}
+
 /**
  * The deployment with each restart: true dependency's spec hash written into its dependent
  * (dependsOn.X.specHash): a dependency recreated — a new spec, image digest, secret version —
