@@ -36,7 +36,7 @@ import { Presence } from './presence.js';
 import { Overlay, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
-import type { RuntimeFactory } from './runtime.js';
+import type { ContainerRuntime, RuntimeFactory } from './runtime.js';
 import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, registrySecretOf, type PullAuth } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
@@ -229,6 +229,7 @@ export class NodeAgent {
     const apiEndpoint = await this.startApi(runtime);
     this.presence = new Presence({
       ...this.opts,
+      capacity: await this.withRuntimes(runtime),
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
       overlay: this.overlay?.publication,
       ...(apiEndpoint ? { apiEndpoint } : {}),
@@ -527,6 +528,22 @@ export class NodeAgent {
   }
 
   /** The node's end of the WireGuard mesh, when asked for (its key is made on the first start). */
+  /**
+   * Its capacity with the runtimes its engine has (docker info), unless declared: placement
+   * filters a service's runtime on them (runtime_missing). An engine away at the start leaves
+   * them unknown, said in the log: such a node takes no service that names a runtime.
+   */
+  private async withRuntimes(runtime: ContainerRuntime): Promise<Capacity> {
+    const capacity = this.opts.capacity;
+    if (capacity.runtimes || !runtime.runtimes) return capacity;
+    try {
+      return { ...capacity, runtimes: await runtime.runtimes() };
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not read the engine\'s runtimes: the node offers none until the agent restarts');
+      return capacity;
+    }
+  }
+
   private makeOverlay(): Overlay | undefined {
     const { overlay, stateDir, address } = this.opts;
     if (!overlay) return undefined;

@@ -1,7 +1,7 @@
 // The agent's flags: capacity, labels, status interval, Docker host.
 import { describe, expect, it } from 'vitest';
 import { FAST, PRODUCTION } from '../../src/timings.js';
-import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from './capacity.js';
+import { AgentFlagError, dockerConnection, gpusListed, parseCapacity, parseDevices, parseLabels, parseStatusInterval, resolveCapacity } from './capacity.js';
 
 describe('parseCapacity', () => {
   it.each([
@@ -29,6 +29,27 @@ describe('parseCapacity', () => {
     expect(c.cpuMillis).toBe(1000);
     expect(c.memoryBytes).toBeGreaterThan(0);
     expect(c.gpus).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe('GPUs and devices', () => {
+  it('nvidia-smi -L: the count, each index and UUID', () => {
+    const out = 'GPU 0: Tesla T4 (UUID: GPU-5f2c0c1e-aaaa)\nGPU 1: NVIDIA A100-SXM4-40GB (UUID: GPU-77ab)\n  MIG 1g.5gb Device 0: (UUID: MIG-1234)\n';
+    expect(gpusListed(out)).toEqual({ count: 2, ids: ['0', 'GPU-5f2c0c1e-aaaa', '1', 'GPU-77ab'] });
+    expect(gpusListed('')).toEqual({ count: 0, ids: [] });
+  });
+
+  it('a declared GPU count has the ids 0…N-1; declared devices are kept', async () => {
+    expect(await resolveCapacity({ cpuMillis: 1, memoryBytes: 1, gpus: 2, devices: ['/dev/fuse'] })).toEqual({ cpuMillis: 1, memoryBytes: 1, gpus: 2, gpuIds: ['0', '1'], devices: ['/dev/fuse'] });
+    expect(await resolveCapacity({ cpuMillis: 1, memoryBytes: 1, gpus: 0 })).toEqual({ cpuMillis: 1, memoryBytes: 1, gpus: 0 });
+  });
+
+  it('--device: absolute paths that exist here, each once', () => {
+    const here = new Set(['/dev/fuse', '/dev/kvm']);
+    expect(parseDevices(['/dev/kvm', '/dev/fuse', '/dev/kvm'], (p) => here.has(p))).toEqual(['/dev/fuse', '/dev/kvm']);
+    expect(() => parseDevices(['fuse'], () => true)).toThrow('--device: "fuse" is not an absolute device path (e.g. /dev/fuse)');
+    expect(() => parseDevices(['/dev/sda:/dev/xvda'], () => true)).toThrow(AgentFlagError);
+    expect(() => parseDevices(['/dev/nvidia9'], (p) => here.has(p))).toThrow('--device: /dev/nvidia9 does not exist on this host');
   });
 });
 

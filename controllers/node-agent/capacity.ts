@@ -1,6 +1,6 @@
 // The agent's flags that describe its node: declared capacity (cpu=2,memory=4Gi,gpus=0, or
-// detected: cores, total memory, nvidia-smi GPUs), node labels, the status interval and the
-// Docker host. Parsers are pure and throw AgentFlagError with a message fit for the CLI.
+// detected: cores, total memory, nvidia-smi GPUs and their ids), the devices it offers
+// (--device), node labels, the status interval and the Docker host. Parsers are pure and throw AgentFlagError with a message fit for the CLI.
 import { execFile } from 'node:child_process';
 import { availableParallelism, totalmem } from 'node:os';
 import { labelProblem } from '../../src/api/nodes.js';
@@ -78,20 +78,49 @@ export function dockerConnection(host: string): { socketPath: string } | { host:
   throw new AgentFlagError(`--docker-host: "${host}" is not unix:///path/to/docker.sock or tcp://host:port`);
 }
 
-/** GPUs as nvidia-smi lists them; 0 when it is absent or fails. */
-export function countGpus(timeoutMs = 5000): Promise<number> {
+/**
+ * GPUs as `nvidia-smi -L` lists them ("GPU 0: Tesla T4 (UUID: GPU-5f2c…)"): their count and their
+ * ids, each index and UUID (what Docker's device requests take). None when the output lists none.
+ */
+export function gpusListed(output: string): { count: number; ids: string[] } {
+  const ids: string[] = [];
+  let count = 0;
+  for (const line of output.split('\n')) {
+    const m = /^GPU (\d+):.*?(?:\(UUID: ([^)\s]+)\))?$/.exec(line.trim());
+    if (!m) continue;
+    count++;
+    ids.push(m[1]!, ...(m[2] ? [m[2]] : []));
+  }
+  return { count, ids };
+}
+
+/** This host's GPUs (nvidia-smi -L); none when it is absent or fails. */
+export function detectGpus(timeoutMs = 5000): Promise<{ count: number; ids: string[] }> {
   return new Promise((resolve) => {
-    execFile('nvidia-smi', ['-L'], { timeout: timeoutMs }, (err, stdout) => {
-      resolve(err ? 0 : stdout.split('\n').filter((l) => /^GPU \d+/.test(l.trim())).length);
-    });
+    execFile('nvidia-smi', ['-L'], { timeout: timeoutMs }, (err, stdout) => resolve(err ? { count: 0, ids: [] } : gpusListed(stdout)));
   });
 }
 
-/** Declared parts win; the rest is detected on this host. */
+/**
+ * `--device PATH` (repeatable): the host devices this node offers containers (compose devices:),
+ * each an absolute path that exists here. Placement gives a service asking for one only such nodes.
+ */
+export function parseDevices(paths: readonly string[], exists: (path: string) => boolean): string[] {
+  for (const p of paths) {
+    if (!/^\/[^:]+$/.test(p)) throw new AgentFlagError(`--device: "${p}" is not an absolute device path (e.g. /dev/fuse)`);
+    if (!exists(p)) throw new AgentFlagError(`--device: ${p} does not exist on this host`);
+  }
+  return [...new Set(paths)].sort();
+}
+
+/** Declared parts win; the rest is detected on this host. A declared GPU count N has the ids 0…N-1. */
 export async function resolveCapacity(declared: Partial<Capacity>): Promise<Capacity> {
+  const gpus = declared.gpus === undefined ? await detectGpus() : { count: declared.gpus, ids: Array.from({ length: declared.gpus }, (_, i) => String(i)) };
   return {
     cpuMillis: declared.cpuMillis ?? availableParallelism() * 1000,
     memoryBytes: declared.memoryBytes ?? totalmem(),
-    gpus: declared.gpus ?? (await countGpus()),
+    gpus: gpus.count,
+    ...(gpus.ids.length ? { gpuIds: gpus.ids } : {}),
+    ...(declared.devices?.length ? { devices: declared.devices } : {}),
   };
 }

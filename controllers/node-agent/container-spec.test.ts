@@ -85,6 +85,21 @@ describe('createOptions', () => {
     expect(createOptions(spec({ image: 'x', resources: { gpus: 'all' } }), owner).HostConfig!.DeviceRequests).toEqual([{ Driver: '', Count: -1, Capabilities: [['gpu']] }]);
   });
 
+  it('runtime, devices and GPUs by id: Runtime, Devices and DeviceRequests of the HostConfig', () => {
+    const h = createOptions(spec({ image: 'x', resources: { gpuIds: ['1', 'GPU-5f2c'] }, container: { runtime: 'runsc', devices: ['/dev/fuse', '/dev/sda:/dev/xvda', '/dev/kvm:r', '/dev/sdb:/dev/xvdb:rw'] } }), owner).HostConfig!;
+    expect(h.Runtime).toBe('runsc');
+    expect(h.Devices).toEqual([
+      { PathOnHost: '/dev/fuse', PathInContainer: '/dev/fuse', CgroupPermissions: 'rwm' },
+      { PathOnHost: '/dev/sda', PathInContainer: '/dev/xvda', CgroupPermissions: 'rwm' },
+      { PathOnHost: '/dev/kvm', PathInContainer: '/dev/kvm', CgroupPermissions: 'r' },
+      { PathOnHost: '/dev/sdb', PathInContainer: '/dev/xvdb', CgroupPermissions: 'rw' },
+    ]);
+    expect(h.DeviceRequests).toEqual([{ Driver: '', DeviceIDs: ['1', 'GPU-5f2c'], Capabilities: [['gpu']] }]);
+    // None asked: none set (Docker's defaults: its default runtime, no devices).
+    const plain = createOptions(spec({ image: 'x' }), owner).HostConfig!;
+    expect([plain.Runtime, plain.Devices, plain.DeviceRequests]).toEqual([undefined, undefined, undefined]);
+  });
+
   it('health check durations in nanoseconds; stop signal and grace (whole seconds, rounded up)', () => {
     expect(o.Healthcheck).toEqual({ Test: ['CMD-SHELL', 'wget -q -O- http://127.0.0.1:8080/'], Interval: 2e9, Timeout: 1.5e9, Retries: 2, StartPeriod: 1e9 });
     expect(o.StopSignal).toBe('SIGINT');

@@ -135,8 +135,9 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
     // A hard cap: no swap beyond the limit.
     ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
     ...(mounts.length ? { Mounts: mounts } : {}),
-    // Count -1 is Docker's "all" (docker run --gpus all).
+    // Count -1 is Docker's "all" (docker run --gpus all); GPUs by id are a request of those ids.
     ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus === 'all' ? -1 : gpus, Capabilities: [['gpu']] }] } : {}),
+    ...(t.resources?.gpuIds?.length ? { DeviceRequests: [{ Driver: '', DeviceIDs: t.resources.gpuIds, Capabilities: [['gpu']] }] } : {}),
     // Hosts entries live in the namespace's owner, the sandbox (Docker refuses them here).
     ...hostOptions(cluster ? { ...t.container, extraHosts: undefined } : t.container),
     ...containerSysctls(t.container, cluster),
@@ -187,7 +188,16 @@ function hostOptions(c: ServiceSpec['container']): Partial<Docker.HostConfig> {
     ...(c.securityOpt?.length ? { SecurityOpt: c.securityOpt } : {}),
     ...(c.ipc ? { IpcMode: c.ipc } : {}),
     ...(c.pid ? { PidMode: c.pid } : {}),
+    ...(c.runtime ? { Runtime: c.runtime } : {}),
+    ...(c.devices?.length ? { Devices: c.devices.map(deviceMapping) } : {}),
   };
+}
+
+/** "/dev/host[:/dev/container][:rwm]" as docker run --device reads it: the container path defaults to the host's, permissions to rwm. */
+export function deviceMapping(spec: string): Docker.DeviceMapping {
+  const [host, ...rest] = spec.split(':');
+  const perms = rest.length && /^[rwm]+$/.test(rest.at(-1)!) ? rest.pop()! : 'rwm';
+  return { PathOnHost: host!, PathInContainer: rest[0] ?? host!, CgroupPermissions: perms };
 }
 
 /** A sysctl of the network namespace: on the cluster network it is the sandbox's to set (Docker refuses it on a container that joins another's namespace). */

@@ -74,6 +74,11 @@ export class DockerRuntime implements ContainerRuntime {
     });
   }
 
+  /** The engine's runtimes (docker info's Runtimes): part of the node's capacity. */
+  runtimes(): Promise<string[]> {
+    return this.call(async () => Object.keys(((await this.docker.info()) as { Runtimes?: Record<string, unknown> }).Runtimes ?? {}).sort());
+  }
+
   /** Ids of every container (any state) labelled with this agent's cluster and node. */
   listOwn(): Promise<string[]> {
     return this.call(async () => (await this.docker.listContainers({ all: true, filters: { label: ownerLabels(this.owner) } })).map((c) => c.Id));

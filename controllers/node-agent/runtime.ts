@@ -26,6 +26,8 @@ export interface ContainerRuntime {
   /** Usage known without an API call; absent: the agent reads cgroup files (CgroupReader). */
   readonly usage?: UsageReader;
   ping(): Promise<void>;
+  /** The engine's runtimes (runc, runsc, nvidia…); absent: the runtime has none to choose (hollow). */
+  runtimes?(): Promise<string[]>;
   /** Ids of every container (any state) of this agent's cluster and node. */
   listOwn(): Promise<string[]>;
   /** Facts of a container by id or name, or undefined when it is gone. */

@@ -40,6 +40,35 @@ describe('hard filters: each records its reason per node', () => {
     expect(d.why).toContain(reason);
   });
 
+  it.each<[string, Partial<NodeInfo['capacity']>, Partial<ServiceSpec>, string | undefined, string]>([
+    ['runtime: the engine has it', { runtimes: ['runc', 'runsc'] }, { container: { runtime: 'runsc' } }, undefined, ''],
+    ['runtime: the engine lacks it', { runtimes: ['runc'] }, { container: { runtime: 'nvidia' } }, 'runtime_missing', 'its engine has no runtime nvidia (it has runc)'],
+    ['runtime: the node reports no runtimes (an older agent)', {}, { container: { runtime: 'runc' } }, 'runtime_missing', "its engine's runtimes are not known (its agent reported none), so not runc"],
+    ['no runtime asked: any node', {}, {}, undefined, ''],
+    ['devices: the node offers it (a mapping names its host side)', { devices: ['/dev/fuse', '/dev/sda'] }, { container: { devices: ['/dev/fuse', '/dev/sda:/dev/xvda:r'] } }, undefined, ''],
+    ['devices: the node does not offer it', { devices: ['/dev/fuse'] }, { container: { devices: ['/dev/fuse', '/dev/kvm:/dev/kvm:rw'] } }, 'device_missing', 'it does not offer device /dev/kvm (jaco agent --device; it offers /dev/fuse)'],
+    ['devices: the node declares none', {}, { container: { devices: ['/dev/fuse'] } }, 'device_missing', 'it does not offer device /dev/fuse (jaco agent --device; it offers none)'],
+    ['GPU ids: the node has each', { gpus: 2, gpuIds: ['0', '1', 'GPU-a', 'GPU-b'] }, { resources: { gpuIds: ['1', 'GPU-a'] } }, undefined, ''],
+    ['GPU ids: the node lacks one', { gpus: 2, gpuIds: ['0', '1'] }, { resources: { gpuIds: ['0', '3'] } }, 'device_missing', 'it has no GPU 3 (its GPUs: 0, 1)'],
+    ['GPU ids count as GPUs: too few free', { gpus: 1, gpuIds: ['0'] }, { resources: { gpuIds: ['0', '0'] } }, 'no_capacity_gpu', 'needs 2 GPU(s); 1 of 1 free'],
+  ])('runtimes and devices: %s', (_name, capacity, spec, reason, detail) => {
+    const d = new Placer(input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0, ...capacity } })])).decide(req(spec));
+    expect(d.reason).toBe(reason);
+    expect(d.chosen).toBe(reason ? undefined : 'a');
+    if (reason) expect(d.verdicts[0]!.rejected!.detail).toBe(detail);
+  });
+
+  it('runtimes and devices are filtered after the operator’s constraints and before capacity: the reason names the furthest obstacle', () => {
+    const spec: Partial<ServiceSpec> = { container: { runtime: 'runsc', devices: ['/dev/fuse'] }, resources: { memory: '3Gi' } };
+    const cap = (extra: Partial<NodeInfo['capacity']>) => ({ capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0, runtimes: ['runsc'], devices: ['/dev/fuse'], ...extra } });
+    const nodes = [node('a', cap({})), node('b', cap({ runtimes: ['runc'] })), node('c', cap({ devices: [] })), node('d', cap({}))];
+    const d = new Placer(input(nodes.map((n, i) => ({ ...n, labels: { zone: i ? 'a' : 'b' } })))).decide(req({ ...spec, placement: { nodeSelector: { zone: 'a' } } }));
+    expect(d.verdicts.map((v) => `${v.node}: ${v.rejected?.filter}`)).toEqual(['a: node_selector', 'b: runtime', 'c: devices', 'd: memory']);
+    expect(d.reason).toBe('no_capacity_memory');
+    expect(new Placer(input(nodes.slice(1, 3))).decide(req(spec)).reason).toBe('device_missing');
+    expect(new Placer(input(nodes.slice(1, 2))).decide(req(spec)).reason).toBe('runtime_missing');
+  });
+
   it('volume_in_use: readers share a volume; the same replica (re-placed, same id) is not its own writer; another deployment\'s same-named volume is another volume', () => {
     const vol = (readOnly: boolean): Partial<ServiceSpec> => ({ volumes: [{ type: 'volume', source: 'data', target: '/d', readOnly }] });
     const reader = input([node('a')], [placed('d-old-0', 'a', { volumes: [{ source: 'data', readOnly: true }] })], { 'd/data': 'a' });

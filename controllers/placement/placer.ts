@@ -6,7 +6,10 @@
 // Pipeline, per node, in this order (the first failing filter is the node's recorded reason):
 //   eligibility      — NotReady/cordoned/draining nodes are out before anything is computed
 //   excluded         — the caller's exclusions (a move's source)
-//   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
+//   hosts, node_selector — the operator's explicit constraints, cheapest first
+//   runtime, devices — what the node's engine and host offer (its capacity's runtimes, devices
+//                      and GPU ids): fixed facts of the node, so before anything it holds
+//   volume_locality  — the node that holds the service's named volumes
 //   volume_in_use    — one writer per named volume (seed 004): no second replica attaches a volume
 //                      another holds when either mount is read-write
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
@@ -30,6 +33,9 @@ import { chooseAddress } from './ipam.js';
 import { FILTER_ORDER, FILTER_REASON, type FilterName, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 
 const MiB = 1024 * 1024;
+
+/** The host side of a device mapping ("/dev/fuse", "/dev/sda:/dev/xvda:r" → "/dev/sda"). */
+export const hostDevice = (mapping: string): string => mapping.split(':')[0]!;
 
 export interface PlacementConfig {
   /** CPU is soft: a node's CPU is scored against capacity × this ratio (seed 004: 4.0). */
@@ -119,7 +125,9 @@ export interface Rejection {
 /** The resources a replica of this spec occupies. */
 export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
   const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
+  // GPUs asked for by id count as that many GPUs.
+  const gpus = spec.resources?.gpus ?? spec.resources?.gpuIds?.length ?? 0;
+  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
@@ -148,6 +156,12 @@ interface Req {
   mode: PlacementMode;
   hosts?: Set<string>;
   selector: [string, string][];
+  /** The Docker runtime it needs (container.runtime). */
+  runtime?: string;
+  /** Host devices it needs (the host side of container.devices). */
+  devices: string[];
+  /** GPUs it needs by id (resources.gpuIds). */
+  gpuIds: string[];
   /** Node index every named volume lives on; -1 none yet; -2 the volumes live apart. */
   home: number;
   homeName?: string;
@@ -326,6 +340,9 @@ export class Placer {
       mode,
       hosts: mode === 'hosts' ? new Set(r.spec.placement?.hosts ?? []) : undefined,
       selector: Object.entries(r.spec.placement?.nodeSelector ?? {}),
+      runtime: r.spec.container?.runtime,
+      devices: (r.spec.container?.devices ?? []).map(hostDevice),
+      gpuIds: r.spec.resources?.gpuIds ?? [],
       home,
       homeName,
       mem: f.memoryBytes + this.config.memoryOverheadBytes,
@@ -352,6 +369,8 @@ export class Placer {
     if (q.hosts && !q.hosts.has(node.name)) return 'hosts';
     // Indexed loops: this runs for every (request, node) pair, and most requests have no selector or ports.
     for (let s = 0; s < q.selector.length; s++) if (node.labels[q.selector[s]![0]] !== q.selector[s]![1]) return 'node_selector';
+    if (q.runtime !== undefined && !node.capacity.runtimes?.includes(q.runtime)) return 'runtime';
+    if ((q.devices.length || q.gpuIds.length) && this.missingDevice(q, node) !== undefined) return 'devices';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
     if (q.volumes.length && this.volumeHolder(q, i)) return 'volume_in_use';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
@@ -380,6 +399,14 @@ export class Placer {
       case 'node_selector': {
         const miss = q.selector.find(([k, v]) => node.labels[k] !== v)!;
         return `label ${miss[0]}=${miss[1]} missing${node.labels[miss[0]] !== undefined ? ` (has ${miss[0]}=${node.labels[miss[0]]})` : ''}`;
+      }
+      case 'runtime':
+        return node.capacity.runtimes ? `its engine has no runtime ${q.runtime} (it has ${node.capacity.runtimes.join(', ') || 'none'})` : `its engine's runtimes are not known (its agent reported none), so not ${q.runtime}`;
+      case 'devices': {
+        const miss = this.missingDevice(q, node)!;
+        return miss.gpu
+          ? `it has no GPU ${miss.id} (its GPUs: ${node.capacity.gpuIds?.join(', ') || 'none known'})`
+          : `it does not offer device ${miss.id} (jaco agent --device; it offers ${node.capacity.devices?.join(', ') || 'none'})`;
       }
       case 'volume_locality':
         return q.home === -2 ? 'the service\'s volumes live on different nodes' : `the service's volumes live on ${q.homeName}`;
@@ -412,6 +439,14 @@ export class Placer {
         return `all ${last - first + 1} addresses of ${s.ipv4} and ${s.ipv6} are held`;
       }
     }
+  }
+
+  /** The first device (host device or GPU id) the request needs that the node does not offer. */
+  private missingDevice(q: Req, node: NodeInfo): { id: string; gpu: boolean } | undefined {
+    const device = q.devices.find((d) => !node.capacity.devices?.includes(d));
+    if (device !== undefined) return { id: device, gpu: false };
+    const gpu = q.gpuIds.find((g) => !node.capacity.gpuIds?.includes(g));
+    return gpu === undefined ? undefined : { id: gpu, gpu: true };
   }
 
   /** Another replica attaching one of the request's volumes on node i where either mount writes, or undefined. */

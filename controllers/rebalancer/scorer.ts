@@ -90,6 +90,8 @@ export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   excluded: 'no_eligible_dst',
   hosts: 'anti_affinity',
   node_selector: 'anti_affinity',
+  runtime: 'anti_affinity',
+  devices: 'anti_affinity',
   volume_locality: 'anti_affinity',
   volume_in_use: 'resource_limits',
   memory: 'resource_limits',

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { servingTemplate } from '../../src/api/serving.js';
-import { specHash } from '../../src/api/spec.js';
+import { specHash, withDependencyHashes } from '../../src/api/spec.js';
 import {
   API_VERSION,
   type Deployment,
@@ -353,6 +353,35 @@ describe('step progression', () => {
     w.converge();
     w.pass();
     expect(w.status()?.rollout?.appliedRevision).toBe(2);
+  });
+
+  it.each<[string, boolean]>([
+    ['restart: true — web rolls, after db is recreated', true],
+    ['no restart — web is left alone', false],
+  ])('dependsOn db %s', (_what, restart) => {
+    const app = (dbImage: string) => withDependencyHashes({ services: { web: svc('img:1', { replicas: 1, dependsOn: { db: { condition: 'service_started', ...(restart ? { restart } : {}) } } }), db: svc(dbImage, { replicas: 1 }) } }).services;
+    const w = new World();
+    w.apply('app', app('db:1'));
+    w.place('app', 'web', 0, 'node-1');
+    w.place('app', 'db', 0, 'node-2');
+    w.converge();
+    w.pass();
+    w.apply('app', app('db:2'));
+    const first = w.pass();
+    expect(w.plan('app', 'db')?.state).toBe('in_progress');
+    if (!restart) {
+      expect(w.plan('app', 'web')).toBeUndefined();
+      return;
+    }
+    // web's rollout waits while db's replica is not yet ready at db:2: no step of web.
+    expect(w.plan('app', 'web')?.state).toBe('in_progress');
+    expect(w.steppedReplicas()).toEqual(['app-db-0']);
+    expect(JSON.stringify(first.notes)).toContain('waits for db to be recreated first (dependsOn db restart: true)');
+    w.converge();
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-db-0', 'app-web-0']);
+    w.rounds(2);
+    expect(w.plan('app', 'web')?.state).toBe('completed');
   });
 
   it('a scale-up during a rollout creates replicas at the target, and totalSteps follows', () => {
@@ -1371,6 +1400,23 @@ describe('restart (jaco rollout restart): every replica again at the same spec',
       .filter((d) => d.spec.service === service)
       .sort((a, b) => (a.spec.replica < b.spec.replica ? -1 : 1))
       .map((d) => d.spec.revision);
+
+  it('a service restarted with its dependency (dependsOn restart: true) restarts after it', () => {
+    const w = new World();
+    w.apply('app', withDependencyHashes({ services: { web: svc('img:1', { replicas: 1, dependsOn: { db: { condition: 'service_started', restart: true } } }), db: svc('db:1', { replicas: 1 }) } }).services);
+    w.place('app', 'web', 0, 'node-1');
+    w.place('app', 'db', 0, 'node-2');
+    w.converge();
+    w.pass();
+    restart(w, ['db', 'web']);
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-db-0']);
+    w.converge();
+    w.pass();
+    expect(w.steppedReplicas()).toEqual(['app-db-0', 'app-web-0']);
+    w.rounds(2);
+    expect([revisions(w, 'db'), revisions(w, 'web')]).toEqual([[2], [2]]);
+  });
 
   it('rolls every replica of the service onto the restart revision, one step at a time, hash unchanged', () => {
     const w = running();

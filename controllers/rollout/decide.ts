@@ -180,6 +180,8 @@ interface ServiceCtx {
   controls: UpdateControls;
   /** The last revision that restarted the service (jaco rollout restart), or 0. */
   restartRevision: number;
+  /** The same for every service, by `<deployment>/<service>` (a dependency restarted with it). */
+  restarts: ReadonlyMap<string, number>;
   /** spec.update.atomic: another service's rollout to this generation failed; this one goes back too. */
   unitFailed?: UnitFailure;
 }
@@ -284,6 +286,24 @@ function decideService(c: ServiceCtx): ServicePass {
   }
   startPlan(pass, target, stale);
   return pass;
+}
+
+/**
+ * The first restart: true dependency whose replicas are not all ready at the spec hash the target
+ * was applied with (dependsOn.X.specHash) and past the dependency's own last restart (jaco rollout
+ * restart restarts it with its dependents), or undefined. A job dependency runs to completion and
+ * is never "ready": it holds nothing.
+ */
+export function dependencyNotRecreated(c: Pick<ServiceCtx, 'snapshot' | 'name' | 'now' | 'deployment' | 'restarts'>, target: ServingTemplate): string | undefined {
+  for (const [dep, d] of Object.entries(target.template.dependsOn ?? {})) {
+    if (!d.restart || !d.specHash) continue;
+    const spec = c.deployment.value.spec.services[dep];
+    if (!spec || isJob(spec)) continue;
+    const since = c.restarts.get(`${c.name}/${dep}`) ?? 0;
+    const recreated = (g: ReplicaGroup) => g.copies.some((cp, i) => cp.value.spec.revision >= since && (readyAt(cp.value, g.observed[i], d.specHash!, c.now) ?? Infinity) <= c.now);
+    if (!replicaGroups(c.snapshot, c.name, dep, c.now).every((g) => g.suspended || recreated(g))) return dep;
+  }
+  return undefined;
 }
 
 /** pause: no new step starts (steps in flight finish); resume: steps start again; abort: revert now. */
@@ -553,6 +573,14 @@ function runSteps(pass: ServicePass, target: ServingTemplate, direction: StepDir
   }
   if (direction === 'forward' && plan.state === 'paused') {
     pass.notes.push(plan.failureReason ? `paused after ${plan.failureReason}: jaco rollout resume|abort, or apply` : 'paused: jaco rollout resume to go on');
+    updateTotals(pass, target, inFlight);
+    return;
+  }
+  // A service that restarts with a dependency (dependsOn restart: true) restarts after it: no
+  // step starts until every replica of the dependency is ready at the spec this one was applied with.
+  const dependency = direction === 'forward' ? dependencyNotRecreated(c, target) : undefined;
+  if (dependency) {
+    pass.notes.push(`waits for ${dependency} to be recreated first (dependsOn ${dependency} restart: true)`);
     updateTotals(pass, target, inFlight);
     return;
   }
@@ -876,6 +904,7 @@ export function decide(s: RolloutSnapshot, now: number, cfg: RolloutConfig): Rol
         // The applied manifest's update block (the template's has defaults filled in; update.stepTimeout absent → the timings' default).
         controls: updateControls(dv.value.spec.services[service], groups.length, cfg),
         restartRevision: restarts.get(`${name}/${service}`) ?? 0,
+        restarts,
         ...(unitFailed && unitFailed.service !== service ? { unitFailed } : {}),
       };
       const pass = decideService(ctx);

@@ -44,6 +44,10 @@ export const NAME_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 /** A name the node's resolver can answer (dns-table.ts): labels of letters, digits, '-' and '_', any case, dotted. */
 export const ALIAS_PATTERN = '^[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?(\\.[A-Za-z0-9_]([-A-Za-z0-9_]{0,61}[A-Za-z0-9_])?)*$';
 export const HOSTNAME_PATTERN = '^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$';
+/** A Docker runtime's name (runc, runsc, nvidia, io.containerd.kata.v2). */
+export const RUNTIME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]*$';
+/** A device as docker run --device writes it: /dev/host, then optionally :/dev/container and :permissions (r, w, m). */
+export const DEVICE_PATTERN = '^/[^:]+(:/[^:]+)?(:[rwm]{1,3})?$';
 /** A registry host[:port] as stored (lower case): a DNS name or IPv4 address, or an IPv6 address in brackets. */
 export const REGISTRY_HOST_PATTERN = '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*|\\[[0-9a-f:]+\\])(:[0-9]+)?$';
 /** Secret and config names, as Docker's: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
@@ -159,6 +163,7 @@ const serviceSchema: Schema = obj(
       cpu: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: CPU_PATTERN }], description: 'CPU request and limit: "500m", "0.5", 0.5, 2. Soft: scored, may be overcommitted.' },
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
       gpus: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer', minimum: 0 }, str({ enum: ['all'] })], description: 'GPUs, passed to Docker as device requests: a count, or "all" (every GPU of the node, at least one).' },
+      gpuIds: arr(str({ minLength: 1 }), { minItems: 1, description: 'These GPUs by id (an index or a UUID, as nvidia-smi -L lists them), passed to Docker as a device request: placed only on nodes that have each (device_missing), and counted as that many GPUs. Not with gpus.' }),
     }),
     ports: arr(
       {
@@ -243,9 +248,19 @@ const serviceSchema: Schema = obj(
     aliases: arr(str({ pattern: ALIAS_PATTERN, maxLength: 200 }), {
       description: "Other names the service answers to: ALIAS inside its deployment, ALIAS.DEPLOYMENT anywhere (a compose service's own name when jaco's differs, its network aliases). Changing them restarts nothing.",
     }),
-    dependsOn: map(obj({ condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }) }, ['condition']), {
-      description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
-    }),
+    dependsOn: map(
+      obj(
+        {
+          condition: str({ enum: ['service_started', 'service_healthy', 'service_completed_successfully'] }),
+          restart: { ...bool(), description: 'Roll this service whenever the dependency is recreated (a change of its spec): compose depends_on restart: true.' },
+          specHash: str({ pattern: '^[0-9a-f]{64}$', description: "With restart: the dependency's spec hash, written by apply (never by hand): part of this service's spec hash, so a recreated dependency rolls it." }),
+        },
+        ['condition'],
+      ),
+      {
+        description: 'Services of this deployment to wait for: no replica is placed until each has all its replicas started (service_started) or ready (service_healthy), or a job succeeded at its current spec (service_completed_successfully).',
+      },
+    ),
     secrets: arr(fileRef('secret'), { description: 'Secrets (jaco secret create) as files on a tmpfs in each container, at /run/secrets/<target> (docs/secrets.md).' }),
     configs: arr(fileRef('config'), { description: 'Configs (jaco config create) as files on a tmpfs in each container, at <target> (default /<source>).' }),
     container: obj(
@@ -267,9 +282,11 @@ const serviceSchema: Schema = obj(
         securityOpt: arr(str(), { description: 'Docker security options (seccomp=…, apparmor=…, label=…, no-new-privileges).' }),
         ipc: str({ enum: ['private', 'shareable', 'host'] }),
         pid: str({ enum: ['host'] }),
+        runtime: str({ pattern: RUNTIME_PATTERN, description: "The Docker runtime (runc, runsc, nvidia, kata…): placed only on nodes whose engine has it (runtime_missing)." }),
+        devices: arr(str({ pattern: DEVICE_PATTERN }), { description: '"/dev/host[:/dev/container][:rwm]" devices of the node given to the container: placed only on nodes that declare the host device (jaco agent --device; device_missing).' }),
       },
       [],
-      { description: 'Docker create options (compose: working_dir, user, labels, init, read_only, cap_add, cap_drop, extra_hosts, shm_size, tmpfs, ulimits, privileged, sysctls, security_opt, ipc, pid).' },
+      { description: 'Docker create options (compose: working_dir, user, labels, init, read_only, cap_add, cap_drop, extra_hosts, shm_size, tmpfs, ulimits, privileged, sysctls, security_opt, ipc, pid, runtime, devices).' },
     ),
   },
   ['image'],
@@ -285,7 +302,17 @@ const deploymentSpec: Schema = obj(
   ['services'],
 );
 
-const capacity = obj({ cpuMillis: int({ minimum: 0 }), memoryBytes: int({ minimum: 0 }), gpus: int({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes', 'gpus']);
+const capacity = obj(
+  {
+    cpuMillis: int({ minimum: 0 }),
+    memoryBytes: int({ minimum: 0 }),
+    gpus: int({ minimum: 0 }),
+    gpuIds: arr(str(), { description: "Its GPUs' ids: each index and UUID nvidia-smi -L lists (declared gpus=N: 0…N-1)." }),
+    runtimes: arr(str(), { description: "The runtimes of its Docker engine (docker info's Runtimes); absent: not known (an agent before them, or its engine was away at registration)." }),
+    devices: arr(str(), { description: 'The host devices it offers containers (jaco agent --device).' }),
+  },
+  ['cpuMillis', 'memoryBytes', 'gpus'],
+);
 const footprint = obj({ cpuMillis: num({ minimum: 0 }), memoryBytes: num({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes']);
 const observedStates = ['pulling', 'pending', 'starting', 'running', 'degraded', 'exited', 'failed', 'stopped'];
 

@@ -14,6 +14,11 @@ type Rule = (name: string, svc: ServiceSpec, at: Path) => ValidationIssue[];
 const issue = (rule: string, path: Path, message: string): ValidationIssue => ({ rule, path, message });
 
 const rules: Rule[] = [
+  /** GPUs by count or by id, not both: Docker takes a device request with either, never both. */
+  function gpusOneWay(name, svc, at) {
+    if (svc.resources?.gpus === undefined || svc.resources.gpuIds === undefined) return [];
+    return [issue('gpus', [...at, 'resources', 'gpuIds'], `service "${name}" sets both resources.gpus and resources.gpuIds; ask for GPUs by count or by id, not both`)];
+  },
   /** update.canary adds replicas beside the service's: meaningless for global, a second writer for a volume. */
   function canaryNeedsReplicas(name, svc, at) {
     const u = svc.update;

@@ -105,6 +105,7 @@ describe('cross-field rules', () => {
     ['a canary of a global service', { x: { image: 'i', placement: { mode: 'global' }, update: { canary: 1 } } }, 'spec.services.x.update.canary: service "x" uses placement=global; update.canary needs replicas'],
     ['a canary beside a volume writer', { db: { image: 'i', volumes: [{ type: 'volume', source: 'data', target: '/d' }], update: { canary: 1 } } }, 'spec.services.db.update.canary: service "db" mounts volume "data" read-write; a canary would be a second writer'],
     ['autoPromote without canary', { x: { image: 'i', update: { autoPromote: '1m' } } }, 'spec.services.x.update.autoPromote: service "x" sets update.autoPromote without update.canary'],
+    ['GPUs by count and by id at once', { x: { image: 'i', resources: { gpus: 1, gpuIds: ['0'] } } }, 'spec.services.x.resources.gpuIds: service "x" sets both resources.gpus and resources.gpuIds'],
     ['a job publishing a port', { m: { image: 'i', mode: 'job', ports: [{ containerPort: 80, published: 8080 }] } }, 'spec.services.m.ports: service "m" is a job (mode: job) and publishes port 8080'],
     ['a global job', { m: { image: 'i', mode: 'job', placement: { mode: 'global' } } }, 'spec.services.m.placement.mode: service "m" is a job (mode: job) and uses placement=global'],
     ['a job with a canary', { m: { image: 'i', mode: 'job', update: { canary: 1 } } }, 'spec.services.m.update.canary: service "m" is a job (mode: job); a job is not rolled out'],

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults } from './spec.js';
-import type { ServiceSpec } from './types.js';
+import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults, withDependencyHashes, withRestartDependents } from './spec.js';
+import type { DeploymentSpec, ServiceSpec } from './types.js';
 
 const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
 
@@ -37,6 +37,9 @@ describe('specHash', () => {
     ['added capabilities', { container: { capAdd: ['NET_ADMIN'] } }],
     ['a secret', { secrets: [{ source: 'db_password' }] }],
     ['a config', { configs: [{ source: 'app.conf' }] }],
+    ['GPUs by id', { resources: { gpuIds: ['0'] } }],
+    ['a runtime', { container: { runtime: 'runsc' } }],
+    ['a device', { container: { devices: ['/dev/fuse'] } }],
   ])('changes with %s', (_name, change) => expect(specHash({ ...base, ...change })).not.toBe(specHash(base)));
 
   describe('secrets and configs: the references, never the values', () => {
@@ -117,4 +120,74 @@ describe('servicesByPriority', () => {
 
 describe('canonicalJson', () => {
   it('sorts keys at every level and keeps array order', () => expect(canonicalJson({ b: 1, a: { d: [2, 1], c: 0 } })).toBe('{"a":{"c":0,"d":[2,1]},"b":1}'));
+});
+
+describe('withDependencyHashes: a recreated dependency rolls the services that restart with it (depends_on restart: true)', () => {
+  const app = (db: Partial<ServiceSpec>, webDeps: ServiceSpec['dependsOn'], more: Record<string, ServiceSpec> = {}): DeploymentSpec => ({
+    services: { db: { image: 'db:1', ...db }, web: { image: 'web:1', dependsOn: webDeps }, ...more },
+  });
+  const webHash = (spec: DeploymentSpec) => specHash(withDependencyHashes(spec).services.web!);
+  const restart = { db: { condition: 'service_healthy' as const, restart: true } };
+  const plain = { db: { condition: 'service_healthy' as const } };
+
+  // Each row: what changes in db, whether web (restart: true) rolls, whether web (no restart) does.
+  it.each<[string, Partial<ServiceSpec>, boolean]>([
+    ['a new image', { image: 'db:2' }, true],
+    ['a new digest of the same tag', { pinnedImage: 'db:1@sha256:' + 'a'.repeat(64) }, true],
+    ['its environment', { env: { A: '1' } }, true],
+    ['its container options', { container: { runtime: 'runsc' } }, true],
+    ['its replica count (scaling recreates nothing)', { replicas: 3 }, false],
+    ['its aliases (restart nothing)', { aliases: ['database'] }, false],
+  ])('db changes %s', (_what, change, rolls) => {
+    expect(webHash(app(change, restart)) !== webHash(app({}, restart))).toBe(rolls);
+    expect(webHash(app(change, plain))).toBe(webHash(app({}, plain)));
+  });
+
+  it('writes the dependency’s hash into the dependent’s dependsOn; nothing without restart', () => {
+    const got = withDependencyHashes(app({}, { ...restart, cache: { condition: 'service_started' } }, { cache: { image: 'c:1' } }));
+    expect(got.services.web!.dependsOn).toEqual({ db: { condition: 'service_healthy', restart: true, specHash: specHash({ image: 'db:1' }) }, cache: { condition: 'service_started' } });
+    expect(got.services.db).toEqual({ image: 'db:1' });
+  });
+
+  it('a chain restarts end to end: a change at its root rolls every service restarting along it', () => {
+    const chain = (img: string): DeploymentSpec => ({
+      services: {
+        a: { image: 'a', dependsOn: { b: { condition: 'service_started', restart: true } } },
+        b: { image: 'b', dependsOn: { c: { condition: 'service_started', restart: true } } },
+        c: { image: img },
+      },
+    });
+    const [x, y] = [withDependencyHashes(chain('c:1')), withDependencyHashes(chain('c:2'))];
+    for (const s of ['a', 'b', 'c']) expect(specHash(x.services[s]!), s).not.toBe(specHash(y.services[s]!));
+  });
+
+  it('idempotent (every apply and diff writes the same), and a stale hash without restart is dropped', () => {
+    const once = withDependencyHashes(app({}, restart));
+    expect(withDependencyHashes(once)).toEqual(once);
+    const stale = withDependencyHashes(app({}, { db: { condition: 'service_started', specHash: 'f'.repeat(64) } }));
+    expect(stale.services.web!.dependsOn).toEqual({ db: { condition: 'service_started' } });
+  });
+
+  it('a service without restart dependencies keeps the hash earlier releases gave it', () => {
+    const spec = app({}, plain);
+    expect(withDependencyHashes(spec).services.web).toBe(spec.services.web);
+  });
+});
+
+describe('withRestartDependents: what jaco rollout restart restarts', () => {
+  const r = { condition: 'service_started' as const, restart: true };
+  const spec: DeploymentSpec = {
+    services: {
+      db: { image: 'db' },
+      api: { image: 'api', dependsOn: { db: r } },
+      web: { image: 'web', dependsOn: { api: r } },
+      worker: { image: 'w', dependsOn: { db: { condition: 'service_started' } } },
+    },
+  };
+  it.each<[string[], string[]]>([
+    [['db'], ['db', 'api', 'web']],
+    [['api'], ['api', 'web']],
+    [['web'], ['web']],
+    [['worker'], ['worker']],
+  ])('%j → %j', (given, want) => expect(withRestartDependents(spec, given)).toEqual(want));
 });

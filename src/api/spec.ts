@@ -77,6 +77,11 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
   const s = withDefaults(spec);
   const h = s.healthcheck;
   const files = canonicalFiles(s);
+  const restartWith = Object.fromEntries(
+    Object.entries(s.dependsOn ?? {})
+      .filter(([, d]) => d.restart && d.specHash)
+      .map(([dep, d]) => [dep, d.specHash]),
+  );
   return {
     image: s.image,
     // A service turned job (or back) runs differently: only when set, so services keep their hash.
@@ -92,6 +97,8 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
       cpuMillis: cpuMillis(s.resources?.cpu),
       memoryBytes: memoryBytes(s.resources?.memory),
       gpus: s.resources?.gpus ?? 0,
+      // Only when set, so services without them keep their hash.
+      ...(s.resources?.gpuIds ? { gpuIds: s.resources.gpuIds } : {}),
     },
     ports: canonicalPorts(s.ports),
     healthcheck: h
@@ -111,7 +118,55 @@ export function canonicalService(spec: ServiceSpec): Record<string, unknown> {
     // Which secrets and configs, where, owned and moded how (never their values); only when set,
     // so a service without them keeps the hash earlier releases gave it.
     ...(files.length ? { files } : {}),
+    // The dependencies it restarts with (dependsOn restart: true): a recreated one rolls it.
+    ...(Object.keys(restartWith).length ? { restartWith } : {}),
   };
+}
+
+/** The services and, transitively, those that restart with them (dependsOn restart: true): what jaco rollout restart restarts. */
+export function withRestartDependents(spec: DeploymentSpec, services: readonly string[]): string[] {
+  const out = new Set(services);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [name, svc] of Object.entries(spec.services))
+      if (!out.has(name) && Object.entries(svc.dependsOn ?? {}).some(([dep, d]) => d.restart && out.has(dep))) grew = !!out.add(name);
+  }
+  return Object.keys(spec.services).filter((n) => out.has(n));
+}
+
+/**
+ * The deployment with each restart: true dependency's spec hash written into its dependent
+ * (dependsOn.X.specHash): a dependency recreated — a new spec, image digest, secret version —
+ * changes its dependents' spec hashes, so the normal rollout rolls them (compose depends_on
+ * restart: true). Dependencies first, so a chain restarts end to end. Deterministic and
+ * idempotent: every apply (and diff) writes the same hashes for the same services.
+ */
+export function withDependencyHashes(spec: DeploymentSpec): DeploymentSpec {
+  const done = new Map<string, ServiceSpec>();
+  const visiting = new Set<string>();
+  const fold = (name: string): ServiceSpec | undefined => {
+    const svc = spec.services[name];
+    if (!svc || done.has(name)) return done.get(name) ?? svc;
+    // A cycle is refused at validation; here it only must not recurse forever.
+    if (visiting.has(name)) return svc;
+    visiting.add(name);
+    const deps = svc.dependsOn;
+    let out = svc;
+    if (deps && Object.values(deps).some((d) => d.restart || d.specHash)) {
+      const next: NonNullable<ServiceSpec['dependsOn']> = {};
+      for (const [dep, d] of Object.entries(deps)) {
+        const { specHash: _stale, ...rest } = d;
+        const target = d.restart ? fold(dep) : undefined;
+        next[dep] = target ? { ...rest, specHash: specHash(target) } : rest;
+      }
+      out = { ...svc, dependsOn: next };
+    }
+    visiting.delete(name);
+    done.set(name, out);
+    return out;
+  };
+  const services = Object.fromEntries(Object.keys(spec.services).map((n) => [n, fold(n)!]));
+  return { ...spec, services };
 }
 
 /** JSON with object keys sorted at every level: the canonical byte form that gets hashed. */

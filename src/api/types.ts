@@ -44,6 +44,8 @@ export interface Resources {
   memory?: string | number;
   /** A count, or "all": the node's every GPU (at least one), as `docker run --gpus all`. */
   gpus?: number | 'all';
+  /** These GPUs by id (index or UUID): only on nodes that have each; counted as that many GPUs. Not with gpus. */
+  gpuIds?: string[];
 }
 
 /**
@@ -90,6 +92,18 @@ export interface TcpCheck {
  */
 export type VolumeMount = { type: 'volume' | 'bind'; source: string; target: string; readOnly?: boolean } | { type: 'anonymous'; target: string; readOnly?: boolean };
 
+/** One dependency of a service (dependsOn). */
+export interface Dependency {
+  condition: DependencyCondition;
+  /** Roll the service whenever the dependency is recreated (compose depends_on restart: true). */
+  restart?: boolean;
+  /**
+   * With restart: the dependency's spec hash, as apply saw it (withDependencyHashes; never written
+   * by hand): part of the service's own spec hash, so a recreated dependency rolls it.
+   */
+  specHash?: string;
+}
+
 /** Docker create options beyond the workload's shape (compose's working_dir, user, cap_add, …). */
 export interface ContainerOptions {
   workingDir?: string;
@@ -123,6 +137,10 @@ export interface ContainerOptions {
   ipc?: 'private' | 'shareable' | 'host';
   /** The PID namespace: the node's (host); absent: the container's own. */
   pid?: 'host';
+  /** The Docker runtime (HostConfig.Runtime): placed only on nodes whose engine has it. */
+  runtime?: string;
+  /** "/dev/host[:/dev/container][:rwm]" (HostConfig.Devices): placed only on nodes that declare the host device. */
+  devices?: string[];
 }
 
 export type FailureAction = 'rollback' | 'pause' | 'continue';
@@ -253,7 +271,7 @@ export interface ServiceSpec {
    * dependency has all its replicas started (service_started) or ready (service_healthy), or a
    * job dependency succeeded at its current spec (service_completed_successfully).
    */
-  dependsOn?: Record<string, { condition: DependencyCondition }>;
+  dependsOn?: Record<string, Dependency>;
   /**
    * Other names the service answers to, as `ALIAS` inside its deployment and `ALIAS.DEPLOYMENT`
    * anywhere: a compose service's own name when jaco's differs (`web_app` for `web-app`), and its
@@ -343,6 +361,12 @@ export interface Capacity {
   cpuMillis: number;
   memoryBytes: number;
   gpus: number;
+  /** Its GPUs' ids: each index and UUID (nvidia-smi -L), so a service may ask for GPUs by id. */
+  gpuIds?: string[];
+  /** Its Docker engine's runtimes (docker info); absent: not known. */
+  runtimes?: string[];
+  /** Host devices it offers containers (jaco agent --device /dev/fuse). */
+  devices?: string[];
 }
 
 export interface NodeSpec {

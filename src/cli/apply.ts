@@ -6,7 +6,7 @@ import { DEFAULT_IPV4_RANGE, ulaFromRandom } from '../api/network.js';
 import { keys } from '../api/keys.js';
 import { summarizeChange } from '../api/change.js';
 import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
-import { isStateful, placementMode, sameDeploymentSpec } from '../api/spec.js';
+import { isStateful, placementMode, sameDeploymentSpec, withDependencyHashes } from '../api/spec.js';
 import { templateOf } from '../api/serving.js';
 import { moveStartBytes } from '../../controllers/moves/move.js';
 import { DEFAULT_PORT_RANGE } from '../api/ports.js';
@@ -113,7 +113,8 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: A
   checkConflicts(current, nodes, given);
   // Secrets and configs: made, checked, and every reference pinned, before the specs are compared.
   const files = await planFiles(store, given, current, listed.revision, opts.now ?? Date.now(), unreadable.size > 0);
-  const items = files.items;
+  // A restart: true dependency's spec hash folded into its dependents, from the specs as they land.
+  const items = files.items.map((i) => ({ ...i, spec: withDependencyHashes(i.spec) }));
   // Every deployment's revision records (keys only) in one read, not one read per deployment.
   const recorded = new Map<string, string[]>();
   for (const kv of (await store.listRaw(keys.revisions(), listed.revision, { keysOnly: true })).kvs) {

@@ -2,18 +2,10 @@
 // service_completed_successfully, and a job's restart_policy as its retries (docs/compose.md).
 import { describe, expect, it } from 'vitest';
 import { formatPath } from '../api/schema.js';
-import { mapCompose, type MapContext } from './map.js';
+import { mapCompose } from './map.js';
+import { tableContext } from './map.fixture.js';
 
-const ctx: MapContext = {
-  dir: '/app',
-  project: 'shop',
-  lookup: () => undefined,
-  profiles: [],
-  allowPrivileged: false,
-  readFile: (f) => {
-    throw new Error(`no file ${f} in a table`);
-  },
-};
+const ctx = tableContext;
 
 const said = (r: ReturnType<typeof mapCompose>) => r.issues.map((i) => `${i.severity} ${formatPath(i.path)}: ${i.message}`);
 

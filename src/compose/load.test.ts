@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { formatProblem, ManifestError } from '../api/manifest.js';
 import { PACKAGE_ROOT } from '../paths.js';
-import { composeSource, isComposeText, loadCompose, type ComposeOptions } from './load.js';
+import { composeFileVariable, composeSource, isComposeText, loadCompose, type ComposeOptions } from './load.js';
 
 const CORPUS = join(PACKAGE_ROOT, 'test', 'fixtures', 'compose');
 const cases = readdirSync(CORPUS).sort();
@@ -67,6 +67,29 @@ describe('the compose corpus', () => {
     expect(loadCompose({ name: 'f.yaml', text: `name: shop\n${text}`, dir: '/x' }, { env: {}, name: 'other' }).deployment.metadata.name).toBe('other');
     expect(() => loadCompose({ name: '<stdin>', text, dir: '/x' }, { env: {} })).toThrow(/needs a name: --name NAME/);
   });
+
+  it.each<[string, { name?: string; env: Record<string, string> }, string, string]>([
+    ['COMPOSE_PROJECT_NAME before the top-level name', { env: { COMPOSE_PROJECT_NAME: 'From_Env' } }, 'name: shop\n', 'from-env'],
+    ['--name before COMPOSE_PROJECT_NAME', { name: 'flag', env: { COMPOSE_PROJECT_NAME: 'from-env' } }, 'name: shop\n', 'flag'],
+    ['an empty COMPOSE_PROJECT_NAME is unset', { env: { COMPOSE_PROJECT_NAME: '' } }, 'name: shop\n', 'shop'],
+    ['COMPOSE_PROJECT_NAME names stdin', { env: { COMPOSE_PROJECT_NAME: 'piped' } }, '', 'piped'],
+  ])('the name: %s', (_what, opts, top, want) => {
+    const text = `${top}services:\n  app:\n    image: x\n`;
+    expect(loadCompose({ name: top ? 'f.yaml' : '<stdin>', text, dir: '/x' }, opts).deployment.metadata.name).toBe(want);
+  });
+
+  it('a COMPOSE_PROJECT_NAME that makes no name is refused naming the variable', () =>
+    expect(() => loadCompose({ name: 'f.yaml', text: 'services:\n  app:\n    image: x\n', dir: '/x' }, { env: { COMPOSE_PROJECT_NAME: '__' } })).toThrow('cannot make a deployment name of COMPOSE_PROJECT_NAME="__": use --name'));
+
+  it.each<[string, Record<string, string>, string, string[] | undefined]>([
+    ['unset', {}, ':', undefined],
+    ['empty', { COMPOSE_FILE: '' }, ':', undefined],
+    ['one file', { COMPOSE_FILE: 'compose.yaml' }, ':', ['compose.yaml']],
+    ['several, split on the platform separator', { COMPOSE_FILE: 'a.yaml:b/c.yaml' }, ':', ['a.yaml', 'b/c.yaml']],
+    ['Windows splits on ;', { COMPOSE_FILE: 'a.yaml;b.yaml' }, ';', ['a.yaml', 'b.yaml']],
+    ['COMPOSE_PATH_SEPARATOR wins', { COMPOSE_FILE: 'a.yaml,b.yaml', COMPOSE_PATH_SEPARATOR: ',' }, ':', ['a.yaml', 'b.yaml']],
+    ['empty parts are dropped', { COMPOSE_FILE: 'a.yaml::b.yaml:' }, ':', ['a.yaml', 'b.yaml']],
+  ])('COMPOSE_FILE %s', (_what, env, separator, want) => expect(composeFileVariable(env, separator)).toEqual(want));
 
   it('a problem jaco’s rules find in a renamed service is reported at its compose name', () => {
     const text = 'services:\n  db: {image: x}\n  web_app:\n    image: x\n    deploy: {replicas: 2}\n    volumes: ["data:/data"]\nvolumes:\n  data: {}\n';

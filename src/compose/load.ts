@@ -15,7 +15,7 @@ import { mapCompose, normaliseName, type ComposeObject } from './map.js';
 import { validateCompose } from './schema.js';
 import { composeFilesIn, readProject, type ComposeModel, type ComposeSource } from './project.js';
 
-export { COMPOSE_FILE_NAMES, composeFilesIn, OVERRIDE_FILE_NAMES, type ComposeSource } from './project.js';
+export { COMPOSE_FILE_NAMES, composeFilesIn, composeFileVariable, OVERRIDE_FILE_NAMES, type ComposeSource } from './project.js';
 
 export interface ComposeOptions {
   /** The deployment's name (--name); else the file's top-level name, else its directory's. */
@@ -119,10 +119,13 @@ export function loadCompose(src: ComposeSource | ComposeSource[], opts: ComposeO
   const problems: ManifestProblem[] = [];
   const at = (path: Path, message: string, rule?: string) => located(project, path, message, rule);
 
-  const raw = opts.name ?? (typeof app.name === 'string' ? app.name : main.name === '<stdin>' ? undefined : basename(resolve(main.dir)));
-  if (raw === undefined) problems.push({ file: main.name, line: 1, column: 1, document: 0, message: 'a compose file from stdin needs a name: --name NAME, or a top-level name:' });
+  // As docker compose names a project: -p (--name), COMPOSE_PROJECT_NAME, the top-level name:, the directory.
+  const fromVariable = opts.name === undefined ? lookup('COMPOSE_PROJECT_NAME') || undefined : undefined;
+  const raw = opts.name ?? fromVariable ?? (typeof app.name === 'string' ? app.name : main.name === '<stdin>' ? undefined : basename(resolve(main.dir)));
+  if (raw === undefined) problems.push({ file: main.name, line: 1, column: 1, document: 0, message: 'a compose file from stdin needs a name: --name NAME, COMPOSE_PROJECT_NAME, or a top-level name:' });
   const name = raw === undefined ? '' : normaliseName(raw);
-  if (raw !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) problems.push(at(['name'], `cannot make a deployment name of ${JSON.stringify(raw)}: use --name`));
+  if (raw !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name))
+    problems.push(at(['name'], `cannot make a deployment name of ${fromVariable !== undefined ? `COMPOSE_PROJECT_NAME=${JSON.stringify(raw)}` : JSON.stringify(raw)}: use --name`));
 
   const profiles = opts.profiles?.length ? opts.profiles : (opts.env ?? process.env).COMPOSE_PROFILES?.split(',').filter(Boolean) ?? [];
   const mapped = mapCompose(app, { dir: project.dir, project: name || 'unnamed', lookup, profiles, allowPrivileged: !!opts.allowPrivileged, readFile: (f) => readFileCapped(f, MAX_MANIFEST_BYTES).toString('utf8'), readBytes: (f) => readFileCapped(f, MAX_MANIFEST_BYTES), home: homedir() });

@@ -6,20 +6,12 @@
 import { describe, expect, it } from 'vitest';
 import { formatPath } from '../api/schema.js';
 import type { ServiceSpec } from '../api/types.js';
-import { mapCompose, type MapContext } from './map.js';
+import { mapCompose } from './map.js';
+import { tableContext } from './map.fixture.js';
 
 type Obj = Record<string, unknown>;
 
-const ctx: MapContext = {
-  dir: '/app',
-  project: 'shop',
-  lookup: () => undefined,
-  profiles: [],
-  allowPrivileged: false,
-  readFile: (f) => {
-    throw new Error(`no file ${f} in a table`);
-  },
-};
+const ctx = tableContext;
 
 /** One service `app` (image i) with these fields, and the application's other top-level keys. */
 const mapApp = (svc: Obj, top: Obj = {}) => mapCompose({ services: { app: { image: 'i', ...svc } }, ...top }, ctx);
@@ -277,5 +269,33 @@ describe('sysctls, security_opt, ipc, pid: passed to Docker where the replica al
     const got = priv({ ipc: 'host', pid: 'host', security_opt: ['apparmor=unconfined'] });
     expect(got.issues).toEqual([]);
     expect(got.spec.services.app!.container).toEqual({ ipc: 'host', pid: 'host', securityOpt: ['apparmor=unconfined'] });
+  });
+});
+
+describe('runtime, devices and GPUs by id: passed to Docker, placed where the node has them', () => {
+  const gpuRequest = (extra: Obj) => ({ deploy: { resources: { reservations: { devices: [{ capabilities: ['gpu'], ...extra }] } } } });
+  it.each<[string, Obj, Partial<ServiceSpec>, Said[]?]>([
+    ['runtime', { runtime: 'runsc' }, { container: { runtime: 'runsc' } }],
+    ['devices, short syntax', { devices: ['/dev/fuse', '/dev/sda:/dev/xvda:rwm'] }, { container: { devices: ['/dev/fuse', '/dev/sda:/dev/xvda:rwm'] } }],
+    ['devices, long syntax', { devices: [{ source: '/dev/kvm', permissions: 'rw' }, { source: '/dev/sdb', target: '/dev/xvdb' }] }, { container: { devices: ['/dev/kvm:rw', '/dev/sdb:/dev/xvdb'] } }],
+    ['a CDI device name is refused', { devices: ['nvidia.com/gpu=all'] }, {}, [['refuse', 'services.app.devices[0]', 'a CDI device name is not supported']]],
+    ['device_ids: GPUs by id', gpuRequest({ device_ids: ['0', 'GPU-5f2c'] }), { resources: { gpuIds: ['0', 'GPU-5f2c'] } }],
+    ['gpus: with device_ids (compose’s long gpus)', { gpus: [{ capabilities: ['gpu'], device_ids: ['1'] }] }, { resources: { gpuIds: ['1'] } }],
+    ['device_ids with a count is refused', gpuRequest({ device_ids: ['0'], count: 1 }), {}, [['refuse', 'services.app.deploy.resources.reservations.devices[0].count', 'count and device_ids cannot both be set']]],
+    [
+      'by count and by id at once is refused',
+      { deploy: { resources: { reservations: { devices: [{ capabilities: ['gpu'], count: 1 }, { capabilities: ['gpu'], device_ids: ['1'] }] } } } },
+      {},
+      [['refuse', 'services.app.deploy.resources.reservations.devices', 'GPUs asked for both by count and by device_ids']],
+    ],
+  ])('%s', (_what, svc, spec, said = []) => check(mapApp(svc), spec, said));
+});
+
+describe('depends_on restart: true', () => {
+  it('is kept: apply folds the dependency’s spec hash into the service, so a recreated dependency rolls it', () => {
+    const got = mapCompose({ services: { db: { image: 'i' }, web: { image: 'i', depends_on: { db: { condition: 'service_healthy', restart: true } } }, worker: { image: 'i', depends_on: { db: { condition: 'service_started', restart: false } } } } }, ctx);
+    expect(got.issues).toEqual([]);
+    expect(got.spec.services.web!.dependsOn).toEqual({ db: { condition: 'service_healthy', restart: true } });
+    expect(got.spec.services.worker!.dependsOn).toEqual({ db: { condition: 'service_started' } });
   });
 });

@@ -10,7 +10,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parse as shellSplit } from 'shell-quote';
 import type { Path } from '../api/schema.js';
 import type { ContainerOptions, DeploymentSpec, FileRef, HealthCheck, NetworkMode, Placement, PortSpec, ServiceSpec, UpdatePolicy, VolumeMount } from '../api/types.js';
-import { ALIAS_PATTERN, HOSTNAME_PATTERN } from '../api/crds.js';
+import { ALIAS_PATTERN, DEVICE_PATTERN, HOSTNAME_PATTERN } from '../api/crds.js';
 import { fileTargetProblem } from '../api/files.js';
 import { declaredFiles, filesReferred, type ComposeObject, type DeclaredFiles } from './files.js';
 import { parseEnvFile, type Lookup } from './interpolate.js';
@@ -292,6 +292,9 @@ class ServiceMapper {
     field('security_opt', (v) => this.securityOpt((v as unknown[]).map(String)));
     field('ipc', (v) => this.namespace('ipc', String(v)));
     field('pid', (v) => this.namespace('pid', String(v)));
+    // Placement finds a node that has them: its engine's runtimes, the devices its agent offers.
+    field('runtime', (v) => (this.container.runtime = String(v)));
+    field('devices', (v) => this.hostDevices(v as unknown[]));
     field('healthcheck', (v) => this.healthcheck(v as Obj));
     field('stop_signal', (v) => (this.out.stopSignal = String(v)));
     field('stop_grace_period', (v) => {
@@ -394,9 +397,9 @@ class ServiceMapper {
         continue;
       }
       const condition = String(opts.condition ?? 'service_started');
-      if (condition === 'service_started' || condition === 'service_healthy' || condition === 'service_completed_successfully') out[this.names.get(name) ?? name] = { condition };
+      // restart: true — a recreated dependency rolls this service (its spec hash is folded in at apply).
+      if (condition === 'service_started' || condition === 'service_healthy' || condition === 'service_completed_successfully') out[this.names.get(name) ?? name] = { condition, ...(opts.restart === true ? { restart: true } : {}) };
       else this.refuse([...at, 'condition'], `${condition} is not supported (service_started, service_healthy and service_completed_successfully are)`);
-      if (opts.restart !== undefined) this.warn([...at, 'restart'], 'restart is ignored: a dependency replaced later does not restart its dependents');
     }
     if (Object.keys(out).length) this.out.dependsOn = out;
   }
@@ -430,17 +433,39 @@ class ServiceMapper {
   private devices(list: unknown[], path: Path): void {
     let gpus = 0;
     let all = false;
+    const ids: string[] = [];
     list.forEach((d, i) => {
       const dev = d as Obj;
       const caps = ((dev.capabilities as unknown[] | undefined) ?? []).map(String);
       if (!caps.includes('gpu')) return this.refuse([...path, i], `only GPU device requests (capabilities: [gpu]) are supported, got ${JSON.stringify(caps)}`);
-      if (dev.device_ids !== undefined) return this.refuse([...path, i, 'device_ids'], 'device_ids pins GPUs of one host: jaco places by count; use count');
+      // GPUs by id: placed only on nodes that have each (device_missing), as Docker's DeviceIDs.
+      if (dev.device_ids !== undefined) {
+        if (dev.count !== undefined) return this.refuse([...path, i, 'count'], 'count and device_ids cannot both be set (Docker takes one or the other)');
+        return void ids.push(...(dev.device_ids as unknown[]).map(String));
+      }
       // No count means every GPU, as in Docker's device requests.
       if (dev.count === 'all' || dev.count === undefined) all = true;
       else gpus += Number(dev.count);
     });
-    if (all) this.out.resources = { ...this.out.resources, gpus: 'all' };
+    if (ids.length && (all || gpus)) return this.refuse(path, 'GPUs asked for both by count and by device_ids: use one');
+    if (ids.length) this.out.resources = { ...this.out.resources, gpuIds: [...new Set(ids)] };
+    else if (all) this.out.resources = { ...this.out.resources, gpus: 'all' };
     else if (gpus) this.out.resources = { ...this.out.resources, gpus };
+  }
+
+  /**
+   * devices: host devices given to the container ("/dev/fuse", "/dev/sda:/dev/xvda:rwm", or
+   * {source, target, permissions}); placed on nodes that offer each (jaco agent --device). A CDI
+   * name (vendor.com/class=name) is refused: nodes offer device paths.
+   */
+  private hostDevices(list: unknown[]): void {
+    const out: string[] = [];
+    list.forEach((d, i) => {
+      const spec = isObj(d) ? [d.source, d.target, d.permissions].filter((x) => x !== undefined).map(String).join(':') : String(d);
+      if (!new RegExp(DEVICE_PATTERN).test(spec)) return this.refuse(this.at('devices', i), `${JSON.stringify(spec)} is not a device path (/dev/host[:/dev/container][:rwm]); a CDI device name is not supported: jaco places on the device paths a node offers (jaco agent --device)`);
+      out.push(spec);
+    });
+    if (out.length) this.container.devices = out;
   }
 
   private healthcheck(h: Obj): void {

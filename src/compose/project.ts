@@ -5,7 +5,7 @@
 // its own lines, so a problem anywhere in the merged model is reported in the file that said it —
 // the extended or included one too.
 import { statSync } from 'node:fs';
-import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, Scalar, visit, type Document } from 'yaml';
 import { MAX_MANIFEST_BYTES, positionOf, readFileCapped, type ManifestProblem } from '../api/manifest.js';
 import { formatPath, type Path } from '../api/schema.js';
@@ -34,6 +34,16 @@ export function composeFilesIn(dir: string): string[] {
   if (!main) return [];
   const override = OVERRIDE_FILE_NAMES.map((f) => join(dir, f)).find(isFile);
   return override ? [main, override] : [main];
+}
+
+/**
+ * The files COMPOSE_FILE names, as docker compose reads it when no -f is given: split on
+ * COMPOSE_PATH_SEPARATOR (default the platform's path list separator, `:`; `;` on Windows); a
+ * relative one is the working directory's, as a relative -f is. Undefined when it is unset or empty.
+ */
+export function composeFileVariable(env: Readonly<Record<string, string | undefined>>, separator: string = delimiter): string[] | undefined {
+  const files = (env.COMPOSE_FILE ?? '').split(env.COMPOSE_PATH_SEPARATOR || separator).filter(Boolean);
+  return files.length ? files : undefined;
 }
 
 export interface ComposeSource {

@@ -5,7 +5,8 @@
 // reaches db as db.shop, and a compose hostname is its replica's. An application split over
 // compose.yaml, compose.override.yaml and an extends base (test/fixtures/compose-layers) runs as
 // docker compose would merge it, and its stock_db (jaco's stock-db) answers at its compose name;
-// its anonymous volume goes with its container, and its net.* sysctl is its own namespace's.
+// its anonymous volume goes with its container, and its net.* sysctl is its own namespace's; a
+// recreated stock_db restarts client (depends_on restart: true), applied again with COMPOSE_FILE.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,15 +50,17 @@ describe('compose on the cluster network: services reach each other by name', ()
       expect(rolled.code, rolled.stdout + rolled.stderr).toBe(0);
       // A web replica's page holds db's answer, asked by name.
       const url = `http://${c.node(NODE).address}:18090/`;
+      // The whole line, not a part of it: a page cut short must not pass the wait and fail after it.
+      const line = /^hello from shop-web-\d+; db says: 12 apples, counted on \d{4}-\d{2}-\d{2}$/;
       let page = '';
       await eventually(
         async () => {
           page = await fetch(url, { signal: AbortSignal.timeout(3000) }).then((r) => r.text(), () => '');
-          return page.includes('db says:');
+          if (line.test(page.trim())) return true;
+          throw new Error(`the page was ${JSON.stringify(page)}`);
         },
         { what: `${url} answering with db's word`, timeoutMs: 30_000 },
       );
-      expect(page.trim()).toMatch(/^hello from shop-web-\d+; db says: 12 apples, counted on \d{4}-\d{2}-\d{2}$/);
       // And asked again now, from inside web: the short name (search shop) and the full one.
       const web = await appOf('shop', 'web');
       for (const name of ['db', 'db.shop']) {
@@ -83,6 +86,23 @@ describe('compose on the cluster network: services reach each other by name', ()
       expect((await execIn(probe, ['wget', '-q', '-T', '3', '-O-', 'http://db:8091/'])).code).not.toBe(0);
       await c.jaco(['delete', 'deployment', 'other']);
       await c.jaco(['delete', '-f', join(EXAMPLES_DIR, 'shop', 'compose.yaml')]);
+    }));
+
+  it('a node publishes its engine’s runtimes; placement refuses a runtime or a device no node has', () =>
+    c.withLogs(async () => {
+      const node = (await c.jaco(['get', 'node', NODE, '-o', 'json'])).stdout;
+      expect(JSON.parse(node).status.capacity.runtimes).toContain('runc');
+      expect((await c.jaco(['describe', 'node', NODE])).stdout).toMatch(/^Runtimes: +.*\brunc\b/m);
+      const app = (extra: string) => ['name: hw', 'services:', '  box:', '    image: jaco-demo/busybox:1', extra, ''].join('\n');
+      for (const [extra, want] of [
+        ['    runtime: runc', /hw\/box: hw-box-0 would be placed on node-1/],
+        ['    runtime: kata', /hw\/box: 1 replica\(s\) would be unschedulable: runtime_missing/],
+        ['    devices: [/dev/fuse]', /hw\/box: 1 replica\(s\) would be unschedulable: device_missing/],
+      ] as const) {
+        const dry = await c.jaco(['apply', '--dry-run', '-f', '-'], app(extra));
+        expect(dry.code, dry.stderr).toBe(0);
+        expect(dry.stdout).toMatch(want);
+      }
     }));
 
   it('compose.yaml + compose.override.yaml + an extends base: merged, running, stock_db reached by its compose name', () =>
@@ -115,6 +135,18 @@ describe('compose on the cluster network: services reach each other by name', ()
       const www = info.Mounts.find((m) => m.Destination === '/www');
       expect(www?.Type).toBe('volume');
       expect(www?.Name).toMatch(/^[0-9a-f]{64}$/);
+      // depends_on restart: true — stock_db recreated (a new ORIGIN) rolls client, after it. Applied
+      // with no -f, as docker compose reads COMPOSE_FILE.
+      const clientBefore = client.id;
+      const files = { COMPOSE_FILE: [join(dir, 'compose.yaml'), join(dir, 'compose.override.yaml')].join(':'), LAYERS_ORIGIN: 'again' };
+      const again = await c.jaco(['apply'], undefined, 60_000, files);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/^deployment\/layers configured/m);
+      const rolledAgain = await c.jaco(['rollout', 'status', 'layers', '--timeout', '60s'], undefined, 70_000);
+      expect(rolledAgain.code, rolledAgain.stdout + rolledAgain.stderr).toBe(0);
+      const clientAfter = await appOf('layers', 'client');
+      expect(clientAfter.id, 'client recreated with stock_db').not.toBe(clientBefore);
+      await eventually(async () => (await execIn(clientAfter, ['wget', '-q', '-O-', 'http://stock_db:8092/'])).stdout.trim() === '7 pears (again)', { what: 'the new client reaching the new stock_db', timeoutMs: 20_000 });
       await c.jaco(['delete', '-f', dir]);
       await eventually(async () => !(await c.engine(NODE).listVolumes()).Volumes?.some((v) => v.Name === www!.Name), { what: `the anonymous volume ${www!.Name} removed with its container`, timeoutMs: 30_000 });
     }));

@@ -1,6 +1,7 @@
 // Compose files through the CLI as an operator runs it (./bin/jaco) against a real etcd: apply
 // (a file, a directory, stdin with --name), unchanged and configured, warnings on stderr, diff,
-// convert, delete -f, and a refused file that writes nothing.
+// convert, delete -f, a refused file that writes nothing, and depends_on restart: true as apply and
+// diff write it (read through COMPOSE_FILE, no -f).
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,7 +75,7 @@ describe('jaco apply -f compose.yaml', () => {
     expect(named.stdout).toBe('deployment/piped created (revision 1: created with web, worker)\n');
     const anonymous = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix, input: text });
     expect(anonymous.code).toBe(1);
-    expect(anonymous.stderr).toContain('<stdin>:1:1: a compose file from stdin needs a name: --name NAME, or a top-level name:');
+    expect(anonymous.stderr).toContain('<stdin>:1:1: a compose file from stdin needs a name: --name NAME, COMPOSE_PROJECT_NAME, or a top-level name:');
   });
 
   it('a refused file writes nothing and names file, line and field; --strict refuses what is otherwise ignored', async () => {
@@ -103,6 +104,30 @@ describe('jaco apply -f compose.yaml', () => {
     expect(native.stdout).toBe('deployment/converted created (revision 1: created with web, worker)\n');
     const same = await jaco(['apply', '-f', dir], { endpoint: etcd.endpoint, prefix });
     expect(same.stdout).toBe('deployment/converted unchanged\n');
+  });
+
+  it('depends_on restart: true — apply writes the dependency’s spec hash into its dependent; diff agrees; a changed dependency changes it; no -f reads COMPOSE_FILE', async () => {
+    const prefix = uniquePrefix();
+    const dir = join(mkdtempSync(join(tmpdir(), 'jaco-compose-')), 'restarts');
+    mkdirSync(dir);
+    const file = join(dir, 'app.yaml');
+    const text = (level: string) => `services:\n  db:\n    image: jaco-demo/busybox:1\n    environment: {LEVEL: ${level}}\n  web:\n    image: jaco-demo/busybox:1\n    depends_on:\n      db: {condition: service_started, restart: true}\n`;
+    writeFileSync(file, text('info'));
+    const env = { COMPOSE_FILE: file };
+    const first = await jaco(['apply'], { endpoint: etcd.endpoint, prefix, env });
+    expect(first.code, first.stderr).toBe(0);
+    const stored = async () => (await etcd.store(prefix).get<Deployment>(keys.deployment('restarts')))!.value.spec.services;
+    const hash1 = (await stored()).web!.dependsOn!.db!.specHash;
+    expect(hash1).toMatch(/^[0-9a-f]{64}$/);
+    expect((await stored()).web!.dependsOn!.db).toMatchObject({ condition: 'service_started', restart: true });
+    // What apply wrote is what diff computes: nothing differs.
+    expect((await jaco(['diff'], { endpoint: etcd.endpoint, prefix, env })).code).toBe(0);
+    writeFileSync(file, text('debug'));
+    const diff = await jaco(['diff'], { endpoint: etcd.endpoint, prefix, env });
+    expect(diff.code).toBe(1);
+    expect(diff.stdout).toMatch(new RegExp(`^- +specHash: ${hash1}$`, 'm'));
+    expect((await jaco(['apply'], { endpoint: etcd.endpoint, prefix, env })).stdout).toMatch(/^deployment\/restarts configured/);
+    expect((await stored()).web!.dependsOn!.db!.specHash).not.toBe(hash1);
   });
 
   it('several files are one application: a directory with its override file, -f a -f b in order, convert -o compose', async () => {

@@ -5,7 +5,8 @@ import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { defaultAddress } from '../../../controllers/node-agent/address.js';
 import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
-import { AgentFlagError, dockerConnection, parseCapacity, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
+import { AgentFlagError, dockerConnection, parseCapacity, parseDevices, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
+import { existsSync } from 'node:fs';
 import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
 import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
 import { DEFAULT_CNI_BIN_DIR } from '../../../controllers/node-agent/cni.js';
@@ -21,6 +22,7 @@ import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js
 interface AgentFlags {
   node: string;
   capacity?: string;
+  device: string[];
   labels?: string;
   dockerHost: string;
   metricsAddr: string;
@@ -48,6 +50,7 @@ const EXAMPLES = `
 Examples:
   jaco agent --node node-1
   jaco agent --node gpu-1 --capacity cpu=16,memory=64Gi,gpus=2 --labels zone=a,gpu=true
+  jaco agent --node node-2 --device /dev/fuse --device /dev/kvm   # devices compose services may ask for
   jaco --timings fast agent --node node-1 --capacity cpu=1,memory=2Gi --metrics-addr 127.0.0.1:0
   jaco agent --node node-3 --rejoin          # after jaco node remove node-3
   jaco agent --node sim-1 --pressure containers --address 127.0.1.1   # a simulated node on a shared host
@@ -96,7 +99,8 @@ export function registerAgent(program: Command): void {
     .command('agent')
     .description("Run a host's node-agent: register the node, heartbeat with pressure, run its desired replicas on Docker, report them")
     .requiredOption('--node <name>', 'the node this agent runs (its key is nodes/<name>)')
-    .option('--capacity <spec>', 'declared capacity, e.g. cpu=2,memory=4Gi,gpus=0 (parts left out are detected: cores, total memory, nvidia-smi GPUs)')
+    .option('--capacity <spec>', "declared capacity, e.g. cpu=2,memory=4Gi,gpus=0 (parts left out are detected: cores, total memory, nvidia-smi GPUs; the engine's runtimes always are)")
+    .option('--device <path>', 'a host device this node offers containers (compose devices:, e.g. /dev/fuse); services asking for one are placed only on nodes offering it (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--labels <k=v,...>', 'node labels (placement.nodeSelector matches them); they replace the labels of nodes/<name>')
     .option('--docker-host <url>', 'the Docker engine (env DOCKER_HOST)', process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock')
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9465')
@@ -139,7 +143,7 @@ export function registerAgent(program: Command): void {
         try {
           statusIntervalMs = parseStatusInterval(f.statusInterval, timings);
           labels = parseLabels(f.labels);
-          declared = parseCapacity(f.capacity ?? '');
+          declared = { ...parseCapacity(f.capacity ?? ''), devices: parseDevices(f.device, existsSync) };
           dockerConnection(f.dockerHost);
         } catch (e) {
           if (e instanceof AgentFlagError) throw new CliError(e.message);

@@ -2,11 +2,14 @@
 import type { Command } from 'commander';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { formatProblem, ManifestError, parseManifests, readSources, type ManifestProblem } from '../../api/manifest.js';
-import { composeFilesIn, composeModel, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
+import { composeFilesIn, composeFileVariable, composeModel, composeSource, isComposeText, loadCompose } from '../../compose/load.js';
+import { parseEnvFile } from '../../compose/interpolate.js';
 import type { Deployment } from '../../api/types.js';
+import { withDependencyHashes } from '../../api/spec.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
 import { pinToStore } from '../apply-files.js';
@@ -23,9 +26,31 @@ interface ComposeFlags {
   allowPrivileged?: boolean;
 }
 
+/**
+ * -f as given; without it, what docker compose reads with none: the files COMPOSE_FILE names
+ * (from the environment, else the working directory's .env), else the working directory's
+ * compose file and its override file.
+ */
+export function inputFiles(files: string[] | undefined, env: Readonly<Record<string, string | undefined>> = process.env, cwd = process.cwd()): string[] {
+  if (files?.length) return files;
+  const named = composeFileVariable(env.COMPOSE_FILE ? env : { ...dotEnv(cwd), ...env });
+  if (named) return named;
+  if (composeFilesIn(cwd).length) return [cwd];
+  throw new CliError('no manifest given: use -f FILE, -f DIR or -f - (stdin), set COMPOSE_FILE, or run it in a directory holding compose.yaml');
+}
+
+/** The COMPOSE_* variables of the working directory's .env (docker compose reads them there too). */
+function dotEnv(cwd: string): Record<string, string> {
+  try {
+    return Object.fromEntries([...parseEnvFile(readFileSync(join(cwd, '.env'), 'utf8'))].filter(([k]) => k.startsWith('COMPOSE_')));
+  } catch {
+    return {};
+  }
+}
+
 /** What -f names: jaco manifests and compose files alike; every problem of every file at once. */
-function readInputs(files: string[], flags: ComposeFlags): { items: ApplyItem[]; deployments: Deployment[] } {
-  if (!files?.length) throw new CliError('no manifest given: use -f FILE, -f DIR or -f - (stdin)');
+function readInputs(given: string[] | undefined, flags: ComposeFlags): { items: ApplyItem[]; deployments: Deployment[] } {
+  const files = inputFiles(given);
   // A directory holding a compose file means that file and its override file (as `docker compose` reads it).
   const found = new Set(files.flatMap((f) => (f !== '-' && isDirectory(f) ? composeFilesIn(f) : [])));
   const sources = readSources(withComposeFiles(files));
@@ -76,7 +101,7 @@ function withComposeFiles(files: string[]): string[] {
   return files.flatMap((f) => (f !== '-' && isDirectory(f) && composeFilesIn(f).length ? composeFilesIn(f) : [f]));
 }
 
-const manifestItems = (files: string[], flags: ComposeFlags) => readInputs(files, flags).items;
+const manifestItems = (files: string[] | undefined, flags: ComposeFlags) => readInputs(files, flags).items;
 
 function isDirectory(path: string): boolean {
   try {
@@ -103,7 +128,7 @@ export function registerApply(program: Command): void {
     program
       .command('apply')
       .description('Create or update deployments from manifests or Docker Compose files (all-or-nothing: on any error nothing is written)')
-      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml and compose.override.yaml, else its *.yaml files), or - for stdin (repeatable; several compose files are one application, merged in order)', collect)
+      .option('-f, --filename <path>', 'manifest or compose file, directory (its compose.yaml and compose.override.yaml, else its *.yaml files), or - for stdin (repeatable; several compose files are one application, merged in order). Default: COMPOSE_FILE, else the current directory\'s compose file', collect)
       .option('--dry-run', 'validate and show what would change and where the scheduler would place new replicas now; write nothing (images are resolved, not built)')
       .option('--registry <host>', "where images built here (build:) are pushed when their image: names no registry (default: the cluster's, jaco registry default)"),
   )
@@ -112,7 +137,7 @@ export function registerApply(program: Command): void {
       '\nEvery image is resolved to the digest every node will run (docs/images.md); build: sections are\nbuilt with your Docker engine and pushed first.\n\nExamples:\n  jaco apply -f examples/hello.yaml\n  jaco apply -f compose.yaml\n  jaco apply -f compose.yaml -f compose.prod.yaml\n  jaco apply -f ./myapp --env-file prod.env\n  jaco apply -f ./myapp --registry registry.example.com:5000\n  cat app.yaml | jaco apply -f -\n  cat compose.yaml | jaco apply -f - --name shop\n',
     )
     .action(
-      action(async (opts: { filename: string[]; dryRun?: boolean; registry?: string } & ComposeFlags, cmd: Command) => {
+      action(async (opts: { filename?: string[]; dryRun?: boolean; registry?: string } & ComposeFlags, cmd: Command) => {
         const read = manifestItems(opts.filename, opts);
         const { outcomes, preview } = await withStore(cmd, async (store) => {
           const items = await prepareImages(store, read, { dryRun: opts.dryRun, registry: opts.registry });
@@ -143,7 +168,8 @@ export function registerApply(program: Command): void {
     .action(
       action(async (type: string | undefined, names: string[], opts: { filename?: string[]; ignoreNotFound?: boolean } & ComposeFlags, cmd: Command) => {
         let targets: string[];
-        if (opts.filename?.length) targets = manifestItems(opts.filename, opts).map((i) => i.name);
+        // Like docker compose down: COMPOSE_FILE names the application when nothing else does (never the bare working directory: a delete names what it deletes).
+        if (opts.filename?.length || (!type && composeFileVariable(process.env))) targets = manifestItems(opts.filename, opts).map((i) => i.name);
         else {
           if (!type || !['deployment', 'deployments', 'deploy'].includes(type)) throw new CliError('usage: jaco delete deployment NAME… | jaco delete -f FILE');
           if (!names.length) throw new CliError('name at least one deployment to delete');
@@ -158,10 +184,10 @@ export function registerApply(program: Command): void {
     program
       .command('diff')
       .description('Show what apply would change, as a unified diff of the live and manifest specs (exit 1 when they differ)')
-      .requiredOption('-f, --filename <path>', 'manifest or compose file, directory, or - (repeatable)', collect),
+      .option('-f, --filename <path>', 'manifest or compose file, directory, or - (repeatable; default: COMPOSE_FILE, else the current directory\'s compose file)', collect),
   )
     .action(
-      action(async (opts: { filename: string[] } & ComposeFlags, cmd: Command) => {
+      action(async (opts: { filename?: string[] } & ComposeFlags, cmd: Command) => {
         const read = manifestItems(opts.filename, opts);
         let differs = false;
         await withStore(cmd, async (store) => {
@@ -172,7 +198,7 @@ export function registerApply(program: Command): void {
             // What cannot be read is diffed as nothing (apply replaces it), and named.
             warnUnreadable(unreadable ? [unreadable] : []);
             const live = value?.value;
-            const d = yamlDiff(`deployment/${item.name}`, live?.spec, await pinToStore(store, item.spec));
+            const d = yamlDiff(`deployment/${item.name}`, live?.spec, withDependencyHashes(await pinToStore(store, item.spec)));
             if (d) {
               differs = true;
               process.stdout.write(d);
@@ -187,7 +213,7 @@ export function registerApply(program: Command): void {
     program
       .command('convert')
       .description('Print the Deployment a compose file maps to (warnings on stderr), to switch to the native format')
-      .requiredOption('-f, --filename <path>', 'compose file, directory holding one, or - (repeatable)', collect)
+      .option('-f, --filename <path>', 'compose file, directory holding one, or - (repeatable; default: COMPOSE_FILE, else the current directory\'s compose file)', collect)
       .option('-o, --output <format>', 'yaml or json (the Deployment), or compose (the merged compose model, as docker compose config prints it)', 'yaml'),
   )
     .addHelpText(
@@ -195,10 +221,10 @@ export function registerApply(program: Command): void {
       '\nSeveral compose files are one application, merged in order (-f compose.yaml -f prod.yaml); a\ndirectory means its compose file and the compose.override.yaml beside it. extends and include are\nresolved; service names are mapped to jaco names (docs/compose.md).\n\nExamples:\n  jaco convert -f compose.yaml > deployment.yaml\n  jaco convert -f . -o json\n  jaco convert -f compose.yaml -f prod.yaml -o compose\n',
     )
     .action(
-      action(async (opts: { filename: string[]; output: string } & ComposeFlags) => {
+      action(async (opts: { filename?: string[]; output: string } & ComposeFlags) => {
         if (!['yaml', 'json', 'compose'].includes(opts.output)) throw new CliError(`-o ${opts.output}: use yaml, json or compose`);
         if (opts.output === 'compose') {
-          const m = composeModel(readSources(withComposeFiles(opts.filename)).map((s) => composeSource(s.name, s.text)), { envFiles: opts.envFile });
+          const m = composeModel(readSources(withComposeFiles(inputFiles(opts.filename))).map((s) => composeSource(s.name, s.text)), { envFiles: opts.envFile });
           for (const w of m.warnings) process.stderr.write(`warning: ${formatProblem(w)}\n`);
           process.stdout.write(stringify(m.model));
           return;

@@ -211,6 +211,9 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const sub = cut.kind<NodeSubnet>('subnets').items.get(keys.subnet(name))?.value.spec;
     if (sub) out += `Subnets:      ${sub.ipv4}, ${sub.ipv6} (index ${sub.index}; ${await store.countPrefix(keys.addresses(name))} address(es) held)\n`;
     out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
+    // What placement matches runtime_missing and device_missing against.
+    const c = n.status?.capacity;
+    out += `Runtimes:     ${c?.runtimes ? c.runtimes.join(', ') || '<none>' : '<unknown>'}\nDevices:      ${[...(c?.devices ?? []), ...(c?.gpuIds ?? []).map((g) => `gpu ${g}`)].join(', ') || '<none>'}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
     out += `Secrets key:  ${n.status?.secretsKey?.id ?? '<none> (an agent older than secrets: no secret can be copied to it)'}\n`;
     out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;

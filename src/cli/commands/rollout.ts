@@ -1,5 +1,6 @@
 // jaco rollout status|history|undo and jaco rollback: follow a rolling update, read a deployment's
 // revision history, and re-apply an earlier revision as a new one (seed 001's `jaco rollback`).
+import { withRestartDependents } from '../../api/spec.js';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { rolloutProgress, type Progress } from '../../../controllers/rollout/progress.js';
@@ -271,7 +272,8 @@ const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', a
 /** A new revision with the same spec that replaces every replica of the service(s) (kubectl rollout restart). */
 async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {
   const cur = await mustGetDeployment(store, target.name);
-  const services = targetServices(cur, target);
+  // A service that restarts with one of them (dependsOn restart: true) restarts too, after it.
+  const services = withRestartDependents(cur.value.spec, targetServices(cur, target));
   // A restarted service with pullPolicy always runs its tag's current digest (docs/images.md).
   const items = await prepareImages(
     store,
@@ -333,7 +335,8 @@ export function registerRollout(program: Command): void {
       '\nLike kubectl rollout restart: a new revision (cause "restart <services>") with the same spec; the\n' +
         'rollout controller rolls every replica of the named services onto it under the service’s update\n' +
         'block (parallelism, maxUnavailable, delay, monitor, failureAction). Containers are recreated,\n' +
-        'the spec hash does not change, and a later apply of the same manifest changes nothing.\n' +
+        'the spec hash does not change, and a later apply of the same manifest changes nothing. Services\n' +
+        'that restart with a restarted one (dependsOn restart: true) are restarted too, after it.\n' +
         '\nExamples:\n  jaco rollout restart app/web && jaco rollout status app\n  jaco rollout restart app\n',
     )
     .action(
