@@ -151,8 +151,10 @@ describe('coalescing', () => {
     const placer = placerFor(snap, T0);
     const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.check({ replica: 'p', deployment: 'big', service: 'db', spec: w.pending[0]!.spec }, n))}`);
     const before = probe();
-    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000, mayMove: false });
-    expect(out.views[0]).toMatchObject({ verdict: 'held', node: 'a' });
+    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
+    // A planner only says what it wants: the arbiter (decide) starts it or holds it.
+    expect(out.views[0]).toMatchObject({ verdict: 'move', node: 'a' });
+    expect(out.intent).toMatchObject({ trigger: 'coalesce', src: 'a', forPending: { deployment: 'big', service: 'db', node: 'a' } });
     expect(probe()).toEqual(before);
   });
 });

@@ -10,7 +10,8 @@ import type { ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import type { MoveIntent } from './arbiter.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import type { PreemptView } from './preempt.js';
 
@@ -63,23 +64,15 @@ export interface CoalesceInput {
   graceMs: number;
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
-  /** One move per cycle, cluster-wide. */
-  mayMove: boolean;
-}
-
-export interface CoalesceMove {
-  view: CoalesceView & { node: string; plan: CoalesceVictim[] };
-  start: Extract<MoveStart, { ok: true }>;
-  moveId: string;
 }
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Every pending service judged, highest priority first; at most one move, the first of a complete plan. */
-export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; move?: CoalesceMove } {
+/** Every pending service judged, highest priority first; at most one move intent, the first of a complete plan. */
+export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; intent?: MoveIntent } {
   const pending = [...input.pending].sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || byName(`${a.deployment}/${a.service}`, `${b.deployment}/${b.service}`));
   const views: CoalesceView[] = [];
-  let move: CoalesceMove | undefined;
+  let intent: MoveIntent | undefined;
   let planned: string | undefined;
   const nodes = new NodeBook(input);
   for (const p of pending) {
@@ -116,26 +109,29 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       Object.assign(view, { verdict: 'held', detail: `the move(s) in flight away from ${found.node} make room: the scheduler places it once they complete` });
       continue;
     }
-    if (!input.mayMove) {
-      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: one move per cycle` });
-      continue;
-    }
     const first = found.plan[0]!;
-    const moveId = `co-${input.now}-${first.replica}`;
     const entry = input.book.entry(first.replica)!;
     const spec = entry.copies[0]!.desired.spec;
-    const verdicts = input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] });
-    const decision = { verdicts, why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}` };
-    const forPending = { deployment: p.deployment, service: p.service, node: found.node };
-    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision, forPending });
-    if (!started.ok) {
-      const budget = started.refusal === 'budget_exceeded';
-      Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${started.refusal} (${started.detail})` });
-      continue;
-    }
-    move = { view, start: started, moveId };
+    intent = {
+      trigger: 'coalesce',
+      replica: first.replica,
+      deployment: first.deployment,
+      service: first.service,
+      src: first.from,
+      dst: first.to,
+      why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}`,
+      verdicts: () => input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] }),
+      forPending: { deployment: p.deployment, service: p.service, node: found.node },
+      timeoutMs: input.moveTimeoutMs(entry),
+      payload: { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail },
+      held: (why) => Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: ${why}` }),
+      refused: (refusal, detail) => {
+        const budget = refusal === 'budget_exceeded';
+        Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${refusal} (${detail})` });
+      },
+    };
   }
-  return { views, ...(move ? { move } : {}) };
+  return { views, ...(intent ? { intent } : {}) };
 }
 
 type Found = { node: string; plan: CoalesceVictim[] } | { noPlan: NoPlanReason; detail: string };
