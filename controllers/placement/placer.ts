@@ -116,10 +116,19 @@ export interface Rejection {
   detail: string;
 }
 
-/** The resources a replica of this spec occupies. */
-export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
-  const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
+type Footprint = Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'>;
+// Parsing quantities is most of a what-if's cost (coalescing orders every node's replicas by size):
+// a spec stored in the cache never changes (informers replace objects), so its answer is kept.
+const footprints = new WeakMap<ServiceSpec, Readonly<Footprint>>();
+
+/** The resources a replica of this spec occupies (shared: never edit the result). */
+export function footprintOf(spec: ServiceSpec): Readonly<Footprint> {
+  let f = footprints.get(spec);
+  if (!f) {
+    const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
+    footprints.set(spec, (f = { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) }));
+  }
+  return f;
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a

@@ -6,6 +6,7 @@
 // first (one move per cycle, make-before-break, within the disruption budget); the next cycle
 // plans again from what landed, so the plan shrinks by one each time until the scheduler can place
 // the pending replica. Pure: the placer comes in and is left as it was found.
+import { canonicalJson, namedVolumes } from '../../src/api/spec.js';
 import type { ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/api/reasons/rebalance.js';
@@ -75,6 +76,9 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; int
   let intent: MoveIntent | undefined;
   let planned: string | undefined;
   const nodes = new NodeBook(input);
+  // A service with nothing placed yet and no named volume is judged by its spec alone (the filters
+  // read its own replicas and volume homes only): pending services alike in shape share a no-plan verdict.
+  const noPlanByShape = new Map<string, { noPlan: NoPlanReason; detail: string }>();
   for (const p of pending) {
     const base = { deployment: p.deployment, service: p.service, reason: p.reason };
     if (input.now - p.since < input.graceMs) {
@@ -86,6 +90,12 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; int
       views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
       continue;
     }
+    const shape = !input.book.replicas.service(p.deployment, p.service).length && !namedVolumes(p.spec).length ? canonicalJson(p.spec) : undefined;
+    const known = shape === undefined ? undefined : noPlanByShape.get(shape);
+    if (known) {
+      views.push({ ...base, verdict: 'no_plan', ...known });
+      continue;
+    }
     const fitsOn = input.placer().decide(pendingRequest(p)).chosen;
     if (fitsOn) {
       views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn}): the scheduler places it` });
@@ -94,6 +104,7 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; int
     const found = bestPlan(input, p, nodes);
     if ('noPlan' in found) {
       views.push({ ...base, verdict: 'no_plan', noPlan: found.noPlan, detail: found.detail });
+      if (shape !== undefined) noPlanByShape.set(shape, found);
       continue;
     }
     const view: CoalesceView & { node: string; plan: CoalesceVictim[] } = {
@@ -217,15 +228,12 @@ function bestPlan(input: CoalesceInput, p: PendingService, nodes: NodeBook): Fou
 /** Blockers in the order that frees what the pending replica lacks fastest: port holders, then the largest. */
 function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
   const want = new Set(footprintOf(spec).ports);
-  const key = (e: ReplicaEntry) => {
+  const keyed = movable.map((e) => {
     const f = footprintOf(e.copies[0]!.desired.spec.template);
     // "all" GPUs sorts first among GPU holders: it frees every GPU of the node.
-    return { port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus === 'all' ? Infinity : f.gpus, mem: f.memoryBytes };
-  };
-  return [...movable].sort((a, b) => {
-    const [x, y] = [key(a), key(b)];
-    return y.port - x.port || y.gpus - x.gpus || y.mem - x.mem || byName(a.id, b.id);
+    return { e, port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus === 'all' ? Infinity : f.gpus, mem: f.memoryBytes };
   });
+  return keyed.sort((x, y) => y.port - x.port || y.gpus - x.gpus || y.mem - x.mem || byName(x.e.id, y.e.id)).map((k) => k.e);
 }
 
 /**

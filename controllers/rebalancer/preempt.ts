@@ -8,7 +8,7 @@
 // `preempted`) and left to the scheduler, which places it again once capacity exists. Never
 // equal or higher priority, a stateful or global replica, a replica of the same service, or past a
 // victim service's disruption budget. Pure: the placer comes in and is left as it was found.
-import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
+import { canonicalJson, isJob, isStateful, namedVolumes, placementMode } from '../../src/api/spec.js';
 import type { HoleFor, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PREEMPT_REASONS, type NoPreemptReason } from '../../src/api/reasons/rebalance.js';
@@ -87,6 +87,8 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
   const views: PreemptView[] = [];
   const out: PreemptOutcome = { views };
   let planned: string | undefined;
+  // As in coalescing: a service with nothing placed and no named volume is judged by its spec and priority alone.
+  const noneByShape = new Map<string, { noPreempt: NoPreemptReason; detail: string }>();
   for (const p of pending) {
     const priority = prio(input, p);
     const base = { deployment: p.deployment, service: p.service, priority, reason: p.reason };
@@ -94,9 +96,11 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
       views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
       continue;
     }
-    const found = bestVictims(input, p, priority);
+    const shape = !input.book.replicas.service(p.deployment, p.service).length && !namedVolumes(p.spec).length ? `${priority} ${canonicalJson(p.spec)}` : undefined;
+    const found = (shape !== undefined && noneByShape.get(shape)) || bestVictims(input, p, priority);
     if ('noPreempt' in found) {
       views.push({ ...base, verdict: 'none', noPreempt: found.noPreempt, detail: found.detail });
+      if (shape !== undefined) noneByShape.set(shape, found);
       continue;
     }
     planned = `${p.deployment}/${p.service}`;
