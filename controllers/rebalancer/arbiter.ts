@@ -5,13 +5,14 @@
 // several, each within its service's budget), passes each intent through the shared move
 // mechanism (which holds the disruption budget), counts a started move where it lands (on the
 // move book and the placer, so later intents of the cycle see it) and writes its act. The
-// cooldowns that planners filter candidates and destinations with are defined here too.
+// cooldowns and the ping-pong exclusion that planners filter candidates and destinations with are here too.
 import type { HoleFor } from '../../src/api/types.js';
 import { formatDuration } from '../../src/api/units.js';
 import { startMove, type Copy, type MoveBook, type MoveRefusal } from '../moves/move.js';
 import { footprintOf, type Decision, type Placer } from '../placement/placer.js';
 import type { Config } from './config.js';
 import type { MoveView, NodeView, RebalanceAct } from './decide.js';
+import type { PingPong } from './ping-pong.js';
 import type { PreemptWant } from './preempt.js';
 
 export type Trigger = MoveView['trigger'];
@@ -58,6 +59,8 @@ export interface ArbiterInput {
   /** Node → when it last received a move, within the node cooldown. */
   received: ReadonlyMap<string, number>;
   viewOf: ReadonlyMap<string, NodeView>;
+  /** The ping-pong exclusion and the balancing epoch a move starts in. */
+  pingPong: PingPong;
 }
 
 const MOVE_PREFIX: Record<Trigger, string> = { pressure: 'rb', placement: 'pl', spread: 'sp', coalesce: 'co', preempt: 'pe' };
@@ -128,7 +131,7 @@ export class Arbiter {
     const { book, now } = this.input;
     const moveId = `${MOVE_PREFIX[i.trigger]}-${now}-${i.replica}`;
     const decision = i.verdicts && { verdicts: i.verdicts(), why: i.why };
-    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}) });
+    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}), epoch: this.input.pingPong.epoch(i.deployment) });
     if (!started.ok) {
       i.refused(started.refusal, started.detail);
       return false;
@@ -161,6 +164,11 @@ export class Arbiter {
   nodeCooldown(node: string): number | undefined {
     const at = this.input.received.get(node);
     return at === undefined ? undefined : this.input.now - at;
+  }
+
+  /** The nodes a service moved away from since balancing was last triggered (seed 002): none takes it back. */
+  movedAwayFrom(deployment: string, service: string): ReadonlySet<string> {
+    return this.input.pingPong.excluded(deployment, service);
   }
 
   nodeCooldownText(node: string): string | undefined {

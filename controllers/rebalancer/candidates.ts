@@ -48,16 +48,6 @@ export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion |
   return undefined;
 }
 
-/**
- * The node a replica was last moved away from, within the ping-pong exclusion (seed 002): what its
- * completed move (drain or rebalancer) left in the desired record, so every leader sees it.
- */
-export function lastMoveAway(copy: Copy, now: number, config: Config): { from: string; agoMs: number } | undefined {
-  const last = copy.desired.spec.movedFrom;
-  const agoMs = last ? now - Date.parse(last.at) : Infinity;
-  return last && agoMs < config.pingPongMs ? { from: last.node, agoMs } : undefined;
-}
-
 export interface PressureInput {
   /** The most pressured node, past every cluster gate. */
   hot: NodeView;
@@ -69,7 +59,6 @@ export interface PressureInput {
   book: MoveBook;
   placer: Placer;
   arbiter: Arbiter;
-  now: number;
   config: Config;
 }
 
@@ -82,7 +71,7 @@ export interface PressurePlan {
 
 /** Every replica on the hot node judged; the movable ones as intents. */
 export function planPressure(input: PressureInput): PressurePlan {
-  const { hot, nodes, sample, book, placer, arbiter, now, config } = input;
+  const { hot, nodes, sample, book, placer, arbiter, config } = input;
   const srcCap = capacityOf(nodes.get(hot.node)!);
   // Destinations: every other node with a fresh sample, coolest first (ties by name).
   const dsts = input.views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
@@ -119,7 +108,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       continue;
     }
     const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-    const { best, furthest, all } = destinations(table, fp, req, placer, lastMoveAway(copy, now, config), full, config);
+    const { best, furthest, all } = destinations(table, fp, req, placer, arbiter.movedAwayFrom(spec.deployment, spec.service), full, config);
     const shown = best ?? furthest!;
     Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
     if (all) c.dsts = all.map((v) => ({ node: v.node, ...(v.stage ? { stage: v.stage, reason: v.reason } : {}), detail: v.detail, after: v.after }));
@@ -171,7 +160,7 @@ function destinations(
   fp: Footprint,
   req: PlacementRequest,
   placer: Placer,
-  movedAway: { from: string; agoMs: number } | undefined,
+  movedAway: ReadonlySet<string>,
   full: boolean,
   config: Config,
 ): { best?: DstVerdict; furthest?: DstVerdict; all?: DstVerdict[] } {
@@ -182,7 +171,7 @@ function destinations(
   let furthestRank = -1;
   for (let i = 0; i < t.views.length; i++) {
     const v = t.views[i]!;
-    facts.pingPong = movedAway?.from === v.node;
+    facts.pingPong = movedAway.has(v.node);
     facts.postCpu = v.cpu + dimShare(fp.cpu.millis, fp.cpu.share, t.capacity[i]!.cpuMillis);
     facts.postMemory = v.memory + dimShare(fp.memory.bytes, fp.memory.share, t.capacity[i]!.memoryBytes);
     facts.post = Math.max(facts.postCpu, facts.postMemory);
@@ -208,7 +197,7 @@ function destinations(
       ewma: v,
       capacity: t.capacity[i]!,
       rejection: () => (passing.has(v.node) ? undefined : placer.check(req, v.node)),
-      ...(movedAway?.from === v.node ? { movedAwayAgoMs: movedAway.agoMs } : {}),
+      ...(movedAway.has(v.node) ? { movedAway: true } : {}),
       ...(t.receivedAgo[i] !== undefined ? { receivedAgoMs: t.receivedAgo[i] } : {}),
     };
     return evaluateDst(input, shareOn(fp, t.capacity[i]!), config);

@@ -17,7 +17,8 @@ import { advanceMoves, inFlight, MoveBook, type MoveOutcome, type MoveRefusal } 
 import type { Placer } from '../placement/placer.js';
 import { placerFor, type EligibilityRevisions } from '../placement/input.js';
 import { Arbiter } from './arbiter.js';
-import { capacityOf, exclusionOf, lastMoveAway, planPressure, postOf } from './candidates.js';
+import { capacityOf, exclusionOf, planPressure, postOf } from './candidates.js';
+import { nodeEpoch, PingPong } from './ping-pong.js';
 import { planSpread, type SpreadView } from './spread.js';
 import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
 import { planConform, type ConformView } from './conform.js';
@@ -81,6 +82,8 @@ export interface Snapshot {
   priorities?: ReadonlyMap<string, number>;
   /** The cluster network: a moved cluster-network replica gets an address on its destination. */
   network?: NetworkView;
+  /** Every deployment's generation (a change to it triggers new balancing: the ping-pong exclusion ends). */
+  generations?: ReadonlyMap<string, number>;
   /** A placer kept between passes (the cache's, patched from its changes); absent: built from this snapshot. */
   placer?: () => Placer;
 }
@@ -273,13 +276,13 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   let placer: Placer | undefined;
   const placerOnce = () => (placer ??= snap.placer?.() ?? placerFor(snap, now));
   const viewOf = new Map(views.map((v) => [v.node, v]));
-  const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf });
+  const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf, pingPong: new PingPong(snap.replicas, nodeEpoch(snap.eligibility), snap.generations) });
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
   const recorder = new SkipRecorder(state.audited, audited, now, skipRepeatMs, arbiter.acts);
 
   // The pipeline: each planner says what it wants; the arbiter starts at most one move a cycle.
   // 4. Pressure first: a node over the trigger is the urgent problem (only when every cluster gate holds).
-  const pressure = !closed && src ? planPressure({ hot: src, views, nodes: nodeObjs, sample: snap.samples.get(src.node)!, replicas: snap.replicas, book, placer: placerOnce(), arbiter, now, config }) : undefined;
+  const pressure = !closed && src ? planPressure({ hot: src, views, nodes: nodeObjs, sample: snap.samples.get(src.node)!, replicas: snap.replicas, book, placer: placerOnce(), arbiter, config }) : undefined;
   if (pressure && src) {
     arbiter.offer(pressure.intents);
     recorder.pressureSkips(src, pressure, config, gates, arbiter.move);
@@ -307,7 +310,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
       const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
       return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
     },
-    movedFrom: (copy) => lastMoveAway(copy, now, config)?.from,
+    movedAwayFrom: (copy) => arbiter.movedAwayFrom(copy.desired.spec.deployment, copy.desired.spec.service),
   });
   arbiter.offer(spread.intents);
 

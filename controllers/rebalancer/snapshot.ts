@@ -24,6 +24,7 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     pending: pendingOf(cache),
     placements: placementsOf(cache),
     priorities: prioritiesOf(cache),
+    generations: new Map([...valuesByRest(cache.kind<Deployment>('deployments'))].map(([name, d]) => [name, d.metadata.generation ?? 0])),
     // The cache's placer, patched from its changes rather than built for every cycle (issue 30).
     placer: () => cache.index(KEPT_PLACER).at(snap, now),
   };

@@ -40,8 +40,8 @@ export interface SpreadInput {
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   /** Why a node may not receive this replica beyond the scheduler's filters (node cooldown, pressure after the move). */
   dstRefusal: (node: string, copy: Copy) => string | undefined;
-  /** The node a replica was last moved away from, within the ping-pong exclusion. */
-  movedFrom: (copy: Copy) => string | undefined;
+  /** The nodes the replica's service moved away from since balancing was last triggered (the ping-pong exclusion). */
+  movedAwayFrom: (copy: Copy) => ReadonlySet<string>;
   /** A replica placed or moved this long ago is within the replica cooldown (undefined: past it). */
   replicaCooldown: (copy: Copy) => number | undefined;
 }
@@ -139,8 +139,7 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
     }
     // Where the scheduler would put it now, away from its node, the nodes it may not go to excluded.
     const refused = new Map(open.map((n) => [n, input.dstRefusal(n, copy)] as const).filter(([, r]) => r !== undefined));
-    const back = input.movedFrom(copy);
-    if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
+    for (const back of input.movedAwayFrom(copy)) refused.set(back, refused.get(back) ?? 'the service moved away from it since balancing was last triggered (ping-pong exclusion)');
     const decision = placer.decide(req(e, [src!, ...refused.keys()]));
     const dst = decision.chosen;
     if (!dst || count(src!) - count(dst) <= 1) {

@@ -1,6 +1,7 @@
 // A small harness that drives the pure rebalancer cycle for tests and the benchmark: a world of
 // nodes and replicas, samples per cycle, and a recorder of every plan. It commits every act (as if
 // the store accepted it) so leader-local effects follow, and applies landed moves to the world.
+import { keys } from '../../src/api/keys.js';
 import { withDefaults, specHash } from '../../src/api/spec.js';
 import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -119,9 +120,21 @@ export class World {
   pending: NonNullable<Snapshot['pending']> = [];
   /** The deployments' current placement by `<deployment>/<service>` (placement conformance's input). */
   placements = new Map<string, ServiceSpec['placement']>();
+  /** Each node key's revision (a node change, e.g. re-registration, bumps it: new balancing is triggered). */
+  nodeRevisions = new Map<string, number>();
+  /** Deployment generations (a changed deployment triggers new balancing). */
+  generations = new Map<string, number>();
+  private revision = 0;
 
   addNode(name: string, o: NodeOpts = {}): this {
     this.nodes.set(name, nodeObj(name, o));
+    this.nodeRevisions.set(name, ++this.revision);
+    return this;
+  }
+
+  /** A node's key written again (re-registered, relabelled, cordoned…): a node change. */
+  touchNode(name: string): this {
+    this.nodeRevisions.set(name, ++this.revision);
     return this;
   }
 
@@ -163,7 +176,7 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map(), pending: this.pending, placements: this.placements };
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */
