@@ -539,6 +539,20 @@ export class Placer {
     return this.names.filter((_, i) => !this.failing(q, i, true));
   }
 
+  /**
+   * The part of a node's score a mover that ranks by measured load keeps (seed 003: compatible
+   * priority functions, so the scheduler and a rescheduler never fight): replicas of the service
+   * already there and recent failures, without requested CPU and the hash (the mover's own
+   * measure of load replaces them). Pack placement prefers nothing among fitting nodes here.
+   */
+  standing(r: PlacementRequest): (node: string) => number {
+    const q = this.prepare(r);
+    return (node) => {
+      const i = this.index.get(node);
+      return i === undefined || q.mode === 'pack' ? 0 : -q.svcCounts[i]! * 100 - this.failures(i) * 12;
+    };
+  }
+
   /** A node's score: hot path, no allocation. */
   private total(q: Req, i: number): number {
     if (q.mode === 'pack') return -this.count[i]!;

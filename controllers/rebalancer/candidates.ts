@@ -165,6 +165,10 @@ function destinations(
   config: Config,
 ): { best?: DstVerdict; furthest?: DstVerdict; all?: DstVerdict[] } {
   const passing = new Set(placer.candidates(req));
+  // One scoring model (seed 003): among passing destinations the scheduler's standing (peers of the
+  // service, recent failures) decides first, measured post-move pressure next, then the name.
+  const standing = placer.standing(req);
+  let bestStanding = -Infinity;
   const facts: DstFacts = { pingPong: false, postCpu: 0, postMemory: 0, post: 0, received: false };
   let bestI = -1;
   let furthestI = -1;
@@ -184,7 +188,11 @@ function destinations(
     if (rank === PASS_RANK) {
       const b = bestI >= 0 ? t.views[bestI]! : undefined;
       const bPost = bestI >= 0 ? postOf(b!, fp, t.capacity[bestI]!) : Infinity;
-      if (!b || facts.post < bPost - EPSILON || (Math.abs(facts.post - bPost) <= EPSILON && v.node < b.node)) bestI = i;
+      const s = standing(v.node);
+      if (!b || s > bestStanding || (s === bestStanding && (facts.post < bPost - EPSILON || (Math.abs(facts.post - bPost) <= EPSILON && v.node < b.node)))) {
+        bestI = i;
+        bestStanding = s;
+      }
     } else if (rank > furthestRank) {
       furthestI = i;
       furthestRank = rank;

@@ -3,7 +3,7 @@
 // the store accepted it) so leader-local effects follow, and applies landed moves to the world.
 import { keys } from '../../src/api/keys.js';
 import { withDefaults, specHash } from '../../src/api/spec.js';
-import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
+import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaCommand, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
 import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
@@ -124,7 +124,16 @@ export class World {
   nodeRevisions = new Map<string, number>();
   /** Deployment generations (a changed deployment triggers new balancing). */
   generations = new Map<string, number>();
+  /** Restart bookkeeping by store key (recent failures count against a node in the scheduler's score). */
+  commands = new Map<string, Versioned<ReplicaCommand>>();
   private revision = 0;
+
+  /** `restarts` health restarts of a replica on `node`, the last at `at` (a node where replicas keep failing). */
+  failing(node: string, replica: string, restarts: number, at: number): this {
+    const key = `commands/${node}/${replica}`;
+    this.commands.set(key, versioned(key, { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: replica }, spec: { replica, op: 'restart', seq: restarts, issuedAt: iso(at), reason: 'unhealthy' }, status: { restarts, lastRestartAt: iso(at), generation: 1 } } as ReplicaCommand));
+    return this;
+  }
 
   addNode(name: string, o: NodeOpts = {}): this {
     this.nodes.set(name, nodeObj(name, o));
@@ -176,7 +185,7 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: new Map(), volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
+    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: this.commands, volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */
