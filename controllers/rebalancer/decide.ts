@@ -15,7 +15,7 @@ import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import { advanceMoves, inFlight, MoveBook, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
-import { placerFor, type EligibilityRevisions } from '../placement/input.js';
+import type { EligibilityRevisions } from '../placement/input.js';
 import { Arbiter } from './arbiter.js';
 import { capacityOf, exclusionOf, planPressure, postOf } from './candidates.js';
 import { nodeEpoch, PingPong } from './ping-pong.js';
@@ -84,8 +84,8 @@ export interface Snapshot {
   network?: NetworkView;
   /** Every deployment's generation (a change to it triggers new balancing: the ping-pong exclusion ends). */
   generations?: ReadonlyMap<string, number>;
-  /** A placer kept between passes (the cache's, patched from its changes); absent: built from this snapshot. */
-  placer?: () => Placer;
+  /** The placer, on first use: the cache's, kept between passes and patched from its changes (placement/kept.ts). */
+  placer: () => Placer;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -274,7 +274,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
   if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
   let placer: Placer | undefined;
-  const placerOnce = () => (placer ??= snap.placer?.() ?? placerFor(snap, now));
+  const placerOnce = () => (placer ??= snap.placer());
   const viewOf = new Map(views.map((v) => [v.node, v]));
   const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf, pingPong: new PingPong(snap.replicas, nodeEpoch(snap.eligibility), snap.generations) });
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);

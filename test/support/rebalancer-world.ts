@@ -5,6 +5,7 @@ import { keys } from '../../src/api/keys.js';
 import { withDefaults, specHash } from '../../src/api/spec.js';
 import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaCommand, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
+import { placerFor } from '../../controllers/placement/input.js';
 import type { Versioned } from '../../src/store/store.js';
 import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
 import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from '../../controllers/rebalancer/decide.js';
@@ -185,7 +186,9 @@ export class World {
       if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
       replicas.putDesired(r.desired);
     }
-    return { samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: this.commands, volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
+    // A placer built afresh for each snapshot (the controller's is kept between passes: placement/kept.ts).
+    const snap: Snapshot = { placer: () => placerFor(snap, now), samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: this.commands, volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
+    return snap;
   }
 
   /** Applies a committed move to the world: the destination copy appears (not yet running). */
