@@ -18,7 +18,7 @@ import type { Placer } from '../placement/placer.js';
 import type { EligibilityRevisions } from '../placement/input.js';
 import { Arbiter } from './arbiter.js';
 import { capacityOf, exclusionOf, planPressure, postOf } from './candidates.js';
-import { nodeEpoch, PingPong } from './ping-pong.js';
+import { PingPong } from './ping-pong.js';
 import { planSpread, type SpreadView } from './spread.js';
 import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
 import { planConform, type ConformView } from './conform.js';
@@ -276,7 +276,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   let placer: Placer | undefined;
   const placerOnce = () => (placer ??= snap.placer());
   const viewOf = new Map(views.map((v) => [v.node, v]));
-  const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf, pingPong: new PingPong(snap.replicas, nodeEpoch(snap.eligibility), snap.generations) });
+  const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf, pingPong: new PingPong(snap.replicas, snap.eligibility, snap.generations) });
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
   const recorder = new SkipRecorder(state.audited, audited, now, skipRepeatMs, arbiter.acts);
 

@@ -6,7 +6,7 @@ import type { PlacementDecision } from '../../src/api/types.js';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from './config.js';
 import { decide, initialState, seedState } from './decide.js';
-import { nodeEpoch, PingPong } from './ping-pong.js';
+import { PingPong } from './ping-pong.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const config = defaultConfig();
@@ -411,7 +411,7 @@ describe('leader-local bookkeeping', () => {
     // web-0 came to a from c a minute ago: its desired record says so (the ping-pong exclusion).
     const web0 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-0')!.desired.value.spec;
     const snap = w.snapshot(T0, hotA());
-    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString(), epoch: new PingPong(snap.replicas, nodeEpoch(snap.eligibility), snap.generations).epoch('d') };
+    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString(), epoch: new PingPong(snap.replicas, snap.eligibility, snap.generations).epoch('d') };
     const s = seedState(snap.samples, [{ dst: 'a', at: T0 - MIN }], T0, config);
     expect(s.nodes.get('a')!.over).toBe(config.consecutiveCycles);
     expect(s.nodes.get('b')!.over).toBe(0);

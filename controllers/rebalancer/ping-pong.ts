@@ -21,15 +21,18 @@ export function nodeEpoch(eligibility: EligibilityRevisions): string {
 
 export class PingPong {
   private readonly byService = new Map<string, ReadonlySet<string>>();
+  private nodes?: string;
 
   constructor(
     private readonly replicas: ReplicaIndex,
-    private readonly nodes: string,
+    private readonly eligibility: EligibilityRevisions,
     private readonly generations: ReadonlyMap<string, number> | undefined,
   ) {}
 
   /** The balancing epoch of a deployment's services: the nodes' epoch and the deployment's generation. */
   epoch(deployment: string): string {
+    // Worked out on first use: most cycles stop at a gate and never need it.
+    this.nodes ??= nodeEpoch(this.eligibility);
     return `${this.nodes}.${this.generations?.get(deployment) ?? 0}`;
   }
 
