@@ -1,8 +1,10 @@
 // The rebalancer's cycle (seed 000, ADR 0002): decide(state, snapshot, now, config) folds fresh
 // pressure samples into the leader-local EWMAs, advances the rebalancer's own in-flight moves,
-// checks the cluster gates, scores the candidates on the most pressured node and returns at most
-// one move, the audit records of every per-candidate skip, the next leader-local state and the
-// explanation `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
+// checks the cluster gates, then wires the planners (pressure, placement conformance, spread,
+// coalescing, preemption: each says what it wants as move intents) to the arbiter, the one place
+// a move starts (arbiter.ts). It returns at most one move (conformance: one per budget), the audit
+// records of every skip and refusal, the next leader-local state and the explanation
+// `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
 // name, then replica id). Effects of acts that must land first (cooldowns, the ping-pong
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
@@ -13,7 +15,7 @@ import type { Versioned } from '../../src/store/store.js';
 import { durationMs } from '../../src/api/units.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
-import { advanceMoves, inFlight, MoveBook, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
+import { advanceMoves, inFlight, MoveBook, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
 import type { EligibilityRevisions } from '../placement/input.js';
 import { Arbiter } from './arbiter.js';
@@ -302,26 +304,13 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     moveTimeoutMs,
     exclusion: exclusionOf,
     replicaCooldown: (copy) => arbiter.replicaCooldown(copy),
-    dstRefusal: (node, copy) => {
-      const cooling = arbiter.nodeCooldownText(node);
-      if (cooling) return cooling;
-      const v = viewOf.get(node);
-      if (!v) return 'no fresh pressure sample';
-      const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
-      return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
-    },
+    dstRefusal: (node, copy) => arbiter.nodeCooldownText(node) ?? underPressureCap(viewOf.get(node), copy, nodeObjs.get(node)!, config),
     movedAwayFrom: (copy) => arbiter.movedAwayFrom(copy.desired.spec.deployment, copy.desired.spec.service),
   });
   arbiter.offer(spread.intents);
 
   // 7. Coalescing: room for a replica the scheduler cannot place for capacity, only on a complete plan.
-  const pendingSince = new Map<string, number>();
-  const pending: PendingService[] = (snap.pending ?? []).map((p) => {
-    const key = `${p.deployment}/${p.service}`;
-    const since = state.pendingSince?.get(key) ?? now;
-    pendingSince.set(key, since);
-    return { ...p, since };
-  });
+  const { pending, pendingSince } = pendingOf(state, snap, now);
   const coalesce = planCoalesce({ book, placer: placerOnce, pending, now, graceMs: 2 * config.cycleMs, exclusion: exclusionOf, moveTimeoutMs });
   if (coalesce.intent) arbiter.offer([coalesce.intent]);
 
@@ -346,7 +335,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     at: new Date(now).toISOString(),
     cycle: state.cycles + (countedCycle ? 1 : 0),
     countedCycle,
-    thresholds: { trigger: config.trigger, consecutiveCycles: config.consecutiveCycles, imbalanceGap: config.imbalanceGap, reliefFloor: config.reliefFloor, dstCap: config.dstCap, dstFit: config.dstFit, moveCost: config.moveCost },
+    thresholds: thresholdsOf(config),
     nodes: views,
     silent,
     ...(src ? { src: src.node } : {}),
@@ -372,6 +361,27 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   };
   return { state: next, acts, plan };
 }
+
+/** Why a spread move may not land on a node beyond the scheduler's filters: no fresh sample, or pressure after it at the cap. */
+function underPressureCap(v: NodeView | undefined, copy: Copy, node: Node, config: Config): string | undefined {
+  if (!v) return 'no fresh pressure sample';
+  const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(node));
+  return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
+}
+
+/** Services pending for capacity, with when this leader first saw each (coalescing waits a grace). */
+function pendingOf(state: RebalancerState, snap: Snapshot, now: number): { pending: PendingService[]; pendingSince: Map<string, number> } {
+  const pendingSince = new Map<string, number>();
+  const pending = (snap.pending ?? []).map((p) => {
+    const key = `${p.deployment}/${p.service}`;
+    const since = state.pendingSince?.get(key) ?? now;
+    pendingSince.set(key, since);
+    return { ...p, since };
+  });
+  return { pending, pendingSince };
+}
+
+const thresholdsOf = (c: Config): RebalancePlan['thresholds'] => ({ trigger: c.trigger, consecutiveCycles: c.consecutiveCycles, imbalanceGap: c.imbalanceGap, reliefFloor: c.reliefFloor, dstCap: c.dstCap, dstFit: c.dstFit, moveCost: c.moveCost });
 
 /** Step 1: each node's EWMA folded with its fresh sample, its view, and the nodes that are silent. */
 function readSignal(state: RebalancerState, snap: Snapshot, nodeObjs: ReadonlyMap<string, Node>, received: ReadonlyMap<string, number>, now: number, config: Config, countedCycle: boolean) {
