@@ -40,7 +40,6 @@ export interface Timings {
   ewmaWindowMs: number;
   cooldownReplicaMs: number;
   cooldownNodeMs: number;
-  pingPongMs: number;
   /** Audit records expire after this (lease-bound). */
   auditRetentionMs: number;
 }
@@ -65,7 +64,6 @@ export const PRODUCTION: Timings = {
   ewmaWindowMs: 5 * 60_000,
   cooldownReplicaMs: 10 * 60_000,
   cooldownNodeMs: 2 * 60_000,
-  pingPongMs: 60 * 60_000,
   auditRetentionMs: 7 * 24 * 3_600_000,
 };
 
@@ -89,7 +87,6 @@ export const FAST: Timings = {
   ewmaWindowMs: 6_000,
   cooldownReplicaMs: 10_000,
   cooldownNodeMs: 4_000,
-  pingPongMs: 60_000,
   auditRetentionMs: 3_600_000,
 };
 

@@ -191,6 +191,8 @@ export interface MoveRequest {
   decision?: { verdicts: Decision; why: string };
   /** A coalescing move: the pending service it makes room for (kept on the marker, then on movedFrom). */
   forPending?: HoleFor;
+  /** The mover's balancing epoch (rebalancer: the ping-pong exclusion), kept on the marker, then on movedFrom. */
+  epoch?: string;
 }
 
 export type MoveStart =
@@ -203,6 +205,22 @@ export function budgetRefusal(book: MoveBook, replica: string): { ok: false; ref
   if (!spec) return undefined;
   const verdict = admits(book.budget(spec.deployment, spec.service, spec.template), replica);
   return verdict.ok ? undefined : { ok: false, refusal: 'budget_exceeded', detail: `${spec.service}: ${verdict.detail}` };
+}
+
+/**
+ * What a completed move leaves on the replica: the node it left, and — within one balancing epoch
+ * — every node it left before (the ping-pong exclusion remembers them all, seed 002).
+ */
+function movedFromOf(marker: MoveMarker, prev: ReplicaDesired['spec']['movedFrom'], now: number): NonNullable<ReplicaDesired['spec']['movedFrom']> {
+  const earlier = marker.epoch && prev?.epoch === marker.epoch ? [...new Set([prev.node, ...(prev.earlier ?? [])])].filter((n) => n !== marker.from).sort() : [];
+  return {
+    node: marker.from,
+    by: marker.by,
+    at: iso(now),
+    ...(marker.forPending ? { forPending: marker.forPending } : {}),
+    ...(marker.epoch ? { epoch: marker.epoch } : {}),
+    ...(earlier.length ? { earlier } : {}),
+  };
 }
 
 /** Starts a move if the replica and its service's disruption budget allow it. */
@@ -224,7 +242,7 @@ export function startMove(book: MoveBook, m: MoveRequest): MoveStart {
   // The real reason, not a timeout later: an act that no request can carry never lands.
   const size = moveStartFits(spec);
   if (size) return refuse('too_large', size);
-  const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs), ...(m.forPending ? { forPending: m.forPending } : {}) };
+  const marker: MoveMarker = { id: m.id, from: m.src, by: m.by, startedAt: iso(m.now), deadline: iso(m.now + m.timeoutMs), ...(m.forPending ? { forPending: m.forPending } : {}), ...(m.epoch ? { epoch: m.epoch } : {}) };
   const srcValue: ReplicaDesired = { ...src.desired, spec: { ...spec, movingTo: { id: m.id, node: m.dst, by: m.by } } };
   const { hostPorts: _srcPorts, address: _srcAddress, ...rest } = spec;
   const hostPorts = book.hostPortsOn(m.dst, m.replica, spec.template);
@@ -370,7 +388,7 @@ export function advanceMoves(book: MoveBook, now: number, opts: AdvanceOptions, 
       // Complete once the source's container is gone (its agent forgot the replica), or its node is lost.
       if (observedOn(marker.from, id) !== undefined && !opts.lostNodes?.has(marker.from)) continue;
       const { move: _m, ...rest } = dst.desired.spec;
-      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now), movedFrom: { node: marker.from, by: marker.by, at: iso(now), ...(marker.forPending ? { forPending: marker.forPending } : {}) } } };
+      const done: ReplicaDesired = { ...dst.desired, spec: { ...rest, placedAt: iso(now), movedFrom: movedFromOf(marker, rest.movedFrom, now) } };
       steps.push({ ...base, outcome: 'completed', ops: [{ op: 'update', key: dst.key, value: done, modRevision: dst.modRevision }] });
       continue;
     }

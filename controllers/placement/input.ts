@@ -8,7 +8,7 @@ import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Op } from '../../src/store/writer.js';
-import { DEFAULT_PLACEMENT_CONFIG, footprintOf, Placer, type PlacedReplica, type PlacementConfig, type PlacementInput } from './placer.js';
+import { DEFAULT_PLACEMENT_CONFIG, footprintOf, Placer, type NodeInfo, type PlacedReplica, type PlacementConfig, type PlacementInput } from './placer.js';
 import { claimedByNode, type NetworkView } from './ipam.js';
 
 export interface StoredState {
@@ -120,16 +120,7 @@ export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
 }
 
 export function placementInputFrom(s: StoredState, now: number): PlacementInput {
-  const failures = recentFailuresOf(s.commands, now);
-  const nodes = [...s.nodes].map((n) => ({
-    name: n.metadata.name,
-    capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
-    labels: nodeLabels(n),
-    ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
-    ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
-    ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
-    ...subnetsOf(s.network, n.metadata.name),
-  }));
+  const nodes = nodeInfosOf(s, now);
   const placed: PlacedReplica[] = [];
   for (const d of s.desired) {
     const p = placedReplicaOf(d);
@@ -138,6 +129,20 @@ export function placementInputFrom(s: StoredState, now: number): PlacementInput 
   const volumeHomes: Record<string, string> = {};
   for (const v of s.volumeHomes) volumeHomes[`${v.spec.deployment}/${v.spec.volume}`] = v.spec.node;
   return { nodes, placed, volumeHomes, ...(s.network ? { claimed: claimedByNode(s.network.claims) } : {}) };
+}
+
+/** Every node as the placer sees it at `now`: capacity, labels, eligibility, recent failures, subnets. */
+export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drains' | 'commands' | 'network'>, now: number): NodeInfo[] {
+  const failures = recentFailuresOf(s.commands, now);
+  return [...s.nodes].map((n) => ({
+    name: n.metadata.name,
+    capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
+    labels: nodeLabels(n),
+    ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
+    ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
+    ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
+    ...subnetsOf(s.network, n.metadata.name),
+  }));
 }
 
 function subnetsOf(network: NetworkView | undefined, node: string): { subnets?: { ipv4: string; ipv6: string } } {

@@ -122,12 +122,20 @@ export interface Rejection {
   detail: string;
 }
 
-/** The resources a replica of this spec occupies. */
-export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
-  const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
-  // GPUs asked for by id count as that many GPUs.
-  const gpus = spec.resources?.gpus ?? spec.resources?.gpuIds?.length ?? 0;
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
+type Footprint = Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'>;
+// Parsing quantities is most of a what-if's cost (coalescing orders every node's replicas by size):
+// a spec stored in the cache never changes (informers replace objects), so its answer is kept.
+const footprints = new WeakMap<ServiceSpec, Readonly<Footprint>>();
+
+/** The resources a replica of this spec occupies (shared: never edit the result). */
+export function footprintOf(spec: ServiceSpec): Readonly<Footprint> {
+  let f = footprints.get(spec);
+  if (!f) {
+    // GPUs asked for by id count as that many GPUs.
+    const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
+    footprints.set(spec, (f = { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? spec.resources?.gpuIds?.length ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) }));
+  }
+  return f;
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
@@ -185,11 +193,12 @@ interface Req {
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
+const sameCapacity = (a: Capacity, b: Capacity) => a.cpuMillis === b.cpuMillis && a.memoryBytes === b.memoryBytes && a.gpus === b.gpus;
 
 export class Placer {
   readonly names: string[];
   private readonly index = new Map<string, number>();
-  private readonly nodes: NodeInfo[];
+  private nodes: NodeInfo[];
   private readonly memUsed: Float64Array;
   private readonly cpuUsed: Float64Array;
   private readonly gpuUsed: Float64Array;
@@ -206,6 +215,8 @@ export class Placer {
   /** Per node: the replicas attaching each named volume ("<deployment>/<volume>"), and how. */
   private readonly attached: Map<string, { id: string; readOnly: boolean }[]>[];
   private readonly volumeHomes: Record<string, string>;
+  /** While a pass borrows a kept placer (kept.ts): how to undo each of its edits, newest last. */
+  private journal?: (() => void)[];
 
   constructor(input: PlacementInput, readonly config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG) {
     this.nodes = [...input.nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -233,6 +244,11 @@ export class Placer {
 
   /** Counts a replica against its node (later placements in this pass see it). */
   assume(p: PlacedReplica): void {
+    this.add(p);
+    this.journal?.push(() => this.forget(p.id, p.node));
+  }
+
+  private add(p: PlacedReplica, at?: number): void {
     const i = this.index.get(p.node);
     if (i === undefined) return; // a replica on an unknown node occupies nothing we place on
     this.memUsed[i]! += p.memoryBytes + this.config.memoryOverheadBytes;
@@ -246,7 +262,8 @@ export class Placer {
     }
     this.serviceCounts(`${p.deployment}/${p.service}`)[i]!++;
     const list = this.placed.get(p.node) ?? [];
-    list.push(p);
+    if (at === undefined) list.push(p);
+    else list.splice(at, 0, p);
     this.placed.set(p.node, list);
   }
 
@@ -257,6 +274,8 @@ export class Placer {
     const at = list?.findIndex((p) => p.id === id) ?? -1;
     if (i === undefined || !list || at < 0) return;
     const [p] = list.splice(at, 1);
+    // Undone where it was: the kept placer's state stays the one a fresh build gives.
+    this.journal?.push(() => this.add(p!, at));
     this.memUsed[i]! -= p!.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! -= p!.cpuMillis;
     this.gpuUsed[i]! -= this.gpusOn(i, p!.gpus);
@@ -275,6 +294,70 @@ export class Placer {
     this.serviceCounts(`${p!.deployment}/${p!.service}`)[i]!--;
   }
 
+  /**
+   * Starts recording this placer's edits (a pass borrowing a kept placer: assume, forget, ports,
+   * addresses, volume homes), so that rollback() gives back the placer as it was lent.
+   */
+  mark(): void {
+    this.journal = [];
+  }
+
+  /** Undoes every edit since mark(), newest first, and stops recording. */
+  rollback(): void {
+    const journal = this.journal;
+    this.journal = undefined;
+    for (let k = (journal?.length ?? 0) - 1; k >= 0; k--) journal![k]!();
+  }
+
+  /**
+   * Takes fresh facts about the same nodes (eligibility, labels, recent failures, port range: what
+   * changes with time and with nodes/, drains/, heartbeats/ and commands/). False when the nodes
+   * differ in what the occupancy was counted against (names, capacity, subnets): build afresh then.
+   */
+  refreshNodes(infos: readonly NodeInfo[]): boolean {
+    if (infos.length !== this.nodes.length) return false;
+    const sorted = [...infos].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (let i = 0; i < sorted.length; i++) {
+      const [a, b] = [sorted[i]!, this.nodes[i]!];
+      if (a.name !== b.name || !sameCapacity(a.capacity, b.capacity) || a.subnets?.ipv4 !== b.subnets?.ipv4 || a.subnets?.ipv6 !== b.subnets?.ipv6) return false;
+    }
+    for (let i = 0; i < sorted.length; i++) this.nodes[i] = sorted[i]!;
+    return true;
+  }
+
+  /** An address claim of a node's subnets appeared or went (addresses/<node>/<n>), as a fresh build would count it. */
+  setClaimed(node: string, hostNumber: number, claimed: boolean): void {
+    const i = this.index.get(node);
+    if (i === undefined || this.addressesTaken[i]!.has(hostNumber) === claimed) return;
+    if (claimed) this.addressesTaken[i]!.add(hostNumber);
+    else this.addressesTaken[i]!.delete(hostNumber);
+    const subnets = this.nodes[i]!.subnets;
+    if (!subnets) return;
+    const { first, last } = hostNumbers(subnets.ipv4);
+    if (hostNumber >= first && hostNumber <= last) this.addressesFree[i]! += claimed ? -1 : 1;
+  }
+
+  /** Everything the placer accounts, in a canonical form (a kept placer is proved equal to a fresh build with it). */
+  state(): unknown {
+    const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    return {
+      nodes: this.nodes.map((n, i) => ({
+        ...n,
+        mem: this.memUsed[i],
+        cpu: this.cpuUsed[i],
+        gpu: this.gpuUsed[i],
+        count: this.count[i],
+        ports: [...this.ports[i]!].sort((a, b) => a[0] - b[0]),
+        addressesTaken: [...this.addressesTaken[i]!].sort((a, b) => a - b),
+        addressesFree: this.addressesFree[i],
+        attached: [...this.attached[i]!].map(([k, v]) => [k, [...v].sort((a, b) => byName(a.id, b.id))] as const).sort((a, b) => byName(a[0], b[0])),
+        placed: (this.placed.get(n.name) ?? []).map((p) => JSON.stringify(p)).sort(),
+      })),
+      services: [...this.svcCount].filter(([, c]) => c.some((x) => x !== 0)).map(([k, c]) => [k, [...c]] as const).sort((a, b) => byName(a[0], b[0])),
+      volumeHomes: Object.entries(this.volumeHomes).sort((a, b) => byName(a[0], b[0])),
+    };
+  }
+
   private serviceCounts(key: string): Int32Array {
     let m = this.svcCount.get(key);
     if (!m) this.svcCount.set(key, (m = new Int32Array(this.names.length)));
@@ -286,7 +369,10 @@ export class Placer {
    * with volumes), so later requests of the same pass are held to it.
    */
   recordVolumeHome(deployment: string, volume: string, node: string): void {
-    this.volumeHomes[`${deployment}/${volume}`] = node;
+    const k = `${deployment}/${volume}`;
+    const was = this.volumeHomes[k];
+    this.journal?.push(() => (was === undefined ? delete this.volumeHomes[k] : (this.volumeHomes[k] = was)));
+    this.volumeHomes[k] = node;
   }
 
   /** Replicas of a service per node (names), as the placer currently accounts them. */
@@ -487,6 +573,20 @@ export class Placer {
     return this.names.filter((_, i) => !this.failing(q, i, true));
   }
 
+  /**
+   * The part of a node's score a mover that ranks by measured load keeps (seed 003: compatible
+   * priority functions, so the scheduler and a rescheduler never fight): replicas of the service
+   * already there and recent failures, without requested CPU and the hash (the mover's own
+   * measure of load replaces them). Pack placement prefers nothing among fitting nodes here.
+   */
+  standing(r: PlacementRequest): (node: string) => number {
+    const q = this.prepare(r);
+    return (node) => {
+      const i = this.index.get(node);
+      return i === undefined || q.mode === 'pack' ? 0 : -q.svcCounts[i]! * 100 - this.failures(i) * 12;
+    };
+  }
+
   /** A node's score: hot path, no allocation. */
   private total(q: Req, i: number): number {
     if (q.mode === 'pack') return -this.count[i]!;
@@ -542,7 +642,17 @@ export class Placer {
     // Replaced, not edited: a placed entry may be the cached one of a stored desired key.
     const list = this.placed.get(node);
     const at = list?.findIndex((x) => x.id === replica) ?? -1;
+    const was = list?.[at];
     if (list && at >= 0) list[at] = { ...list[at]!, ports: [...list[at]!.ports, ...ports] };
+    this.journal?.push(() => {
+      for (const port of ports) {
+        const c = (this.ports[i]!.get(port) ?? 1) - 1;
+        if (c) this.ports[i]!.set(port, c);
+        else this.ports[i]!.delete(port);
+      }
+      const j = list?.findIndex((x) => x.id === replica) ?? -1;
+      if (list && was && j >= 0) list[j] = was;
+    });
     return assigned;
   }
 
@@ -559,6 +669,10 @@ export class Placer {
     if (given) {
       this.addressesTaken[i]!.add(given.hostNumber);
       this.addressesFree[i]!--;
+      this.journal?.push(() => {
+        this.addressesTaken[i]!.delete(given.hostNumber);
+        this.addressesFree[i]!++;
+      });
     }
     return given;
   }

@@ -151,8 +151,33 @@ describe('coalescing', () => {
     const placer = placerFor(snap, T0);
     const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.check({ replica: 'p', deployment: 'big', service: 'db', spec: w.pending[0]!.spec }, n))}`);
     const before = probe();
-    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000, mayMove: false });
-    expect(out.views[0]).toMatchObject({ verdict: 'held', node: 'a' });
+    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
+    // A planner only says what it wants: the arbiter (decide) starts it or holds it.
+    expect(out.views[0]).toMatchObject({ verdict: 'move', node: 'a' });
+    expect(out.intent).toMatchObject({ trigger: 'coalesce', src: 'a', forPending: { deployment: 'big', service: 'db', node: 'a' } });
     expect(probe()).toEqual(before);
+  });
+});
+
+describe('pending services alike in shape', () => {
+  it('share a no-plan verdict: the second of them costs no scan of the nodes; one with replicas placed is judged on its own', () => {
+    const w = crowded();
+    // 2 GiB fits on no node however the small replicas move.
+    const huge = (deployment: string) => ({ ...pendingBig({ resources: { memory: '2Gi' } }), deployment });
+    w.pending = [huge('h1'), huge('h2'), huge('d')];
+    const snap = w.snapshot(T0, cool);
+    const placer = placerFor(snap, T0);
+    let scans = 0;
+    const checker = placer.checker.bind(placer);
+    placer.checker = (...a) => (scans++, checker(...a));
+    const pending = w.pending.map((p) => ({ ...p, service: p.deployment === 'd' ? 'small' : p.service, since: T0 - 3_600_000 }));
+    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending, now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
+    expect(out.views.map((v) => [v.deployment, v.verdict, v.noPlan])).toEqual([
+      ['d', 'no_plan', 'no_plan_fits'],
+      ['h1', 'no_plan', 'no_plan_fits'],
+      ['h2', 'no_plan', 'no_plan_fits'],
+    ]);
+    // d/small has replicas placed (its own peers count): judged alone; h1 once; h2 from h1's verdict.
+    expect(scans).toBe(2);
   });
 });

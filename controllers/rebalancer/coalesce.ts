@@ -6,11 +6,13 @@
 // first (one move per cycle, make-before-break, within the disruption budget); the next cycle
 // plans again from what landed, so the plan shrinks by one each time until the scheduler can place
 // the pending replica. Pure: the placer comes in and is left as it was found.
+import { canonicalJson, namedVolumes } from '../../src/api/spec.js';
 import type { ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import type { MoveIntent } from './arbiter.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import type { PreemptView } from './preempt.js';
 
@@ -63,25 +65,20 @@ export interface CoalesceInput {
   graceMs: number;
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
-  /** One move per cycle, cluster-wide. */
-  mayMove: boolean;
-}
-
-export interface CoalesceMove {
-  view: CoalesceView & { node: string; plan: CoalesceVictim[] };
-  start: Extract<MoveStart, { ok: true }>;
-  moveId: string;
 }
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Every pending service judged, highest priority first; at most one move, the first of a complete plan. */
-export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; move?: CoalesceMove } {
+/** Every pending service judged, highest priority first; at most one move intent, the first of a complete plan. */
+export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; intent?: MoveIntent } {
   const pending = [...input.pending].sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || byName(`${a.deployment}/${a.service}`, `${b.deployment}/${b.service}`));
   const views: CoalesceView[] = [];
-  let move: CoalesceMove | undefined;
+  let intent: MoveIntent | undefined;
   let planned: string | undefined;
   const nodes = new NodeBook(input);
+  // A service with nothing placed yet and no named volume is judged by its spec alone (the filters
+  // read its own replicas and volume homes only): pending services alike in shape share a no-plan verdict.
+  const noPlanByShape = new Map<string, { noPlan: NoPlanReason; detail: string }>();
   for (const p of pending) {
     const base = { deployment: p.deployment, service: p.service, reason: p.reason };
     if (input.now - p.since < input.graceMs) {
@@ -93,6 +90,12 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
       continue;
     }
+    const shape = !input.book.replicas.service(p.deployment, p.service).length && !namedVolumes(p.spec).length ? canonicalJson(p.spec) : undefined;
+    const known = shape === undefined ? undefined : noPlanByShape.get(shape);
+    if (known) {
+      views.push({ ...base, verdict: 'no_plan', ...known });
+      continue;
+    }
     const fitsOn = input.placer().decide(pendingRequest(p)).chosen;
     if (fitsOn) {
       views.push({ ...base, verdict: 'fits', detail: `it fits now (${fitsOn}): the scheduler places it` });
@@ -101,6 +104,7 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
     const found = bestPlan(input, p, nodes);
     if ('noPlan' in found) {
       views.push({ ...base, verdict: 'no_plan', noPlan: found.noPlan, detail: found.detail });
+      if (shape !== undefined) noPlanByShape.set(shape, found);
       continue;
     }
     const view: CoalesceView & { node: string; plan: CoalesceVictim[] } = {
@@ -116,26 +120,29 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; mov
       Object.assign(view, { verdict: 'held', detail: `the move(s) in flight away from ${found.node} make room: the scheduler places it once they complete` });
       continue;
     }
-    if (!input.mayMove) {
-      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: one move per cycle` });
-      continue;
-    }
     const first = found.plan[0]!;
-    const moveId = `co-${input.now}-${first.replica}`;
     const entry = input.book.entry(first.replica)!;
     const spec = entry.copies[0]!.desired.spec;
-    const verdicts = input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] });
-    const decision = { verdicts, why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}` };
-    const forPending = { deployment: p.deployment, service: p.service, node: found.node };
-    const started = startMove(input.book, { replica: first.replica, src: first.from, dst: first.to, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision, forPending });
-    if (!started.ok) {
-      const budget = started.refusal === 'budget_exceeded';
-      Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${started.refusal} (${started.detail})` });
-      continue;
-    }
-    move = { view, start: started, moveId };
+    intent = {
+      trigger: 'coalesce',
+      replica: first.replica,
+      deployment: first.deployment,
+      service: first.service,
+      src: first.from,
+      dst: first.to,
+      why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}`,
+      verdicts: () => input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] }),
+      forPending: { deployment: p.deployment, service: p.service, node: found.node },
+      timeoutMs: input.moveTimeoutMs(entry),
+      payload: { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail },
+      held: (why) => Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: ${why}` }),
+      refused: (refusal, detail) => {
+        const budget = refusal === 'budget_exceeded';
+        Object.assign(view, { verdict: budget ? 'no_plan' : 'held', ...(budget ? { noPlan: 'would_exceed_budget' } : {}), detail: `${view.detail}; the move mechanism refused ${first.replica}: ${refusal} (${detail})` });
+      },
+    };
   }
-  return { views, ...(move ? { move } : {}) };
+  return { views, ...(intent ? { intent } : {}) };
 }
 
 type Found = { node: string; plan: CoalesceVictim[] } | { noPlan: NoPlanReason; detail: string };
@@ -221,15 +228,12 @@ function bestPlan(input: CoalesceInput, p: PendingService, nodes: NodeBook): Fou
 /** Blockers in the order that frees what the pending replica lacks fastest: port holders, then the largest. */
 function order(movable: ReplicaEntry[], spec: ServiceSpec): ReplicaEntry[] {
   const want = new Set(footprintOf(spec).ports);
-  const key = (e: ReplicaEntry) => {
+  const keyed = movable.map((e) => {
     const f = footprintOf(e.copies[0]!.desired.spec.template);
     // "all" GPUs sorts first among GPU holders: it frees every GPU of the node.
-    return { port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus === 'all' ? Infinity : f.gpus, mem: f.memoryBytes };
-  };
-  return [...movable].sort((a, b) => {
-    const [x, y] = [key(a), key(b)];
-    return y.port - x.port || y.gpus - x.gpus || y.mem - x.mem || byName(a.id, b.id);
+    return { e, port: f.ports.some((x) => want.has(x)) ? 1 : 0, gpus: f.gpus === 'all' ? Infinity : f.gpus, mem: f.memoryBytes };
   });
+  return keyed.sort((x, y) => y.port - x.port || y.gpus - x.gpus || y.mem - x.mem || byName(x.e.id, y.e.id)).map((k) => k.e);
 }
 
 /**

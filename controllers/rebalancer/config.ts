@@ -11,8 +11,6 @@ export interface Config {
   cooldownReplicaMs: number;
   /** A node that received a move this recently receives no other (seed: 2 min). */
   cooldownNodeMs: number;
-  /** A replica moved from X is not moved back to X for this long (seed 002: 1 h). */
-  pingPongMs: number;
   /** A sample older than this many heartbeat intervals is ignored (seed 001: 3). */
   freshnessIntervals: number;
   /** max(pressure) must reach this… */
@@ -59,7 +57,6 @@ export function defaultConfig(t: Timings = PRODUCTION): Config {
     ewmaWindowMs: t.ewmaWindowMs,
     cooldownReplicaMs: t.cooldownReplicaMs,
     cooldownNodeMs: t.cooldownNodeMs,
-    pingPongMs: t.pingPongMs,
     moveTimeoutMs: t.stepTimeoutMs,
   };
 }

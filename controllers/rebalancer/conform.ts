@@ -5,12 +5,14 @@
 // puts it now, make-before-break: a hard constraint broken is worth more than ADR 0002's one move
 // per cycle, so every misplaced replica whose service's disruption budget has room moves in the
 // same cycle — as many at once as update.maxUnavailable allows, the rest on later cycles, never
-// fewer running than wanted. Pure: the placer comes in, and each started move is counted on it
-// where it lands (placer.assume), so two moves of one cycle never overfill one node.
+// fewer running than wanted. Pure: the placer comes in. The planner yields one move intent at a
+// time and the arbiter starts it (or not) before the next is worked out: a started move is counted
+// where it lands before the next destination is chosen, so two moves of one cycle never overfill one node.
 import type { ServiceSpec } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
-import { footprintOf, type Placer } from '../placement/placer.js';
+import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import type { Placer } from '../placement/placer.js';
+import type { MoveIntent } from './arbiter.js';
 
 export interface ConformView {
   replica: string;
@@ -24,12 +26,6 @@ export interface ConformView {
   dst?: string;
 }
 
-export interface ConformMove {
-  view: ConformView & { dst: string };
-  start: Extract<MoveStart, { ok: true }>;
-  moveId: string;
-}
-
 export interface ConformInput {
   book: MoveBook;
   placer: () => Placer;
@@ -37,10 +33,7 @@ export interface ConformInput {
   placements: ReadonlyMap<string, ServiceSpec['placement']>;
   /** Node labels by node name. */
   labels: ReadonlyMap<string, Readonly<Record<string, string>>>;
-  now: number;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
-  /** False while another path moved this cycle or the cycle is not a counted one. */
-  mayMove: boolean;
 }
 
 /** What a node fails of a service's placement (hosts, nodeSelector), or undefined when it satisfies it. */
@@ -51,10 +44,13 @@ export function brokenPlacement(placement: ServiceSpec['placement'], node: strin
   return undefined;
 }
 
-/** Every replica on a node its service's placement no longer allows; moves for those the budget lets go now. */
-export function planConform(input: ConformInput): { views: ConformView[]; moves: ConformMove[] } {
+/**
+ * Every replica on a node its service's placement no longer allows: a move intent for each that
+ * has a destination, yielded one at a time (the arbiter starts it or holds it before the next);
+ * returns the views.
+ */
+export function* planConform(input: ConformInput): Generator<MoveIntent, ConformView[], void> {
   const views: ConformView[] = [];
-  const moves: ConformMove[] = [];
   for (const key of input.book.replicas.serviceKeys()) {
     const placement = input.placements.get(key);
     // Global services follow their nodes through the scheduler (a replica per eligible node).
@@ -76,24 +72,24 @@ export function planConform(input: ConformInput): { views: ConformView[]; moves:
         views.push({ ...base, verdict: 'no_dst', detail: `${spec.node} ${broken}; no node takes it: ${decision.why}` });
         continue;
       }
-      if (!input.mayMove) {
-        views.push({ ...base, verdict: 'held', dst: decision.chosen, detail: `${spec.node} ${broken}; not this cycle (another move was chosen, or the cycle is not counted)` });
-        continue;
-      }
-      const moveId = `pl-${input.now}-${e.id}`;
       const why = `placement changed: ${spec.node} ${broken}; ${decision.why}`;
-      const started = startMove(input.book, { replica: e.id, src: spec.node, dst: decision.chosen, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(e), decision: { verdicts: decision, why } });
-      if (started.ok) input.placer().assume({ id: e.id, deployment: spec.deployment, service: spec.service, node: decision.chosen, ...footprintOf(req.spec) });
-      else {
-        views.push({ ...base, verdict: 'held', dst: decision.chosen, detail: `${spec.node} ${broken}; the move mechanism refused: ${started.refusal} (${started.detail})` });
-        continue;
-      }
-      // Later starts in this cycle see this one (the budget, and the destination's copy).
-      input.book.assume(e.id, started);
-      const view = { ...base, verdict: 'move' as const, dst: decision.chosen, detail: why };
+      const view: ConformView = { ...base, verdict: 'move', dst: decision.chosen, detail: why };
       views.push(view);
-      moves.push({ view, start: started, moveId });
+      yield {
+        trigger: 'placement',
+        replica: e.id,
+        deployment: spec.deployment,
+        service: spec.service,
+        src: spec.node,
+        dst: decision.chosen,
+        why,
+        verdicts: () => decision,
+        timeoutMs: input.moveTimeoutMs(e),
+        payload: { broken, detail: why },
+        held: (w) => Object.assign(view, { verdict: 'held', detail: `${spec.node} ${broken}; not this cycle: ${w}` }),
+        refused: (refusal, detail) => Object.assign(view, { verdict: 'held', detail: `${spec.node} ${broken}; the move mechanism refused: ${refusal} (${detail})` }),
+      };
     }
   }
-  return { views, moves };
+  return views;
 }

@@ -1,52 +1,37 @@
 // The rebalancer's cycle (seed 000, ADR 0002): decide(state, snapshot, now, config) folds fresh
 // pressure samples into the leader-local EWMAs, advances the rebalancer's own in-flight moves,
-// checks the cluster gates, scores the candidates on the most pressured node and returns at most
-// one move, the audit records of every per-candidate skip, the next leader-local state and the
-// explanation `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
+// checks the cluster gates, then wires the planners (pressure, placement conformance, spread,
+// coalescing, preemption: each says what it wants as move intents) to the arbiter, the one place
+// a move starts (arbiter.ts). It returns at most one move (conformance: one per budget), the audit
+// records of every skip and refusal, the next leader-local state and the explanation
+// `jaco rebalance plan` prints. Pure: no I/O, no clock, deterministic (ties by node
 // name, then replica id). Effects of acts that must land first (cooldowns, the ping-pong
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
-import { replicaRunning } from '../../src/api/readiness.js';
-import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
-import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
+import type { DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
-import { durationMs, formatDuration } from '../../src/api/units.js';
+import { durationMs } from '../../src/api/units.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { AuditRecord } from '../../src/store/audit.js';
-import type { Op } from '../../src/store/writer.js';
-import { advanceMoves, inFlight, MoveBook, startMove, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
-import type { Placer, PlacementRequest } from '../placement/placer.js';
-import { placerFor, type EligibilityRevisions } from '../placement/input.js';
+import { advanceMoves, inFlight, MoveBook, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
+import type { Placer } from '../placement/placer.js';
+import type { EligibilityRevisions } from '../placement/input.js';
+import { Arbiter } from './arbiter.js';
+import { capacityOf, exclusionOf, planPressure, postOf } from './candidates.js';
+import { PingPong } from './ping-pong.js';
 import { planSpread, type SpreadView } from './spread.js';
 import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
 import { planConform, type ConformView } from './conform.js';
 import { planPreempt, type PreemptView } from './preempt.js';
-import { atLeast, below, EPSILON, type Config } from './config.js';
+import { atLeast, below, type Config } from './config.js';
 import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
-import { EXCLUSIONS, type Exclusion, type Gate, type NoPlanReason, type NoPreemptReason, type SkipReason } from '../../src/api/reasons/rebalance.js';
+import type { Gate, NoPlanReason, NoPreemptReason, SkipReason, Exclusion } from '../../src/api/reasons/rebalance.js';
+import { footprintEstimate, type ReliefSource } from './scorer.js';
 
 /** What the audit log last recorded for a key: a candidate's skip, or why a pending service gets no help. */
 type AuditedReason = SkipReason | NoPlanReason | NoPreemptReason;
-import {
-  clearsReliefFloor,
-  dimShare,
-  dstStage,
-  estimateSrc,
-  evaluateDst,
-  footprintEstimate,
-  PASS_RANK,
-  shareOn,
-  softRankBound,
-  STAGE_RANK,
-  type DstFacts,
-  type DstInput,
-  type DstVerdict,
-  type Footprint,
-  type ReliefSource,
-  type Utilisation,
-} from './scorer.js';
 
 // ---------------------------------------------------------------- state and snapshot
 
@@ -99,6 +84,10 @@ export interface Snapshot {
   priorities?: ReadonlyMap<string, number>;
   /** The cluster network: a moved cluster-network replica gets an address on its destination. */
   network?: NetworkView;
+  /** Every deployment's generation (a change to it triggers new balancing: the ping-pong exclusion ends). */
+  generations?: ReadonlyMap<string, number>;
+  /** The placer, on first use: the cache's, kept between passes and patched from its changes (placement/kept.ts). */
+  placer: () => Placer;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)
@@ -239,18 +228,6 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** How often a skip that keeps its reason is recorded again: every 120 cycles (1 h in production). */
 export const SKIP_REPEAT_CYCLES = 120;
 
-function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion | undefined {
-  const spec = srcCopy.desired.spec;
-  if (inFlight(copies) || srcCopy.desired.spec.movingTo) return 'moving';
-  if (placementMode(spec.template) === 'global') return 'global';
-  if (isStateful(spec.template)) return 'stateful';
-  if (spec.template.rebalance === 'disabled') return 'opted_out';
-  if (isJob(spec.template)) return 'job';
-  if (spec.suspended) return 'suspended';
-  if (!replicaRunning(srcCopy.observed)) return 'not_running';
-  return undefined;
-}
-
 /** The audit payload of seed 000, the same for rebalance_moved and rebalance_skipped. */
 export function auditPayload(c: CandidateView | undefined, src: NodeView, config: Pick<Config, 'moveCost'>, reason?: SkipReason): Record<string, unknown> {
   return {
@@ -285,12 +262,134 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
 
   // 1. Signal: fold each fresh sample into its node's EWMA; a node without one is silent.
   const nodeObjs = new Map(snap.nodes.map((n) => [n.metadata.name, n]));
+  const received = prune(state.received, (t) => now - t < config.cooldownNodeMs);
+  const { views, silent, nextNodes } = readSignal(state, snap, nodeObjs, received, now, config, countedCycle);
+  // 2. The rebalancer's own in-flight moves: cut over, complete or abandon those that are due.
+  const book = new MoveBook(snap);
+  const { advanced, inFlightViews } = advanceOwnMoves(book, snap, nodeObjs, now);
+  // 3. Cluster gates, cheapest first; the first that does not hold stops the cycle.
+  const moving = inFlightViews.length;
+  const { gates, src, closed } = clusterGates(views, silent, inFlightViews, config);
+
+  const skipRepeatMs = config.cycleMs * SKIP_REPEAT_CYCLES;
+  const audited = new Map<string, { reason: AuditedReason; at: number }>();
+  // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
+  if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
+  let placer: Placer | undefined;
+  const placerOnce = () => (placer ??= snap.placer());
+  const viewOf = new Map(views.map((v) => [v.node, v]));
+  const arbiter = new Arbiter({ book, placer: placerOnce, now, config, countedCycle, moving, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger), received, viewOf, pingPong: new PingPong(snap.replicas, snap.eligibility, snap.generations) });
+  const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
+  const recorder = new SkipRecorder(state.audited, audited, now, skipRepeatMs, arbiter.acts);
+
+  // The pipeline: each planner says what it wants; the arbiter starts at most one move a cycle.
+  // 4. Pressure first: a node over the trigger is the urgent problem (only when every cluster gate holds).
+  const pressure = !closed && src ? planPressure({ hot: src, views, nodes: nodeObjs, sample: snap.samples.get(src.node)!, replicas: snap.replicas, book, placer: placerOnce(), arbiter, config }) : undefined;
+  if (pressure && src) {
+    arbiter.offer(pressure.intents);
+    recorder.pressureSkips(src, pressure, config, gates, arbiter.move);
+  } else gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
+
+  // 5. Placement conformance next: a broken hard constraint goes before spread and coalescing, as many at once as each budget allows.
+  const labels = new Map(snap.nodes.map((n) => [n.metadata.name, nodeLabels(n)]));
+  const conforming = planConform({ book, placer: placerOnce, placements: snap.placements ?? new Map(), labels, moveTimeoutMs });
+  let step = conforming.next();
+  for (; !step.done; step = conforming.next()) arbiter.offer([step.value], { each: true });
+  const conform = step.value;
+
+  // 6. Spread skew once pressure had its turn: destinations keep under the pressure cap and out of cooldown.
+  const spread = planSpread({
+    book,
+    placer: placerOnce,
+    moveTimeoutMs,
+    exclusion: exclusionOf,
+    replicaCooldown: (copy) => arbiter.replicaCooldown(copy),
+    dstRefusal: (node, copy) => arbiter.nodeCooldownText(node) ?? underPressureCap(viewOf.get(node), copy, nodeObjs.get(node)!, config),
+    movedAwayFrom: (copy) => arbiter.movedAwayFrom(copy.desired.spec.deployment, copy.desired.spec.service),
+  });
+  arbiter.offer(spread.intents);
+
+  // 7. Coalescing: room for a replica the scheduler cannot place for capacity, only on a complete plan.
+  const { pending, pendingSince } = pendingOf(state, snap, now);
+  const coalesce = planCoalesce({ book, placer: placerOnce, pending, now, graceMs: 2 * config.cycleMs, exclusion: exclusionOf, moveTimeoutMs });
+  if (coalesce.intent) arbiter.offer([coalesce.intent]);
+
+  // 8. Preemption last: only for what coalescing could not serve (its refusals included), one disruption per cycle.
+  const unserved = pending.filter((p) => coalesce.views.some((v) => v.deployment === p.deployment && v.service === p.service && v.verdict === 'no_plan'));
+  const preempt = planPreempt({ book, placer: placerOnce, pending: unserved, priorityOf: (d, s, t) => snap.priorities?.get(`${d}/${s}`) ?? t.priority ?? 0, now, moveTimeoutMs });
+  for (const v of preempt.views) {
+    const c = coalesce.views.find((x) => x.deployment === v.deployment && x.service === v.service);
+    if (c) c.preempt = v;
+  }
+  if (preempt.want) arbiter.preempt(preempt.want);
+
+  // 9. Refusals: a pending service neither coalescing nor preemption can serve, once per change of reason.
+  if (countedCycle) recorder.refusals(coalesce.views);
+  const acts = [...advanced, ...arbiter.acts];
+  const move = arbiter.move;
+  const stoppedBy: Gate = arbiter.acted ? 'none' : (closed?.gate ?? 'candidates');
+  const candidates = pressure?.candidates ?? [];
+  const excluded = pressure?.excluded ?? [];
+
+  const plan: RebalancePlan = {
+    at: new Date(now).toISOString(),
+    cycle: state.cycles + (countedCycle ? 1 : 0),
+    countedCycle,
+    thresholds: thresholdsOf(config),
+    nodes: views,
+    silent,
+    ...(src ? { src: src.node } : {}),
+    gates,
+    stoppedBy,
+    candidates,
+    excluded,
+    ...(move ? { move } : {}),
+    placement: conform,
+    spread: spread.views.filter((v) => v.verdict !== 'even'),
+    coalesce: coalesce.views,
+    preempt: preempt.views,
+    inFlight: inFlightViews,
+  };
+  const next: RebalancerState = {
+    cycles: plan.cycle,
+    ...(countedCycle ? { lastCycleAt: now } : state.lastCycleAt !== undefined ? { lastCycleAt: state.lastCycleAt } : {}),
+    nodes: nextNodes,
+    received,
+    audited,
+    ...(pendingSince.size ? { pendingSince } : {}),
+    ...(state.seeded ? { seeded: true } : {}),
+  };
+  return { state: next, acts, plan };
+}
+
+/** Why a spread move may not land on a node beyond the scheduler's filters: no fresh sample, or pressure after it at the cap. */
+function underPressureCap(v: NodeView | undefined, copy: Copy, node: Node, config: Config): string | undefined {
+  if (!v) return 'no fresh pressure sample';
+  const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(node));
+  return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
+}
+
+/** Services pending for capacity, with when this leader first saw each (coalescing waits a grace). */
+function pendingOf(state: RebalancerState, snap: Snapshot, now: number): { pending: PendingService[]; pendingSince: Map<string, number> } {
+  const pendingSince = new Map<string, number>();
+  const pending = (snap.pending ?? []).map((p) => {
+    const key = `${p.deployment}/${p.service}`;
+    const since = state.pendingSince?.get(key) ?? now;
+    pendingSince.set(key, since);
+    return { ...p, since };
+  });
+  return { pending, pendingSince };
+}
+
+const thresholdsOf = (c: Config): RebalancePlan['thresholds'] => ({ trigger: c.trigger, consecutiveCycles: c.consecutiveCycles, imbalanceGap: c.imbalanceGap, reliefFloor: c.reliefFloor, dstCap: c.dstCap, dstFit: c.dstFit, moveCost: c.moveCost });
+
+/** Step 1: each node's EWMA folded with its fresh sample, its view, and the nodes that are silent. */
+function readSignal(state: RebalancerState, snap: Snapshot, nodeObjs: ReadonlyMap<string, Node>, received: ReadonlyMap<string, number>, now: number, config: Config, countedCycle: boolean) {
   // Why each node takes no moves (NotReady, cordoned, draining…), as the scheduler judges it.
   const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now)]));
   const nextNodes = new Map<string, NodeState>();
   const views: NodeView[] = [];
   const silent: { node: string; why: string }[] = [];
-  const received = prune(state.received, (t) => now - t < config.cooldownNodeMs);
   for (const name of [...new Set([...nodeObjs.keys(), ...snap.samples.keys()])].sort(byName)) {
     const prev = state.nodes.get(name);
     const sample = snap.samples.get(name);
@@ -319,8 +418,11 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     });
   }
 
-  // 2. The rebalancer's own in-flight moves: cut over, complete or abandon those that are due.
-  const book = new MoveBook(snap);
+  return { views, silent, nextNodes };
+}
+
+/** Step 2: the rebalancer's own moves advanced (cutover, completed, abandoned), and those still in flight. */
+function advanceOwnMoves(book: MoveBook, snap: Snapshot, nodeObjs: ReadonlyMap<string, Node>, now: number) {
   // A move toward a node that is NotReady or gone is abandoned at once; one away from it completes.
   const lost = new Set<string>();
   for (const id of book.moving()) {
@@ -328,7 +430,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now)) lost.add(n);
   }
   const steps = advanceMoves(book, now, { by: 'rebalancer', lostNodes: lost }, (n, r) => snap.replicas.observed(n, r));
-  const acts: RebalanceAct[] = steps.map((s) =>
+  const advanced: RebalanceAct[] = steps.map((s) =>
     s.outcome === 'cutover'
       ? { label: `rebalance move cutover ${s.replica} ${s.src}→${s.dst}`, ops: s.ops, audit: [] }
       : {
@@ -354,7 +456,12 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   }
   inFlightViews.sort((a, b) => byName(a.replica, b.replica));
 
-  // 3. Cluster gates, cheapest first; the first that does not hold stops the cycle.
+  return { advanced, inFlightViews };
+}
+
+/** Step 3: the cluster gates in order, the most pressured node, and the first gate that does not hold. */
+function clusterGates(views: readonly NodeView[], silent: readonly unknown[], inFlightViews: readonly InFlightView[], config: Config) {
+  const moving = inFlightViews.length;
   const gates: GateView[] = [];
   let src: NodeView | undefined;
   let min: NodeView | undefined;
@@ -372,304 +479,10 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     const gap = src.pressure - min.pressure;
     gates.push({ gate: 'imbalance_gap', holds: atLeast(gap, config.imbalanceGap), detail: `max − min = ${f2(src.pressure)} (${src.node}) − ${f2(min.pressure)} (${min.node}) = ${f2(gap)} vs ${config.imbalanceGap}` });
   }
-  const moving = inFlightViews.length;
   gates.push({ gate: 'move_in_flight', holds: moving === 0, detail: moving ? `${moving} rebalancer move(s) in flight: ${inFlightViews.map((m) => `${m.replica} ${m.src}→${m.dst}`).join(', ')}` : 'no rebalancer move in flight' });
   const closed = gates.find((g) => g.holds !== true);
 
-  const candidates: CandidateView[] = [];
-  const excluded: ExcludedView[] = [];
-  const skipRepeatMs = config.cycleMs * SKIP_REPEAT_CYCLES;
-  const audited = new Map<string, { reason: AuditedReason; at: number }>();
-  // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
-  if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
-  let move: MoveView | undefined;
-  let stoppedBy: Gate = closed?.gate ?? 'candidates';
-  let placer: Placer | undefined;
-  const placerOnce = () => (placer ??= placerFor(snap, now));
-
-  // 4. Candidates on the most pressured node: evaluated only when every cluster gate holds.
-  if (!closed && src) {
-    const hot = src;
-    const srcNode = nodeObjs.get(hot.node)!;
-    const srcCap = capacityOf(srcNode);
-    const sample = snap.samples.get(hot.node)!;
-    const placer = placerOnce();
-    // Destinations: every other node with a fresh sample, coolest first (ties by name).
-    const dsts = views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
-    const table: DstTable = {
-      views: dsts,
-      capacity: dsts.map((d) => capacityOf(nodeObjs.get(d.node)!)),
-      receivedAgo: dsts.map((d) => (received.has(d.node) ? now - received.get(d.node)! : undefined)),
-    };
-    const full = dsts.length <= config.explainDsts;
-    for (const e of snap.replicas.onNode(hot.node)) {
-      const id = e.id;
-      const copies = book.copies(id);
-      const copy = copies.find((c) => c.desired.spec.node === hot.node)!;
-      const ex = exclusionOf(copies, copy);
-      if (ex) {
-        excluded.push({ replica: id, reason: ex, detail: EXCLUSIONS[ex] });
-        continue;
-      }
-      const spec = copy.desired.spec;
-      const fp = footprintEstimate(spec.template, sample.replicas[id], config);
-      const est = estimateSrc(hot, shareOn(fp, srcCap), fp, config);
-      const c: CandidateView = {
-        replica: id,
-        deployment: spec.deployment,
-        service: spec.service,
-        verdict: 'skipped',
-        detail: '',
-        dominant: est.dominant,
-        relief: est.relief,
-        reliefSource: est.reliefSource,
-        score: est.score,
-        srcBefore: est.before,
-        srcAfter: est.after,
-      };
-      candidates.push(c);
-      // Candidate-level gates first: the lasting one (relief floor) before the passing one.
-      if (!clearsReliefFloor(est, config)) {
-        Object.assign(c, { reason: 'relief_floor', detail: `${est.dominant} relief ${f2(est.relief)} (${est.reliefSource}): src ${f2(est.before)} → ${f2(est.after)}, needs a drop of ${config.reliefFloor}` });
-        continue;
-      }
-      const placedAgo = now - Date.parse(spec.placedAt);
-      if (placedAgo < config.cooldownReplicaMs) {
-        Object.assign(c, { reason: 'cooldown_replica', detail: `placed or moved ${formatDuration(Math.max(0, placedAgo))} ago; replica cooldown ${formatDuration(config.cooldownReplicaMs)}` });
-        continue;
-      }
-      if (!dsts.length) {
-        Object.assign(c, { reason: 'no_eligible_dst', detail: 'no other node has a fresh pressure sample' });
-        continue;
-      }
-      const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-      const movedAway = lastMoveAway(copy, now, config);
-      const { best, furthest, all } = destinations(table, fp, req, placer, movedAway, full, config);
-      const shown = best ?? furthest!;
-      Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
-      if (all) c.dsts = all.map((v) => ({ node: v.node, ...(v.stage ? { stage: v.stage, reason: v.reason } : {}), detail: v.detail, after: v.after }));
-      if (best) Object.assign(c, { verdict: 'movable', detail: `to ${best.node}: src ${f2(est.before)} → ${f2(est.after)}, dst ${f2(best.before)} → ${f2(best.after)}` });
-      else Object.assign(c, { reason: furthest!.reason, detail: `best destination ${furthest!.node}: ${furthest!.detail}` });
-    }
-    if (!candidates.length) stoppedBy = 'candidates';
-
-    // 5. The winner: highest score, ties by replica id, through the shared move mechanism.
-    const movable = candidates.filter((c) => c.verdict === 'movable').sort((a, b) => b.score - a.score || byName(a.replica, b.replica));
-    for (const c of movable) {
-      if (move) {
-        c.detail = `${c.detail}; not chosen: one move per cycle (${move.replica} scores higher)`;
-        continue;
-      }
-      const spec = book.copies(c.replica).find((x) => x.desired.spec.node === hot.node)!.desired.spec;
-      const moveId = `rb-${now}-${c.replica}`;
-      const timeoutMs = durationMs(spec.template.update?.stepTimeout, config.moveTimeoutMs);
-      // The scheduler's verdicts over the nodes, stored with the move; the rebalancer's reason is the why.
-      const verdicts = placer.decide({ replica: c.replica, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] });
-      const decision = { verdicts, why: `moved off ${hot.node} for pressure: ${c.detail}` };
-      const started = startMove(book, { replica: c.replica, src: hot.node, dst: c.dst!, by: 'rebalancer', id: moveId, now, timeoutMs, decision });
-      if (!started.ok) {
-        Object.assign(c, { verdict: 'refused', refusal: started.refusal, detail: `${c.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
-        continue;
-      }
-      c.verdict = 'move';
-      move = { trigger: 'pressure', replica: c.replica, deployment: c.deployment, service: c.service, src: hot.node, dst: c.dst!, dominant: c.dominant, relief: c.relief, score: c.score, srcBefore: c.srcBefore, srcAfter: c.srcAfter, dstBefore: c.dstBefore!, dstAfter: c.dstAfter!, moveId };
-      stoppedBy = 'none';
-      acts.push({
-        label: `rebalance move ${c.replica} ${hot.node}→${c.dst}`,
-        ops: started.ops,
-        audit: [{ type: 'rebalance_moved', time: now, deployment: c.deployment, payload: { ...auditPayload(c, hot, config), move_id: moveId, trigger: 'pressure' } }],
-        effect: { kind: 'move', trigger: 'pressure', replica: c.replica, src: hot.node, dst: c.dst! },
-      });
-    }
-
-    // 6. Skips: one record per candidate, unless the same reason was recorded recently.
-    const skip = (key: string, reason: SkipReason, c: CandidateView | undefined, view: { audited?: boolean }) => {
-      const last = state.audited.get(key);
-      if (last && last.reason === reason && now - last.at < skipRepeatMs) {
-        audited.set(key, last);
-        view.audited = false;
-        return;
-      }
-      view.audited = true;
-      const record: AuditRecord = { type: 'rebalance_skipped', time: now, ...(c ? { deployment: c.deployment } : {}), payload: auditPayload(c, hot, config, reason) };
-      acts.push({ label: `rebalance skip ${key}`, ops: [], audit: [record], effect: { kind: 'skip', key, reason } });
-    };
-    for (const c of candidates) if (c.verdict === 'skipped') skip(c.replica, c.reason!, c, c);
-    if (!candidates.length) {
-      const noCandidate: { audited?: boolean } = {};
-      skip(`node:${hot.node}`, 'no_candidate', undefined, noCandidate);
-      gates.push({ gate: 'candidates', holds: false, detail: `no candidate on ${hot.node}: ${excluded.length} replica(s) excluded${noCandidate.audited === false ? ' (already recorded)' : ''}` });
-    } else {
-      const n = candidates.filter((c) => c.verdict === 'movable' || c.verdict === 'move').length;
-      gates.push({ gate: 'candidates', holds: !!move, detail: `${n} of ${candidates.length} candidate(s) on ${hot.node} can move${move ? `; chosen ${move.replica} → ${move.dst}` : ''}` });
-    }
-  } else {
-    gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
-  }
-
-  // Moves for spread and coalescing: the same view, act and audit record, told apart by trigger.
-  const viewOf = new Map(views.map((v) => [v.node, v]));
-  const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
-  const startedMove = (trigger: 'placement' | 'spread' | 'coalesce' | 'preempt', m: Pick<MoveView, 'replica' | 'deployment' | 'service' | 'src' | 'dst'>, ops: Op[], moveId: string, payload: Record<string, unknown>) => {
-    const [from, to] = [viewOf.get(m.src), viewOf.get(m.dst)];
-    const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
-    move = { trigger, replica: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, moveId };
-    stoppedBy = 'none';
-    acts.push({
-      label: `rebalance ${trigger} ${m.replica} ${m.src}→${m.dst}`,
-      ops,
-      audit: [{ type: 'rebalance_moved', time: now, deployment: m.deployment, payload: { replica_id: m.replica, deployment: m.deployment, service: m.service, src: m.src, dst: m.dst, trigger, move_id: moveId, ...payload } }],
-      effect: { kind: 'move', trigger, replica: m.replica, src: m.src, dst: m.dst },
-    });
-  };
-
-  // 6. Placement conformance: replicas on nodes their service's placement no longer allows (a
-  // changed hosts or nodeSelector) move to where the scheduler places them — a broken hard
-  // constraint goes before spread and coalescing, as many at once as each service's budget allows.
-  const conform = planConform({
-    book,
-    placer: placerOnce,
-    placements: snap.placements ?? new Map(),
-    labels: new Map(snap.nodes.map((n) => [n.metadata.name, nodeLabels(n)])),
-    now,
-    moveTimeoutMs,
-    mayMove: countedCycle && !move,
-  });
-  for (const m of conform.moves) startedMove('placement', { ...m.view, src: m.view.node }, m.start.ops, m.moveId, { broken: m.view.broken, detail: m.view.detail });
-
-  // 7. Spread skew, once the pressure path has had its turn: still one move per cycle, cluster-wide,
-  // and none while a rebalancer move is in flight. Destinations keep under the pressure cap.
-  const spread = planSpread({
-    book,
-    placer: placerOnce,
-    now,
-    cooldownReplicaMs: config.cooldownReplicaMs,
-    moveTimeoutMs,
-    exclusion: exclusionOf,
-    dstRefusal: (node, copy) => {
-      if (received.has(node)) return `received a move ${formatDuration(now - received.get(node)!)} ago (node cooldown)`;
-      const v = viewOf.get(node);
-      if (!v) return 'no fresh pressure sample';
-      const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(nodeObjs.get(node)!));
-      return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
-    },
-    movedFrom: (copy) => lastMoveAway(copy, now, config)?.from,
-    // A node at or over the trigger is the more urgent problem: spread waits for the pressure path.
-    mayMove: countedCycle && !move && moving === 0 && !(src && atLeast(src.pressure, config.trigger)),
-  });
-  if (spread.move) {
-    const m = spread.move.view;
-    startedMove('spread', m, spread.move.start.ops, spread.move.moveId, { counts_before: m.counts, skew_before: m.skew, detail: m.detail });
-  }
-
-  // 8. Coalescing: room for a replica the scheduler cannot place for capacity, by moving the
-  // fewest movable replicas out of its way — only on a complete plan, one move per cycle.
-  const pendingSince = new Map<string, number>();
-  const pending: PendingService[] = (snap.pending ?? []).map((p) => {
-    const key = `${p.deployment}/${p.service}`;
-    const since = state.pendingSince?.get(key) ?? now;
-    pendingSince.set(key, since);
-    return { ...p, since };
-  });
-  const coalesce = planCoalesce({ book, placer: placerOnce, pending, now, graceMs: 2 * config.cycleMs, exclusion: exclusionOf, moveTimeoutMs, mayMove: countedCycle && !move && moving === 0 });
-  if (coalesce.move) {
-    const { view, start, moveId } = coalesce.move;
-    const first = view.plan[0]!;
-    startedMove('coalesce', { replica: first.replica, deployment: first.deployment, service: first.service, src: first.from, dst: first.to }, start.ops, moveId, { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail });
-  }
-
-  // 9. Preemption by priority: a pending service coalescing found no plan for evicts the fewest
-  // lower-priority replicas in its way — each migrated when it fits elsewhere, else stopped — one
-  // disruption per cycle and none while a rebalancer move is in flight.
-  const unserved = pending.filter((p) => coalesce.views.some((v) => v.deployment === p.deployment && v.service === p.service && v.verdict === 'no_plan'));
-  const preempt = planPreempt({
-    book,
-    placer: placerOnce,
-    pending: unserved,
-    priorityOf: (d, s, t) => snap.priorities?.get(`${d}/${s}`) ?? t.priority ?? 0,
-    now,
-    moveTimeoutMs,
-    // One disruption per cycle: a move started or in flight lands first.
-    blockedBy: !countedCycle ? 'explain only' : move ? `${move.trigger} move ${move.replica} started this cycle` : moving ? `${moving} rebalancer move(s) in flight` : undefined,
-  });
-  for (const v of preempt.views) {
-    const c = coalesce.views.find((x) => x.deployment === v.deployment && x.service === v.service);
-    if (c) c.preempt = v;
-  }
-  if (preempt.move) {
-    const { view, victim, start, moveId } = preempt.move;
-    startedMove('preempt', { replica: victim.replica, deployment: victim.deployment, service: victim.service, src: victim.node, dst: victim.to! }, start.ops, moveId, {
-      for: `${view.deployment}/${view.service}`,
-      for_priority: view.priority,
-      priority: victim.priority,
-      pending_reason: view.reason,
-      hole_node: view.node,
-      victims: view.victims,
-      detail: view.detail,
-    });
-  } else if (preempt.stop) {
-    const { view, victims, ops, audit } = preempt.stop;
-    stoppedBy = 'none';
-    acts.push({ label: `rebalance preempt ${victims.map((v) => v.replica).join(',')} on ${view.node} for ${view.deployment}/${view.service}`, ops, audit, effect: { kind: 'preempt', stopped: victims.length } });
-  }
-
-  // 10. Refusals: a pending service neither coalescing nor preemption can serve is recorded once per
-  // change of reason (rebalance_skipped with its trigger), like a pressure candidate's skip.
-  if (countedCycle)
-    for (const c of coalesce.views) {
-      if (c.verdict !== 'no_plan' || !c.noPlan) continue;
-      const p = c.preempt?.verdict === 'none' && c.preempt.noPreempt ? c.preempt : undefined;
-      if (c.preempt && !p) continue; // preemption acts on it (or waits its turn)
-      const key = `pending:${c.deployment}/${c.service}`;
-      const [trigger, reason] = p ? (['preempt', p.noPreempt!] as const) : (['coalesce', c.noPlan] as const);
-      const last = state.audited.get(key);
-      if (last && last.reason === reason && now - last.at < skipRepeatMs) {
-        audited.set(key, last);
-        continue;
-      }
-      const payload = { for: `${c.deployment}/${c.service}`, trigger, reason, pending_reason: c.reason, ...(p ? { coalesce_reason: c.noPlan, priority: p.priority } : {}), detail: p ? p.detail : c.detail };
-      acts.push({ label: `rebalance refusal ${c.deployment}/${c.service}`, ops: [], audit: [{ type: 'rebalance_skipped', time: now, deployment: c.deployment, payload }], effect: { kind: 'refusal', key, trigger, reason } });
-    }
-
-  const plan: RebalancePlan = {
-    at: new Date(now).toISOString(),
-    cycle: state.cycles + (countedCycle ? 1 : 0),
-    countedCycle,
-    thresholds: { trigger: config.trigger, consecutiveCycles: config.consecutiveCycles, imbalanceGap: config.imbalanceGap, reliefFloor: config.reliefFloor, dstCap: config.dstCap, dstFit: config.dstFit, moveCost: config.moveCost },
-    nodes: views,
-    silent,
-    ...(src ? { src: src.node } : {}),
-    gates,
-    stoppedBy,
-    candidates,
-    excluded,
-    ...(move ? { move } : {}),
-    placement: conform.views,
-    spread: spread.views.filter((v) => v.verdict !== 'even'),
-    coalesce: coalesce.views,
-    preempt: preempt.views,
-    inFlight: inFlightViews,
-  };
-  const next: RebalancerState = {
-    cycles: plan.cycle,
-    ...(countedCycle ? { lastCycleAt: now } : state.lastCycleAt !== undefined ? { lastCycleAt: state.lastCycleAt } : {}),
-    nodes: nextNodes,
-    received,
-    audited,
-    ...(pendingSince.size ? { pendingSince } : {}),
-    ...(state.seeded ? { seeded: true } : {}),
-  };
-  return { state: next, acts, plan };
-}
-
-/**
- * The node a replica was last moved away from, within the ping-pong exclusion (seed 002): what its
- * completed move (drain or rebalancer) left in the desired record, so every leader sees it.
- */
-function lastMoveAway(copy: Copy, now: number, config: Config): { from: string; agoMs: number } | undefined {
-  const last = copy.desired.spec.movedFrom;
-  const agoMs = last ? now - Date.parse(last.at) : Infinity;
-  return last && agoMs < config.pingPongMs ? { from: last.node, agoMs } : undefined;
+  return { gates, src, closed };
 }
 
 /** Leader-local effects of the acts that landed: node cooldown, recorded skips. */
@@ -702,86 +515,68 @@ export function seedState(samples: ReadonlyMap<string, PressureSample>, recentMo
   return { ...initialState(), nodes, received, seeded: true };
 }
 
-/** The destinations of a cycle, coolest first, with what their verdicts need. */
-interface DstTable {
-  views: NodeView[];
-  capacity: Capacity[];
-  /** How long ago each received a move, when within the node cooldown. */
-  receivedAgo: (number | undefined)[];
-}
-
-/**
- * Runs one candidate through every destination: the best that passes (lowest pressure after the
- * move, ties by name) and the one that got furthest down the pipeline. The scheduler's filters
- * run once over all nodes (Placer.candidates); Placer.check names a rejection only for a
- * destination that could still beat the furthest one, and human details are written only for
- * the two verdicts kept (every verdict on a cluster small enough to list them all).
- */
-function destinations(
-  t: DstTable,
-  fp: Footprint,
-  req: PlacementRequest,
-  placer: Placer,
-  movedAway: { from: string; agoMs: number } | undefined,
-  full: boolean,
-  config: Config,
-): { best?: DstVerdict; furthest?: DstVerdict; all?: DstVerdict[] } {
-  const passing = new Set(placer.candidates(req));
-  const facts: DstFacts = { pingPong: false, postCpu: 0, postMemory: 0, post: 0, received: false };
-  let bestI = -1;
-  let furthestI = -1;
-  let furthestRank = -1;
-  for (let i = 0; i < t.views.length; i++) {
-    const v = t.views[i]!;
-    facts.pingPong = movedAway?.from === v.node;
-    facts.postCpu = v.cpu + dimShare(fp.cpu.millis, fp.cpu.share, t.capacity[i]!.cpuMillis);
-    facts.postMemory = v.memory + dimShare(fp.memory.bytes, fp.memory.share, t.capacity[i]!.memoryBytes);
-    facts.post = Math.max(facts.postCpu, facts.postMemory);
-    facts.received = t.receivedAgo[i] !== undefined;
-    // A destination that can neither pass nor get further than the furthest so far changes nothing.
-    const bound = softRankBound(facts, config);
-    if (!full && bound < PASS_RANK && bound <= furthestRank) continue;
-    const stage = dstStage(facts, passing.has(v.node) ? undefined : placer.check(req, v.node), config);
-    const rank = stage ? STAGE_RANK[stage] : PASS_RANK;
-    if (rank === PASS_RANK) {
-      const b = bestI >= 0 ? t.views[bestI]! : undefined;
-      const bPost = bestI >= 0 ? postOf(b!, fp, t.capacity[bestI]!) : Infinity;
-      if (!b || facts.post < bPost - EPSILON || (Math.abs(facts.post - bPost) <= EPSILON && v.node < b.node)) bestI = i;
-    } else if (rank > furthestRank) {
-      furthestI = i;
-      furthestRank = rank;
-    }
-  }
-  const verdict = (i: number): DstVerdict => {
-    const v = t.views[i]!;
-    const input: DstInput = {
-      node: v.node,
-      ewma: v,
-      capacity: t.capacity[i]!,
-      rejection: () => (passing.has(v.node) ? undefined : placer.check(req, v.node)),
-      ...(movedAway?.from === v.node ? { movedAwayAgoMs: movedAway.agoMs } : {}),
-      ...(t.receivedAgo[i] !== undefined ? { receivedAgoMs: t.receivedAgo[i] } : {}),
-    };
-    return evaluateDst(input, shareOn(fp, t.capacity[i]!), config);
-  };
-  return {
-    ...(bestI >= 0 ? { best: verdict(bestI) } : {}),
-    ...(furthestI >= 0 ? { furthest: verdict(furthestI) } : {}),
-    ...(full ? { all: t.views.map((_, i) => verdict(i)) } : {}),
-  };
-}
-
-function postOf(v: Utilisation, fp: Footprint, cap: Capacity): number {
-  return Math.max(v.cpu + dimShare(fp.cpu.millis, fp.cpu.share, cap.cpuMillis), v.memory + dimShare(fp.memory.bytes, fp.memory.share, cap.memoryBytes));
-}
-
-function capacityOf(n: Node): Capacity {
-  return n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
-}
-
 function prune<K, V>(m: ReadonlyMap<K, V>, keep: (v: V) => boolean): Map<K, V> {
   const out = new Map<K, V>();
   for (const [k, v] of m) if (keep(v)) out.set(k, v);
   return out;
 }
 
+
+/**
+ * The skips and refusals a cycle records: one rebalance_skipped per candidate or pending service,
+ * unless the same reason was recorded within SKIP_REPEAT_CYCLES (no flooding of the audit log).
+ */
+class SkipRecorder {
+  constructor(
+    private readonly last: RebalancerState['audited'],
+    private readonly audited: Map<string, { reason: AuditedReason; at: number }>,
+    private readonly now: number,
+    private readonly repeatMs: number,
+    private readonly acts: RebalanceAct[],
+  ) {}
+
+  /** Whether `key` gets a record for `reason` now (false: recorded recently, the memory kept). */
+  private due(key: string, reason: AuditedReason): boolean {
+    const last = this.last.get(key);
+    if (last && last.reason === reason && this.now - last.at < this.repeatMs) {
+      this.audited.set(key, last);
+      return false;
+    }
+    return true;
+  }
+
+  private skip(hot: NodeView, config: Config, key: string, reason: SkipReason, c: CandidateView | undefined, view: { audited?: boolean }): void {
+    view.audited = this.due(key, reason);
+    if (!view.audited) return;
+    const record: AuditRecord = { type: 'rebalance_skipped', time: this.now, ...(c ? { deployment: c.deployment } : {}), payload: auditPayload(c, hot, config, reason) };
+    this.acts.push({ label: `rebalance skip ${key}`, ops: [], audit: [record], effect: { kind: 'skip', key, reason } });
+  }
+
+  /** The pressure path's skips, and its candidates gate. */
+  pressureSkips(hot: NodeView, p: { candidates: CandidateView[]; excluded: ExcludedView[] }, config: Config, gates: GateView[], move: MoveView | undefined): void {
+    for (const c of p.candidates) if (c.verdict === 'skipped') this.skip(hot, config, c.replica, c.reason!, c, c);
+    if (!p.candidates.length) {
+      const noCandidate: { audited?: boolean } = {};
+      this.skip(hot, config, `node:${hot.node}`, 'no_candidate', undefined, noCandidate);
+      gates.push({ gate: 'candidates', holds: false, detail: `no candidate on ${hot.node}: ${p.excluded.length} replica(s) excluded${noCandidate.audited === false ? ' (already recorded)' : ''}` });
+      return;
+    }
+    const n = p.candidates.filter((c) => c.verdict === 'movable' || c.verdict === 'move').length;
+    const chosen = move?.trigger === 'pressure' ? move : undefined;
+    gates.push({ gate: 'candidates', holds: !!chosen, detail: `${n} of ${p.candidates.length} candidate(s) on ${hot.node} can move${chosen ? `; chosen ${chosen.replica} → ${chosen.dst}` : ''}` });
+  }
+
+  /** Pending services neither coalescing nor preemption can serve (rebalance_skipped with its trigger). */
+  refusals(views: readonly CoalesceView[]): void {
+    for (const c of views) {
+      if (c.verdict !== 'no_plan' || !c.noPlan) continue;
+      const p = c.preempt?.verdict === 'none' && c.preempt.noPreempt ? c.preempt : undefined;
+      if (c.preempt && !p) continue; // preemption acts on it (or waits its turn)
+      const key = `pending:${c.deployment}/${c.service}`;
+      const [trigger, reason] = p ? (['preempt', p.noPreempt!] as const) : (['coalesce', c.noPlan] as const);
+      if (!this.due(key, reason)) continue;
+      const payload = { for: `${c.deployment}/${c.service}`, trigger, reason, pending_reason: c.reason, ...(p ? { coalesce_reason: c.noPlan, priority: p.priority } : {}), detail: p ? p.detail : c.detail };
+      this.acts.push({ label: `rebalance refusal ${c.deployment}/${c.service}`, ops: [], audit: [{ type: 'rebalance_skipped', time: this.now, deployment: c.deployment, payload }], effect: { kind: 'refusal', key, trigger, reason } });
+    }
+  }
+}

@@ -6,6 +6,7 @@ import type { PlacementDecision } from '../../src/api/types.js';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from './config.js';
 import { decide, initialState, seedState } from './decide.js';
+import { PingPong } from './ping-pong.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const config = defaultConfig();
@@ -298,14 +299,54 @@ describe('leader-local bookkeeping', () => {
     return { w, h };
   }
 
-  it('ping-pong: a replica moved from a to c is not moved back to a within the hour', () => {
-    const { h } = movedAtoC();
+  it('ping-pong (seed 002): a replica moved from a to c is not moved back to a until new balancing is triggered', () => {
+    const { w, h } = movedAtoC();
     h.now += 11 * MIN; // past the replica cooldown
     const [, back] = h.run(2, load('c', 'a'));
     expect(back!.plan.candidates[0]).toMatchObject({ replica: 'd-web-0', reason: 'no_eligible_dst', dst: 'a' });
-    expect(back!.plan.candidates[0]!.detail).toContain('not moved back');
-    h.now += 60 * MIN;
+    expect(back!.plan.candidates[0]!.detail).toContain('not moved back until a node or its deployment changes');
+    // Not a window: hours later, nothing having changed, it still does not go back.
+    h.now += 6 * 60 * MIN;
+    expect(h.cycle(load('c', 'a')).plan.move).toBeUndefined();
+    // A node change (a re-registered, cordoned or relabelled: its key rewritten) triggers new balancing.
+    w.touchNode('a');
     expect(h.cycle(load('c', 'a')).plan.move).toMatchObject({ replica: 'd-web-0', src: 'c', dst: 'a' });
+  });
+
+  it('ping-pong ends with a change to the service’s deployment (its generation)', () => {
+    const { w, h } = movedAtoC();
+    h.now += 11 * MIN;
+    expect(h.run(2, load('c', 'a'))[1]!.plan.move).toBeUndefined();
+    w.generations.set('d', 2);
+    expect(h.cycle(load('c', 'a')).plan.move).toMatchObject({ replica: 'd-web-0', src: 'c', dst: 'a' });
+  });
+
+  it('ping-pong remembers every node the service left in the epoch, not only the last', () => {
+    const { w, h } = movedAtoC();
+    w.addNode('b');
+    h.now += 11 * MIN;
+    // Adding b was a node change: a new epoch, so c → a would be allowed; b is the cooler node.
+    const loads = { c: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, a: { cpu: 0.3 }, b: { cpu: 0.1 } };
+    const [, toB] = h.run(2, loads);
+    expect(toB!.plan.move).toMatchObject({ replica: 'd-web-0', src: 'c', dst: 'b' });
+    w.observeRunning(h.now, (r) => !!r.desired.value.spec.move);
+    h.cycle(loads); // cuts over
+    h.cycle(loads); // completes: it left a (an earlier epoch) and c (this one)
+    expect(w.replicas.map((r) => r.desired.value.spec.movedFrom)).toEqual([expect.objectContaining({ node: 'c', epoch: expect.any(String) })]);
+    h.now += 11 * MIN;
+    const hotB = { b: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, a: { cpu: 0.1 }, c: { cpu: 0.1 } };
+    const [, fromB] = h.run(2, hotB);
+    // c is excluded (left in this epoch); a was left in the epoch before b joined: it may take it.
+    expect(fromB!.plan.move).toMatchObject({ replica: 'd-web-0', src: 'b', dst: 'a' });
+    w.observeRunning(h.now, (r) => !!r.desired.value.spec.move);
+    h.cycle(hotB);
+    h.cycle(hotB); // completes: left c and b in this epoch
+    expect(w.replicas.map((r) => r.desired.value.spec.movedFrom)).toEqual([expect.objectContaining({ node: 'b', earlier: ['c'] })]);
+    h.now += 11 * MIN;
+    const hotA2 = { a: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 } } }, b: { cpu: 0.1 }, c: { cpu: 0.1 } };
+    const [, fromA] = h.run(2, hotA2);
+    expect(fromA!.plan.move).toBeUndefined();
+    expect(fromA!.plan.candidates[0]).toMatchObject({ replica: 'd-web-0', reason: 'no_eligible_dst' });
   });
 
   it('ping-pong survives a leader failover: the completed move left movedFrom in the desired record', () => {
@@ -369,15 +410,15 @@ describe('leader-local bookkeeping', () => {
     const w = cluster();
     // web-0 came to a from c a minute ago: its desired record says so (the ping-pong exclusion).
     const web0 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-0')!.desired.value.spec;
-    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString() };
     const snap = w.snapshot(T0, hotA());
+    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString(), epoch: new PingPong(snap.replicas, snap.eligibility, snap.generations).epoch('d') };
     const s = seedState(snap.samples, [{ dst: 'a', at: T0 - MIN }], T0, config);
     expect(s.nodes.get('a')!.over).toBe(config.consecutiveCycles);
     expect(s.nodes.get('b')!.over).toBe(0);
     expect(s.received.get('a')).toBe(T0 - MIN);
     const c = decide(s, snap, T0, config, { explainOnly: true });
     expect(c.plan.stoppedBy).toBe('none');
-    expect(c.plan.move).toMatchObject({ replica: 'd-api-0' }); // web-0 came from c an hour ago: ping-pong
+    expect(c.plan.move).toMatchObject({ replica: 'd-api-0' }); // web-0 came from c in this balancing epoch: ping-pong
   });
 
   it('deterministic: the same state, snapshot and clock give the same plan', () => {

@@ -135,8 +135,10 @@ describe('preemption by priority', () => {
     const placer = placerFor(snap, T0);
     const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.headroom(n))}`);
     const before = probe();
-    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000, blockedBy: 'explain only' });
-    expect(out.views[0]).toMatchObject({ verdict: 'held', node: 'a', victims: [{ replica: 'low-w-0', action: 'migrate', to: 'b' }, { replica: 'low-w-1', action: 'stop' }] });
+    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000 });
+    // A planner only says what it wants: the arbiter (decide) starts it or holds it.
+    expect(out.want && 'migrate' in out.want && out.want.migrate).toMatchObject({ trigger: 'preempt', replica: 'low-w-0', src: 'a', dst: 'b' });
+    expect(out.views[0]).toMatchObject({ verdict: 'preempt', node: 'a', victims: [{ replica: 'low-w-0', action: 'migrate', to: 'b' }, { replica: 'low-w-1', action: 'stop' }] });
     expect(probe()).toEqual(before);
     // What `jaco rebalance plan` and `jaco apply --dry-run` print for it (nomad job plan's words).
     expect(preemptText(out.views[0]!)).toBe('hi/api (priority 10) would preempt on a: 1 replica of low/w (priority 0) moved to b [low-w-0]; 1 replica of low/w (priority 0) preempted [low-w-1]');

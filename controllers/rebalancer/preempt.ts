@@ -8,7 +8,7 @@
 // `preempted`) and left to the scheduler, which places it again once capacity exists. Never
 // equal or higher priority, a stateful or global replica, a replica of the same service, or past a
 // victim service's disruption budget. Pure: the placer comes in and is left as it was found.
-import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
+import { canonicalJson, isJob, isStateful, namedVolumes, placementMode } from '../../src/api/spec.js';
 import type { HoleFor, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
 import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PREEMPT_REASONS, type NoPreemptReason } from '../../src/api/reasons/rebalance.js';
@@ -17,7 +17,8 @@ import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits } from '../disruption/budget.js';
-import { inFlight, startMove, type MoveBook, type MoveStart } from '../moves/move.js';
+import { inFlight, type MoveBook } from '../moves/move.js';
+import type { MoveIntent } from './arbiter.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import { placedReplicaOf } from '../placement/input.js';
 import type { PendingService } from './coalesce.js';
@@ -59,16 +60,25 @@ export interface PreemptInput {
   priorityOf: (deployment: string, service: string, template: ServiceSpec) => number;
   now: number;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
-  /** Why nothing may be evicted this cycle (a move in flight or started, an explain-only pass); undefined: it may. */
-  blockedBy?: string;
 }
+
+/** Every stop of a plan, in one act with its audit records. */
+export interface PreemptStop {
+  victims: PreemptVictim[];
+  ops: Op[];
+  audit: AuditRecord[];
+}
+
+/**
+ * What the served plan wants this cycle: its first migration (a move intent), or — once none is
+ * left — every stop at once, or to wait for the migrations already under way. The arbiter lets it
+ * act only when no other move started or is in flight (one disruption per cycle).
+ */
+export type PreemptWant = { view: PreemptView } & ({ migrate: MoveIntent } | { stop: () => PreemptStop } | { wait: string });
 
 export interface PreemptOutcome {
   views: PreemptView[];
-  /** The plan's first migration, started this cycle. */
-  move?: { view: PreemptView; victim: PreemptVictim; start: Extract<MoveStart, { ok: true }>; moveId: string };
-  /** Once no migration is left: every stop of the plan, in one act with its audit records. */
-  stop?: { view: PreemptView; victims: PreemptVictim[]; ops: Op[]; audit: AuditRecord[] };
+  want?: PreemptWant;
 }
 
 /** The rebalancer's preemption for this cycle: the highest-priority pending service with a plan is served, the rest wait. */
@@ -77,6 +87,8 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
   const views: PreemptView[] = [];
   const out: PreemptOutcome = { views };
   let planned: string | undefined;
+  // As in coalescing: a service with nothing placed and no named volume is judged by its spec and priority alone.
+  const noneByShape = new Map<string, { noPreempt: NoPreemptReason; detail: string }>();
   for (const p of pending) {
     const priority = prio(input, p);
     const base = { deployment: p.deployment, service: p.service, priority, reason: p.reason };
@@ -84,36 +96,48 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
       views.push({ ...base, verdict: 'held', detail: `waits its turn: ${planned} is being made room for first` });
       continue;
     }
-    const found = bestVictims(input, p, priority);
+    const shape = !input.book.replicas.service(p.deployment, p.service).length && !namedVolumes(p.spec).length ? `${priority} ${canonicalJson(p.spec)}` : undefined;
+    const found = (shape !== undefined && noneByShape.get(shape)) || bestVictims(input, p, priority);
     if ('noPreempt' in found) {
       views.push({ ...base, verdict: 'none', noPreempt: found.noPreempt, detail: found.detail });
+      if (shape !== undefined) noneByShape.set(shape, found);
       continue;
     }
     planned = `${p.deployment}/${p.service}`;
     const view: PreemptView = { ...base, verdict: 'preempt', node: found.node, victims: found.victims, detail: describe(found.node, found.victims, found.leaving) };
     views.push(view);
-    if (input.blockedBy) {
-      Object.assign(view, { verdict: 'held', detail: `${view.detail}; not this cycle: ${input.blockedBy}` });
-      continue;
-    }
     const hole: HoleFor = { deployment: p.deployment, service: p.service, node: found.node };
     const migration = found.victims.find((v) => v.action === 'migrate');
     if (migration) {
       const entry = input.book.entry(migration.replica)!;
       const spec = entry.copies[0]!.desired.spec;
-      const moveId = `pe-${input.now}-${migration.replica}`;
-      const verdicts = input.placer().decide({ replica: migration.replica, deployment: migration.deployment, service: migration.service, spec: spec.template, index: spec.index, exclude: [found.node] });
-      const decision = { verdicts, why: `moved off ${found.node} to make room for ${planned} (priority ${priority} over ${migration.priority}): ${view.detail}` };
-      const started = startMove(input.book, { replica: migration.replica, src: found.node, dst: migration.to!, by: 'rebalancer', id: moveId, now: input.now, timeoutMs: input.moveTimeoutMs(entry), decision, forPending: hole });
-      if (!started.ok) Object.assign(view, { verdict: 'held', detail: `${view.detail}; the move mechanism refused ${migration.replica}: ${started.refusal} (${started.detail})` });
-      else out.move = { view, victim: migration, start: started, moveId };
+      const held = (why: string) => Object.assign(view, { verdict: 'held', detail: `${view.detail}; ${why}` });
+      out.want = {
+        view,
+        migrate: {
+          trigger: 'preempt',
+          replica: migration.replica,
+          deployment: migration.deployment,
+          service: migration.service,
+          src: found.node,
+          dst: migration.to!,
+          why: `moved off ${found.node} to make room for ${planned} (priority ${priority} over ${migration.priority}): ${view.detail}`,
+          verdicts: () => input.placer().decide({ replica: migration.replica, deployment: migration.deployment, service: migration.service, spec: spec.template, index: spec.index, exclude: [found.node] }),
+          forPending: hole,
+          timeoutMs: input.moveTimeoutMs(entry),
+          payload: { for: planned, for_priority: priority, priority: migration.priority, pending_reason: p.reason, hole_node: found.node, victims: found.victims, detail: view.detail },
+          held: (why) => held(`not this cycle: ${why}`),
+          refused: (refusal, detail) => held(`the move mechanism refused ${migration.replica}: ${refusal} (${detail})`),
+        },
+      };
       continue;
     }
     if (found.leaving) {
-      Object.assign(view, { verdict: 'held', detail: `${view.detail}; waits for the migration(s) away from ${found.node} to land` });
+      out.want = { view, wait: `waits for the migration(s) away from ${found.node} to land` };
       continue;
     }
-    out.stop = { view, victims: found.victims, ...stopOps(input, p, priority, hole, found.victims) };
+    const victims = found.victims;
+    out.want = { view, stop: () => ({ victims, ...stopOps(input, p, priority, hole, victims) }) };
   }
   return out;
 }

@@ -102,7 +102,7 @@ describe('destination pipeline', () => {
     ['post-move memory over 1.0', { ewma: { cpu: 0.1, memory: 0.95 } }, 'post_fit', 'resource_limits'],
     ['dst cap: 0.55 + 0.2 = 0.75 is not below 0.75', { ewma: { cpu: 0.55, memory: 0.1 } }, 'dst_cap', 'dst_cap'],
     ['node cooldown', { receivedAgoMs: 60_000 }, 'cooldown_node', 'cooldown_node'],
-    ['ping-pong: moved away from here', { movedAwayAgoMs: 600_000 }, 'ping_pong', 'no_eligible_dst'],
+    ['ping-pong: moved away from here', { movedAway: true }, 'ping_pong', 'no_eligible_dst'],
   ])('rejects: %s', (_n, extra, stage, reason) => {
     expect(evaluateDst(dst(extra), share, config)).toMatchObject({ stage, reason });
   });
@@ -118,8 +118,8 @@ describe('destination pipeline', () => {
   });
 
   it('eligibility before the ping-pong exclusion before the scheduler’s other filters', () => {
-    expect(evaluateDst(dst({ movedAwayAgoMs: 1, rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_active', detail: 'x' }) }), share, config).stage).toBe('eligibility');
-    expect(evaluateDst(dst({ movedAwayAgoMs: 1, rejection: () => ({ filter: 'memory', reason: 'no_capacity_memory', detail: 'x' }) }), share, config).stage).toBe('ping_pong');
+    expect(evaluateDst(dst({ movedAway: true, rejection: () => ({ filter: 'eligibility', reason: 'no_nodes_active', detail: 'x' }) }), share, config).stage).toBe('eligibility');
+    expect(evaluateDst(dst({ movedAway: true, rejection: () => ({ filter: 'memory', reason: 'no_capacity_memory', detail: 'x' }) }), share, config).stage).toBe('ping_pong');
   });
 
   it('every stage maps to a skip reason, and every scheduler filter is in the pipeline', () => {

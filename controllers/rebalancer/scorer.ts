@@ -140,7 +140,7 @@ export function stageReason(s: DstStage): SkipReason {
 
 /** What the soft stages of a destination depend on: plain numbers, cheap to recompute. */
 export interface DstFacts {
-  /** The replica was moved away from this node within the ping-pong window. */
+  /** The service moved away from this node since balancing was last triggered (seed 002). */
   pingPong: boolean;
   /** Predicted utilisation after the move. */
   postCpu: number;
@@ -185,8 +185,8 @@ export interface DstInput {
   capacity: Capacity;
   /** The scheduler's hard filters for this replica on this node (Placer.check). */
   rejection: () => Rejection | undefined;
-  /** The replica was moved away from this node this recently (ms ago), within the ping-pong window. */
-  movedAwayAgoMs?: number;
+  /** The service moved away from this node since balancing was last triggered (the ping-pong exclusion). */
+  movedAway?: boolean;
   /** This node last received a move this long ago (ms), within the node cooldown. */
   receivedAgoMs?: number;
 }
@@ -204,9 +204,9 @@ export interface DstVerdict {
 
 const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : String(x));
 
-export function dstFacts(d: Pick<DstInput, 'ewma' | 'movedAwayAgoMs' | 'receivedAgoMs'>, share: Utilisation): DstFacts {
+export function dstFacts(d: Pick<DstInput, 'ewma' | 'movedAway' | 'receivedAgoMs'>, share: Utilisation): DstFacts {
   const post = postDst(d.ewma, share);
-  return { pingPong: d.movedAwayAgoMs !== undefined, postCpu: post.cpu, postMemory: post.memory, post: post.pressure, received: d.receivedAgoMs !== undefined };
+  return { pingPong: !!d.movedAway, postCpu: post.cpu, postMemory: post.memory, post: post.pressure, received: d.receivedAgoMs !== undefined };
 }
 
 /** Runs one destination through the pipeline, with a human detail of its verdict. */
@@ -223,7 +223,7 @@ export function evaluateDst(d: DstInput, share: Utilisation, config: Config): Ds
 function stageDetail(stage: DstStage, d: DstInput, f: DstFacts, rej: Rejection | undefined, config: Config): string {
   switch (stage) {
     case 'ping_pong':
-      return `the replica was moved away from ${d.node} ${formatDuration(d.movedAwayAgoMs ?? 0)} ago; not moved back within ${formatDuration(config.pingPongMs)}`;
+      return `the service moved away from ${d.node} since balancing was last triggered; not moved back until a node or its deployment changes (seed 002)`;
     case 'post_fit':
       return `after the move cpu ${f2(f.postCpu)}, memory ${f2(f.postMemory)}; each must stay ≤ ${config.dstFit}`;
     case 'dst_cap':

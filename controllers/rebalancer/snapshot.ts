@@ -4,6 +4,7 @@ import { withDefaults } from '../../src/api/spec.js';
 import type { Deployment, DeploymentStatus, Node, NodeDrain, ServiceSpec } from '../../src/api/types.js';
 import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
+import { KEPT_PLACER } from '../placement/kept.js';
 import type { Config } from './config.js';
 import type { Snapshot } from './decide.js';
 import { StateBackedSource } from './pressure.js';
@@ -15,7 +16,7 @@ export const REBALANCER_READS = [...MOVER_READS, 'deployments', 'statuses'] as c
 /** The cycle's snapshot: the cache's contents plus each node's fresh pressure sample (StateBackedSource). */
 export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'freshnessIntervals'>): Snapshot {
   const view = moverView(cache);
-  return {
+  const snap: Snapshot = {
     ...view,
     samples: new StateBackedSource(() => view.heartbeats.values(), config.freshnessIntervals).samples(now),
     nodes: [...cache.kind<Node>('nodes').items.values()].map((n) => n.value),
@@ -23,7 +24,11 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     pending: pendingOf(cache),
     placements: placementsOf(cache),
     priorities: prioritiesOf(cache),
+    generations: new Map([...valuesByRest(cache.kind<Deployment>('deployments'))].map(([name, d]) => [name, d.metadata.generation ?? 0])),
+    // The cache's placer, patched from its changes rather than built for every cycle (issue 30).
+    placer: () => cache.index(KEPT_PLACER).at(snap, now),
   };
+  return snap;
 }
 
 /** Every service's current placement (the deployment's spec, not the replicas' templates). */

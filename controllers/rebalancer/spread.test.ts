@@ -136,3 +136,52 @@ describe('spread skew', () => {
     expect(c.plan.spread[0]!.detail).toContain('one move per cycle');
   });
 });
+
+describe('pressure and spread together: one scoring model (seed 003: never fight)', () => {
+  /** Each node's CPU follows what runs on it: 0.1 idle plus 0.4 per replica of d/web. */
+  const follow = (w: World): Record<string, Load> => {
+    const out: Record<string, Load> = {};
+    for (const n of w.nodes.keys()) out[n] = { cpu: 0.1, replicas: {} };
+    for (const r of w.replicas) {
+      const s = r.desired.value.spec;
+      if (s.move) continue; // a destination copy burns nothing until it serves
+      out[s.node]!.cpu += 0.4;
+      out[s.node]!.replicas![s.replica] = { cpuMillis: 400 };
+    }
+    return out;
+  };
+
+  it('a hot, lopsided spread service: pressure and spread agree on one move, then nothing flaps', () => {
+    const spec = service({ replicas: 4 });
+    const w = new World().addNode('a').addNode('b').addNode('c').addNode('d');
+    w.add(replica('d-web-0', 'a', { index: 0, spec }), replica('d-web-1', 'a', { index: 1, spec }), replica('d-web-2', 'b', { index: 2, spec }), replica('d-web-3', 'c', { index: 3, spec }));
+    const h = new Harness(w);
+    for (let i = 0; i < 60; i++) {
+      h.cycle(follow(w));
+      w.observeRunning(h.now);
+    }
+    const moves = h.audit().filter((a) => a.type === 'rebalance_moved');
+    // Pressure goes first (a is over the trigger) and lands where spread wants it too.
+    expect(moves.map((m) => `${m.payload.trigger} ${m.payload.replica_id} ${m.payload.src}→${m.payload.dst}`)).toEqual(['pressure d-web-0 a→d']);
+    expect(countsOf(w)).toEqual({ a: 1, b: 1, c: 1, d: 1 });
+    // Never back: no replica returns to a node it left.
+    const left = new Set(moves.map((m) => `${m.payload.replica_id} ${m.payload.src}`));
+    expect(moves.filter((m) => left.has(`${m.payload.replica_id} ${m.payload.dst}`))).toEqual([]);
+  });
+
+  it('a pressure move prefers the node the scheduler scores higher (no recent failures) over a cooler one it deprioritizes', () => {
+    const spec = service({ replicas: 2 });
+    const w = new World().addNode('a').addNode('b').addNode('c');
+    w.add(replica('d-web-0', 'a', { index: 0, spec }), replica('d-api-0', 'a', { index: 0 }));
+    // b is the coolest, but replicas keep failing there: the scheduler places elsewhere, so does the rebalancer.
+    w.failing('b', 'x-y-0', 3, T0);
+    const loads: Record<string, Load> = { a: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 }, 'd-api-0': { cpuMillis: 300 } } }, b: { cpu: 0.1 }, c: { cpu: 0.3 } };
+    const [, c] = new Harness(w).run(2, loads);
+    expect(c!.plan.move).toMatchObject({ trigger: 'pressure', src: 'a', dst: 'c' });
+    w.commands.clear();
+    resetRevisions();
+    const w2 = new World().addNode('a').addNode('b').addNode('c');
+    w2.add(replica('d-web-0', 'a', { index: 0, spec }), replica('d-api-0', 'a', { index: 0 }));
+    expect(new Harness(w2).run(2, loads)[1]!.plan.move).toMatchObject({ trigger: 'pressure', src: 'a', dst: 'b' });
+  });
+});

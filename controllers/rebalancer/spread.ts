@@ -9,7 +9,8 @@
 // cooldowns and the ping-pong exclusion hold all the same. Pure: no I/O, the clock comes in.
 import { placementMode } from '../../src/api/spec.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
-import { inFlight, startMove, type Copy, type MoveBook, type MoveStart } from '../moves/move.js';
+import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import type { MoveIntent } from './arbiter.js';
 import type { Decision, Placer, PlacementRequest } from '../placement/placer.js';
 import type { Exclusion } from '../../src/api/reasons/rebalance.js';
 
@@ -30,34 +31,25 @@ export interface SpreadView {
   dst?: string;
 }
 
-export interface SpreadMove {
-  view: SpreadView & { replica: string; src: string; dst: string };
-  start: Extract<MoveStart, { ok: true }>;
-  moveId: string;
-}
-
 export interface SpreadInput {
   book: MoveBook;
   /** Built on first use: a cluster without a skewed service never needs it. */
   placer: () => Placer;
-  now: number;
-  /** A replica placed or moved this recently stays (the rebalancer's replica cooldown). */
-  cooldownReplicaMs: number;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
   /** Why a copy may not move at all (the pressure path's exclusions: moving, global, stateful…). */
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   /** Why a node may not receive this replica beyond the scheduler's filters (node cooldown, pressure after the move). */
   dstRefusal: (node: string, copy: Copy) => string | undefined;
-  /** The node a replica was last moved away from, within the ping-pong exclusion. */
-  movedFrom: (copy: Copy) => string | undefined;
-  /** One move per cycle, cluster-wide: false when the pressure path moved a replica or may move one soon. */
-  mayMove: boolean;
+  /** The nodes the replica's service moved away from since balancing was last triggered (the ping-pong exclusion). */
+  movedAwayFrom: (copy: Copy) => ReadonlySet<string>;
+  /** A replica placed or moved this long ago is within the replica cooldown (undefined: past it). */
+  replicaCooldown: (copy: Copy) => number | undefined;
 }
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Every spread service judged; at most one move, for the most skewed service that can move. */
-export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: SpreadMove } {
+/** Every spread service judged; a move intent for each skewed one that can move, the most skewed first. */
+export function planSpread(input: SpreadInput): { views: SpreadView[]; intents: MoveIntent[] } {
   const judged: Judged[] = [];
   for (const key of input.book.replicas.serviceKeys()) {
     const j = judge(input, key);
@@ -65,22 +57,26 @@ export function planSpread(input: SpreadInput): { views: SpreadView[]; move?: Sp
   }
   // The most skewed service first (ties by name): it is the one users see lopsided.
   judged.sort((a, b) => b.view.skew - a.view.skew || byName(`${a.view.deployment}/${a.view.service}`, `${b.view.deployment}/${b.view.service}`));
-  let move: SpreadMove | undefined;
+  const intents: MoveIntent[] = [];
   for (const j of judged) {
     if (j.view.verdict !== 'move') continue;
-    if (move || !input.mayMove) {
-      Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; not this cycle: one move per cycle${move ? ` (${move.view.replica} moves)` : ': a rebalancer move is in flight or a node is over the pressure trigger (pressure goes first)'}` });
-      continue;
-    }
-    const decision = j.decision && { verdicts: j.decision, why: `spread restored: ${j.view.detail}` };
-    const started = startMove(input.book, { replica: j.view.replica!, src: j.view.src!, dst: j.view.dst!, by: 'rebalancer', id: `sp-${input.now}-${j.view.replica}`, now: input.now, timeoutMs: j.timeoutMs, ...(decision ? { decision } : {}) });
-    if (!started.ok) {
-      Object.assign(j.view, { verdict: 'held', detail: `${j.view.detail}; the move mechanism refused: ${started.refusal} (${started.detail})` });
-      continue;
-    }
-    move = { view: j.view as SpreadMove['view'], start: started, moveId: `sp-${input.now}-${j.view.replica}` };
+    const v = j.view;
+    intents.push({
+      trigger: 'spread',
+      replica: v.replica!,
+      deployment: v.deployment,
+      service: v.service,
+      src: v.src!,
+      dst: v.dst!,
+      why: `spread restored: ${v.detail}`,
+      ...(j.decision ? { verdicts: () => j.decision! } : {}),
+      timeoutMs: j.timeoutMs,
+      payload: { counts_before: v.counts, skew_before: v.skew, detail: v.detail },
+      held: (why) => Object.assign(v, { verdict: 'held', detail: `${v.detail}; not this cycle: ${why}` }),
+      refused: (refusal, detail) => Object.assign(v, { verdict: 'held', detail: `${v.detail}; the move mechanism refused: ${refusal} (${detail})` }),
+    });
   }
-  return { views: judged.map((j) => j.view), ...(move ? { move } : {}) };
+  return { views: judged.map((j) => j.view), intents };
 }
 
 interface Judged {
@@ -136,15 +132,14 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
       why.push(`${e.id}: ${ex}`);
       continue;
     }
-    const agoMs = input.now - Date.parse(copy.desired.spec.placedAt);
-    if (agoMs < input.cooldownReplicaMs) {
+    const agoMs = input.replicaCooldown(copy);
+    if (agoMs !== undefined) {
       why.push(`${e.id}: placed ${Math.round(agoMs / 1000)}s ago (replica cooldown)`);
       continue;
     }
     // Where the scheduler would put it now, away from its node, the nodes it may not go to excluded.
     const refused = new Map(open.map((n) => [n, input.dstRefusal(n, copy)] as const).filter(([, r]) => r !== undefined));
-    const back = input.movedFrom(copy);
-    if (back) refused.set(back, refused.get(back) ?? 'moved away from it recently (ping-pong exclusion)');
+    for (const back of input.movedAwayFrom(copy)) refused.set(back, refused.get(back) ?? 'the service moved away from it since balancing was last triggered (ping-pong exclusion)');
     const decision = placer.decide(req(e, [src!, ...refused.keys()]));
     const dst = decision.chosen;
     if (!dst || count(src!) - count(dst) <= 1) {

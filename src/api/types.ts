@@ -458,6 +458,8 @@ export interface MoveMarker {
   cutoverAt?: string;
   /** A coalescing move: it makes room on `node` for a pending replica of deployment/service (the scheduler holds the hole for it). */
   forPending?: HoleFor;
+  /** A rebalancer move: the balancing epoch it started in (the ping-pong exclusion, seed 002). */
+  epoch?: string;
 }
 
 /** The pending service a move makes room for, and where. */
@@ -507,9 +509,11 @@ export interface ReplicaDesiredSpec {
   movingTo?: MovingTo;
   /**
    * The node a completed move took it from (drain or rebalancer): the ping-pong exclusion of seed
-   * 002 reads it, so it survives a leader failover.
+   * 002 reads it, so it survives a leader failover. A rebalancer move records its balancing epoch
+   * and the nodes the replica left earlier in the same epoch: none of them takes it back until
+   * new balancing is triggered (a node or its deployment changes).
    */
-  movedFrom?: { node: string; by: MoveActor; at: string; forPending?: HoleFor };
+  movedFrom?: { node: string; by: MoveActor; at: string; forPending?: HoleFor; epoch?: string; earlier?: string[] };
   /** Set when the replica must not run here but must not be re-placed either (drain --force). */
   suspended?: { reason: string; at: string };
   /**

@@ -5,6 +5,10 @@
 // once applied, the rebalancer stops one worker replica (replica_preempted, both priorities in the
 // record), the scheduler places urgent/api in the room and it runs; the victim is reported
 // unschedulable with reason preempted and is placed again as soon as the room comes back.
+// Coalescing in the same cluster (issue 31): two replicas of small/s (150 MiB, one per node) leave
+// 330 MiB on each node, 2 MiB short of big/db (300 MiB + 32 MiB overhead) at equal priority: the
+// rebalancer moves one small replica beside the other, make-before-break, and the scheduler places
+// big/db in the hole it made.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEvent, DeploymentStatus } from '../../src/api/types.js';
 import { keys } from '../../src/api/keys.js';
@@ -37,6 +41,8 @@ spec:
       stopGracePeriod: 1s
 `;
 const BATCH = service('batch', 'worker', { replicas: 2, memory: '400Mi', priority: 0 });
+const SMALL = service('small', 's', { replicas: 2, memory: '150Mi', priority: 0 });
+const BIG = service('big', 'db', { replicas: 1, memory: '300Mi', priority: 0 });
 const URGENT = service('urgent', 'api', { replicas: 1, memory: '300Mi', priority: 10 });
 
 const running = async (dep: string) => (await c.observed()).filter((o) => o.status.deployment === dep && o.status.state === 'running').map((o) => `${o.status.replica}@${o.status.node}`).sort();
@@ -75,5 +81,22 @@ describe('preemption by priority', () => {
       await eventually(async () => (await running('batch')).length === 2, { what: 'the preempted replica running again', timeoutMs: 30_000 });
       const back = (await audit('replica_placed')).filter((a) => a.payload.trigger === 'preempted');
       expect(back.map((a) => a.payload.replica)).toEqual([victim]);
+    }));
+
+  it('coalescing on real containers: a small replica moves beside its peer and the pending one runs in the hole it leaves', () =>
+    c.withLogs(async () => {
+      for (const d of ['batch', 'urgent']) await c.jaco(['delete', 'deployment', d]);
+      await eventually(async () => (await c.observed()).every((o) => o.status.deployment !== 'batch' && o.status.deployment !== 'urgent'), { what: 'the preemption case cleared', timeoutMs: 20_000 });
+      await c.apply(SMALL);
+      await eventually(async () => (await running('small')).length === 2, { what: 'small/s running, one per node', timeoutMs: 20_000 });
+      const t0 = Date.now();
+      await c.apply(BIG);
+      await eventually(async () => (await running('big')).length === 1, { what: 'big/db running in the hole', timeoutMs: 30_000 });
+      console.log(`coalescing: apply → big/db running in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const [moved] = (await audit('rebalance_moved')).filter((a) => a.payload.trigger === 'coalesce');
+      expect(moved?.payload).toMatchObject({ deployment: 'small', service: 's', for: 'big/db', pending_reason: 'no_capacity_memory' });
+      // The pending replica runs where the move made room; both small replicas still run, side by side.
+      expect((await running('big'))[0]).toBe(`big-db-0@${String(moved!.payload.hole_node)}`);
+      expect((await running('small')).map((r) => r.split('@')[1])).toEqual([String(moved!.payload.dst), String(moved!.payload.dst)]);
     }));
 });
