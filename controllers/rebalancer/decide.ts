@@ -77,7 +77,7 @@ export function initialState(): RebalancerState {
 
 /** What the cycle reads: the cache's view (snapshot.ts builds it) and the fresh pressure samples. */
 export interface Snapshot {
-  /** Fresh samples by node (PressureSource.samples(now)). */
+  /** Fresh samples by node (PressureSource.samples()). */
   samples: ReadonlyMap<string, PressureSample>;
   nodes: readonly Node[];
   heartbeats: ReadonlyMap<string, Heartbeat>;
@@ -286,7 +286,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // 1. Signal: fold each fresh sample into its node's EWMA; a node without one is silent.
   const nodeObjs = new Map(snap.nodes.map((n) => [n.metadata.name, n]));
   // Why each node takes no moves (NotReady, cordoned, draining…), as the scheduler judges it.
-  const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now)]));
+  const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name))]));
   const nextNodes = new Map<string, NodeState>();
   const views: NodeView[] = [];
   const silent: { node: string; why: string }[] = [];
@@ -325,7 +325,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   const lost = new Set<string>();
   for (const id of book.moving()) {
     const dst = inFlight(book.copies(id))!;
-    for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now)) lost.add(n);
+    for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n))) lost.add(n);
   }
   const steps = advanceMoves(book, now, { by: 'rebalancer', lostNodes: lost }, (n, r) => snap.replicas.observed(n, r));
   const acts: RebalanceAct[] = steps.map((s) =>

@@ -396,7 +396,7 @@ describe('modes, filters and reason codes', () => {
   });
 
   const cases: [string, (w: World) => void, Partial<ServiceSpec>, string, Record<string, string>?][] = [
-    ['no_nodes_active', (w) => w.node('a', { ready: false }), {}, 'no_nodes_active', { a: 'eligibility: NotReady (no fresh heartbeat)' }],
+    ['no_nodes_active', (w) => w.node('a', { ready: false }), {}, 'no_nodes_active', { a: 'eligibility: NotReady (no heartbeat: the agent lost its lease)' }],
     ['no_nodes_active (cordoned)', (w) => w.node('a', { cordoned: true }), {}, 'no_nodes_active', { a: 'eligibility: cordoned' }],
     ['no_capacity_memory', (w) => w.node('a', { memory: '256Mi' }), { resources: { memory: '512Mi' } }, 'no_capacity_memory'],
     ['no_capacity_gpu', (w) => w.node('a'), { resources: { gpus: 1 } }, 'no_capacity_gpu'],
@@ -752,13 +752,12 @@ describe('node lost', () => {
   it('a node that returned unseen and lapses again gets a new grace: the clock follows the heartbeat it judged (sim seeds 55069, 61211)', () => {
     const w = spreadOnThree();
     const n = w.placement('d', 'db')['d-db-0']!;
-    w.heartbeat(n, w.now - 10_000); // stale: the clock starts
-    w.down.add(n);
+    w.nodeDown(n); // its lease went: the clock starts
     expect(w.pass().replaceLost).toEqual([]);
     w.advance(2_000);
     w.heartbeat(n); // back, Ready — but no pass runs while it is
-    w.down.add(n);
-    w.advance(3_500); // and stale again
+    w.advance(3_500);
+    w.nodeDown(n); // and its lease lapses again: absent, as at the first lapse
     let p = w.pass();
     expect(p.replaceLost).toEqual([]);
     expect(p.wakeAt).toBe(w.now + 3_000);

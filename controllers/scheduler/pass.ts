@@ -101,7 +101,7 @@ export class SchedulerPass {
 
   ready(host: string): boolean {
     let r = this.readyCache.get(host);
-    if (r === undefined) this.readyCache.set(host, (r = nodeReady(this.snap.heartbeats.get(host), this.now)));
+    if (r === undefined) this.readyCache.set(host, (r = nodeReady(this.snap.heartbeats.get(host))));
     return r;
   }
 

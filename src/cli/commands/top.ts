@@ -28,7 +28,7 @@ not a fresh measurement. A node's CPU and memory are its use over its capacity â
 PRESSURE is the rebalancer's: the larger of the two, and which. A replica's CPU is cgroup CPU time
 over the sampling interval, its memory what the cgroup holds less inactive file cache (as \`docker
 stats\` counts it); LIMIT columns are of the service's resources, when it sets them. Sorted by
-CPU, largest first (--sort-by). A node without a fresh heartbeat shows no figures.
+CPU, largest first (--sort-by). A node without a heartbeat (its agent lost its lease), or whose sample is stale, shows no figures.
 `;
 
 export function registerTop(program: Command): void {
