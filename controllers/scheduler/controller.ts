@@ -62,9 +62,11 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
   const heartbeats = valuesByRest(hbs);
   const notReadySince = new Map(state.notReadySince);
   const heartbeatRevisions = new Map([...hbs.items.values()].map((v) => [hbs.rest(v.key), v.modRevision]));
-  // Hosts with desired keys but no node object are lost at once (decide): only nodes need a clock.
+  // Hosts with desired copies but no node key need a clock too: absent without a removal recorded
+  // is a node the store lost, NotReady like one (api/nodes.ts nodeRemoved).
   const lastReady = cache.index(LAST_READY);
-  trackNotReady(notReadySince, new Map(state.notReadyJudged), [...nodes.keys(), ...frozenKeys(cache.kind('nodes'))], heartbeats, lastReady, now);
+  const replicas = cache.index(REPLICAS);
+  trackNotReady(notReadySince, new Map(state.notReadyJudged), [...nodes.keys(), ...frozenKeys(cache.kind('nodes')), ...replicas.desiredNodes()], heartbeats, lastReady, now);
   return {
     deployments: byRest(cache.kind<Deployment>('deployments')),
     frozenDeployments: frozenKeys(cache.kind('deployments')),
@@ -77,7 +79,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     heartbeatRevisions,
     lastReady: new Map(lastReady),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
-    replicas: cache.index(REPLICAS),
+    replicas,
     commands: cache.kind<ReplicaCommand>('commands').items,
     counters: byRest(cache.kind<ReplicaCounter>('counters')),
     volumeHomes: byRest(cache.kind<VolumeHome>('volumes')),

@@ -30,6 +30,18 @@ export function nodeReady(hb: Heartbeat | undefined): boolean {
   return heartbeatAlive(hb) && !!hb?.spec.dockerUp;
 }
 
+/**
+ * Whether a node was removed from the cluster: its key is gone AND a removal is recorded —
+ * drains/<host> in state `removed`, which the drain controller writes in the transaction that
+ * deletes the node (jaco node remove). A key merely absent is not a removal: the store lost it
+ * (restored from a snapshot, restarted empty, a hand delete), its agent registers it again, and
+ * until then it is a node without a heartbeat — NotReady, judged like one. The agent reads its
+ * own absence by the same rule (node-agent/presence.ts nodeAbsence).
+ */
+export function nodeRemoved(keyPresent: boolean, drain: NodeDrain | undefined): boolean {
+  return !keyPresent && drain?.status?.state === 'removed';
+}
+
 export function drainActive(d: NodeDrain | undefined): boolean {
   return !!d && (d.status?.state ?? 'pending') !== 'completed' && d.status?.state !== 'aborted';
 }

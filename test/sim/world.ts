@@ -400,9 +400,14 @@ export class Sim {
   /** One agent: observed follows desired after a random delay; restarts are acknowledged; a container may crash. */
   private agent(node: string): void {
     if (!this.has(keys.node(node))) {
-      // Removed from the cluster: the agent stops its containers and exits.
-      for (const k of this.keys(keys.observedOf(node))) this.remove(k);
-      return;
+      // Removed from the cluster — only on the removal recorded: the agent stops its containers and exits.
+      if (this.get<NodeDrain>(keys.drain(node))?.status?.state === 'removed') {
+        for (const k of this.keys(keys.observedOf(node))) this.remove(k);
+        return;
+      }
+      // Gone with no removal recorded: the store lost it; the agent registers again and keeps its containers.
+      this.log(`agent ${node}: its node key is gone with no removal recorded; registers it again`);
+      this.addNode(node);
     }
     const desired = this.under<ReplicaDesired>(keys.desiredOf(node)).filter((d) => typeof d.value === 'object' && d.value.spec);
     const desiredIds = new Set(desired.map((d) => d.value.spec.replica));
@@ -721,7 +726,8 @@ export class Sim {
       this.put(keys.node(n), { ...node, spec: cordon ? { unschedulable: true } : {} });
     } else if (roll < 0.63) {
       const n = this.pick(this.nodes);
-      if (this.keys('drains/').length || this.broken.has(keys.node(n))) return;
+      // One drain at a time; a removal's record stays (the drain controller retires it on a rejoin).
+      if (this.keys('drains/').some((k) => this.get<NodeDrain>(k)?.status?.state !== 'removed') || this.broken.has(keys.node(n))) return;
       const node = this.get<{ spec: object }>(keys.node(n));
       if (!node) return;
       // Removing a node is a drain that ends by removing it (jaco node remove).
@@ -953,8 +959,8 @@ export class Sim {
     if (this.faults && this.oversized && this.step === 40) this.oversizedDeployment(this.oversized);
     // A process that lost its lease notices after a while.
     for (const p of this.procs) if (this.r() < 0.15 || !this.faults) this.notice(p);
-    // Finished drains are cleared by the operator (the next one may start).
-    for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted', 'removed'].includes(d.value.status?.state ?? '')) this.remove(d.key);
+    // Finished drains are cleared by the operator (the next one may start); a removal's record stays.
+    for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted'].includes(d.value.status?.state ?? '')) this.remove(d.key);
     await settle();
     for (const n of this.nodes) if (!this.has(keys.node(n)) || !readyNow(this, n)) this.lapsedAt.set(n, this.now);
     this.check(this.stateInvariants);
