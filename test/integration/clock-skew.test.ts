@@ -15,6 +15,7 @@ import { applyDeployments } from '../../src/cli/apply.js';
 import { Manager } from '../../src/runtime/manager.js';
 import type { Store } from '../../src/store/store.js';
 import { FAST } from '../../src/timings.js';
+import { jaco } from '../support/cli.js';
 import { census } from '../support/hollow.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
@@ -96,4 +97,15 @@ describe('nodes whose clocks are 10 minutes off', () => {
     const c = await census(store);
     expect([c.replicas, c.running]).toEqual([2, 2]);
   }, 45_000);
+
+  it('the CLI shows each node\'s skew, with a warning past the threshold (get nodes -o wide, describe node)', async () => {
+    const at = { endpoint: etcd.endpoint, prefix: store.prefix };
+    const wide = await jaco(['get', 'nodes', '-o', 'wide'], at);
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout).toMatch(/^NAME\s.*\sSKEW\s+LABELS$/m);
+    expect(wide.stdout).toMatch(/^ahead-0001\s+Ready\s.*\s\+600\.\ds!\s/m);
+    expect(wide.stdout).toMatch(/^behind-0001\s+Ready\s.*\s-(599|600)\.\ds!\s/m);
+    const d = await jaco(['describe', 'node', 'behind-0001'], at);
+    expect(d.stdout).toMatch(/^Clock skew: +-(599|600)\.\ds \(the agent's clock is (599|600)\.\ds behind the controllers'\) — WARNING/m);
+  });
 });
