@@ -38,11 +38,11 @@ describe('nodeUsage', () => {
     ['memory', ['a', 'b', 'c', 'd', 'e']],
     ['name', ['a', 'b', 'c', 'd', 'e']],
   ])('sorts by %s, largest first, ties by name, nodes without figures last', (sort, order) => {
-    expect(nodeUsage(v1, NOW, sort).map((r) => r.node)).toEqual(order);
+    expect(nodeUsage(v1, sort).map((r) => r.node)).toEqual(order);
   });
 
   it('figures from the sample over capacity, pressure the larger dimension, and why a node has none', () => {
-    const rows = nodeUsage(v1, NOW, 'name');
+    const rows = nodeUsage(v1, 'name');
     expect(rows[0]).toEqual({ node: 'a', cpuUtil: 0.25, memoryUtil: 0.5, cpuMillis: 500, memoryBytes: 2 * 2 ** 30, pressure: { value: 0.5, dominant: 'memory' }, mode: 'node', sampledAt: iso(NOW - 1000) });
     expect(rows[1]!.pressure).toEqual({ value: 0.75, dominant: 'cpu' });
     // Samples of agents before the mode existed measure containers.
@@ -75,11 +75,11 @@ describe('replicaUsage', () => {
     ['memory', 'shop', ['shop-web-2', 'shop-web-1', 'shop-web-3', 'shop-web-4']],
     ['name', 'shop', ['shop-web-1', 'shop-web-2', 'shop-web-3', 'shop-web-4']],
   ])('sorts by %s (deployment %s)', (sort, deployment, order) => {
-    expect(replicaUsage(v2, NOW, { sort, ...(deployment ? { deployment } : {}) }).map((r) => r.replica)).toEqual(order);
+    expect(replicaUsage(v2, { sort, ...(deployment ? { deployment } : {}) }).map((r) => r.replica)).toEqual(order);
   });
 
   it('its footprint in its node sample, against the limits its service sets', () => {
-    expect(replicaTableRows(replicaUsage(v2, NOW, { deployment: 'shop' }), NOW)).toEqual([
+    expect(replicaTableRows(replicaUsage(v2, { deployment: 'shop' }), NOW)).toEqual([
       ['shop-web-1', 'shop/web', 'a', '250m', '50%', '16Mi', '25%', '1s ago'],
       ['shop-web-3', 'shop/web', 'b', '250m', '-', '1Mi', '-', '1s ago'],
       ['shop-web-2', 'shop/web', 'a', '10m', '2%', '48Mi', '75%', '1s ago'],

@@ -54,7 +54,7 @@ function sortRows<T>(rows: T[], sort: TopSort, name: (r: T) => string, value: (r
   });
 }
 
-export function nodeUsage(view: ClusterView, now: number, sort: TopSort = 'cpu'): NodeUsageRow[] {
+export function nodeUsage(view: ClusterView, sort: TopSort = 'cpu'): NodeUsageRow[] {
   const rows = [...view.nodes.values()].map(({ value: n }): NodeUsageRow => {
     const node = n.metadata.name;
     const hb = view.heartbeats.get(node);
@@ -77,7 +77,7 @@ export function nodeUsage(view: ClusterView, now: number, sort: TopSort = 'cpu')
   return sortRows(rows, sort, (r) => r.node, (r, k) => (k === 'cpu' ? r.cpuUtil : r.memoryUtil));
 }
 
-export function replicaUsage(view: ClusterView, now: number, opts: { deployment?: string; sort?: TopSort } = {}): ReplicaUsageRow[] {
+export function replicaUsage(view: ClusterView, opts: { deployment?: string; sort?: TopSort } = {}): ReplicaUsageRow[] {
   const rows = view.replicas
     .filter((r) => !opts.deployment || r.desired.spec.deployment === opts.deployment)
     .map((r): ReplicaUsageRow => {

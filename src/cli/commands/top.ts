@@ -44,7 +44,7 @@ export function registerTop(program: Command): void {
         const sort = sortOf(f.sortBy);
         const out = parseOutput(f.output, ['table', 'json']);
         const now = Date.now();
-        const rows = nodeUsage(await withStore(cmd, readClusterView), now, sort);
+        const rows = nodeUsage(await withStore(cmd, readClusterView), sort);
         if (out === 'json') process.stdout.write(toJson(rows));
         else printTable(NODE_HEADERS, nodeTableRows(rows, now));
       }),
@@ -63,7 +63,7 @@ export function registerTop(program: Command): void {
         const now = Date.now();
         const view = await withStore(cmd, readClusterView);
         if (deployment && !view.deployments.has(deployment)) throw new CliError(`deployment "${deployment}" not found`);
-        const rows = replicaUsage(view, now, { ...(deployment ? { deployment } : {}), sort });
+        const rows = replicaUsage(view, { ...(deployment ? { deployment } : {}), sort });
         if (out === 'json') process.stdout.write(toJson(rows));
         else printTable(REPLICA_HEADERS, replicaTableRows(rows, now));
       }),
