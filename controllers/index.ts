@@ -2,6 +2,7 @@
 // the runtime's manager runs on the process's one cache.
 import type { ControllerSpec } from '../src/runtime/runner.js';
 import type { Timings } from '../src/timings.js';
+import { clockController } from './clock/controller.js';
 import { drainController } from './drain/index.js';
 import { rebalancerController } from './rebalancer/controller.js';
 import { rolloutController } from './rollout/index.js';
@@ -19,4 +20,5 @@ export const CONTROLLERS: Record<string, (timings: Timings, opts?: ControllerOpt
   drain: (t) => drainController(t),
   rebalancer: (t) => rebalancerController(t),
   secrets: (t, o) => secretsController(t, o?.secrets),
+  clock: (t) => clockController(t),
 };

@@ -528,7 +528,7 @@ describe('drain: moves complete, fail, time out', () => {
 
   it.each<[string, (w: World, dst: string) => void, string]>([
     ['failed (restart budget exhausted)', (w, dst) => w.observe(dst, 'd-web-1', 'failed', { code: 'restart_exhausted' }), 'dst_failed'],
-    ['on a node that went NotReady', (w, dst) => w.heartbeat(dst, w.now - 60_000), 'dst_lost'],
+    ['on a node that went NotReady', (w, dst) => w.remove(keys.heartbeat(dst)), 'dst_lost'],
   ])('a replacement %s is abandoned and retried within the same deadline', (_n, breakIt, reason) => {
     const { w, dst } = movingWeb();
     w.advance(10_000);

@@ -117,7 +117,7 @@ class Pass {
   }
 
   nodeReady(node: string): boolean {
-    return this.s.nodes.has(node) && nodeReady(this.s.heartbeats.get(node), this.now);
+    return this.s.nodes.has(node) && nodeReady(this.s.heartbeats.get(node));
   }
 
   /** Cuts over, completes, abandons (deadline, failed, lost destination) every drain move that is due. */

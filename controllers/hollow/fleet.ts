@@ -23,6 +23,8 @@ export interface FleetOptions {
   count: number;
   /** Agents starting at once: registration and the first list are a burst of etcd requests. */
   concurrency?: number;
+  /** How far the fleet's clock is off the process's (ms; tests of clock skew, issue 29). */
+  clockOffsetMs?: number;
 }
 
 /** The name of hollow node i: hollow-0007 among a thousand (names sort as numbers do). */
@@ -58,7 +60,10 @@ export class HollowFleet {
 
   private async startOne(node: string, i: number): Promise<void> {
     const { opts } = this;
+    const offset = opts.clockOffsetMs ?? 0;
+    const clock = offset ? () => Date.now() + offset : undefined;
     const agent = new NodeAgent({
+      ...(clock ? { clock } : {}),
       node,
       store: opts.store,
       timings: opts.timings,
@@ -70,7 +75,7 @@ export class HollowFleet {
       log: opts.log.child({ node }),
       address: hollowAddress(i),
       runtime: (owner) => {
-        const r = new HollowRuntime(owner, opts.runtime);
+        const r = new HollowRuntime(owner, clock ? { ...opts.runtime, clock } : opts.runtime);
         this.runtimes.set(node, r);
         return r;
       },

@@ -23,6 +23,8 @@ export interface HollowRuntimeOptions {
   /** Share of containers (0 … 1) that fail: unhealthy when they have a health check, else exit 1. */
   failRate: number;
   seed: number;
+  /** The host's wall clock (default Date.now): tests skew a hollow node's (issue 29). */
+  clock?: () => number;
 }
 
 /** What a hollow container is: the facts the agent reads, and what drives them. */
@@ -56,11 +58,14 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
   private readonly made = new Map<string, number>();
   private made0 = 0;
   private listener?: (id: string, action: string) => void;
+  private readonly now: () => number;
+  private readonly iso = () => new Date(this.now()).toISOString();
 
   constructor(
     readonly owner: Owner,
     private readonly opts: HollowRuntimeOptions,
   ) {
+    this.now = opts.clock ?? Date.now;
     this.host = `hollow://${owner.node}`;
   }
 
@@ -136,7 +141,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
       health: 'none',
       exitCode: 0,
       oomKilled: false,
-      createdAt: new Date().toISOString(),
+      createdAt: this.iso(),
       ports: portsOf(opts.ExposedPorts),
       pid: 0,
       ...(dereg > 0 ? { deregistrationMs: dereg } : {}),
@@ -167,7 +172,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
       c.timer = setTimeout(() => {
         c.timer = undefined;
         if (!this.containers.has(id)) return resolve();
-        this.set(c, { state: 'running', startedAt: new Date().toISOString(), exitCode: 0, health: c.healthIntervalMs ? 'starting' : 'none' });
+        this.set(c, { state: 'running', startedAt: this.iso(), exitCode: 0, health: c.healthIntervalMs ? 'starting' : 'none' });
         this.emit(id, 'start');
         if (c.healthIntervalMs) this.after(c, c.healthIntervalMs, () => this.health(c, c.fails ? 'unhealthy' : 'healthy'));
         else if (c.fails) this.after(c, 0, () => this.exit(c, 1));
@@ -199,7 +204,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
   read(id: string): CgroupUsage | undefined {
     const c = this.containers.get(id);
     if (!c || c.facts.state !== 'running' || !c.facts.startedAt) return undefined;
-    const ranMs = Date.now() - Date.parse(c.facts.startedAt);
+    const ranMs = this.now() - Date.parse(c.facts.startedAt);
     return { cpuUsageNs: Math.max(0, ranMs) * c.cpuMillis * 1000, memoryBytes: c.memoryBytes };
   }
 
@@ -230,14 +235,14 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
   }
 
   private health(c: HollowContainer, h: HealthState): void {
-    this.set(c, { health: h, lastHealthAt: new Date().toISOString(), healthOutput: h === 'healthy' ? 'ok' : 'hollow: the seeded draw failed this health check' });
+    this.set(c, { health: h, lastHealthAt: this.iso(), healthOutput: h === 'healthy' ? 'ok' : 'hollow: the seeded draw failed this health check' });
     this.emit(c.facts.id, `health_status: ${h}`);
   }
 
   private exit(c: HollowContainer, code: number): void {
     clearTimeout(c.timer);
     c.timer = undefined;
-    this.set(c, { state: 'exited', exitCode: code, finishedAt: new Date().toISOString() });
+    this.set(c, { state: 'exited', exitCode: code, finishedAt: this.iso() });
     this.emit(c.facts.id, 'die');
   }
 }

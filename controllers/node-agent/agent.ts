@@ -58,6 +58,8 @@ export interface AgentOptions {
   timings: Timings;
   /** Heartbeat and pressure sampling period (seed 001: node_status_interval). */
   statusIntervalMs: number;
+  /** The host's wall clock (default Date.now): tests skew it (issue 29). Only durations on it are compared. */
+  clock?: () => number;
   capacity: Capacity;
   labels: Record<string, string>;
   /** unix:///var/run/docker.sock or tcp://host:port. */
@@ -257,6 +259,7 @@ export class NodeAgent {
         timings,
         log: this.log,
         identity: `agent ${node}`,
+        ...(this.opts.clock ? { clock: this.opts.clock } : {}),
         extraSources: pulls ? ['registries', 'imageSettings'] : [],
         // Each of its own prefixes on its own watch: etcd RBAC lets an agent read nothing else.
         cache: {
@@ -272,7 +275,7 @@ export class NodeAgent {
     await this.overlay?.start();
     await this.manager.start();
     // Files of containers removed while the agent was away.
-    await this.sweepFiles(Date.now());
+    await this.sweepFiles((this.opts.clock ?? Date.now)());
     this.log.info(
       { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
       'node-agent started',

@@ -139,7 +139,7 @@ export interface AgentPlan {
   retiring: Map<string, number>;
 }
 
-type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt' | 'finishedAt'>;
+type Observation = Pick<ReplicaObservedStatus, 'state' | 'code' | 'details' | 'health' | 'lastHealthAt' | 'exitCode' | 'startedAt' | 'finishedAt' | 'minReadyMet'>;
 
 const SERVING = new Set(['running', 'paused', 'restarting']);
 export const isServing = (c: ContainerFacts) => SERVING.has(c.state);
@@ -478,6 +478,13 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
     containerId = start.containerId;
   } else if (cur) {
     obs = observeContainer(cur);
+    // Without a health check, the minReadyTime is run out on this agent's clock and reported (the
+    // controllers never compare its startedAt with their own clock): looked at again when it is due.
+    if (obs.state === 'running' && !t.healthcheck) {
+      const r = readiness(cur, t, now);
+      obs.minReadyMet = r.ready;
+      if (r.at !== undefined) plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, r.at);
+    }
   } else if (noAddress) {
     obs = { state: 'pending', code: 'network_failed', details: 'the desired record carries no address yet (cluster network: the scheduler allocates it at placement)', health: 'none' };
   } else if (removedBehind) {

@@ -38,6 +38,7 @@ export const agentMetrics = {
     help: 'Times nodes/<node> was found gone with no removal recorded (the store restored or wiped, a hand delete) and the agent registered the node again, keeping its containers',
     registers,
   }),
+  clockSkew: new Gauge({ name: 'jaco_agent_clock_skew_seconds', help: "How far this node's clock is ahead of the controllers' clock beacon (negative: behind), as last measured", registers }),
   heartbeatFailures: new Counter({ name: 'jaco_agent_heartbeat_failures_total', help: 'Heartbeat writes that failed (etcd unreachable)', registers }),
   cni: new Counter({ name: 'jaco_agent_cni_calls_total', help: 'CNI plugin calls for cluster-network sandboxes, by command (ADD, DEL) and result (ok, failed)', labelNames: ['command', 'result'], registers }),
   apiRequests: new Counter({ name: 'jaco_agent_api_requests_total', help: 'Requests to the logs and exec endpoint by action (logs, exec) and result (ok, forbidden)', labelNames: ['action', 'result'], registers }),

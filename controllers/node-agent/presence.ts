@@ -12,9 +12,13 @@
 // this agent's registration. Without one the store lost the node (restored from a snapshot,
 // restarted empty, a hand delete): the agent registers it again and keeps every container. A node
 // value it cannot read is left as it is, and the heartbeat goes on (nodeAbsence).
+//
+// It also measures its clock's skew against the controllers' beacon (api/clock-skew.ts): each
+// write of `clock` it receives is compared with its own clock, and the heartbeat carries the figure.
 import { hostname } from 'node:os';
+import { CLOCK_SKEW_WARN_MS, measureSkew, skewText, skewWarns } from '../../src/api/clock-skew.js';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
+import { API_VERSION, type ClockBeacon, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store, Versioned } from '../../src/store/store.js';
@@ -55,7 +59,7 @@ export function nodeAbsence(node: NodeRecord | undefined, drain: Pick<Versioned<
 type Watcher = Awaited<ReturnType<ReturnType<Store['ns']['watch']>['create']>>;
 
 /** The agent's options presence uses (registration, heartbeat), and what it asks of the agent. */
-export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | 'timings' | 'statusIntervalMs' | 'capacity' | 'labels' | 'rejoin' | 'log' | 'address' | 'portRange'> {
+export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | 'timings' | 'statusIntervalMs' | 'capacity' | 'labels' | 'rejoin' | 'log' | 'address' | 'portRange' | 'clock'> {
   /** The latest pressure sample, when there is one (Docker up). */
   pressure(): Promise<PressureSample | undefined>;
   dockerUp(): boolean;
@@ -80,6 +84,10 @@ export class Presence {
   private claim?: Fence;
   private claiming?: Promise<void>;
   private nodeWatch?: Watcher;
+  private clockWatch?: Watcher;
+  private clockWatchFailed = false;
+  /** The latest skew measured against the controllers' beacon (ms, positive: this clock ahead). */
+  private skewMs?: number;
   private heartbeatTimer?: NodeJS.Timeout;
   /** A heartbeat is on its way; beatNow during it asks for the next one at once. */
   private beating = false;
@@ -93,6 +101,11 @@ export class Presence {
   private unreadableLogged?: number;
 
   constructor(private readonly opts: PresenceOptions) {}
+
+  /** The host's wall clock (AgentOptions.clock). */
+  private now(): number {
+    return (this.opts.clock ?? Date.now)();
+  }
 
   get node(): string {
     return this.opts.node;
@@ -108,6 +121,7 @@ export class Presence {
     await this.register();
     await this.claimNode();
     await this.watchNode();
+    await this.watchClock();
     this.scheduleHeartbeat(0);
   }
 
@@ -116,6 +130,7 @@ export class Presence {
     this.stopped = true;
     clearTimeout(this.heartbeatTimer);
     await this.nodeWatch?.cancel().catch(() => undefined);
+    await this.clockWatch?.cancel().catch(() => undefined);
     await this.lease?.stop({ revoke });
   }
 
@@ -139,7 +154,7 @@ export class Presence {
         if (!rejoin) throw new NodeRemovedError(node);
         this.opts.log.warn({ drain: drain!.value.spec }, `node ${node} was removed from the cluster; rejoining (--rejoin)`);
       }
-      const now = new Date().toISOString();
+      const now = new Date(this.now()).toISOString();
       const metadata = { ...(cur?.value!.metadata ?? { name: node, creationTimestamp: now }) };
       delete metadata.resourceVersion;
       if (Object.keys(labels).length) metadata.labels = labels;
@@ -222,10 +237,11 @@ export class Presence {
       metadata: { name: this.node },
       spec: {
         node: this.node,
-        time: new Date().toISOString(),
+        time: new Date(this.now()).toISOString(),
         intervalMs: this.opts.statusIntervalMs,
         agentVersion: VERSION,
         dockerUp: this.opts.dockerUp(),
+        ...(this.skewMs !== undefined ? { clockSkewMs: this.skewMs } : {}),
         ...(pressure ? { pressure } : {}),
       },
     } as Heartbeat;
@@ -384,6 +400,7 @@ export class Presence {
         if ((await commitActs(this.opts.store, [{ label: 'heartbeat', ops }], fence)).committed.length || attempt >= 2) break;
       }
       await this.watchNode();
+      await this.watchClock();
       if (this.failing) this.opts.log.info('heartbeat written again; etcd is reachable');
       this.failing = false;
     } catch (e) {
@@ -417,12 +434,59 @@ export class Presence {
     });
   }
 
+  // ------------------------------------------------------------------ clock skew
+
+  /**
+   * Watches the controllers' clock beacon; each write received is measured against this clock.
+   * Only writes seen as they happen count (a beacon read later would be as old as it waited). A
+   * broken watch is re-made on the next heartbeat; one refused (an RBAC role without `clock`) is
+   * logged once and the skew goes unmeasured.
+   */
+  private async watchClock(): Promise<void> {
+    if (this.clockWatch || this.stopped) return;
+    try {
+      const w = await this.opts.store.ns.watch().key(keys.clock()).create();
+      this.clockWatch = w;
+      this.clockWatchFailed = false;
+      w.on('put', (kv: { value: Buffer }) => {
+        let beacon: ClockBeacon | undefined;
+        try {
+          beacon = JSON.parse(kv.value.toString('utf8')) as ClockBeacon;
+        } catch {
+          return;
+        }
+        const skew = beacon?.spec?.time ? measureSkew(beacon, this.now()) : undefined;
+        if (skew !== undefined) this.measured(skew);
+      });
+      w.on('error', (e: Error) => {
+        if (this.clockWatch === w) this.clockWatch = undefined;
+        this.opts.log.debug({ err: e.message }, 'clock beacon watch ended; the next heartbeat watches again');
+      });
+    } catch (e) {
+      if (!this.clockWatchFailed) this.opts.log.warn({ err: (e as Error).message, key: keys.clock() }, "cannot watch the controllers' clock beacon: this node's clock skew goes unmeasured (its etcd role needs read on clock: deploy/etcd/rbac.sh)");
+      this.clockWatchFailed = true;
+    }
+  }
+
+  private measured(skewMs: number): void {
+    const was = skewWarns(this.skewMs);
+    this.skewMs = skewMs;
+    agentMetrics.clockSkew.set(skewMs / 1000);
+    if (skewWarns(skewMs) && !was) this.opts.log.warn({ skewMs }, `this node's clock is ${skewText(skewMs)} off the controllers' (past ${CLOCK_SKEW_WARN_MS / 1000}s): run NTP on this host; jaco works on, but times read across nodes are off`);
+    else if (was && !skewWarns(skewMs)) this.opts.log.info({ skewMs }, "this node's clock is back in step with the controllers'");
+  }
+
+  /** The latest measured skew (ms; undefined: not measured yet). */
+  clockSkewMs(): number | undefined {
+    return this.skewMs;
+  }
+
   /** The heartbeat goes at once with its lease (a removed node gets no heartbeat back). */
   async release(): Promise<void> {
     await this.stop(true);
   }
 
   health(): Record<string, unknown> {
-    return { claimed: !!this.claim, heartbeatFailing: this.failing };
+    return { claimed: !!this.claim, heartbeatFailing: this.failing, ...(this.skewMs !== undefined ? { clockSkewMs: this.skewMs } : {}) };
   }
 }

@@ -138,7 +138,7 @@ export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drain
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: nodeLabels(n),
-    ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name), now),
+    ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name)),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
     ...subnetsOf(s.network, n.metadata.name),

@@ -19,7 +19,7 @@ function placeAll(inp: PlacementInput, spec: Partial<ServiceSpec>, count: number
 
 describe('hard filters: each records its reason per node', () => {
   it.each<[string, PlacementInput, Partial<ServiceSpec>, string, string]>([
-    ['NotReady node', input([node('a', { ineligible: 'NotReady (no fresh heartbeat)' })]), {}, 'eligibility', 'no_nodes_active'],
+    ['NotReady node', input([node('a', { ineligible: 'NotReady (no heartbeat: the agent lost its lease)' })]), {}, 'eligibility', 'no_nodes_active'],
     ['memory (request + overhead over capacity)', input([node('a')], [placed('x', 'a', { memoryBytes: 1900 * Mi })]), { resources: { memory: '100Mi' } }, 'memory', 'no_capacity_memory'],
     ['gpus', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 1 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 1 } }, 'gpus', 'no_capacity_gpu'],
     ['host port taken', input([node('a')], [placed('x', 'a', { ports: [8080] })]), { ports: [8080] }, 'ports', 'port_conflict'],

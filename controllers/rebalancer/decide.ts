@@ -62,7 +62,7 @@ export function initialState(): RebalancerState {
 
 /** What the cycle reads: the cache's view (snapshot.ts builds it) and the fresh pressure samples. */
 export interface Snapshot {
-  /** Fresh samples by node (PressureSource.samples(now)). */
+  /** Fresh samples by node (PressureSource.samples()). */
   samples: ReadonlyMap<string, PressureSample>;
   nodes: readonly Node[];
   heartbeats: ReadonlyMap<string, Heartbeat>;
@@ -386,7 +386,7 @@ const thresholdsOf = (c: Config): RebalancePlan['thresholds'] => ({ trigger: c.t
 /** Step 1: each node's EWMA folded with its fresh sample, its view, and the nodes that are silent. */
 function readSignal(state: RebalancerState, snap: Snapshot, nodeObjs: ReadonlyMap<string, Node>, received: ReadonlyMap<string, number>, now: number, config: Config, countedCycle: boolean) {
   // Why each node takes no moves (NotReady, cordoned, draining…), as the scheduler judges it.
-  const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name), now)]));
+  const whyIneligible = new Map(snap.nodes.map((n) => [n.metadata.name, unschedulableBecause(n, snap.heartbeats.get(n.metadata.name), snap.drains.get(n.metadata.name))]));
   const nextNodes = new Map<string, NodeState>();
   const views: NodeView[] = [];
   const silent: { node: string; why: string }[] = [];
@@ -427,7 +427,7 @@ function advanceOwnMoves(book: MoveBook, snap: Snapshot, nodeObjs: ReadonlyMap<s
   const lost = new Set<string>();
   for (const id of book.moving()) {
     const dst = inFlight(book.copies(id))!;
-    for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n), now)) lost.add(n);
+    for (const n of [dst.desired.spec.node, dst.desired.spec.move!.from]) if (!nodeObjs.has(n) || !nodeReady(snap.heartbeats.get(n))) lost.add(n);
   }
   const steps = advanceMoves(book, now, { by: 'rebalancer', lostNodes: lost }, (n, r) => snap.replicas.observed(n, r));
   const advanced: RebalanceAct[] = steps.map((s) =>

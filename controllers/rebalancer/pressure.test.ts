@@ -91,17 +91,26 @@ describe('continuous-time EWMA', () => {
 });
 
 describe('pressure sources', () => {
-  const hb = (node: string, sampleAt: number, intervalMs = 30_000) => heartbeat(node, sampleAt, sample(sampleAt, { cpu: 0.5 }), intervalMs);
+  // A heartbeat written at `writtenAt` on its agent's clock, carrying a sample taken `ageMs` before.
+  const hb = (node: string, ageMs: number, intervalMs = 30_000, writtenAt = T0) => heartbeat(node, writtenAt, sample(writtenAt - ageMs, { cpu: 0.5 }), intervalMs);
 
-  it('StateBackedSource keeps samples no older than 3 heartbeat intervals', () => {
-    const now = T0 + 1_000_000;
-    const src = new StateBackedSource(() => [hb('a', now - 90_000), hb('b', now - 90_001), hb('c', now - 2_000, 1000), hb('d', now - 3_001, 1000)]);
-    expect([...src.samples(now).keys()]).toEqual(['a', 'c']);
+  it('StateBackedSource keeps samples no older than 3 heartbeat intervals when their heartbeat was written', () => {
+    const src = new StateBackedSource(() => [hb('a', 90_000), hb('b', 90_001), hb('c', 2_000, 1000), hb('d', 3_001, 1000)]);
+    expect([...src.samples().keys()]).toEqual(['a', 'c']);
+  });
+
+  it.each([
+    ['10 min behind', -600_000],
+    ['10 min ahead', 600_000],
+    ['in step', 0],
+  ])("a node whose clock is %s: its samples count (freshness is judged on the agent's one clock)", (_, offset) => {
+    const src = new StateBackedSource(() => [hb('a', 1_000, 30_000, T0 + offset), hb('b', 100_000, 30_000, T0 + offset)]);
+    expect([...src.samples().keys()]).toEqual(['a']);
   });
 
   it('a heartbeat without a sample is silence, not an error', () => {
     const src = new StateBackedSource(() => [heartbeat('a', T0)]);
-    expect(src.samples(T0).size).toBe(0);
+    expect(src.samples().size).toBe(0);
   });
 
   it('NoopSource has no data for any node', () => {

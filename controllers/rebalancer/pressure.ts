@@ -1,6 +1,7 @@
 // The rebalancer's signal (seed 000, "Signals"): where pressure samples come from (a
 // PressureSource), the per-node continuous-time EWMA they are folded into, and composite pressure
 // = max(cpu_ewma, memory_ewma). Pure: times are sample times and an injected `now`.
+import { sampleFresh } from '../../src/api/nodes.js';
 import type { Heartbeat, PressureSample } from '../../src/api/types.js';
 
 export type Dimension = 'cpu' | 'memory';
@@ -8,7 +9,7 @@ export const DIMENSIONS: readonly Dimension[] = ['cpu', 'memory'];
 
 /** The latest fresh sample of each node that has one; a node absent from the map is silent. */
 export interface PressureSource {
-  samples(now: number): ReadonlyMap<string, PressureSample>;
+  samples(): ReadonlyMap<string, PressureSample>;
 }
 
 /** "No data" for every node: the rebalancer runs, every gate short-circuits, nothing is audited. */
@@ -20,8 +21,9 @@ export class NoopSource implements PressureSource {
 
 /**
  * Reads each node's latest sample from its heartbeat (heartbeats/<host>, written by the
- * node-agent). A sample older than `freshnessIntervals` × the heartbeat interval is ignored, so a
- * crashed node stops influencing decisions within a few intervals.
+ * node-agent). A crashed node's heartbeat goes with its lease; a sample older than
+ * `freshnessIntervals` × the heartbeat interval when its heartbeat was written (a sampler that
+ * stalled) is ignored. Both times are the agent's clock: a skewed node's samples count (issue 29).
  */
 export class StateBackedSource implements PressureSource {
   constructor(
@@ -29,21 +31,17 @@ export class StateBackedSource implements PressureSource {
     private readonly freshnessIntervals = 3,
   ) {}
 
-  samples(now: number): ReadonlyMap<string, PressureSample> {
+  samples(): ReadonlyMap<string, PressureSample> {
     const out = new Map<string, PressureSample>();
     for (const hb of this.heartbeats()) {
       const p = hb.spec.pressure;
-      if (!p || !sampleFresh(p, hb.spec.intervalMs, now, this.freshnessIntervals)) continue;
+      if (!p || !sampleFresh(p, hb, this.freshnessIntervals)) continue;
       out.set(hb.spec.node, p);
     }
     return out;
   }
 }
 
-export function sampleFresh(p: PressureSample, intervalMs: number, now: number, freshnessIntervals: number): boolean {
-  const t = Date.parse(p.time);
-  return Number.isFinite(t) && now - t <= freshnessIntervals * intervalMs;
-}
 
 /** One node's smoothed utilisation: the EWMAs and the sample time they include. */
 export interface NodeEwma {

@@ -18,7 +18,7 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
   const view = moverView(cache);
   const snap: Snapshot = {
     ...view,
-    samples: new StateBackedSource(() => view.heartbeats.values(), config.freshnessIntervals).samples(now),
+    samples: new StateBackedSource(() => view.heartbeats.values(), config.freshnessIntervals).samples(),
     nodes: [...cache.kind<Node>('nodes').items.values()].map((n) => n.value),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     pending: pendingOf(cache),

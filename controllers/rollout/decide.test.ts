@@ -870,13 +870,12 @@ describe('deleted deployments and services, and the status record', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });
     aboutToComplete(w);
-    // node-1's heartbeat as a lagging cache shows it (aged: NotReady), its agent still reporting the old container of the first step's replica.
-    const aged: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: 'node-1' }, spec: { node: 'node-1', time: new Date(w.now - 10_000).toISOString(), intervalMs: 1000, agentVersion: 't', dockerUp: true } };
-    w.put(keys.heartbeat('node-1'), aged);
+    // node-1's heartbeat as a lagging cache shows it (gone with a lease: NotReady), its agent still reporting the old container of the first step's replica.
+    w.remove(keys.heartbeat('node-1'));
     w.observe('app-web-0', { specHash: H1, revision: 1 });
     const stale = w.frozenSnapshot();
     const d = decide(stale, w.now, CFG);
-    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.heartbeat('node-1'), modRevision: w.versioned(keys.heartbeat('node-1'))!.modRevision });
+    expect(d.acts.find((a) => a.label === 'rollout app/web')!.ops).toContainEqual({ op: 'check', key: keys.heartbeat('node-1'), modRevision: 0 });
     // The store has the agent's newer heartbeat: the completion is refused, and a pass on it waits for the old container.
     w.heartbeat('node-1');
     const conflicts = w.conflicts;

@@ -149,7 +149,7 @@ export function replicaGroups(s: RolloutSnapshot, deployment: string, service: s
         moving: e.copies.some((c) => c.desired.spec.move || c.desired.spec.movingTo),
         suspended: e.copies.every((c) => !!c.desired.spec.suspended),
         canary: e.copies.some((c) => !!c.desired.spec.canary),
-        nodeDown: e.copies.every((c) => !nodeReady(s.heartbeats.get(c.desired.spec.node), now)),
+        nodeDown: e.copies.every((c) => !nodeReady(s.heartbeats.get(c.desired.spec.node))),
       };
     })
     .sort(byPosition);

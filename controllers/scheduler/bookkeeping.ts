@@ -1,6 +1,7 @@
 // Bookkeeping: deleting what no longer belongs to anything (restart commands of copies that are
 // gone, decisions of removed replicas, counters and endpoints of removed services, statuses of
 // deleted deployments, the last reports of removed nodes), and writing deploymentstatus/<name>.status.scheduling when it changed.
+import { nodeRemoved } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { canonicalJson } from '../../src/api/spec.js';
 import { API_VERSION, type DeploymentStatus, type FailingAct } from '../../src/api/types.js';
@@ -38,12 +39,13 @@ export function cleanup(pass: SchedulerPass): void {
   }
   for (const [k, v] of snap.endpoints) if (serviceGone(v.value.spec.deployment, v.value.spec.service)) orphans.push([v, `service ${k} no longer exists`]);
   for (const [dep, v] of snap.statuses) if (!snap.deployments.has(dep) && !snap.frozenDeployments.has(dep)) orphans.push([v, `deployment ${dep} no longer exists`]);
-  // What a removed node's agent last reported (its node key is gone, so no agent will): nothing of
+  // What a removed node's agent last reported (its removal recorded, so no agent will): nothing of
   // it runs any more that the cluster knows of. The delete compares the node key absent, so a node
-  // registering again under the name meanwhile refuses it. A lost node still registered keeps its
-  // reports: its agent may come back and settle them.
+  // registering again under the name meanwhile refuses it. A lost node keeps its reports — still
+  // registered, or its key lost by the store with no removal recorded: its agent comes back and
+  // settles them (api/nodes.ts nodeRemoved).
   const removedNodes: string[] = [];
-  for (const host of snap.replicas.observedNodes()) if (!snap.nodes.has(host) && !snap.frozenNodes.has(host) && !snap.replicas.onNode(host).length) removedNodes.push(host);
+  for (const host of snap.replicas.observedNodes()) if (nodeRemoved(snap.nodes.has(host) || snap.frozenNodes.has(host), snap.drains.get(host)) && !snap.replicas.onNode(host).length) removedNodes.push(host);
   for (const host of removedNodes) for (const v of snap.replicas.observedOn(host).values()) orphans.push([v, `node ${host} was removed`, undefined, host]);
   for (const [v, why, dep, removedNode] of orphans.sort(([a], [b]) => cmp(a.key, b.key))) {
     if (pass.deleted.has(v.key)) continue;

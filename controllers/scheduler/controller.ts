@@ -17,6 +17,7 @@ import type {
 } from '../../src/api/types.js';
 import { byRest, frozenKeys, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { allSteps } from '../../src/runtime/steps.js';
+import { LAST_READY } from '../../src/runtime/heartbeats.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
 import type { ControllerSpec, PassInput, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
@@ -48,7 +49,7 @@ export const SCHEDULER_READS = [
 export interface SchedulerState {
   /** Since when (ms) each NotReady node has been seen NotReady in this term. */
   notReadySince: ReadonlyMap<string, number>;
-  /** The mod revision of the heartbeat each of those clocks judged (trackNotReady; absent: none yet). */
+  /** The node's last Ready heartbeat revision each of those clocks judged (trackNotReady; absent: none yet). */
   notReadyJudged?: ReadonlyMap<string, number>;
 }
 
@@ -61,8 +62,11 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
   const heartbeats = valuesByRest(hbs);
   const notReadySince = new Map(state.notReadySince);
   const heartbeatRevisions = new Map([...hbs.items.values()].map((v) => [hbs.rest(v.key), v.modRevision]));
-  // Hosts with desired keys but no node object are lost at once (decide): only nodes need a clock.
-  trackNotReady(notReadySince, new Map(state.notReadyJudged), [...nodes.keys(), ...frozenKeys(cache.kind('nodes'))], heartbeats, heartbeatRevisions, now);
+  // Hosts with desired copies but no node key need a clock too: absent without a removal recorded
+  // is a node the store lost, NotReady like one (api/nodes.ts nodeRemoved).
+  const lastReady = cache.index(LAST_READY);
+  const replicas = cache.index(REPLICAS);
+  trackNotReady(notReadySince, new Map(state.notReadyJudged), [...nodes.keys(), ...frozenKeys(cache.kind('nodes')), ...replicas.desiredNodes()], heartbeats, lastReady, now);
   return {
     deployments: byRest(cache.kind<Deployment>('deployments')),
     frozenDeployments: frozenKeys(cache.kind('deployments')),
@@ -73,8 +77,9 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     eligibility: eligibilityRevisions(cache),
     heartbeats,
     heartbeatRevisions,
+    lastReady: new Map(lastReady),
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
-    replicas: cache.index(REPLICAS),
+    replicas,
     commands: cache.kind<ReplicaCommand>('commands').items,
     counters: byRest(cache.kind<ReplicaCounter>('counters')),
     volumeHomes: byRest(cache.kind<VolumeHome>('volumes')),
@@ -108,7 +113,7 @@ export function schedulerController(timings: Timings, opts: SchedulerOptions = {
       }
       schedulerMetrics.reconcileDuration.observe(busy / 1000);
       // Every clock judged the heartbeat this snapshot holds (trackNotReady restarts the others).
-      return { ...s.value, next: () => ({ notReadySince: snap.notReadySince, notReadyJudged: new Map([...snap.notReadySince.keys()].map((h) => [h, snap.heartbeatRevisions.get(h) ?? 0])) }) };
+      return { ...s.value, next: () => ({ notReadySince: snap.notReadySince, notReadyJudged: new Map([...snap.notReadySince.keys()].map((h) => [h, snap.lastReady.get(h) ?? 0])) }) };
     }
   }
   return {

@@ -17,7 +17,7 @@ import {
 import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { txnCounts } from '../../src/store/writer.js';
 import { AUDIT_OP_COUNTS } from '../../src/store/audit.js';
-import { decideOnce, iso, shuffled, T0, World } from '../../test/support/scheduler-world.js';
+import { decideOnce, iso, shuffled, T0, TEST_CONFIG, World } from '../../test/support/scheduler-world.js';
 import type { SchedulerPlan } from './decide.js';
 import { HOLE_HOLD_MS } from './holes.js';
 
@@ -350,7 +350,11 @@ describe('modes, filters and reason codes', () => {
     w.converge();
     expect(Object.keys(w.placement('d')).sort()).toEqual(['d-agent-node-1', 'd-agent-node-2', 'd-agent-node-3', 'd-agent-node-4']);
     expect(scheduling(w, 'd', 'agent')).toEqual({ desired: 4, placed: 4 });
+    // Its key lost by the store, no removal recorded: a NotReady node, it keeps its replica.
     w.remove(keys.node('node-2'));
+    w.converge();
+    expect(w.placement('d')['d-agent-node-2']).toBe('node-2');
+    w.removeNode('node-2');
     w.converge();
     expect(w.placement('d')['d-agent-node-2']).toBeUndefined();
     expect(w.auditOf('replica_removed').at(-1)!.payload.reason).toBe('node_gone');
@@ -396,7 +400,7 @@ describe('modes, filters and reason codes', () => {
   });
 
   const cases: [string, (w: World) => void, Partial<ServiceSpec>, string, Record<string, string>?][] = [
-    ['no_nodes_active', (w) => w.node('a', { ready: false }), {}, 'no_nodes_active', { a: 'eligibility: NotReady (no fresh heartbeat)' }],
+    ['no_nodes_active', (w) => w.node('a', { ready: false }), {}, 'no_nodes_active', { a: 'eligibility: NotReady (no heartbeat: the agent lost its lease)' }],
     ['no_nodes_active (cordoned)', (w) => w.node('a', { cordoned: true }), {}, 'no_nodes_active', { a: 'eligibility: cordoned' }],
     ['no_capacity_memory', (w) => w.node('a', { memory: '256Mi' }), { resources: { memory: '512Mi' } }, 'no_capacity_memory'],
     ['no_capacity_gpu', (w) => w.node('a'), { resources: { gpus: 1 } }, 'no_capacity_gpu'],
@@ -752,13 +756,12 @@ describe('node lost', () => {
   it('a node that returned unseen and lapses again gets a new grace: the clock follows the heartbeat it judged (sim seeds 55069, 61211)', () => {
     const w = spreadOnThree();
     const n = w.placement('d', 'db')['d-db-0']!;
-    w.heartbeat(n, w.now - 10_000); // stale: the clock starts
-    w.down.add(n);
+    w.nodeDown(n); // its lease went: the clock starts
     expect(w.pass().replaceLost).toEqual([]);
     w.advance(2_000);
     w.heartbeat(n); // back, Ready — but no pass runs while it is
-    w.down.add(n);
-    w.advance(3_500); // and stale again
+    w.advance(3_500);
+    w.nodeDown(n); // and its lease lapses again: absent, as at the first lapse
     let p = w.pass();
     expect(p.replaceLost).toEqual([]);
     expect(p.wakeAt).toBe(w.now + 3_000);
@@ -793,12 +796,30 @@ describe('node lost', () => {
     expect(w.pass().replaceLost.filter((x) => x.replica === r.spec.replica)).toEqual([]);
   });
 
-  it('a node that no longer exists is lost at once', () => {
+  it('a node removed from the cluster (its removal recorded) is lost at once', () => {
     const w = spreadOnThree();
     const n = w.placement('d', 'web')['d-web-0']!;
-    w.remove(keys.node(n));
-    w.nodeDown(n);
+    w.removeNode(n);
     expect(w.pass().replaceLost.map((x) => x.replica)).toContain('d-web-0');
+  });
+
+  // The recorded-removal rule (api/nodes.ts nodeRemoved): absence alone is a node the store lost.
+  it.each<[string, (w: World, n: string) => void, boolean]>([
+    ['key and heartbeat gone, removal recorded', (w, n) => w.removeNode(n), true],
+    ['key and heartbeat gone, no record (a store restored or wiped)', (w, n) => (w.remove(keys.node(n)), w.nodeDown(n)), false],
+    ['key gone, heartbeat alive, no record', (w, n) => w.remove(keys.node(n)), false],
+    ['key gone, a drain that is not a removal', (w, n) => (w.remove(keys.node(n)), w.nodeDown(n), w.put(keys.drain(n), { apiVersion: 'jaco.dev/v1', kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '5m', force: false, remove: false, requestedAt: iso(w.now) }, status: { state: 'completed', replicas: {} } })), false],
+  ])('%s: replaced at once %s', (_, gone, atOnce) => {
+    const w = spreadOnThree();
+    const n = w.placement('d', 'web')['d-web-0']!;
+    gone(w, n);
+    expect(w.pass().replaceLost.map((x) => x.replica).includes('d-web-0')).toBe(atOnce);
+    if (atOnce) return;
+    // Lost like any NotReady node: after the grace, its stateless replicas are re-placed (same id).
+    w.advance(TEST_CONFIG.nodeLostGraceMs);
+    const later = w.pass().replaceLost.map((x) => x.replica).includes('d-web-0');
+    // A node whose heartbeat is alive is Ready, key or not: nothing moves.
+    expect(later).toBe(!w.get(keys.heartbeat(n)));
   });
 
   it('a node whose stored value cannot be read is not gone: its replicas stay, with no grace spent', () => {
@@ -985,12 +1006,16 @@ describe('status', () => {
     w.converge();
     const report = (node: string, replica: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaObserved', metadata: { name: replica }, status: { replica, node, deployment: 'd', service: 'web', state: 'running', revision: 1, specHash: 'x', health: 'none', observedAt: iso(T0) } });
     w.put(keys.observed('gone', 'd-web-7'), report('gone', 'd-web-7'));
+    w.removeNode('gone');
+    // A node whose key the store lost (no removal recorded) keeps its reports: its agent registers again.
+    w.put(keys.observed('lost', 'd-web-9'), report('lost', 'd-web-9'));
     // node-3 is lost (NotReady) but still registered: its agent may come back and settle its reports.
     w.nodeDown('node-3');
     w.put(keys.observed('node-3', 'd-web-8'), report('node-3', 'd-web-8'));
     const p = w.pass();
     expect(p.cleanup).toContainEqual({ key: 'observed/gone/d-web-7', why: 'node gone was removed' });
     expect(p.cleanup.map((c) => c.key)).not.toContain('observed/node-3/d-web-8');
+    expect(p.cleanup.map((c) => c.key)).not.toContain('observed/lost/d-web-9');
     const act = p.acts.find((a) => a.label === 'cleanup observed/gone/d-web-7')!;
     expect(act.ops).toContainEqual({ op: 'check', key: keys.node('gone'), modRevision: 0 });
     expect(w.get(keys.observed('gone', 'd-web-7'))).toBeUndefined();

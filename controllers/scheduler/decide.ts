@@ -73,6 +73,8 @@ export interface SchedulerSnapshot {
    * is refused instead of moving replicas off a node that is alive.
    */
   heartbeatRevisions: ReadonlyMap<string, number>;
+  /** By host: the revision of the newest Ready heartbeat seen (LAST_READY), what each NotReady clock judged. */
+  lastReady: ReadonlyMap<string, number>;
   drains: ReadonlyMap<string, NodeDrain>;
   /** Every replica with its copies and what their agents observe (the shared index). */
   replicas: ReplicaIndex;
@@ -116,35 +118,34 @@ export function schedulerConfig(t: { nodeLostGraceMs: number; restartBackoffMs: 
 /**
  * Leader-local memory of NotReady nodes: a node is NotReady "since" the first pass that saw it so
  * (a new leader starts the clocks again, so a node is never declared lost on a stale memory).
- * Each clock remembers the heartbeat it judged (`judged`: its mod revision, 0 when absent): a
- * newer heartbeat saying Docker is up was written after the clock started, so the node was Ready
- * in between — even if no pass saw it so — and this lapse is a new one, its clock starts now. Kept
- * by name alone, the clock of an earlier lapse outlived the node's return, and a fresh lapse was
- * judged past the grace at once (the simulation, seeds 55069 and 61211).
+ * Each clock remembers the node's last Ready heartbeat as it judged it (`judged`: its revision
+ * from LAST_READY, 0 for none): a newer one means the node was Ready in between — even if no pass
+ * saw it so — and this lapse is a new one, its clock starts now. Kept by name alone, the clock of
+ * an earlier lapse outlived the node's return, and a fresh lapse was judged past the grace at once
+ * (the simulation, seeds 55069 and 61211).
  */
 export function trackNotReady(
   since: Map<string, number>,
   judged: Map<string, number>,
   hosts: Iterable<string>,
   heartbeats: ReadonlyMap<string, Heartbeat>,
-  revisions: ReadonlyMap<string, number>,
+  lastReady: ReadonlyMap<string, number>,
   now: number,
 ): void {
   const all = new Set(hosts);
   for (const h of [...since.keys()]) if (!all.has(h)) since.delete(h);
   for (const h of [...judged.keys()]) if (!since.has(h)) judged.delete(h);
   for (const h of all) {
-    const hb = heartbeats.get(h);
-    if (nodeReady(hb, now)) {
+    if (nodeReady(heartbeats.get(h))) {
       since.delete(h);
       judged.delete(h);
       continue;
     }
-    const rev = revisions.get(h) ?? 0;
-    // A heartbeat gone (a lease expired) is no sign of life; one rewritten with Docker down neither.
-    const returned = !!hb?.spec.dockerUp && judged.get(h) !== rev;
+    const ready = lastReady.get(h) ?? 0;
+    // Ready since the clock last judged it (its heartbeat gone, or rewritten with Docker down, since).
+    const returned = judged.has(h) && judged.get(h) !== ready;
     if (!since.has(h) || returned) since.set(h, now);
-    judged.set(h, rev);
+    judged.set(h, ready);
   }
 }
 

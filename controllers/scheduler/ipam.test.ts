@@ -113,8 +113,12 @@ describe('IPAM at placement', () => {
     expect(moved.spec.node).toBe(other);
     expect(moved.spec.address!.ipv4).not.toBe(d.spec.address!.ipv4);
     expect(claims(w).map((c) => c.node).sort()).toEqual(['node-1', 'node-2']);
-    // The lost node is removed from the cluster: its claim and its subnets go.
+    // Its key lost by the store (no removal recorded): the node keeps its claim and subnet.
     w.remove(keys.node(d.spec.node));
+    w.converge();
+    expect(claims(w).map((c) => c.node).sort()).toEqual(['node-1', 'node-2']);
+    // The lost node is removed from the cluster: its claim and its subnets go.
+    w.removeNode(d.spec.node);
     w.converge();
     expect(claims(w).map((c) => c.node)).toEqual([other]);
     expect([...subnets(w).keys()]).toEqual([other]);

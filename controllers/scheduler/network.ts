@@ -3,6 +3,7 @@
 // more — an address once no desired copy carries it and no container of it may still run, a
 // node's subnets once the node is gone and holds none. Addresses themselves are given with each
 // placement (SchedulerPass.addressOps), in the placement's own act.
+import { nodeRemoved } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import type { Op } from '../../src/store/writer.js';
 import { releasableClaims, releasableSubnets, serviceAddressFor, subnetsToGive } from '../placement/ipam.js';
@@ -61,7 +62,9 @@ export function releaseAddresses(pass: SchedulerPass): void {
     pass.plan.acts.push({ label: `release ${s.key}`, ops: [pass.deploymentGuard(dep), pass.deleteOp(s), { op: 'delete', key: keys.serviceAddressNumber(number) }], audit: [] });
   }
   if (!snap.network.claims.size && !snap.network.subnets.size) return;
-  const nodeExists = (n: string) => snap.nodes.has(n) || snap.frozenNodes.has(n);
+  // Only a recorded removal frees a node's subnet and addresses: a key the store lost is a node
+  // whose containers still hold them (api/nodes.ts nodeRemoved).
+  const nodeExists = (n: string) => !nodeRemoved(snap.nodes.has(n) || snap.frozenNodes.has(n), snap.drains.get(n));
   const claims = releasableClaims(snap.network, {
     nodeExists,
     carried: (node, ipv4) => snap.replicas.carriesAddress(node, ipv4),

@@ -2,7 +2,7 @@
 // placer (with this pass's placements and removals accounted), node readiness judged once per
 // host, and the few operations several jobs do (remove a replica, delete a key, ask to be woken).
 import { keys } from '../../src/api/keys.js';
-import { nodeReady } from '../../src/api/nodes.js';
+import { nodeReady, nodeRemoved } from '../../src/api/nodes.js';
 import { planOfIncarnation } from '../../src/api/serving.js';
 import type { HoleFor, NodeSubnet, ReplicaCommand, ReplicaDesired, RolloutPlan } from '../../src/api/types.js';
 import { addressClaimOp, type NetworkView } from '../placement/ipam.js';
@@ -101,7 +101,7 @@ export class SchedulerPass {
 
   ready(host: string): boolean {
     let r = this.readyCache.get(host);
-    if (r === undefined) this.readyCache.set(host, (r = nodeReady(this.snap.heartbeats.get(host), this.now)));
+    if (r === undefined) this.readyCache.set(host, (r = nodeReady(this.snap.heartbeats.get(host))));
     return r;
   }
 
@@ -110,17 +110,21 @@ export class SchedulerPass {
     return e.copies.every((c) => this.ready(c.desired.spec.node));
   }
 
-  /** A node that no longer exists (a node whose key is unreadable still exists). */
+  /**
+   * A node removed from the cluster (nodeRemoved: its key gone with the removal recorded). A key
+   * merely absent is a node the store lost — NotReady, on the clock like one — and a key that is
+   * unreadable is a node that exists.
+   */
   nodeGone(c: Copy): boolean {
     const host = c.desired.spec.node;
-    return !this.snap.nodes.has(host) && !this.snap.frozenNodes.has(host);
+    return nodeRemoved(this.snap.nodes.has(host) || this.snap.frozenNodes.has(host), this.snap.drains.get(host));
   }
 
   /** How long a copy's node has been lost, or undefined while it is not (Ready, or within the grace). */
   lostFor(c: Copy): number | undefined {
     const host = c.desired.spec.node;
     if (this.nodeGone(c)) return Infinity; // removed from the cluster: nothing runs there for us
-    if (!this.snap.nodes.has(host)) return undefined; // frozen: not judged
+    if (this.snap.frozenNodes.has(host) && !this.snap.nodes.has(host)) return undefined; // frozen: not judged
     if (this.ready(host)) return undefined;
     const since = this.snap.notReadySince.get(host);
     if (since === undefined) return undefined;

@@ -392,6 +392,7 @@ const KINDS: KindDef[] = [
         intervalMs: int({ minimum: 1 }),
         agentVersion: str(),
         dockerUp: bool(),
+        clockSkewMs: { ...num(), description: "How far the agent's clock is ahead of the controllers' (negative: behind), in ms, as last measured against the clock beacon." },
         pressure: obj(
           {
             time: time('Sample time.'),
@@ -480,6 +481,7 @@ const KINDS: KindDef[] = [
         containerName: str(),
         image: str(),
         startedAt: time('Container start.'),
+        minReadyMet: { ...bool(), description: "Running without a health check: it has run for its service's minReadyTime, judged on the agent's own clock." },
         health: str({ enum: ['none', 'starting', 'healthy', 'unhealthy'] }),
         lastHealthAt: time('Last health check result.'),
         exitCode: int(),
@@ -896,6 +898,12 @@ const KINDS: KindDef[] = [
       },
       ['host'],
     ),
+  },
+  {
+    kind: 'ClockBeacon',
+    plural: 'clockbeacons',
+    description: "The controllers' time at clock, written every interval by the clock controller: each node-agent measures its clock's skew against it.",
+    spec: obj({ time: time("The writing controller's clock."), intervalMs: int({ minimum: 1 }), by: str() }, ['time', 'intervalMs', 'by']),
   },
   {
     kind: 'ImageSettings',

@@ -39,6 +39,8 @@ export const keys = {
   copy: (node: string, kind: 'secret' | 'config', name: string) => `copies/${node}/${kind}/${name}`,
   copiesOf: (node?: string) => (node ? `copies/${node}/` : 'copies/'),
   clusterKey: () => 'clusterkey',
+  /** The controllers' time, written every interval (clock controller): agents measure their skew against it. */
+  clock: () => 'clock',
   ingress: (node: string) => `ingresses/${node}`,
   ingresses: () => 'ingresses/',
   decision: (deployment: string, replica: string) => `decisions/${deployment}/${replica}`,

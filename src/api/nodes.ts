@@ -1,26 +1,45 @@
 // Node readiness and schedulability, as every controller and the CLI judge them. A node is Ready
-// while its heartbeat exists (the key is bound to the agent's lease), is fresh (written within
-// three intervals) and reports Docker reachable.
-import type { Heartbeat, Node, NodeDrain } from './types.js';
+// while its heartbeat exists and reports Docker reachable. The heartbeat key is bound to the
+// agent's lease: etcd deletes it one TTL after the agent's last keepalive, timed on etcd's own
+// clock. So liveness is the lease, and no reader compares the agent's wall clock with its own: a
+// node whose clock is minutes off either way is Ready while it keeps its lease (issue 29; its skew
+// is measured and shown apart: clock-skew.ts).
+//
+// The node record's two halves (issue 29): what the agent REPORTS — Node.status (capacity,
+// address, keys, endpoints, agent version), Node.metadata.labels (its own --labels) and the
+// Heartbeat (liveness, Docker, pressure, clock skew) — and what OPERATORS DECIDE — Node.spec
+// (cordon, runtime labels from `jaco node label`, and the like), which the agent never changes.
+// New agent-reported fields go to Node.status or Heartbeat.spec; new operator decisions to NodeSpec.
+import type { Heartbeat, Node, NodeDrain, PressureSample } from './types.js';
 
-/** A heartbeat older than this many intervals is stale (seed 001: 3× the heartbeat interval). */
-export const HEARTBEAT_FRESHNESS_INTERVALS = 3;
-
-/**
- * A heartbeat's time, parsed once per heartbeat value: the cache's values are never changed, and
- * every pass judges every copy's node (10,000 replicas: 10,000 date parses a pass, per controller).
- */
-const heartbeatTimes = new WeakMap<Heartbeat, number>();
-
-export function heartbeatFresh(hb: Heartbeat | undefined, now: number): boolean {
-  if (!hb) return false;
-  let t = heartbeatTimes.get(hb);
-  if (t === undefined) heartbeatTimes.set(hb, (t = Date.parse(hb.spec.time)));
-  return Number.isFinite(t) && now - t <= HEARTBEAT_FRESHNESS_INTERVALS * hb.spec.intervalMs;
+/** Whether the node's agent holds its lease: the heartbeat is there (etcd removes it with the lease). */
+export function heartbeatAlive(hb: Heartbeat | undefined): boolean {
+  return !!hb;
 }
 
-export function nodeReady(hb: Heartbeat | undefined, now: number): boolean {
-  return heartbeatFresh(hb, now) && !!hb?.spec.dockerUp;
+/** A sample older than this many heartbeat intervals when its heartbeat was written is stale (a stalled sampler). */
+export const SAMPLE_FRESHNESS_INTERVALS = 3;
+
+/** Whether the sample was recent when its heartbeat was written: two times of the agent's one clock. */
+export function sampleFresh(p: PressureSample, hb: Heartbeat, freshnessIntervals = SAMPLE_FRESHNESS_INTERVALS): boolean {
+  const age = Date.parse(hb.spec.time) - Date.parse(p.time);
+  return Number.isFinite(age) && age <= freshnessIntervals * hb.spec.intervalMs;
+}
+
+export function nodeReady(hb: Heartbeat | undefined): boolean {
+  return heartbeatAlive(hb) && !!hb?.spec.dockerUp;
+}
+
+/**
+ * Whether a node was removed from the cluster: its key is gone AND a removal is recorded —
+ * drains/<host> in state `removed`, which the drain controller writes in the transaction that
+ * deletes the node (jaco node remove). A key merely absent is not a removal: the store lost it
+ * (restored from a snapshot, restarted empty, a hand delete), its agent registers it again, and
+ * until then it is a node without a heartbeat — NotReady, judged like one. The agent reads its
+ * own absence by the same rule (node-agent/presence.ts nodeAbsence).
+ */
+export function nodeRemoved(keyPresent: boolean, drain: NodeDrain | undefined): boolean {
+  return !keyPresent && drain?.status?.state === 'removed';
 }
 
 export function drainActive(d: NodeDrain | undefined): boolean {
@@ -28,9 +47,9 @@ export function drainActive(d: NodeDrain | undefined): boolean {
 }
 
 /** Why a node takes no new placements, or undefined when it does. */
-export function unschedulableBecause(node: Node | undefined, hb: Heartbeat | undefined, drain: NodeDrain | undefined, now: number): string | undefined {
+export function unschedulableBecause(node: Node | undefined, hb: Heartbeat | undefined, drain: NodeDrain | undefined): string | undefined {
   if (!node) return 'not registered';
-  if (!heartbeatFresh(hb, now)) return 'NotReady (no fresh heartbeat)';
+  if (!heartbeatAlive(hb)) return 'NotReady (no heartbeat: the agent lost its lease)';
   if (!hb?.spec.dockerUp) return 'NotReady (Docker unreachable)';
   if (drainActive(drain)) return 'draining';
   if (node.spec?.unschedulable) return 'cordoned';
@@ -40,8 +59,8 @@ export function unschedulableBecause(node: Node | undefined, hb: Heartbeat | und
 }
 
 /** kubectl-style STATUS column: "Ready", "NotReady", "Ready,SchedulingDisabled", "Ready,Draining". */
-export function nodeStatusText(node: Node, hb: Heartbeat | undefined, drain: NodeDrain | undefined, now: number): string {
-  const parts = [nodeReady(hb, now) ? 'Ready' : 'NotReady'];
+export function nodeStatusText(node: Node, hb: Heartbeat | undefined, drain: NodeDrain | undefined): string {
+  const parts = [nodeReady(hb) ? 'Ready' : 'NotReady'];
   if (drainActive(drain)) parts.push('Draining');
   else if (drain?.status?.state === 'aborted') parts.push('DrainAborted');
   if (node.spec?.unschedulable) parts.push('SchedulingDisabled');

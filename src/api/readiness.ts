@@ -17,7 +17,9 @@ export function notReadyBecause(d: ReplicaDesired, o: ReplicaObserved | undefine
     if (s.health === 'healthy') return undefined;
     return s.health === 'unhealthy' ? 'unhealthy' : 'health_starting';
   }
-  // No health check: running for the service's minimum ready time.
+  // No health check: running for the service's minimum ready time — as its agent judged on its own
+  // clock; from startedAt only for an agent that does not say (before minReadyMet existed).
+  if (s.minReadyMet !== undefined) return s.minReadyMet ? undefined : 'min_ready_time';
   const at = minReadyAt(d, o);
   return at !== undefined && now >= at ? undefined : 'min_ready_time';
 }
@@ -34,11 +36,12 @@ export function minReadyMs(t: ServiceSpec): number {
 
 /**
  * When a running copy of a service without a health check counts as ready (started + its minimum
- * ready time); undefined when readiness is not a matter of time (a health check, not running).
+ * ready time), for an agent that does not report minReadyMet; undefined when readiness is not a
+ * matter of this reader's time (a health check, not running, or the agent judges it and reports).
  */
 export function minReadyAt(d: ReplicaDesired, o: ReplicaObserved | undefined): number | undefined {
   const s = o?.status;
-  if (d.spec.template.healthcheck || s?.state !== 'running' || !s.startedAt) return undefined;
+  if (d.spec.template.healthcheck || s?.state !== 'running' || !s.startedAt || s.minReadyMet !== undefined) return undefined;
   const started = Date.parse(s.startedAt);
   return Number.isFinite(started) ? started + minReadyMs(d.spec.template) : undefined;
 }

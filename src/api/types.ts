@@ -439,6 +439,11 @@ export interface HeartbeatSpec {
   agentVersion: string;
   dockerUp: boolean;
   pressure?: PressureSample;
+  /**
+   * How far the agent's clock is ahead of the controllers' (negative: behind), in ms, as it last
+   * measured against the clock beacon (api/clock-skew.ts); absent until it has measured.
+   */
+  clockSkewMs?: number;
 }
 /** heartbeats/<host>: bound to the agent's lease, so it vanishes when the agent stops renewing. */
 export type Heartbeat = JacoObject<'Heartbeat', HeartbeatSpec, never>;
@@ -557,6 +562,12 @@ export interface ReplicaObservedStatus {
   containerName?: string;
   image?: string;
   startedAt?: string;
+  /**
+   * A running container without a health check: whether it has run for its service's minReadyTime,
+   * judged by the agent on its own clock (readiness must not compare two hosts' clocks: issue 29).
+   * Absent from agents before it existed: readers then judge from startedAt.
+   */
+  minReadyMet?: boolean;
   health?: HealthState;
   lastHealthAt?: string;
   exitCode?: number;
@@ -995,3 +1006,14 @@ export interface ImageSettingsSpec {
   hub: boolean;
 }
 export type ImageSettings = JacoObject<'ImageSettings', ImageSettingsSpec, never>;
+
+export interface ClockBeaconSpec {
+  /** The writing controller's wall clock when it wrote the beacon. */
+  time: string;
+  /** How often it is written. */
+  intervalMs: number;
+  /** The controller process that wrote it. */
+  by: string;
+}
+/** clock: the controllers' time, written every interval; each agent measures its skew against it (clock-skew.ts). */
+export type ClockBeacon = JacoObject<'ClockBeacon', ClockBeaconSpec, never>;

@@ -11,8 +11,8 @@ let rev = 1;
 const v = <T>(key: string, value: T): Versioned<T> => ({ key, value, modRevision: ++rev, createRevision: rev, version: 1 });
 const node = (name: string, cpuMillis = 2000, memoryBytes = 4 * 2 ** 30) =>
   v<Node>(keys.node(name), { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis, memoryBytes, gpus: 0 }, agentVersion: 't', registeredAt: iso(NOW) } });
-const hb = (name: string, p?: Omit<PressureSample, 'time'>, at = NOW - 1000) =>
-  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(at), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(at) } } : {}) } });
+const hb = (name: string, p?: Omit<PressureSample, 'time'>, sampledAt = NOW - 1000) =>
+  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(NOW - 1000), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(sampledAt) } } : {}) } });
 const desired = (id: string, nodeName: string, template: ServiceSpec = { image: 'x' }, deployment = 'shop', service = 'web') =>
   v<ReplicaDesired>(keys.desired(nodeName, id), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: id }, spec: { replica: id, deployment, service, node: nodeName, revision: 1, specHash: 'h', template, placedAt: iso(NOW) } });
 
@@ -27,7 +27,7 @@ describe('nodeUsage', () => {
       hb('a', { cpuUtil: 0.25, memoryUtil: 0.5, replicas: {}, mode: 'node' }),
       hb('b', { cpuUtil: 0.75, memoryUtil: 0.1, replicas: {} }),
       hb('c', { cpuUtil: 0.25, memoryUtil: 0.05, replicas: {}, mode: 'containers' }),
-      // Stale (10 intervals old) and sampleless: no figures, listed last.
+      // A stale sample (10 intervals older than its heartbeat) and none: no figures, listed last.
       hb('d', { cpuUtil: 0.99, memoryUtil: 0.99, replicas: {} }, NOW - 10_000),
       hb('e'),
     ],
@@ -38,22 +38,22 @@ describe('nodeUsage', () => {
     ['memory', ['a', 'b', 'c', 'd', 'e']],
     ['name', ['a', 'b', 'c', 'd', 'e']],
   ])('sorts by %s, largest first, ties by name, nodes without figures last', (sort, order) => {
-    expect(nodeUsage(v1, NOW, sort).map((r) => r.node)).toEqual(order);
+    expect(nodeUsage(v1, sort).map((r) => r.node)).toEqual(order);
   });
 
   it('figures from the sample over capacity, pressure the larger dimension, and why a node has none', () => {
-    const rows = nodeUsage(v1, NOW, 'name');
+    const rows = nodeUsage(v1, 'name');
     expect(rows[0]).toEqual({ node: 'a', cpuUtil: 0.25, memoryUtil: 0.5, cpuMillis: 500, memoryBytes: 2 * 2 ** 30, pressure: { value: 0.5, dominant: 'memory' }, mode: 'node', sampledAt: iso(NOW - 1000) });
     expect(rows[1]!.pressure).toEqual({ value: 0.75, dominant: 'cpu' });
     // Samples of agents before the mode existed measure containers.
     expect(rows[1]!.mode).toBe('containers');
-    expect(rows[3]).toEqual({ node: 'd', missing: 'no fresh heartbeat' });
+    expect(rows[3]).toEqual({ node: 'd', missing: 'stale sample (the agent samples no more)' });
     expect(rows[4]).toEqual({ node: 'e', missing: 'no sample (Docker down?)' });
     expect(nodeTableRows(rows, NOW)).toEqual([
       ['a', '500m', '25%', '2Gi', '50%', '0.50 (memory)', 'host', '1s ago'],
       ['b', '1500m', '75%', '409.6Mi', '10%', '0.75 (cpu)', 'containers', '1s ago'],
       ['c', '500m', '25%', '204.8Mi', '5%', '0.25 (cpu)', 'containers', '1s ago'],
-      ['d', '-', '-', '-', '-', '-', '-', 'no fresh heartbeat'],
+      ['d', '-', '-', '-', '-', '-', '-', 'stale sample (the agent samples no more)'],
       ['e', '-', '-', '-', '-', '-', '-', 'no sample (Docker down?)'],
     ]);
   });
@@ -75,11 +75,11 @@ describe('replicaUsage', () => {
     ['memory', 'shop', ['shop-web-2', 'shop-web-1', 'shop-web-3', 'shop-web-4']],
     ['name', 'shop', ['shop-web-1', 'shop-web-2', 'shop-web-3', 'shop-web-4']],
   ])('sorts by %s (deployment %s)', (sort, deployment, order) => {
-    expect(replicaUsage(v2, NOW, { sort, ...(deployment ? { deployment } : {}) }).map((r) => r.replica)).toEqual(order);
+    expect(replicaUsage(v2, { sort, ...(deployment ? { deployment } : {}) }).map((r) => r.replica)).toEqual(order);
   });
 
   it('its footprint in its node sample, against the limits its service sets', () => {
-    expect(replicaTableRows(replicaUsage(v2, NOW, { deployment: 'shop' }), NOW)).toEqual([
+    expect(replicaTableRows(replicaUsage(v2, { deployment: 'shop' }), NOW)).toEqual([
       ['shop-web-1', 'shop/web', 'a', '250m', '50%', '16Mi', '25%', '1s ago'],
       ['shop-web-3', 'shop/web', 'b', '250m', '-', '1Mi', '-', '1s ago'],
       ['shop-web-2', 'shop/web', 'a', '10m', '2%', '48Mi', '75%', '1s ago'],

@@ -4,7 +4,7 @@
 // inactive file cache). Pressure is the rebalancer's composite: max(cpu, memory) and the dimension
 // that sets it. Nothing is measured here: a node without a fresh sample shows none.
 import { composite } from '../../controllers/rebalancer/pressure.js';
-import { heartbeatFresh } from '../api/nodes.js';
+import { heartbeatAlive, sampleFresh } from '../api/nodes.js';
 import { cpuMillis, formatBytes, memoryBytes } from '../api/units.js';
 import type { ClusterView } from './cluster-view.js';
 import { age } from './output.js';
@@ -54,13 +54,14 @@ function sortRows<T>(rows: T[], sort: TopSort, name: (r: T) => string, value: (r
   });
 }
 
-export function nodeUsage(view: ClusterView, now: number, sort: TopSort = 'cpu'): NodeUsageRow[] {
+export function nodeUsage(view: ClusterView, sort: TopSort = 'cpu'): NodeUsageRow[] {
   const rows = [...view.nodes.values()].map(({ value: n }): NodeUsageRow => {
     const node = n.metadata.name;
     const hb = view.heartbeats.get(node);
     const p = hb?.spec.pressure;
-    if (!hb || !heartbeatFresh(hb, now)) return { node, missing: 'no fresh heartbeat' };
+    if (!hb || !heartbeatAlive(hb)) return { node, missing: 'no heartbeat' };
     if (!p) return { node, missing: 'no sample (Docker down?)' };
+    if (!sampleFresh(p, hb)) return { node, missing: 'stale sample (the agent samples no more)' };
     const cap = n.status?.capacity;
     const c = composite({ cpu: p.cpuUtil, memory: p.memoryUtil });
     return {
@@ -76,14 +77,14 @@ export function nodeUsage(view: ClusterView, now: number, sort: TopSort = 'cpu')
   return sortRows(rows, sort, (r) => r.node, (r, k) => (k === 'cpu' ? r.cpuUtil : r.memoryUtil));
 }
 
-export function replicaUsage(view: ClusterView, now: number, opts: { deployment?: string; sort?: TopSort } = {}): ReplicaUsageRow[] {
+export function replicaUsage(view: ClusterView, opts: { deployment?: string; sort?: TopSort } = {}): ReplicaUsageRow[] {
   const rows = view.replicas
     .filter((r) => !opts.deployment || r.desired.spec.deployment === opts.deployment)
     .map((r): ReplicaUsageRow => {
       const { deployment, service, template } = r.desired.spec;
       const base = { replica: r.id, deployment, service, node: r.node };
       const hb = view.heartbeats.get(r.node);
-      if (!hb || !heartbeatFresh(hb, now)) return { ...base, missing: 'no fresh heartbeat from its node' };
+      if (!hb || !heartbeatAlive(hb)) return { ...base, missing: 'no heartbeat from its node' };
       const f = hb.spec.pressure?.replicas[r.id];
       if (!f) return { ...base, missing: r.observed?.status?.state === 'running' ? 'not in its node\'s sample yet' : 'not running' };
       const cpuLimit = template.resources?.cpu !== undefined ? cpuMillis(template.resources.cpu) : 0;

@@ -39,11 +39,11 @@ function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | 
       const s = hb?.spec.pressure;
       const e = history.current(name);
       const pn = planned.get(name);
-      const why = unschedulableBecause(n, hb, drain, now);
+      const why = unschedulableBecause(n, hb, drain);
       return {
         name,
-        status: nodeStatusText(n, hb, drain, now),
-        ready: nodeReady(hb, now),
+        status: nodeStatusText(n, hb, drain),
+        ready: nodeReady(hb),
         cordoned: !!n.spec?.unschedulable,
         draining: drainActive(drain),
         ...(why ? { unschedulable: why } : {}),

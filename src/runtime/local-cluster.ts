@@ -375,7 +375,7 @@ export class LocalCluster {
       for (;;) {
         const now = Date.now();
         const hbs = await store.list<Heartbeat>(keys.heartbeats());
-        const ready = new Set(hbs.items.filter((h) => nodeReady(h.value, now)).map((h) => h.value.spec.node));
+        const ready = new Set(hbs.items.filter((h) => nodeReady(h.value)).map((h) => h.value.spec.node));
         const leaders = await Promise.all(this.opts.controllers.map((c) => store.countPrefix(keys.leaders(c))));
         const nodesOk = this.state.nodes.every((n) => ready.has(n));
         const leadersOk = leaders.every((n) => n > 0);

@@ -60,6 +60,11 @@ export class ReplicaIndex {
     return [...(this.nodes.get(node) ?? [])].sort().map((id) => this.byId.get(id)!);
   }
 
+  /** Nodes with at least one desired copy. */
+  desiredNodes(): IterableIterator<string> {
+    return this.nodes.keys();
+  }
+
   /** `<deployment>/<service>` of every service with at least one replica. */
   serviceKeys(): IterableIterator<string> {
     return this.services.keys();

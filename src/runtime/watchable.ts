@@ -36,6 +36,8 @@ export const WATCHABLE = {
   configs: { prefix: keys.configs(), kind: 'Config' },
   copies: { prefix: keys.copiesOf(), kind: 'NodeCopy' },
   clusterkey: { prefix: keys.clusterKey(), kind: 'ClusterKey' },
+  // The clock beacon (one key): agents measure their clock's skew against it.
+  clock: { prefix: keys.clock(), kind: 'ClockBeacon' },
   // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
   imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.

@@ -319,7 +319,7 @@ export class ChaosCluster {
   onExit?: (c: Component, code: number | null, signal: NodeJS.Signals | null) => void;
 
   async waitReady(node: string, timeoutMs = 30_000): Promise<void> {
-    await eventually(async () => nodeReady((await bounded(this.store.get<Heartbeat>(keys.heartbeat(node)), 3000, 'heartbeat'))?.value, Date.now()), { what: `node ${node} Ready`, timeoutMs });
+    await eventually(async () => nodeReady((await bounded(this.store.get<Heartbeat>(keys.heartbeat(node)), 3000, 'heartbeat'))?.value), { what: `node ${node} Ready`, timeoutMs });
   }
 
   /** The component leading `controller` (the oldest election key), if one of ours. */

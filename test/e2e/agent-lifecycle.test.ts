@@ -77,7 +77,7 @@ describe('two agents started for one node', () => {
 
       await holder.kill('SIGKILL'); // no clean exit: its claim goes only with its lease
       await eventually(async () => /node claimed/.test(readFileSync(second.logFile, 'utf8')), { what: 'the second agent claiming node-1', timeoutMs: 30_000 });
-      await eventually(async () => nodeReady(await heartbeat('node-1'), Date.now()), { what: 'node-1 Ready again' });
+      await eventually(async () => nodeReady(await heartbeat('node-1')), { what: 'node-1 Ready again' });
       // It adopts the running containers: the same container, never a second copy.
       expect((await observedStatus(c.store, 'node-1', 'demo-twin-1'))?.containerId).toBe(first.containerId);
       expect((await twins()).filter((x) => x.State === 'running')).toHaveLength(2);
@@ -126,7 +126,7 @@ describe('etcd unreachable', () => {
       await new Promise((r) => setTimeout(r, 2000));
       expect((await inspect(s.containerId!)).State.Running).toBe(true);
       await stopped;
-      await eventually(async () => nodeReady(await heartbeat('node-1'), Date.now()), { what: 'node-1 Ready again', timeoutMs: 30_000 });
+      await eventually(async () => nodeReady(await heartbeat('node-1')), { what: 'node-1 Ready again', timeoutMs: 30_000 });
       // The agent picks up what was written after etcd came back.
       await putDesired(c.store, desired('node-1', 'demo-after-1', SLEEPER));
       await running('node-1', 'demo-after-1');
@@ -146,7 +146,7 @@ describe('Docker unreachable', () => {
         const hb = await eventually(async () => heartbeat('node-x'), { what: 'a heartbeat of node-x' });
         expect(hb.spec.dockerUp).toBe(false);
         expect(hb.spec.pressure).toBeUndefined();
-        expect(nodeReady(hb, Date.now())).toBe(false);
+        expect(nodeReady(hb)).toBe(false);
         const url = await metricsUrl(p);
         expect(await metric(url, 'jaco_agent_docker_up')).toBe(0);
         const health = await fetch(url.replace('/metrics', '/healthz'));
@@ -175,7 +175,7 @@ describe('Docker going away', () => {
 
         proxy.pause();
         await eventually(async () => (await heartbeat('node-y'))?.spec.dockerUp === false, { what: 'node-y reporting Docker down' });
-        expect(nodeReady(await heartbeat('node-y'), Date.now())).toBe(false);
+        expect(nodeReady(await heartbeat('node-y'))).toBe(false);
         // Meanwhile a new replica is desired and the first one's desired key goes: nothing happens.
         await putDesired(c.store, desired('node-y', 'demo-dk-2', SLEEPER));
         await deleteDesired(c.store, 'node-y', 'demo-dk-1');
@@ -186,7 +186,7 @@ describe('Docker going away', () => {
         expect(await metric(await metricsUrl(p), 'jaco_agent_docker_up')).toBe(0);
 
         proxy.resume();
-        await eventually(async () => nodeReady(await heartbeat('node-y'), Date.now()), { what: 'node-y Ready again', timeoutMs: 30_000 });
+        await eventually(async () => nodeReady(await heartbeat('node-y')), { what: 'node-y Ready again', timeoutMs: 30_000 });
         await running('node-y', 'demo-dk-2');
         await eventually(async () => !(await observedStatus(c.store, 'node-y', 'demo-dk-1')), { what: 'demo-dk-1 removed once Docker is back' });
         expect(readFileSync(p.logFile, 'utf8')).toMatch(/Docker is reachable again/);
@@ -241,7 +241,7 @@ describe('a node key gone or unreadable without a removal', () => {
       await c.store.ns.put(keys.node('node-1')).value('not json {').exec();
       const hb = (await c.store.get(keys.heartbeat('node-1')))!.modRevision;
       await eventually(async () => (await c.store.get(keys.heartbeat('node-1')))!.modRevision > hb, { what: 'a heartbeat written beside the junk node value' });
-      expect(nodeReady(await heartbeat('node-1'), Date.now())).toBe(true);
+      expect(nodeReady(await heartbeat('node-1'))).toBe(true);
       expect(readFileSync(agent.logFile, 'utf8')).toMatch(/nodes\/<node> holds a value this agent cannot read/);
       expect((await c.store.ns.get(keys.node('node-1')).string())).toBe('not json {');
 

@@ -525,4 +525,4 @@ export const forcedDrainResumes: Invariant = {
 export const BREADTH_LIVENESS: readonly Invariant[] = [globalOnEveryEligibleNode, forcedDrainResumes];
 
 /** Whether a node is Ready now (its heartbeat fresh: the scheduler's own rule). */
-const readyOf = (sim: Sim, node: string) => nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)), sim.now);
+const readyOf = (sim: Sim, node: string) => nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)));

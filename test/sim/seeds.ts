@@ -19,7 +19,7 @@ const timers = new SimClock();
 const BREADTH_KINDS = ['forced drain', 'drain forced in progress', 'drain cancelled', 'non-JSON value'];
 /** And in the stepped variant, a fault between two steps of one pass. */
 const STEPPED_KINDS = ['fault between the steps of a pass'];
-const KINDS = ['stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies', 'secret rotated', 'node re-keyed', 'cluster key rotated'];
+const KINDS = ['node clock offset', 'stale decision', 'lost reply', 'operator between decision and commit', 'leadership lost', 'controller process restart', 'cache lags', 'watch disconnect', 'watch gap', 'compaction', 'malformed value', 'agent dies', 'secret rotated', 'node re-keyed', 'cluster key rotated'];
 
 /** Runs shard `shard` (1-based) of `shards` of the SIM_SEEDS seeds from SIM_FIRST; SIM_SEED runs that one seed instead. */
 export function simulate(file: string, shard: number, shards: number, variant: { canary?: boolean; breadth?: boolean; stepped?: boolean; seeds?: number } = {}): void {

@@ -16,6 +16,7 @@
 // (scale, new image, rollback, cordon, drain, remove node, delete and re-create).
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
+import { minReadyMs } from '../../src/api/readiness.js';
 import { templateOf } from '../../src/api/serving.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import {
@@ -50,6 +51,10 @@ import { serviceFiles } from '../../src/api/files.js';
 import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
+/** An agent's lease in the simulation: as long as its heartbeat's former freshness window (3 × 10 s). */
+const LEASE_TTL_MS = 30_000;
+/** The step at which n2's clock jumps 10 minutes (a fault of every run). */
+const CLOCK_JUMP_STEP = 100;
 const iso = (ms: number) => new Date(ms).toISOString();
 /** One silent logger for every simulated process (a pino logger costs ~1 % of a seed to make, per process start). */
 const LOG = testLogger();
@@ -157,6 +162,16 @@ export class Sim {
   private readonly junkKeys = new Set<string>();
   /** When each node was last seen NotReady (its heartbeat lapsed), or absent. */
   readonly lapsedAt = new Map<string, number>();
+  /** Each agent's last lease keepalive (true time): its heartbeat goes LEASE_TTL_MS after it. */
+  private readonly keptAt = new Map<string, number>();
+  /** When each agent last rewrote its heartbeat (true time). */
+  private readonly beatAt = new Map<string, number>();
+  /**
+   * How far each node's clock is off the true one (ms): every time its agent writes is on it
+   * (issue 29). Seed by seed n1 runs 10 min ahead, behind, or in step, and n2's clock jumps 10 min
+   * at step CLOCK_JUMP_STEP; liveness and readiness must not notice.
+   */
+  readonly clockOffset = new Map<string, number>();
   /** Counts of faults injected, by kind (reported by the test). */
   readonly injected = new Map<string, number>();
   private readonly passing: Passing[] = [];
@@ -186,6 +201,11 @@ export class Sim {
     this.stateInvariants = opts.breadth ? [...STATE_INVARIANTS, ...BREADTH_STATE_INVARIANTS] : STATE_INVARIANTS;
     const txnInvariants = opts.breadth ? [...TXN_INVARIANTS, ...BREADTH_TXN_INVARIANTS] : TXN_INVARIANTS;
     this.etcd.onTxn = (t) => this.checkTxn(t, txnInvariants);
+    const offset = [0, 600_000, -600_000][seed % 3]!;
+    if (offset) {
+      this.clockOffset.set('n1', offset);
+      this.count('node clock offset');
+    }
     for (const n of this.nodes) this.addNode(n);
     // app/web uses a secret and a config (docs/secrets.md): its replicas start only once their
     // node has its copies, which only the secrets controller makes.
@@ -337,10 +357,26 @@ export class Sim {
     return { secrets: [{ source: name, target: 'db_password', version: `uid-${name}` }], configs: [{ source: 'app.conf', version: 'uid-app.conf' }] };
   }
 
+  /** A node's clock: the true time plus its offset. */
+  agentNow(node: string): number {
+    return this.now + (this.clockOffset.get(node) ?? 0);
+  }
+
+  /** The agent's heartbeat, on its lease (kept alive now), with the time of its own clock. */
   private heartbeat(name: string): void {
-    // A lapse that began and ended between two steps is a lapse too.
-    if (this.has(keys.heartbeat(name)) && !readyNow(this, name)) this.lapsedAt.set(name, this.now);
-    this.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(this.now), intervalMs: 10_000, agentVersion: 'sim', dockerUp: true } });
+    this.keptAt.set(name, this.now);
+    this.beatAt.set(name, this.now);
+    this.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(this.agentNow(name)), intervalMs: 10_000, agentVersion: 'sim', dockerUp: true } });
+  }
+
+  /** Leases not kept alive for LEASE_TTL_MS expire: etcd deletes their heartbeats (liveness is the lease). */
+  private expireLeases(): void {
+    for (const n of this.nodes) {
+      if (!this.has(keys.heartbeat(n)) || this.now - (this.keptAt.get(n) ?? -Infinity) <= LEASE_TTL_MS) continue;
+      this.log(`the lease of ${n} expires: its heartbeat goes`);
+      this.remove(keys.heartbeat(n));
+      this.lapsedAt.set(n, this.now);
+    }
   }
 
   /** What `jaco apply` (or `jaco rollback`) writes: the deployment at its next generation, and its revision record. */
@@ -364,9 +400,14 @@ export class Sim {
   /** One agent: observed follows desired after a random delay; restarts are acknowledged; a container may crash. */
   private agent(node: string): void {
     if (!this.has(keys.node(node))) {
-      // Removed from the cluster: the agent stops its containers and exits.
-      for (const k of this.keys(keys.observedOf(node))) this.remove(k);
-      return;
+      // Removed from the cluster — only on the removal recorded: the agent stops its containers and exits.
+      if (this.get<NodeDrain>(keys.drain(node))?.status?.state === 'removed') {
+        for (const k of this.keys(keys.observedOf(node))) this.remove(k);
+        return;
+      }
+      // Gone with no removal recorded: the store lost it; the agent registers again and keeps its containers.
+      this.log(`agent ${node}: its node key is gone with no removal recorded; registers it again`);
+      this.addNode(node);
     }
     const desired = this.under<ReplicaDesired>(keys.desiredOf(node)).filter((d) => typeof d.value === 'object' && d.value.spec);
     const desiredIds = new Set(desired.map((d) => d.value.spec.replica));
@@ -396,6 +437,11 @@ export class Sim {
         this.observe(d, 'running', o);
         continue;
       }
+      // Its minimum ready time run out on its own clock, reported (controllers never compare its clock with theirs).
+      if (o.status.state === 'running' && o.status.minReadyMet === false && this.agentNow(node) >= Date.parse(o.status.startedAt!) + minReadyMs(s.template)) {
+        this.observe(d, 'running', o);
+        continue;
+      }
       if (this.faults && o.status.state === 'running' && this.r() < 0.01) {
         this.log(`crash ${node}/${s.replica}`);
         this.observe(d, 'exited', o);
@@ -403,9 +449,9 @@ export class Sim {
     }
     // Containers without a desired key stop after a while; their observed key goes with them.
     for (const k of this.keys(keys.observedOf(node))) if (!desiredIds.has(k.slice(k.lastIndexOf('/') + 1)) && this.r() < 0.5) this.remove(k);
-    // The liveness keepalive: at most every 2 s (an agent's is ~2 s; its interval says 10).
-    const hb = this.get<Heartbeat>(keys.heartbeat(node));
-    if (!hb || this.now - Date.parse(hb.spec.time) >= 2000) this.heartbeat(node);
+    // The liveness keepalive; the heartbeat rewritten at most every 2 s (an agent's is ~2 s; its interval says 10).
+    this.keptAt.set(node, this.now);
+    if (!this.has(keys.heartbeat(node)) || this.now - (this.beatAt.get(node) ?? -Infinity) >= 2000) this.heartbeat(node);
   }
 
   private observe(d: ReplicaDesired, state: ReplicaObserved['status']['state'], prev: ReplicaObserved | undefined, ack?: number): void {
@@ -423,8 +469,10 @@ export class Sim {
         revision: s.revision,
         specHash: s.specHash,
         health: 'none',
-        observedAt: iso(this.now),
-        ...(state === 'running' ? { startedAt: iso(this.now) } : prev?.status.startedAt ? { startedAt: prev.status.startedAt } : {}),
+        observedAt: iso(this.agentNow(s.node)),
+        // Running again (its minimum ready time run out): the same start.
+        ...(state === 'running' && prev?.status.state !== 'running' ? { startedAt: iso(this.agentNow(s.node)) } : prev?.status.startedAt ? { startedAt: prev.status.startedAt } : {}),
+        ...(state === 'running' ? { minReadyMet: prev?.status.state === 'running' } : {}),
         ...(ack !== undefined ? { ackedCommand: ack } : prev?.status.ackedCommand !== undefined ? { ackedCommand: prev.status.ackedCommand } : {}),
         ...(state === 'exited' ? { code: 'exited' } : {}),
       } as ReplicaObserved['status'],
@@ -678,7 +726,8 @@ export class Sim {
       this.put(keys.node(n), { ...node, spec: cordon ? { unschedulable: true } : {} });
     } else if (roll < 0.63) {
       const n = this.pick(this.nodes);
-      if (this.keys('drains/').length || this.broken.has(keys.node(n))) return;
+      // One drain at a time; a removal's record stays (the drain controller retires it on a rejoin).
+      if (this.keys('drains/').some((k) => this.get<NodeDrain>(k)?.status?.state !== 'removed') || this.broken.has(keys.node(n))) return;
       const node = this.get<{ spec: object }>(keys.node(n));
       if (!node) return;
       // Removing a node is a drain that ends by removing it (jaco node remove).
@@ -870,6 +919,13 @@ export class Sim {
     const dt = 50 + Math.floor(this.r() * 1500);
     this.now += dt;
     this.timers.advance(dt);
+    this.expireLeases();
+    if (this.faults && this.step === CLOCK_JUMP_STEP) {
+      const jump = this.seed % 2 ? -600_000 : 600_000;
+      this.clockOffset.set('n2', (this.clockOffset.get('n2') ?? 0) + jump);
+      this.count('node clock offset');
+      this.log(`the clock of n2 jumps ${jump / 1000} s`);
+    }
     // Timers start consistency checks: they finish before the next events arrive (a check that
     // sees its watch move on gives up until the next period — here it always would).
     await settle();
@@ -903,8 +959,8 @@ export class Sim {
     if (this.faults && this.oversized && this.step === 40) this.oversizedDeployment(this.oversized);
     // A process that lost its lease notices after a while.
     for (const p of this.procs) if (this.r() < 0.15 || !this.faults) this.notice(p);
-    // Finished drains are cleared by the operator (the next one may start).
-    for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted', 'removed'].includes(d.value.status?.state ?? '')) this.remove(d.key);
+    // Finished drains are cleared by the operator (the next one may start); a removal's record stays.
+    for (const d of this.under<NodeDrain>('drains/')) if (['completed', 'aborted'].includes(d.value.status?.state ?? '')) this.remove(d.key);
     await settle();
     for (const n of this.nodes) if (!this.has(keys.node(n)) || !readyNow(this, n)) this.lapsedAt.set(n, this.now);
     this.check(this.stateInvariants);
@@ -1053,5 +1109,5 @@ export function converged(sim: Sim): string | undefined {
 
 /** Whether a node's heartbeat says it is Ready now (the scheduler's own rule). */
 export function readyNow(sim: Sim, node: string): boolean {
-  return nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)), sim.now);
+  return nodeReady(sim.get<Heartbeat>(keys.heartbeat(node)));
 }

@@ -118,7 +118,7 @@ export class TestCluster {
   async startAgent(node: string, extra: string[] = []): Promise<Proc> {
     const state = extra.includes('--state-dir') ? [] : ['--state-dir', this.stateDir(node)];
     const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', '--pressure', 'containers', ...state, ...extra]);
-    await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now()) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
+    await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
       what: `node ${node} Ready`,
       timeoutMs: 30_000,
     });

@@ -91,10 +91,10 @@ export function usage(pid: number): { cpuS: number; rss: number } {
   return { cpuS: (Number(f[11]) + Number(f[12])) / 100, rss };
 }
 
-/** Ready nodes, as the scheduler judges them (a fresh heartbeat saying the runtime is up). */
-export async function readyNodes(store: Store, now = Date.now()): Promise<string[]> {
+/** Ready nodes, as the scheduler judges them (a heartbeat — its lease alive — saying the runtime is up). */
+export async function readyNodes(store: Store): Promise<string[]> {
   const { items } = await store.list<Heartbeat>(keys.heartbeat(''));
-  return items.filter((h) => nodeReady(h.value, now)).map((h) => h.value.spec.node);
+  return items.filter((h) => nodeReady(h.value)).map((h) => h.value.spec.node);
 }
 
 export interface Census {

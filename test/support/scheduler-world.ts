@@ -11,6 +11,7 @@ import {
   type DeploymentSpec,
   type Heartbeat,
   type Node,
+  type NodeDrain,
   type ObservedState,
   type ReplicaDesired,
   type ReplicaObserved,
@@ -118,6 +119,15 @@ export class World {
     this.down.delete(name);
     const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(time), intervalMs: 1000, agentVersion: 'test', dockerUp: true } };
     this.put(keys.heartbeat(name), hb);
+  }
+
+  /** `jaco node remove` as the drain controller ends it: node and heartbeat deleted, the removal recorded. */
+  removeNode(name: string): void {
+    this.store.remove(keys.node(name));
+    this.store.remove(keys.heartbeat(name));
+    this.down.add(name);
+    const drain: NodeDrain = { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name }, spec: { node: name, timeout: '5m', force: false, remove: true, requestedAt: iso(this.now) }, status: { state: 'removed', replicas: {}, finishedAt: iso(this.now) } } as NodeDrain;
+    this.put(keys.drain(name), drain);
   }
 
   nodeDown(name: string): void {

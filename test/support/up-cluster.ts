@@ -64,7 +64,7 @@ export class UpCluster {
   }
 
   async ready(node: string): Promise<boolean> {
-    return nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value, Date.now());
+    return nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value);
   }
 
   cut(node: string): Promise<void> {

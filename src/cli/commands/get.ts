@@ -2,6 +2,7 @@
 import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
+import { skewDescription, skewText, skewWarns } from '../../api/clock-skew.js';
 import { labelsText, nodeReady, nodeStatusText } from '../../api/nodes.js';
 import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
 import { bareAddress } from '../../api/network.js';
@@ -47,7 +48,7 @@ function kindOf(t: string): Kind {
   return k;
 }
 
-const readyNodeCount = (v: ClusterView, now: number) => [...v.nodes.keys()].filter((n) => nodeReady(v.heartbeats.get(n), now)).length;
+const readyNodeCount = (v: ClusterView, now: number) => [...v.nodes.keys()].filter((n) => nodeReady(v.heartbeats.get(n))).length;
 
 function replicaObject(r: ReplicaRow): Record<string, unknown> {
   const { template: _t, ...spec } = r.desired.spec;
@@ -93,14 +94,16 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     const hb = v.heartbeats.get(host);
     const c = n.status?.capacity;
     const count = new Set(v.replicas.filter((r) => r.node === host).map((r) => r.id)).size;
-    const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host), now), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
+    const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host)), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
     if (out === 'wide') {
       const p = hb?.spec.pressure;
-      row.push(n.status?.address ?? '-', p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', labelsText(n, ',') || '-');
+      // SKEW: the agent's clock against the controllers' (api/clock-skew.ts), marked past the warning threshold.
+      const skew = hb?.spec.clockSkewMs;
+      row.push(n.status?.address ?? '-', p ? `${(p.cpuUtil * 100).toFixed(0)}%` : '-', p ? `${(p.memoryUtil * 100).toFixed(0)}%` : '-', p ? (p.mode ?? 'containers') : '-', `${skewText(skew)}${skewWarns(skew) ? '!' : ''}`, labelsText(n, ',') || '-');
     }
     return row;
   });
-  const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'LABELS'] : [])];
+  const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'SKEW', 'LABELS'] : [])];
   printTable(headers, [...rows, ...unreadableRows(unreadableNamed(v, keys.nodes(), name), keys.nodes(), headers.length)]);
 }
 
@@ -205,7 +208,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const n = v.nodes.get(name)?.value;
     if (!n) throw notFound(v, 'node', keys.nodes(), name);
     const hb = v.heartbeats.get(name);
-    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name), now)}\nLabels:       ${labelsText(n) || '<none>'}\n`;
+    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name))}\nLabels:       ${labelsText(n) || '<none>'}\n`;
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     // Its subnets of the cluster network (IPAM), once a cluster-network service exists.
     const sub = cut.kind<NodeSubnet>('subnets').items.get(keys.subnet(name))?.value.spec;
@@ -216,7 +219,8 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     out += `Runtimes:     ${c?.runtimes ? c.runtimes.join(', ') || '<none>' : '<unknown>'}\nDevices:      ${[...(c?.devices ?? []), ...(c?.gpuIds ?? []).map((g) => `gpu ${g}`)].join(', ') || '<none>'}\n`;
     out += `Agent:        ${n.status?.agentVersion ?? '?'}, registered ${n.status?.registeredAt ?? '?'}\n`;
     out += `Secrets key:  ${n.status?.secretsKey?.id ?? '<none> (an agent older than secrets: no secret can be copied to it)'}\n`;
-    out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none>'}\n`;
+    out += `Heartbeat:    ${hb ? `${hb.spec.time} (every ${hb.spec.intervalMs} ms), docker ${hb.spec.dockerUp ? 'up' : 'DOWN'}` : '<none> (its agent holds no lease)'}\n`;
+    out += `Clock skew:   ${skewDescription(hb)}\n`;
     const p = hb?.spec.pressure;
     // The mode: the whole host (a real agent) or the sum of its own containers (a simulated node).
     if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time} (${(p.mode ?? 'containers') === 'node' ? 'node-wide' : 'sum of its containers'})\n`;

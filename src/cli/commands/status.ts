@@ -73,7 +73,7 @@ function shownState(r: ReplicaRow, ready: boolean, nodeLost: boolean): { state: 
 
 /** The status of every deployment (or one), computed from a cluster view. */
 export function statusRows(v: ClusterView, name: string | undefined, now: number): DeploymentStatusRow[] {
-  const ready = (n: string) => nodeReady(v.heartbeats.get(n), now);
+  const ready = (n: string) => nodeReady(v.heartbeats.get(n));
   const readyNodes = [...v.nodes.keys()].filter(ready).length;
   const deps = [...v.deployments.values()].filter((d) => !name || d.value.metadata.name === name).sort((a, b) => (a.value.metadata.name < b.value.metadata.name ? -1 : 1));
   return deps.map(({ value: d }) => {

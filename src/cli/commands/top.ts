@@ -28,7 +28,7 @@ not a fresh measurement. A node's CPU and memory are its use over its capacity â
 PRESSURE is the rebalancer's: the larger of the two, and which. A replica's CPU is cgroup CPU time
 over the sampling interval, its memory what the cgroup holds less inactive file cache (as \`docker
 stats\` counts it); LIMIT columns are of the service's resources, when it sets them. Sorted by
-CPU, largest first (--sort-by). A node without a fresh heartbeat shows no figures.
+CPU, largest first (--sort-by). A node without a heartbeat (its agent lost its lease), or whose sample is stale, shows no figures.
 `;
 
 export function registerTop(program: Command): void {
@@ -44,7 +44,7 @@ export function registerTop(program: Command): void {
         const sort = sortOf(f.sortBy);
         const out = parseOutput(f.output, ['table', 'json']);
         const now = Date.now();
-        const rows = nodeUsage(await withStore(cmd, readClusterView), now, sort);
+        const rows = nodeUsage(await withStore(cmd, readClusterView), sort);
         if (out === 'json') process.stdout.write(toJson(rows));
         else printTable(NODE_HEADERS, nodeTableRows(rows, now));
       }),
@@ -63,7 +63,7 @@ export function registerTop(program: Command): void {
         const now = Date.now();
         const view = await withStore(cmd, readClusterView);
         if (deployment && !view.deployments.has(deployment)) throw new CliError(`deployment "${deployment}" not found`);
-        const rows = replicaUsage(view, now, { ...(deployment ? { deployment } : {}), sort });
+        const rows = replicaUsage(view, { ...(deployment ? { deployment } : {}), sort });
         if (out === 'json') process.stdout.write(toJson(rows));
         else printTable(REPLICA_HEADERS, replicaTableRows(rows, now));
       }),
