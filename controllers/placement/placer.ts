@@ -5,11 +5,15 @@
 //
 // Pipeline, per node, in this order (the first failing filter is the node's recorded reason):
 //   eligibility      — NotReady/cordoned/draining nodes are out before anything is computed
+//   degraded         — a node its agent's samples call degraded (src/api/eligibility.ts) takes no
+//                      new placements unless an operator trusts it (seed 004)
 //   excluded         — the caller's exclusions (a move's source)
 //   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
 //   volume_in_use    — one writer per named volume (seed 004): no second replica attaches a volume
 //                      another holds when either mount is read-write
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
+//   disk             — scratch disk, booked like memory against the node's data-root filesystem
+//                      (seed 004: resources.disk, else the cluster's default_instance_ephemeral_disk)
 //   ports            — host ports are a per-node resource under host networking (fixed ones
 //                      free, and enough of the dynamic range free for the rest)
 //   ipam             — a cluster-network replica needs a free address of the node's subnets
@@ -22,6 +26,7 @@
 // headroom in quarter steps, rendezvous hash of deployment/service/index), pack by fewest
 // replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
+import { DEFAULT_NODE_SETTINGS } from '../../src/api/eligibility.js';
 import { namedVolumes, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
 import type { Capacity, NodeVerdict, PlacementMode, PortRange, ReplicaAddress, ServiceSpec } from '../../src/api/types.js';
@@ -48,6 +53,8 @@ export interface NodeInfo {
   labels: Record<string, string>;
   /** Why the node takes no new placements (NotReady, cordoned, draining…); absent when eligible. */
   ineligible?: string;
+  /** Why it is degraded and untrusted (eligibility.ts degradedBecause); absent when it is not. */
+  degraded?: string;
   /** Where dynamic host ports are assigned from (default DEFAULT_PORT_RANGE). */
   portRange?: PortRange;
   /** Health restarts of replicas on the node within the recent-failure window (placement/input.ts). */
@@ -69,6 +76,8 @@ export interface PlacedReplica {
   memoryBytes: number;
   /** A count, or every GPU of the node ("all": needs at least one, and all of them free). */
   gpus: number | 'all';
+  /** Scratch disk its service asks for (resources.disk); absent: the cluster's default, applied by the placer. */
+  diskBytes?: number;
   ports: number[];
   /** Named volumes it mounts (scoped to its deployment), and whether read-only. */
   volumes?: { source: string; readOnly: boolean }[];
@@ -81,6 +90,8 @@ export interface PlacementInput {
   claimed?: ReadonlyMap<string, ReadonlySet<number>>;
   /** Home node of each named volume, keyed "<deployment>/<volume>". */
   volumeHomes: Record<string, string>;
+  /** Scratch disk booked for a replica whose service sets no resources.disk (default 4Gi; config/nodes). */
+  defaultDiskBytes?: number;
 }
 
 export interface PlacementRequest {
@@ -117,9 +128,10 @@ export interface Rejection {
 }
 
 /** The resources a replica of this spec occupies. */
-export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'> {
+export function footprintOf(spec: ServiceSpec): Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'diskBytes' | 'ports' | 'volumes'> {
   const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
-  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
+  const disk = spec.resources?.disk;
+  return { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? 0, ...(disk !== undefined ? { diskBytes: memoryBytes(disk) } : {}), ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) };
 }
 
 // 32-bit FNV-1a and a finalising mix: cheap enough to hash every (replica, node) pair of a
@@ -152,6 +164,7 @@ interface Req {
   home: number;
   homeName?: string;
   mem: number;
+  disk: number;
   cpu: number;
   gpus: number | 'all';
   ports: number[];
@@ -179,6 +192,9 @@ export class Placer {
   private readonly memUsed: Float64Array;
   private readonly cpuUsed: Float64Array;
   private readonly gpuUsed: Float64Array;
+  private readonly diskUsed: Float64Array;
+  /** Scratch disk of a replica whose service sets none. */
+  readonly defaultDiskBytes: number;
   private readonly count: Int32Array;
   private readonly ports: Map<number, number>[];
   /** Per node, the host numbers of its subnets that are claimed or given this pass. */
@@ -201,6 +217,8 @@ export class Placer {
     this.memUsed = new Float64Array(n);
     this.cpuUsed = new Float64Array(n);
     this.gpuUsed = new Float64Array(n);
+    this.diskUsed = new Float64Array(n);
+    this.defaultDiskBytes = input.defaultDiskBytes ?? DEFAULT_NODE_SETTINGS.defaultDiskBytes;
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
     this.addressesTaken = this.names.map((name) => new Set(input.claimed?.get(name) ?? []));
@@ -224,6 +242,7 @@ export class Placer {
     this.memUsed[i]! += p.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! += p.cpuMillis;
     this.gpuUsed[i]! += this.gpusOn(i, p.gpus);
+    this.diskUsed[i]! += p.diskBytes ?? this.defaultDiskBytes;
     this.count[i]!++;
     for (const port of p.ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
     for (const v of p.volumes ?? []) {
@@ -246,6 +265,7 @@ export class Placer {
     this.memUsed[i]! -= p!.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! -= p!.cpuMillis;
     this.gpuUsed[i]! -= this.gpusOn(i, p!.gpus);
+    this.diskUsed[i]! -= p!.diskBytes ?? this.defaultDiskBytes;
     this.count[i]!--;
     for (const port of p!.ports) {
       const c = (this.ports[i]!.get(port) ?? 1) - 1;
@@ -329,6 +349,7 @@ export class Placer {
       home,
       homeName,
       mem: f.memoryBytes + this.config.memoryOverheadBytes,
+      disk: f.diskBytes ?? this.defaultDiskBytes,
       cpu: f.cpuMillis,
       gpus: f.gpus,
       ports: f.ports,
@@ -348,6 +369,7 @@ export class Placer {
   private failing(q: Req, i: number, antiAffinity: boolean): FilterName | undefined {
     const node = this.nodes[i]!;
     if (node.ineligible) return 'eligibility';
+    if (node.degraded) return 'degraded';
     if (q.excluded.size && q.excluded.has(i)) return 'excluded';
     if (q.hosts && !q.hosts.has(node.name)) return 'hosts';
     // Indexed loops: this runs for every (request, node) pair, and most requests have no selector or ports.
@@ -356,6 +378,8 @@ export class Placer {
     if (q.volumes.length && this.volumeHolder(q, i)) return 'volume_in_use';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
     if (q.gpus === 'all' ? node.capacity.gpus < 1 || this.gpuUsed[i]! > 0 : q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
+    // An agent older than disk booking reports no diskBytes: its disk is not booked.
+    if (node.capacity.diskBytes !== undefined && this.diskUsed[i]! + q.disk > node.capacity.diskBytes) return 'disk';
     if (q.ports.length) {
       const taken = this.ports[i]!;
       if (taken.size) for (let p = 0; p < q.ports.length; p++) if (taken.has(q.ports[p]!)) return 'ports';
@@ -373,6 +397,12 @@ export class Placer {
     switch (f) {
       case 'eligibility':
         return node.ineligible!;
+      case 'degraded':
+        return node.degraded!;
+      case 'disk': {
+        const total = node.capacity.diskBytes ?? 0;
+        return `needs ${formatBytes(q.disk)} of scratch disk; ${formatBytes(Math.max(0, total - this.diskUsed[i]!))} of ${formatBytes(total)} unbooked`;
+      }
       case 'excluded':
         return q.heldWhy.get(i) ?? 'excluded by the caller (source of the move)';
       case 'hosts':

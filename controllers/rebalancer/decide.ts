@@ -9,6 +9,7 @@ import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes
 import { replicaRunning } from '../../src/api/readiness.js';
 import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
+import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { Capacity, DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -99,6 +100,8 @@ export interface Snapshot {
   priorities?: ReadonlyMap<string, number>;
   /** The cluster network: a moved cluster-network replica gets an address on its destination. */
   network?: NetworkView;
+  /** The cluster's node-eligibility settings (degraded destinations, default scratch disk). */
+  settings?: NodeSettingsResolved;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)

@@ -159,6 +159,7 @@ const serviceSchema: Schema = obj(
       cpu: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'number', minimum: 0 }, { type: 'string', pattern: CPU_PATTERN }], description: 'CPU request and limit: "500m", "0.5", 0.5, 2. Soft: scored, may be overcommitted.' },
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
       gpus: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer', minimum: 0 }, str({ enum: ['all'] })], description: 'GPUs, passed to Docker as device requests: a count, or "all" (every GPU of the node, at least one).' },
+      disk: intOrString(MEMORY_PATTERN, "Scratch disk (the container's writable layer): \"10Gi\". Booked like memory against the node's data-root filesystem; absent: the cluster's defaultInstanceEphemeralDisk (4Gi)."),
     }),
     ports: arr(
       {
@@ -285,7 +286,7 @@ const deploymentSpec: Schema = obj(
   ['services'],
 );
 
-const capacity = obj({ cpuMillis: int({ minimum: 0 }), memoryBytes: int({ minimum: 0 }), gpus: int({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes', 'gpus']);
+const capacity = obj({ cpuMillis: int({ minimum: 0 }), memoryBytes: int({ minimum: 0 }), gpus: int({ minimum: 0 }), diskBytes: int({ minimum: 0, description: "Scratch disk: the size of the filesystem of Docker's data root (or --capacity disk=…)." }) }, ['cpuMillis', 'memoryBytes', 'gpus']);
 const footprint = obj({ cpuMillis: num({ minimum: 0 }), memoryBytes: num({ minimum: 0 }) }, ['cpuMillis', 'memoryBytes']);
 const observedStates = ['pulling', 'pending', 'starting', 'running', 'degraded', 'exited', 'failed', 'stopped'];
 
@@ -329,6 +330,7 @@ const KINDS: KindDef[] = [
     spec: obj({
       unschedulable: bool(),
       labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
+      trusted: { ...bool(), description: 'The operator overrides degraded (jaco node trust): the node takes placements although its agent reports disk pressure, failures or overlay loss.' },
     }),
     status: obj(
       {
@@ -374,6 +376,23 @@ const KINDS: KindDef[] = [
             mode: str({ enum: ['node', 'containers'], description: 'What cpuUtil and memoryUtil measure: node = the whole host (root cgroup CPU, /proc/meminfo), containers = the sum of the agent’s own containers over its capacity (simulated and hollow nodes).' }),
           },
           ['time', 'cpuUtil', 'memoryUtil', 'replicas'],
+        ),
+        disk: obj(
+          {
+            path: str({ description: "Docker's data root (docker info DockerRootDir)." }),
+            totalBytes: int({ minimum: 0 }),
+            availableBytes: int({ minimum: 0 }),
+            capped: { ...bool(), description: "Whether the storage driver caps a container's writable layer (StorageOpt size)." },
+            driver: str(),
+            backingFs: str(),
+          },
+          ['path', 'totalBytes', 'availableBytes', 'capped', 'driver'],
+          { description: "The filesystem of Docker's data root as the agent last sampled it: disk pressure is judged from it." },
+        ),
+        overlay: obj(
+          { peers: arr(obj({ node: str({ minLength: 1 }), handshakeAt: time('Its latest WireGuard handshake; absent: none.') }, ['node'])) },
+          ['peers'],
+          { description: 'Its WireGuard peers as the agent last saw them: overlay health is judged from them.' },
         ),
       },
       ['node', 'time', 'intervalMs', 'agentVersion', 'dockerUp'],
@@ -869,6 +888,19 @@ const KINDS: KindDef[] = [
       },
       ['hub'],
     ),
+  },
+  {
+    kind: 'NodeSettings',
+    plural: 'nodesettings',
+    description: "The cluster's node-eligibility settings at config/nodes (jaco node settings): absent fields are their defaults.",
+    spec: obj({
+      defaultInstanceEphemeralDisk: str({ pattern: MEMORY_PATTERN, description: 'Scratch disk booked for a replica whose service sets no resources.disk (seed 004: 4Gi).' }),
+      diskPressurePercent: num({ minimum: 1, maximum: 100, description: "A node whose data root's filesystem is fuller than this is degraded (default 90)." }),
+      failureWindow: str({ pattern: DURATION_PATTERN, description: 'Restarts within this long count (default 10m).' }),
+      failureServices: int({ minimum: 1, description: 'Replicas of this many services restarted on one node within failureWindow: degraded (default 3).' }),
+      overlayHandshakeMaxAge: str({ pattern: DURATION_PATTERN, description: 'A WireGuard peer with no handshake within this long is unreachable (default 3m).' }),
+      overlayUnreachablePercent: num({ minimum: 0, maximum: 100, description: 'More than this percent of its peers unreachable: degraded (default 50).' }),
+    }),
   },
   {
     kind: 'AuditEvent',

@@ -38,6 +38,8 @@ export const WATCHABLE = {
   clusterkey: { prefix: keys.clusterKey(), kind: 'ClusterKey' },
   // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
   imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
+  // The one key of the cluster's node-eligibility settings (degraded thresholds, default scratch disk).
+  nodeSettings: { prefix: keys.nodeSettings(), kind: 'NodeSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;
@@ -56,6 +58,12 @@ export const ROUTINE: Partial<Record<Watchable, (c: Change) => boolean>> = {
   heartbeats: (c) => {
     const [next, prev] = [c.value?.value as Heartbeat | undefined, c.prev?.value as Heartbeat | undefined];
     if (c.type !== 'put' || !next || !prev || next.spec.dockerUp !== prev.spec.dockerUp) return false;
+    // Degraded is judged from the disk and overlay samples (src/api/eligibility.ts): a change a
+    // whole percent of disk or of which peers have a handshake may turn a node's eligibility.
+    if (diskPercent(next) !== diskPercent(prev) || overlayShape(next) !== overlayShape(prev)) return false;
     return Date.parse(next.spec.time) - Date.parse(prev.spec.time) <= 1.5 * next.spec.intervalMs;
   },
 };
+
+const diskPercent = (h: Heartbeat) => (h.spec.disk?.totalBytes ? Math.floor((100 * (h.spec.disk.totalBytes - h.spec.disk.availableBytes)) / h.spec.disk.totalBytes) : -1);
+const overlayShape = (h: Heartbeat) => (h.spec.overlay?.peers ?? []).map((p) => `${p.node}:${p.handshakeAt ? 1 : 0}`).join(',');

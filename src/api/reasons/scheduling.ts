@@ -8,6 +8,8 @@ export const UNSCHEDULABLE_REASONS = {
   no_nodes_active: 'no node is Ready and schedulable (all NotReady, cordoned, draining or without capacity)',
   no_capacity_memory: 'no eligible node has the memory left for this replica (memory is never overcommitted)',
   no_capacity_gpu: 'no eligible node has enough free GPUs',
+  no_capacity_disk: "no eligible node has the scratch disk left for this replica (resources.disk, else the cluster's defaultInstanceEphemeralDisk; booked like memory against the node's data-root filesystem)",
+  node_degraded: 'every otherwise eligible node is degraded (disk pressure, repeated failures, overlay peers unreachable): no new placements until the causes clear or `jaco node trust`',
   port_conflict: 'every eligible node already has one of its host ports taken',
   max_per_node: 'every eligible node already runs placement.maxPerNode replicas of the service',
   node_selector_mismatch: 'no eligible node carries the labels in placement.nodeSelector',
@@ -29,6 +31,7 @@ export const unschedulableReasonOf = (stored: string): string => LEGACY_UNSCHEDU
 /** The filters, in pipeline order; each rejects a node with one node-level reason. */
 export const FILTERS = {
   eligibility: 'node is NotReady, cordoned, draining or has no capacity',
+  degraded: 'node is degraded (disk pressure, repeated failures or overlay peers unreachable) and not trusted by an operator',
   excluded: 'node excluded by the caller (the source of a move)',
   hosts: 'node is not in placement.hosts',
   node_selector: 'node lacks a label in placement.nodeSelector',
@@ -36,6 +39,7 @@ export const FILTERS = {
   volume_in_use: 'a named volume it mounts is in use on the node by another replica, and one of the two mounts is read-write',
   memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
   gpus: 'not enough free GPUs',
+  disk: 'scratch disk booked on the node plus this replica exceeds its data-root filesystem',
   ports: 'a host port of the service is taken on the node',
   ipam: "the node has no free address in its subnets (or no subnets yet) for a cluster-network replica",
   max_per_node: 'the node already runs placement.maxPerNode replicas of this service',
@@ -46,6 +50,7 @@ export type FilterName = keyof typeof FILTERS;
 /** The service-level reason a filter's rejection stands for. */
 export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
   eligibility: 'no_nodes_active',
+  degraded: 'node_degraded',
   excluded: 'no_nodes_active',
   hosts: 'cannot_satisfy_host_placement',
   node_selector: 'node_selector_mismatch',
@@ -53,6 +58,7 @@ export const FILTER_REASON: Record<FilterName, UnschedulableReason> = {
   volume_in_use: 'volume_in_use',
   memory: 'no_capacity_memory',
   gpus: 'no_capacity_gpu',
+  disk: 'no_capacity_disk',
   ports: 'port_conflict',
   ipam: 'ipam_exhausted',
   max_per_node: 'max_per_node',

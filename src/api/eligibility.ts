@@ -1,0 +1,140 @@
+// Seed 004's node eligibility beyond readiness: a node is `degraded` — it takes no new placements
+// until its causes clear or an operator trusts it (`jaco node trust`) — when its data root is
+// fuller than the cluster allows, when replicas of several services keep failing on it, or when it
+// cannot reach most of its WireGuard peers. Pure: the agent reports samples (heartbeat disk and
+// overlay), the scheduler's restart bookkeeping (commands/) gives the failures, and every reader
+// (placer, `get nodes`, `describe node`, dashboard) judges them here alike, against one clock.
+import type { Heartbeat, Node, NodeSettingsSpec, ReplicaCommand } from './types.js';
+import { durationMs, formatBytes, formatDuration, memoryBytes } from './units.js';
+
+/** The settings with every default filled in (what readers use). */
+export interface NodeSettingsResolved {
+  defaultDiskBytes: number;
+  diskPressurePercent: number;
+  failureWindowMs: number;
+  failureServices: number;
+  overlayHandshakeMaxAgeMs: number;
+  overlayUnreachablePercent: number;
+}
+
+export const DEFAULT_NODE_SETTINGS: NodeSettingsResolved = {
+  defaultDiskBytes: 4 * 1024 ** 3,
+  diskPressurePercent: 90,
+  failureWindowMs: 10 * 60_000,
+  failureServices: 3,
+  // WireGuard re-handshakes every 2 minutes while traffic flows (the persistent keepalive keeps
+  // it flowing); a session with none for 3 minutes is dead (REJECT_AFTER_TIME).
+  overlayHandshakeMaxAgeMs: 180_000,
+  overlayUnreachablePercent: 50,
+};
+
+export class NodeSettingsError extends Error {
+  override name = 'NodeSettingsError';
+}
+
+/** Stored (or flag) settings over the defaults; throws NodeSettingsError naming the field that is wrong. */
+export function resolveNodeSettings(s: NodeSettingsSpec | undefined): NodeSettingsResolved {
+  const out = { ...DEFAULT_NODE_SETTINGS };
+  if (!s) return out;
+  const field = <T>(name: keyof NodeSettingsSpec, f: () => T): T => {
+    try {
+      return f();
+    } catch (e) {
+      throw new NodeSettingsError(`${name}: ${(e as Error).message}`);
+    }
+  };
+  const percent = (name: keyof NodeSettingsSpec, v: number) => {
+    if (!Number.isFinite(v) || v <= 0 || v > 100) throw new NodeSettingsError(`${name}: ${v} is not a percentage in (0, 100]`);
+    return v;
+  };
+  const positiveMs = (name: keyof NodeSettingsSpec, v: string) => {
+    const ms = field(name, () => durationMs(v));
+    if (!(ms > 0)) throw new NodeSettingsError(`${name}: "${v}" is not a positive duration (e.g. 30s, 10m)`);
+    return ms;
+  };
+  if (s.defaultInstanceEphemeralDisk !== undefined) out.defaultDiskBytes = field('defaultInstanceEphemeralDisk', () => memoryBytes(s.defaultInstanceEphemeralDisk));
+  if (s.diskPressurePercent !== undefined) out.diskPressurePercent = percent('diskPressurePercent', s.diskPressurePercent);
+  if (s.failureWindow !== undefined) out.failureWindowMs = positiveMs('failureWindow', s.failureWindow);
+  if (s.failureServices !== undefined) {
+    if (!Number.isInteger(s.failureServices) || s.failureServices < 1) throw new NodeSettingsError(`failureServices: ${s.failureServices} is not a whole number ≥ 1`);
+    out.failureServices = s.failureServices;
+  }
+  if (s.overlayHandshakeMaxAge !== undefined) out.overlayHandshakeMaxAgeMs = positiveMs('overlayHandshakeMaxAge', s.overlayHandshakeMaxAge);
+  if (s.overlayUnreachablePercent !== undefined) out.overlayUnreachablePercent = percent('overlayUnreachablePercent', s.overlayUnreachablePercent);
+  return out;
+}
+
+/** Why a node is degraded: closed, with descriptions (status, `describe node`, audit, docs). */
+export const DEGRADED_CAUSES = {
+  disk_pressure: "its Docker data root's filesystem is fuller than diskPressurePercent",
+  repeated_failures: 'replicas of failureServices or more services restarted on it within failureWindow',
+  overlay_unreachable: 'more than overlayUnreachablePercent of its WireGuard peers had no handshake within overlayHandshakeMaxAge',
+} as const;
+export type DegradedCause = keyof typeof DEGRADED_CAUSES;
+
+export interface DegradedFinding {
+  cause: DegradedCause;
+  detail: string;
+}
+
+/** A node's degraded state: its causes (empty: not degraded), and whether the operator trusts it anyway. */
+export interface NodeCondition {
+  causes: DegradedFinding[];
+  trusted: boolean;
+}
+
+/**
+ * Per node, the services (deployment/service) with a replica restarted within the window: the
+ * scheduler's restart bookkeeping, keyed commands/<host>/<replica>. A restart is of one replica,
+ * so failures of one bad service alone never degrade a node (that is the service's problem).
+ */
+export function failingServicesOf(commands: Iterable<readonly [string, { value: ReplicaCommand }]> | undefined, services: (replica: string) => string | undefined, windowMs: number, now: number): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const [key, c] of commands ?? []) {
+    const st = c.value.status;
+    if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > windowMs) continue;
+    const host = key.split('/')[1]!;
+    const svc = services(c.value.spec.replica) ?? c.value.spec.replica;
+    let set = out.get(host);
+    if (!set) out.set(host, (set = new Set()));
+    set.add(svc);
+  }
+  return out;
+}
+
+/** Why a node is degraded, judged from its fresh heartbeat's samples and the failures on it. */
+export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number): DegradedFinding[] {
+  const out: DegradedFinding[] = [];
+  const disk = hb?.spec.disk;
+  if (disk && disk.totalBytes > 0) {
+    const used = (100 * (disk.totalBytes - disk.availableBytes)) / disk.totalBytes;
+    if (used > settings.diskPressurePercent)
+      out.push({ cause: 'disk_pressure', detail: `${disk.path} is ${Math.round(used)}% full (${formatBytes(disk.availableBytes)} of ${formatBytes(disk.totalBytes)} free; limit ${settings.diskPressurePercent}%)` });
+  }
+  if (failingServices && failingServices.size >= settings.failureServices)
+    out.push({ cause: 'repeated_failures', detail: `replicas of ${failingServices.size} services restarted within ${formatDuration(settings.failureWindowMs)} (${[...failingServices].sort().slice(0, 5).join(', ')}); limit ${settings.failureServices}` });
+  const peers = hb?.spec.overlay?.peers ?? [];
+  if (peers.length) {
+    const unreachable = peers.filter((p) => !p.handshakeAt || now - Date.parse(p.handshakeAt) > settings.overlayHandshakeMaxAgeMs).map((p) => p.node);
+    if ((100 * unreachable.length) / peers.length > settings.overlayUnreachablePercent)
+      out.push({ cause: 'overlay_unreachable', detail: `${unreachable.length} of ${peers.length} WireGuard peers unreachable (no handshake within ${formatDuration(settings.overlayHandshakeMaxAgeMs)}: ${unreachable.sort().slice(0, 5).join(', ')}); limit ${settings.overlayUnreachablePercent}%` });
+  }
+  return out;
+}
+
+/** The node's condition: its causes and the operator's override (Node spec.trusted). */
+export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number): NodeCondition {
+  return { causes: degradedCauses(hb, failingServices, settings, now), trusted: !!node?.spec?.trusted };
+}
+
+/** Why the node takes no new placements for being degraded (undefined: it is not, or it is trusted). */
+export function degradedBecause(c: NodeCondition): string | undefined {
+  if (!c.causes.length || c.trusted) return undefined;
+  return `degraded: ${c.causes.map((f) => `${f.cause} — ${f.detail}`).join('; ')} (jaco node trust overrides)`;
+}
+
+/** The STATUS column's word for it: "Degraded", "Degraded(trusted)", or nothing. */
+export function degradedText(c: NodeCondition): string | undefined {
+  if (!c.causes.length) return undefined;
+  return c.trusted ? 'Degraded(trusted)' : 'Degraded';
+}
