@@ -10,7 +10,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Node, NodeOverlay, NodeSubnet } from '../../src/api/types.js';
+import type { Node, NodeOverlay, NodeSubnet, OverlaySample } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
@@ -139,6 +139,24 @@ export class Overlay {
       ...(this.child?.pid ? { wireguardGoPid: this.child.pid } : {}),
       ...(this.lastPlan?.skipped.length ? { skipped: this.lastPlan.skipped } : {}),
       ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+
+  /**
+   * Its peers' reachability for the heartbeat (overlay health, src/api/eligibility.ts): every node
+   * the mesh should reach, with its latest handshake as `wg show` last gave it. A peer that is not
+   * configured, or an interface that is gone, has none. The persistent keepalive is the probe: it
+   * keeps traffic on every session, so a live peer re-handshakes at least every two minutes.
+   */
+  sample(): OverlaySample | undefined {
+    const plan = this.lastPlan;
+    if (!plan) return undefined;
+    const seen = new Map((this.observed?.peers ?? []).map((o) => [o.publicKey, o.latestHandshake]));
+    return {
+      peers: plan.peers.map((p) => {
+        const at = seen.get(p.publicKey);
+        return { node: p.node, ...(at ? { handshakeAt: new Date(at * 1000).toISOString() } : {}) };
+      }),
     };
   }
 

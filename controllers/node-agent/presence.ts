@@ -14,7 +14,7 @@
 // value it cannot read is left as it is, and the heartbeat goes on (nodeAbsence).
 import { hostname } from 'node:os';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
+import { API_VERSION, type Heartbeat, type HeartbeatSpec, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store, Versioned } from '../../src/store/store.js';
@@ -69,6 +69,8 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   overlay?: NodeOverlay;
   /** Its logs and exec endpoint (api-server.ts), published on its Node for the CLI to dial. */
   apiEndpoint?: string;
+  /** Its data root's disk and its overlay peers, as last sampled (degraded is judged from them). */
+  health?(): Promise<Pick<HeartbeatSpec, 'disk' | 'overlay'>>;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -212,7 +214,7 @@ export class Presence {
   // ------------------------------------------------------------------ the claim
 
   private async heartbeatValue(): Promise<Heartbeat> {
-    const pressure = await this.opts.pressure();
+    const [pressure, health] = await Promise.all([this.opts.pressure(), this.opts.health?.()]);
     return {
       apiVersion: API_VERSION,
       kind: 'Heartbeat',
@@ -224,6 +226,7 @@ export class Presence {
         agentVersion: VERSION,
         dockerUp: this.opts.dockerUp(),
         ...(pressure ? { pressure } : {}),
+        ...health,
       },
     } as Heartbeat;
   }
