@@ -138,3 +138,32 @@ export function degradedText(c: NodeCondition): string | undefined {
   if (!c.causes.length) return undefined;
   return c.trusted ? 'Degraded(trusted)' : 'Degraded';
 }
+
+/** A node's STATUS with its degraded state after the readiness words: "Ready,Degraded". */
+export function statusWithCondition(status: string, c: NodeCondition | undefined): string {
+  const d = c && degradedText(c);
+  return d ? `${status},${d}` : status;
+}
+
+/** `describe node`'s lines about scratch disk, overlay reachability and the degraded condition. */
+export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCondition | undefined, settings: NodeSettingsResolved, now: number): string[] {
+  const out: string[] = [];
+  const disk = hb?.spec.disk;
+  const cap = node.status?.capacity.diskBytes;
+  if (disk) {
+    const used = disk.totalBytes ? Math.round((100 * (disk.totalBytes - disk.availableBytes)) / disk.totalBytes) : 0;
+    const how = disk.capped ? `booked and capped (${disk.driver} StorageOpt size)` : `booked, not capped: ${disk.driver} on ${disk.backingFs ?? 'an unknown filesystem'}`;
+    out.push(`Disk:         ${disk.path}: ${formatBytes(disk.availableBytes)} free of ${formatBytes(disk.totalBytes)} (${used}% used; degraded past ${settings.diskPressurePercent}%); scratch disk ${how}${cap !== undefined && cap !== disk.totalBytes ? `; capacity declared ${formatBytes(cap)}` : ''}`);
+  } else out.push(`Disk:         ${cap !== undefined ? `capacity ${formatBytes(cap)} (declared); ` : ''}no disk sample (an agent older than disk booking, or Docker's storage not read)${cap === undefined ? ': scratch disk not booked on this node' : ''}`);
+  const peers = hb?.spec.overlay?.peers;
+  if (peers) {
+    const late = peers.filter((p) => !p.handshakeAt || now - Date.parse(p.handshakeAt) > settings.overlayHandshakeMaxAgeMs);
+    const fmt = (p: { node: string; handshakeAt?: string }) => `${p.node} (${p.handshakeAt ? `handshake ${formatDuration(Math.max(0, now - Date.parse(p.handshakeAt)))} ago` : 'no handshake'})`;
+    out.push(`Overlay:      ${peers.length - late.length} of ${peers.length} peers reachable${late.length ? `; unreachable: ${late.map(fmt).join(', ')}` : ''}`);
+  }
+  if (c?.causes.length) {
+    out.push(`Degraded:     ${c.trusted ? 'yes, but trusted by an operator (jaco node distrust to undo): it takes placements' : 'yes: no new placements until the causes clear (jaco node trust overrides)'}`);
+    for (const f of c.causes) out.push(`  ${f.cause}: ${f.detail}`);
+  } else out.push(`Degraded:     no${c?.trusted ? ' (trusted by an operator: a future cause would not stop placements)' : ''}`);
+  return out;
+}
