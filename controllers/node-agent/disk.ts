@@ -56,5 +56,5 @@ export async function readStorageFacts(info: () => Promise<DockerInfoStorage>): 
 /** The data root's filesystem now (statfs): its size and what unprivileged writers may still use. */
 export async function sampleDisk(f: StorageFacts): Promise<DiskSample> {
   const s = await statfs(f.dataRoot);
-  return { path: f.dataRoot, totalBytes: s.blocks * s.bsize, availableBytes: s.bavail * s.bsize, capped: f.capped, driver: f.driver, ...(f.backingFs ? { backingFs: f.backingFs } : {}) };
+  return { path: f.dataRoot, totalBytes: s.blocks * s.bsize, availableBytes: s.bavail * s.bsize, usedBytes: (s.blocks - s.bfree) * s.bsize, capped: f.capped, driver: f.driver, ...(f.backingFs ? { backingFs: f.backingFs } : {}) };
 }

@@ -81,6 +81,8 @@ export class Overlay {
   private child?: ChildProcess;
   private runner?: Runner<null, OverlaySnapshot, unknown, OverlayPass>;
   private lastPlan?: OverlayPlan;
+  /** Per peer key: the received bytes last seen, and when they last grew (the probe of reachability). */
+  private readonly heard = new Map<string, { rx: number; at: number }>();
   private lastError?: string;
   private lastSkipped = '';
   private labelled = new Set<string>();
@@ -145,8 +147,9 @@ export class Overlay {
   /**
    * Its peers' reachability for the heartbeat (overlay health, src/api/eligibility.ts): every node
    * the mesh should reach, with its latest handshake as `wg show` last gave it. A peer that is not
-   * configured, or an interface that is gone, has none. The persistent keepalive is the probe: it
-   * keeps traffic on every session, so a live peer re-handshakes at least every two minutes.
+   * configured, or an interface that is gone, has none. The persistent keepalive is the probe: a
+   * live peer sends one every 25 s, so its received bytes grow (heardAt) and its session
+   * re-handshakes at least every two minutes.
    */
   sample(): OverlaySample | undefined {
     const plan = this.lastPlan;
@@ -155,7 +158,8 @@ export class Overlay {
     return {
       peers: plan.peers.map((p) => {
         const at = seen.get(p.publicKey);
-        return { node: p.node, ...(at ? { handshakeAt: new Date(at * 1000).toISOString() } : {}) };
+        const heard = seen.has(p.publicKey) ? this.heard.get(p.publicKey)?.at : undefined;
+        return { node: p.node, ...(at ? { handshakeAt: new Date(at * 1000).toISOString() } : {}), ...(heard ? { heardAt: new Date(heard).toISOString() } : {}) };
       }),
     };
   }
@@ -309,6 +313,11 @@ export class Overlay {
     }
     this.observed = state;
     this.observedAt = Date.now();
+    for (const p of state.peers) {
+      const h = this.heard.get(p.publicKey);
+      if (!h || p.rxBytes > h.rx) this.heard.set(p.publicKey, { rx: p.rxBytes, at: h || p.rxBytes > 0 ? this.observedAt : 0 });
+      else if (p.rxBytes < h.rx) h.rx = p.rxBytes; // counters reset (the peer re-added): wait for growth again
+    }
     this.shape = JSON.stringify({ ...state, peers: state.peers.map((p) => ({ ...p, latestHandshake: 0, rxBytes: 0, txBytes: 0 })) });
   }
 

@@ -6,7 +6,8 @@ const NOW = Date.parse('2026-01-01T12:00:00Z');
 const Gi = 1024 ** 3;
 const ago = (ms: number) => new Date(NOW - ms).toISOString();
 const hb = (extra: Partial<HeartbeatSpec> = {}): Heartbeat => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name: 'a' }, spec: { node: 'a', time: ago(0), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...extra } });
-const disk = (usedPercent: number) => ({ disk: { path: '/var/lib/docker', totalBytes: 100 * Gi, availableBytes: (100 - usedPercent) * Gi, capped: false, driver: 'overlay2', backingFs: 'extfs' } });
+// 110 GiB of which 10 are root's reserve: full is used over used + available, as df counts it.
+const disk = (usedPercent: number) => ({ disk: { path: '/var/lib/docker', totalBytes: 110 * Gi, usedBytes: usedPercent * Gi, availableBytes: (100 - usedPercent) * Gi, capped: false, driver: 'overlay2', backingFs: 'extfs' } });
 const peers = (...handshakes: (number | undefined)[]) => ({ overlay: { peers: handshakes.map((h, i) => ({ node: `p${i}`, ...(h === undefined ? {} : { handshakeAt: ago(h) }) })) } });
 const S = DEFAULT_NODE_SETTINGS;
 
@@ -27,15 +28,21 @@ describe('degradedCauses: each cause from its sample, against the settings and t
   });
 
   it('details say how far past the limit, and the settings move the limits', () => {
-    expect(degradedCauses(hb(disk(95)), undefined, S, NOW)[0]!.detail).toBe('/var/lib/docker is 95% full (5Gi of 100Gi free; limit 90%)');
+    expect(degradedCauses(hb(disk(95)), undefined, S, NOW)[0]!.detail).toBe('/var/lib/docker is 95% full (5Gi of 110Gi free; limit 90%)');
     expect(degradedCauses(hb(disk(95)), undefined, { ...S, diskPressurePercent: 96 }, NOW)).toEqual([]);
-    expect(degradedCauses(hb(peers(20_000)), undefined, { ...S, overlayHandshakeMaxAgeMs: 10_000 }, NOW)[0]!.detail).toBe('1 of 1 WireGuard peers unreachable (no handshake within 10s: p0); limit 50%');
+    expect(degradedCauses(hb(peers(20_000)), undefined, { ...S, overlayHandshakeMaxAgeMs: 10_000 }, NOW)[0]!.detail).toBe('1 of 1 WireGuard peers unreachable (neither heard nor handshake within 10s: p0); limit 50%');
   });
 
   it('the same samples judged later: a handshake ages into unreachable (time comes from the caller)', () => {
     const h = hb(peers(0));
     expect(degradedCauses(h, undefined, S, NOW)).toEqual([]);
     expect(degradedCauses(h, undefined, S, NOW + 181_000).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+  });
+
+  it('a peer heard recently (its keepalives arrive) is reachable though its handshake is old', () => {
+    const h = hb({ overlay: { peers: [{ node: 'p0', handshakeAt: ago(170_000), heardAt: ago(5000) }] } });
+    expect(degradedCauses(h, undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW)).toEqual([]);
+    expect(degradedCauses(h, undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW + 30_000).map((c) => c.cause)).toEqual(['overlay_unreachable']);
   });
 
   it('an operator trusting the node keeps the causes shown and lets placements in', () => {

@@ -4,7 +4,7 @@
 // cannot reach most of its WireGuard peers. Pure: the agent reports samples (heartbeat disk and
 // overlay), the scheduler's restart bookkeeping (commands/) gives the failures, and every reader
 // (placer, `get nodes`, `describe node`, dashboard) judges them here alike, against one clock.
-import type { Heartbeat, Node, NodeSettingsSpec, ReplicaCommand } from './types.js';
+import type { DiskSample, Heartbeat, Node, NodeSettingsSpec, OverlayPeerSample, ReplicaCommand } from './types.js';
 import { durationMs, formatBytes, formatDuration, memoryBytes } from './units.js';
 
 /** The settings with every default filled in (what readers use). */
@@ -68,7 +68,7 @@ export function resolveNodeSettings(s: NodeSettingsSpec | undefined): NodeSettin
 export const DEGRADED_CAUSES = {
   disk_pressure: "its Docker data root's filesystem is fuller than diskPressurePercent",
   repeated_failures: 'replicas of failureServices or more services restarted on it within failureWindow',
-  overlay_unreachable: 'more than overlayUnreachablePercent of its WireGuard peers had no handshake within overlayHandshakeMaxAge',
+  overlay_unreachable: 'more than overlayUnreachablePercent of its WireGuard peers were neither heard from nor handshook within overlayHandshakeMaxAge',
 } as const;
 export type DegradedCause = keyof typeof DEGRADED_CAUSES;
 
@@ -102,22 +102,32 @@ export function failingServicesOf(commands: Iterable<readonly [string, { value: 
   return out;
 }
 
+/** How full a data root is, in percent, as df counts it: used over used + available (root's reserve left out). */
+export function diskUsedPercent(d: DiskSample): number | undefined {
+  const denom = d.usedBytes + d.availableBytes;
+  return denom > 0 ? (100 * d.usedBytes) / denom : undefined;
+}
+
+/** A peer is reachable while its latest handshake, or the latest growth of what it sent, is within the age. */
+export function peerReachable(p: OverlayPeerSample, settings: NodeSettingsResolved, now: number): boolean {
+  const last = Math.max(p.handshakeAt ? Date.parse(p.handshakeAt) : -Infinity, p.heardAt ? Date.parse(p.heardAt) : -Infinity);
+  return now - last <= settings.overlayHandshakeMaxAgeMs;
+}
+
 /** Why a node is degraded, judged from its fresh heartbeat's samples and the failures on it. */
 export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number): DegradedFinding[] {
   const out: DegradedFinding[] = [];
   const disk = hb?.spec.disk;
-  if (disk && disk.totalBytes > 0) {
-    const used = (100 * (disk.totalBytes - disk.availableBytes)) / disk.totalBytes;
-    if (used > settings.diskPressurePercent)
-      out.push({ cause: 'disk_pressure', detail: `${disk.path} is ${Math.round(used)}% full (${formatBytes(disk.availableBytes)} of ${formatBytes(disk.totalBytes)} free; limit ${settings.diskPressurePercent}%)` });
-  }
+  const used = disk && diskUsedPercent(disk);
+  if (disk && used !== undefined && used > settings.diskPressurePercent)
+    out.push({ cause: 'disk_pressure', detail: `${disk.path} is ${Math.round(used)}% full (${formatBytes(disk.availableBytes)} of ${formatBytes(disk.totalBytes)} free; limit ${settings.diskPressurePercent}%)` });
   if (failingServices && failingServices.size >= settings.failureServices)
     out.push({ cause: 'repeated_failures', detail: `replicas of ${failingServices.size} services restarted within ${formatDuration(settings.failureWindowMs)} (${[...failingServices].sort().slice(0, 5).join(', ')}); limit ${settings.failureServices}` });
   const peers = hb?.spec.overlay?.peers ?? [];
   if (peers.length) {
-    const unreachable = peers.filter((p) => !p.handshakeAt || now - Date.parse(p.handshakeAt) > settings.overlayHandshakeMaxAgeMs).map((p) => p.node);
+    const unreachable = peers.filter((p) => !peerReachable(p, settings, now)).map((p) => p.node);
     if ((100 * unreachable.length) / peers.length > settings.overlayUnreachablePercent)
-      out.push({ cause: 'overlay_unreachable', detail: `${unreachable.length} of ${peers.length} WireGuard peers unreachable (no handshake within ${formatDuration(settings.overlayHandshakeMaxAgeMs)}: ${unreachable.sort().slice(0, 5).join(', ')}); limit ${settings.overlayUnreachablePercent}%` });
+      out.push({ cause: 'overlay_unreachable', detail: `${unreachable.length} of ${peers.length} WireGuard peers unreachable (neither heard nor handshake within ${formatDuration(settings.overlayHandshakeMaxAgeMs)}: ${unreachable.sort().slice(0, 5).join(', ')}); limit ${settings.overlayUnreachablePercent}%` });
   }
   return out;
 }
@@ -151,14 +161,15 @@ export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCon
   const disk = hb?.spec.disk;
   const cap = node.status?.capacity.diskBytes;
   if (disk) {
-    const used = disk.totalBytes ? Math.round((100 * (disk.totalBytes - disk.availableBytes)) / disk.totalBytes) : 0;
+    const used = Math.round(diskUsedPercent(disk) ?? 0);
     const how = disk.capped ? `booked and capped (${disk.driver} StorageOpt size)` : `booked, not capped: ${disk.driver} on ${disk.backingFs ?? 'an unknown filesystem'}`;
     out.push(`Disk:         ${disk.path}: ${formatBytes(disk.availableBytes)} free of ${formatBytes(disk.totalBytes)} (${used}% used; degraded past ${settings.diskPressurePercent}%); scratch disk ${how}${cap !== undefined && cap !== disk.totalBytes ? `; capacity declared ${formatBytes(cap)}` : ''}`);
   } else out.push(`Disk:         ${cap !== undefined ? `capacity ${formatBytes(cap)} (declared); ` : ''}no disk sample (an agent older than disk booking, or Docker's storage not read)${cap === undefined ? ': scratch disk not booked on this node' : ''}`);
   const peers = hb?.spec.overlay?.peers;
   if (peers) {
-    const late = peers.filter((p) => !p.handshakeAt || now - Date.parse(p.handshakeAt) > settings.overlayHandshakeMaxAgeMs);
-    const fmt = (p: { node: string; handshakeAt?: string }) => `${p.node} (${p.handshakeAt ? `handshake ${formatDuration(Math.max(0, now - Date.parse(p.handshakeAt)))} ago` : 'no handshake'})`;
+    const late = peers.filter((p) => !peerReachable(p, settings, now));
+    const ago = (t: string) => formatDuration(Math.max(0, now - Date.parse(t)));
+    const fmt = (p: OverlayPeerSample) => `${p.node} (${p.handshakeAt ? `handshake ${ago(p.handshakeAt)} ago` : 'no handshake'}${p.heardAt ? `, heard ${ago(p.heardAt)} ago` : ''})`;
     out.push(`Overlay:      ${peers.length - late.length} of ${peers.length} peers reachable${late.length ? `; unreachable: ${late.map(fmt).join(', ')}` : ''}`);
   }
   if (c?.causes.length) {

@@ -439,6 +439,8 @@ export interface DiskSample {
   totalBytes: number;
   /** Available to unprivileged writers (statfs bavail × bsize). */
   availableBytes: number;
+  /** In use (statfs (blocks − bfree) × bsize); full is used over used + available, as df counts it. */
+  usedBytes: number;
   /** Where the storage driver can cap a container's writable layer (StorageOpt size), or why not ("overlay2 on ext4"). */
   capped: boolean;
   driver: string;
@@ -454,6 +456,8 @@ export interface OverlayPeerSample {
   node: string;
   /** The latest handshake (wg show latest-handshakes); absent: never, or the peer is not configured. */
   handshakeAt?: string;
+  /** When the agent last saw its received bytes grow (the 25 s persistent keepalive keeps a live peer sending). */
+  heardAt?: string;
 }
 /** heartbeats/<host>: bound to the agent's lease, so it vanishes when the agent stops renewing. */
 export type Heartbeat = JacoObject<'Heartbeat', HeartbeatSpec, never>;

@@ -12,7 +12,7 @@ const v = <T>(key: string, value: T): Versioned<T> => ({ key, value, modRevision
 const node = (name: string, cpuMillis = 2000, memoryBytes = 4 * 2 ** 30) =>
   v<Node>(keys.node(name), { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis, memoryBytes, gpus: 0 }, agentVersion: 't', registeredAt: iso(NOW) } });
 const hb = (name: string, p?: Omit<PressureSample, 'time'>, at = NOW - 1000, disk?: { totalBytes: number; availableBytes: number }) =>
-  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(at), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(at) } } : {}), ...(disk ? { disk: { path: '/var/lib/docker', capped: false, driver: 'overlay2', ...disk } } : {}) } });
+  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(at), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(at) } } : {}), ...(disk ? { disk: { path: '/var/lib/docker', capped: false, driver: 'overlay2', usedBytes: disk.totalBytes - disk.availableBytes, ...disk } } : {}) } });
 const desired = (id: string, nodeName: string, template: ServiceSpec = { image: 'x' }, deployment = 'shop', service = 'web') =>
   v<ReplicaDesired>(keys.desired(nodeName, id), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: id }, spec: { replica: id, deployment, service, node: nodeName, revision: 1, specHash: 'h', template, placedAt: iso(NOW) } });
 

@@ -73,7 +73,7 @@ export function nodeUsage(view: ClusterView, now: number, sort: TopSort = 'cpu')
       memoryUtil: p.memoryUtil,
       ...(cap ? { cpuMillis: p.cpuUtil * cap.cpuMillis, memoryBytes: p.memoryUtil * cap.memoryBytes } : {}),
       pressure: { value: c.pressure, dominant: c.dominant },
-      ...(d && d.totalBytes > 0 ? { diskBytes: d.totalBytes - d.availableBytes, diskUtil: (d.totalBytes - d.availableBytes) / d.totalBytes } : {}),
+      ...(d && d.usedBytes + d.availableBytes > 0 ? { diskBytes: d.usedBytes, diskUtil: d.usedBytes / (d.usedBytes + d.availableBytes) } : {}),
       mode: p.mode ?? 'containers',
       sampledAt: p.time,
     };

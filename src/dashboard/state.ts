@@ -49,7 +49,7 @@ function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | 
         name,
         status: statusWithCondition(nodeStatusText(n, hb, drain, now), condition),
         ...(condition?.causes.length ? { degraded: { causes: condition.causes, trusted: condition.trusted } } : {}),
-        ...(d ? { disk: { usedBytes: d.totalBytes - d.availableBytes, totalBytes: d.totalBytes, capped: d.capped } } : {}),
+        ...(d ? { disk: { usedBytes: d.usedBytes, totalBytes: d.usedBytes + d.availableBytes, capped: d.capped } } : {}),
         ready: nodeReady(hb, now),
         cordoned: !!n.spec?.unschedulable,
         draining: drainActive(drain),

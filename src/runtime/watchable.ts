@@ -2,6 +2,7 @@
 // so no controller restates the key layout. A controller names the ones it reads (`reads`).
 import { keys } from '../api/keys.js';
 import type { Heartbeat } from '../api/types.js';
+import { diskUsedPercent } from '../api/eligibility.js';
 import type { Change, SourceSpec } from '../store/reflector.js';
 
 export const WATCHABLE = {
@@ -65,5 +66,6 @@ export const ROUTINE: Partial<Record<Watchable, (c: Change) => boolean>> = {
   },
 };
 
-const diskPercent = (h: Heartbeat) => (h.spec.disk?.totalBytes ? Math.floor((100 * (h.spec.disk.totalBytes - h.spec.disk.availableBytes)) / h.spec.disk.totalBytes) : -1);
-const overlayShape = (h: Heartbeat) => (h.spec.overlay?.peers ?? []).map((p) => `${p.node}:${p.handshakeAt ? 1 : 0}`).join(',');
+const diskPercent = (h: Heartbeat) => (h.spec.disk ? Math.floor(diskUsedPercent(h.spec.disk) ?? -1) : -1);
+// Which peers were heard within a keepalive and a half: a peer going quiet or coming back wakes the controllers.
+const overlayShape = (h: Heartbeat) => (h.spec.overlay?.peers ?? []).map((p) => `${p.node}:${p.heardAt && Date.parse(h.spec.time) - Date.parse(p.heardAt) < 40_000 ? 1 : 0}`).join(',');
