@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Heartbeat, HeartbeatSpec, ReplicaCommand } from './types.js';
-import { DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings } from './eligibility.js';
+import { DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, unreachableReports } from './eligibility.js';
 
 const NOW = Date.parse('2026-01-01T12:00:00Z');
 const Gi = 1024 ** 3;
@@ -43,6 +43,17 @@ describe('degradedCauses: each cause from its sample, against the settings and t
     const h = hb({ overlay: { peers: [{ node: 'p0', handshakeAt: ago(170_000), heardAt: ago(5000) }] } });
     expect(degradedCauses(h, undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW)).toEqual([]);
     expect(degradedCauses(h, undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW + 30_000).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+  });
+
+  it('a link cut one way: the node hears its peers, they do not hear it — their reports count', () => {
+    const self = hb(peers(1000, 1000));
+    const peerSees = (node: string, heardAgo: number): Heartbeat => ({ ...hb(), spec: { ...hb().spec, node, overlay: { peers: [{ node: 'a', handshakeAt: ago(heardAgo) }] } } });
+    const reports = unreachableReports([self, peerSees('p0', 200_000), peerSees('p1', 200_000)], S, NOW);
+    expect(reports.get('a')).toEqual(new Set(['p0', 'p1']));
+    expect(degradedCauses(self, undefined, S, NOW)).toEqual([]);
+    expect(degradedCauses(self, undefined, S, NOW, reports.get('a')).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+    // One peer of two complaining is not more than half.
+    expect(degradedCauses(self, undefined, S, NOW, unreachableReports([peerSees('p0', 200_000), peerSees('p1', 1000)], S, NOW).get('a'))).toEqual([]);
   });
 
   it('an operator trusting the node keeps the causes shown and lets placements in', () => {

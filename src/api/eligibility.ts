@@ -115,7 +115,24 @@ export function peerReachable(p: OverlayPeerSample, settings: NodeSettingsResolv
 }
 
 /** Why a node is degraded, judged from its fresh heartbeat's samples and the failures on it. */
-export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number): DegradedFinding[] {
+/**
+ * Per node, the peers that find it unreachable in their own samples. A link cut one way (the
+ * node's sends dropped) leaves the node hearing its peers while none hears it: its own sample
+ * looks fine, theirs do not, so both sides count.
+ */
+export function unreachableReports(heartbeats: Iterable<Heartbeat>, settings: NodeSettingsResolved, now: number): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const hb of heartbeats)
+    for (const p of hb.spec.overlay?.peers ?? []) {
+      if (peerReachable(p, settings, now)) continue;
+      let set = out.get(p.node);
+      if (!set) out.set(p.node, (set = new Set()));
+      set.add(hb.spec.node);
+    }
+  return out;
+}
+
+export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): DegradedFinding[] {
   const out: DegradedFinding[] = [];
   const disk = hb?.spec.disk;
   const used = disk && diskUsedPercent(disk);
@@ -125,7 +142,7 @@ export function degradedCauses(hb: Heartbeat | undefined, failingServices: Reado
     out.push({ cause: 'repeated_failures', detail: `replicas of ${failingServices.size} services restarted within ${formatDuration(settings.failureWindowMs)} (${[...failingServices].sort().slice(0, 5).join(', ')}); limit ${settings.failureServices}` });
   const peers = hb?.spec.overlay?.peers ?? [];
   if (peers.length) {
-    const unreachable = peers.filter((p) => !peerReachable(p, settings, now)).map((p) => p.node);
+    const unreachable = peers.filter((p) => !peerReachable(p, settings, now) || reportedBy?.has(p.node)).map((p) => p.node);
     if ((100 * unreachable.length) / peers.length > settings.overlayUnreachablePercent)
       out.push({ cause: 'overlay_unreachable', detail: `${unreachable.length} of ${peers.length} WireGuard peers unreachable (neither heard nor handshake within ${formatDuration(settings.overlayHandshakeMaxAgeMs)}: ${unreachable.sort().slice(0, 5).join(', ')}); limit ${settings.overlayUnreachablePercent}%` });
   }
@@ -133,8 +150,8 @@ export function degradedCauses(hb: Heartbeat | undefined, failingServices: Reado
 }
 
 /** The node's condition: its causes and the operator's override (Node spec.trusted). */
-export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number): NodeCondition {
-  return { causes: degradedCauses(hb, failingServices, settings, now), trusted: !!node?.spec?.trusted };
+export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): NodeCondition {
+  return { causes: degradedCauses(hb, failingServices, settings, now, reportedBy), trusted: !!node?.spec?.trusted };
 }
 
 /** Why the node takes no new placements for being degraded (undefined: it is not, or it is trusted). */

@@ -1,6 +1,6 @@
 // A read-only view of the cluster for the CLI: one consistent read of the prefixes a command
 // needs, joined (desired + observed per replica, node + heartbeat + drain per node).
-import { failingServicesOf, nodeCondition, resolveNodeSettings, type NodeCondition, type NodeSettingsResolved } from '../api/eligibility.js';
+import { failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeCondition, type NodeSettingsResolved } from '../api/eligibility.js';
 import { placementMode } from '../api/spec.js';
 import { formatDuration } from '../api/units.js';
 import type {
@@ -131,7 +131,8 @@ export function nodeConditionsOf(v: ClusterView, now: number): Map<string, NodeC
   const services = new Map(v.replicas.map((r) => [r.id, `${r.desired.spec.deployment}/${r.desired.spec.service}`]));
   const commands = v.replicas.flatMap((r) => (r.command ? [[`commands/${r.node}/${r.id}`, { value: r.command }] as const] : []));
   const failing = failingServicesOf(commands, (id) => services.get(id), v.settings.failureWindowMs, now);
-  return new Map([...v.nodes.keys()].map((n) => [n, nodeCondition(v.nodes.get(n)!.value, v.heartbeats.get(n), failing.get(n), v.settings, now)]));
+  const reports = unreachableReports(v.heartbeats.values(), v.settings, now);
+  return new Map([...v.nodes.keys()].map((n) => [n, nodeCondition(v.nodes.get(n)!.value, v.heartbeats.get(n), failing.get(n), v.settings, now, reports.get(n))]));
 }
 
 /** The state a replica shows: observed, or what the control plane knows when nothing is observed. */
