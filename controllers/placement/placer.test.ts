@@ -266,6 +266,8 @@ describe('scratch disk and degraded nodes (seed 004 node eligibility)', () => {
     expect(d.verdicts.find((v) => v.node === 'a')!.rejected).toEqual({ filter: 'degraded', reason: 'node_degraded', detail: why });
     // NotReady is judged first: a NotReady node is no_nodes_active whatever its samples said.
     expect(new Placer(input([node('a', { ineligible: 'NotReady (no fresh heartbeat)', degraded: why })])).decide(req()).verdicts[0]!.rejected!.filter).toBe('eligibility');
+    // A service pinned to a degraded node is told so, not that the other nodes are not its hosts.
+    expect(new Placer(input([node('a', { degraded: why }), node('b')])).decide(req({ placement: { mode: 'hosts', hosts: ['a'] } })).reason).toBe('node_degraded');
     // Beyond degraded the pipeline goes on: a degraded node and a full one say the furthest reason.
     expect(new Placer(input([node('a', { degraded: why }), disk('b', Gi)])).decide(req()).reason).toBe('no_capacity_disk');
   });

@@ -5,10 +5,11 @@
 //
 // Pipeline, per node, in this order (the first failing filter is the node's recorded reason):
 //   eligibility      — NotReady/cordoned/draining nodes are out before anything is computed
-//   degraded         — a node its agent's samples call degraded (src/api/eligibility.ts) takes no
-//                      new placements unless an operator trusts it (seed 004)
 //   excluded         — the caller's exclusions (a move's source)
 //   hosts, node_selector, volume_locality — the operator's explicit constraints, cheapest first
+//   degraded         — a node its agent's samples call degraded (src/api/eligibility.ts) takes no
+//                      new placements unless an operator trusts it (seed 004); after the operator's
+//                      constraints, so a service pinned to a degraded node says node_degraded
 //   volume_in_use    — one writer per named volume (seed 004): no second replica attaches a volume
 //                      another holds when either mount is read-write
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
@@ -369,12 +370,13 @@ export class Placer {
   private failing(q: Req, i: number, antiAffinity: boolean): FilterName | undefined {
     const node = this.nodes[i]!;
     if (node.ineligible) return 'eligibility';
-    if (node.degraded) return 'degraded';
     if (q.excluded.size && q.excluded.has(i)) return 'excluded';
     if (q.hosts && !q.hosts.has(node.name)) return 'hosts';
     // Indexed loops: this runs for every (request, node) pair, and most requests have no selector or ports.
     for (let s = 0; s < q.selector.length; s++) if (node.labels[q.selector[s]![0]] !== q.selector[s]![1]) return 'node_selector';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
+    // After the operator's constraints: a service pinned to a degraded node is told node_degraded.
+    if (node.degraded) return 'degraded';
     if (q.volumes.length && this.volumeHolder(q, i)) return 'volume_in_use';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
     if (q.gpus === 'all' ? node.capacity.gpus < 1 || this.gpuUsed[i]! > 0 : q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';

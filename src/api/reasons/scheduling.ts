@@ -31,11 +31,11 @@ export const unschedulableReasonOf = (stored: string): string => LEGACY_UNSCHEDU
 /** The filters, in pipeline order; each rejects a node with one node-level reason. */
 export const FILTERS = {
   eligibility: 'node is NotReady, cordoned, draining or has no capacity',
-  degraded: 'node is degraded (disk pressure, repeated failures or overlay peers unreachable) and not trusted by an operator',
   excluded: 'node excluded by the caller (the source of a move)',
   hosts: 'node is not in placement.hosts',
   node_selector: 'node lacks a label in placement.nodeSelector',
   volume_locality: "node is not the home of the service's volumes",
+  degraded: 'node is degraded (disk pressure, repeated failures or overlay peers unreachable) and not trusted by an operator',
   volume_in_use: 'a named volume it mounts is in use on the node by another replica, and one of the two mounts is read-write',
   memory: 'memory requests of the node plus this replica (each with overhead) exceed its capacity',
   gpus: 'not enough free GPUs',
