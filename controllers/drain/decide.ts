@@ -9,6 +9,7 @@ import { drainActive, nodeReady } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import { canonicalJson, isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import type { NetworkView } from '../placement/ipam.js';
+import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { DisruptionLedger, DrainReplicaStatus, Heartbeat, Node, NodeDrain, NodeDrainStatus, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
 import type { Act } from '../../src/runtime/acts.js';
@@ -39,6 +40,8 @@ export interface DrainSnapshot {
   eligibility: EligibilityRevisions;
   /** The cluster network: a moved cluster-network replica gets an address on its destination. */
   network?: NetworkView;
+  /** The cluster's node-eligibility settings (degraded destinations, default scratch disk). */
+  settings?: NodeSettingsResolved;
 }
 
 export interface DrainConfig {
@@ -109,7 +112,7 @@ class Pass {
   get placer(): Placer {
     const { s } = this;
     this.placerCache ??= placerFor(
-      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes, commands: s.commands, network: s.network },
+      { nodes: [...s.nodes.values()].map((n) => n.value), heartbeats: s.heartbeats, drains: new Map(s.drains.map((d) => [d.value.spec.node, d.value])), replicas: s.replicas, volumeHomes: s.volumeHomes, commands: s.commands, network: s.network, settings: s.settings },
       this.now,
       this.config.placement,
     );

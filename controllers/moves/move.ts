@@ -34,7 +34,8 @@ import { MAX_REQUEST_BYTES } from '../../src/store/store.js';
 import { actBytes, type Op } from '../../src/store/writer.js';
 import { admits, budgetOf, LedgerBook, type Budget } from '../disruption/budget.js';
 import { decisionValue } from '../placement/decision.js';
-import { eligibilityGuard, eligibilityRevisions, networkViewOf, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
+import { eligibilityGuard, eligibilityRevisions, networkViewOf, nodeSettingsOf, placedReplicaOf, type EligibilityRevisions } from '../placement/input.js';
+import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
 import { addressClaimOp, chooseAddress, claimedByNode, EMPTY_NETWORK, type NetworkView } from '../placement/ipam.js';
 import type { Decision } from '../placement/placer.js';
 
@@ -62,10 +63,10 @@ export interface MoveView {
 }
 
 /** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
-export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses'] as const satisfies readonly Watchable[];
+export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses', 'nodeSettings'] as const satisfies readonly Watchable[];
 
 /** A mover's view of the cache: the placement inputs and the move book's. */
-export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[] } {
+export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[]; settings: NodeSettingsResolved } {
   return {
     heartbeats: valuesByRest(cache.kind<Heartbeat>('heartbeats')),
     replicas: cache.index(REPLICAS),
@@ -75,6 +76,7 @@ export function moverView(cache: Cache): Required<MoveView> & { heartbeats: Read
     eligibility: eligibilityRevisions(cache),
     portRanges: new Map([...cache.kind<Node>('nodes').items.values()].flatMap((v) => (v.value.status?.portRange ? [[v.value.metadata.name, v.value.status.portRange] as const] : []))),
     network: networkViewOf(cache),
+    settings: nodeSettingsOf(cache),
   };
 }
 

@@ -13,7 +13,7 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
@@ -36,6 +36,7 @@ import { Presence } from './presence.js';
 import { Overlay, type OverlayOptions } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
+import { readStorageFacts, sampleDisk, type StorageFacts } from './disk.js';
 import type { ContainerRuntime, RuntimeFactory } from './runtime.js';
 import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, registrySecretOf, type PullAuth } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
@@ -148,6 +149,8 @@ export class NodeAgent {
   private resolver?: NodeResolver;
   private sampling?: Promise<PressureSample>;
   private lastPressure?: PressureSample;
+  /** Docker's storage (disk.ts): read once at start; absent while the engine did not answer, or hollow. */
+  private storage?: StorageFacts;
   /** Desired keys reported as invalid (counted once per revision). */
   private readonly invalidCounted = new Set<string>();
   private stopped = false;
@@ -227,11 +230,17 @@ export class NodeAgent {
       node: new NodeUsageReader(this.opts.cgroupRoot),
     });
     this.overlay = this.makeOverlay();
+    this.storage = await this.readStorage(runtime);
+    if (this.storage) this.executor.capDisk = this.storage.capped;
+    // The node's scratch disk: declared (--capacity disk=…), else the data root's filesystem.
+    const diskBytes = this.opts.capacity.diskBytes ?? (this.storage ? await sampleDisk(this.storage).then((d) => d.totalBytes, () => undefined) : undefined);
+    const capacity = diskBytes !== undefined ? { ...this.opts.capacity, diskBytes } : this.opts.capacity;
     // Listening before the node is registered: the endpoint it publishes answers.
     const apiEndpoint = await this.startApi(runtime);
     this.presence = new Presence({
       ...this.opts,
-      capacity: await this.withRuntimes(runtime),
+      capacity: await this.withRuntimes(runtime, capacity),
+      health: () => this.healthSamples(),
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
       overlay: this.overlay?.publication,
       ...(apiEndpoint ? { apiEndpoint } : {}),
@@ -536,8 +545,7 @@ export class NodeAgent {
    * filters a service's runtime on them (runtime_missing). An engine away at the start leaves
    * them unknown, said in the log: such a node takes no service that names a runtime.
    */
-  private async withRuntimes(runtime: ContainerRuntime): Promise<Capacity> {
-    const capacity = this.opts.capacity;
+  private async withRuntimes(runtime: ContainerRuntime, capacity: Capacity): Promise<Capacity> {
     if (capacity.runtimes || !runtime.runtimes) return capacity;
     try {
       return { ...capacity, runtimes: await runtime.runtimes() };
@@ -589,6 +597,28 @@ export class NodeAgent {
       this.executor.forget(r);
     }
     return { observed };
+  }
+
+  // ------------------------------------------------------------------ disk and overlay health
+
+  /** Docker's data root and driver, when the engine answers within a few seconds (else the disk goes unreported). */
+  private async readStorage(runtime: ContainerRuntime): Promise<StorageFacts | undefined> {
+    if (!runtime.storageInfo) return undefined;
+    try {
+      const f = await withTimeout(readStorageFacts(() => runtime.storageInfo!()), 5000, 'docker info is slow');
+      this.log.info({ dataRoot: f.dataRoot, driver: f.driver, backingFs: f.backingFs, capped: f.capped }, f.capped ? 'scratch disk: booked and capped (StorageOpt size)' : `scratch disk: booked, not capped: ${f.driver} on ${f.backingFs ?? 'an unknown filesystem'}`);
+      return f;
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not read Docker\'s storage: the node reports no disk until the agent restarts');
+      return undefined;
+    }
+  }
+
+  /** The heartbeat's disk and overlay samples (degraded is judged from them, src/api/eligibility.ts). */
+  private async healthSamples(): Promise<Pick<HeartbeatSpec, 'disk' | 'overlay'>> {
+    const disk = this.storage ? await sampleDisk(this.storage).catch(() => undefined) : undefined;
+    const overlay = this.overlay?.sample();
+    return { ...(disk ? { disk } : {}), ...(overlay ? { overlay } : {}) };
   }
 
   // ------------------------------------------------------------------ pressure

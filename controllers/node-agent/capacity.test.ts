@@ -9,6 +9,7 @@ describe('parseCapacity', () => {
     ['cpu=500m', { cpuMillis: 500 }],
     [' cpu = 1.5 , memory=512M ', { cpuMillis: 1500, memoryBytes: 512e6 }],
     ['gpus=2', { gpus: 2 }],
+    ['disk=100Gi', { diskBytes: 100 * 1024 ** 3 }],
     ['', {}],
   ])('%j', (spec, want) => expect(parseCapacity(spec)).toEqual(want));
 
@@ -19,6 +20,7 @@ describe('parseCapacity', () => {
     ['memory=-1Gi', /memory=-1Gi/],
     ['gpus=1.5', /gpus=1.5/],
     ['gpus=', /not key=value/],
+    ['disk=lots', /disk=lots/],
   ])('%j is refused', (spec, msg) => {
     expect(() => parseCapacity(spec)).toThrow(AgentFlagError);
     expect(() => parseCapacity(spec)).toThrow(msg);

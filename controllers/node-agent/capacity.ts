@@ -12,10 +12,10 @@ export class AgentFlagError extends Error {
   override name = 'AgentFlagError';
 }
 
-const CAPACITY_KEYS = ['cpu', 'memory', 'gpus'] as const;
+const CAPACITY_KEYS = ['cpu', 'memory', 'gpus', 'disk'] as const;
 type CapacityKey = (typeof CAPACITY_KEYS)[number];
 
-/** "cpu=2,memory=4Gi,gpus=0" → the declared parts (keys left out are detected). */
+/** "cpu=2,memory=4Gi,gpus=0,disk=100Gi" → the declared parts (keys left out are detected; disk from Docker's data root). */
 export function parseCapacity(spec: string): Partial<Capacity> {
   const out: Partial<Capacity> = {};
   for (const part of spec.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -23,10 +23,11 @@ export function parseCapacity(spec: string): Partial<Capacity> {
     const k = part.slice(0, eq).trim() as CapacityKey;
     const v = part.slice(eq + 1).trim();
     if (eq <= 0 || !v) throw new AgentFlagError(`--capacity: "${part}" is not key=value (e.g. cpu=2,memory=4Gi,gpus=0)`);
-    if (!CAPACITY_KEYS.includes(k)) throw new AgentFlagError(`--capacity: unknown key "${k}"; use cpu, memory and gpus`);
+    if (!CAPACITY_KEYS.includes(k)) throw new AgentFlagError(`--capacity: unknown key "${k}"; use cpu, memory, gpus and disk`);
     try {
       if (k === 'cpu') out.cpuMillis = cpuMillis(v);
       else if (k === 'memory') out.memoryBytes = memoryBytes(v);
+      else if (k === 'disk') out.diskBytes = memoryBytes(v);
       else {
         const n = Number(v);
         if (!Number.isInteger(n) || n < 0) throw new UnitError(`invalid GPU count ${JSON.stringify(v)}`);
@@ -113,10 +114,14 @@ export function parseDevices(paths: readonly string[], exists: (path: string) =>
   return [...new Set(paths)].sort();
 }
 
-/** Declared parts win; the rest is detected on this host. A declared GPU count N has the ids 0…N-1. */
+/**
+ * Declared parts win; the rest is detected on this host (disk by the agent, from Docker's data
+ * root). A declared GPU count N has the ids 0…N-1.
+ */
 export async function resolveCapacity(declared: Partial<Capacity>): Promise<Capacity> {
   const gpus = declared.gpus === undefined ? await detectGpus() : { count: declared.gpus, ids: Array.from({ length: declared.gpus }, (_, i) => String(i)) };
   return {
+    ...(declared.diskBytes !== undefined ? { diskBytes: declared.diskBytes } : {}),
     cpuMillis: declared.cpuMillis ?? availableParallelism() * 1000,
     memoryBytes: declared.memoryBytes ?? totalmem(),
     gpus: gpus.count,

@@ -35,6 +35,13 @@ describe('createOptions', () => {
   });
   const o = createOptions(full, owner);
 
+  it('resources.disk becomes StorageOpt size only where the driver caps writable layers', () => {
+    const d = spec({ image: 'i', resources: { disk: '2Gi' } });
+    expect(createOptions(d, owner, { capDisk: true }).HostConfig!.StorageOpt).toEqual({ size: String(2 * 1024 ** 3) });
+    expect(createOptions(d, owner).HostConfig!.StorageOpt).toBeUndefined();
+    expect(createOptions(spec({ image: 'i' }), owner, { capDisk: true }).HostConfig!.StorageOpt).toBeUndefined();
+  });
+
   it('names the container after cluster, node, replica, revision and spec hash', () => {
     expect(o.name).toBe(`jaco-01234567-node-2-shop-api-4-r3-${full.specHash.slice(0, 8)}`);
     expect(o.name).toBe(containerName(owner, 'shop-api-4', 3, full.specHash));

@@ -91,6 +91,8 @@ export interface CreateContext {
   filesDir?: string;
   /** The sandbox whose network namespace a cluster-network replica joins (its id). */
   sandbox?: string;
+  /** The storage driver caps writable layers (disk.ts): resources.disk is passed as StorageOpt size. */
+  capDisk?: boolean;
 }
 
 /**
@@ -98,7 +100,7 @@ export interface CreateContext {
  * cluster-network replica joins its sandbox's network namespace, where its ports are its own: no
  * host ports, its addresses in the environment.
  */
-export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, sandbox }: CreateContext = {}): Docker.ContainerCreateOptions {
+export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, sandbox, capDisk }: CreateContext = {}): Docker.ContainerCreateOptions {
   const t = d.template;
   const cluster = onClusterNetwork(t);
   if (cluster && !sandbox) throw new Error(`replica ${d.replica} is on the cluster network: its container needs its sandbox`);
@@ -116,6 +118,8 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
   const nanoCpus = cpuMillis(t.resources?.cpu) * NS_PER_MS;
   const memory = memoryBytes(t.resources?.memory);
   const gpus = t.resources?.gpus ?? 0;
+  // Only where the driver honours it (dockerd refuses the create elsewhere); the placer books it everywhere.
+  const disk = capDisk && t.resources?.disk !== undefined ? memoryBytes(t.resources.disk) : 0;
   // Docker types want NoCopy and DriverConfig too; the API takes Labels alone.
   const volumeOptions = { Labels: { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment } };
   const volumeMounts: Docker.MountSettings[] = (t.volumes ?? []).map((v) =>
@@ -134,6 +138,7 @@ export function createOptions(d: ReplicaDesiredSpec, owner: Owner, { filesDir, s
     ...(nanoCpus ? { NanoCpus: nanoCpus } : {}),
     // A hard cap: no swap beyond the limit.
     ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
+    ...(disk ? { StorageOpt: { size: String(disk) } } : {}),
     ...(mounts.length ? { Mounts: mounts } : {}),
     // Count -1 is Docker's "all" (docker run --gpus all); GPUs by id are a request of those ids.
     ...(gpus ? { DeviceRequests: [{ Driver: '', Count: gpus === 'all' ? -1 : gpus, Capabilities: [['gpu']] }] } : {}),

@@ -1,6 +1,7 @@
 // The agent's narrow door to Docker (dockerode): list and inspect its own containers, pull, create,
 // start, stop (always with the container's own StopSignal and StopTimeout), remove, stats and the
 // event stream. It only ever addresses containers labelled with its cluster and node.
+import type { DockerInfoStorage } from './disk.js';
 import type Docker from 'dockerode';
 import { dockerode } from '../../src/runtime/dockerode.js';
 import type { CgroupUsage } from './cgroup.js';
@@ -66,6 +67,10 @@ export class DockerRuntime implements ContainerRuntime {
     } catch (e) {
       throw dockerError(this.host, e);
     }
+  }
+
+  storageInfo(): Promise<DockerInfoStorage> {
+    return this.call(async () => (await this.docker.info()) as DockerInfoStorage);
   }
 
   ping(): Promise<void> {

@@ -27,6 +27,8 @@ export class Executor {
   private readonly stopRetryAt = new Map<string, { at: number; backoffMs: number }>();
   /** Per replica: the back-off after a start that was interrupted by an error. */
   private readonly startBackoff = new Map<string, number>();
+  /** The storage driver caps writable layers (disk.ts): a service's resources.disk goes to Docker as StorageOpt size. */
+  capDisk = false;
   /** One-shot timers (back-offs), cleared on stop. */
   private readonly pending = new Set<NodeJS.Timeout>();
 
@@ -96,6 +98,7 @@ export class Executor {
       changed: this.changed,
       network: this.network,
       sandboxImage: this.sandboxImage,
+      capDisk: this.capDisk,
       ...(this.files ? { files: this.files } : {}),
       ...(this.registryAuth ? { registryAuth: this.registryAuth } : {}),
     });

@@ -10,7 +10,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Node, NodeOverlay, NodeSubnet } from '../../src/api/types.js';
+import type { Node, NodeOverlay, NodeSubnet, OverlaySample } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
@@ -81,6 +81,8 @@ export class Overlay {
   private child?: ChildProcess;
   private runner?: Runner<null, OverlaySnapshot, unknown, OverlayPass>;
   private lastPlan?: OverlayPlan;
+  /** Per peer key: the received bytes last seen, and when they last grew (the probe of reachability). */
+  private readonly heard = new Map<string, { rx: number; at: number }>();
   private lastError?: string;
   private lastSkipped = '';
   private labelled = new Set<string>();
@@ -139,6 +141,26 @@ export class Overlay {
       ...(this.child?.pid ? { wireguardGoPid: this.child.pid } : {}),
       ...(this.lastPlan?.skipped.length ? { skipped: this.lastPlan.skipped } : {}),
       ...(this.lastError ? { lastError: this.lastError } : {}),
+    };
+  }
+
+  /**
+   * Its peers' reachability for the heartbeat (overlay health, src/api/eligibility.ts): every node
+   * the mesh should reach, with its latest handshake as `wg show` last gave it. A peer that is not
+   * configured, or an interface that is gone, has none. The persistent keepalive is the probe: a
+   * live peer sends one every 25 s, so its received bytes grow (heardAt) and its session
+   * re-handshakes at least every two minutes.
+   */
+  sample(): OverlaySample | undefined {
+    const plan = this.lastPlan;
+    if (!plan) return undefined;
+    const seen = new Map((this.observed?.peers ?? []).map((o) => [o.publicKey, o.latestHandshake]));
+    return {
+      peers: plan.peers.map((p) => {
+        const at = seen.get(p.publicKey);
+        const heard = seen.has(p.publicKey) ? this.heard.get(p.publicKey)?.at : undefined;
+        return { node: p.node, ...(at ? { handshakeAt: new Date(at * 1000).toISOString() } : {}), ...(heard ? { heardAt: new Date(heard).toISOString() } : {}) };
+      }),
     };
   }
 
@@ -291,6 +313,11 @@ export class Overlay {
     }
     this.observed = state;
     this.observedAt = Date.now();
+    for (const p of state.peers) {
+      const h = this.heard.get(p.publicKey);
+      if (!h || p.rxBytes > h.rx) this.heard.set(p.publicKey, { rx: p.rxBytes, at: h || p.rxBytes > 0 ? this.observedAt : 0 });
+      else if (p.rxBytes < h.rx) h.rx = p.rxBytes; // counters reset (the peer re-added): wait for growth again
+    }
     this.shape = JSON.stringify({ ...state, peers: state.peers.map((p) => ({ ...p, latestHandshake: 0, rxBytes: 0, txBytes: 0 })) });
   }
 

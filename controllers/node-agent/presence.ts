@@ -18,7 +18,7 @@
 import { hostname } from 'node:os';
 import { CLOCK_SKEW_WARN_MS, measureSkew, skewText, skewWarns } from '../../src/api/clock-skew.js';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type ClockBeacon, type Heartbeat, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
+import { API_VERSION, type ClockBeacon, type Heartbeat, type HeartbeatSpec, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store, Versioned } from '../../src/store/store.js';
@@ -73,6 +73,8 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   overlay?: NodeOverlay;
   /** Its logs and exec endpoint (api-server.ts), published on its Node for the CLI to dial. */
   apiEndpoint?: string;
+  /** Its data root's disk and its overlay peers, as last sampled (degraded is judged from them). */
+  health?(): Promise<Pick<HeartbeatSpec, 'disk' | 'overlay'>>;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -230,7 +232,7 @@ export class Presence {
   // ------------------------------------------------------------------ the claim
 
   private async heartbeatValue(): Promise<Heartbeat> {
-    const pressure = await this.opts.pressure();
+    const [pressure, health] = await Promise.all([this.opts.pressure(), this.opts.health?.()]);
     return {
       apiVersion: API_VERSION,
       kind: 'Heartbeat',
@@ -243,6 +245,7 @@ export class Presence {
         dockerUp: this.opts.dockerUp(),
         ...(this.skewMs !== undefined ? { clockSkewMs: this.skewMs } : {}),
         ...(pressure ? { pressure } : {}),
+        ...health,
       },
     } as Heartbeat;
   }

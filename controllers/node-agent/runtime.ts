@@ -6,6 +6,7 @@
 // The vocabulary is Docker's on purpose: the agent's container spec is a `docker create` body
 // (container-spec.ts), and failures are DockerApiError (with Docker's status codes: 404 gone, 409
 // conflict, 400 bad spec) or DockerUnreachableError (the engine does not answer).
+import type { DockerInfoStorage } from './disk.js';
 import type Docker from 'dockerode';
 import type { CgroupUsage } from './cgroup.js';
 import type { Owner } from './container-spec.js';
@@ -54,6 +55,8 @@ export interface ContainerRuntime {
    * agent dials the replica over the network itself (probes.ts dialProbe).
    */
   probe?(id: string, p: ProbeSpec): Promise<ProbeResult>;
+  /** The engine's storage (docker info): its data root and driver. Absent: no disk of its own (hollow). */
+  storageInfo?(): Promise<DockerInfoStorage>;
   /** The engine's one-shot usage of a container (the fallback of `usage`). */
   stats(id: string): Promise<CgroupUsage | undefined>;
   /**

@@ -78,6 +78,8 @@ export interface StarterDeps {
   registryAuth?(image: string): PullAuth | undefined;
   /** Cluster network: plumbs a sandbox's addresses (CNI ptp). */
   network: ReplicaNetwork;
+  /** The storage driver caps writable layers: resources.disk becomes StorageOpt size. */
+  capDisk?: boolean;
   /** The pause image, qualified at the cluster's default registry; throws when it cannot be (a short name, no default). */
   sandboxImage(): string;
   /** A container's secrets and configs (files.ts): where they go, and writing them before it starts. */
@@ -208,7 +210,7 @@ export class StartWorker {
     const filesDir = deps.files?.dirOf(name);
     // A bad quantity is found before anything is stopped (the sandbox id is only a placeholder here).
     try {
-      createOptions(spec, deps.owner, { filesDir, sandbox: sb ? (sb.reuse ?? 'sandbox') : undefined });
+      createOptions(spec, deps.owner, { filesDir, sandbox: sb ? (sb.reuse ?? 'sandbox') : undefined, capDisk: deps.capDisk });
     } catch (e) {
       if (e instanceof UnitError) throw new InvalidSpecError(e.message);
       throw e;
@@ -231,7 +233,7 @@ export class StartWorker {
     }
     const sandbox = sb ? await this.ensureSandbox(sb, sandboxImage) : undefined;
     this.update({ phase: 'creating' });
-    const opts = createOptions(spec, deps.owner, { filesDir, sandbox });
+    const opts = createOptions(spec, deps.owner, { filesDir, sandbox, capDisk: deps.capDisk });
     const id = await this.create(opts);
     // Cancelled after create: the container stays; the next pass removes it as superseded.
     this.check();

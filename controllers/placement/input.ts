@@ -3,7 +3,8 @@
 import { nodeLabels, unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
-import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
+import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSettings, NodeSettingsSpec, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
+import { degradedBecause, failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -21,6 +22,8 @@ export interface StoredState {
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   /** The cluster network: each node's subnets and the addresses claimed (IPAM, ipam.ts). */
   network?: NetworkView;
+  /** The cluster's node-eligibility settings (config/nodes); absent: the defaults. */
+  settings?: NodeSettingsResolved;
 }
 
 /** Restarts within this long before now count against a node (seed 004: failure de-prioritization). */
@@ -51,6 +54,7 @@ export interface PlacementView {
   volumeHomes: Iterable<VolumeHome>;
   commands?: ReadonlyMap<string, Versioned<ReplicaCommand>>;
   network?: NetworkView;
+  settings?: NodeSettingsResolved;
 }
 
 /**
@@ -79,6 +83,20 @@ export function eligibilityGuard(revisions: EligibilityRevisions, host: string):
   return [keys.node(host), keys.drain(host)].map((key) => ({ op: 'check', key, modRevision: revisions.get(key) ?? 0 }));
 }
 
+/**
+ * The cluster's node-eligibility settings as a cache holds them (config/nodes), defaults filled
+ * in. A stored value the CLI validated cannot fail here; one that somehow does is read as the
+ * defaults (the reader logs nothing: `jaco node settings` shows the error).
+ */
+export function nodeSettingsOf(cache: Cache): NodeSettingsResolved {
+  const spec: NodeSettingsSpec | undefined = cache.holds('nodeSettings') ? [...cache.kind<NodeSettings>('nodeSettings').items.values()][0]?.value.spec : undefined;
+  try {
+    return resolveNodeSettings(spec);
+  } catch {
+    return resolveNodeSettings(undefined);
+  }
+}
+
 /** The cluster network as a cache holds it (the sources network, subnets and addresses). */
 export function networkViewOf(cache: Cache): NetworkView {
   const config = [...cache.kind<NetworkConfig>('network').items.values()][0]?.value.spec;
@@ -97,7 +115,7 @@ function* desiredOf(replicas: ReplicaIndex): Generator<ReplicaDesired> {
 
 /** A placer with every desired copy accounted on its node (both copies of a moving replica). */
 export function placerFor(v: PlacementView, now: number, config: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): Placer {
-  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes, commands: v.commands, network: v.network }, now), config);
+  return new Placer(placementInputFrom({ nodes: v.nodes, heartbeats: v.heartbeats, drains: v.drains, desired: desiredOf(v.replicas), volumeHomes: v.volumeHomes, commands: v.commands, network: v.network, settings: v.settings }, now), config);
 }
 
 // Parsing the quantities of every desired key on every pass is most of building the input: the
@@ -120,25 +138,42 @@ export function placedReplicaOf(d: ReplicaDesired): PlacedReplica | undefined {
 }
 
 export function placementInputFrom(s: StoredState, now: number): PlacementInput {
-  const nodes = nodeInfosOf(s, now);
+  const settings = s.settings ?? resolveNodeSettings(undefined);
+  const desired = [...s.desired];
+  const nodes = nodeInfosOf(s, serviceOfReplica(desired), now);
   const placed: PlacedReplica[] = [];
-  for (const d of s.desired) {
+  for (const d of desired) {
     const p = placedReplicaOf(d);
     if (p) placed.push(p);
   }
   const volumeHomes: Record<string, string> = {};
   for (const v of s.volumeHomes) volumeHomes[`${v.spec.deployment}/${v.spec.volume}`] = v.spec.node;
-  return { nodes, placed, volumeHomes, ...(s.network ? { claimed: claimedByNode(s.network.claims) } : {}) };
+  return { nodes, placed, volumeHomes, defaultDiskBytes: settings.defaultDiskBytes, ...(s.network ? { claimed: claimedByNode(s.network.claims) } : {}) };
 }
 
-/** Every node as the placer sees it at `now`: capacity, labels, eligibility, recent failures, subnets. */
-export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drains' | 'commands' | 'network'>, now: number): NodeInfo[] {
+/** "<deployment>/<service>" of a replica id, from the desired keys (a replica restarted but since removed counts as itself). */
+export function serviceOfReplica(desired: Iterable<ReplicaDesired>): (replica: string) => string | undefined {
+  const m = new Map<string, string>();
+  for (const d of desired) m.set(d.spec.replica, `${d.spec.deployment}/${d.spec.service}`);
+  return (r) => m.get(r);
+}
+
+/**
+ * Every node as the placer sees it at `now`: capacity, labels, eligibility, whether it is
+ * degraded (src/api/eligibility.ts), recent failures, subnets. `serviceOf` names a replica's
+ * "<deployment>/<service>" (failures across several services degrade a node).
+ */
+export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drains' | 'commands' | 'network' | 'settings'>, serviceOf: (replica: string) => string | undefined, now: number): NodeInfo[] {
   const failures = recentFailuresOf(s.commands, now);
+  const settings = s.settings ?? resolveNodeSettings(undefined);
+  const failing = failingServicesOf(s.commands, serviceOf, settings.failureWindowMs, now);
+  const reports = unreachableReports(s.heartbeats.values(), settings);
   return [...s.nodes].map((n) => ({
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: nodeLabels(n),
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name)),
+    degraded: degradedBecause(nodeCondition(n, s.heartbeats.get(n.metadata.name), failing.get(n.metadata.name), settings, now, reports.get(n.metadata.name))),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
     ...subnetsOf(s.network, n.metadata.name),

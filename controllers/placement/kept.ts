@@ -7,6 +7,7 @@
 // names, capacity, subnets, volume homes, the network's config) builds it afresh. A pass borrows
 // it: its own what-ifs and assumed moves are undone before the next pass or the next patch, so a
 // kept placer always equals a fresh build from the same cache (kept.test.ts proves it).
+import { resolveNodeSettings } from '../../src/api/eligibility.js';
 import type { AddressClaim, ReplicaDesired } from '../../src/api/types.js';
 import type { Cache, IndexDef } from '../../src/runtime/cache.js';
 import type { Change } from '../../src/store/reflector.js';
@@ -47,7 +48,13 @@ export class KeptPlacer {
   /** The placer for a pass at `now`, lent to it: its edits are undone before the next pass or patch. */
   at(v: PlacementView, now: number): Placer {
     this.placer?.rollback();
-    if (!this.placer?.refreshNodes(nodeInfosOf(v, now))) this.placer = placerFor(v, now, this.config);
+    // A new default scratch disk changes what every replica without its own books: counted afresh.
+    if (this.placer && this.placer.defaultDiskBytes !== (v.settings ?? resolveNodeSettings(undefined)).defaultDiskBytes) this.placer = undefined;
+    const serviceOf = (replica: string) => {
+      const d = v.replicas.byId.get(replica)?.copies[0]?.desired.spec;
+      return d ? `${d.deployment}/${d.service}` : undefined;
+    };
+    if (!this.placer?.refreshNodes(nodeInfosOf(v, serviceOf, now))) this.placer = placerFor(v, now, this.config);
     this.placer.mark();
     return this.placer;
   }

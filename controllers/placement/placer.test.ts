@@ -32,6 +32,9 @@ describe('hard filters: each records its reason per node', () => {
     ['gpus: all on a node with one GPU taken', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: Gi, gpus: 2 } })], [placed('x', 'a', { gpus: 1 })]), { resources: { gpus: 'all' } }, 'gpus', 'no_capacity_gpu'],
     ['placement.maxPerNode reached', input([node('a')], [placed('d-web-7', 'a', { service: 'web' }), placed('d-web-8', 'a', { service: 'web' })]), { placement: { mode: 'pack', maxPerNode: 2 } }, 'max_per_node', 'max_per_node'],
     ['hosts: one replica per host', input([node('a')], [placed('d-web-9', 'a', { service: 'web' })]), { placement: { mode: 'hosts', hosts: ['a'] } }, 'anti_affinity', 'cannot_satisfy_host_placement'],
+    ['degraded node (untrusted)', input([node('a', { degraded: 'degraded: disk_pressure — /var/lib/docker is 95% full' })]), {}, 'degraded', 'node_degraded'],
+    ['scratch disk: resources.disk over what is unbooked', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0, diskBytes: 10 * Gi } })], [placed('x', 'a', { diskBytes: 8 * Gi })]), { resources: { disk: '3Gi' } }, 'disk', 'no_capacity_disk'],
+    ['scratch disk: the default 4Gi over what is unbooked', input([node('a', { capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0, diskBytes: 6 * Gi } })], [placed('x', 'a')]), {}, 'disk', 'no_capacity_disk'],
   ])('%s', (_name, inp, spec, filter, reason) => {
     const d = new Placer(inp).decide(req(spec));
     expect(d.chosen).toBeUndefined();
@@ -258,5 +261,43 @@ describe('recent failures from the restart bookkeeping', () => {
       ['commands/node-3/d', cmd(0, 1_000)], // recovered: its counter was cleared
     ]) as unknown as Parameters<typeof recentFailuresOf>[0];
     expect(recentFailuresOf(commands, NOW)).toEqual(new Map([['node-1', 3]]));
+  });
+});
+
+describe('scratch disk and degraded nodes (seed 004 node eligibility)', () => {
+  const disk = (name: string, diskBytes: number, extra: Partial<NodeInfo> = {}) => node(name, { capacity: { cpuMillis: 1000, memoryBytes: 2 * Gi, gpus: 0, diskBytes }, ...extra });
+
+  it('disk is booked like memory: the default per replica, resources.disk where set, freed by forget', () => {
+    const placer = new Placer({ ...input([disk('a', 10 * Gi)]), defaultDiskBytes: 4 * Gi });
+    expect(placer.place(req({ placement: { mode: 'pack' } }, 0)).chosen).toBe('a');
+    expect(placer.place(req({ placement: { mode: 'pack' } }, 1)).chosen).toBe('a');
+    // 8 of 10 GiB booked: a third default replica does not fit, a 2Gi one does.
+    const third = placer.decide(req({ placement: { mode: 'pack' } }, 2));
+    expect(third.reason).toBe('no_capacity_disk');
+    expect(third.verdicts[0]!.rejected!.detail).toBe('needs 4Gi of scratch disk; 2Gi of 10Gi unbooked');
+    expect(placer.place(req({ placement: { mode: 'pack' }, resources: { disk: '2Gi' } }, 2)).chosen).toBe('a');
+    placer.forget('d-web-0', 'a');
+    expect(placer.decide(req({ placement: { mode: 'pack' } }, 3)).chosen).toBe('a');
+  });
+
+  it('the cluster default is the input\'s: 1Gi lets ten replicas onto a 10Gi node', () => {
+    expect(placeAll({ ...input([disk('a', 10 * Gi)]), defaultDiskBytes: Gi }, { placement: { mode: 'pack' } }, 11).filter(Boolean)).toHaveLength(10);
+  });
+
+  it('a node whose agent reports no disk (older agent) books none: disk never rejects it', () => {
+    expect(placeAll(input([node('a')]), { placement: { mode: 'pack' }, resources: { disk: '1Ti' } }, 3)).toEqual(['a', 'a', 'a']);
+  });
+
+  it('a degraded node loses to any healthy one, names its causes in its verdict, and a cluster of degraded nodes is node_degraded', () => {
+    const why = 'degraded: overlay_unreachable — 2 of 2 WireGuard peers unreachable';
+    const d = new Placer(input([node('a', { degraded: why }), node('b')])).decide(req());
+    expect(d.chosen).toBe('b');
+    expect(d.verdicts.find((v) => v.node === 'a')!.rejected).toEqual({ filter: 'degraded', reason: 'node_degraded', detail: why });
+    // NotReady is judged first: a NotReady node is no_nodes_active whatever its samples said.
+    expect(new Placer(input([node('a', { ineligible: 'NotReady (no fresh heartbeat)', degraded: why })])).decide(req()).verdicts[0]!.rejected!.filter).toBe('eligibility');
+    // A service pinned to a degraded node is told so, not that the other nodes are not its hosts.
+    expect(new Placer(input([node('a', { degraded: why }), node('b')])).decide(req({ placement: { mode: 'hosts', hosts: ['a'] } })).reason).toBe('node_degraded');
+    // Beyond degraded the pipeline goes on: a degraded node and a full one say the furthest reason.
+    expect(new Placer(input([node('a', { degraded: why }), disk('b', Gi)])).decide(req()).reason).toBe('no_capacity_disk');
   });
 });

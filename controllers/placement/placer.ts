@@ -10,9 +10,14 @@
 //   runtime, devices — what the node's engine and host offer (its capacity's runtimes, devices
 //                      and GPU ids): fixed facts of the node, so before anything it holds
 //   volume_locality  — the node that holds the service's named volumes
+//   degraded         — a node its agent's samples call degraded (src/api/eligibility.ts) takes no
+//                      new placements unless an operator trusts it (seed 004); after the operator's
+//                      constraints, so a service pinned to a degraded node says node_degraded
 //   volume_in_use    — one writer per named volume (seed 004): no second replica attaches a volume
 //                      another holds when either mount is read-write
 //   memory, gpus     — hard capacity (seed 004: memory is never overcommitted)
+//   disk             — scratch disk, booked like memory against the node's data-root filesystem
+//                      (seed 004: resources.disk, else the cluster's default_instance_ephemeral_disk)
 //   ports            — host ports are a per-node resource under host networking (fixed ones
 //                      free, and enough of the dynamic range free for the rest)
 //   ipam             — a cluster-network replica needs a free address of the node's subnets
@@ -25,6 +30,7 @@
 // headroom in quarter steps, rendezvous hash of deployment/service/index), pack by fewest
 // replicas; the best total wins.
 import { cpuMillis, formatBytes, memoryBytes } from '../../src/api/units.js';
+import { DEFAULT_NODE_SETTINGS } from '../../src/api/eligibility.js';
 import { namedVolumes, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames, fixedHostPorts } from '../../src/api/ports.js';
 import type { Capacity, NodeVerdict, PlacementMode, PortRange, ReplicaAddress, ServiceSpec } from '../../src/api/types.js';
@@ -54,6 +60,8 @@ export interface NodeInfo {
   labels: Record<string, string>;
   /** Why the node takes no new placements (NotReady, cordoned, draining…); absent when eligible. */
   ineligible?: string;
+  /** Why it is degraded and untrusted (eligibility.ts degradedBecause); absent when it is not. */
+  degraded?: string;
   /** Where dynamic host ports are assigned from (default DEFAULT_PORT_RANGE). */
   portRange?: PortRange;
   /** Health restarts of replicas on the node within the recent-failure window (placement/input.ts). */
@@ -75,6 +83,8 @@ export interface PlacedReplica {
   memoryBytes: number;
   /** A count, or every GPU of the node ("all": needs at least one, and all of them free). */
   gpus: number | 'all';
+  /** Scratch disk its service asks for (resources.disk); absent: the cluster's default, applied by the placer. */
+  diskBytes?: number;
   ports: number[];
   /** Named volumes it mounts (scoped to its deployment), and whether read-only. */
   volumes?: { source: string; readOnly: boolean }[];
@@ -87,6 +97,8 @@ export interface PlacementInput {
   claimed?: ReadonlyMap<string, ReadonlySet<number>>;
   /** Home node of each named volume, keyed "<deployment>/<volume>". */
   volumeHomes: Record<string, string>;
+  /** Scratch disk booked for a replica whose service sets no resources.disk (default 4Gi; config/nodes). */
+  defaultDiskBytes?: number;
 }
 
 export interface PlacementRequest {
@@ -122,18 +134,18 @@ export interface Rejection {
   detail: string;
 }
 
-type Footprint = Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'ports' | 'volumes'>;
+type Footprint = Pick<PlacedReplica, 'cpuMillis' | 'memoryBytes' | 'gpus' | 'diskBytes' | 'ports' | 'volumes'>;
 // Parsing quantities is most of a what-if's cost (coalescing orders every node's replicas by size):
 // a spec stored in the cache never changes (informers replace objects), so its answer is kept.
 const footprints = new WeakMap<ServiceSpec, Readonly<Footprint>>();
 
-/** The resources a replica of this spec occupies (shared: never edit the result). */
+/** The resources a replica of this spec occupies (shared: never edit the result). GPUs asked for by id count as that many. */
 export function footprintOf(spec: ServiceSpec): Readonly<Footprint> {
   let f = footprints.get(spec);
   if (!f) {
-    // GPUs asked for by id count as that many GPUs.
     const volumes = namedVolumes(spec).map((v) => ({ source: v.source, readOnly: !!v.readOnly }));
-    footprints.set(spec, (f = { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? spec.resources?.gpuIds?.length ?? 0, ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) }));
+    const disk = spec.resources?.disk;
+    footprints.set(spec, (f = { cpuMillis: cpuMillis(spec.resources?.cpu), memoryBytes: memoryBytes(spec.resources?.memory), gpus: spec.resources?.gpus ?? spec.resources?.gpuIds?.length ?? 0, ...(disk !== undefined ? { diskBytes: memoryBytes(disk) } : {}), ports: fixedHostPorts(spec), ...(volumes.length ? { volumes } : {}) }));
   }
   return f;
 }
@@ -174,6 +186,7 @@ interface Req {
   home: number;
   homeName?: string;
   mem: number;
+  disk: number;
   cpu: number;
   gpus: number | 'all';
   ports: number[];
@@ -193,7 +206,7 @@ interface Req {
 }
 
 const round = (x: number) => Math.round(x * 1000) / 1000;
-const sameCapacity = (a: Capacity, b: Capacity) => a.cpuMillis === b.cpuMillis && a.memoryBytes === b.memoryBytes && a.gpus === b.gpus;
+const sameCapacity = (a: Capacity, b: Capacity) => a.cpuMillis === b.cpuMillis && a.memoryBytes === b.memoryBytes && a.gpus === b.gpus && a.diskBytes === b.diskBytes;
 
 export class Placer {
   readonly names: string[];
@@ -202,6 +215,9 @@ export class Placer {
   private readonly memUsed: Float64Array;
   private readonly cpuUsed: Float64Array;
   private readonly gpuUsed: Float64Array;
+  private readonly diskUsed: Float64Array;
+  /** Scratch disk of a replica whose service sets none. */
+  readonly defaultDiskBytes: number;
   private readonly count: Int32Array;
   private readonly ports: Map<number, number>[];
   /** Per node, the host numbers of its subnets that are claimed or given this pass. */
@@ -226,6 +242,8 @@ export class Placer {
     this.memUsed = new Float64Array(n);
     this.cpuUsed = new Float64Array(n);
     this.gpuUsed = new Float64Array(n);
+    this.diskUsed = new Float64Array(n);
+    this.defaultDiskBytes = input.defaultDiskBytes ?? DEFAULT_NODE_SETTINGS.defaultDiskBytes;
     this.count = new Int32Array(n);
     this.ports = Array.from({ length: n }, () => new Map());
     this.addressesTaken = this.names.map((name) => new Set(input.claimed?.get(name) ?? []));
@@ -254,6 +272,7 @@ export class Placer {
     this.memUsed[i]! += p.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! += p.cpuMillis;
     this.gpuUsed[i]! += this.gpusOn(i, p.gpus);
+    this.diskUsed[i]! += p.diskBytes ?? this.defaultDiskBytes;
     this.count[i]!++;
     for (const port of p.ports) this.ports[i]!.set(port, (this.ports[i]!.get(port) ?? 0) + 1);
     for (const v of p.volumes ?? []) {
@@ -279,6 +298,7 @@ export class Placer {
     this.memUsed[i]! -= p!.memoryBytes + this.config.memoryOverheadBytes;
     this.cpuUsed[i]! -= p!.cpuMillis;
     this.gpuUsed[i]! -= this.gpusOn(i, p!.gpus);
+    this.diskUsed[i]! -= p!.diskBytes ?? this.defaultDiskBytes;
     this.count[i]!--;
     for (const port of p!.ports) {
       const c = (this.ports[i]!.get(port) ?? 1) - 1;
@@ -432,6 +452,7 @@ export class Placer {
       home,
       homeName,
       mem: f.memoryBytes + this.config.memoryOverheadBytes,
+      disk: f.diskBytes ?? this.defaultDiskBytes,
       cpu: f.cpuMillis,
       gpus: f.gpus,
       ports: f.ports,
@@ -458,9 +479,13 @@ export class Placer {
     if (q.runtime !== undefined && !node.capacity.runtimes?.includes(q.runtime)) return 'runtime';
     if ((q.devices.length || q.gpuIds.length) && this.missingDevice(q, node) !== undefined) return 'devices';
     if (q.home !== -1 && q.home !== i) return 'volume_locality';
+    // After the operator's constraints: a service pinned to a degraded node is told node_degraded.
+    if (node.degraded) return 'degraded';
     if (q.volumes.length && this.volumeHolder(q, i)) return 'volume_in_use';
     if (this.memUsed[i]! + q.mem > node.capacity.memoryBytes) return 'memory';
     if (q.gpus === 'all' ? node.capacity.gpus < 1 || this.gpuUsed[i]! > 0 : q.gpus > 0 && this.gpuUsed[i]! + q.gpus > node.capacity.gpus) return 'gpus';
+    // An agent older than disk booking reports no diskBytes: its disk is not booked.
+    if (node.capacity.diskBytes !== undefined && this.diskUsed[i]! + q.disk > node.capacity.diskBytes) return 'disk';
     if (q.ports.length) {
       const taken = this.ports[i]!;
       if (taken.size) for (let p = 0; p < q.ports.length; p++) if (taken.has(q.ports[p]!)) return 'ports';
@@ -478,6 +503,12 @@ export class Placer {
     switch (f) {
       case 'eligibility':
         return node.ineligible!;
+      case 'degraded':
+        return node.degraded!;
+      case 'disk': {
+        const total = node.capacity.diskBytes ?? 0;
+        return `needs ${formatBytes(q.disk)} of scratch disk; ${formatBytes(Math.max(0, total - this.diskUsed[i]!))} of ${formatBytes(total)} unbooked`;
+      }
       case 'excluded':
         return q.heldWhy.get(i) ?? 'excluded by the caller (source of the move)';
       case 'hosts':

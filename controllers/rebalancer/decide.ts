@@ -9,6 +9,7 @@
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import type { NetworkView } from '../placement/ipam.js';
+import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
@@ -88,6 +89,8 @@ export interface Snapshot {
   generations?: ReadonlyMap<string, number>;
   /** The placer, on first use: the cache's, kept between passes and patched from its changes (placement/kept.ts). */
   placer: () => Placer;
+  /** The cluster's node-eligibility settings (degraded destinations, default scratch disk). */
+  settings?: NodeSettingsResolved;
 }
 
 // ---------------------------------------------------------------- the plan (explanation)

@@ -87,6 +87,7 @@ export function clearsReliefFloor(e: SrcEstimate, config: Pick<Config, 'reliefFl
 /** The skip reason each of the scheduler's filters stands for, when it rejects a destination. */
 export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   eligibility: 'no_eligible_dst',
+  degraded: 'no_eligible_dst',
   excluded: 'no_eligible_dst',
   hosts: 'anti_affinity',
   node_selector: 'anti_affinity',
@@ -96,6 +97,7 @@ export const FILTER_SKIP_REASON: Record<FilterName, SkipReason> = {
   volume_in_use: 'resource_limits',
   memory: 'resource_limits',
   gpus: 'resource_limits',
+  disk: 'resource_limits',
   max_per_node: 'anti_affinity',
   ports: 'resource_limits',
   ipam: 'resource_limits',

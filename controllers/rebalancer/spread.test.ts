@@ -185,3 +185,22 @@ describe('pressure and spread together: one scoring model (seed 003: never fight
     expect(new Harness(w2).run(2, loads)[1]!.plan.move).toMatchObject({ trigger: 'pressure', src: 'a', dst: 'b' });
   });
 });
+
+describe('degraded nodes (issue 34): never a reason to move, never a destination', () => {
+  it('an even service with a replica on a degraded node stays where it is', () => {
+    const spec = service({ replicas: 3 });
+    const w = new World().addNode('a').addNode('b').addNode('c').add(...['a', 'b', 'c'].map((n, i) => replica(`d-web-${i}`, n, { index: i, spec })));
+    w.diskFull.add('a');
+    const h = run(w, 40);
+    expect(h.audit().filter((a) => a.type === 'rebalance_moved')).toEqual([]);
+    expect(countsOf(w)).toEqual({ a: 1, b: 1, c: 1 });
+  });
+
+  it('3/0/0 with one empty node degraded: the replicas even out onto the healthy one only', () => {
+    const w = lopsided();
+    w.diskFull.add('b');
+    const h = run(w, 40);
+    expect(new Set(spreadMoves(h).map((m) => m.payload.dst))).toEqual(new Set(['c']));
+    expect(countsOf(w).b).toBeUndefined();
+  });
+});

@@ -21,7 +21,7 @@ import { LAST_READY } from '../../src/runtime/heartbeats.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
 import type { ControllerSpec, PassInput, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
-import { eligibilityRevisions, networkViewOf } from '../placement/input.js';
+import { eligibilityRevisions, networkViewOf, nodeSettingsOf } from '../placement/input.js';
 import { decideSteps, schedulerConfig, trackNotReady, type ActMetrics, type SchedulerAct, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from './decide.js';
 import { countLanded, schedulerMetrics, setUnschedulable } from './metrics.js';
 
@@ -44,6 +44,7 @@ export const SCHEDULER_READS = [
   'subnets',
   'addresses',
   'serviceAddresses',
+  'nodeSettings',
 ] as const;
 
 export interface SchedulerState {
@@ -87,6 +88,7 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     decisions: cache.kind<PlacementDecision>('decisions').items,
     statuses: byRest(cache.kind<DeploymentStatus>('statuses')),
     network: networkViewOf(cache),
+    settings: nodeSettingsOf(cache),
     notReadySince,
     failing: input.failing,
   };

@@ -92,6 +92,8 @@ export interface SchedulerSnapshot {
   statuses: ReadonlyMap<string, Versioned<DeploymentStatus>>;
   /** The cluster network: its ranges, each node's subnets, the addresses claimed (IPAM). */
   network: NetworkView;
+  /** The cluster's node-eligibility settings (degraded nodes, default scratch disk; config/nodes). */
+  settings?: NodeSettingsResolved;
   /** Leader-local: since when (ms) each NotReady node has been seen NotReady. */
   notReadySince: ReadonlyMap<string, number>;
   /** The scheduler's acts that keep failing (reported in their deployment's status). */
@@ -99,6 +101,7 @@ export interface SchedulerSnapshot {
 }
 
 export { decisionValue } from '../placement/decision.js';
+import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
 import { giveServiceAddress, grantSubnets, releaseAddresses } from './network.js';
 import type { NetworkView } from '../placement/ipam.js';
 

@@ -65,7 +65,7 @@ export class SchedulerPass {
   get placer(): Placer {
     const { snap } = this;
     this.placerCache ??= placerFor(
-      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value), commands: snap.commands, network: this.network },
+      { nodes: snap.nodes.values(), heartbeats: snap.heartbeats, drains: snap.drains, replicas: snap.replicas, volumeHomes: [...snap.volumeHomes.values()].map((v) => v.value), commands: snap.commands, network: this.network, settings: snap.settings },
       this.now,
       this.cfg.placement,
     );

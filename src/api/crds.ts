@@ -164,6 +164,7 @@ const serviceSchema: Schema = obj(
       memory: intOrString(MEMORY_PATTERN, 'Memory limit: "128Mi", "1Gi". Hard: placement never overcommits it.'),
       gpus: { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer', minimum: 0 }, str({ enum: ['all'] })], description: 'GPUs, passed to Docker as device requests: a count, or "all" (every GPU of the node, at least one).' },
       gpuIds: arr(str({ minLength: 1 }), { minItems: 1, description: 'These GPUs by id (an index or a UUID, as nvidia-smi -L lists them), passed to Docker as a device request: placed only on nodes that have each (device_missing), and counted as that many GPUs. Not with gpus.' }),
+      disk: intOrString(MEMORY_PATTERN, "Scratch disk (the container's writable layer): \"10Gi\". Booked like memory against the node's data-root filesystem; absent: the cluster's defaultInstanceEphemeralDisk (4Gi)."),
     }),
     ports: arr(
       {
@@ -310,6 +311,7 @@ const capacity = obj(
     gpuIds: arr(str(), { description: "Its GPUs' ids: each index and UUID nvidia-smi -L lists (declared gpus=N: 0…N-1)." }),
     runtimes: arr(str(), { description: "The runtimes of its Docker engine (docker info's Runtimes); absent: not known (an agent before them, or its engine was away at registration)." }),
     devices: arr(str(), { description: 'The host devices it offers containers (jaco agent --device).' }),
+    diskBytes: int({ minimum: 0, description: "Scratch disk: the size of the filesystem of Docker's data root (or --capacity disk=…)." }),
   },
   ['cpuMillis', 'memoryBytes', 'gpus'],
 );
@@ -356,6 +358,7 @@ const KINDS: KindDef[] = [
     spec: obj({
       unschedulable: bool(),
       labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
+      trusted: { ...bool(), description: 'The operator overrides degraded (jaco node trust): the node takes placements although its agent reports disk pressure, failures or overlay loss.' },
     }),
     status: obj(
       {
@@ -402,6 +405,24 @@ const KINDS: KindDef[] = [
             mode: str({ enum: ['node', 'containers'], description: 'What cpuUtil and memoryUtil measure: node = the whole host (root cgroup CPU, /proc/meminfo), containers = the sum of the agent’s own containers over its capacity (simulated and hollow nodes).' }),
           },
           ['time', 'cpuUtil', 'memoryUtil', 'replicas'],
+        ),
+        disk: obj(
+          {
+            path: str({ description: "Docker's data root (docker info DockerRootDir)." }),
+            totalBytes: int({ minimum: 0 }),
+            availableBytes: int({ minimum: 0 }),
+            usedBytes: int({ minimum: 0 }),
+            capped: { ...bool(), description: "Whether the storage driver caps a container's writable layer (StorageOpt size)." },
+            driver: str(),
+            backingFs: str(),
+          },
+          ['path', 'totalBytes', 'availableBytes', 'usedBytes', 'capped', 'driver'],
+          { description: "The filesystem of Docker's data root as the agent last sampled it: disk pressure is judged from it." },
+        ),
+        overlay: obj(
+          { peers: arr(obj({ node: str({ minLength: 1 }), handshakeAt: time('Its latest WireGuard handshake; absent: none.'), heardAt: time('When its received bytes last grew, as the agent saw it.') }, ['node'])) },
+          ['peers'],
+          { description: 'Its WireGuard peers as the agent last saw them: overlay health is judged from them.' },
         ),
       },
       ['node', 'time', 'intervalMs', 'agentVersion', 'dockerUp'],
@@ -916,6 +937,19 @@ const KINDS: KindDef[] = [
       },
       ['hub'],
     ),
+  },
+  {
+    kind: 'NodeSettings',
+    plural: 'nodesettings',
+    description: "The cluster's node-eligibility settings at config/nodes (jaco node settings): absent fields are their defaults.",
+    spec: obj({
+      defaultInstanceEphemeralDisk: str({ pattern: MEMORY_PATTERN, description: 'Scratch disk booked for a replica whose service sets no resources.disk (seed 004: 4Gi).' }),
+      diskPressurePercent: num({ minimum: 1, maximum: 100, description: "A node whose data root's filesystem is fuller than this is degraded (default 90)." }),
+      failureWindow: str({ pattern: DURATION_PATTERN, description: 'Restarts within this long count (default 10m).' }),
+      failureServices: int({ minimum: 1, description: 'Replicas of this many services restarted on one node within failureWindow: degraded (default 3).' }),
+      overlayHandshakeMaxAge: str({ pattern: DURATION_PATTERN, description: 'A WireGuard peer with no handshake within this long is unreachable (default 3m).' }),
+      overlayUnreachablePercent: num({ minimum: 0, maximum: 100, description: 'More than this percent of its peers unreachable: degraded (default 50).' }),
+    }),
   },
   {
     kind: 'AuditEvent',

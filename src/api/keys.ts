@@ -50,6 +50,8 @@ export const keys = {
   registries: () => 'registries/',
   /** The cluster's image setting: default registry, whether short names may go to Docker Hub. */
   imageSettings: () => 'config/images',
+  /** The cluster's node-eligibility settings (src/api/eligibility.ts). */
+  nodeSettings: () => 'config/nodes',
   /** The cluster network's ranges (src/api/network.ts). */
   networkConfig: () => 'config/network',
   subnet: (node: string) => `subnets/${node}`,

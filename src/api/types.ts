@@ -46,6 +46,11 @@ export interface Resources {
   gpus?: number | 'all';
   /** These GPUs by id (index or UUID): only on nodes that have each; counted as that many GPUs. Not with gpus. */
   gpuIds?: string[];
+  /**
+   * Scratch disk (the container's writable layer): "10Gi". Booked like memory against the node's
+   * data-root filesystem; absent: the cluster's defaultInstanceEphemeralDisk (seed 004: 4Gi).
+   */
+  disk?: string | number;
 }
 
 /**
@@ -367,6 +372,8 @@ export interface Capacity {
   runtimes?: string[];
   /** Host devices it offers containers (jaco agent --device /dev/fuse). */
   devices?: string[];
+  /** Scratch disk: the size of the filesystem holding Docker's data root (or --capacity disk=…); absent from older agents (disk not booked there). */
+  diskBytes?: number;
 }
 
 export interface NodeSpec {
@@ -377,6 +384,11 @@ export interface NodeSpec {
    * (metadata.labels, from `jaco agent --labels`); one of the same key wins. Written by the CLI.
    */
   labels?: Record<string, string>;
+  /**
+   * The operator's override of `degraded` (`jaco node trust`): the node takes placements although
+   * its agent reports disk pressure, failures or overlay loss. Written by the CLI, audited.
+   */
+  trusted?: boolean;
 }
 
 export interface NodeStatus {
@@ -444,6 +456,37 @@ export interface HeartbeatSpec {
    * measured against the clock beacon (api/clock-skew.ts); absent until it has measured.
    */
   clockSkewMs?: number;
+  /** The filesystem of Docker's data root, as the agent last sampled it (statfs): what disk pressure is judged from. */
+  disk?: DiskSample;
+  /** Its WireGuard peers as the agent last saw them (jaco agent --overlay): what overlay health is judged from. */
+  overlay?: OverlaySample;
+}
+
+export interface DiskSample {
+  /** Docker's data root (docker info DockerRootDir). */
+  path: string;
+  totalBytes: number;
+  /** Available to unprivileged writers (statfs bavail × bsize). */
+  availableBytes: number;
+  /** In use (statfs (blocks − bfree) × bsize); full is used over used + available, as df counts it. */
+  usedBytes: number;
+  /** Where the storage driver can cap a container's writable layer (StorageOpt size), or why not ("overlay2 on ext4"). */
+  capped: boolean;
+  driver: string;
+  backingFs?: string;
+}
+
+export interface OverlaySample {
+  /** One entry per node the mesh should reach: its latest WireGuard handshake, if any, and whether a probe answered. */
+  peers: OverlayPeerSample[];
+}
+
+export interface OverlayPeerSample {
+  node: string;
+  /** The latest handshake (wg show latest-handshakes); absent: never, or the peer is not configured. */
+  handshakeAt?: string;
+  /** When the agent last saw its received bytes grow (the 25 s persistent keepalive keeps a live peer sending). */
+  heardAt?: string;
 }
 /** heartbeats/<host>: bound to the agent's lease, so it vanishes when the agent stops renewing. */
 export type Heartbeat = JacoObject<'Heartbeat', HeartbeatSpec, never>;
@@ -1017,3 +1060,21 @@ export interface ClockBeaconSpec {
 }
 /** clock: the controllers' time, written every interval; each agent measures its skew against it (clock-skew.ts). */
 export type ClockBeacon = JacoObject<'ClockBeacon', ClockBeaconSpec, never>;
+/**
+ * config/nodes: the cluster's node-eligibility settings (seed 004; `jaco node settings`). Every
+ * field is optional: an absent one is its default (src/api/eligibility.ts DEFAULT_NODE_SETTINGS).
+ */
+export interface NodeSettingsSpec {
+  /** Scratch disk booked for a replica whose service sets no resources.disk (seed 004: default_instance_ephemeral_disk_bytes, 4Gi). */
+  defaultInstanceEphemeralDisk?: string;
+  /** A node whose data root's filesystem is fuller than this (percent used) is degraded: disk pressure. */
+  diskPressurePercent?: number;
+  /** Replicas of at least failureServices services restarted on one node within failureWindow: degraded. */
+  failureWindow?: string;
+  failureServices?: number;
+  /** A peer whose latest WireGuard handshake is older than this (or that has none) is unreachable. */
+  overlayHandshakeMaxAge?: string;
+  /** More than this percent of a node's peers unreachable: degraded (overlay). */
+  overlayUnreachablePercent?: number;
+}
+export type NodeSettings = JacoObject<'NodeSettings', NodeSettingsSpec, never>;

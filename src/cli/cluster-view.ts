@@ -1,5 +1,6 @@
 // A read-only view of the cluster for the CLI: one consistent read of the prefixes a command
 // needs, joined (desired + observed per replica, node + heartbeat + drain per node).
+import { failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeCondition, type NodeSettingsResolved } from '../api/eligibility.js';
 import { placementMode } from '../api/spec.js';
 import { formatDuration } from '../api/units.js';
 import type {
@@ -9,6 +10,8 @@ import type {
   JobResult,
   Node,
   NodeDrain,
+  NodeSettings,
+  NodeSettingsSpec,
   ReplicaCommand,
   ReplicaDesired,
   ReplicaObserved,
@@ -39,6 +42,8 @@ export interface ClusterView {
   rollouts: RolloutPlan[];
   /** Keys under the joined prefixes whose values cannot be read (left out of the rest). */
   unreadable: Unreadable[];
+  /** The cluster's node-eligibility settings (config/nodes), defaults filled in. */
+  settings: NodeSettingsResolved;
 }
 
 const lastPart = (k: string) => k.slice(k.lastIndexOf('/') + 1);
@@ -56,10 +61,11 @@ export interface ClusterParts {
   commands: Versioned<ReplicaCommand>[];
   rollouts: Versioned<RolloutPlan>[];
   unreadable?: Unreadable[];
+  settings?: NodeSettingsSpec;
 }
 
 /** The prefixes a cluster view joins. */
-export const CLUSTER_VIEW_READS = ['deployments', 'statuses', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'rollouts'] as const satisfies readonly Watchable[];
+export const CLUSTER_VIEW_READS = ['deployments', 'statuses', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'rollouts', 'nodeSettings'] as const satisfies readonly Watchable[];
 
 /** A view joined from the cache's readable values (one cut of the store), with the keys it could not read. */
 export function clusterViewOf(cache: Cache): ClusterView {
@@ -76,6 +82,7 @@ export function clusterViewOf(cache: Cache): ClusterView {
     commands: items<ReplicaCommand>('commands'),
     rollouts: items<RolloutPlan>('rollouts'),
     unreadable: unreadableIn(cache),
+    ...(cache.holds('nodeSettings') ? { settings: items<NodeSettings>('nodeSettings')[0]?.value.spec } : {}),
   });
 }
 
@@ -104,7 +111,28 @@ export function joinClusterView(p: ClusterParts): ClusterView {
     replicas,
     rollouts: p.rollouts.map((r) => r.value),
     unreadable: p.unreadable ?? [],
+    settings: settingsOrDefaults(p.settings),
   };
+}
+
+function settingsOrDefaults(s: NodeSettingsSpec | undefined): NodeSettingsResolved {
+  try {
+    return resolveNodeSettings(s);
+  } catch {
+    return resolveNodeSettings(undefined);
+  }
+}
+
+/**
+ * Each node's degraded condition as the placer judges it (src/api/eligibility.ts): its agent's
+ * disk and overlay samples, the services restarted on it, the operator's trust.
+ */
+export function nodeConditionsOf(v: ClusterView, now: number): Map<string, NodeCondition> {
+  const services = new Map(v.replicas.map((r) => [r.id, `${r.desired.spec.deployment}/${r.desired.spec.service}`]));
+  const commands = v.replicas.flatMap((r) => (r.command ? [[`commands/${r.node}/${r.id}`, { value: r.command }] as const] : []));
+  const failing = failingServicesOf(commands, (id) => services.get(id), v.settings.failureWindowMs, now);
+  const reports = unreachableReports(v.heartbeats.values(), v.settings);
+  return new Map([...v.nodes.keys()].map((n) => [n, nodeCondition(v.nodes.get(n)!.value, v.heartbeats.get(n), failing.get(n), v.settings, now, reports.get(n))]));
 }
 
 /** The state a replica shows: observed, or what the control plane knows when nothing is observed. */

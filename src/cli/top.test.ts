@@ -11,8 +11,8 @@ let rev = 1;
 const v = <T>(key: string, value: T): Versioned<T> => ({ key, value, modRevision: ++rev, createRevision: rev, version: 1 });
 const node = (name: string, cpuMillis = 2000, memoryBytes = 4 * 2 ** 30) =>
   v<Node>(keys.node(name), { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name }, spec: {}, status: { capacity: { cpuMillis, memoryBytes, gpus: 0 }, agentVersion: 't', registeredAt: iso(NOW) } });
-const hb = (name: string, p?: Omit<PressureSample, 'time'>, sampledAt = NOW - 1000) =>
-  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(NOW - 1000), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(sampledAt) } } : {}) } });
+const hb = (name: string, p?: Omit<PressureSample, 'time'>, sampledAt = NOW - 1000, disk?: { totalBytes: number; availableBytes: number }) =>
+  v<Heartbeat>(keys.heartbeat(name), { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(NOW - 1000), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...(p ? { pressure: { ...p, time: iso(sampledAt) } } : {}), ...(disk ? { disk: { path: '/var/lib/docker', capped: false, driver: 'overlay2', usedBytes: disk.totalBytes - disk.availableBytes, ...disk } } : {}) } });
 const desired = (id: string, nodeName: string, template: ServiceSpec = { image: 'x' }, deployment = 'shop', service = 'web') =>
   v<ReplicaDesired>(keys.desired(nodeName, id), { apiVersion: 'jaco.dev/v1', kind: 'ReplicaDesired', metadata: { name: id }, spec: { replica: id, deployment, service, node: nodeName, revision: 1, specHash: 'h', template, placedAt: iso(NOW) } });
 
@@ -24,7 +24,7 @@ describe('nodeUsage', () => {
   const v1 = view({
     nodes: [node('a'), node('b'), node('c'), node('d'), node('e')],
     heartbeats: [
-      hb('a', { cpuUtil: 0.25, memoryUtil: 0.5, replicas: {}, mode: 'node' }),
+      hb('a', { cpuUtil: 0.25, memoryUtil: 0.5, replicas: {}, mode: 'node' }, NOW - 1000, { totalBytes: 100 * 2 ** 30, availableBytes: 60 * 2 ** 30 }),
       hb('b', { cpuUtil: 0.75, memoryUtil: 0.1, replicas: {} }),
       hb('c', { cpuUtil: 0.25, memoryUtil: 0.05, replicas: {}, mode: 'containers' }),
       // A stale sample (10 intervals older than its heartbeat) and none: no figures, listed last.
@@ -43,18 +43,18 @@ describe('nodeUsage', () => {
 
   it('figures from the sample over capacity, pressure the larger dimension, and why a node has none', () => {
     const rows = nodeUsage(v1, 'name');
-    expect(rows[0]).toEqual({ node: 'a', cpuUtil: 0.25, memoryUtil: 0.5, cpuMillis: 500, memoryBytes: 2 * 2 ** 30, pressure: { value: 0.5, dominant: 'memory' }, mode: 'node', sampledAt: iso(NOW - 1000) });
+    expect(rows[0]).toEqual({ node: 'a', cpuUtil: 0.25, memoryUtil: 0.5, cpuMillis: 500, memoryBytes: 2 * 2 ** 30, diskBytes: 40 * 2 ** 30, diskUtil: 0.4, pressure: { value: 0.5, dominant: 'memory' }, mode: 'node', sampledAt: iso(NOW - 1000) });
     expect(rows[1]!.pressure).toEqual({ value: 0.75, dominant: 'cpu' });
     // Samples of agents before the mode existed measure containers.
     expect(rows[1]!.mode).toBe('containers');
     expect(rows[3]).toEqual({ node: 'd', missing: 'stale sample (the agent samples no more)' });
     expect(rows[4]).toEqual({ node: 'e', missing: 'no sample (Docker down?)' });
     expect(nodeTableRows(rows, NOW)).toEqual([
-      ['a', '500m', '25%', '2Gi', '50%', '0.50 (memory)', 'host', '1s ago'],
-      ['b', '1500m', '75%', '409.6Mi', '10%', '0.75 (cpu)', 'containers', '1s ago'],
-      ['c', '500m', '25%', '204.8Mi', '5%', '0.25 (cpu)', 'containers', '1s ago'],
-      ['d', '-', '-', '-', '-', '-', '-', 'stale sample (the agent samples no more)'],
-      ['e', '-', '-', '-', '-', '-', '-', 'no sample (Docker down?)'],
+      ['a', '500m', '25%', '2Gi', '50%', '40Gi', '40%', '0.50 (memory)', 'host', '1s ago'],
+      ['b', '1500m', '75%', '409.6Mi', '10%', '-', '-', '0.75 (cpu)', 'containers', '1s ago'],
+      ['c', '500m', '25%', '204.8Mi', '5%', '-', '-', '0.25 (cpu)', 'containers', '1s ago'],
+      ['d', '-', '-', '-', '-', '-', '-', '-', '-', 'stale sample (the agent samples no more)'],
+      ['e', '-', '-', '-', '-', '-', '-', '-', '-', 'no sample (Docker down?)'],
     ]);
   });
 });

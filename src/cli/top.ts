@@ -20,6 +20,9 @@ export interface NodeUsageRow {
   memoryBytes?: number;
   memoryUtil?: number;
   pressure?: { value: number; dominant: 'cpu' | 'memory' };
+  /** Its Docker data root's filesystem: bytes used and the fraction used (the heartbeat's disk sample; degraded past the cluster's limit). */
+  diskBytes?: number;
+  diskUtil?: number;
   /** What the figures measure: the whole host, or the sum of the agent's containers. */
   mode?: 'node' | 'containers';
   sampledAt?: string;
@@ -63,6 +66,7 @@ export function nodeUsage(view: ClusterView, sort: TopSort = 'cpu'): NodeUsageRo
     if (!p) return { node, missing: 'no sample (Docker down?)' };
     if (!sampleFresh(p, hb)) return { node, missing: 'stale sample (the agent samples no more)' };
     const cap = n.status?.capacity;
+    const d = hb.spec.disk;
     const c = composite({ cpu: p.cpuUtil, memory: p.memoryUtil });
     return {
       node,
@@ -70,6 +74,7 @@ export function nodeUsage(view: ClusterView, sort: TopSort = 'cpu'): NodeUsageRo
       memoryUtil: p.memoryUtil,
       ...(cap ? { cpuMillis: p.cpuUtil * cap.cpuMillis, memoryBytes: p.memoryUtil * cap.memoryBytes } : {}),
       pressure: { value: c.pressure, dominant: c.dominant },
+      ...(d && d.usedBytes + d.availableBytes > 0 ? { diskBytes: d.usedBytes, diskUtil: d.usedBytes / (d.usedBytes + d.availableBytes) } : {}),
       mode: p.mode ?? 'containers',
       sampledAt: p.time,
     };
@@ -105,14 +110,14 @@ const pct = (v: number | undefined) => (v === undefined ? '-' : `${(v * 100).toF
 const millis = (v: number | undefined) => (v === undefined ? '-' : `${Math.round(v)}m`);
 const bytes = (v: number | undefined) => (v === undefined ? '-' : formatBytes(Math.round(v)));
 
-export const NODE_HEADERS = ['NAME', 'CPU(cores)', 'CPU%', 'MEMORY(bytes)', 'MEMORY%', 'PRESSURE', 'MEASURES', 'SAMPLED'];
+export const NODE_HEADERS = ['NAME', 'CPU(cores)', 'CPU%', 'MEMORY(bytes)', 'MEMORY%', 'DISK(bytes)', 'DISK%', 'PRESSURE', 'MEASURES', 'SAMPLED'];
 export const REPLICA_HEADERS = ['NAME', 'SERVICE', 'NODE', 'CPU(cores)', 'CPU/LIMIT', 'MEMORY(bytes)', 'MEMORY/LIMIT', 'SAMPLED'];
 
 export function nodeTableRows(rows: NodeUsageRow[], now: number): string[][] {
   return rows.map((r) =>
     r.missing
-      ? [r.node, '-', '-', '-', '-', '-', '-', r.missing]
-      : [r.node, millis(r.cpuMillis), pct(r.cpuUtil), bytes(r.memoryBytes), pct(r.memoryUtil), `${r.pressure!.value.toFixed(2)} (${r.pressure!.dominant})`, r.mode === 'node' ? 'host' : 'containers', `${age(r.sampledAt, now)} ago`],
+      ? [r.node, '-', '-', '-', '-', '-', '-', '-', '-', r.missing]
+      : [r.node, millis(r.cpuMillis), pct(r.cpuUtil), bytes(r.memoryBytes), pct(r.memoryUtil), bytes(r.diskBytes), pct(r.diskUtil), `${r.pressure!.value.toFixed(2)} (${r.pressure!.dominant})`, r.mode === 'node' ? 'host' : 'containers', `${age(r.sampledAt, now)} ago`],
   );
 }
 

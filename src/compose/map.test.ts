@@ -299,3 +299,12 @@ describe('depends_on restart: true', () => {
     expect(got.spec.services.worker!.dependsOn).toEqual({ db: { condition: 'service_started' } });
   });
 });
+
+describe('storage_opt: size is the replica\'s scratch disk', () => {
+  it.each<[string, Obj, Partial<ServiceSpec> | undefined, Said[]]>([
+    ['size in compose bytes', { storage_opt: { size: '20G' } }, { resources: { disk: '20Gi' } }, []],
+    ['beside mem_limit', { mem_limit: '1g', storage_opt: { size: '512m' } }, { resources: { memory: '1Gi', disk: '512Mi' } }, []],
+    ['not a size', { storage_opt: { size: 'lots' } }, undefined, [['refuse', 'services.app.storage_opt.size', 'not a size']]],
+    ['another driver option', { storage_opt: { dm_basesize: '10G' } }, undefined, [['refuse', 'services.app.storage_opt.dm_basesize', 'maps size alone']]],
+  ])('%s', (_name, svc, spec, said) => check(mapApp(svc), spec, said));
+});

@@ -319,6 +319,7 @@ class ServiceMapper {
       else this.warn(this.at('mem_reservation'), 'jaco books and enforces one memory figure: mem_limit is used');
     });
     field('gpus', (v) => this.gpus(v, this.at('gpus')));
+    field('storage_opt', (v) => this.storageOpt(v as Obj));
     field('deploy', (v) => this.deploy(v as Obj));
     field('container_name', () => {
       if ((this.out.replicas ?? 1) > 1 || this.out.placement?.mode === 'global') this.refuse(this.at('container_name'), 'container_name names one container; this service runs several replicas (jaco names each container itself)');
@@ -422,6 +423,19 @@ class ServiceMapper {
     const b = composeBytes(v);
     if (b === undefined) this.refuse(path, `not a memory size: ${JSON.stringify(v)}`);
     else this.out.resources = { ...this.out.resources, memory: quantity(b) };
+  }
+
+  /** storage_opt.size: the replica's scratch disk (resources.disk), booked by placement; other driver options are refused. */
+  private storageOpt(o: Obj): void {
+    for (const [k, v] of Object.entries(o)) {
+      if (k !== 'size') {
+        this.refuse(this.at('storage_opt', k), `storage_opt.${k} is not supported: jaco maps size alone (the replica's scratch disk)`);
+        continue;
+      }
+      const b = composeBytes(v);
+      if (b === undefined) this.refuse(this.at('storage_opt', 'size'), `not a size: ${JSON.stringify(v)}`);
+      else this.out.resources = { ...this.out.resources, disk: quantity(b) };
+    }
   }
 
   private gpus(v: unknown, path: Path): void {

@@ -5,7 +5,8 @@
 import { placedReplicaOf } from '../../controllers/placement/input.js';
 import { rolloutProgress } from '../../controllers/rollout/progress.js';
 import { drainActive, nodeReady, nodeStatusText, unschedulableBecause } from '../api/nodes.js';
-import { clusterViewOf, replicaState, type ClusterView } from '../cli/cluster-view.js';
+import { clusterViewOf, nodeConditionsOf, replicaState, type ClusterView } from '../cli/cluster-view.js';
+import { degradedBecause, statusWithCondition } from '../api/eligibility.js';
 import type { PlanReport } from '../cli/commands/rebalance.js';
 import { statusRows } from '../cli/commands/status.js';
 import type { Cache } from '../runtime/cache.js';
@@ -14,24 +15,26 @@ import type { PressureHistory } from './pressure-history.js';
 import type { DashboardState, NodeView, RolloutView } from './wire.js';
 
 /** The prefixes the dashboard holds in its cache (audit records come through their own informer). */
-export const DASHBOARD_READS = ['deployments', 'revisions', 'statuses', 'rollouts', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands'] as const satisfies readonly Watchable[];
+export const DASHBOARD_READS = ['deployments', 'revisions', 'statuses', 'rollouts', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'nodeSettings'] as const satisfies readonly Watchable[];
 
 function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | undefined, now: number): NodeView[] {
   const planned = new Map(plan?.plan.nodes.map((n) => [n.node, n]));
   const byNode = new Map<string, ClusterView['replicas']>();
   for (const r of v.replicas) byNode.set(r.node, [...(byNode.get(r.node) ?? []), r]);
+  const conditions = nodeConditionsOf(v, now);
   return [...v.nodes.values()]
     .map(({ value: n }): NodeView => {
       const name = n.metadata.name;
       const hb = v.heartbeats.get(name);
       const drain = v.drains.get(name);
       const rows = byNode.get(name) ?? [];
-      const booked = { cpuMillis: 0, memoryBytes: 0, gpus: 0, ports: [] as number[] };
+      const booked = { cpuMillis: 0, memoryBytes: 0, gpus: 0, diskBytes: 0, ports: [] as number[] };
       for (const r of rows) {
         const p = placedReplicaOf(r.desired);
         if (!p) continue;
         booked.cpuMillis += p.cpuMillis;
         booked.memoryBytes += p.memoryBytes;
+        booked.diskBytes += p.diskBytes ?? v.settings.defaultDiskBytes;
         // "all" books every GPU of the node.
         booked.gpus += p.gpus === 'all' ? (n.status?.capacity.gpus ?? 0) : p.gpus;
         booked.ports.push(...p.ports);
@@ -39,10 +42,14 @@ function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | 
       const s = hb?.spec.pressure;
       const e = history.current(name);
       const pn = planned.get(name);
-      const why = unschedulableBecause(n, hb, drain);
+      const condition = conditions.get(name);
+      const why = unschedulableBecause(n, hb, drain) ?? (condition && degradedBecause(condition));
+      const d = hb?.spec.disk;
       return {
         name,
-        status: nodeStatusText(n, hb, drain),
+        status: statusWithCondition(nodeStatusText(n, hb, drain), condition),
+        ...(condition?.causes.length ? { degraded: { causes: condition.causes, trusted: condition.trusted } } : {}),
+        ...(d ? { disk: { usedBytes: d.usedBytes, totalBytes: d.usedBytes + d.availableBytes, capped: d.capped } } : {}),
         ready: nodeReady(hb),
         cordoned: !!n.spec?.unschedulable,
         draining: drainActive(drain),

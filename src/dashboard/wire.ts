@@ -15,9 +15,13 @@ export interface NodeView {
   /** Why it takes no new placements (unschedulableBecause), if it does not. */
   unschedulable?: string;
   address?: string;
-  capacity?: { cpuMillis: number; memoryBytes: number; gpus: number };
-  /** What the replicas placed on it book (the placer's footprint of each). */
-  booked: { cpuMillis: number; memoryBytes: number; gpus: number; ports: number[] };
+  capacity?: { cpuMillis: number; memoryBytes: number; gpus: number; diskBytes?: number };
+  /** What the replicas placed on it book (the placer's footprint of each; disk: resources.disk or the cluster default). */
+  booked: { cpuMillis: number; memoryBytes: number; gpus: number; diskBytes: number; ports: number[] };
+  /** Its data root's filesystem as the agent last sampled it. */
+  disk?: { usedBytes: number; totalBytes: number; capped: boolean };
+  /** Degraded causes (src/api/eligibility.ts) and whether an operator trusts it anyway; absent: not degraded. */
+  degraded?: { causes: { cause: string; detail: string }[]; trusted: boolean };
   /** The latest heartbeat sample (raw utilisation). */
   sample?: { time: string; cpu: number; memory: number };
   /** The dashboard's own EWMA of the samples (the rebalancer's fold and window). */

@@ -2,6 +2,7 @@
 // so no controller restates the key layout. A controller names the ones it reads (`reads`).
 import { keys } from '../api/keys.js';
 import type { Heartbeat } from '../api/types.js';
+import { diskUsedPercent } from '../api/eligibility.js';
 import type { Change, SourceSpec } from '../store/reflector.js';
 
 export const WATCHABLE = {
@@ -40,6 +41,8 @@ export const WATCHABLE = {
   clock: { prefix: keys.clock(), kind: 'ClockBeacon' },
   // The one key of the cluster's image setting: where a node-agent resolves its pause image's short name.
   imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
+  // The one key of the cluster's node-eligibility settings (degraded thresholds, default scratch disk).
+  nodeSettings: { prefix: keys.nodeSettings(), kind: 'NodeSettings' },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;
@@ -58,6 +61,13 @@ export const ROUTINE: Partial<Record<Watchable, (c: Change) => boolean>> = {
   heartbeats: (c) => {
     const [next, prev] = [c.value?.value as Heartbeat | undefined, c.prev?.value as Heartbeat | undefined];
     if (c.type !== 'put' || !next || !prev || next.spec.dockerUp !== prev.spec.dockerUp) return false;
+    // Degraded is judged from the disk and overlay samples (src/api/eligibility.ts): a change a
+    // whole percent of disk or of which peers have a handshake may turn a node's eligibility.
+    if (diskPercent(next) !== diskPercent(prev) || overlayShape(next) !== overlayShape(prev)) return false;
     return Date.parse(next.spec.time) - Date.parse(prev.spec.time) <= 1.5 * next.spec.intervalMs;
   },
 };
+
+const diskPercent = (h: Heartbeat) => (h.spec.disk ? Math.floor(diskUsedPercent(h.spec.disk) ?? -1) : -1);
+// Which peers were heard within a keepalive and a half: a peer going quiet or coming back wakes the controllers.
+const overlayShape = (h: Heartbeat) => (h.spec.overlay?.peers ?? []).map((p) => `${p.node}:${p.heardAt && Date.parse(h.spec.time) - Date.parse(p.heardAt) < 40_000 ? 1 : 0}`).join(',');

@@ -194,6 +194,44 @@ describe('jaco apply', () => {
     expect(await snapshot(prefix)).toEqual(before);
   });
 
+  it('a node whose agent reports its data root 95% full is Degraded: get/describe say why, dry-run places nothing there (node_degraded); trust, distrust and settings are audited, bad settings write nothing', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const Gi = 2 ** 30;
+    const full = { ...readyHeartbeat('node-1'), spec: { ...readyHeartbeat('node-1').spec, disk: { path: '/var/lib/docker', totalBytes: 110 * Gi, usedBytes: 95 * Gi, availableBytes: 5 * Gi, capped: false, driver: 'overlay2', backingFs: 'extfs' } } };
+    const disk = (n: number) => ({ capacity: { cpuMillis: 2000, memoryBytes: 1 << 30, gpus: 0, diskBytes: n * Gi } });
+    await commitAtomic(store, [{ ops: [{ op: 'put' as const, key: keys.node('node-1'), value: nodeValue('node-1', disk(110)) }, { op: 'put' as const, key: keys.heartbeat('node-1'), value: full }] }]);
+    const run = (args: string[], input?: string) => jaco(args, { endpoint: etcd.endpoint, prefix, ...(input ? { input } : {}) });
+    let r = await run(['get', 'nodes']);
+    expect(r.stdout).toMatch(/^node-1 +Ready,Degraded +2 +1Gi +110Gi +0 /m);
+    r = await run(['describe', 'node', 'node-1']);
+    expect(r.stdout).toContain('Disk:         /var/lib/docker: 5Gi free of 110Gi (95% used; degraded past 90%); scratch disk booked, not capped: overlay2 on extfs');
+    expect(r.stdout).toContain('  disk_pressure: /var/lib/docker is 95% full (5Gi of 110Gi free; limit 90%)');
+    r = await run(['apply', '--dry-run', '-f', '-'], manifest('shop', { web: { image: 'x' } }));
+    expect(r.stdout).toContain('shop/web: 1 replica(s) would be unschedulable: node_degraded');
+
+    // A bad setting names its flag and writes nothing.
+    const before = await snapshot(prefix);
+    r = await run(['node', 'settings', '--disk-pressure', '150']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--disk-pressure: 150 is not a percentage in (0, 100]');
+    expect(await snapshot(prefix)).toEqual(before);
+
+    expect((await run(['node', 'trust', 'node-1'])).stdout).toBe('node/node-1 trusted: it takes placements even while degraded\n');
+    expect((await run(['get', 'nodes'])).stdout).toMatch(/^node-1 +Ready,Degraded\(trusted\) /m);
+    expect((await run(['apply', '--dry-run', '-f', '-'], manifest('shop', { web: { image: 'x' } }))).stdout).toMatch(/shop-web-0 would be placed on node-1/);
+    expect((await run(['node', 'distrust', 'node-1'])).stdout).toBe('node/node-1 no longer trusted\n');
+
+    r = await run(['node', 'settings', '--disk-pressure', '96', '--default-disk', '200Gi']);
+    expect(r.stdout).toContain('node settings changed');
+    expect(r.stdout).toContain('disk pressure:       96%');
+    expect((await run(['get', 'nodes'])).stdout).toMatch(/^node-1 +Ready +/m);
+    // The default scratch disk of 200Gi no longer fits the node's 110Gi.
+    expect((await run(['apply', '--dry-run', '-f', '-'], manifest('shop', { web: { image: 'x' } }))).stdout).toContain('shop/web: 1 replica(s) would be unschedulable: no_capacity_disk');
+    const audit = await run(['audit', '--type', 'node_trusted,node_settings_changed', '-o', 'json']);
+    expect(audit.stdout.trim().split('\n').map((l) => JSON.parse(l).type)).toEqual(['node_trusted', 'node_trusted', 'node_settings_changed']);
+  });
+
   it('apply --dry-run of a replica that fits nowhere shows the moves the rescheduler would make room with', async () => {
     const prefix = uniquePrefix();
     const store = etcd.store(prefix);
@@ -275,7 +313,7 @@ describe('exit codes', () => {
     expect((await jaco(['get'])).code).toBe(1);
     expect((await jaco(['frobnicate'])).code).toBe(1);
     expect((await jaco(['get', 'pods'], { endpoint: etcd.endpoint })).code).toBe(1);
-    for (const c of ['apply', 'get', 'describe', 'delete', 'diff', 'audit', 'up', 'down', 'controller', 'version', 'node cordon']) {
+    for (const c of ['apply', 'get', 'describe', 'delete', 'diff', 'audit', 'up', 'down', 'controller', 'version', 'node cordon', 'node trust', 'node distrust', 'node settings']) {
       const r = await jaco([...c.split(' '), '--help']);
       expect(r.code, c).toBe(0);
       expect(r.stdout, c).toContain('Usage: jaco');

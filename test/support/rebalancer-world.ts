@@ -117,6 +117,8 @@ export class World {
   nodes = new Map<string, Node>();
   replicas: ReplicaCopy[] = [];
   notReady = new Set<string>();
+  /** Nodes whose agent reports its data root 99% full: degraded (src/api/eligibility.ts). */
+  diskFull = new Set<string>();
   /** Services the scheduler reports unschedulable for capacity (coalescing's input). */
   pending: NonNullable<Snapshot['pending']> = [];
   /** The deployments' current placement by `<deployment>/<service>` (placement conformance's input). */
@@ -178,7 +180,9 @@ export class World {
       const l = loads[name];
       const s = l ? sample(now, l) : undefined;
       if (s) samples.set(name, s);
-      if (!this.notReady.has(name)) heartbeats.set(name, heartbeat(name, now, s));
+      if (this.notReady.has(name)) continue;
+      const hb = heartbeat(name, now, s);
+      heartbeats.set(name, this.diskFull.has(name) ? { ...hb, spec: { ...hb.spec, disk: { path: '/var/lib/docker', totalBytes: 100 * GiB, usedBytes: 99 * GiB, availableBytes: GiB, capped: false, driver: 'overlay2' } } } : hb);
     }
     const replicas = new ReplicaIndex();
     for (const r of this.replicas) {

@@ -66,14 +66,14 @@ function cliOf(kind: ActionKind, target: string): string {
 
 function nodeRow(n: NodeView, t: DashboardState['thresholds']): Raw {
   const c = n.capacity;
-  const badges = [n.ready ? h`<b class="badge ok">Ready</b>` : h`<b class="badge bad">NotReady</b>`, n.cordoned ? h`<b class="badge warn">cordoned</b>` : raw(''), n.draining ? h`<b class="badge warn">draining</b>` : raw('')];
+  const badges = [n.ready ? h`<b class="badge ok">Ready</b>` : h`<b class="badge bad">NotReady</b>`, n.cordoned ? h`<b class="badge warn">cordoned</b>` : raw(''), n.draining ? h`<b class="badge warn">draining</b>` : raw(''), n.degraded ? h`<b class="badge ${n.degraded.trusted ? 'warn' : 'bad'}" title="${n.degraded.causes.map((x) => `${x.cause}: ${x.detail}`).join('\n')}">${n.degraded.trusted ? 'degraded (trusted)' : 'degraded'}</b>` : raw('')];
   const r = n.rebalancer;
   const chips = n.replicas.slice(0, 12).map((x) => h`<span class="chip ${x.state}" title="${x.deployment}/${x.service}: ${x.state}">${x.id}</span>`);
   return h`<tr data-node="${n.name}" data-status="${n.status}">
 <td><b>${n.name}</b><br><small>${n.address ?? ''}</small></td>
 <td>${badges}${n.unschedulable ? h`<br><small>${n.unschedulable}</small>` : raw('')}</td>
-<td>${c ? `${cores(c.cpuMillis)} CPU, ${bytes(c.memoryBytes)}${c.gpus ? `, ${c.gpus} GPU` : ''}` : '?'}</td>
-<td>${cores(n.booked.cpuMillis)} CPU, ${bytes(n.booked.memoryBytes)}${n.booked.gpus ? `, ${n.booked.gpus} GPU` : ''}${n.booked.ports.length ? h`<br><small>ports ${n.booked.ports.join(', ')}</small>` : raw('')}</td>
+<td>${c ? `${cores(c.cpuMillis)} CPU, ${bytes(c.memoryBytes)}${c.diskBytes !== undefined ? `, ${bytes(c.diskBytes)} disk` : ''}${c.gpus ? `, ${c.gpus} GPU` : ''}` : '?'}${n.disk ? h`<br><small>disk ${pct(n.disk.usedBytes / n.disk.totalBytes)} used${n.disk.capped ? '' : ' (booked, not capped)'}</small>` : raw('')}</td>
+<td>${cores(n.booked.cpuMillis)} CPU, ${bytes(n.booked.memoryBytes)}${c?.diskBytes !== undefined ? `, ${bytes(n.booked.diskBytes)} disk` : ''}${n.booked.gpus ? `, ${n.booked.gpus} GPU` : ''}${n.booked.ports.length ? h`<br><small>ports ${n.booked.ports.join(', ')}</small>` : raw('')}</td>
 <td>${meter(n.ewma?.cpu, [t.trigger, t.dstCap])} ${pct(n.ewma?.cpu)}<br>${meter(n.ewma?.memory, [t.trigger, t.dstCap])} ${pct(n.ewma?.memory)}</td>
 <td>${r ? h`${pct(r.pressure)} · ${r.over} hot cycle(s)${r.cooldownMs !== undefined ? h`<br><small>cooldown: moved in ${duration(r.cooldownMs)} ago</small>` : raw('')}${r.ineligible ? h`<br><small>${r.ineligible}</small>` : raw('')}` : '-'}</td>
 <td>${n.replicas.length} ${chips}${n.replicas.length > 12 ? h`<small>+${n.replicas.length - 12}</small>` : raw('')}</td>

@@ -99,7 +99,7 @@ export function registerAgent(program: Command): void {
     .command('agent')
     .description("Run a host's node-agent: register the node, heartbeat with pressure, run its desired replicas on Docker, report them")
     .requiredOption('--node <name>', 'the node this agent runs (its key is nodes/<name>)')
-    .option('--capacity <spec>', "declared capacity, e.g. cpu=2,memory=4Gi,gpus=0 (parts left out are detected: cores, total memory, nvidia-smi GPUs; the engine's runtimes always are)")
+    .option('--capacity <spec>', "declared capacity, e.g. cpu=2,memory=4Gi,gpus=0,disk=100Gi (parts left out are detected: cores, total memory, nvidia-smi GPUs, the size of the filesystem of Docker's data root; the engine's runtimes always are)")
     .option('--device <path>', 'a host device this node offers containers (compose devices:, e.g. /dev/fuse); services asking for one are placed only on nodes offering it (repeatable)', (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option('--labels <k=v,...>', 'node labels (placement.nodeSelector matches them); they replace the labels of nodes/<name>')
     .option('--docker-host <url>', 'the Docker engine (env DOCKER_HOST)', process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock')

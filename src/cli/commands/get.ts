@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import { skewDescription, skewText, skewWarns } from '../../api/clock-skew.js';
 import { labelsText, nodeReady, nodeStatusText } from '../../api/nodes.js';
+import { conditionLines, statusWithCondition } from '../../api/eligibility.js';
 import { imageDigest, placementMode, runImage, shortDigest } from '../../api/spec.js';
 import { bareAddress } from '../../api/network.js';
 import { serviceFiles } from '../../api/files.js';
@@ -14,7 +15,7 @@ import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
 import type { Cache } from '../../runtime/cache.js';
 import type { Unreadable } from '../../store/reflector.js';
-import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, nodeConditionsOf, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
 import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
@@ -89,12 +90,14 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
   const nodes = [...v.nodes.values()].filter((n) => !name || n.value.metadata.name === name);
   if (name && !nodes.length) throw notFound(v, 'node', keys.nodes(), name);
   if (out !== 'table' && out !== 'wide') return printObjects(out, nodes.map((n) => n.value), !!name, v.revision);
+  const conditions = nodeConditionsOf(v, now);
   const rows = nodes.map(({ value: n }) => {
     const host = n.metadata.name;
     const hb = v.heartbeats.get(host);
     const c = n.status?.capacity;
     const count = new Set(v.replicas.filter((r) => r.node === host).map((r) => r.id)).size;
-    const row: (string | number)[] = [host, nodeStatusText(n, hb, v.drains.get(host)), c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
+    const status = statusWithCondition(nodeStatusText(n, hb, v.drains.get(host)), conditions.get(host));
+    const row: (string | number)[] = [host, status, c ? `${c.cpuMillis / 1000}` : '?', c ? formatBytes(c.memoryBytes) : '?', c?.diskBytes !== undefined ? formatBytes(c.diskBytes) : '-', c?.gpus ?? 0, count, age(n.status?.registeredAt, now), n.status?.agentVersion ?? ''];
     if (out === 'wide') {
       const p = hb?.spec.pressure;
       // SKEW: the agent's clock against the controllers' (api/clock-skew.ts), marked past the warning threshold.
@@ -103,7 +106,7 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     }
     return row;
   });
-  const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'SKEW', 'LABELS'] : [])];
+  const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'DISK', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'SKEW', 'LABELS'] : [])];
   printTable(headers, [...rows, ...unreadableRows(unreadableNamed(v, keys.nodes(), name), keys.nodes(), headers.length)]);
 }
 
@@ -208,12 +211,14 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const n = v.nodes.get(name)?.value;
     if (!n) throw notFound(v, 'node', keys.nodes(), name);
     const hb = v.heartbeats.get(name);
-    out += `Name:         ${name}\nStatus:       ${nodeStatusText(n, hb, v.drains.get(name))}\nLabels:       ${labelsText(n) || '<none>'}\n`;
+    const condition = nodeConditionsOf(v, now).get(name);
+    out += `Name:         ${name}\nStatus:       ${statusWithCondition(nodeStatusText(n, hb, v.drains.get(name)), condition)}\nLabels:       ${labelsText(n) || '<none>'}\n`;
     out += `Address:      ${n.status?.address ?? '<none>'}\n`;
     // Its subnets of the cluster network (IPAM), once a cluster-network service exists.
     const sub = cut.kind<NodeSubnet>('subnets').items.get(keys.subnet(name))?.value.spec;
     if (sub) out += `Subnets:      ${sub.ipv4}, ${sub.ipv6} (index ${sub.index}; ${await store.countPrefix(keys.addresses(name))} address(es) held)\n`;
-    out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
+    const disk = n.status?.capacity.diskBytes;
+    out += `Capacity:     cpu ${(n.status?.capacity.cpuMillis ?? 0) / 1000}, memory ${formatBytes(n.status?.capacity.memoryBytes ?? 0)}, disk ${disk !== undefined ? formatBytes(disk) : '- (not reported)'}, gpus ${n.status?.capacity.gpus ?? 0}\n`;
     // What placement matches runtime_missing and device_missing against.
     const c = n.status?.capacity;
     out += `Runtimes:     ${c?.runtimes ? c.runtimes.join(', ') || '<none>' : '<unknown>'}\nDevices:      ${[...(c?.devices ?? []), ...(c?.gpuIds ?? []).map((g) => `gpu ${g}`)].join(', ') || '<none>'}\n`;
@@ -224,6 +229,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const p = hb?.spec.pressure;
     // The mode: the whole host (a real agent) or the sum of its own containers (a simulated node).
     if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time} (${(p.mode ?? 'containers') === 'node' ? 'node-wide' : 'sum of its containers'})\n`;
+    out += conditionLines(n, hb, condition, v.settings, now).join('\n') + '\n';
     const drain = v.drains.get(name);
     if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
     out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import type { Heartbeat, HeartbeatSpec, ReplicaCommand } from './types.js';
+import { DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, unreachableReports } from './eligibility.js';
+
+const NOW = Date.parse('2026-01-01T12:00:00Z');
+const Gi = 1024 ** 3;
+const ago = (ms: number) => new Date(NOW - ms).toISOString();
+const hb = (extra: Partial<HeartbeatSpec> = {}): Heartbeat => ({ apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name: 'a' }, spec: { node: 'a', time: ago(0), intervalMs: 1000, agentVersion: 't', dockerUp: true, ...extra } });
+// 110 GiB of which 10 are root's reserve: full is used over used + available, as df counts it.
+const disk = (usedPercent: number) => ({ disk: { path: '/var/lib/docker', totalBytes: 110 * Gi, usedBytes: usedPercent * Gi, availableBytes: (100 - usedPercent) * Gi, capped: false, driver: 'overlay2', backingFs: 'extfs' } });
+const peers = (...handshakes: (number | undefined)[]) => ({ overlay: { peers: handshakes.map((h, i) => ({ node: `p${i}`, ...(h === undefined ? {} : { handshakeAt: ago(h) }) })) } });
+const S = DEFAULT_NODE_SETTINGS;
+/** The same heartbeat written `ms` later by its agent (its samples as they were). */
+const later = (h: Heartbeat, ms: number): Heartbeat => ({ ...h, spec: { ...h.spec, time: new Date(Date.parse(h.spec.time) + ms).toISOString() } });
+/** Every time in a heartbeat shifted by `ms`: an agent whose clock is that far off. */
+const skewed = (h: Heartbeat, ms: number): Heartbeat => JSON.parse(JSON.stringify(h), (k, v) => ((k === 'time' || k === 'handshakeAt' || k === 'heardAt') && typeof v === 'string' ? new Date(Date.parse(v) + ms).toISOString() : v)) as Heartbeat;
+
+describe('degradedCauses: each cause from its sample, against the settings and the clock passed in', () => {
+  it.each<[string, Heartbeat | undefined, Set<string> | undefined, string[]]>([
+    ['no heartbeat: nothing to judge (readiness says NotReady)', undefined, undefined, []],
+    ['disk 89% used, limit 90%', hb(disk(89)), undefined, []],
+    ['disk 91% used, limit 90%', hb(disk(91)), undefined, ['disk_pressure']],
+    ['failures of 2 services, limit 3', hb(), new Set(['d/a', 'd/b']), []],
+    ['failures of 3 services, limit 3', hb(), new Set(['d/a', 'd/b', 'e/c']), ['repeated_failures']],
+    ['every peer handshook a minute ago', hb(peers(60_000, 60_000)), undefined, []],
+    ['1 of 2 peers stale: 50% is not more than 50%', hb(peers(60_000, 200_000)), undefined, []],
+    ['2 of 3 peers without a handshake within 3m', hb(peers(60_000, 200_000, undefined)), undefined, ['overlay_unreachable']],
+    ['no overlay reported (an agent without --overlay)', hb(), undefined, []],
+    ['all three at once', hb({ ...disk(99), ...peers(undefined) }), new Set(['d/a', 'd/b', 'd/c']), ['disk_pressure', 'repeated_failures', 'overlay_unreachable']],
+  ])('%s', (_name, h, failing, causes) => {
+    expect(degradedCauses(h, failing, S, NOW).map((c) => c.cause)).toEqual(causes);
+  });
+
+  it('details say how far past the limit, and the settings move the limits', () => {
+    expect(degradedCauses(hb(disk(95)), undefined, S, NOW)[0]!.detail).toBe('/var/lib/docker is 95% full (5Gi of 110Gi free; limit 90%)');
+    expect(degradedCauses(hb(disk(95)), undefined, { ...S, diskPressurePercent: 96 }, NOW)).toEqual([]);
+    expect(degradedCauses(hb(peers(20_000)), undefined, { ...S, overlayHandshakeMaxAgeMs: 10_000 }, NOW)[0]!.detail).toBe('1 of 1 WireGuard peers unreachable (neither heard nor handshake within 10s: p0); limit 50%');
+  });
+
+  it("a handshake ages into unreachable on the agent's own clock: as of the heartbeat that carries it", () => {
+    const h = hb(peers(0));
+    expect(degradedCauses(h, undefined, S, NOW)).toEqual([]);
+    expect(degradedCauses(later(h, 181_000), undefined, S, NOW).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+  });
+
+  it("a node whose clock is 10 minutes off is judged as one in step: the reader's clock is never compared (issue 29)", () => {
+    for (const off of [-600_000, 600_000]) {
+      expect(degradedCauses(skewed(hb(peers(60_000, 60_000)), off), undefined, S, NOW)).toEqual([]);
+      expect(degradedCauses(skewed(hb(peers(60_000, 200_000, undefined)), off), undefined, S, NOW).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+    }
+  });
+
+  it('a peer heard recently (its keepalives arrive) is reachable though its handshake is old', () => {
+    const h = hb({ overlay: { peers: [{ node: 'p0', handshakeAt: ago(170_000), heardAt: ago(5000) }] } });
+    expect(degradedCauses(h, undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW)).toEqual([]);
+    expect(degradedCauses(later(h, 30_000), undefined, { ...S, overlayHandshakeMaxAgeMs: 30_000 }, NOW).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+  });
+
+  it('a link cut one way: the node hears its peers, they do not hear it — their reports count', () => {
+    const self = hb(peers(1000, 1000));
+    const peerSees = (node: string, heardAgo: number): Heartbeat => ({ ...hb(), spec: { ...hb().spec, node, overlay: { peers: [{ node: 'a', handshakeAt: ago(heardAgo) }] } } });
+    const reports = unreachableReports([self, peerSees('p0', 200_000), peerSees('p1', 200_000)], S);
+    expect(reports.get('a')).toEqual(new Set(['p0', 'p1']));
+    expect(degradedCauses(self, undefined, S, NOW)).toEqual([]);
+    expect(degradedCauses(self, undefined, S, NOW, reports.get('a')).map((c) => c.cause)).toEqual(['overlay_unreachable']);
+    // One peer of two complaining is not more than half.
+    expect(degradedCauses(self, undefined, S, NOW, unreachableReports([peerSees('p0', 200_000), peerSees('p1', 1000)], S).get('a'))).toEqual([]);
+  });
+
+  it('an operator trusting the node keeps the causes shown and lets placements in', () => {
+    const node = (trusted: boolean) => ({ apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name: 'a' }, spec: { trusted } }) as never;
+    const untrusted = nodeCondition(node(false), hb(disk(99)), undefined, S, NOW);
+    expect(degradedBecause(untrusted)).toMatch(/^degraded: disk_pressure — .*\(jaco node trust overrides\)$/);
+    expect(degradedText(untrusted)).toBe('Degraded');
+    const trusted = nodeCondition(node(true), hb(disk(99)), undefined, S, NOW);
+    expect(degradedBecause(trusted)).toBeUndefined();
+    expect(degradedText(trusted)).toBe('Degraded(trusted)');
+    expect(degradedText(nodeCondition(node(false), hb(disk(10)), undefined, S, NOW))).toBeUndefined();
+  });
+});
+
+describe('failingServicesOf: restarts within the window, by node, as distinct services', () => {
+  const cmd = (replica: string, restarts: number, at?: number): { value: ReplicaCommand } => ({
+    value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: replica }, spec: { replica, op: 'restart', seq: 1, issuedAt: ago(0), reason: 'x' }, status: { restarts, generation: 1, ...(at === undefined ? {} : { lastRestartAt: ago(at) }) } },
+  });
+  const services = (r: string) => ({ 'd-a-0': 'd/a', 'd-a-1': 'd/a', 'd-b-0': 'd/b' })[r];
+  it('counts services, not replicas; old restarts and cleared counters are out', () => {
+    const m = failingServicesOf(
+      [
+        ['commands/n1/d-a-0', cmd('d-a-0', 2, 1000)],
+        ['commands/n1/d-a-1', cmd('d-a-1', 1, 1000)],
+        ['commands/n1/d-b-0', cmd('d-b-0', 1, 11 * 60_000)],
+        ['commands/n2/d-b-0', cmd('d-b-0', 0, 1000)],
+        ['commands/n2/gone-x-0', cmd('gone-x-0', 1, 1000)],
+      ],
+      services,
+      10 * 60_000,
+      NOW,
+    );
+    expect(m).toEqual(new Map([['n1', new Set(['d/a'])], ['n2', new Set(['gone-x-0'])]]));
+  });
+});
+
+describe('resolveNodeSettings: defaults, and an error naming the field', () => {
+  it.each<[string, object, string | Partial<typeof S>]>([
+    ['nothing set: the defaults', {}, {}],
+    ['a default disk of 1Gi', { defaultInstanceEphemeralDisk: '1Gi' }, { defaultDiskBytes: Gi }],
+    ['durations', { failureWindow: '5m', overlayHandshakeMaxAge: '30s' }, { failureWindowMs: 300_000, overlayHandshakeMaxAgeMs: 30_000 }],
+    ['a percentage over 100', { diskPressurePercent: 120 }, 'diskPressurePercent: 120 is not a percentage in (0, 100]'],
+    ['not a duration', { failureWindow: 'soon' }, 'failureWindow: invalid duration "soon"'],
+    ['zero services', { failureServices: 0 }, 'failureServices: 0 is not a whole number ≥ 1'],
+  ])('%s', (_name, spec, want) => {
+    if (typeof want === 'string') expect(() => resolveNodeSettings(spec)).toThrow(new NodeSettingsError(want));
+    else expect(resolveNodeSettings(spec)).toEqual({ ...S, ...want });
+  });
+});
