@@ -123,8 +123,9 @@ spec:
       await bad.waitFor({ timeout: 30_000 });
       await shot('jobs');
       // The figures are the scheduler's (deploymentstatus), as jaco status prints them.
-      expect(await ok.innerText()).toMatch(/succeeded exit 0 · 1 attempt · (1\.\d|[2-9]\.\d)s/);
-      expect(await bad.innerText()).toMatch(/failed exit 3 · 2 attempts · \d/);
+      // The row is drawn from each status as it lands: the figures may follow the state by a pass.
+      await expect.poll(() => ok.innerText(), { timeout: 15_000 }).toMatch(/succeeded exit 0 · 1 attempt · (1\.\d|[2-9]\.\d)s/);
+      await expect.poll(() => bad.innerText(), { timeout: 15_000 }).toMatch(/failed exit 3 · 2 attempts · \d/);
       expect(await bad.locator('.chip').getAttribute('title')).toBe('exit 3 after 2 attempts (revision 1)');
       expect((await c.jaco(['delete', 'deployment', 'jobs'])).code).toBe(0);
     }));
