@@ -34,8 +34,8 @@ describe('judgeJobCopy', () => {
     { name: 'exit 0 completes it', o: exited(0), now: 20, want: { kind: 'succeeded', attempts: 1, startedAt: at(1), finishedAt: at(10) } },
     { name: 'exit 0 on the third run', o: exited(0), c: cmd(2, 2), now: 20, want: { kind: 'succeeded', attempts: 3 } },
     { name: 'OOM-killed with code 0 is no success', o: exited(0, { code: 'oom_killed' }), now: T0 + 15_000, want: { kind: 'retry', attempts: 1 } },
-    { name: 'exit 3, back-off running (5s from the exit)', o: exited(3), now: T0 + 14_000, want: { kind: 'backoff', attempts: 1, exitCode: 3, wakeAt: T0 + 15_000 } },
-    { name: 'exit 3, back-off over: run 2', o: exited(3), now: T0 + 15_000, want: { kind: 'retry', attempts: 1, exitCode: 3, seq: 1, status: { restarts: 1, lastRestartAt: at(15), generation: 1 } } },
+    { name: 'exit 3, back-off running (5s from the exit)', o: exited(3), now: T0 + 14_000, want: { kind: 'backoff', attempts: 1, exitCode: 3, wakeAt: T0 + 15_000, startedAt: at(1) } },
+    { name: 'exit 3, back-off over: run 2', o: exited(3), now: T0 + 15_000, want: { kind: 'retry', attempts: 1, exitCode: 3, seq: 1, status: { restarts: 1, lastRestartAt: at(15), generation: 1 }, startedAt: at(1) } },
     { name: 'second failure doubles the back-off', o: exited(3), c: cmd(1, 1), now: T0 + 19_000, want: { kind: 'backoff', attempts: 2, wakeAt: T0 + 20_000 } },
     { name: 'retry under way: what it shows predates it', o: exited(3), c: cmd(1, 1, false), now: T0 + 60_000, want: { kind: 'pending', attempts: 2 } },
     { name: 'third failure of 3 attempts: failed', o: exited(3), c: cmd(2, 2), now: T0 + 60_000, want: { kind: 'failed', attempts: 3, exitCode: 3, reason: 'exit 3 after 3 attempts' } },
@@ -65,6 +65,22 @@ describe('jobResult', () => {
     { name: 'two of three succeeded', vs: [ok(1), ok(2), { kind: 'running', attempts: 1 }], want: 3, expected: { state: 'running', reason: '2 of 3 replicas succeeded' } },
     { name: 'all succeeded: first start to last end', vs: [ok(1), ok(5, 2)], want: 2, expected: { state: 'succeeded', attempts: 2, startedAt: at(1), finishedAt: at(15), durationMs: 14_000 } },
     { name: 'backing off', vs: [{ kind: 'backoff', attempts: 1, exitCode: 3, wakeAt: 0 }], want: 1, expected: { state: 'running', reason: 'exit 3; retrying (attempt 2)' } },
+    // The first run's start, from its back-off, is the job's start: the next passes keep it (prev).
+    { name: 'backing off keeps the failed run\'s start', vs: [{ kind: 'backoff', attempts: 1, exitCode: 3, wakeAt: 0, startedAt: at(1) }], want: 1, expected: { state: 'running', startedAt: at(1) } },
+    {
+      name: 'failed after retries: the duration runs from the first start',
+      vs: [{ kind: 'failed', attempts: 2, exitCode: 3, reason: 'exit 3 after 2 attempts', startedAt: at(30), finishedAt: at(30) }],
+      want: 1,
+      prev: { specHash: H, revision: 4, incarnation: 7, state: 'running', attempts: 1, startedAt: at(1) },
+      expected: { state: 'failed', startedAt: at(1), durationMs: 29_000 },
+    },
+    {
+      // Docker stamps a container that exits at once with a FinishedAt up to a few ms before its StartedAt.
+      name: 'a run that ended "before" it started took no time',
+      vs: [{ kind: 'failed', attempts: 1, exitCode: 3, reason: 'exit 3 after 1 attempt', startedAt: '2026-01-01T00:00:01.799Z', finishedAt: '2026-01-01T00:00:01.798Z' }],
+      want: 1,
+      expected: { state: 'failed', durationMs: 0 },
+    },
     {
       name: 'one failed fails the job',
       vs: [ok(1), { kind: 'failed', attempts: 3, exitCode: 3, reason: 'exit 3 after 3 attempts', finishedAt: at(40) }],

@@ -29,9 +29,9 @@ export type JobVerdict =
   | { kind: 'running'; attempts: number; startedAt?: string }
   | { kind: 'succeeded'; attempts: number; startedAt?: string; finishedAt?: string }
   /** Exited non-zero, runs left: wait until wakeAt. */
-  | { kind: 'backoff'; attempts: number; exitCode?: number; wakeAt: number }
+  | { kind: 'backoff'; attempts: number; exitCode?: number; wakeAt: number; startedAt?: string }
   /** Exited non-zero, runs left, back-off over: write restart command `seq`. */
-  | { kind: 'retry'; attempts: number; exitCode?: number; seq: number; status: ReplicaCommandStatus; why: string }
+  | { kind: 'retry'; attempts: number; exitCode?: number; seq: number; status: ReplicaCommandStatus; why: string; startedAt?: string }
   | { kind: 'failed'; attempts: number; exitCode?: number; reason: string; startedAt?: string; finishedAt?: string };
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -60,7 +60,8 @@ export function judgeJobCopy(
   // What the agent reports predates the last retry, or another spec: nothing to judge yet.
   if (!s || s.specHash !== specHash || restartPending(cmd, o)) return { kind: 'pending', attempts };
   if (s.state === 'running' || s.state === 'degraded') return { kind: 'running', attempts, ...(s.startedAt ? { startedAt: s.startedAt } : {}) };
-  const times = { ...(s.startedAt ? { startedAt: s.startedAt } : {}), ...(s.finishedAt ? { finishedAt: s.finishedAt } : {}) };
+  const started = s.startedAt ? { startedAt: s.startedAt } : {};
+  const times = { ...started, ...(s.finishedAt ? { finishedAt: s.finishedAt } : {}) };
   if (s.state === 'exited' && s.exitCode === 0 && !s.code) return { kind: 'succeeded', attempts, ...times };
   if (s.state !== 'exited' && s.state !== 'failed') return { kind: 'pending', attempts };
   const end = endOf(s);
@@ -68,11 +69,14 @@ export function judgeJobCopy(
   // A spec Docker refuses fails the same way on every run: no retry can help.
   if (s.code === 'invalid_spec' || attempts >= policy.attempts) return { kind: 'failed', attempts, ...exit, reason: `${end} after ${plural(attempts, 'attempt')}`, ...times };
   const wakeAt = Date.parse(s.finishedAt ?? s.observedAt) + policy.backoffMs * 2 ** (attempts - 1);
-  if (now < wakeAt) return { kind: 'backoff', attempts, ...exit, wakeAt };
+  // A run that failed still started: the service's result keeps the first run's start, so its
+  // duration covers every attempt and the back-offs between them.
+  if (now < wakeAt) return { kind: 'backoff', attempts, ...exit, wakeAt, ...started };
   return {
     kind: 'retry',
     attempts,
     ...exit,
+    ...started,
     seq: (cmd?.spec.seq ?? 0) + 1,
     status: { restarts: attempts, lastRestartAt: iso(now), generation },
     why: `${end}; run ${attempts + 1} of ${policy.attempts}`,
@@ -108,9 +112,13 @@ export function jobResult(verdicts: readonly JobVerdict[], want: number, t: Pick
   return { ...base, state: 'running', attempts, ...started, reason };
 }
 
+/**
+ * How long a run took. Docker may stamp a container that exits at once with a FinishedAt a little
+ * before its StartedAt (each is taken on its own path): that is a run of no time, not an unknown one.
+ */
 function duration(startedAt: string | undefined, finishedAt: string): { durationMs?: number } {
   const ms = startedAt ? Date.parse(finishedAt) - Date.parse(startedAt) : NaN;
-  return Number.isFinite(ms) && ms >= 0 ? { durationMs: ms } : {};
+  return Number.isFinite(ms) ? { durationMs: Math.max(0, ms) } : {};
 }
 
 /** Whether a stored result is of this spec of this incarnation of the deployment. */
