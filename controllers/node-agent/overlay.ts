@@ -83,6 +83,8 @@ export class Overlay {
   private lastPlan?: OverlayPlan;
   /** Per peer key: the received bytes last seen, and when they last grew (the probe of reachability). */
   private readonly heard = new Map<string, { rx: number; at: number }>();
+  /** Per peer key: when a plan first wanted it (its grace before it can be judged unreachable). */
+  private readonly planned = new Map<string, number>();
   private lastError?: string;
   private lastSkipped = '';
   private labelled = new Set<string>();
@@ -149,17 +151,19 @@ export class Overlay {
    * the mesh should reach, with its latest handshake as `wg show` last gave it. A peer that is not
    * configured, or an interface that is gone, has none. The persistent keepalive is the probe: a
    * live peer sends one every 25 s, so its received bytes grow (heardAt) and its session
-   * re-handshakes at least every two minutes.
+   * re-handshakes at least every two minutes. `since` is when a plan first wanted the peer: one
+   * just added (or not configured yet: the plan runs ahead of the last look) has had no chance.
    */
   sample(): OverlaySample | undefined {
     const plan = this.lastPlan;
     if (!plan) return undefined;
     const seen = new Map((this.observed?.peers ?? []).map((o) => [o.publicKey, o.latestHandshake]));
+    const iso = (ms: number | undefined) => (ms ? new Date(ms).toISOString() : undefined);
     return {
       peers: plan.peers.map((p) => {
         const at = seen.get(p.publicKey);
-        const heard = seen.has(p.publicKey) ? this.heard.get(p.publicKey)?.at : undefined;
-        return { node: p.node, ...(at ? { handshakeAt: new Date(at * 1000).toISOString() } : {}), ...(heard ? { heardAt: new Date(heard).toISOString() } : {}) };
+        const times = { handshakeAt: iso(at ? at * 1000 : undefined), heardAt: iso(seen.has(p.publicKey) ? this.heard.get(p.publicKey)?.at : undefined), since: iso(this.planned.get(p.publicKey)) };
+        return { node: p.node, ...Object.fromEntries(Object.entries(times).filter(([, v]) => v)) };
       }),
     };
   }
@@ -326,6 +330,9 @@ export class Overlay {
   private report(plan: OverlayPlan): void {
     const prev = this.lastPlan?.health;
     this.lastPlan = plan;
+    const wanted = new Set(plan.peers.map((p) => p.publicKey));
+    for (const k of this.planned.keys()) if (!wanted.has(k)) this.planned.delete(k);
+    for (const k of wanted) if (!this.planned.has(k)) this.planned.set(k, Date.now());
     const h = plan.health;
     overlayMetrics.up.set(h.up ? 1 : 0);
     overlayMetrics.peers.set({ state: 'expected' }, h.peers.expected);

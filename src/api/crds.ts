@@ -420,7 +420,7 @@ const KINDS: KindDef[] = [
           { description: "The filesystem of Docker's data root as the agent last sampled it: disk pressure is judged from it." },
         ),
         overlay: obj(
-          { peers: arr(obj({ node: str({ minLength: 1 }), handshakeAt: time('Its latest WireGuard handshake; absent: none.'), heardAt: time('When its received bytes last grew, as the agent saw it.') }, ['node'])) },
+          { peers: arr(obj({ node: str({ minLength: 1 }), handshakeAt: time('Its latest WireGuard handshake; absent: none.'), heardAt: time('When its received bytes last grew, as the agent saw it.'), since: time('When the agent first saw the peer configured: a new peer has the overlay max age to handshake.') }, ['node'])) },
           ['peers'],
           { description: 'Its WireGuard peers as the agent last saw them: overlay health is judged from them.' },
         ),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Heartbeat, HeartbeatSpec, ReplicaCommand } from './types.js';
-import { DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, unreachableReports } from './eligibility.js';
+import { conditionLines, DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, unreachableReports } from './eligibility.js';
 
 const NOW = Date.parse('2026-01-01T12:00:00Z');
 const Gi = 1024 ** 3;
@@ -26,6 +26,8 @@ describe('degradedCauses: each cause from its sample, against the settings and t
     ['1 of 2 peers stale: 50% is not more than 50%', hb(peers(60_000, 200_000)), undefined, []],
     ['2 of 3 peers without a handshake within 3m', hb(peers(60_000, 200_000, undefined)), undefined, ['overlay_unreachable']],
     ['no overlay reported (an agent without --overlay)', hb(), undefined, []],
+    ['peers added a minute ago, no handshake yet: they have until the max age', hb({ overlay: { peers: [{ node: 'p0', since: ago(60_000) }, { node: 'p1', since: ago(60_000) }] } }), undefined, []],
+    ['peers added 4 minutes ago that never handshook', hb({ overlay: { peers: [{ node: 'p0', since: ago(240_000) }, { node: 'p1', since: ago(240_000) }] } }), undefined, ['overlay_unreachable']],
     ['all three at once', hb({ ...disk(99), ...peers(undefined) }), new Set(['d/a', 'd/b', 'd/c']), ['disk_pressure', 'repeated_failures', 'overlay_unreachable']],
   ])('%s', (_name, h, failing, causes) => {
     expect(degradedCauses(h, failing, S, NOW).map((c) => c.cause)).toEqual(causes);
@@ -113,4 +115,14 @@ describe('resolveNodeSettings: defaults, and an error naming the field', () => {
     if (typeof want === 'string') expect(() => resolveNodeSettings(spec)).toThrow(new NodeSettingsError(want));
     else expect(resolveNodeSettings(spec)).toEqual({ ...S, ...want });
   });
+});
+
+describe("conditionLines: describe node's overlay line", () => {
+  const node = { apiVersion: 'jaco.dev/v1', kind: 'Node', metadata: { name: 'a' }, spec: {} } as unknown as Parameters<typeof conditionLines>[0];
+  const overlayLine = (h: Heartbeat) => conditionLines(node, h, undefined, S, NOW).find((l) => l.startsWith('Overlay:'));
+  it.each<[string, Heartbeat, string | undefined]>([
+    ['no overlay reported: no line', hb(), undefined],
+    ['an overlay without peers yet says why, not "0 of 0"', hb({ overlay: { peers: [] } }), 'Overlay:      no peers yet (nodes are joined once they have subnets: the first cluster-network service gives them)'],
+    ['peers: how many reachable, and each late one with its ages', hb(peers(60_000, 200_000)), 'Overlay:      1 of 2 peers reachable; unreachable: p1 (handshake 3m20s ago)'],
+  ])('%s', (_name, h, want) => expect(overlayLine(h)).toBe(want));
 });

@@ -110,12 +110,13 @@ export function diskUsedPercent(d: DiskSample): number | undefined {
 
 /**
  * A peer is reachable while its latest handshake, or the latest growth of what it sent, is within
- * the age of the sample's own time: `sampledAt` is the heartbeat's, on the same (agent's) clock as
- * the peer's times, so a node whose clock is off is judged alike (issue 29: no two clocks compared).
+ * the age of the sample's own time; a peer configured more recently than that has until then to
+ * show either (`since`). `sampledAt` is the heartbeat's, on the same (agent's) clock as the peer's
+ * times, so a node whose clock is off is judged alike (issue 29: no two clocks compared).
  */
 export function peerReachable(p: OverlayPeerSample, settings: NodeSettingsResolved, sampledAt: number): boolean {
-  const last = Math.max(p.handshakeAt ? Date.parse(p.handshakeAt) : -Infinity, p.heardAt ? Date.parse(p.heardAt) : -Infinity);
-  return sampledAt - last <= settings.overlayHandshakeMaxAgeMs;
+  const t = (x: string | undefined) => (x ? Date.parse(x) : -Infinity);
+  return sampledAt - Math.max(t(p.handshakeAt), t(p.heardAt), t(p.since)) <= settings.overlayHandshakeMaxAgeMs;
 }
 
 /** When the agent wrote this heartbeat, on its own clock: what its samples' times are measured against. */
@@ -193,8 +194,10 @@ export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCon
   if (peers) {
     const late = peers.filter((p) => !peerReachable(p, settings, sampledAt(hb!)));
     const ago = (t: string) => formatDuration(Math.max(0, sampledAt(hb!) - Date.parse(t)));
-    const fmt = (p: OverlayPeerSample) => `${p.node} (${p.handshakeAt ? `handshake ${ago(p.handshakeAt)} ago` : 'no handshake'}${p.heardAt ? `, heard ${ago(p.heardAt)} ago` : ''})`;
-    out.push(`Overlay:      ${peers.length - late.length} of ${peers.length} peers reachable${late.length ? `; unreachable: ${late.map(fmt).join(', ')}` : ''}`);
+    const fmt = (p: OverlayPeerSample) => `${p.node} (${p.handshakeAt ? `handshake ${ago(p.handshakeAt)} ago` : 'no handshake'}${p.heardAt ? `, heard ${ago(p.heardAt)} ago` : ''}${p.since ? `, configured ${ago(p.since)} ago` : ''})`;
+    // The mesh joins nodes with subnets, given once a cluster-network service exists (docs/networking.md).
+    if (!peers.length) out.push('Overlay:      no peers yet (nodes are joined once they have subnets: the first cluster-network service gives them)');
+    else out.push(`Overlay:      ${peers.length - late.length} of ${peers.length} peers reachable${late.length ? `; unreachable: ${late.map(fmt).join(', ')}` : ''}`);
   }
   if (c?.causes.length) {
     out.push(`Degraded:     ${c.trusted ? 'yes, but trusted by an operator (jaco node distrust to undo): it takes placements' : 'yes: no new placements until the causes clear (jaco node trust overrides)'}`);

@@ -487,6 +487,11 @@ export interface OverlayPeerSample {
   handshakeAt?: string;
   /** When the agent last saw its received bytes grow (the 25 s persistent keepalive keeps a live peer sending). */
   heardAt?: string;
+  /**
+   * When the agent first saw the peer configured on its interface: a peer just added has had no
+   * time to handshake, and is judged unreachable only once it has been there the overlay max age.
+   */
+  since?: string;
 }
 /** heartbeats/<host>: bound to the agent's lease, so it vanishes when the agent stops renewing. */
 export type Heartbeat = JacoObject<'Heartbeat', HeartbeatSpec, never>;

@@ -2,7 +2,7 @@
 // calls and says which command that is, so the operator learns the CLI from the page.
 import { formatDuration } from '../api/units.js';
 import { requestDrain } from '../cli/commands/drain.js';
-import { setCordon } from '../cli/commands/node.js';
+import { setCordon, uncordon } from '../cli/commands/node.js';
 import { requestAction, rollback } from '../cli/commands/rollout.js';
 import { CliError } from '../cli/common.js';
 import type { Store } from '../store/store.js';
@@ -32,7 +32,7 @@ const rolloutRequest = (verb: 'pause' | 'resume' | 'abort' | 'promote'): ActionD
 
 export const ACTIONS: Record<ActionKind, ActionDef> = {
   cordon: { target: 'node', cli: (h) => `jaco node cordon ${h}`, run: async (s, h) => `node/${h} ${(await setCordon(s, h, true)) ? 'cordoned' : 'already cordoned'}\n` },
-  uncordon: { target: 'node', cli: (h) => `jaco node uncordon ${h}`, run: async (s, h) => `node/${h} ${(await setCordon(s, h, false)) ? 'uncordoned' : 'already schedulable'}\n` },
+  uncordon: { target: 'node', cli: (h) => `jaco node uncordon ${h}`, run: (s, h) => uncordon(s, h) },
   drain: {
     target: 'node',
     cli: (h) => `jaco node drain ${h}`,

@@ -2,8 +2,8 @@
 // the cluster's node-eligibility settings (config/nodes).
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
-import { LabelArgError, parseLabelArgs, relabel, type LabelChanges } from '../../api/nodes.js';
-import { API_VERSION, type Node, type NodeSettings, type NodeSettingsSpec } from '../../api/types.js';
+import { drainActive, LabelArgError, parseLabelArgs, relabel, type LabelChanges } from '../../api/nodes.js';
+import { API_VERSION, type Node, type NodeDrain, type NodeSettings, type NodeSettingsSpec } from '../../api/types.js';
 import { NodeSettingsError, resolveNodeSettings } from '../../api/eligibility.js';
 import { formatPath, schemas } from '../../api/schema.js';
 import { formatBytes, formatDuration } from '../../api/units.js';
@@ -173,6 +173,22 @@ export function settingsText(spec: NodeSettingsSpec): string {
   ].join('\n') + '\n';
 }
 
+/**
+ * What uncordon says. A drain keeps its node unschedulable by itself (it is not a cordon): while
+ * one is under way, "schedulable" would be untrue, so the answer names it and how to end it.
+ */
+export function uncordonText(host: string, changed: boolean, drain: NodeDrain | undefined): string {
+  const done = `node/${host} ${changed ? 'uncordoned' : 'not cordoned'}`;
+  if (!drainActive(drain)) return `${done}${changed ? '' : ': already schedulable'}\n`;
+  return `${done}, but it is being drained (${drain!.status?.state ?? 'pending'}): it takes no new replicas until the drain ends; to stop it: jaco node drain ${host} --cancel\n`;
+}
+
+/** Uncordons a node (the CLI's and the dashboard's action); what to print. */
+export async function uncordon(store: Store, host: string): Promise<string> {
+  const changed = await setCordon(store, host, false);
+  return uncordonText(host, changed, (await readKey<NodeDrain>(store, keys.drain(host), 'NodeDrain')).value?.value);
+}
+
 export function registerNode(program: Command): Command {
   const node = program.command('node').description('Manage nodes: cordon, uncordon, label, trust, distrust, settings (and drain, remove)');
   node
@@ -191,8 +207,7 @@ export function registerNode(program: Command): Command {
     .argument('<host>', 'node name')
     .action(
       action(async (host: string, _o: unknown, cmd: Command) => {
-        const changed = await withStore(cmd, (s) => setCordon(s, host, false));
-        process.stdout.write(`node/${host} ${changed ? 'uncordoned' : 'already schedulable'}\n`);
+        process.stdout.write(await withStore(cmd, (s) => uncordon(s, host)));
       }),
     );
   node
