@@ -49,6 +49,15 @@ describe('judgeJobCopy', () => {
       expect(judgeJobCopy(H, o, t.c?.cmd, policy, 1, t.now)).toMatchObject(t.want);
     });
 
+  it("the back-off runs on the controllers' clock: a node 60 s ahead reports its exit 60 s later than it was", () => {
+    // Exited at T0+10s on the controllers' clock, stamped T0+70s by an agent 60 s ahead; back-off 5 s.
+    const o = obs(exited(3, { finishedAt: at(70) }));
+    expect(judgeJobCopy(H, o, undefined, policy, 1, T0 + 14_000, 60_000)).toMatchObject({ kind: 'backoff', wakeAt: T0 + 15_000 });
+    expect(judgeJobCopy(H, o, undefined, policy, 1, T0 + 15_000, 60_000)).toMatchObject({ kind: 'retry' });
+    // Unmeasured skew (an older agent): its own stamps, as before.
+    expect(judgeJobCopy(H, o, undefined, policy, 1, T0 + 15_000)).toMatchObject({ kind: 'backoff', wakeAt: T0 + 75_000 });
+  });
+
   it('attempts: 1 never retries', () => {
     expect(judgeJobCopy(H, obs(exited(1)), undefined, { attempts: 1, backoffMs: 0 }, 1, T0 + 60_000)).toMatchObject({ kind: 'failed', reason: 'exit 1 after 1 attempt' });
   });

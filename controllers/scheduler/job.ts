@@ -46,6 +46,8 @@ function endOf(s: ReplicaObserved['status']): string {
 /**
  * One replica of a job at its desired spec: what it shows, and what to do. `cmd` is its restart
  * command (its status counts the retries); `generation` is the deployment's, for the bookkeeping.
+ * `skewMs` is how far its node's clock is ahead of the controllers' (its heartbeat's clockSkewMs):
+ * the run's end is the agent's time, and the back-off is counted on the controllers' clock.
  */
 export function judgeJobCopy(
   specHash: string,
@@ -54,6 +56,7 @@ export function judgeJobCopy(
   policy: JobRetryPolicy,
   generation: number,
   now: number,
+  skewMs = 0,
 ): JobVerdict {
   const attempts = (cmd?.status?.restarts ?? 0) + 1;
   const s = o?.status;
@@ -68,7 +71,7 @@ export function judgeJobCopy(
   const exit = s.exitCode !== undefined ? { exitCode: s.exitCode } : {};
   // A spec Docker refuses fails the same way on every run: no retry can help.
   if (s.code === 'invalid_spec' || attempts >= policy.attempts) return { kind: 'failed', attempts, ...exit, reason: `${end} after ${plural(attempts, 'attempt')}`, ...times };
-  const wakeAt = Date.parse(s.finishedAt ?? s.observedAt) + policy.backoffMs * 2 ** (attempts - 1);
+  const wakeAt = Date.parse(s.finishedAt ?? s.observedAt) - skewMs + policy.backoffMs * 2 ** (attempts - 1);
   // A run that failed still started: the service's result keeps the first run's start, so its
   // duration covers every attempt and the back-offs between them.
   if (now < wakeAt) return { kind: 'backoff', attempts, ...exit, wakeAt, ...started };
@@ -177,7 +180,7 @@ export function reconcileJob(
     }
     const c = e.copies[0]!;
     const cmd = pass.command(e, c.desired.spec.node);
-    const v = c.modRevision === 0 ? ({ kind: 'pending', attempts: 1 } as const) : judgeJobCopy(t.specHash, c.observed, cmd?.value, policy, generation, pass.now);
+    const v = c.modRevision === 0 ? ({ kind: 'pending', attempts: 1 } as const) : judgeJobCopy(t.specHash, c.observed, cmd?.value, policy, generation, pass.now, pass.snap.heartbeats.get(c.desired.spec.node)?.spec.clockSkewMs);
     verdicts.push(v);
     if (v.kind === 'backoff') pass.wake(v.wakeAt);
     if (v.kind === 'retry' && pass.ready(c.desired.spec.node)) retry(pass, e, c.desired.spec.node, cmd, v);
