@@ -2,10 +2,19 @@
 // Kubernetes PodDisruptionBudget): a service may have at most update.maxUnavailable replicas
 // disrupted at once. Pure: the replica view and the clock in, a verdict out.
 //
-// A replica counts as disrupted while it is not running, while a move of it is in flight, while a
-// rollout step on it has not finished (its agent does not yet run its desired spec), or while a
-// restart command on it is pending. Moves and rollout steps are gated: they start only with room
-// in the budget. Restarts are counted but not gated: they repair a replica that already failed.
+// A replica counts as disrupted while it is not running, while a move of it is in flight up to its
+// cutover, while a rollout step on it has not finished (its agent does not yet run its desired
+// spec), or while a restart command on it is pending. Moves and rollout steps are gated: they start
+// only with room in the budget. Restarts are counted but not gated: they repair a replica that
+// already failed.
+//
+// "Available" after a move's cutover: the destination was ready at its spec when the cutover
+// deleted the source's desired key, which took the source out of endpoints (every ingress drains
+// it); the replica serves from its destination while the source's container runs out its
+// deregistration delay and stop grace. So a cut-over move whose destination still runs its spec
+// holds no room: the next move starts while the old container stops (issue 30: a drain at the
+// container's pace, not at the stop grace's). Its marker stays until the source is gone, so
+// nothing else moves that replica meanwhile (move_in_flight).
 //
 // Two controllers deciding from the same state could both spend the last unit, so every gated act
 // also writes the service's ledger (disruptions/<deployment>/<service>) with compare-and-swap: one
@@ -36,10 +45,21 @@ const pendingRestart = (c: Copy, input: BudgetInput) => {
   return !!cmd && (c.observed?.status.ackedCommand ?? -1) < cmd.value.spec.seq;
 };
 
+/**
+ * A move past its cutover whose destination runs its spec: the source's desired key is gone (the
+ * only copy left is the destination, marked cut over) and the destination is running at it.
+ */
+function cutOverAndServing(copies: readonly Copy[]): boolean {
+  const [dst] = copies;
+  if (copies.length !== 1 || !dst!.desired.spec.move?.cutoverAt) return false;
+  const s = dst!.observed?.status;
+  return !!s && s.state === 'running' && s.specHash === dst!.desired.spec.specHash && s.revision === dst!.desired.spec.revision;
+}
+
 /** Why a replica counts against its service's budget now, or undefined. A suspended replica does not count. */
 export function disruptionOf(copies: readonly Copy[], input: BudgetInput = {}): Disruption | undefined {
   if (!copies.length || copies.every((c) => c.desired.spec.suspended)) return undefined;
-  if (copies.some((c) => c.desired.spec.move || c.desired.spec.movingTo)) return 'moving';
+  if (copies.some((c) => c.desired.spec.move || c.desired.spec.movingTo) && !cutOverAndServing(copies)) return 'moving';
   if (!copies.some((c) => replicaRunning(c.observed))) return 'down';
   if (copies.some((c) => c.observed && (c.observed.status.specHash !== c.desired.spec.specHash || c.observed.status.replacing))) return 'stepping';
   if (copies.some((c) => pendingRestart(c, input))) return 'restarting';

@@ -112,6 +112,28 @@ describe('startMove', () => {
     expect(startMove(after, move('d-web-1', 'b', 'e', { by: 'rebalancer' }))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
   });
 
+  // Issue 30: a replica is available again once its move cut over to a destination running its
+  // spec (the source out of endpoints, its container running out its grace): the next move starts.
+  it.each<[string, ObservedState | undefined, Partial<ReplicaObserved['status']>, string | undefined]>([
+    ['cut over, the destination running its spec: available, the next move starts', 'running', {}, undefined],
+    ['cut over, the destination no longer running', 'exited', {}, 'moving'],
+    ['cut over, the destination unhealthy', 'degraded', {}, 'moving'],
+    ['cut over, the destination observed at another spec', 'running', { specHash: 'other' }, 'moving'],
+    ['cut over, the destination not observed', undefined, {}, 'moving'],
+  ])('%s', (_n, state, extra, disrupted) => {
+    const marker = { id: 'x', from: 'b', by: 'drain' as const, startedAt: iso(T0), deadline: iso(T0 + 60_000), cutoverAt: iso(T0 + 5_000) };
+    const book = world([running('d-web-0', 'a'), [desired('d-web-1', 'c', web, { move: marker }), state, extra], running('d-web-2', 'd')]);
+    expect(book.budget('d', 'web', web).disrupted.get('d-web-1')).toBe(disrupted);
+    expect(startMove(book, move('d-web-0', 'a', 'e')).ok).toBe(disrupted === undefined);
+  });
+
+  it('before its cutover a move holds its room even with the destination running (the source still serves)', () => {
+    const marker = { id: 'x', from: 'b', by: 'drain' as const, startedAt: iso(T0), deadline: iso(T0 + 60_000) };
+    const book = world([running('d-web-0', 'a'), [desired('d-web-1', 'b', web, { movingTo: { id: 'x', node: 'c', by: 'drain' } }), 'running'], [desired('d-web-1', 'c', web, { move: marker }), 'running']]);
+    expect(book.budget('d', 'web', web).disrupted.get('d-web-1')).toBe('moving');
+    expect(startMove(book, move('d-web-0', 'a', 'e'))).toMatchObject({ ok: false, refusal: 'budget_exceeded' });
+  });
+
   it('maxUnavailable 2 allows two at once', () => {
     const spec = withDefaults({ image: 'x', replicas: 3, update: { maxUnavailable: 2 } });
     const idx = world([running('d-web-0', 'a', spec), running('d-web-1', 'b', spec), [desired('d-web-1', 'c', spec, { move: { id: 'x', from: 'b', by: 'drain', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']]);

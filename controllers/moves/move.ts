@@ -18,7 +18,9 @@
 //              when the actor cancels it: desired/<dst>/<R> is deleted and src's movingTo cleared;
 //              src keeps serving.
 // While a move is in flight R has two desired keys (one after cutover): every controller counts it
-// once, and the disruption budget counts it as disrupted until it completes.
+// once. The disruption budget counts it as disrupted up to its cutover, and after it only while
+// the destination does not run its spec (controllers/disruption/budget.ts): the source's stop
+// grace overlaps the next move; the marker still keeps any other move of R out until completion.
 import { keys } from '../../src/api/keys.js';
 import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/api/reasons/moves.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
