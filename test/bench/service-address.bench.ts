@@ -13,6 +13,7 @@ import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
 import { keys } from '../../src/api/keys.js';
 import type { ReplicaObserved, ServiceAddress } from '../../src/api/types.js';
+import { runtimeCommand } from '../../controllers/ingress/haproxy.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 
@@ -87,6 +88,17 @@ spec:
   const med = (xs: number[]) => q(xs, 0.5);
   console.log(`service address vs direct (wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds interleaved; medians of the rounds; load ${loads.join(' ')})`);
   for (const [name, g] of Object.entries(got)) console.log(`${name.padEnd(38)} p50 ${med(g.p50).toFixed(3)} ms  p99 ${med(g.p99).toFixed(3)} ms  ${Math.round(med(g.rps))} req/s${g.errors.length ? `  errors: ${g.errors.join('; ')}` : ''}`);
+  // node-1's HAProxy's own view of the service's backend: retries, redispatches, and its average
+  // queue, connect, response and total times (ms) over the last requests — where a slow path's time goes.
+  const socket = (await run('find', [c.dataDir, '-name', 'haproxy.sock', '-path', '*node-1*'], { encoding: 'utf8' })).stdout.trim().split('\n')[0];
+  if (socket) {
+    const csv = (await runtimeCommand(socket, 'show stat')).split('\n');
+    const head = csv[0]!.replace(/^# /, '').split(',');
+    for (const line of csv.slice(1).filter((l) => l.includes('bench') && (l.includes(',BACKEND,') || !l.includes('FRONTEND')))) {
+      const f = Object.fromEntries(line.split(',').map((v, i) => [head[i], v]));
+      console.log(`haproxy ${f.pxname}/${f.svname}: ${['stot', 'econ', 'eresp', 'wretr', 'wredis', 'qtime', 'ctime', 'rtime', 'ttime', 'mode'].map((k) => `${k} ${f[k]}`).join(', ')}`);
+    }
+  }
   const directP50 = (med(got['direct, local replica']!.p50) + med(got['direct, replica across the overlay']!.p50)) / 2;
   console.log(`service p50 / mean of the direct p50s = ${(med(got['service address (balanced over both)']!.p50) / directP50).toFixed(2)} (goal ≤ 1.10)`);
 } finally {
