@@ -22,6 +22,8 @@ import { eventually } from './wait.js';
 export interface Proc {
   name: string;
   args: string[];
+  /** The jaco it runs (TestCluster.bin when it started). */
+  bin: string;
   child: ChildProcess;
   logFile: string;
   /** Sends a signal and waits for the exit. */
@@ -58,6 +60,8 @@ export class TestCluster {
   readonly prefix = '/jaco/';
   /** The cluster key file the controllers are given (--secrets-key-file). */
   readonly keyFile = join(this.logDir, 'secrets.key');
+  /** The jaco the next process starts from (the upgrade test starts an older build's first). */
+  bin = JACO_BIN;
 
   constructor(readonly opts: ClusterOptions = {}) {}
 
@@ -89,7 +93,7 @@ export class TestCluster {
   spawn(name: string, args: string[]): Proc {
     const logFile = join(this.logDir, `${name}.log`);
     const out = createWriteStream(logFile, { flags: 'a' });
-    const child = spawn(process.execPath, [JACO_BIN, '--timings', this.timings, ...args], {
+    const child = spawn(process.execPath, [this.bin, '--timings', this.timings, ...args], {
       env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'debug' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -99,6 +103,7 @@ export class TestCluster {
     const proc: Proc = {
       name,
       args,
+      bin: this.bin,
       child,
       logFile,
       exited: () => child.exitCode !== null || child.signalCode !== null,
