@@ -17,6 +17,7 @@ import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store } from '../store/store.js';
+import { commitActs, type Act } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
@@ -391,11 +392,16 @@ export class LocalCluster {
     }
   }
 
+  private async forgetReports(): Promise<void> {
+    if (this.etcd) this.log.info({ reports: await forgetObserved(this.endpoint) }, "deleted the agents' reports of the removed containers");
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     // Engines last: the cluster's containers are removed from them first.
     await Promise.all(this.children.filter((c) => c.kind === 'process').map(stopChild));
     await tearDown(this.opts.dataDir, this.state, this.log, { purge: false, stopEngines: () => Promise.all(this.children.filter((c) => c.kind === 'engine').map(stopChild)) });
+    await this.forgetReports().catch((err: Error) => this.log.warn({ err: err.message }, "could not delete the agents' reports of the removed containers"));
     await this.registry?.stop();
     await this.etcd?.stop();
     rmSync(stateFile(this.opts.dataDir), { force: true });
@@ -403,6 +409,25 @@ export class LocalCluster {
 }
 
 const stopChild = (c: Supervised) => stopProcess(c.proc, { graceMs: 15_000 });
+
+/**
+ * Deletes every agent's report of a replica copy (observed/), as each agent does once it has
+ * removed a container itself: `jaco down` removed them all, so the next `jaco up` starts each
+ * replica afresh instead of finding containers "removed outside jaco" and counting restarts.
+ */
+async function forgetObserved(endpoint: string): Promise<number> {
+  const store = new Store({ endpoints: endpoint });
+  try {
+    const { items } = await store.list(keys.observedOf());
+    const ops = items.map((i) => ({ op: 'delete' as const, key: i.key, modRevision: i.modRevision }));
+    const acts: Act[] = [];
+    for (let i = 0; i < ops.length; i += 100) acts.push({ label: 'jaco down: forget removed containers', ops: ops.slice(i, i + 100) });
+    await commitActs(store, acts);
+    return ops.length;
+  } finally {
+    store.close();
+  }
+}
 
 /** The engine of each isolated node of a cluster's state. */
 export function enginesOf(dataDir: string, st: Pick<UpState, 'network'>): NodeEngineSpec[] {

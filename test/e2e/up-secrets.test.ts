@@ -1,7 +1,8 @@
 // Secrets in the local cluster `jaco up` starts (separate hosts: each node its own namespace and
 // engine, images from the cluster registry): it makes the cluster key file once and gives it to its
 // controllers, gives each agent a state directory, delivers a secret into a container of a node's
-// own engine, and `jaco down` unmounts the secrets' tmpfs it leaves.
+// own engine, and `jaco down` unmounts the secrets' tmpfs it leaves; `jaco up` again starts the
+// replica afresh (no restart counted for the containers `jaco down` removed).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,5 +66,19 @@ describe('jaco up and secrets', () => {
       expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(files);
       // The key file outlives jaco down (the secrets in etcd need it); --purge removes it with the rest.
       expect(existsSync(clusterKeyFile(c.dataDir))).toBe(true);
+
+      // jaco up again: jaco down removed the containers and the agents' reports of them, so the
+      // replica starts afresh — not "removed outside jaco", no restart counted (a node would
+      // read as failing), and its secret is delivered again.
+      await c.up();
+      const again = await eventually(
+        async () => (await c.engine('node-2').listContainers({ filters: { label: [`${LABELS.cluster}=${c.state.clusterUid}`, `${LABELS.deployment}=sec`] } }))[0]?.Id,
+        { what: 'the container running again after jaco up', timeoutMs: 60_000 },
+      );
+      expect(again).not.toBe(id);
+      expect((await execIn(c.engine('node-2').getContainer(again), ['cat', '/run/secrets/token'])).stdout).toBe(VALUE);
+      const audit = await c.jaco(['audit', '-o', 'json']);
+      expect(audit.stdout).not.toContain('replica_restarted');
+      expect(audit.stdout).not.toContain('container_removed');
     }));
 });

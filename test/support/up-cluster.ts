@@ -24,14 +24,21 @@ export class UpCluster {
 
   constructor(readonly opts: { nodes?: number; extraArgs?: string[]; timings?: 'fast' | 'production' } = {}) {}
 
+  /** `jaco up`'s arguments, kept for up() after a `jaco down` of the same data directory. */
+  private upArgs: string[] = [];
+
   async start(): Promise<this> {
     appendFileSync(NOTED, `${this.dataDir}\n`);
     const etcdPort = await freePort();
-    const r = await this.jaco(
-      ['up', '--nodes', String(this.opts.nodes ?? 3), '--detach', '--data-dir', this.dataDir, '--etcd-port', String(etcdPort), '--metrics-port', String(await freePort()), '--dashboard-port', '0', ...(this.opts.extraArgs ?? [])],
-      undefined,
-      180_000,
-    );
+    this.upArgs = ['up', '--nodes', String(this.opts.nodes ?? 3), '--detach', '--data-dir', this.dataDir, '--etcd-port', String(etcdPort), '--metrics-port', String(await freePort()), '--dashboard-port', '0', ...(this.opts.extraArgs ?? [])];
+    return this.up();
+  }
+
+  /** `jaco up` (again, after a `jaco down` without --purge: the same store, engines and ports). */
+  async up(): Promise<this> {
+    this.store?.close();
+    this.endpoint = '';
+    const r = await this.jaco(this.upArgs, undefined, 180_000);
     if (r.code !== 0) throw new Error(`jaco up failed (${r.code}): ${r.stderr}\n${this.logs()}`);
     this.state = readUpState(this.dataDir)!;
     this.endpoint = this.state.endpoint;
