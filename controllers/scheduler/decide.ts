@@ -4,7 +4,7 @@
 // deterministic: services in placement order, replicas by index, nodes by name. This file only
 // wires the jobs of a pass, which live beside it one file each — membership.ts, node-loss.ts,
 // preempted.ts, job.ts, health.ts, routing.ts, network.ts, bookkeeping.ts — and share pass.ts; none
-// imports this file back (structure.test.ts).
+// imports this file back (controllers/structure.test.ts).
 import { keys } from '../../src/api/keys.js';
 import { servingTemplate, type ServingTemplate } from '../../src/api/serving.js';
 import { isJob, placementMode } from '../../src/api/spec.js';
