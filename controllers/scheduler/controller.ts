@@ -22,7 +22,9 @@ import { REPLICAS } from '../../src/runtime/replicas.js';
 import type { ControllerSpec, PassInput, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
 import { eligibilityRevisions, networkViewOf, nodeSettingsOf } from '../placement/input.js';
-import { decideSteps, schedulerConfig, trackNotReady, type ActMetrics, type SchedulerAct, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from './decide.js';
+import { decideSteps } from './decide.js';
+import { trackNotReady } from './node-loss.js';
+import { schedulerConfig, type ActMetrics, type SchedulerAct, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from './plan.js';
 import { countLanded, schedulerMetrics, setUnschedulable } from './metrics.js';
 
 export const SCHEDULER_READS = [

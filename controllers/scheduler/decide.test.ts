@@ -18,7 +18,7 @@ import { MAX_TXN_OPS } from '../../src/store/store.js';
 import { txnCounts } from '../../src/store/writer.js';
 import { AUDIT_OP_COUNTS } from '../../src/store/audit.js';
 import { decideOnce, iso, shuffled, T0, TEST_CONFIG, World } from '../../test/support/scheduler-world.js';
-import type { SchedulerPlan } from './decide.js';
+import type { SchedulerPlan } from './plan.js';
 import { HOLE_HOLD_MS } from './holes.js';
 
 const IMG = 'jaco-demo/busybox:1';

@@ -7,7 +7,7 @@
 // scheduler's last pass (its own status) and, after the move completed, for HOLE_HOLD_MS at most:
 // a service deleted or scaled down meanwhile releases it by itself.
 import type { HoleFor } from '../../src/api/types.js';
-import type { SchedulerSnapshot } from './decide.js';
+import type { SchedulerSnapshot } from './plan.js';
 
 /** How long after its move completed a hole stays held (the scheduler places within a pass or two). */
 export const HOLE_HOLD_MS = 2 * 60_000;

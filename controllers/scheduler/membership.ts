@@ -7,14 +7,16 @@ import type { PlaceTrigger } from '../../src/api/reasons/scheduling.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { ServingTemplate } from '../../src/api/serving.js';
 import { namedVolumes, placementMode } from '../../src/api/spec.js';
-import { API_VERSION, type ReplicaCounter, type ServiceSchedulingStatus, type ServiceSpec, type VolumeHome } from '../../src/api/types.js';
+import { API_VERSION, type ReplicaCounter, type ReplicaDesired, type ServiceSchedulingStatus, type ServiceSpec, type VolumeHome } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { AUDIT_OP_COUNTS, type AuditRecord } from '../../src/store/audit.js';
 import { MAX_REQUEST_BYTES, MAX_TXN_OPS } from '../../src/store/store.js';
 import { actBytes, chainedWrite, type Op } from '../../src/store/writer.js';
 import { footprintOf, type Decision, type PlacementRequest } from '../placement/placer.js';
-import { addUnschedulable, decisionValue, desiredValue, unschedulableOf, type ActMetrics } from './decide.js';
-import { cmp, type SchedulerPass } from './pass.js';
+import { decisionValue } from '../placement/decision.js';
+import { cmp, iso, type SchedulerPass } from './pass.js';
+import type { ActMetrics } from './plan.js';
+import { addUnschedulable, unschedulableOf } from './unschedulable.js';
 
 /** Replicas whose deployment or service is gone (a deployment whose key is unreadable is not gone). */
 export function removeOrphanedReplicas(pass: SchedulerPass): void {
@@ -311,4 +313,34 @@ function globalMarker(pass: SchedulerPass, dep: string, svc: string): () => Op[]
   const value: ReplicaCounter = { apiVersion: API_VERSION, kind: 'ReplicaCounter', metadata: { name: `${dep}-${svc}` }, spec: { next: counter?.value.spec.next ?? 0 } };
   let k = 0;
   return () => chainedWrite(key, counter, k++, value);
+}
+
+/** The desired record of a replica placed on `node` (new, or global's copy for a node). */
+export function desiredValue(
+  id: string,
+  deployment: string,
+  service: string,
+  node: string,
+  index: number | undefined,
+  t: ServingTemplate,
+  now: number,
+  hostPorts: Record<string, number> = {},
+): ReplicaDesired {
+  return {
+    apiVersion: API_VERSION,
+    kind: 'ReplicaDesired',
+    metadata: { name: id },
+    spec: {
+      replica: id,
+      deployment,
+      service,
+      node,
+      ...(index !== undefined ? { index } : {}),
+      revision: t.revision,
+      specHash: t.specHash,
+      template: t.template,
+      placedAt: iso(now),
+      ...(Object.keys(hostPorts).length ? { hostPorts } : {}),
+    },
+  };
 }

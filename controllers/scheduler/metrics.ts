@@ -3,7 +3,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import { PLACE_TRIGGERS, UNSCHEDULABLE_REASONS, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';
-import type { ActMetrics } from './decide.js';
+import type { ActMetrics } from './plan.js';
 
 export const schedulerMetrics = {
   reconcileDuration: new Histogram({

@@ -1,15 +1,17 @@
 // Node loss: a stateless replica whose every copy is on a node NotReady past the grace period (or
 // removed) is re-placed in one act — its desired key leaves the lost node and appears on the new
 // one, same id, same revision; a stateful one stays and reports node_lost; a suspended one stays
-// where its drain left it.
+// where its drain left it. A node is lost by the NotReady clock the leader keeps (trackNotReady).
 import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
 import { isStateful } from '../../src/api/spec.js';
-import type { ReplicaDesired, ServiceSchedulingStatus, ServiceSpec } from '../../src/api/types.js';
+import type { Heartbeat, ReplicaDesired, ServiceSchedulingStatus, ServiceSpec } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { PlacementRequest } from '../placement/placer.js';
-import { addUnschedulable, decisionValue, unschedulableOf } from './decide.js';
+import { decisionValue } from '../placement/decision.js';
 import type { Op } from '../../src/store/writer.js';
 import type { SchedulerPass } from './pass.js';
+import { addUnschedulable, unschedulableOf } from './unschedulable.js';
 
 /**
  * Preconditions of a re-placement, and of a stateful replica's first node_lost report: the
@@ -79,4 +81,38 @@ export function replaceLost(pass: SchedulerPass, kept: ReplicaEntry[], spec: Ser
     out.push({ ...e, copies: [{ key: newKey, modRevision: 0, desired: moved }] });
   }
   return out;
+}
+
+/**
+ * Leader-local memory of NotReady nodes: a node is NotReady "since" the first pass that saw it so
+ * (a new leader starts the clocks again, so a node is never declared lost on a stale memory).
+ * Each clock remembers the node's last Ready heartbeat as it judged it (`judged`: its revision
+ * from LAST_READY, 0 for none): a newer one means the node was Ready in between — even if no pass
+ * saw it so — and this lapse is a new one, its clock starts now. Kept by name alone, the clock of
+ * an earlier lapse outlived the node's return, and a fresh lapse was judged past the grace at once
+ * (the simulation, seeds 55069 and 61211).
+ */
+export function trackNotReady(
+  since: Map<string, number>,
+  judged: Map<string, number>,
+  hosts: Iterable<string>,
+  heartbeats: ReadonlyMap<string, Heartbeat>,
+  lastReady: ReadonlyMap<string, number>,
+  now: number,
+): void {
+  const all = new Set(hosts);
+  for (const h of [...since.keys()]) if (!all.has(h)) since.delete(h);
+  for (const h of [...judged.keys()]) if (!since.has(h)) judged.delete(h);
+  for (const h of all) {
+    if (nodeReady(heartbeats.get(h))) {
+      since.delete(h);
+      judged.delete(h);
+      continue;
+    }
+    const ready = lastReady.get(h) ?? 0;
+    // Ready since the clock last judged it (its heartbeat gone, or rewritten with Docker down, since).
+    const returned = judged.has(h) && judged.get(h) !== ready;
+    if (!since.has(h) || returned) since.set(h, now);
+    judged.set(h, ready);
+  }
 }

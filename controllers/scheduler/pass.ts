@@ -14,7 +14,7 @@ import { heldAgainst, holesOf } from './holes.js';
 import { eligibilityGuard, placerFor } from '../placement/input.js';
 import type { RemoveReason } from '../../src/api/reasons/scheduling.js';
 import type { AuditType } from '../../src/api/reasons/audit.js';
-import type { SchedulerAct, SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './decide.js';
+import type { SchedulerAct, SchedulerConfig, SchedulerPlan, SchedulerSnapshot } from './plan.js';
 
 export const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 export const iso = (ms: number) => new Date(ms).toISOString();

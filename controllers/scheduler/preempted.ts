@@ -10,8 +10,8 @@ import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import type { Op } from '../../src/store/writer.js';
 import type { PlacementRequest } from '../placement/placer.js';
 import { decisionValue } from '../placement/decision.js';
-import { addUnschedulable, unschedulableOf } from './decide.js';
 import type { SchedulerPass } from './pass.js';
+import { addUnschedulable, unschedulableOf } from './unschedulable.js';
 
 /** The suspension reason the rebalancer stops a victim of preemption with. */
 export const PREEMPTED = 'preempted';

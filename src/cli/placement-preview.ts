@@ -9,7 +9,8 @@ import { decide as rebalance, seedState } from '../../controllers/rebalancer/dec
 import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
 import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';
-import { decide, schedulerConfig } from '../../controllers/scheduler/decide.js';
+import { decide } from '../../controllers/scheduler/decide.js';
+import { schedulerConfig } from '../../controllers/scheduler/plan.js';
 import { unschedulableReasonOf } from '../api/reasons/scheduling.js';
 import { withDefaults } from '../api/spec.js';
 import { API_VERSION, type Deployment, type DeploymentSpec } from '../api/types.js';

@@ -24,7 +24,7 @@
 //   seed 55069, 61211 — a replica re-placed 0.1 s into a node's lapse: the scheduler's NotReady clock
 //                  was kept by node name, so a node that came back unseen (no pass, or a cache that
 //                  missed its heartbeat) and lapsed again was judged from the first lapse's clock
-//                  (controllers/scheduler/decide.ts trackNotReady: a clock follows the heartbeat
+//                  (controllers/scheduler/node-loss.ts trackNotReady: a clock follows the heartbeat
 //                  revision it judged; decide.test.ts "node lost")
 //   seed 66901, 69100 — a rollout completed over a replica its cache never received (the placement's
 //                  event lost): the scheduler had placed it at the previous spec (controllers/

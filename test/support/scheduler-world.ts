@@ -21,7 +21,8 @@ import { memoryBytes, cpuMillis } from '../../src/api/units.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
 import { schedulerController, type SchedulerState } from '../../controllers/scheduler/controller.js';
-import { decide, schedulerConfig, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/decide.js';
+import { decide } from '../../controllers/scheduler/decide.js';
+import { schedulerConfig, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/plan.js';
 import { Harness } from './harness.js';
 import { MemoryStore } from './memory-store.js';
 
