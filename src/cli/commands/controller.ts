@@ -7,6 +7,7 @@ import { CONTROLLERS } from '../../../controllers/index.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
+import { IdleCollector } from '../../runtime/memory.js';
 import { readClusterKeys } from '../../secrets/keyfile.js';
 import { stopAll, untilSignal } from '../../runtime/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
@@ -51,6 +52,10 @@ export function registerController(program: Command): void {
         await manager.start();
         stops.push(() => manager!.stop());
         log.info({ controllers: names, metrics: `${url}/metrics`, timings: timings.name, revision: manager.cache.revision }, 'controllers running');
+        // A burst's garbage (a big apply placed, a relist) given back once the process is quiet.
+        const mib = (b: number) => Math.round(b / 2 ** 20);
+        const collector = new IdleCollector({ onCollect: (before, after) => log.info({ heapUsedMiB: mib(before), afterMiB: mib(after) }, 'quiet after a burst: collected its garbage') }).start();
+        stops.push(async () => collector.stop());
         const sig = await untilSignal();
         log.info({ signal: sig }, 'stopping');
         await stopAll(stops, log);
