@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { ServiceSpec } from '../api/types.js';
 import { formatReference } from '../images/reference.js';
 import type { ImageSettingsSpec } from '../api/types.js';
-import { pinImages, planImage, type ImagePlan, type ImageTools } from './images.js';
+import { pinImages, planImage, portlessDependencies, type ImagePlan, type ImageTools } from './images.js';
 import type { ApplyItem } from './apply.js';
 
 const D = `sha256:${'d'.repeat(64)}`;
@@ -70,5 +70,34 @@ describe('pinImages: the ports a cluster-network service\'s image declares', () 
     expect(got.imagePorts).toBeUndefined();
     expect(got.pinnedImage).toBe(pinned);
     expect(notes.join('\n')).toMatch(/could not be read \(HTTP 500\).*expose/);
+  });
+});
+
+describe('portlessDependencies: a service others wait on that answers at its name on no port', () => {
+  const img = `198.18.1.1:5000/shop/app:1@${D}`;
+  const svc = (s: Partial<ServiceSpec>): ServiceSpec => ({ image: 'app:1', pinnedImage: img, network: 'cluster', ...s }) as ServiceSpec;
+  const waitsOn = (...deps: string[]) => svc({ dependsOn: Object.fromEntries(deps.map((d) => [d, { condition: 'service_started' as const }])) });
+  it.each<[string, Record<string, ServiceSpec>, RegExp[]]>([
+    ['no port listed, none declared: warned, naming who waits', { db: svc({}), app: waitsOn('db'), worker: waitsOn('db') }, [/service db: app, worker depend on it, but its name answers on no port.*expose/]],
+    ['a listed port (compose expose)', { db: svc({ ports: [{ containerPort: 5432 }] }), app: waitsOn('db') }, []],
+    ["a port its image declares", { db: svc({ imagePorts: [5432] }), app: waitsOn('db') }, []],
+    ['only a UDP port: still nothing answers TCP', { dns: svc({ ports: [{ containerPort: 53, protocol: 'udp' }] }), app: waitsOn('dns') }, [/service dns: app depends on it/]],
+    ['nobody waits on it (a worker)', { worker: svc({}), app: svc({}) }, []],
+    ['host networking: its node’s ports, not a name', { db: svc({ network: 'host' }), app: waitsOn('db') }, []],
+    ['a job waited on to complete', { migrate: svc({ mode: 'job' }), app: svc({ dependsOn: { migrate: { condition: 'service_completed_successfully' } } }) }, []],
+    ['an image not read (unpinned): not judged', { db: svc({ pinnedImage: undefined }), app: waitsOn('db') }, []],
+    ['a dependency not in the deployment', { app: waitsOn('elsewhere') }, []],
+  ])('%s', (_name, services, want) => {
+    const got = portlessDependencies('shop', services);
+    expect(got).toHaveLength(want.length);
+    want.forEach((re, i) => expect(got[i]).toMatch(re));
+  });
+
+  it('is said by pinImages through the operator\'s notes', async () => {
+    const notes: string[] = [];
+    const t: ImageTools = { access: async () => ({}), ports: async () => [], note: (l) => notes.push(l), unpinned: () => undefined };
+    const item = { kind: 'Deployment', name: 'shop', spec: { services: { db: { image: img, network: 'cluster' }, app: { image: img, network: 'cluster', ports: [{ containerPort: 8080 }], dependsOn: { db: { condition: 'service_started' } } } } } } as unknown as ApplyItem;
+    await pinImages([item], { settings: local }, t);
+    expect(notes).toEqual([expect.stringMatching(/^warning: deployment\/shop service db: app depends on it/)]);
   });
 });

@@ -9,6 +9,7 @@ import { ImageNotFoundError, imagePorts, resolveDigest, type RegistryAccess } fr
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
+import { normalizePorts } from '../api/ports.js';
 import type { ImageSettingsSpec, PullPolicy, ServiceSpec } from '../api/types.js';
 import { buildAndPush } from '../images/build.js';
 import { operatorCredentials } from '../images/credentials.js';
@@ -106,9 +107,33 @@ export async function pinImages(items: ApplyItem[], opts: PinOptions, tools: Ima
         throw e;
       }
     }
+    for (const line of portlessDependencies(item.name, services)) tools.note(line);
     out.push({ ...item, spec: { ...item.spec, services } });
   }
   return out;
+}
+
+/**
+ * The services others wait on (dependsOn) whose name answers on no TCP port: they list none and
+ * their pinned image declares none. docker compose reaches any port a container listens on; jaco's
+ * service address answers only on known ports, so a client would be refused (docs/compose.md).
+ * A service whose image was not read (unpinned, or its ports unreadable: said already) is not judged.
+ */
+export function portlessDependencies(deployment: string, services: Record<string, ServiceSpec>): string[] {
+  const waitedOnBy = new Map<string, string[]>();
+  for (const [name, svc] of Object.entries(services))
+    for (const [dep, { condition }] of Object.entries(svc.dependsOn ?? {}))
+      if (condition !== 'service_completed_successfully') waitedOnBy.set(dep, [...(waitedOnBy.get(dep) ?? []), name]);
+  const lines: string[] = [];
+  for (const [dep, by] of waitedOnBy) {
+    const svc = services[dep];
+    if (!svc || svc.network !== 'cluster' || svc.mode === 'job' || !svc.pinnedImage) continue;
+    if (normalizePorts(svc).some((p) => p.protocol === 'tcp')) continue;
+    lines.push(
+      `warning: deployment/${deployment} service ${dep}: ${by.join(', ')} ${by.length > 1 ? 'depend' : 'depends'} on it, but its name answers on no port: it lists none (ports, compose's expose) and its image declares none — a connection to ${dep} is refused; name the port it listens on (expose: ["PORT"])`,
+    );
+  }
+  return lines;
 }
 
 async function pinService(svc: ServiceSpec, opts: PinOptions, tools: ImageTools): Promise<ServiceSpec> {

@@ -3,7 +3,8 @@
 // nodes: desired and observed keys as the scheduler and the agents write them) in a real etcd;
 // `jaco version` beside them is the floor (Node's start and the command's own modules).
 //   npx tsc -p tsconfig.build.json && node --import tsx test/bench/cli-read.bench.ts
-// RUNS=N runs each command N times (default 5); CLI_PROF=DIR writes each run's CPU profile there.
+// RUNS=N runs each command N times (default 5); CLI_PROF=DIR writes each run's CPU profile there;
+// CLI_NODE_ARGS="…" passes Node flags to each CLI process (to try one before building it in).
 import { spawnSync } from 'node:child_process';
 import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
@@ -16,7 +17,7 @@ const SERVICES = 20;
 const PER_SERVICE = 500;
 const NODES = 1_000;
 const RUNS = Number(process.env.RUNS ?? 5);
-const PROFILE = process.env.CLI_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CLI_PROF}`] : [];
+const PROFILE = [...(process.env.CLI_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.CLI_PROF}`] : []), ...(process.env.CLI_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
 
 const service = { image: 'jaco-demo/busybox:1', command: ['sleep', '100000'], replicas: PER_SERVICE, resources: { cpu: '10m', memory: '16Mi' } };
 const manifest = JSON.stringify({ apiVersion: 'jaco.dev/v1', kind: 'Deployment', metadata: { name: 'big' }, spec: { services: Object.fromEntries(Array.from({ length: SERVICES }, (_, s) => [`s${s}`, service])) } });
