@@ -1,13 +1,16 @@
 // Benchmark: what a service's own address costs against reaching its replicas directly. On
 // separate hosts (`jaco up --nodes 2`: a namespace and an engine per node, the WireGuard overlay
-// between them), a cluster-network service of two busybox httpd replicas, one per node. From
+// between them), a cluster-network service of two web-server replicas, one per node. From
 // node-1's namespace, Debian's wrk (keep-alive connections, bounded in time; the namespaces' own
 // addresses only) against:
-//   service — its service address (node-1's ingress, HTTP mode, balancing over both replicas);
+//   service — its service address (node-1's ingress, TCP or HTTP mode, balancing over both replicas);
 //   direct  — each replica's own address (one local, one across the overlay).
 // Latency (p50, p99) and throughput, interleaved rounds so that load drifts hit every path.
 // Needs the build (npx tsc -p tsconfig.build.json) and the images (scripts/build-images.sh).
-//   flock /tmp/jaco-heavy.lock npx tsx test/bench/service-address.bench.ts [seconds=5] [rounds=3] [connections=4]
+//   flock /tmp/jaco-heavy.lock npx tsx test/bench/service-address.bench.ts [seconds=5] [rounds=3] [connections=4] [server=nginx] [mode=tcp]
+// server: nginx (Debian's, keeps connections alive as most servers do) or busybox (httpd closes
+// each connection: every request is a new connection on both paths); mode: the port's mode at the
+// ingress — tcp (jaco's default) or http (the port named http).
 import { execFile } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { promisify } from 'node:util';
@@ -21,6 +24,14 @@ const run = promisify(execFile);
 const SECONDS = Number(process.argv[2] ?? 5);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const CONNECTIONS = Number(process.argv[4] ?? 4);
+const SERVER = process.argv[5] ?? 'nginx';
+const MODE = process.argv[6] ?? 'tcp';
+const SERVERS: Record<string, { image: string; command: string }> = {
+  nginx: { image: 'jaco-demo/nginx:1', command: "echo ok > /usr/share/nginx/html/index.html && sed -i 's/listen  *80;/listen 8080; access_log off;/' /etc/nginx/conf.d/default.conf && exec nginx -g 'daemon off;'" },
+  busybox: { image: 'jaco-demo/busybox:1', command: 'mkdir -p /w && echo ok > /w/index.html && exec httpd -f -p 8080 -h /w' },
+};
+const server = SERVERS[SERVER];
+if (!server || !['tcp', 'http'].includes(MODE)) throw new Error(`server is one of ${Object.keys(SERVERS).join(', ')}; mode tcp or http`);
 const load = () => loadavg()[0]!.toFixed(2);
 
 /** wrk's latency line (`50%  1.23ms`) in ms. */
@@ -35,7 +46,7 @@ const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs
 const c = new UpCluster({ nodes: 2, timings: 'production' });
 await c.start();
 try {
-  const pushed = await c.jaco(['registry', 'push', 'jaco-demo/busybox:1', 'jaco/pause:1'], undefined, 120_000);
+  const pushed = await c.jaco(['registry', 'push', server.image, 'jaco/pause:1'], undefined, 300_000);
   if (pushed.code) throw new Error(pushed.stderr);
   await c.apply(`apiVersion: jaco.dev/v1
 kind: Deployment
@@ -43,12 +54,12 @@ metadata: { name: bench }
 spec:
   services:
     web:
-      image: jaco-demo/busybox:1
+      image: ${server.image}
       network: cluster
       replicas: 2
       placement: { mode: spread }
-      command: ["sh", "-c", "mkdir -p /w && echo ok > /w/index.html && exec httpd -f -p 8080 -h /w"]
-      ports: [{ name: http, containerPort: 8080 }]
+      command: ["sh", "-c", ${JSON.stringify(server.command)}]
+      ports: [{ name: ${MODE === 'http' ? 'http' : 'web'}, containerPort: 8080 }]
 `);
   const replicas = await eventually(
     async () => {
@@ -71,11 +82,35 @@ spec:
     const errors = /Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)/.exec(stdout)?.[0];
     return { p50: wrkMs(stdout, '50'), p99: wrkMs(stdout, '99'), rps, errors };
   };
-  const paths = { 'direct, local replica': direct[0]!, 'direct, replica across the overlay': direct[1]!, 'service address (balanced over both)': viaService[0]! };
+  const socket = (await run('find', [c.dataDir, '-name', 'haproxy.sock', '-path', '*node-1*'], { encoding: 'utf8' })).stdout.trim().split('\n')[0];
+  if (!socket) throw new Error("node-1's HAProxy runtime socket not found");
+  // The service's backend and its two servers in node-1's HAProxy (the replica on node-1 first).
+  const stat = async () => {
+    const csv = (await runtimeCommand(socket, 'show stat')).split('\n');
+    const head = csv[0]!.replace(/^# /, '').split(',');
+    return csv.slice(1).filter((l) => l.includes('bench_web')).map((l) => Object.fromEntries(l.split(',').map((v, i) => [head[i]!, v])));
+  };
+  const servers = (await stat()).filter((f) => f.svname !== 'BACKEND' && f.svname !== 'FRONTEND' && f.svname!.endsWith('_8080'));
+  const local = servers.find((f) => f.svname!.includes('node-1'));
+  const remote = servers.find((f) => f.svname!.includes('node-2'));
+  if (!local || !remote) throw new Error(`the service's servers in node-1's HAProxy: ${servers.map((f) => `${f.pxname}/${f.svname}`).join(', ')}`);
+  /** The service address with only one replica in rotation (the other in maintenance, by HAProxy's runtime API). */
+  const only = async (keep: Record<string, string> | undefined) => {
+    for (const f of [local, remote]) await runtimeCommand(socket, `set server ${f.pxname}/${f.svname} state ${!keep || keep === f ? 'ready' : 'maint'}`);
+  };
+  // Each service path beside the direct path it is compared with: the same replica, one hop more.
+  const paths: [string, string, Record<string, string> | undefined][] = [
+    ['direct, local replica', direct[0]!, undefined],
+    ['service address → local replica only', viaService[0]!, local],
+    ['direct, replica across the overlay', direct[1]!, undefined],
+    ['service address → remote replica only', viaService[0]!, remote],
+    ['service address (balanced over both)', viaService[0]!, undefined],
+  ];
   const got: Record<string, { p50: number[]; p99: number[]; rps: number[]; errors: string[] }> = {};
   const loads: string[] = [];
   for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, url] of Object.entries(paths)) {
+    for (const [name, url, keep] of paths) {
+      await only(keep);
       loads.push(load());
       const m = await wrk(url);
       const g = (got[name] ??= { p50: [], p99: [], rps: [], errors: [] });
@@ -85,22 +120,17 @@ spec:
       if (m.errors) g.errors.push(m.errors);
     }
   }
+  await only(undefined);
   const med = (xs: number[]) => q(xs, 0.5);
-  console.log(`service address vs direct (wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds interleaved; medians of the rounds; load ${loads.join(' ')})`);
+  console.log(`service address vs direct (${SERVER}, ingress ${MODE} mode; wrk, 1 thread, ${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} rounds interleaved; medians of the rounds; load ${loads.join(' ')})`);
   for (const [name, g] of Object.entries(got)) console.log(`${name.padEnd(38)} p50 ${med(g.p50).toFixed(3)} ms  p99 ${med(g.p99).toFixed(3)} ms  ${Math.round(med(g.rps))} req/s${g.errors.length ? `  errors: ${g.errors.join('; ')}` : ''}`);
   // node-1's HAProxy's own view of the service's backend: retries, redispatches, and its average
   // queue, connect, response and total times (ms) over the last requests — where a slow path's time goes.
-  const socket = (await run('find', [c.dataDir, '-name', 'haproxy.sock', '-path', '*node-1*'], { encoding: 'utf8' })).stdout.trim().split('\n')[0];
-  if (socket) {
-    const csv = (await runtimeCommand(socket, 'show stat')).split('\n');
-    const head = csv[0]!.replace(/^# /, '').split(',');
-    for (const line of csv.slice(1).filter((l) => l.includes('bench') && (l.includes(',BACKEND,') || !l.includes('FRONTEND')))) {
-      const f = Object.fromEntries(line.split(',').map((v, i) => [head[i], v]));
-      console.log(`haproxy ${f.pxname}/${f.svname}: ${['stot', 'econ', 'eresp', 'wretr', 'wredis', 'qtime', 'ctime', 'rtime', 'ttime', 'mode'].map((k) => `${k} ${f[k]}`).join(', ')}`);
-    }
-  }
-  const directP50 = (med(got['direct, local replica']!.p50) + med(got['direct, replica across the overlay']!.p50)) / 2;
-  console.log(`service p50 / mean of the direct p50s = ${(med(got['service address (balanced over both)']!.p50) / directP50).toFixed(2)} (goal ≤ 1.10)`);
+  for (const f of await stat()) if (f.svname !== 'FRONTEND') console.log(`haproxy ${f.pxname}/${f.svname}: ${['stot', 'econ', 'eresp', 'wretr', 'wredis', 'qtime', 'ctime', 'rtime', 'ttime', 'mode'].map((k) => `${k} ${f[k]}`).join(', ')}`);
+  const p50 = (name: string) => med(got[name]!.p50);
+  const ratio = (service: string, directName: string) => `${(p50(service) / p50(directName)).toFixed(2)} (${(p50(service) - p50(directName)).toFixed(3)} ms more)`;
+  console.log(`service address / direct at p50, the same replica: local ${ratio('service address → local replica only', 'direct, local replica')}, across the overlay ${ratio('service address → remote replica only', 'direct, replica across the overlay')} (goal ≤ 1.10)`);
+  console.log(`balanced service p50 / mean of the direct p50s = ${(p50('service address (balanced over both)') / ((p50('direct, local replica') + p50('direct, replica across the overlay')) / 2)).toFixed(2)}`);
 } finally {
   await c.stop();
 }
