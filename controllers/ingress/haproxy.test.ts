@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseBindFailures, renderConfig, type Route } from './haproxy.js';
+import { ingressThreads, parseBindFailures, renderConfig, type Route } from './haproxy.js';
 
 describe('parseBindFailures', () => {
   it.each([
@@ -29,5 +29,15 @@ describe('renderConfig with frontends left out', () => {
     expect(cfg).toContain('frontend fe_81');
     expect(cfg).toContain('backend be_80');
     expect(cfg).toContain('backend be_81');
+  });
+});
+
+describe("the ingress's threads", () => {
+  it.each([[1, 1], [2, 1], [3, 1], [4, 2], [16, 8]])('%i CPUs: %i', (cpus, threads) => expect(ingressThreads(cpus)).toBe(threads));
+
+  it('are written as nbthread in the global section, and left to HAProxy when not given', () => {
+    const at = (threads?: number) => renderConfig({ socket: '/s', address: '127.0.0.1', routes: [], servers: new Map(), ...(threads ? { threads } : {}) });
+    expect(at(2).split('defaults')[0]).toContain('  nbthread 2\n');
+    expect(at()).not.toContain('nbthread');
   });
 });

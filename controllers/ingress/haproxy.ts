@@ -70,6 +70,17 @@ export interface ConfigInput {
    * address the node does not have): their backends stay, so the runtime API still finds them.
    */
   unbound?: ReadonlySet<string>;
+  /** HAProxy's threads (ingressThreads); absent: HAProxy's default, one per CPU. */
+  threads?: number;
+}
+
+/**
+ * The ingress's share of a node's CPUs: half of them, at least one. It shares the node with the
+ * replicas it forwards to; on two cores, a second thread fighting them cost a service address
+ * 40 % more latency per hop (docs/benchmarks.md, the service address).
+ */
+export function ingressThreads(cpus: number): number {
+  return Math.max(1, Math.floor(cpus / 2));
 }
 
 /** A frontend HAProxy could not bind, as its alert says it. */
@@ -112,6 +123,7 @@ export function renderConfig(c: ConfigInput): string {
     `  stats socket ${c.socket} mode 600 level admin expose-fd listeners`,
     '  stats timeout 30s',
     '  maxconn 4096',
+    ...(c.threads ? [`  nbthread ${c.threads}`] : []),
     // An old worker gives up on connections still open this long after a reload.
     '  hard-stop-after 30s',
     '',

@@ -15,6 +15,7 @@ import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runne
 import type { Store } from '../../src/store/store.js';
 import type { Timings } from '../../src/timings.js';
 import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, serviceRoutesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
+import { availableParallelism } from 'node:os';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { serviceRanges } from '../../src/api/network.js';
@@ -27,7 +28,7 @@ function serviceRangesOf(cache: Cache): { ipv4: string; ipv6: string } | undefin
   const cfg = [...cache.kind<NetworkConfig>('network').items.values()][0]?.value.spec;
   return cfg ? serviceRanges(cfg) : undefined;
 }
-import { BindError, frontendName, HaproxyProcess, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK, type BindFailure } from './haproxy.js';
+import { BindError, frontendName, HaproxyProcess, ingressThreads, parseStat, renderConfig, runtimeCommand, runtimeOk, SERVER_CHECK, type BindFailure } from './haproxy.js';
 import { ingressStatusOf, StatusReporter } from './report.js';
 
 const registers = [registry];
@@ -224,7 +225,7 @@ export class Ingress {
     if (reload.key !== this.unboundKey) this.unbound.clear();
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address: reload.address, routes: reload.routes, servers: reload.servers, unbound: new Set(this.unbound.keys()) }));
+        await this.haproxy.apply(renderConfig({ socket: this.haproxy.socket, address: reload.address, routes: reload.routes, servers: reload.servers, unbound: new Set(this.unbound.keys()), threads: ingressThreads(availableParallelism()) }));
         break;
       } catch (e) {
         if (!(e instanceof BindError) || attempt > 0) throw e;
