@@ -9,6 +9,13 @@ import type { Timings } from '../../src/timings.js';
 import { NodeAgent } from '../node-agent/agent.js';
 import { HollowRuntime, type HollowRuntimeOptions } from './runtime.js';
 
+/**
+ * The pause image of a hollow node's sandboxes, named with a registry. A real agent qualifies
+ * `jaco/pause:1` at the cluster's default registry and waits while there is none; a hollow cluster
+ * has none (apply would then resolve its made-up images there), and its runtime pulls nothing.
+ */
+export const HOLLOW_SANDBOX_IMAGE = '127.0.0.1:5000/jaco/pause:1';
+
 export interface FleetOptions {
   store: Store;
   timings: Timings;
@@ -74,6 +81,7 @@ export class HollowFleet {
       rejoin: true,
       log: opts.log.child({ node }),
       address: hollowAddress(i),
+      sandboxImage: HOLLOW_SANDBOX_IMAGE,
       runtime: (owner) => {
         const r = new HollowRuntime(owner, clock ? { ...opts.runtime, clock } : opts.runtime);
         this.runtimes.set(node, r);

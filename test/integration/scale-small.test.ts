@@ -212,4 +212,22 @@ describe('hollow nodes at small scale (50 nodes, 500 replicas)', () => {
       expect(kvs.map((kv) => Number(kv.value.toString().split('/')[1]))).not.toContain(pid);
     });
   });
+
+  it('runs cluster-network replicas: each its own address, in a sandbox, running', async () => {
+    await cluster.withLogs(async () => {
+      const running = await watchRunning(cluster, (_n, r, st) => r.startsWith('net-0-') && st.state === 'running');
+      try {
+        await cluster.apply(hollowManifest(1, 20, { prefix: 'net', minReadyTime: '0s', network: 'cluster' }));
+        await eventually(async () => running.count() === 20 || undefined, { what: '20 cluster-network replicas running', timeoutMs: 30_000, intervalMs: 250 }).catch(async (e: Error) => {
+          const stuck = (await cluster.observed()).filter((o) => o.status.deployment === 'net-0' && o.status.state !== 'running');
+          throw new Error(`${e.message}; not running: ${stuck.slice(0, 3).map((o) => `${o.status.replica} ${o.status.state} ${o.status.code ?? ''} ${o.status.details ?? ''}`).join('; ')}`);
+        });
+        const addresses = (await cluster.desired()).filter((d) => d.spec.deployment === 'net-0').map((d) => d.spec.address?.ipv4);
+        expect(addresses).toHaveLength(20);
+        expect(new Set(addresses).size).toBe(20);
+      } finally {
+        await running.stop();
+      }
+    });
+  });
 });
