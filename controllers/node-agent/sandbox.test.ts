@@ -46,6 +46,16 @@ describe('sandboxSpec: the sandbox a desired replica needs', () => {
     const b = sandboxSpec(spec({ network: 'cluster', ...extra }, address, 4))!;
     expect(a.hash === b.hash).toBe(same);
   });
+
+  it('is computed once per record object, and afresh for a changed record', () => {
+    const d = spec({ network: 'cluster' });
+    const first = sandboxSpec(d);
+    expect(sandboxSpec(d)).toBe(first);
+    const moved = { ...d, address: { ...ADDRESS, ipv4: '10.208.3.6/24' } };
+    expect(sandboxSpec(moved)).not.toBe(first);
+    expect(sandboxSpec(moved)!.address.ipv4).toBe('10.208.3.6/24');
+    expect(sandboxSpec({ ...d })).toEqual(first);
+  });
 });
 
 describe('sandboxCreateOptions', () => {
