@@ -81,7 +81,8 @@ export function bareAddress(cidr: string): string {
 
 /** The CIDR in canonical form, as `ip` prints it. */
 export function canonicalCidr(cidr: string): string {
-  return `${bareAddress(cidr)}/${parseCidr(cidr).prefix}`;
+  const c = parseCidr(cidr);
+  return `${format(c.family, c.value)}/${c.prefix}`;
 }
 
 /**
