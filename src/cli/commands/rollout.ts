@@ -12,7 +12,8 @@ import { minReadyAt } from '../../api/readiness.js';
 import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
-import { Informer } from '../../store/informer.js';
+import { Cache } from '../../runtime/cache.js';
+import type { Watchable } from '../../runtime/watchable.js';
 import type { Store, Versioned } from '../../store/store.js';
 import { prepareImages } from '../images.js';
 import { applyDeployments } from '../apply.js';
@@ -52,24 +53,24 @@ function parseRevision(v: string): number {
 
 // ---------------------------------------------------------------- rollout status
 
-interface StatusSources {
-  deployments: Informer<Deployment>;
-  statuses: Informer<DeploymentStatus>;
-  plans: Informer<RolloutPlan>;
-  desired: Informer<ReplicaDesired>;
-  observed: Informer<ReplicaObserved>;
-}
+/** What rollout status follows: one cache over these prefixes, so every check reads one cut of the store. */
+const ROLLOUT_STATUS_READS = ['deployments', 'statuses', 'rollouts', 'desired', 'observed'] as const satisfies readonly Watchable[];
 
-function progressOf(name: string, s: StatusSources): Progress {
-  const replicas = [...s.desired.items.values()]
+/** The deployment's replica copies, each with what its agent reports. */
+function copiesOf(name: string, cache: Cache): { desired: ReplicaDesired; observed?: ReplicaObserved }[] {
+  const observed = cache.kind<ReplicaObserved>('observed').items;
+  return [...cache.kind<ReplicaDesired>('desired').items.values()]
     .map((v) => v.value)
     .filter((d) => d.spec.deployment === name)
-    .map((desired) => ({ desired, observed: s.observed.items.get(keys.observed(desired.spec.node, desired.spec.replica))?.value }));
+    .map((desired) => ({ desired, observed: observed.get(keys.observed(desired.spec.node, desired.spec.replica))?.value }));
+}
+
+function progressOf(name: string, cache: Cache): Progress {
   return rolloutProgress({
-    deployment: s.deployments.items.get(keys.deployment(name))?.value,
-    status: s.statuses.items.get(keys.deploymentStatus(name))?.value,
-    plans: [...s.plans.items.values()].map((v) => v.value),
-    replicas,
+    deployment: cache.kind<Deployment>('deployments').items.get(keys.deployment(name))?.value,
+    status: cache.kind<DeploymentStatus>('statuses').items.get(keys.deploymentStatus(name))?.value,
+    plans: [...cache.kind<RolloutPlan>('rollouts').items.values()].map((v) => v.value).filter((p) => p.spec.deployment === name),
+    replicas: copiesOf(name, cache),
     now: Date.now(),
   });
 }
@@ -78,11 +79,10 @@ function progressOf(name: string, s: StatusSources): Progress {
  * When a replica of the deployment becomes ready by time alone (a service without a health check is
  * ready its minimum ready time after it started): no store event says so, so the follower wakes then.
  */
-function nextReadyAt(name: string, s: StatusSources, now: number): number | undefined {
+function nextReadyAt(name: string, cache: Cache, now: number): number | undefined {
   let next: number | undefined;
-  for (const { value: d } of s.desired.items.values()) {
-    if (d.spec.deployment !== name) continue;
-    const at = minReadyAt(d, s.observed.items.get(keys.observed(d.spec.node, d.spec.replica))?.value);
+  for (const { desired, observed } of copiesOf(name, cache)) {
+    const at = minReadyAt(desired, observed);
     if (at !== undefined && at > now && (next === undefined || at < next)) next = at;
   }
   return next;
@@ -90,17 +90,9 @@ function nextReadyAt(name: string, s: StatusSources, now: number): number | unde
 
 /** Follows a deployment's rollout, printing each service's line when it changes; resolves to the exit code. */
 async function followRollout(store: Store, name: string, timeoutMs: number, out: NodeJS.WritableStream): Promise<number> {
-  const log = logger('rollout-status');
-  const sources: StatusSources = {
-    deployments: new Informer<Deployment>(store, keys.deployments(), { kind: 'Deployment', log }),
-    statuses: new Informer<DeploymentStatus>(store, keys.deploymentStatuses(), { kind: 'DeploymentStatus', log }),
-    plans: new Informer<RolloutPlan>(store, keys.rollouts(name), { kind: 'RolloutPlan', log }),
-    desired: new Informer<ReplicaDesired>(store, keys.desiredOf(), { kind: 'ReplicaDesired', log }),
-    observed: new Informer<ReplicaObserved>(store, keys.observedOf(), { kind: 'ReplicaObserved', log }),
-  };
-  const all = Object.values(sources) as Informer<unknown>[];
+  const cache = Cache.onStore(store, ROLLOUT_STATUS_READS, { log: logger('rollout-status') });
   try {
-    await Promise.all(all.map((i) => i.start()));
+    await cache.start();
     return await new Promise<number>((resolve) => {
       const printed = new Map<string, string>();
       let timer: NodeJS.Timeout | undefined;
@@ -108,11 +100,11 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
       const finish = (code: number) => {
         clearTimeout(timer);
         clearTimeout(wake);
-        for (const i of all) i.removeListener('change', check);
+        cache.off('changed', check);
         resolve(code);
       };
       function check(): void {
-        const p = progressOf(name, sources);
+        const p = progressOf(name, cache);
         if (p.phase === 'missing') {
           out.write(`deployment "${name}" not found (deleted?)\n`);
           return finish(EXIT_INVALID);
@@ -140,10 +132,10 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
         }
         clearTimeout(wake);
         const now = Date.now();
-        const at = nextReadyAt(name, sources, now);
+        const at = nextReadyAt(name, cache, now);
         if (at !== undefined) wake = setTimeout(check, at - now + 10);
       }
-      for (const i of all) i.on('change', check);
+      cache.on('changed', check);
       if (timeoutMs > 0)
         timer = setTimeout(() => {
           out.write(`timed out after ${formatDuration(timeoutMs)} waiting for deployment "${name}" to roll out\n`);
@@ -152,7 +144,7 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
       check();
     });
   } finally {
-    await Promise.all(all.map((i) => i.stop()));
+    await cache.stop();
   }
 }
 
