@@ -2,6 +2,7 @@
 // (on connect and every dockerResyncMs, catching what the stream missed), and keeps the container
 // cache. When Docker is away it marks itself down and retries with back-off; containers are left
 // as they are. Every change calls `changed` so the agent decides again.
+import { Backoff } from '../../src/backoff.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Timings } from '../../src/timings.js';
 import { ContainerCache } from './container-cache.js';
@@ -73,8 +74,7 @@ export class DockerView {
 
   /** Connects, follows events, resyncs; on any failure marks Docker down and retries with back-off. */
   private async loop(): Promise<void> {
-    const { backoffMinMs, backoffMaxMs } = this.timings;
-    let backoff = backoffMinMs;
+    const retry = new Backoff(this.timings.backoffMinMs, this.timings.backoffMaxMs);
     while (!this.stopped) {
       const ac = new AbortController();
       this.eventsAbort = ac;
@@ -84,7 +84,7 @@ export class DockerView {
         // Events first, then the full resync, so nothing that happens in between is missed.
         const { ended } = await this.docker.watchEvents((id, action) => this.onEvent(id, action), ac.signal);
         await this.resync();
-        backoff = backoffMinMs;
+        retry.reset();
         await ended;
         if (this.stopped) return;
         throw new DockerUnreachableError(this.host, 'the event stream ended');
@@ -93,8 +93,7 @@ export class DockerView {
         if (this.stopped) return;
         this.setUp(false, e as Error);
         this.changed();
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, backoffMaxMs);
+        await sleep(retry.next());
       }
     }
   }

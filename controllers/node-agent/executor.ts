@@ -3,6 +3,7 @@
 // addresses go before its container: CNI DEL), cancels. It
 // keeps what a pass must know about work under way — starts in flight, stops under way or backing
 // off — and calls `changed` whenever something finishes.
+import { Backoff } from '../../src/backoff.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { StopReason } from '../../src/api/reasons/agent.js';
 import type { ReplicaAddress } from '../../src/api/types.js';
@@ -24,9 +25,9 @@ export class Executor {
   /** Containers whose in-flight stop also removes them. */
   private readonly stopRemoves = new Set<string>();
   /** Containers whose stop failed: not retried before the time given (back-off). */
-  private readonly stopRetryAt = new Map<string, { at: number; backoffMs: number }>();
+  private readonly stopRetryAt = new Map<string, { at: number; retry: Backoff }>();
   /** Per replica: the back-off after a start that was interrupted by an error. */
-  private readonly startBackoff = new Map<string, number>();
+  private readonly startBackoff = new Map<string, Backoff>();
   /** The storage driver caps writable layers (disk.ts): a service's resources.disk goes to Docker as StorageOpt size. */
   capDisk = false;
   /** One-shot timers (back-offs), cleared on stop. */
@@ -110,9 +111,9 @@ export class Executor {
       if (w.interrupted && mine) {
         // Interrupted by an error (Docker away, a stop that failed): the worker stays in the map,
         // so nothing new starts, until its back-off ends.
-        const { backoffMinMs, backoffMaxMs } = this.timings;
-        const backoffMs = Math.min(Math.max((this.startBackoff.get(order.replica) ?? 0) * 2, backoffMinMs), backoffMaxMs);
-        this.startBackoff.set(order.replica, backoffMs);
+        const retry = this.startBackoff.get(order.replica) ?? new Backoff(this.timings.backoffMinMs, this.timings.backoffMaxMs);
+        this.startBackoff.set(order.replica, retry);
+        const backoffMs = retry.next();
         this.after(backoffMs, () => {
           if (this.workers.get(order.replica) === w) this.workers.delete(order.replica);
           this.changed();
@@ -162,9 +163,9 @@ export class Executor {
     const tracked = p
       .then(() => void this.stopRetryAt.delete(id))
       .catch((e: Error) => {
-        const { backoffMinMs, backoffMaxMs } = this.timings;
-        const backoffMs = Math.min(Math.max((this.stopRetryAt.get(id)?.backoffMs ?? 0) * 2, backoffMinMs), backoffMaxMs);
-        this.stopRetryAt.set(id, { at: Date.now() + backoffMs, backoffMs });
+        const retry = this.stopRetryAt.get(id)?.retry ?? new Backoff(this.timings.backoffMinMs, this.timings.backoffMaxMs);
+        const backoffMs = retry.next();
+        this.stopRetryAt.set(id, { at: Date.now() + backoffMs, retry });
         this.after(backoffMs + 10, this.changed);
         this.log.warn({ replica, container: name, reason, err: e.message, retryInMs: backoffMs }, 'could not stop the container; will try again');
         throw e;

@@ -6,6 +6,7 @@
 // state cancels it.
 import type { Logger } from '../../src/observability/log.js';
 import { UnitError } from '../../src/api/units.js';
+import { Backoff } from '../../src/backoff.js';
 import type { Timings } from '../../src/timings.js';
 import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions, type Owner } from './container-spec.js';
@@ -250,6 +251,11 @@ export class StartWorker {
     return 'started';
   }
 
+  /** The wait between this start's tries of one step (the agent's back-off: backoffMinMs doubling to backoffMaxMs). */
+  private backoff(): Backoff {
+    return new Backoff(this.deps.timings.backoffMinMs, this.deps.timings.backoffMaxMs);
+  }
+
   /**
    * Pulls a missing image (with the cluster's credentials for its registry), retrying with
    * back-off until it succeeds or the start is cancelled. A failure says why in its code:
@@ -258,9 +264,9 @@ export class StartWorker {
    * pullPolicy never nothing is pulled: the agent waits for the image to be loaded on the node.
    */
   private async ensureImage(image: string, policy: PullPolicy | undefined): Promise<void> {
-    const { docker, timings } = this.deps;
+    const { docker } = this.deps;
     if (await docker.imagePresent(image)) return;
-    let backoff = timings.backoffMinMs;
+    const retry = this.backoff();
     for (let attempt = 1; ; attempt++) {
       this.check();
       if (attempt === 1 && policy !== 'never') this.update({ phase: 'pulling', code: 'pulling' });
@@ -281,10 +287,9 @@ export class StartWorker {
         // The registry's password not on the node yet (its secret's copy): said as the secret's wait.
         const code = e instanceof NeverPulledError ? 'image_not_found' : e instanceof FileDeliveryError ? e.code : (classifyPullError(msg) ?? 'image_pull_failed');
         agentMetrics.imagePulls.inc({ result: 'failure' });
-        this.log.warn({ image, attempt, code, err: msg, retryInMs: backoff }, 'image pull failed; will retry');
+        this.log.warn({ image, attempt, code, err: msg, retryInMs: retry.peek() }, 'image pull failed; will retry');
         this.update({ phase: 'pull_failed', code, details: `${image}: ${msg}` });
-        await sleep(backoff, this.abort.signal);
-        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+        await sleep(retry.next(), this.abort.signal);
       }
     }
   }
@@ -295,9 +300,9 @@ export class StartWorker {
    * reported pending with why, and its container is never created without them.
    */
   private async prepareFiles(name: string): Promise<void> {
-    const { files, timings } = this.deps;
+    const { files } = this.deps;
     if (!files) return;
-    let backoff = timings.backoffMinMs;
+    const retry = this.backoff();
     for (;;) {
       this.check();
       try {
@@ -305,17 +310,16 @@ export class StartWorker {
         return;
       } catch (e) {
         if (!(e instanceof FileDeliveryError)) throw e;
-        this.log.warn({ code: e.code, err: e.message, retryInMs: backoff }, 'the replica\'s secrets and configs are not in place; will retry');
+        this.log.warn({ code: e.code, err: e.message, retryInMs: retry.peek() }, 'the replica\'s secrets and configs are not in place; will retry');
         this.update({ phase: 'create_failed', code: e.code, details: e.message });
-        await sleep(backoff, this.abort.signal);
-        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+        await sleep(retry.next(), this.abort.signal);
       }
     }
   }
 
   /** The pause image, qualified and on the node (pulled like any image, with the cluster's credentials). */
   private async ensureSandboxImage(): Promise<string> {
-    let backoff = this.deps.timings.backoffMinMs;
+    const retry = this.backoff();
     for (;;) {
       this.check();
       let image: string;
@@ -324,8 +328,7 @@ export class StartWorker {
       } catch (e) {
         // No default registry to resolve a short name at (jaco registry default), until there is one.
         this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `sandbox image: ${(e as Error).message}` });
-        await sleep(backoff, this.abort.signal);
-        backoff = Math.min(backoff * 2, this.deps.timings.backoffMaxMs);
+        await sleep(retry.next(), this.abort.signal);
         continue;
       }
       await this.ensureImage(image, 'missing');
@@ -341,7 +344,7 @@ export class StartWorker {
    */
   private async ensureSandbox(sb: SandboxOrder, image: string | undefined): Promise<string> {
     const { deps, order } = this;
-    const { docker, network, timings } = deps;
+    const { docker, network } = deps;
     this.update({ phase: 'sandbox' });
     let id: string;
     // One made now holds nothing yet: no need to look (one found by its name, a start cut short, may).
@@ -352,7 +355,7 @@ export class StartWorker {
       fresh = !this.adopted;
     }
     this.check();
-    let backoff = timings.backoffMinMs;
+    const retry = this.backoff();
     for (;;) {
       this.check();
       await deps.slots.run(() => docker.start(id));
@@ -377,20 +380,19 @@ export class StartWorker {
         // A failed ADD leaves what it did half done: DEL undoes it (the CNI contract).
         await network.del(ns, sb.spec.address).catch(() => undefined);
         fresh = false;
-        this.log.warn({ sandbox: facts.name, err: e.message, retryInMs: backoff }, 'could not give the sandbox its addresses; will retry');
+        this.log.warn({ sandbox: facts.name, err: e.message, retryInMs: retry.peek() }, 'could not give the sandbox its addresses; will retry');
         this.update({ phase: 'network_failed', code: 'network_failed', details: e.message });
-        await sleep(backoff, this.abort.signal);
-        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+        await sleep(retry.next(), this.abort.signal);
       }
     }
   }
 
   /** Creates the container; 400 is terminal, a name already taken by this very spec is adopted. */
   private async create(opts: ReturnType<typeof createOptions>, name = containerName(this.deps.owner, this.order.replica, this.order.desired.spec.revision, this.order.desired.spec.specHash)): Promise<string> {
-    const { docker, timings } = this.deps;
+    const { docker } = this.deps;
     this.adopted = false;
     const spec = this.order.desired.spec;
-    let backoff = timings.backoffMinMs;
+    const retry = this.backoff();
     for (;;) {
       this.check();
       try {
@@ -410,10 +412,9 @@ export class StartWorker {
           }
         }
         const msg = (e as Error).message;
-        this.log.warn({ err: msg, retryInMs: backoff }, 'Docker could not create the container; will retry');
+        this.log.warn({ err: msg, retryInMs: retry.peek() }, 'Docker could not create the container; will retry');
         this.update({ phase: 'create_failed', code: 'create_failed', details: msg });
-        await sleep(backoff, this.abort.signal);
-        backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+        await sleep(retry.next(), this.abort.signal);
       }
     }
   }

@@ -4,6 +4,7 @@
 // throughput, but one that fails never holds back the others — and an act that keeps failing the
 // same way is held back with a growing delay, counted and reported instead of retried at once
 // forever. The policy here is pure: the clock comes in.
+import { backoffAfter } from '../backoff.js';
 import type { AuditRecord } from '../store/audit.js';
 import type { Op } from '../store/writer.js';
 import type { ActFailureReason } from '../api/reasons/acts.js';
@@ -46,7 +47,7 @@ const MAX_DELAY_MS = 30_000;
 export function retryDelay(reason: ActFailureReason, attempts: number): number {
   const free = reason === 'conflict' ? FREE_CONFLICTS : 0;
   if (attempts <= free) return 0;
-  return Math.min(FIRST_DELAY_MS * 2 ** (attempts - free - 1), MAX_DELAY_MS);
+  return backoffAfter(attempts - free, FIRST_DELAY_MS, MAX_DELAY_MS);
 }
 
 /** Failing acts of one controller, by label. */

@@ -29,6 +29,7 @@ import { Leadership, type StaleElectionKey } from '../store/leadership.js';
 import type { Store } from '../store/store.js';
 import { commitEach, Committer, type CommitResult, type Fence, type Op } from '../store/writer.js';
 import type { Timings } from '../timings.js';
+import { Backoff } from '../backoff.js';
 import { ACT_FAILURES, ActFailures, type Act, type ActFailure } from './acts.js';
 import type { Cache } from './cache.js';
 import type { Watchable } from './watchable.js';
@@ -149,7 +150,9 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
   private again = false;
   private stopped = false;
   private started = false;
+  /** The wait before the next pass after a failed one (0 while passes succeed). */
   private backoffMs = 0;
+  private readonly retry: Backoff;
   private lastNotes = '';
   private passWaiters: (() => void)[] = [];
   /** The last write of the last pass that the cache holds a watch over, and when it landed (wall time: it waits on I/O, not on the controller's clock). */
@@ -173,6 +176,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
     this.log = deps.log.child({ controller: spec.name });
     this.clock = deps.clock ?? Date.now;
     this.state = spec.initialState();
+    this.retry = new Backoff(deps.timings.backoffMinMs, deps.timings.backoffMaxMs);
     this.audit = new AuditLog(deps.store, spec.name, deps.timings.auditRetentionMs);
     if (spec.elected !== false) this.leadership = new Leadership(deps.store, { controller: spec.name, identity: deps.identity, ttlSec: deps.timings.leaderTtlSec, log: this.log });
   }
@@ -276,6 +280,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
       if (result.next) this.state = result.next(landed);
       this.spec.afterPass?.(this.state, result, landed);
       this.backoffMs = 0;
+      this.retry.reset();
       this.scheduleWake(result.wakeAt, now);
       const ms = performance.now() - t0;
       if (ms > SLOW_PASS_MS) this.log.info({ ms: Math.round(ms), decideMs: Math.round(decided - t0), acts: result.acts.length, landed: landed.size, transactions: writes.transactions }, 'slow pass');
@@ -289,7 +294,7 @@ export class Runner<S = unknown, Snap = unknown, M = unknown, R extends PassResu
         this.log.warn({ err: err.message }, 'write refused by the fence; this process no longer holds its claim');
         this.spec.fenced();
       } else {
-        this.backoffMs = Math.min(Math.max(this.backoffMs * 2, this.deps.timings.backoffMinMs), this.deps.timings.backoffMaxMs);
+        this.backoffMs = this.retry.next();
         this.log.error({ err: err.message, stack: err.stack, retryInMs: this.backoffMs }, 'pass failed; retrying with back-off');
         this.again = true;
       }

@@ -8,6 +8,7 @@
 // new grant, so keys bound to it — the owner's own claim — never outlive it, and `wasOurs` lets
 // the owner recognise it if the revoke could not land.
 import { EventEmitter, once } from 'node:events';
+import { Backoff } from '../backoff.js';
 import type { Logger } from '../observability/log.js';
 import { isLeaseNotFound } from './errors.js';
 import { withTimeout, type Store } from './store.js';
@@ -39,7 +40,7 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   private stream?: KeepAliveStream;
   private opening = false;
   private timer?: NodeJS.Timeout;
-  private backoffMs = MIN_BACKOFF_MS;
+  private readonly retry: Backoff;
   private stopped = false;
   private granting = false;
   private firstGrant?: { resolve(id: string): void; reject(e: Error): void };
@@ -49,14 +50,13 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   /** Leases this owner gave up (the last few): a key bound to one is its own, not another owner's. */
   private readonly given: string[] = [];
   private readonly keepAliveMs: number;
-  private readonly maxBackoffMs: number;
 
   constructor(private readonly store: Store, private readonly opts: KeptLeaseOptions) {
     super();
     if (!(opts.ttlSec >= 1)) throw new RangeError(`a lease TTL is at least 1 s, got ${opts.ttlSec}`);
     this.keepAliveMs = opts.keepAliveMs ?? (opts.ttlSec * 1000) / 3;
     // While etcd is away, a new grant is tried at least once per keepalive interval.
-    this.maxBackoffMs = Math.max(500, this.keepAliveMs);
+    this.retry = new Backoff(MIN_BACKOFF_MS, Math.max(500, this.keepAliveMs));
   }
 
   /** The current lease, or undefined while a lost one is being replaced. */
@@ -126,7 +126,7 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
       }
       this.leaseId = res.ID;
       this.confirmedAt = Date.now();
-      this.backoffMs = MIN_BACKOFF_MS;
+      this.retry.reset();
       const old = this.replacing;
       this.replacing = undefined;
       this.schedule(this.keepAliveMs);
@@ -138,9 +138,9 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
       this.firstGrant?.resolve(res.ID);
       this.firstGrant = undefined;
     } catch (e) {
-      this.opts.log.warn({ err: (e as Error).message, retryInMs: this.backoffMs }, 'lease grant failed; retrying');
-      this.schedule(this.backoffMs);
-      this.backoffMs = Math.min(this.backoffMs * 2, this.maxBackoffMs);
+      const retryInMs = this.retry.next();
+      this.opts.log.warn({ err: (e as Error).message, retryInMs }, 'lease grant failed; retrying');
+      this.schedule(retryInMs);
     } finally {
       this.granting = false;
     }

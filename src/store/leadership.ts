@@ -14,6 +14,7 @@
 // make-mirror` copies them) — so it is removed, logged, counted and shown in /healthz.
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, Lease, Watcher } from 'etcd3';
+import { Backoff } from '../backoff.js';
 import { keys } from '../api/keys.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
@@ -93,16 +94,15 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   }
 
   private async loop(): Promise<void> {
-    let backoff = 200;
+    const retry = new Backoff(200, 5000);
     while (!this.stopped) {
       try {
         await this.campaignOnce();
-        backoff = 200;
+        retry.reset();
       } catch (e) {
         if (this.stopped) return;
         this.opts.log.warn({ err: (e as Error).message }, 'leader election: campaign failed; retrying');
-        await this.pause(backoff);
-        backoff = Math.min(backoff * 2, 5000);
+        await this.pause(retry.next());
       }
     }
   }

@@ -23,6 +23,7 @@
 //     pruned, not refused (schema.ts, validateForRead).
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, IResponseHeader, IWatchResponse, Watcher } from 'etcd3';
+import { Backoff } from '../backoff.js';
 import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
@@ -312,7 +313,8 @@ interface Stream {
   revision: number;
   watcher?: Watcher;
   up: boolean;
-  backoffMs: number;
+  /** Waits before reopening a watch that dropped, reset once it is up. */
+  retry: Backoff;
   timer?: NodeJS.Timeout;
 }
 
@@ -355,7 +357,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     const watch = opts.watch ?? [commonPrefix(this.ordered.map((s) => s.prefix))];
     for (const s of this.ordered)
       if (!watch.some((w) => s.prefix.startsWith(w))) throw new Error(`source ${s.name} (${s.prefix}) is under none of the watched prefixes ${watch.join(', ')}`);
-    this.streams = watch.map((prefix) => ({ prefix, revision: 0, up: false, backoffMs: MIN_BACKOFF_MS }));
+    this.streams = watch.map((prefix) => ({ prefix, revision: 0, up: false, retry: new Backoff(MIN_BACKOFF_MS, MAX_BACKOFF_MS) }));
   }
 
   source<T>(name: string): SourceState<T> {
@@ -415,7 +417,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   relist(why: string): Promise<void> {
     if (this.relisting) return this.relisting;
     this.relisting = (async () => {
-      let backoff = 200;
+      const retry = new Backoff(200, MAX_BACKOFF_MS);
       while (!this.stopped) {
         try {
           await this.listAndWatch();
@@ -428,8 +430,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
           // A one-shot read (the CLI's) says why it failed rather than waiting: denied, unreachable.
           if (this.opts.once) throw e;
           this.opts.log.warn({ sources: this.label(), err: (e as Error).message }, 'reflector: list failed; retrying');
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+          await sleep(retry.next());
         }
       }
     })().finally(() => (this.relisting = undefined));
@@ -593,8 +594,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
       s.up = false;
       this.setSynced(false, `watch of ${s.prefix || '/'} disconnected: ${e?.message ?? e}`);
       void this.closeStream(s);
-      s.timer = setTimeout(() => this.openStream(s), s.backoffMs);
-      s.backoffMs = Math.min(s.backoffMs * 2, MAX_BACKOFF_MS);
+      s.timer = setTimeout(() => this.openStream(s), s.retry.next());
     });
     w.on('error', (e: Error) => {
       if (s.watcher !== w || this.stopped) return;
@@ -608,7 +608,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
 
   private watchUp(s: Stream): void {
     s.up = true;
-    s.backoffMs = MIN_BACKOFF_MS;
+    s.retry.reset();
     this.emit('watching', s.prefix, s.revision);
     this.setSynced(this.streams.every((x) => x.up));
   }
