@@ -93,7 +93,7 @@ export class Overlay {
     this.log = deps.log.child({ part: 'overlay' });
     const key = loadOrCreateOverlayKey(deps.stateDir);
     this.log.info({ publicKey: key.publicKey, keyFile: key.keyFile, created: key.created }, key.created ? 'made the overlay key' : 'overlay key read');
-    this.settings = { interface: deps.interface, port: deps.port, mtu: OVERLAY_MTU, keepaliveSec: KEEPALIVE_SEC, keyFile: key.keyFile, publicKey: key.publicKey };
+    this.settings = { interface: deps.interface, port: deps.port, mtu: OVERLAY_MTU, keepaliveSec: KEEPALIVE_SEC[deps.timings.name], keyFile: key.keyFile, publicKey: key.publicKey };
     this.publication = { publicKey: key.publicKey, endpoint: `${deps.address.includes(':') ? `[${deps.address}]` : deps.address}:${deps.port}` };
     this.observeEveryMs = OBSERVE_EVERY_MS[deps.timings.name];
   }

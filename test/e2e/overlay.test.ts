@@ -316,10 +316,11 @@ ${extra}`;
 
   it("node-3 cut from its peers' overlay (its etcd link up) is degraded and takes no new replica; joined again, it does", () =>
     c.withLogs(async () => {
-      // A peer is unreachable when nothing was heard from it for 40 s. A live but idle peer is heard
-      // every 25 s (its keepalive), seen within 2 s (the agent's wg observation): 40 s leaves the
-      // idle pair node-1/node-2 a margin that load cannot eat (30 s left 3 s, and they flapped).
-      expect((await c.jaco(['node', 'settings', '--overlay-max-age', '40s'])).code).toBe(0);
+      // A peer is unreachable when nothing was heard from it for 15 s. A live but idle peer is heard
+      // every 5 s (its keepalive with fast timings), seen within 2 s (the agent's wg observation):
+      // 15 s leaves the idle pair node-1/node-2 8 s of margin that load cannot eat (with the 25 s
+      // production keepalive, a max age of 30 s left 3 s, and they flapped).
+      expect((await c.jaco(['node', 'settings', '--overlay-max-age', '15s'])).code).toBe(0);
       // The mesh is up: every node hears both of its peers (a new mesh waits for its first handshakes).
       await eventually(async () => (await Promise.all(['node-1', 'node-2', 'node-3'].map(statusOf))).every((x) => x === 'Ready'), { what: 'no node degraded before the cut', timeoutMs: 60_000, intervalMs: 500 });
       // Routes, not a firewall: packets between node-3 and the other nodes go nowhere, both ways;
