@@ -11,7 +11,7 @@ import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
-import { bareAddress } from './cni.js';
+import { bareAddress } from './cidr.js';
 import { probeSpec } from './probes.js';
 
 /** The labels that say whose a replica's containers are (its own and its sandbox). */

@@ -11,8 +11,8 @@ import type { ObservedCode, StartResult, StopReason } from '../../src/api/reason
 import { containerName, createOptions, type Owner } from './container-spec.js';
 import { runImage } from '../../src/api/spec.js';
 import type { SandboxOrder, StartOrder, StartProgress } from './decide.js';
-import { CniError, holdsAddress } from './cni.js';
-import type { ReplicaNetwork } from './network.js';
+import { holdsAddress } from './cni.js';
+import { CniError, type ReplicaNetwork } from './network.js';
 import { sandboxCreateOptions, sandboxName } from './sandbox.js';
 import { DockerApiError, DockerUnreachableError, statusOf } from './docker.js';
 import { agentMetrics } from './metrics.js';
