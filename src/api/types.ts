@@ -6,11 +6,15 @@ import type { NetworkConfigSpec, ReplicaAddress } from './network.js';
 import type { ActFailureReason } from './reasons/acts.js';
 import type { ObservedCode } from './reasons/agent.js';
 import type { DrainAbortReason, DrainReplicaReason } from './reasons/drain.js';
+import type { RolloutAction, RolloutState } from './reasons/rollout.js';
 import type { DecisionTrigger, FilterName, UnschedulableReason } from './reasons/scheduling.js';
 
 // A replica's addresses are the address plan's (network.ts defines them, as it must not import back
 // from here); they are part of ReplicaDesired's spec, so they are named here too.
 export type { ReplicaAddress };
+// A rollout's states and the operator's requests are closed vocabularies (reasons/rollout.ts, which
+// must not import back from here); RolloutPlan holds them, so they are named here too.
+export type { RolloutAction, RolloutState };
 
 export const GROUP = 'jaco.dev';
 export const API_VERSION = 'jaco.dev/v1';
@@ -925,11 +929,6 @@ export interface DeploymentStatusStatus {
 export type DeploymentStatus = StatusObject<'DeploymentStatus', DeploymentStatusStatus>;
 
 // ---------------------------------------------------------------- Rollouts
-
-export type RolloutState = 'in_progress' | 'paused' | 'completed' | 'aborted';
-
-/** What an operator asks of a rollout (`jaco rollout pause|resume|abort|promote`). */
-export type RolloutAction = 'pause' | 'resume' | 'abort' | 'promote';
 
 export interface RolloutStep {
   replica: string;
