@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ReplicaDesiredSpec } from '../../src/api/types.js';
-import { createOptions, type Owner } from '../node-agent/container-spec.js';
+import { createOptions } from '../node-agent/container-spec.js';
+import type { Owner } from '../node-agent/runtime.js';
 import { draw, HollowRuntime } from './runtime.js';
 import { hollowAddress, hollowNodeName } from './fleet.js';
 

@@ -11,11 +11,8 @@ import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
 import type { HealthState } from '../../src/api/types.js';
 import type { CgroupUsage } from '../node-agent/cgroup.js';
-import type { Owner } from '../node-agent/container-spec.js';
-import { DockerApiError } from '../node-agent/docker.js';
-import { DEREGISTRATION_LABEL, networkLabels, portsOf, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeSpec } from '../node-agent/facts.js';
-import type { ProbeResult } from '../node-agent/probes.js';
-import type { ContainerRuntime, UsageReader } from '../node-agent/runtime.js';
+import { DEREGISTRATION_LABEL, networkLabels, portsOf, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeResult, type ProbeSpec } from '../node-agent/facts.js';
+import { DockerApiError, type ContainerRuntime, type Owner, type UsageReader } from '../node-agent/runtime.js';
 
 export interface HollowRuntimeOptions {
   /** Time from `start` to running. */

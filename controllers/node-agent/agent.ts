@@ -13,18 +13,16 @@
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PortRange, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
+import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Act } from '../../src/runtime/acts.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import { Manager } from '../../src/runtime/manager.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import { clusterInfo } from '../../src/store/cluster.js';
-import { withTimeout, type Store } from '../../src/store/store.js';
+import { withTimeout } from '../../src/store/store.js';
 import { commitActs, type Op } from '../../src/store/writer.js';
-import type { Timings } from '../../src/timings.js';
 import { CgroupReader } from './cgroup.js';
-import type { Owner } from './container-spec.js';
 import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
 import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
@@ -33,11 +31,11 @@ import { AgentProbes, dialProbe } from './probes.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
 import { Presence } from './presence.js';
-import { Overlay, type OverlayOptions } from './overlay.js';
+import { Overlay } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import { readStorageFacts, sampleDisk, type StorageFacts } from './disk.js';
-import type { ContainerRuntime, RuntimeFactory } from './runtime.js';
+import type { ContainerRuntime, Owner, RuntimeFactory } from './runtime.js';
 import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, registrySecretOf, type PullAuth } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
@@ -45,71 +43,13 @@ import { loadOrCreateNodeKey } from '../../src/secrets/keyfile.js';
 import { generateKeyPair, type KeyPair } from '../../src/secrets/seal.js';
 import { join } from 'node:path';
 import { CniNetwork, DEFAULT_CNI_BIN_DIR } from './cni.js';
-import { MemoryNetwork, type ReplicaNetwork } from './network.js';
+import { MemoryNetwork } from './network.js';
 import { DEFAULT_SANDBOX_IMAGE } from './sandbox.js';
 import { NodeResolver } from './names.js';
 import { AgentApi } from './api-server.js';
-import type { TlsMaterial } from '../../src/pki/identity.js';
+import type { AgentOptions } from './options.js';
 
 export { NodeRemovedError } from './presence.js';
-
-export interface AgentOptions {
-  node: string;
-  store: Store;
-  timings: Timings;
-  /** Heartbeat and pressure sampling period (seed 001: node_status_interval). */
-  statusIntervalMs: number;
-  /** The host's wall clock (default Date.now): tests skew it (issue 29). Only durations on it are compared. */
-  clock?: () => number;
-  capacity: Capacity;
-  labels: Record<string, string>;
-  /** unix:///var/run/docker.sock or tcp://host:port. */
-  dockerHost: string;
-  /** The container engine; default Docker at dockerHost (hollow nodes pass an in-memory one). */
-  runtime?: RuntimeFactory;
-  /** Register again although a drain removed this node from the cluster. */
-  rejoin: boolean;
-  log: Logger;
-  /** Where cgroups are mounted (tests point it at fixtures). */
-  cgroupRoot?: string;
-  /**
-   * What the node's pressure measures (node-usage.ts): `node` the whole host, `containers` the sum
-   * of this agent's containers. Default: node on Docker, containers with a runtime of its own
-   * (hollow nodes have no host to measure).
-   */
-  pressureMode?: PressureMode;
-  /** The node's address (Node.status.address, JACO_NODE_ADDRESS). */
-  address?: string;
-  /** Where the scheduler assigns this node's dynamic host ports from (Node.status.portRange). */
-  portRange?: PortRange;
-  /**
-   * The agent's own directory (jaco agent --state-dir): its node key (made on the first start,
-   * mode 600, never sent anywhere) and the tmpfs of each container's secrets and configs. Absent
-   * (tests, hollow nodes): a key for this run only, and no files written.
-   */
-  stateDir?: string;
-  /** The WireGuard mesh between nodes (jaco agent --overlay; overlay.ts): needs stateDir and address. */
-  overlay?: OverlayOptions;
-  /** The pause image of cluster-network sandboxes (default jaco/pause:1, a short name resolved at the cluster's default registry). */
-  sandboxImage?: string;
-  /**
-   * Plumbs cluster-network sandboxes. Default: the CNI ptp plugin from cniBinDir on Docker, memory
-   * with a runtime of its own (hollow nodes have no namespaces).
-   */
-  network?: ReplicaNetwork;
-  /** Where the CNI plugins are (default /usr/lib/cni, Debian's containernetworking-plugins). */
-  cniBinDir?: string;
-  /**
-   * The node's resolver for its cluster-network replicas (names.ts; default: on with Docker, off
-   * for hollow nodes). False: their sandboxes still name it, and names do not resolve.
-   */
-  resolver?: boolean;
-  /**
-   * The logs and exec endpoint (api-server.ts): where it listens and its TLS material (the node's
-   * certificate from the cluster CA). Absent, or a runtime other than Docker: no endpoint.
-   */
-  api?: { host: string; port: number; tls: TlsMaterial };
-}
 
 /** How often the agent looks for secrets' tmpfs left behind by containers that are gone. */
 const FILES_SWEEP_MS = 10_000;

@@ -11,20 +11,13 @@ import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
-import { bareAddress } from './cni.js';
+import { bareAddress } from './cidr.js';
 import { probeSpec } from './probes.js';
+import type { Owner } from './runtime.js';
 
 /** The labels that say whose a replica's containers are (its own and its sandbox). */
 export function replicaLabels(d: Pick<ReplicaDesiredSpec, 'deployment' | 'service' | 'replica'>, owner: Owner): Record<string, string> {
   return { [LABELS.cluster]: owner.clusterUid, [LABELS.node]: owner.node, [LABELS.deployment]: d.deployment, [LABELS.service]: d.service, [LABELS.replica]: d.replica };
-}
-
-/** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
-export interface Owner {
-  clusterUid: string;
-  node: string;
-  /** The node's address (Node.status.address): JACO_NODE_ADDRESS. */
-  address?: string;
 }
 
 const short = (s: string) => s.slice(0, 8);

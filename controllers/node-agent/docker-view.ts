@@ -6,9 +6,8 @@ import { Backoff } from '../../src/backoff.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Timings } from '../../src/timings.js';
 import { ContainerCache } from './container-cache.js';
-import { DockerUnreachableError } from './docker.js';
 import { agentMetrics } from './metrics.js';
-import type { ContainerRuntime } from './runtime.js';
+import { DockerUnreachableError, type ContainerRuntime } from './runtime.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -6,37 +6,15 @@ import type Docker from 'dockerode';
 import { dockerode } from '../../src/runtime/dockerode.js';
 import type { CgroupUsage } from './cgroup.js';
 import { dockerConnection } from './capacity.js';
-import { imageWithTag, ownerLabels, type Owner } from './container-spec.js';
+import { imageWithTag, ownerLabels } from './container-spec.js';
 import { factsFromInspect, type ContainerFacts } from './facts.js';
 import { usageFromDockerStats } from './pressure.js';
-import type { ContainerRuntime } from './runtime.js';
+import { DockerApiError, DockerUnreachableError, HealthExecTimeout, statusOf, type ContainerRuntime, type Owner } from './runtime.js';
 import type { PullAuth } from '../../src/images/access.js';
-
-/** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
-export class DockerUnreachableError extends Error {
-  override name = 'DockerUnreachableError';
-  readonly recoverable = true;
-  constructor(readonly host: string, cause: string) {
-    super(`cannot reach Docker at ${host}: ${cause}. Is dockerd running, and may this user use its socket? (--docker-host)`);
-  }
-}
-
-/** Docker answered with an error status (statusCode: 400 bad spec, 404 missing, 409 conflict, 500 …). */
-export class DockerApiError extends Error {
-  override name = 'DockerApiError';
-  constructor(message: string, readonly statusCode: number) {
-    super(message);
-  }
-}
-
-/** An exec (the agent's early health check) did not exit within its timeout. */
-export class HealthExecTimeout extends Error {
-  override name = 'HealthExecTimeout';
-}
 
 const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up/;
 
-/** Normalises dockerode's errors into the two kinds above. */
+/** Normalises dockerode's errors into the runtime's two kinds (runtime.ts). */
 export function dockerError(host: string, e: unknown): Error {
   if (e instanceof DockerUnreachableError || e instanceof DockerApiError) return e;
   const err = e as { statusCode?: number; json?: { message?: string } | string | null; message?: string; code?: string; reason?: string };
@@ -50,8 +28,6 @@ export function dockerError(host: string, e: unknown): Error {
   if (UNREACHABLE.test(text)) return new DockerUnreachableError(host, (err?.message ?? text).trim());
   return e as Error;
 }
-
-export const statusOf = (e: unknown): number | undefined => (e instanceof DockerApiError ? e.statusCode : undefined);
 
 /** The agent's runtime on a real host: Docker through dockerode. */
 export class DockerRuntime implements ContainerRuntime {

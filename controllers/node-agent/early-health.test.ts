@@ -6,10 +6,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaDesired, type ServiceSpec } from '../../src/api/types.js';
 import { decide } from './decide.js';
-import { HealthExecTimeout } from './docker.js';
 import { EarlyHealth, probeCommand, runKey, shouldProbe, withEarlyHealth, type EarlyCheck } from './early-health.js';
 import type { ContainerFacts } from './facts.js';
 import { containerFacts } from './facts.fixture.js';
+import { HealthExecTimeout } from './runtime.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();

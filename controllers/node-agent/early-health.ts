@@ -8,9 +8,9 @@
 // at most one exec in flight per container, bounded by the check's timeout, ended when the
 // container stops, succeeds, or Docker reports a status.
 import type { Logger } from '../../src/observability/log.js';
-import { statusOf } from './docker.js';
 import type { ContainerFacts, HealthcheckFacts } from './facts.js';
 import { agentMetrics } from './metrics.js';
+import { statusOf } from './runtime.js';
 
 /** Between two early checks of one container (the figure). */
 export const EARLY_CHECK_EVERY_MS = 250;
@@ -68,7 +68,7 @@ export function withEarlyHealth(c: ContainerFacts, early: EarlyCheck | undefined
   return { ...c, health: 'healthy', lastHealthAt: new Date(early.passedAt).toISOString(), healthOutput: 'first health check passed (run by the node-agent before Docker’s first)' };
 }
 
-/** Runs one exec of a command in a container to its exit code; throws (docker.ts HealthExecTimeout) past the timeout. */
+/** Runs one exec of a command in a container to its exit code; throws (runtime.ts HealthExecTimeout) past the timeout. */
 export type ExecFn = (id: string, cmd: string[], timeoutMs: number) => Promise<number>;
 
 /** Runs the early checks of this agent's containers and keeps their results. */

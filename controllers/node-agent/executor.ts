@@ -8,11 +8,12 @@ import type { Logger } from '../../src/observability/log.js';
 import type { StopReason } from '../../src/api/reasons/agent.js';
 import type { ReplicaAddress } from '../../src/api/types.js';
 import type { Timings } from '../../src/timings.js';
-import { containerName, type Owner } from './container-spec.js';
+import { containerName } from './container-spec.js';
 import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
 import type { ReplicaNetwork } from './network.js';
+import type { Owner } from './runtime.js';
 import { Slots, StartWorker, type StartFiles, type StarterDeps } from './starter.js';
 
 /** create+start calls in flight at once (see Slots). */

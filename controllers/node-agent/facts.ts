@@ -78,6 +78,13 @@ export interface ProbeSpec {
   startPeriodMs: number;
 }
 
+/** What one run of an agent-run check saw (probes.ts; a runtime's own `probe`). */
+export interface ProbeResult {
+  ok: boolean;
+  /** What the check saw, as a health check's output ("HTTP 503 from http://…", "connect ECONNREFUSED …"). */
+  output: string;
+}
+
 /** A container's check read back from its label (undefined: none, or a label this agent cannot read). */
 export function probeFromLabel(value: string | undefined): ProbeSpec | undefined {
   if (!value) return undefined;

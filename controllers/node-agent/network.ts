@@ -2,7 +2,20 @@
 // its sandbox's network namespace. On a real host it is the CNI ptp plugin (cni.ts); hollow nodes
 // (no kernel namespace behind their containers) and tests use MemoryNetwork.
 import type { ReplicaAddress } from '../../src/api/types.js';
-import { canonicalCidr, CniError } from './cni.js';
+import { canonicalCidr } from './cidr.js';
+
+/** A ReplicaNetwork's failure: the plugin's own error, or it could not be run. The start retries with back-off. */
+export class CniError extends Error {
+  override name = 'CniError';
+  readonly recoverable = true;
+  constructor(
+    message: string,
+    /** The plugin's error code (CNI spec: 1–99 well-known, 100+ the plugin's own), when it gave one. */
+    readonly code?: number,
+  ) {
+    super(message);
+  }
+}
 
 /** A sandbox as the plugin addresses it: its container id and the pid whose namespace it holds. */
 export interface SandboxNetns {

@@ -24,8 +24,8 @@ import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store, Versioned } from '../../src/store/store.js';
 import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
 import { VERSION } from '../../src/version.js';
-import type { AgentOptions } from './agent.js';
 import { agentMetrics } from './metrics.js';
+import type { AgentOptions } from './options.js';
 
 /** The node was removed from the cluster (jaco node remove) and --rejoin was not given. */
 export class NodeRemovedError extends Error {

@@ -13,9 +13,9 @@ import { API_VERSION, type ReplicaDesired, type ReplicaDesiredSpec, type Replica
 import { restartCause } from '../scheduler/restarts.js';
 import { createOptions } from './container-spec.js';
 import { observeContainer, readiness } from './decide.js';
-import { factsFromInspect, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeSpec } from './facts.js';
+import { factsFromInspect, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeResult, type ProbeSpec } from './facts.js';
 import { containerFacts } from './facts.fixture.js';
-import { afterCheck, AgentProbes, dialProbe, initialProbeState, nextCheckDelayMs, probeSpec, withProbeHealth, type ProbeResult, type ProbeState } from './probes.js';
+import { afterCheck, AgentProbes, dialProbe, initialProbeState, nextCheckDelayMs, probeSpec, withProbeHealth, type ProbeState } from './probes.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const owner = { clusterUid: '0123456789abcdef-uid', node: 'node-2', address: '127.0.1.2' };

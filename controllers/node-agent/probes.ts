@@ -16,10 +16,10 @@ import { endpointPortsOf, normalizePorts } from '../../src/api/ports.js';
 import type { HealthState, ReplicaDesiredSpec, ReplicaObservedStatus } from '../../src/api/types.js';
 import { durationMs } from '../../src/api/units.js';
 import type { Logger } from '../../src/observability/log.js';
-import type { Owner } from './container-spec.js';
 import { abortableSleep, EARLY_CHECK_EVERY_MS, runKey } from './early-health.js';
-import { type ContainerFacts, type ProbeSpec } from './facts.js';
+import { type ContainerFacts, type ProbeResult, type ProbeSpec } from './facts.js';
 import { agentMetrics } from './metrics.js';
+import type { Owner } from './runtime.js';
 
 /**
  * The check a replica's container gets, or undefined when its health check is not an agent-run
@@ -46,12 +46,6 @@ export function probeSpec(d: Pick<ReplicaDesiredSpec, 'template' | 'hostPorts' |
     retries: h.retries ?? 3,
     startPeriodMs: durationMs(h.startPeriod, 0),
   };
-}
-
-export interface ProbeResult {
-  ok: boolean;
-  /** What the check saw, as a health check's output ("HTTP 503 from http://…", "connect ECONNREFUSED …"). */
-  output: string;
 }
 
 /** What the agent knows of one container run's checks: Docker's health state machine, kept by the agent. */

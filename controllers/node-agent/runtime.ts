@@ -5,14 +5,47 @@
 //
 // The vocabulary is Docker's on purpose: the agent's container spec is a `docker create` body
 // (container-spec.ts), and failures are DockerApiError (with Docker's status codes: 404 gone, 409
-// conflict, 400 bad spec) or DockerUnreachableError (the engine does not answer).
+// conflict, 400 bad spec) or DockerUnreachableError (the engine does not answer). They, and the
+// Owner a runtime is made for, are defined here, with the door: every runtime throws them and the
+// parts above read them without importing any one runtime.
 import type { DockerInfoStorage } from './disk.js';
 import type Docker from 'dockerode';
 import type { CgroupUsage } from './cgroup.js';
-import type { Owner } from './container-spec.js';
-import type { ContainerFacts, ProbeSpec } from './facts.js';
-import type { ProbeResult } from './probes.js';
+import type { ContainerFacts, ProbeResult, ProbeSpec } from './facts.js';
 import type { PullAuth } from '../../src/images/access.js';
+
+/** Which agent a container belongs to: several agents (simulated nodes, clusters) share an engine. */
+export interface Owner {
+  clusterUid: string;
+  node: string;
+  /** The node's address (Node.status.address): JACO_NODE_ADDRESS. */
+  address?: string;
+}
+
+/** The engine does not answer on its socket: the agent reports docker_up 0 and retries. */
+export class DockerUnreachableError extends Error {
+  override name = 'DockerUnreachableError';
+  readonly recoverable = true;
+  constructor(readonly host: string, cause: string) {
+    super(`cannot reach Docker at ${host}: ${cause}. Is dockerd running, and may this user use its socket? (--docker-host)`);
+  }
+}
+
+/** Docker answered with an error status (statusCode: 400 bad spec, 404 missing, 409 conflict, 500 …). */
+export class DockerApiError extends Error {
+  override name = 'DockerApiError';
+  constructor(message: string, readonly statusCode: number) {
+    super(message);
+  }
+}
+
+/** An exec (the agent's early health check) did not exit within its timeout. */
+export class HealthExecTimeout extends Error {
+  override name = 'HealthExecTimeout';
+}
+
+/** The status of an engine's answer (404 gone, 409 conflict, …); undefined for any other failure. */
+export const statusOf = (e: unknown): number | undefined => (e instanceof DockerApiError ? e.statusCode : undefined);
 
 /** Reads a container's usage without asking the engine (cgroup files); undefined: ask `stats`. */
 export interface UsageReader {

@@ -9,7 +9,7 @@ import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaAddress, type ReplicaDesired } from '../../src/api/types.js';
 import { FAST } from '../../src/timings.js';
 import { HollowRuntime } from '../hollow/runtime.js';
-import type { Owner } from './container-spec.js';
+import type { Owner } from './runtime.js';
 import { decide, type AgentSnapshot, type StartOrder } from './decide.js';
 import { DockerView } from './docker-view.js';
 import { Executor } from './executor.js';

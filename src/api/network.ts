@@ -3,7 +3,12 @@
 // addresses by a host number within its node's subnets — the same number in both families, so one
 // claim (addresses/<node>/<n>) makes both unique. Pure: parsing, formatting, subnet arithmetic.
 import { isIPv4, isIPv6 } from 'node:net';
-import type { ReplicaAddress } from './types.js';
+
+/** A replica's own addresses, e.g. { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' }. */
+export interface ReplicaAddress {
+  ipv4: string;
+  ipv6: string;
+}
 
 /** config/network: the cluster's ranges. Fixed once replicas hold addresses from them. */
 export interface NetworkConfigSpec {

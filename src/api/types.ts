@@ -2,10 +2,19 @@
 // (apiVersion, kind, metadata, spec, status). crds/ holds the schema of each kind; these types
 // mirror those schemas. Times are RFC 3339 strings; internal sizes are plain numbers.
 import type { V1ObjectMeta } from '@kubernetes/client-node';
+import type { NetworkConfigSpec, ReplicaAddress } from './network.js';
 import type { ActFailureReason } from './reasons/acts.js';
 import type { ObservedCode } from './reasons/agent.js';
 import type { DrainAbortReason, DrainReplicaReason } from './reasons/drain.js';
+import type { RolloutAction, RolloutState } from './reasons/rollout.js';
 import type { DecisionTrigger, FilterName, UnschedulableReason } from './reasons/scheduling.js';
+
+// A replica's addresses are the address plan's (network.ts defines them, as it must not import back
+// from here); they are part of ReplicaDesired's spec, so they are named here too.
+export type { ReplicaAddress };
+// A rollout's states and the operator's requests are closed vocabularies (reasons/rollout.ts, which
+// must not import back from here); RolloutPlan holds them, so they are named here too.
+export type { RolloutAction, RolloutState };
 
 export const GROUP = 'jaco.dev';
 export const API_VERSION = 'jaco.dev/v1';
@@ -184,12 +193,6 @@ export interface UpdatePolicy {
   canary?: number;
   /** With canary: promote once every canary has stayed ready this long (default: wait for the operator). */
   autoPromote?: string;
-}
-
-/** A replica's own addresses, e.g. { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' }. */
-export interface ReplicaAddress {
-  ipv4: string;
-  ipv6: string;
 }
 
 /** How jaco apply builds a service's image (compose's build section; docs/images.md). */
@@ -758,7 +761,7 @@ export type DisruptionLedger = JacoObject<
 export type VolumeHome = JacoObject<'VolumeHome', { deployment: string; volume: string; node: string; since: string }, never>;
 
 /** config/network (src/api/network.ts). */
-export type NetworkConfig = JacoObject<'NetworkConfig', import('./network.js').NetworkConfigSpec, never>;
+export type NetworkConfig = JacoObject<'NetworkConfig', NetworkConfigSpec, never>;
 /** subnets/<node>: a node's subnets, given by the scheduler. */
 export type NodeSubnet = JacoObject<'NodeSubnet', { node: string; index: number; ipv4: string; ipv6: string; since: string }, never>;
 /** subnetindex/<n>: who holds subnet index n. */
@@ -926,11 +929,6 @@ export interface DeploymentStatusStatus {
 export type DeploymentStatus = StatusObject<'DeploymentStatus', DeploymentStatusStatus>;
 
 // ---------------------------------------------------------------- Rollouts
-
-export type RolloutState = 'in_progress' | 'paused' | 'completed' | 'aborted';
-
-/** What an operator asks of a rollout (`jaco rollout pause|resume|abort|promote`). */
-export type RolloutAction = 'pause' | 'resume' | 'abort' | 'promote';
 
 export interface RolloutStep {
   replica: string;

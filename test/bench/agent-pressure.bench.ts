@@ -6,9 +6,10 @@
 //   npx tsx test/bench/agent-pressure.bench.ts [containers=100] [samples=50]
 import { randomUUID } from 'node:crypto';
 import { CgroupReader } from '../../controllers/node-agent/cgroup.js';
-import { createOptions, type Owner } from '../../controllers/node-agent/container-spec.js';
+import { createOptions } from '../../controllers/node-agent/container-spec.js';
 import { DockerRuntime } from '../../controllers/node-agent/docker.js';
 import type { ContainerFacts } from '../../controllers/node-agent/facts.js';
+import type { Owner } from '../../controllers/node-agent/runtime.js';
 import { PressureSampler } from '../../controllers/node-agent/pressure.js';
 import { templateOf } from '../../src/api/serving.js';
 

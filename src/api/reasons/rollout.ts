@@ -1,7 +1,7 @@
 // The rollout controller's closed vocabularies: why a rollout aborted, why one started, which way a
-// step goes, how a rollout ended. The same strings appear in RolloutPlan.failureReason, audit
-// payloads (`reason`), metric labels and `jaco rollout status`.
-import type { RolloutAction, RolloutCanary, RolloutState } from '../types.js';
+// step goes, how a rollout ended, the states of a plan and what an operator may ask of it. The same
+// strings appear in RolloutPlan.failureReason, audit payloads (`reason`), metric labels and
+// `jaco rollout status`.
 import { IMAGE_ERROR_CODES } from './images.js';
 
 export const FAILURE_REASONS = {
@@ -50,6 +50,12 @@ export type StepResult = keyof typeof STEP_RESULTS;
 /** Why a rollout is paused (audit rollout_paused `reason`): the operator, or a failure under failureAction pause. */
 export type PauseReason = 'operator' | FailureReason;
 
+/** Where a RolloutPlan is: stepping, held by the operator or a failure, or ended. */
+export type RolloutState = 'in_progress' | 'paused' | 'completed' | 'aborted';
+
+/** What an operator asks of a rollout (`jaco rollout pause|resume|abort|promote`). */
+export type RolloutAction = 'pause' | 'resume' | 'abort' | 'promote';
+
 /**
  * The plan states each operator request (jaco rollout pause|resume|abort) acts on: the CLI writes a
  * request only on such a plan, and the controller clears any other with a note. One table for both.
@@ -63,4 +69,4 @@ export const REQUEST_APPLIES_TO: Readonly<Record<RolloutAction, readonly Rollout
 
 /** Where a rollout's canaries are (update.canary): placed and watched, ready and waiting for promote, or promoted. */
 export type CanaryPhase = 'starting' | 'waiting' | 'promoted';
-export const canaryPhase = (c: RolloutCanary): CanaryPhase => (c.promotedAt ? 'promoted' : c.readySince ? 'waiting' : 'starting');
+export const canaryPhase = (c: { readySince?: string; promotedAt?: string }): CanaryPhase => (c.promotedAt ? 'promoted' : c.readySince ? 'waiting' : 'starting');
