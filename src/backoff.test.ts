@@ -38,6 +38,8 @@ describe('backoffAfter: the wait after n failures in a row', () => {
     [20, 30_000],
   ])('%i failures: %i ms', (failures, ms) => expect(backoffAfter(failures, 100, 30_000)).toBe(ms));
 
+  it('without a longest wait, doubles for ever (a job\'s back-off)', () => expect(backoffAfter(11, 10, Infinity)).toBe(10_240));
+
   it('agrees with Backoff, wait by wait', () => {
     const b = new Backoff(100, 30_000);
     for (let n = 1; n <= 12; n++) expect(backoffAfter(n, 100, 30_000)).toBe(b.next());

@@ -12,6 +12,7 @@
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
+import { Backoff } from '../../src/backoff.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
@@ -309,16 +310,16 @@ export class NodeAgent {
 
   /** Retries an etcd step with back-off until it succeeds (the agent may boot before etcd). */
   private async untilEtcd<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    let backoff = this.opts.timings.backoffMinMs;
+    const retry = new Backoff(this.opts.timings.backoffMinMs, this.opts.timings.backoffMaxMs);
     for (;;) {
       try {
         return await fn();
       } catch (e) {
         if ((e as Error).name === 'NodeRemovedError' || this.stopped) throw e;
         const err = this.opts.store.unreachable(e);
-        this.log.warn({ err: err.message, retryInMs: backoff }, `could not ${what}; retrying`);
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, this.opts.timings.backoffMaxMs);
+        const retryInMs = retry.next();
+        this.log.warn({ err: err.message, retryInMs }, `could not ${what}; retrying`);
+        await sleep(retryInMs);
       }
     }
   }

@@ -16,6 +16,7 @@
 // It also measures its clock's skew against the controllers' beacon (api/clock-skew.ts): each
 // write of `clock` it receives is compared with its own clock, and the heartbeat carries the figure.
 import { hostname } from 'node:os';
+import { Backoff } from '../../src/backoff.js';
 import { CLOCK_SKEW_WARN_MS, measureSkew, skewText, skewWarns } from '../../src/api/clock-skew.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type ClockBeacon, type Heartbeat, type HeartbeatSpec, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
@@ -293,7 +294,7 @@ export class Presence {
     this.claiming ??= (async () => {
       const { store, node, timings } = this.opts;
       const key = keys.heartbeat(node);
-      let backoff = timings.backoffMinMs;
+      const retry = new Backoff(timings.backoffMinMs, timings.backoffMaxMs);
       while (!this.stopped) {
         try {
           // One lease for the whole standby: a new one only after the last was lost.
@@ -328,7 +329,7 @@ export class Presence {
           if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv?.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
           this.standbyLogged = true;
           await sleep(timings.livenessKeepAliveMs);
-          backoff = timings.backoffMinMs;
+          retry.reset();
         } catch (e) {
           if (isLeaseNotFound(e) && this.leaseId) {
             // The lease died before the claim was made: wait for its replacement.
@@ -336,9 +337,9 @@ export class Presence {
             this.leaseId = undefined;
             continue;
           }
-          this.opts.log.warn({ err: this.opts.store.unreachable(e).message, retryInMs: backoff }, 'could not claim the node; retrying');
-          await sleep(backoff);
-          backoff = Math.min(backoff * 2, timings.backoffMaxMs);
+          const retryInMs = retry.next();
+          this.opts.log.warn({ err: this.opts.store.unreachable(e).message, retryInMs }, 'could not claim the node; retrying');
+          await sleep(retryInMs);
         }
       }
     })().finally(() => (this.claiming = undefined));

@@ -4,6 +4,7 @@
 // scheduling status (JobResult): once succeeded or failed at the current hash, nothing places,
 // re-places (node loss, a drained or lost key) or restarts its replicas until the spec changes.
 // judgeJobCopy and jobResult are pure (tables in job.test.ts); reconcileJob writes what they say.
+import { backoffAfter } from '../../src/backoff.js';
 import { keys } from '../../src/api/keys.js';
 import type { ServingTemplate } from '../../src/api/serving.js';
 import { jobPolicy } from '../../src/api/spec.js';
@@ -71,7 +72,7 @@ export function judgeJobCopy(
   const exit = s.exitCode !== undefined ? { exitCode: s.exitCode } : {};
   // A spec Docker refuses fails the same way on every run: no retry can help.
   if (s.code === 'invalid_spec' || attempts >= policy.attempts) return { kind: 'failed', attempts, ...exit, reason: `${end} after ${plural(attempts, 'attempt')}`, ...times };
-  const wakeAt = Date.parse(s.finishedAt ?? s.observedAt) - skewMs + policy.backoffMs * 2 ** (attempts - 1);
+  const wakeAt = Date.parse(s.finishedAt ?? s.observedAt) - skewMs + backoffAfter(attempts, policy.backoffMs, Infinity);
   // A run that failed still started: the service's result keeps the first run's start, so its
   // duration covers every attempt and the back-offs between them.
   if (now < wakeAt) return { kind: 'backoff', attempts, ...exit, wakeAt, ...started };
