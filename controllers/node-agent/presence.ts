@@ -21,6 +21,7 @@ import { CLOCK_SKEW_WARN_MS, measureSkew, skewText, skewWarns } from '../../src/
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type ClockBeacon, type Heartbeat, type HeartbeatSpec, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
+import { claimKey } from '../../src/store/claim.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import type { Store, Versioned } from '../../src/store/store.js';
 import { commitActs, type Fence, type Op } from '../../src/store/writer.js';
@@ -300,33 +301,32 @@ export class Presence {
           // One lease for the whole standby: a new one only after the last was lost.
           const leaseId = this.leaseId ?? (await this.grantLease());
           const hb = await this.heartbeatValue();
-          const res = await store.ns.if(key, 'Create', '==', 0).then(store.ns.put(key).value(JSON.stringify(hb)).lease(leaseId)).else(store.ns.get(key)).commit();
-          let createRevision = res.succeeded ? Number(res.header.revision) : undefined;
-          const kv = res.responses?.[0]?.response_range?.kvs?.[0];
-          // Our own create, landed before its reply was lost: adopt it.
-          if (createRevision === undefined && kv && kv.lease === leaseId) createRevision = Number(kv.create_revision);
-          if (createRevision !== undefined) {
+          // Our own create, landed before its reply was lost, is found by its lease and adopted.
+          const claimed = await claimKey(store, key, JSON.stringify(hb), leaseId);
+          if (claimed.ours) {
+            const { createRevision } = claimed;
             this.claim = { controller: `agent ${node}`, key, createRevision };
             this.standbyLogged = false;
             this.opts.log.info({ key, revision: createRevision }, 'node claimed');
             this.opts.claimChanged(true);
             return;
           }
-          if (kv && !Number(kv.lease)) {
+          const kv = claimed.holder;
+          if (!Number(kv.lease)) {
             // Every claim is on a lease: a heartbeat bound to none is nobody's live claim, and nothing
             // would ever remove it (a put that lost its lease, a hand edit). Remove it, unless it changed.
             this.opts.log.warn({ key }, 'the heartbeat is bound to no lease (it would never go); removing it to claim the node');
             await store.ns.if(key, 'Mod', '==', Number(kv.mod_revision)).then(store.ns.delete().key(key)).commit();
             continue;
           }
-          if (kv && this.lease?.wasOurs(kv.lease)) {
+          if (this.lease?.wasOurs(kv.lease)) {
             // Our own claim on a lease we gave up (its revoke did not land): end it, claim at once.
             this.opts.log.info({ key, lease: kv.lease }, 'the heartbeat is held by this agent\'s own lost lease; revoking it');
             await store.revokeLease(kv.lease);
             await sleep(timings.backoffMinMs);
             continue;
           }
-          if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv?.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
+          if (!this.standbyLogged) this.opts.log.warn({ key, holderLease: kv.lease }, `another agent holds node ${node} (its heartbeat is alive); standing by until it goes`);
           this.standbyLogged = true;
           await sleep(timings.livenessKeepAliveMs);
           retry.reset();

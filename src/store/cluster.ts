@@ -2,6 +2,7 @@
 // It labels containers, so two clusters sharing a Docker engine never touch each other's.
 import { randomUUID } from 'node:crypto';
 import { keys } from '../api/keys.js';
+import { claimKey } from './claim.js';
 import type { Store } from './store.js';
 
 export interface ClusterInfo {
@@ -16,8 +17,6 @@ export interface ClusterInfo {
  */
 export async function clusterInfo(store: Store, fresh: ClusterInfo = { uid: randomUUID(), createdAt: new Date().toISOString() }): Promise<ClusterInfo> {
   const key = keys.cluster();
-  const res = await store.ns.if(key, 'Create', '==', 0).then(store.ns.put(key).value(JSON.stringify(fresh))).else(store.ns.get(key)).commit();
-  if (res.succeeded) return fresh;
-  const kv = res.responses?.[0]?.response_range?.kvs?.[0];
-  return JSON.parse(kv!.value.toString('utf8')) as ClusterInfo;
+  const claim = await claimKey(store, key, JSON.stringify(fresh));
+  return claim.ours ? fresh : (JSON.parse(claim.holder.value.toString('utf8')) as ClusterInfo);
 }

@@ -18,6 +18,7 @@ import { Backoff } from '../backoff.js';
 import { keys } from '../api/keys.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
+import { claimKey } from './claim.js';
 import type { Fence } from './writer.js';
 import { withTimeout, type Store } from './store.js';
 
@@ -148,22 +149,10 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
    * campaign's lease it is this campaign's key.
    */
   private async createKey(myKey: string, leaseId: string): Promise<number> {
-    let failure: unknown;
-    try {
-      const res = await this.store.ns
-        .if(myKey, 'Create', '==', 0)
-        .then(this.store.ns.put(myKey).value(this.opts.identity).lease(leaseId))
-        .commit();
-      if (res.succeeded) return Number(res.header.revision);
-    } catch (e) {
-      failure = e;
-    }
-    const kv = (await this.store.ns.get(myKey).exec()).kvs[0];
-    if (kv && kv.lease === leaseId && kv.value.toString('utf8') === this.opts.identity) {
-      this.opts.log.info({ key: myKey, revision: kv.create_revision }, 'election key found in place after a failed commit; it is ours');
-      return Number(kv.create_revision);
-    }
-    throw failure ?? new Error(`election key ${myKey} exists and is not this candidate's`);
+    const claim = await claimKey(this.store, myKey, this.opts.identity, leaseId);
+    if (!claim.ours) throw new Error(`election key ${myKey} exists and is not this candidate's`);
+    if (claim.adopted) this.opts.log.info({ key: myKey, revision: claim.createRevision }, 'election key found in place after a failed commit; it is ours');
+    return claim.createRevision;
   }
 
   /** Resolves true once no candidate created before `myRev` remains; false if stopped meanwhile. */
