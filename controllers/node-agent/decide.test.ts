@@ -5,7 +5,7 @@ import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObservedStatus, type ServiceSpec } from '../../src/api/types.js';
 import { decide, readiness, START_REPORT_DELAY_MS, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
 import type { ContainerFacts } from './facts.js';
-import { containerFacts } from './facts.fixture.js';
+import { containerFacts } from '../../test/support/container-facts.js';
 import { sandboxSpec } from './sandbox.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');

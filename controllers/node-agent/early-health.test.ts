@@ -8,7 +8,7 @@ import { API_VERSION, type ReplicaDesired, type ServiceSpec } from '../../src/ap
 import { decide } from './decide.js';
 import { EarlyHealth, probeCommand, runKey, shouldProbe, withEarlyHealth, type EarlyCheck } from './early-health.js';
 import type { ContainerFacts } from './facts.js';
-import { containerFacts } from './facts.fixture.js';
+import { containerFacts } from '../../test/support/container-facts.js';
 import { HealthExecTimeout } from './runtime.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { containerFacts } from './facts.fixture.js';
+import { containerFacts } from '../../test/support/container-facts.js';
 import { nodeCpuUtil, nodeMemoryUtil, NodeUsageReader, parseMeminfo, parseProcStat, type NodeUsage } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 

@@ -14,7 +14,7 @@ import { restartCause } from '../scheduler/restarts.js';
 import { createOptions } from './container-spec.js';
 import { observeContainer, readiness } from './decide.js';
 import { factsFromInspect, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeResult, type ProbeSpec } from './facts.js';
-import { containerFacts } from './facts.fixture.js';
+import { containerFacts } from '../../test/support/container-facts.js';
 import { afterCheck, AgentProbes, dialProbe, initialProbeState, nextCheckDelayMs, probeSpec, withProbeHealth, type ProbeState } from './probes.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');

@@ -1,6 +1,6 @@
 // Test helper: one container's facts as decide() and the samplers read them — running, no health
 // check, started a minute before `now` — with whatever a table row overrides.
-import type { ContainerFacts } from './facts.js';
+import type { ContainerFacts } from '../../controllers/node-agent/facts.js';
 
 export function containerFacts(now: number, o: Partial<ContainerFacts> = {}): ContainerFacts {
   return {
