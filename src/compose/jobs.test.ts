@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { formatPath } from '../api/schema.js';
 import { mapCompose } from './map.js';
-import { tableContext } from './map.fixture.js';
+import { tableContext } from '../../test/support/compose-context.js';
 
 const ctx = tableContext;
 

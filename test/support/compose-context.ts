@@ -1,6 +1,6 @@
 // Test helper: the context a table maps compose with — project shop in /app, no variables, no
 // profiles, no --allow-privileged, and no file to read (a row that reads one fails, naming it).
-import type { MapContext } from './map.js';
+import type { MapContext } from '../../src/compose/map.js';
 
 export const tableContext: MapContext = {
   dir: '/app',
