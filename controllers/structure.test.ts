@@ -29,6 +29,18 @@ describe('import graph of controllers/ and src/', () => {
   });
 });
 
+describe('what ships: src/ and controllers/ are compiled into dist', () => {
+  const graph = importGraph(ROOT, ['src', 'controllers']);
+  it('hold no test helper (a fixture lives in test/support)', () => {
+    expect([...graph.keys()].filter((f) => f.endsWith('.fixture.ts'))).toEqual([]);
+  });
+  it('import nothing from test/', () => {
+    const shipped = [...graph].filter(([f]) => !f.endsWith('.test.ts'));
+    expect(shipped.length).toBeGreaterThan(100);
+    expect(shipped.flatMap(([f, to]) => to.filter((t) => t.startsWith('test/')).map((t) => `${f} → ${t}`))).toEqual([]);
+  });
+});
+
 describe('importLoops', () => {
   const g = (edges: Record<string, string[]>) => new Map(Object.entries(edges));
   it.each([
