@@ -4,7 +4,7 @@ import { nodeLabels, unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
 import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSettings, NodeSettingsSpec, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
-import { degradedBecause, failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeSettingsResolved } from '../../src/api/eligibility.js';
+import { degradedBecause, nodeConditions, resolveNodeSettings, type NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -166,14 +166,14 @@ export function serviceOfReplica(desired: Iterable<ReplicaDesired>): (replica: s
 export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drains' | 'commands' | 'network' | 'settings'>, serviceOf: (replica: string) => string | undefined, now: number): NodeInfo[] {
   const failures = recentFailuresOf(s.commands, now);
   const settings = s.settings ?? resolveNodeSettings(undefined);
-  const failing = failingServicesOf(s.commands, serviceOf, settings.failureWindowMs, now);
-  const reports = unreachableReports(s.heartbeats.values(), settings);
-  return [...s.nodes].map((n) => ({
+  const nodes = [...s.nodes];
+  const conditions = nodeConditions({ nodes, heartbeats: s.heartbeats, commands: s.commands, serviceOf, settings }, now);
+  return nodes.map((n) => ({
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: nodeLabels(n),
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name)),
-    degraded: degradedBecause(nodeCondition(n, s.heartbeats.get(n.metadata.name), failing.get(n.metadata.name), settings, now, reports.get(n.metadata.name))),
+    degraded: degradedBecause(conditions.get(n.metadata.name)!),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
     ...subnetsOf(s.network, n.metadata.name),

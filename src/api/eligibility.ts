@@ -122,7 +122,6 @@ export function peerReachable(p: OverlayPeerSample, settings: NodeSettingsResolv
 /** When the agent wrote this heartbeat, on its own clock: what its samples' times are measured against. */
 const sampledAt = (hb: Heartbeat): number => Date.parse(hb.spec.time);
 
-/** Why a node is degraded, judged from its fresh heartbeat's samples and the failures on it. */
 /**
  * Per node, the peers that find it unreachable in their own samples. A link cut one way (the
  * node's sends dropped) leaves the node hearing its peers while none hears it: its own sample
@@ -140,7 +139,11 @@ export function unreachableReports(heartbeats: Iterable<Heartbeat>, settings: No
   return out;
 }
 
-export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): DegradedFinding[] {
+/**
+ * Why a node is degraded, judged from its fresh heartbeat's samples, the failures on it and its
+ * peers' reports. Samples are judged against the heartbeat's own time, so no clock is passed in.
+ */
+export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, reportedBy?: ReadonlySet<string>): DegradedFinding[] {
   const out: DegradedFinding[] = [];
   const disk = hb?.spec.disk;
   const used = disk && diskUsedPercent(disk);
@@ -158,8 +161,35 @@ export function degradedCauses(hb: Heartbeat | undefined, failingServices: Reado
 }
 
 /** The node's condition: its causes and the operator's override (Node spec.trusted). */
-export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): NodeCondition {
-  return { causes: degradedCauses(hb, failingServices, settings, now, reportedBy), trusted: !!node?.spec?.trusted };
+export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, reportedBy?: ReadonlySet<string>): NodeCondition {
+  return { causes: degradedCauses(hb, failingServices, settings, reportedBy), trusted: !!node?.spec?.trusted };
+}
+
+/** What every reader of node conditions holds: the placer's stored state and the CLI's cluster view alike. */
+export interface ConditionSources {
+  nodes: Iterable<Node>;
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  /** Restart bookkeeping by store key (commands/<host>/<replica>). */
+  commands: Iterable<readonly [string, { value: ReplicaCommand }]> | undefined;
+  /** "<deployment>/<service>" of a replica id (one restarted but since removed counts as itself). */
+  serviceOf: (replica: string) => string | undefined;
+  settings: NodeSettingsResolved;
+}
+
+/**
+ * Every node's condition, by name: the one judgement the placer (controllers/placement/input.ts),
+ * `get nodes`, `describe node` and the dashboard (src/cli/cluster-view.ts) all read. `now` bounds
+ * the failure window only; samples are judged against their heartbeat's own time.
+ */
+export function nodeConditions(s: ConditionSources, now: number): Map<string, NodeCondition> {
+  const failing = failingServicesOf(s.commands, s.serviceOf, s.settings.failureWindowMs, now);
+  const reports = unreachableReports(s.heartbeats.values(), s.settings);
+  const out = new Map<string, NodeCondition>();
+  for (const n of s.nodes) {
+    const name = n.metadata.name;
+    out.set(name, nodeCondition(n, s.heartbeats.get(name), failing.get(name), s.settings, reports.get(name)));
+  }
+  return out;
 }
 
 /** Why the node takes no new placements for being degraded (undefined: it is not, or it is trusted). */
@@ -181,7 +211,7 @@ export function statusWithCondition(status: string, c: NodeCondition | undefined
 }
 
 /** `describe node`'s lines about scratch disk, overlay reachability and the degraded condition. */
-export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCondition | undefined, settings: NodeSettingsResolved, now: number): string[] {
+export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCondition | undefined, settings: NodeSettingsResolved): string[] {
   const out: string[] = [];
   const disk = hb?.spec.disk;
   const cap = node.status?.capacity.diskBytes;
