@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Heartbeat, HeartbeatSpec, ReplicaCommand } from './types.js';
-import { conditionLines, DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, unreachableReports } from './eligibility.js';
+import { conditionLines, DEFAULT_NODE_SETTINGS, degradedBecause, degradedCauses, degradedText, failingServicesOf, nodeCondition, NodeSettingsError, resolveNodeSettings, restartCountsAgainstNode, unreachableReports } from './eligibility.js';
 
 const NOW = Date.parse('2026-01-01T12:00:00Z');
 const Gi = 1024 ** 3;
@@ -100,6 +100,32 @@ describe('failingServicesOf: restarts within the window, by node, as distinct se
       NOW,
     );
     expect(m).toEqual(new Map([['n1', new Set(['d/a'])], ['n2', new Set(['gone-x-0'])]]));
+  });
+});
+
+describe('restartCountsAgainstNode: what counts as a failure of the node', () => {
+  const st = (restarts: number, at: number | undefined, cause?: string) => ({ restarts, generation: 1, ...(at === undefined ? {} : { lastRestartAt: ago(at) }), ...(cause === undefined ? {} : { lastRestartCause: cause }) });
+  it.each<[string, ReturnType<typeof st> | undefined, boolean]>([
+    ['no bookkeeping', undefined, false],
+    ['ready again (counter cleared)', st(0, undefined), false],
+    ['exited a minute ago', st(1, 60_000, 'exited'), true],
+    ['health check failing', st(2, 60_000, 'degraded'), true],
+    ['could not be started', st(1, 60_000, 'failed'), true],
+    ['exited 11 minutes ago: out of the 10m window', st(1, 11 * 60_000, 'exited'), false],
+    ['its container removed outside jaco (docker rm, jaco down)', st(1, 60_000, 'removed'), false],
+    ['its container paused outside jaco', st(1, 60_000, 'paused'), false],
+    ['removed after failing: the last restart was not the node’s', st(2, 60_000, 'removed'), false],
+    ['a record older than causes: counts, as it always did', st(1, 60_000), true],
+    ['a cause a newer release adds: counts', st(1, 60_000, 'something_new'), true],
+  ])('%s → %s', (_name, status, counts) => {
+    expect(restartCountsAgainstNode(status, 10 * 60_000, NOW)).toBe(counts);
+  });
+
+  it('after jaco down and up, restarts of removed containers do not degrade the node; real failures of the same services do', () => {
+    const services = (r: string) => r.slice(0, 3);
+    const on = (cause: string) => failingServicesOf(['d/a-0', 'd/b-0', 'd/c-0'].map((r) => [`commands/n1/${r}`, { value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: r }, spec: { replica: r, op: 'restart', seq: 1, issuedAt: ago(0), reason: 'x' }, status: { restarts: 1, lastRestartAt: ago(1000), lastRestartCause: cause, generation: 1 } } as ReplicaCommand }] as const), services, S.failureWindowMs, NOW);
+    expect(degradedCauses(hb(), on('removed').get('n1'), S)).toEqual([]);
+    expect(degradedCauses(hb(), on('exited').get('n1'), S).map((c) => c.cause)).toEqual(['repeated_failures']);
   });
 });
 

@@ -4,7 +4,8 @@
 // cannot reach most of its WireGuard peers. Pure: the agent reports samples (heartbeat disk and
 // overlay), the scheduler's restart bookkeeping (commands/) gives the failures, and every reader
 // (placer, `get nodes`, `describe node`, dashboard) judges them here alike, against one clock.
-import type { DiskSample, Heartbeat, Node, NodeSettingsSpec, OverlayPeerSample, ReplicaCommand } from './types.js';
+import { OUTSIDE_RESTART_CAUSES } from './reasons/scheduling.js';
+import type { DiskSample, Heartbeat, Node, NodeSettingsSpec, OverlayPeerSample, ReplicaCommand, ReplicaCommandStatus } from './types.js';
 import { durationMs, formatBytes, formatDuration, memoryBytes } from './units.js';
 
 /** The settings with every default filled in (what readers use). */
@@ -84,6 +85,17 @@ export interface NodeCondition {
 }
 
 /**
+ * Whether a replica's restart bookkeeping counts against its node at `now`: it is in a streak of
+ * restarts (cleared once ready), the last one within the window, and that one was not ordered for
+ * an act outside jaco (a container removed or paused by hand: OUTSIDE_RESTART_CAUSES). A record
+ * without a cause predates it and counts, as it always did.
+ */
+export function restartCountsAgainstNode(st: ReplicaCommandStatus | undefined, windowMs: number, now: number): st is ReplicaCommandStatus {
+  if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > windowMs) return false;
+  return !(OUTSIDE_RESTART_CAUSES as ReadonlySet<string>).has(st.lastRestartCause ?? '');
+}
+
+/**
  * Per node, the services (deployment/service) with a replica restarted within the window: the
  * scheduler's restart bookkeeping, keyed commands/<host>/<replica>. A restart is of one replica,
  * so failures of one bad service alone never degrade a node (that is the service's problem).
@@ -91,8 +103,7 @@ export interface NodeCondition {
 export function failingServicesOf(commands: Iterable<readonly [string, { value: ReplicaCommand }]> | undefined, services: (replica: string) => string | undefined, windowMs: number, now: number): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
   for (const [key, c] of commands ?? []) {
-    const st = c.value.status;
-    if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > windowMs) continue;
+    if (!restartCountsAgainstNode(c.value.status, windowMs, now)) continue;
     const host = key.split('/')[1]!;
     const svc = services(c.value.spec.replica) ?? c.value.spec.replica;
     let set = out.get(host);
