@@ -4,7 +4,7 @@ import { nodeLabels, unschedulableBecause } from '../../src/api/nodes.js';
 import { keys } from '../../src/api/keys.js';
 import { hostPortList } from '../../src/api/ports.js';
 import type { AddressClaim, Heartbeat, NetworkConfig, Node, NodeDrain, NodeSettings, NodeSettingsSpec, NodeSubnet, ReplicaCommand, ReplicaDesired, ServiceAddress, VolumeHome } from '../../src/api/types.js';
-import { degradedBecause, failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeSettingsResolved } from '../../src/api/eligibility.js';
+import { degradedBecause, nodeConditions, resolveNodeSettings, restartCountsAgainstNode, type NodeSettingsResolved } from '../../src/api/eligibility.js';
 import type { Versioned } from '../../src/store/store.js';
 import type { Cache } from '../../src/runtime/cache.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
@@ -32,13 +32,14 @@ export const RECENT_FAILURE_WINDOW_MS = 10 * 60_000;
 /**
  * Per node, the health restarts of its replicas whose last restart is recent: each replica counts
  * its consecutive restarts (cleared once it is ready again), so a node where replicas keep
- * failing scores lower for new placements, and one that recovered stops counting.
+ * failing scores lower for new placements, and one that recovered stops counting. A restart
+ * ordered for an act outside jaco (docker rm, docker pause) is not the node's failure.
  */
 export function recentFailuresOf(commands: ReadonlyMap<string, Versioned<ReplicaCommand>> | undefined, now: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const [key, c] of commands ?? []) {
     const st = c.value.status;
-    if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > RECENT_FAILURE_WINDOW_MS) continue;
+    if (!restartCountsAgainstNode(st, RECENT_FAILURE_WINDOW_MS, now)) continue;
     const host = key.split('/')[1]!;
     out.set(host, (out.get(host) ?? 0) + st.restarts);
   }
@@ -166,14 +167,14 @@ export function serviceOfReplica(desired: Iterable<ReplicaDesired>): (replica: s
 export function nodeInfosOf(s: Pick<StoredState, 'nodes' | 'heartbeats' | 'drains' | 'commands' | 'network' | 'settings'>, serviceOf: (replica: string) => string | undefined, now: number): NodeInfo[] {
   const failures = recentFailuresOf(s.commands, now);
   const settings = s.settings ?? resolveNodeSettings(undefined);
-  const failing = failingServicesOf(s.commands, serviceOf, settings.failureWindowMs, now);
-  const reports = unreachableReports(s.heartbeats.values(), settings);
-  return [...s.nodes].map((n) => ({
+  const nodes = [...s.nodes];
+  const conditions = nodeConditions({ nodes, heartbeats: s.heartbeats, commands: s.commands, serviceOf, settings }, now);
+  return nodes.map((n) => ({
     name: n.metadata.name,
     capacity: n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 },
     labels: nodeLabels(n),
     ineligible: unschedulableBecause(n, s.heartbeats.get(n.metadata.name), s.drains.get(n.metadata.name)),
-    degraded: degradedBecause(nodeCondition(n, s.heartbeats.get(n.metadata.name), failing.get(n.metadata.name), settings, now, reports.get(n.metadata.name))),
+    degraded: degradedBecause(conditions.get(n.metadata.name)!),
     ...(n.status?.portRange ? { portRange: n.status.portRange } : {}),
     ...(failures.get(n.metadata.name) ? { recentFailures: failures.get(n.metadata.name) } : {}),
     ...subnetsOf(s.network, n.metadata.name),

@@ -246,12 +246,12 @@ describe('explanations', () => {
 
 describe('recent failures from the restart bookkeeping', () => {
   const NOW = Date.parse('2026-11-25T10:00:00Z');
-  const cmd = (restarts: number, agoMs: number) => ({
+  const cmd = (restarts: number, agoMs: number, cause?: string) => ({
     key: 'x',
     modRevision: 1,
     createRevision: 1,
     version: 1,
-    value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'r' }, spec: { replica: 'r', op: 'restart', seq: restarts, issuedAt: '', reason: '' }, status: { restarts, lastRestartAt: new Date(NOW - agoMs).toISOString() } },
+    value: { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: 'r' }, spec: { replica: 'r', op: 'restart', seq: restarts, issuedAt: '', reason: '' }, status: { restarts, lastRestartAt: new Date(NOW - agoMs).toISOString(), ...(cause ? { lastRestartCause: cause } : {}) } },
   }) as const;
   it('counts, per node, the consecutive restarts of replicas last restarted within the window', () => {
     const commands = new Map([
@@ -259,8 +259,10 @@ describe('recent failures from the restart bookkeeping', () => {
       ['commands/node-1/b', cmd(1, 5 * 60_000)],
       ['commands/node-2/c', cmd(3, RECENT_FAILURE_WINDOW_MS + 1)], // too long ago
       ['commands/node-3/d', cmd(0, 1_000)], // recovered: its counter was cleared
+      ['commands/node-1/e', cmd(1, 1_000, 'exited')],
+      ['commands/node-4/f', cmd(2, 1_000, 'removed')], // docker rm, jaco down: not the node's failure
     ]) as unknown as Parameters<typeof recentFailuresOf>[0];
-    expect(recentFailuresOf(commands, NOW)).toEqual(new Map([['node-1', 3]]));
+    expect(recentFailuresOf(commands, NOW)).toEqual(new Map([['node-1', 4]]));
   });
 });
 

@@ -595,10 +595,10 @@ describe('health and restarts', () => {
   });
 
   /** Fails d-web-0 (exited) until its budget is spent; returns the pass that spent it. */
-  function crashLoop(w: World): SchedulerPlan {
+  function crashLoop(w: World, how: Parameters<World['ack']>[2] = { exitCode: 1 }): SchedulerPlan {
     let p = w.pass();
     for (let i = 0; i < 3; i++) {
-      w.ack('d-web-0', 'exited', { exitCode: 1 });
+      w.ack('d-web-0', 'exited', how);
       w.advance(10_000);
       p = w.pass();
     }
@@ -630,7 +630,14 @@ describe('health and restarts', () => {
     expect(w.auditOf('replica_relocated')).toHaveLength(1);
   });
 
-  it('crash-loop escalation leaves alone: a stateful replica, a single-node cluster, and a replica its rollout is moving to a new spec', () => {
+  it('crash-loop escalation leaves alone: a stateful replica, a single-node cluster, a replica its rollout is moving to a new spec, and one whose container is removed outside jaco', () => {
+    // docker rm is no fault of the node: another node would not help.
+    const removed = oneReplica();
+    removed.observe('d-web-0', 'exited', { code: 'container_removed' });
+    expect(crashLoop(removed, { code: 'container_removed' }).commandStatus).toMatchObject([{ kind: 'exhaust' }]);
+    expect(removed.auditOf('replica_restarted').map((a) => a.payload.cause)).toEqual(['removed', 'removed', 'removed']);
+
+
     const stateful = oneReplica({ volumes: [{ type: 'volume', source: 'data', target: '/d' }] });
     stateful.observe('d-web-0', 'exited', { exitCode: 1 });
     expect(crashLoop(stateful).commandStatus).toMatchObject([{ kind: 'exhaust' }]);

@@ -35,12 +35,13 @@ describe('judgeJobCopy', () => {
     { name: 'exit 0 on the third run', o: exited(0), c: cmd(2, 2), now: 20, want: { kind: 'succeeded', attempts: 3 } },
     { name: 'OOM-killed with code 0 is no success', o: exited(0, { code: 'oom_killed' }), now: T0 + 15_000, want: { kind: 'retry', attempts: 1 } },
     { name: 'exit 3, back-off running (5s from the exit)', o: exited(3), now: T0 + 14_000, want: { kind: 'backoff', attempts: 1, exitCode: 3, wakeAt: T0 + 15_000, startedAt: at(1) } },
-    { name: 'exit 3, back-off over: run 2', o: exited(3), now: T0 + 15_000, want: { kind: 'retry', attempts: 1, exitCode: 3, seq: 1, status: { restarts: 1, lastRestartAt: at(15), generation: 1 }, startedAt: at(1) } },
+    { name: 'exit 3, back-off over: run 2', o: exited(3), now: T0 + 15_000, want: { kind: 'retry', attempts: 1, exitCode: 3, seq: 1, status: { restarts: 1, lastRestartAt: at(15), lastRestartCause: 'exited', generation: 1 }, startedAt: at(1) } },
     { name: 'second failure doubles the back-off', o: exited(3), c: cmd(1, 1), now: T0 + 19_000, want: { kind: 'backoff', attempts: 2, wakeAt: T0 + 20_000 } },
     { name: 'retry under way: what it shows predates it', o: exited(3), c: cmd(1, 1, false), now: T0 + 60_000, want: { kind: 'pending', attempts: 2 } },
     { name: 'third failure of 3 attempts: failed', o: exited(3), c: cmd(2, 2), now: T0 + 60_000, want: { kind: 'failed', attempts: 3, exitCode: 3, reason: 'exit 3 after 3 attempts' } },
     { name: 'a spec Docker refuses fails at once', o: { state: 'failed', code: 'invalid_spec', details: 'bad' }, now: 20, want: { kind: 'failed', attempts: 1, reason: 'invalid_spec: bad after 1 attempt' } },
-    { name: 'removed behind the agent counts as a failed run', o: { state: 'exited', code: 'container_removed', finishedAt: undefined, observedAt: at(10) }, now: T0 + 15_000, want: { kind: 'retry' } },
+    // A failed run of the job, but not the node's failure (src/api/eligibility.ts restartCountsAgainstNode).
+    { name: 'removed behind the agent counts as a failed run', o: { state: 'exited', code: 'container_removed', finishedAt: undefined, observedAt: at(10) }, now: T0 + 15_000, want: { kind: 'retry', status: { restarts: 1, lastRestartAt: at(15), lastRestartCause: 'removed', generation: 1 } } },
   ];
   for (const t of cases)
     it(t.name, () => {

@@ -13,7 +13,7 @@ import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight } from '../moves/move.js';
 import { placeIndexed, scaleDown } from './membership.js';
 import { replaceLost } from './node-loss.js';
-import { restartPending } from './restarts.js';
+import { restartCause, restartPending } from './restarts.js';
 import { cmp, iso, type SchedulerPass } from './pass.js';
 
 export interface JobRetryPolicy {
@@ -82,7 +82,8 @@ export function judgeJobCopy(
     ...exit,
     ...started,
     seq: (cmd?.spec.seq ?? 0) + 1,
-    status: { restarts: attempts, lastRestartAt: iso(now), generation },
+    // Its cause, as a health restart records it: a run whose container was removed by hand is not the node's failure.
+    status: { restarts: attempts, lastRestartAt: iso(now), lastRestartCause: restartCause(o) ?? 'exited', generation },
     why: `${end}; run ${attempts + 1} of ${policy.attempts}`,
   };
 }

@@ -5,6 +5,8 @@
 // act that would have marked it exhausted. It relocates only when
 //   - its container is not running (it exited or failed): the new copy never runs beside the old
 //     one (a degraded replica — running, health failing — is left to the budget as before);
+//   - the node may be the cause: not a container removed or paused outside jaco (docker rm,
+//     docker pause), which another node would not help;
 //   - it is stateless and not global (its data, or its node, is the point);
 //   - it was not relocated already at this generation (exhausting again is final);
 //   - the service is not rolling out toward its spec (a new spec that crashes is the rollout's to
@@ -12,7 +14,7 @@
 //   - another node takes it (the placer, the failing node excluded; its recent failures also
 //     count against it everywhere else).
 import { keys } from '../../src/api/keys.js';
-import type { RestartCause } from '../../src/api/reasons/scheduling.js';
+import { OUTSIDE_RESTART_CAUSES, type RestartCause } from '../../src/api/reasons/scheduling.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import type { ReplicaDesired, ReplicaCommandStatus } from '../../src/api/types.js';
 import type { Copy, ReplicaEntry } from '../../src/runtime/replicas.js';
@@ -23,7 +25,7 @@ import type { SchedulerPass } from './pass.js';
 /** Re-places an exhausted replica once on another node, if it should and can; true when it did. */
 export function relocate(pass: SchedulerPass, e: ReplicaEntry, c: Copy, cause: RestartCause, status: ReplicaCommandStatus, generation: number): boolean {
   const s = c.desired.spec;
-  if (cause === 'degraded' || isStateful(s.template) || placementMode(s.template) === 'global') return false;
+  if (cause === 'degraded' || OUTSIDE_RESTART_CAUSES.has(cause) || isStateful(s.template) || placementMode(s.template) === 'global') return false;
   if (s.relocated?.generation === generation) return false;
   const plan = pass.rolloutPlan(e.deployment, e.service)?.spec;
   if (plan && (plan.state === 'in_progress' || plan.state === 'paused') && plan.toHash === s.specHash) return false;

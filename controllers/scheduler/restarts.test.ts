@@ -31,9 +31,15 @@ describe('judgeRestart', () => {
   it.each<[string, ReplicaObserved | undefined, ReplicaCommand | undefined, number, Record<string, unknown>]>([
     ['running, never restarted: nothing', obs('running'), undefined, 1, { kind: 'none' }],
     ['not observed yet: nothing', undefined, undefined, 1, { kind: 'none' }],
-    ['exited, first failure: restart at once, seq 1', obs('exited'), undefined, 1, { kind: 'restart', cause: 'exited', seq: 1, status: { restarts: 1, generation: 1, lastRestartAt: iso(T) } }],
-    ['degraded: restart', obs('degraded', { code: 'unhealthy' }), undefined, 1, { kind: 'restart', cause: 'degraded' }],
-    ['failed to start: restart', obs('failed', { code: 'start_failed' }), undefined, 1, { kind: 'restart', cause: 'failed' }],
+    ['exited, first failure: restart at once, seq 1', obs('exited'), undefined, 1, { kind: 'restart', cause: 'exited', seq: 1, status: { restarts: 1, generation: 1, lastRestartAt: iso(T), lastRestartCause: 'exited' } }],
+    ['OOM-killed: exited', obs('exited', { code: 'oom_killed' }), undefined, 1, { kind: 'restart', cause: 'exited', status: { lastRestartCause: 'exited' } }],
+    ['degraded: restart', obs('degraded', { code: 'unhealthy' }), undefined, 1, { kind: 'restart', cause: 'degraded', status: { lastRestartCause: 'degraded' } }],
+    ['failed to start: restart', obs('failed', { code: 'start_failed' }), undefined, 1, { kind: 'restart', cause: 'failed', status: { lastRestartCause: 'failed' } }],
+    // Acts outside jaco: restarted all the same, under a cause of their own that does not count against the node.
+    ['container removed outside jaco (docker rm, jaco down)', obs('exited', { code: 'container_removed' }), undefined, 1, { kind: 'restart', cause: 'removed', status: { restarts: 1, lastRestartCause: 'removed' } }],
+    ['container paused outside jaco (docker pause)', obs('degraded', { code: 'paused' }), undefined, 1, { kind: 'restart', cause: 'paused', status: { restarts: 1, lastRestartCause: 'paused' } }],
+    ['removed again after a failed run: the last cause is recorded', obs('exited', { code: 'container_removed' }), cmd(5, { restarts: 1, lastRestartAt: iso(T - 60_000), lastRestartCause: 'exited' }), 1, { kind: 'restart', seq: 6, status: { restarts: 2, lastRestartCause: 'removed' } }],
+    ['exhausted: the last cause is kept', obs('exited'), cmd(5, { restarts: 3, lastRestartAt: iso(T - 60_000), lastRestartCause: 'removed' }), 1, { kind: 'exhaust', cause: 'exited', status: { restarts: 3, exhausted: true, lastRestartCause: 'removed' } }],
     ['failed with an invalid spec: no restart can help', obs('failed', { code: 'invalid_spec' }), undefined, 1, { kind: 'none' }],
     ['command not executed yet (acked 5 < seq 6): wait', obs('exited'), cmd(6, { restarts: 1, lastRestartAt: iso(T - 5000) }), 1, { kind: 'none', why: 'restart_pending' }],
     ['second failure inside the back-off: wake at lastRestartAt + 500 ms', obs('exited'), cmd(5, { restarts: 1, lastRestartAt: iso(T - 100) }), 1, { kind: 'none', why: 'backoff', wakeAt: T + 400 }],

@@ -35,7 +35,9 @@ const PENDING: RestartVerdict = Object.freeze({ kind: 'none', why: 'restart_pend
 export function restartCause(o: ReplicaObserved | undefined): RestartCause | undefined {
   const s = o?.status;
   if (!s) return undefined;
-  if (s.state === 'degraded' || s.state === 'exited') return s.state;
+  // Someone's docker rm or docker pause is a cause of its own: it says nothing of the node (eligibility.ts).
+  if (s.state === 'degraded') return s.code === 'paused' ? 'paused' : 'degraded';
+  if (s.state === 'exited') return s.code === 'container_removed' ? 'removed' : 'exited';
   // A spec Docker refuses will not start on a retry either: that needs a new apply.
   if (s.state === 'failed' && s.code !== 'invalid_spec') return 'failed';
   return undefined;
@@ -87,7 +89,7 @@ export function judgeRestart(
     kind: 'restart',
     cause,
     seq: (cmd?.spec.seq ?? 0) + 1,
-    status: { restarts: st.restarts + 1, lastRestartAt: new Date(now).toISOString(), generation },
+    status: { restarts: st.restarts + 1, lastRestartAt: new Date(now).toISOString(), lastRestartCause: cause, generation },
   };
 }
 

@@ -527,7 +527,14 @@ const KINDS: KindDef[] = [
       ['replica', 'op', 'seq', 'issuedAt', 'reason'],
     ),
     status: obj(
-      { restarts: int({ minimum: 0 }), lastRestartAt: time('Last restart.'), exhausted: bool(), generation: int({ minimum: 0 }) },
+      {
+        restarts: int({ minimum: 0 }),
+        lastRestartAt: time('Last restart.'),
+        // A string, not an enum: a cause a newer release adds must not make the record unreadable here.
+        lastRestartCause: str({ description: 'Why the last restart was ordered: degraded, exited, failed, removed or paused (the last two, acts outside jaco, do not count against the node).' }),
+        exhausted: bool(),
+        generation: int({ minimum: 0 }),
+      },
       ['restarts', 'generation'],
     ),
   },

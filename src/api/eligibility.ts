@@ -4,7 +4,8 @@
 // cannot reach most of its WireGuard peers. Pure: the agent reports samples (heartbeat disk and
 // overlay), the scheduler's restart bookkeeping (commands/) gives the failures, and every reader
 // (placer, `get nodes`, `describe node`, dashboard) judges them here alike, against one clock.
-import type { DiskSample, Heartbeat, Node, NodeSettingsSpec, OverlayPeerSample, ReplicaCommand } from './types.js';
+import { OUTSIDE_RESTART_CAUSES } from './reasons/scheduling.js';
+import type { DiskSample, Heartbeat, Node, NodeSettingsSpec, OverlayPeerSample, ReplicaCommand, ReplicaCommandStatus } from './types.js';
 import { durationMs, formatBytes, formatDuration, memoryBytes } from './units.js';
 
 /** The settings with every default filled in (what readers use). */
@@ -84,6 +85,17 @@ export interface NodeCondition {
 }
 
 /**
+ * Whether a replica's restart bookkeeping counts against its node at `now`: it is in a streak of
+ * restarts (cleared once ready), the last one within the window, and that one was not ordered for
+ * an act outside jaco (a container removed or paused by hand: OUTSIDE_RESTART_CAUSES). A record
+ * without a cause predates it and counts, as it always did.
+ */
+export function restartCountsAgainstNode(st: ReplicaCommandStatus | undefined, windowMs: number, now: number): st is ReplicaCommandStatus {
+  if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > windowMs) return false;
+  return !(OUTSIDE_RESTART_CAUSES as ReadonlySet<string>).has(st.lastRestartCause ?? '');
+}
+
+/**
  * Per node, the services (deployment/service) with a replica restarted within the window: the
  * scheduler's restart bookkeeping, keyed commands/<host>/<replica>. A restart is of one replica,
  * so failures of one bad service alone never degrade a node (that is the service's problem).
@@ -91,8 +103,7 @@ export interface NodeCondition {
 export function failingServicesOf(commands: Iterable<readonly [string, { value: ReplicaCommand }]> | undefined, services: (replica: string) => string | undefined, windowMs: number, now: number): Map<string, Set<string>> {
   const out = new Map<string, Set<string>>();
   for (const [key, c] of commands ?? []) {
-    const st = c.value.status;
-    if (!st?.restarts || !st.lastRestartAt || now - Date.parse(st.lastRestartAt) > windowMs) continue;
+    if (!restartCountsAgainstNode(c.value.status, windowMs, now)) continue;
     const host = key.split('/')[1]!;
     const svc = services(c.value.spec.replica) ?? c.value.spec.replica;
     let set = out.get(host);
@@ -122,7 +133,6 @@ export function peerReachable(p: OverlayPeerSample, settings: NodeSettingsResolv
 /** When the agent wrote this heartbeat, on its own clock: what its samples' times are measured against. */
 const sampledAt = (hb: Heartbeat): number => Date.parse(hb.spec.time);
 
-/** Why a node is degraded, judged from its fresh heartbeat's samples and the failures on it. */
 /**
  * Per node, the peers that find it unreachable in their own samples. A link cut one way (the
  * node's sends dropped) leaves the node hearing its peers while none hears it: its own sample
@@ -140,7 +150,11 @@ export function unreachableReports(heartbeats: Iterable<Heartbeat>, settings: No
   return out;
 }
 
-export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): DegradedFinding[] {
+/**
+ * Why a node is degraded, judged from its fresh heartbeat's samples, the failures on it and its
+ * peers' reports. Samples are judged against the heartbeat's own time, so no clock is passed in.
+ */
+export function degradedCauses(hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, reportedBy?: ReadonlySet<string>): DegradedFinding[] {
   const out: DegradedFinding[] = [];
   const disk = hb?.spec.disk;
   const used = disk && diskUsedPercent(disk);
@@ -158,8 +172,35 @@ export function degradedCauses(hb: Heartbeat | undefined, failingServices: Reado
 }
 
 /** The node's condition: its causes and the operator's override (Node spec.trusted). */
-export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, now: number, reportedBy?: ReadonlySet<string>): NodeCondition {
-  return { causes: degradedCauses(hb, failingServices, settings, now, reportedBy), trusted: !!node?.spec?.trusted };
+export function nodeCondition(node: Node | undefined, hb: Heartbeat | undefined, failingServices: ReadonlySet<string> | undefined, settings: NodeSettingsResolved, reportedBy?: ReadonlySet<string>): NodeCondition {
+  return { causes: degradedCauses(hb, failingServices, settings, reportedBy), trusted: !!node?.spec?.trusted };
+}
+
+/** What every reader of node conditions holds: the placer's stored state and the CLI's cluster view alike. */
+export interface ConditionSources {
+  nodes: Iterable<Node>;
+  heartbeats: ReadonlyMap<string, Heartbeat>;
+  /** Restart bookkeeping by store key (commands/<host>/<replica>). */
+  commands: Iterable<readonly [string, { value: ReplicaCommand }]> | undefined;
+  /** "<deployment>/<service>" of a replica id (one restarted but since removed counts as itself). */
+  serviceOf: (replica: string) => string | undefined;
+  settings: NodeSettingsResolved;
+}
+
+/**
+ * Every node's condition, by name: the one judgement the placer (controllers/placement/input.ts),
+ * `get nodes`, `describe node` and the dashboard (src/cli/cluster-view.ts) all read. `now` bounds
+ * the failure window only; samples are judged against their heartbeat's own time.
+ */
+export function nodeConditions(s: ConditionSources, now: number): Map<string, NodeCondition> {
+  const failing = failingServicesOf(s.commands, s.serviceOf, s.settings.failureWindowMs, now);
+  const reports = unreachableReports(s.heartbeats.values(), s.settings);
+  const out = new Map<string, NodeCondition>();
+  for (const n of s.nodes) {
+    const name = n.metadata.name;
+    out.set(name, nodeCondition(n, s.heartbeats.get(name), failing.get(name), s.settings, reports.get(name)));
+  }
+  return out;
 }
 
 /** Why the node takes no new placements for being degraded (undefined: it is not, or it is trusted). */
@@ -181,7 +222,7 @@ export function statusWithCondition(status: string, c: NodeCondition | undefined
 }
 
 /** `describe node`'s lines about scratch disk, overlay reachability and the degraded condition. */
-export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCondition | undefined, settings: NodeSettingsResolved, now: number): string[] {
+export function conditionLines(node: Node, hb: Heartbeat | undefined, c: NodeCondition | undefined, settings: NodeSettingsResolved): string[] {
   const out: string[] = [];
   const disk = hb?.spec.disk;
   const cap = node.status?.capacity.diskBytes;

@@ -647,6 +647,12 @@ export interface ReplicaCommandStatus {
   /** Consecutive restarts without a running observation in between. */
   restarts: number;
   lastRestartAt?: string;
+  /**
+   * Why the last restart was ordered (src/api/reasons/scheduling.ts RESTART_CAUSES): one ordered
+   * for an act outside jaco (a container removed or paused by hand) says nothing of the node's
+   * health. Absent in records older than it: those count against the node.
+   */
+  lastRestartCause?: string;
   /** restart_exhausted: no more restarts until the deployment's next apply (generation). */
   exhausted?: boolean;
   generation: number;

@@ -1,6 +1,6 @@
 // A read-only view of the cluster for the CLI: one consistent read of the prefixes a command
 // needs, joined (desired + observed per replica, node + heartbeat + drain per node).
-import { failingServicesOf, nodeCondition, resolveNodeSettings, unreachableReports, type NodeCondition, type NodeSettingsResolved } from '../api/eligibility.js';
+import { nodeConditions, resolveNodeSettings, type NodeCondition, type NodeSettingsResolved } from '../api/eligibility.js';
 import { placementMode } from '../api/spec.js';
 import { formatDuration } from '../api/units.js';
 import type {
@@ -40,6 +40,11 @@ export interface ClusterView {
   drains: Map<string, NodeDrain>;
   replicas: ReplicaRow[];
   rollouts: RolloutPlan[];
+  /**
+   * Every restart record by store key (commands/<host>/<replica>), also those of replicas no
+   * longer desired there: a node's recent failures count them (src/api/eligibility.ts).
+   */
+  commands: Map<string, Versioned<ReplicaCommand>>;
   /** Keys under the joined prefixes whose values cannot be read (left out of the rest). */
   unreadable: Unreadable[];
   /** The cluster's node-eligibility settings (config/nodes), defaults filled in. */
@@ -110,6 +115,7 @@ export function joinClusterView(p: ClusterParts): ClusterView {
     drains: new Map(p.drains.map((d) => [lastPart(d.key), d.value])),
     replicas,
     rollouts: p.rollouts.map((r) => r.value),
+    commands: new Map(p.commands.map((c) => [c.key, c])),
     unreadable: p.unreadable ?? [],
     settings: settingsOrDefaults(p.settings),
   };
@@ -124,15 +130,13 @@ function settingsOrDefaults(s: NodeSettingsSpec | undefined): NodeSettingsResolv
 }
 
 /**
- * Each node's degraded condition as the placer judges it (src/api/eligibility.ts): its agent's
- * disk and overlay samples, the services restarted on it, the operator's trust.
+ * Each node's degraded condition, judged by the placer's own function (src/api/eligibility.ts
+ * nodeConditions) from the same sources: its agent's disk and overlay samples, its peers' reports,
+ * the services restarted on it, the operator's trust.
  */
 export function nodeConditionsOf(v: ClusterView, now: number): Map<string, NodeCondition> {
   const services = new Map(v.replicas.map((r) => [r.id, `${r.desired.spec.deployment}/${r.desired.spec.service}`]));
-  const commands = v.replicas.flatMap((r) => (r.command ? [[`commands/${r.node}/${r.id}`, { value: r.command }] as const] : []));
-  const failing = failingServicesOf(commands, (id) => services.get(id), v.settings.failureWindowMs, now);
-  const reports = unreachableReports(v.heartbeats.values(), v.settings);
-  return new Map([...v.nodes.keys()].map((n) => [n, nodeCondition(v.nodes.get(n)!.value, v.heartbeats.get(n), failing.get(n), v.settings, now, reports.get(n))]));
+  return nodeConditions({ nodes: [...v.nodes.values()].map((n) => n.value), heartbeats: v.heartbeats, commands: v.commands, serviceOf: (id) => services.get(id), settings: v.settings }, now);
 }
 
 /** The state a replica shows: observed, or what the control plane knows when nothing is observed. */

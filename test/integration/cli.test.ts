@@ -232,6 +232,36 @@ describe('jaco apply', () => {
     expect(audit.stdout.trim().split('\n').map((l) => JSON.parse(l).type)).toEqual(['node_trusted', 'node_trusted', 'node_settings_changed']);
   });
 
+  it('restarts of containers removed or paused outside jaco do not degrade a node; restarts for failures, and old records without a cause, do', async () => {
+    const prefix = uniquePrefix();
+    const store = etcd.store(prefix);
+    const now = new Date().toISOString();
+    // The scheduler's bookkeeping of replicas of three services restarted a minute ago on node-1.
+    const restarted = (replica: string, cause?: string) => ({
+      apiVersion: 'jaco.dev/v1',
+      kind: 'ReplicaCommand',
+      metadata: { name: replica },
+      spec: { replica, op: 'restart', seq: 1, issuedAt: now, reason: cause ?? 'exited' },
+      status: { restarts: 1, lastRestartAt: new Date(Date.now() - 60_000).toISOString(), generation: 1, ...(cause ? { lastRestartCause: cause } : {}) },
+    });
+    const put = (causes: (string | undefined)[]) =>
+      commitAtomic(store, [{ ops: ['a-web-0', 'b-web-0', 'c-web-0'].map((r, i) => ({ op: 'put' as const, key: keys.command('node-1', r), value: restarted(r, causes[i]) })) }]);
+    await commitAtomic(store, [{ ops: [{ op: 'put' as const, key: keys.node('node-1'), value: nodeValue('node-1') }, { op: 'put' as const, key: keys.heartbeat('node-1'), value: readyHeartbeat('node-1') }] }]);
+    const run = (args: string[], input?: string) => jaco(args, { endpoint: etcd.endpoint, prefix, ...(input ? { input } : {}) });
+
+    // docker rm / jaco down, and docker pause: not the node's failures.
+    await put(['removed', 'removed', 'paused']);
+    expect((await run(['get', 'nodes'])).stdout).toMatch(/^node-1 +Ready +/m);
+    expect((await run(['describe', 'node', 'node-1'])).stdout).toContain('Degraded:     no\n');
+    expect((await run(['apply', '--dry-run', '-f', '-'], manifest('shop', { web: { image: 'x' } }))).stdout).toMatch(/shop-web-0 would be placed on node-1/);
+
+    // One of them failed for real, one record predates causes: three services failing on node-1.
+    await put(['degraded', 'exited', undefined]);
+    expect((await run(['get', 'nodes'])).stdout).toMatch(/^node-1 +Ready,Degraded /m);
+    expect((await run(['describe', 'node', 'node-1'])).stdout).toMatch(/ {2}repeated_failures: replicas of 3 services restarted within 10m \(a-web-0, b-web-0, c-web-0\); limit 3/);
+    expect((await run(['apply', '--dry-run', '-f', '-'], manifest('shop', { web: { image: 'x' } }))).stdout).toContain('shop/web: 1 replica(s) would be unschedulable: node_degraded');
+  });
+
   it('apply --dry-run of a replica that fits nowhere shows the moves the rescheduler would make room with', async () => {
     const prefix = uniquePrefix();
     const store = etcd.store(prefix);

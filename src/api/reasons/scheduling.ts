@@ -105,11 +105,20 @@ export type RemoveReason = keyof typeof REMOVE_REASONS;
 
 /** The observed states that make the scheduler restart a replica (seed 001, health and restart policy). */
 export const RESTART_CAUSES = {
-  degraded: 'the health check is failing (or the container is paused)',
-  exited: 'the container exited, was OOM-killed or was removed behind the agent',
+  degraded: 'the health check is failing',
+  exited: 'the container exited or was OOM-killed',
   failed: 'the agent gave up starting it (e.g. Docker could not start the container)',
+  removed: 'the container was removed outside jaco (docker rm; jaco down removes a local cluster\'s containers)',
+  paused: 'the container was paused outside jaco (docker pause)',
 } as const;
 export type RestartCause = keyof typeof RESTART_CAUSES;
+
+/**
+ * Restart causes that are someone's act outside jaco, not the health of the node: a restart for one
+ * of them does not count toward the node's repeated_failures nor its recent-failure score
+ * (src/api/eligibility.ts restartCountsAgainstNode).
+ */
+export const OUTSIDE_RESTART_CAUSES: ReadonlySet<RestartCause> = new Set(['removed', 'paused']);
 
 /** Replica conditions the scheduler reports in deploymentstatus and `jaco status`. */
 export const REPLICA_CONDITIONS = {

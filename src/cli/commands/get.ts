@@ -229,7 +229,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     const p = hb?.spec.pressure;
     // The mode: the whole host (a real agent) or the sum of its own containers (a simulated node).
     if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time} (${(p.mode ?? 'containers') === 'node' ? 'node-wide' : 'sum of its containers'})\n`;
-    out += conditionLines(n, hb, condition, v.settings, now).join('\n') + '\n';
+    out += conditionLines(n, hb, condition, v.settings).join('\n') + '\n';
     const drain = v.drains.get(name);
     if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
     out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);
