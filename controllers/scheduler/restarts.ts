@@ -3,6 +3,7 @@
 // waits for the agent to acknowledge it, backs off between restarts (doubling per consecutive
 // failure) and after 3 consecutive failures without the replica becoming ready marks it exhausted
 // until the deployment's next apply. The bookkeeping lives in commands/<host>/<replica>.status.
+import { backoffAfter } from '../../src/backoff.js';
 import { minReadyAt, replicaReady } from '../../src/api/readiness.js';
 import type { ReplicaCommand, ReplicaCommandStatus, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import type { RestartCause } from '../../src/api/reasons/scheduling.js';
@@ -46,7 +47,7 @@ export function restartCause(o: ReplicaObserved | undefined): RestartCause | und
 /** When the next restart may be issued after `restarts` consecutive ones. */
 export function nextRestartAt(st: ReplicaCommandStatus, policy: RestartPolicy): number {
   if (!st.restarts || !st.lastRestartAt) return -Infinity;
-  return Date.parse(st.lastRestartAt) + policy.backoffMs * 2 ** (st.restarts - 1);
+  return Date.parse(st.lastRestartAt) + backoffAfter(st.restarts, policy.backoffMs, Infinity);
 }
 
 /** A restart command is executed by the agent once, when its seq exceeds the acknowledged one. */
