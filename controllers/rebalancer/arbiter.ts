@@ -6,41 +6,12 @@
 // mechanism (which holds the disruption budget), counts a started move where it lands (on the
 // move book and the placer, so later intents of the cycle see it) and writes its act. The
 // cooldowns and the ping-pong exclusion that planners filter candidates and destinations with are here too.
-import type { HoleFor } from '../../src/api/types.js';
 import { formatDuration } from '../../src/api/units.js';
-import { startMove, type Copy, type MoveBook, type MoveRefusal } from '../moves/move.js';
-import { footprintOf, type Decision, type Placer } from '../placement/placer.js';
+import { startMove, type Copy, type MoveBook } from '../moves/move.js';
+import { footprintOf, type Placer } from '../placement/placer.js';
 import type { Config } from './config.js';
-import type { MoveView, NodeView, RebalanceAct } from './decide.js';
 import type { PingPong } from './ping-pong.js';
-import type { PreemptWant } from './preempt.js';
-
-export type Trigger = MoveView['trigger'];
-
-/** What a planner wants: one replica from src to dst, and why. */
-export interface MoveIntent {
-  trigger: Trigger;
-  replica: string;
-  deployment: string;
-  service: string;
-  src: string;
-  dst: string;
-  /** The mover's reason, stored with the placer's verdicts as the replica's placement decision. */
-  why: string;
-  /** The placer's verdicts over the nodes for the replica (`jaco explain REPLICA`): worked out only for a move that starts. */
-  verdicts?: () => Decision;
-  /** A move that makes room for a pending service (kept on the marker, then on movedFrom). */
-  forPending?: HoleFor;
-  timeoutMs: number;
-  /** The audit record's payload beside replica, src, dst, trigger and move id. */
-  payload: Record<string, unknown>;
-  /** The plan's view of the move (pressure: its scores; others: the nodes' pressures). */
-  view?: Partial<MoveView>;
-  /** Told back to the planner's view: started, held by the cadence, or refused by the move mechanism. */
-  started?(): void;
-  held(why: string): void;
-  refused(refusal: MoveRefusal, detail: string): void;
-}
+import type { MoveIntent, MoveView, NodeView, PreemptWant, RebalanceAct, Trigger } from './plan.js';
 
 /** Why the cadence holds a trigger this cycle; undefined: it may start a move. */
 export type Hold = string | undefined;

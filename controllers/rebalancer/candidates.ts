@@ -10,10 +10,10 @@ import { EXCLUSIONS, type Exclusion } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
-import type { Arbiter, MoveIntent } from './arbiter.js';
+import type { Arbiter } from './arbiter.js';
 import { EPSILON, type Config } from './config.js';
-import type { CandidateView, ExcludedView, NodeView } from './decide.js';
-import { auditPayload } from './decide.js';
+import type { CandidateView, ExcludedView, MoveIntent, NodeView } from './plan.js';
+import { auditPayload } from './skips.js';
 import {
   clearsReliefFloor,
   dimShare,

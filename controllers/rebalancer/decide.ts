@@ -8,250 +8,33 @@
 // name, then replica id). Effects of acts that must land first (cooldowns, the ping-pong
 // exclusion, which skips were recorded) are applied by afterCommit once the shell knows they did.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
-import type { NetworkView } from '../placement/ipam.js';
-import type { NodeSettingsResolved } from '../../src/api/eligibility.js';
-import type { DisruptionLedger, Heartbeat, Node, NodeDrain, PressureSample, ReplicaCommand, ServiceSpec, VolumeHome } from '../../src/api/types.js';
-import type { ReplicaEntry, ReplicaIndex } from '../../src/runtime/replicas.js';
-import type { Versioned } from '../../src/store/store.js';
+import type { Node, PressureSample } from '../../src/api/types.js';
+import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { durationMs } from '../../src/api/units.js';
-import type { Act } from '../../src/runtime/acts.js';
-import type { AuditRecord } from '../../src/store/audit.js';
-import { advanceMoves, inFlight, MoveBook, type Copy, type MoveOutcome, type MoveRefusal } from '../moves/move.js';
+import { advanceMoves, inFlight, MoveBook, type Copy } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
-import type { EligibilityRevisions } from '../placement/input.js';
 import { Arbiter } from './arbiter.js';
 import { capacityOf, exclusionOf, planPressure, postOf } from './candidates.js';
 import { PingPong } from './ping-pong.js';
-import { planSpread, type SpreadView } from './spread.js';
-import { planCoalesce, type CoalesceView, type PendingService } from './coalesce.js';
-import { planConform, type ConformView } from './conform.js';
-import { planPreempt, type PreemptView } from './preempt.js';
+import { planSpread } from './spread.js';
+import { planCoalesce } from './coalesce.js';
+import { planConform } from './conform.js';
+import { planPreempt } from './preempt.js';
 import { atLeast, below, type Config } from './config.js';
-import { composite, fold, readingOf, type Dimension, type NodeEwma } from './pressure.js';
-import type { Gate, NoPlanReason, NoPreemptReason, SkipReason, Exclusion } from '../../src/api/reasons/rebalance.js';
-import { footprintEstimate, type ReliefSource } from './scorer.js';
-
-/** What the audit log last recorded for a key: a candidate's skip, or why a pending service gets no help. */
-type AuditedReason = SkipReason | NoPlanReason | NoPreemptReason;
-
-// ---------------------------------------------------------------- state and snapshot
-
-export interface NodeState {
-  ewma: NodeEwma;
-  /** Consecutive cycles at or over the trigger (reset by a cycle under it or without a sample). */
-  over: number;
-}
-
-export interface RebalancerState {
-  cycles: number;
-  /** When the last counted cycle ran; passes closer than half a cycle re-evaluate it. */
-  lastCycleAt?: number;
-  nodes: ReadonlyMap<string, NodeState>;
-  /** Node → when it last received a move (node cooldown). */
-  received: ReadonlyMap<string, number>;
-  /** Skip key → the reason last recorded in the audit log, and when (no flooding). */
-  audited: ReadonlyMap<string, { reason: AuditedReason; at: number }>;
-  /** Pending service (`<deployment>/<service>`) → when this leader first saw it unschedulable for capacity. */
-  pendingSince?: ReadonlyMap<string, number>;
-  /** Set on a state rebuilt outside the leader: counters and cooldowns are assumptions. */
-  seeded?: boolean;
-}
+import { composite, fold, readingOf } from './pressure.js';
+import type { Gate } from '../../src/api/reasons/rebalance.js';
+import { footprintEstimate } from './scorer.js';
+import { SKIP_REPEAT_CYCLES, SkipRecorder } from './skips.js';
+import type { AuditedReason, Cycle, Effect, GateView, InFlightView, NodeState, NodeView, PendingService, RebalanceAct, RebalancePlan, RebalancerState, Snapshot } from './plan.js';
 
 export function initialState(): RebalancerState {
   return { cycles: 0, nodes: new Map(), received: new Map(), audited: new Map() };
 }
 
-/** What the cycle reads: the cache's view (snapshot.ts builds it) and the fresh pressure samples. */
-export interface Snapshot {
-  /** Fresh samples by node (PressureSource.samples()). */
-  samples: ReadonlyMap<string, PressureSample>;
-  nodes: readonly Node[];
-  heartbeats: ReadonlyMap<string, Heartbeat>;
-  drains: ReadonlyMap<string, NodeDrain>;
-  /** Every replica with its copies and what their agents observe. */
-  replicas: ReplicaIndex;
-  /** Disruption ledgers by `<deployment>/<service>`. */
-  ledgers: ReadonlyMap<string, Versioned<DisruptionLedger>>;
-  /** Restart commands by store key (the disruption budget counts pending ones). */
-  commands: ReadonlyMap<string, Versioned<ReplicaCommand>>;
-  volumeHomes: readonly VolumeHome[];
-  /** Mod revisions of the node and drain keys (a move start compares its destination's). */
-  eligibility: EligibilityRevisions;
-  /** Services the scheduler cannot place for capacity (memory, GPUs, ports): coalescing's work. */
-  pending?: readonly Omit<PendingService, 'since'>[];
-  /** Every service's current placement by `<deployment>/<service>` (placement conformance). */
-  placements?: ReadonlyMap<string, ServiceSpec['placement']>;
-  /** Every service's current priority by `<deployment>/<service>` (preemption; templates may lag: priority is not in the spec hash). */
-  priorities?: ReadonlyMap<string, number>;
-  /** The cluster network: a moved cluster-network replica gets an address on its destination. */
-  network?: NetworkView;
-  /** Every deployment's generation (a change to it triggers new balancing: the ping-pong exclusion ends). */
-  generations?: ReadonlyMap<string, number>;
-  /** The placer, on first use: the cache's, kept between passes and patched from its changes (placement/kept.ts). */
-  placer: () => Placer;
-  /** The cluster's node-eligibility settings (degraded destinations, default scratch disk). */
-  settings?: NodeSettingsResolved;
-}
-
-// ---------------------------------------------------------------- the plan (explanation)
-
-export interface NodeView {
-  node: string;
-  cpu: number;
-  memory: number;
-  pressure: number;
-  dominant: Dimension;
-  /** Consecutive cycles at or over the trigger. */
-  over: number;
-  sampleAt: string;
-  /** Why it takes no moves (NotReady, cordoned, draining…), if so. */
-  ineligible?: string;
-  /** It received a move this long ago, within the node cooldown. */
-  cooldownMs?: number;
-}
-
-export interface GateView {
-  gate: Gate;
-  /** null: not evaluated (an earlier gate has no data to evaluate it on). */
-  holds: boolean | null;
-  detail: string;
-}
-
-export type Verdict = 'move' | 'movable' | 'skipped' | 'refused';
-
-export interface CandidateView {
-  replica: string;
-  deployment: string;
-  service: string;
-  verdict: Verdict;
-  reason?: SkipReason;
-  refusal?: MoveRefusal;
-  detail: string;
-  dominant: Dimension;
-  relief: number;
-  reliefSource: ReliefSource;
-  score: number;
-  srcBefore: number;
-  srcAfter: number;
-  dst?: string;
-  dstBefore?: number;
-  dstAfter?: number;
-  /** For skips: whether this cycle writes an audit record (false: same reason recorded recently). */
-  audited?: boolean;
-  /** On small clusters: every destination's verdict, coolest first. */
-  dsts?: { node: string; stage?: string; reason?: SkipReason; detail: string; after: number }[];
-}
-
-export interface ExcludedView {
-  replica: string;
-  reason: Exclusion;
-  detail: string;
-}
-
-export interface MoveView {
-  /** What asked for the move: a pressured node, a spread service's skew, or room for a pending replica. */
-  trigger: 'pressure' | 'placement' | 'spread' | 'coalesce' | 'preempt';
-  replica: string;
-  deployment: string;
-  service: string;
-  src: string;
-  dst: string;
-  dominant: Dimension;
-  relief: number;
-  score: number;
-  srcBefore: number;
-  srcAfter: number;
-  dstBefore: number;
-  dstAfter: number;
-  moveId: string;
-}
-
-export interface InFlightView {
-  replica: string;
-  src: string;
-  dst: string;
-  startedAt: string;
-  deadline: string;
-  /** What this cycle does with it, if anything. */
-  outcome?: MoveOutcome;
-}
-
-export interface RebalancePlan {
-  at: string;
-  cycle: number;
-  /** False when this pass re-evaluated the current cycle (or only explained it): counters did not advance. */
-  countedCycle: boolean;
-  thresholds: Pick<Config, 'trigger' | 'consecutiveCycles' | 'imbalanceGap' | 'reliefFloor' | 'dstCap' | 'dstFit' | 'moveCost'>;
-  nodes: NodeView[];
-  silent: { node: string; why: string }[];
-  src?: string;
-  gates: GateView[];
-  /** The gate that stopped the cycle; 'none' when it chose a move. */
-  stoppedBy: Gate;
-  candidates: CandidateView[];
-  excluded: ExcludedView[];
-  move?: MoveView;
-  /** Replicas on nodes their service's placement no longer allows, and what this cycle does about each. */
-  placement: ConformView[];
-  /** Spread services as this cycle judged their skew (only those with more than one replica on a node are worth a look). */
-  spread: SpreadView[];
-  /** Pending services and the plan that would make room for each (coalescing). */
-  coalesce: CoalesceView[];
-  /** Pending services coalescing could not serve, and the lower-priority replicas each would evict. */
-  preempt: PreemptView[];
-  inFlight: InFlightView[];
-  /** Set on a plan recomputed outside the leader: what was assumed. */
-  assumptions?: string[];
-}
-
-/** What landing an act means for leader-local state (applied by afterCommit). */
-export type Effect =
-  | { kind: 'move'; trigger: MoveView['trigger']; replica: string; src: string; dst: string }
-  | { kind: 'skip'; key: string; reason: AuditedReason }
-  /** A pending service the rescheduler can do nothing for, recorded (the metric counts it by trigger and reason). */
-  | { kind: 'refusal'; key: string; trigger: 'coalesce' | 'preempt'; reason: NoPlanReason | NoPreemptReason }
-  /** Replicas stopped for a higher-priority pending one (the metric counts them). */
-  | { kind: 'preempt'; stopped: number };
-
-export interface RebalanceAct extends Act {
-  effect?: Effect;
-}
-
-export interface Cycle {
-  state: RebalancerState;
-  acts: RebalanceAct[];
-  plan: RebalancePlan;
-}
-
 // ---------------------------------------------------------------- helpers
 
-const r4 = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? (x ?? null) : Math.round(x * 10_000) / 10_000);
 const f2 = (x: number) => x.toFixed(2);
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-/** How often a skip that keeps its reason is recorded again: every 120 cycles (1 h in production). */
-export const SKIP_REPEAT_CYCLES = 120;
-
-/** The audit payload of seed 000, the same for rebalance_moved and rebalance_skipped. */
-export function auditPayload(c: CandidateView | undefined, src: NodeView, config: Pick<Config, 'moveCost'>, reason?: SkipReason): Record<string, unknown> {
-  return {
-    replica_id: c?.replica ?? null,
-    deployment: c?.deployment ?? null,
-    service: c?.service ?? null,
-    src: src.node,
-    dst: c?.dst ?? null,
-    dominant: c?.dominant ?? src.dominant,
-    relief: r4(c?.relief),
-    score: r4(c?.score),
-    move_cost: config.moveCost,
-    src_pressure_before: r4(c?.srcBefore ?? src.pressure),
-    dst_pressure_before: r4(c?.dstBefore),
-    src_pressure_after: r4(c?.srcAfter),
-    dst_pressure_after: r4(c?.dstAfter),
-    ...(reason ? { reason } : {}),
-    ...(c ? { relief_source: c.reliefSource } : {}),
-    detail: c?.detail ?? null,
-  };
-}
 
 // ---------------------------------------------------------------- the cycle
 
@@ -522,64 +305,4 @@ function prune<K, V>(m: ReadonlyMap<K, V>, keep: (v: V) => boolean): Map<K, V> {
   const out = new Map<K, V>();
   for (const [k, v] of m) if (keep(v)) out.set(k, v);
   return out;
-}
-
-
-/**
- * The skips and refusals a cycle records: one rebalance_skipped per candidate or pending service,
- * unless the same reason was recorded within SKIP_REPEAT_CYCLES (no flooding of the audit log).
- */
-class SkipRecorder {
-  constructor(
-    private readonly last: RebalancerState['audited'],
-    private readonly audited: Map<string, { reason: AuditedReason; at: number }>,
-    private readonly now: number,
-    private readonly repeatMs: number,
-    private readonly acts: RebalanceAct[],
-  ) {}
-
-  /** Whether `key` gets a record for `reason` now (false: recorded recently, the memory kept). */
-  private due(key: string, reason: AuditedReason): boolean {
-    const last = this.last.get(key);
-    if (last && last.reason === reason && this.now - last.at < this.repeatMs) {
-      this.audited.set(key, last);
-      return false;
-    }
-    return true;
-  }
-
-  private skip(hot: NodeView, config: Config, key: string, reason: SkipReason, c: CandidateView | undefined, view: { audited?: boolean }): void {
-    view.audited = this.due(key, reason);
-    if (!view.audited) return;
-    const record: AuditRecord = { type: 'rebalance_skipped', time: this.now, ...(c ? { deployment: c.deployment } : {}), payload: auditPayload(c, hot, config, reason) };
-    this.acts.push({ label: `rebalance skip ${key}`, ops: [], audit: [record], effect: { kind: 'skip', key, reason } });
-  }
-
-  /** The pressure path's skips, and its candidates gate. */
-  pressureSkips(hot: NodeView, p: { candidates: CandidateView[]; excluded: ExcludedView[] }, config: Config, gates: GateView[], move: MoveView | undefined): void {
-    for (const c of p.candidates) if (c.verdict === 'skipped') this.skip(hot, config, c.replica, c.reason!, c, c);
-    if (!p.candidates.length) {
-      const noCandidate: { audited?: boolean } = {};
-      this.skip(hot, config, `node:${hot.node}`, 'no_candidate', undefined, noCandidate);
-      gates.push({ gate: 'candidates', holds: false, detail: `no candidate on ${hot.node}: ${p.excluded.length} replica(s) excluded${noCandidate.audited === false ? ' (already recorded)' : ''}` });
-      return;
-    }
-    const n = p.candidates.filter((c) => c.verdict === 'movable' || c.verdict === 'move').length;
-    const chosen = move?.trigger === 'pressure' ? move : undefined;
-    gates.push({ gate: 'candidates', holds: !!chosen, detail: `${n} of ${p.candidates.length} candidate(s) on ${hot.node} can move${chosen ? `; chosen ${chosen.replica} → ${chosen.dst}` : ''}` });
-  }
-
-  /** Pending services neither coalescing nor preemption can serve (rebalance_skipped with its trigger). */
-  refusals(views: readonly CoalesceView[]): void {
-    for (const c of views) {
-      if (c.verdict !== 'no_plan' || !c.noPlan) continue;
-      const p = c.preempt?.verdict === 'none' && c.preempt.noPreempt ? c.preempt : undefined;
-      if (c.preempt && !p) continue; // preemption acts on it (or waits its turn)
-      const key = `pending:${c.deployment}/${c.service}`;
-      const [trigger, reason] = p ? (['preempt', p.noPreempt!] as const) : (['coalesce', c.noPlan] as const);
-      if (!this.due(key, reason)) continue;
-      const payload = { for: `${c.deployment}/${c.service}`, trigger, reason, pending_reason: c.reason, ...(p ? { coalesce_reason: c.noPlan, priority: p.priority } : {}), detail: p ? p.detail : c.detail };
-      this.acts.push({ label: `rebalance refusal ${c.deployment}/${c.service}`, ops: [], audit: [{ type: 'rebalance_skipped', time: this.now, deployment: c.deployment, payload }], effect: { kind: 'refusal', key, trigger, reason } });
-    }
-  }
 }
