@@ -7,18 +7,18 @@
 // move book and the placer, so later intents of the cycle see it) and writes its act. The
 // cooldowns and the ping-pong exclusion that planners filter candidates and destinations with are here too.
 import { formatDuration } from '../../src/api/units.js';
-import { startMove, type Copy, type MoveBook } from '../moves/move.js';
-import { footprintOf, type Placer } from '../placement/placer.js';
+import { startMove, type Copy } from '../moves/move.js';
+import { footprintOf } from '../placement/placer.js';
 import type { Config } from './config.js';
-import type { PingPong } from './ping-pong.js';
-import type { MoveIntent, MoveView, NodeView, PreemptWant, RebalanceAct, Trigger } from './plan.js';
+import type { MoveIntent, MoveView, PreemptWant, RebalanceAct, Trigger } from './plan.js';
+import type { CycleView } from './view.js';
 
 /** Why the cadence holds a trigger this cycle; undefined: it may start a move. */
 export type Hold = string | undefined;
 
 export interface ArbiterInput {
-  book: MoveBook;
-  placer: () => Placer;
+  /** The cycle's view of the cluster: the move book, the placer, node cooldowns, the ping-pong exclusion. */
+  view: CycleView;
   now: number;
   config: Config;
   /** Counted cycles only: an explain-only pass or a re-evaluation within half a cycle starts nothing. */
@@ -27,11 +27,6 @@ export interface ArbiterInput {
   moving: number;
   /** The most pressured node is at or over the trigger (pressure goes first). */
   hotOverTrigger: boolean;
-  /** Node → when it last received a move, within the node cooldown. */
-  received: ReadonlyMap<string, number>;
-  viewOf: ReadonlyMap<string, NodeView>;
-  /** The ping-pong exclusion and the balancing epoch a move starts in. */
-  pingPong: PingPong;
 }
 
 const MOVE_PREFIX: Record<Trigger, string> = { pressure: 'rb', placement: 'pl', spread: 'sp', coalesce: 'co', preempt: 'pe' };
@@ -99,19 +94,20 @@ export class Arbiter {
   }
 
   private start(i: MoveIntent): boolean {
-    const { book, now } = this.input;
+    const { view: cluster, now } = this.input;
+    const { book } = cluster;
     const moveId = `${MOVE_PREFIX[i.trigger]}-${now}-${i.replica}`;
     const decision = i.verdicts && { verdicts: i.verdicts(), why: i.why };
-    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}), epoch: this.input.pingPong.epoch(i.deployment) });
+    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}), epoch: cluster.pingPong.epoch(i.deployment) });
     if (!started.ok) {
       i.refused(started.refusal, started.detail);
       return false;
     }
     // Later intents of the cycle see it: the budget (book) and the destination's occupancy (placer).
     book.assume(i.replica, started);
-    this.input.placer().assume({ id: i.replica, deployment: i.deployment, service: i.service, node: i.dst, ...footprintOf(started.dst.spec.template) });
+    cluster.placer().assume({ id: i.replica, deployment: i.deployment, service: i.service, node: i.dst, ...footprintOf(started.dst.spec.template) });
     i.started?.();
-    const [from, to] = [this.input.viewOf.get(i.src), this.input.viewOf.get(i.dst)];
+    const [from, to] = [cluster.viewOf.get(i.src), cluster.viewOf.get(i.dst)];
     const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
     const view: MoveView = { trigger: i.trigger, replica: i.replica, deployment: i.deployment, service: i.service, src: i.src, dst: i.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, ...i.view, moveId };
     this.move ??= view;
@@ -133,13 +129,13 @@ export class Arbiter {
 
   /** A node that received a move within the node cooldown takes none: how long ago, if so. */
   nodeCooldown(node: string): number | undefined {
-    const at = this.input.received.get(node);
+    const at = this.input.view.received.get(node);
     return at === undefined ? undefined : this.input.now - at;
   }
 
   /** The nodes a service moved away from since balancing was last triggered (seed 002): none takes it back. */
   movedAwayFrom(deployment: string, service: string): ReadonlySet<string> {
-    return this.input.pingPong.excluded(deployment, service);
+    return this.input.view.pingPong.excluded(deployment, service);
   }
 
   nodeCooldownText(node: string): string | undefined {

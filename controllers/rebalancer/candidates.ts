@@ -4,16 +4,16 @@
 // the first the move mechanism accepts. Pure: no I/O, the clock comes in.
 import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import type { Capacity, Node, PressureSample } from '../../src/api/types.js';
+import type { Capacity, Node } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
 import { EXCLUSIONS, type Exclusion } from '../../src/api/reasons/rebalance.js';
-import type { ReplicaIndex } from '../../src/runtime/replicas.js';
-import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import { inFlight, type Copy } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
 import type { Arbiter } from './arbiter.js';
-import { EPSILON, type Config } from './config.js';
+import { below, EPSILON, type Config } from './config.js';
 import type { CandidateView, ExcludedView, MoveIntent, NodeView } from './plan.js';
 import { auditPayload } from './skips.js';
+import type { CycleView } from './view.js';
 import {
   clearsReliefFloor,
   dimShare,
@@ -51,13 +51,8 @@ export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion |
 export interface PressureInput {
   /** The most pressured node, past every cluster gate. */
   hot: NodeView;
-  /** Every node with a fresh sample. */
-  views: readonly NodeView[];
-  nodes: ReadonlyMap<string, Node>;
-  sample: PressureSample;
-  replicas: ReplicaIndex;
-  book: MoveBook;
-  placer: Placer;
+  /** The cycle's view: every node with a fresh sample, the hot node's measured replicas, the move book, the placer. */
+  view: CycleView;
   arbiter: Arbiter;
   config: Config;
 }
@@ -71,15 +66,18 @@ export interface PressurePlan {
 
 /** Every replica on the hot node judged; the movable ones as intents. */
 export function planPressure(input: PressureInput): PressurePlan {
-  const { hot, nodes, sample, book, placer, arbiter, config } = input;
+  const { hot, view, arbiter, config } = input;
+  const { nodes, book } = view;
+  const placer = view.placer();
+  const sample = view.sample(hot.node)!;
   const srcCap = capacityOf(nodes.get(hot.node)!);
   // Destinations: every other node with a fresh sample, coolest first (ties by name).
-  const dsts = input.views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
+  const dsts = view.signal.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
   const table: DstTable = { views: dsts, capacity: dsts.map((d) => capacityOf(nodes.get(d.node)!)), receivedAgo: dsts.map((d) => arbiter.nodeCooldown(d.node)) };
   const full = dsts.length <= config.explainDsts;
   const candidates: CandidateView[] = [];
   const excluded: ExcludedView[] = [];
-  for (const e of input.replicas.onNode(hot.node)) {
+  for (const e of book.replicas.onNode(hot.node)) {
     const id = e.id;
     const copies = book.copies(id);
     const copy = copies.find((c) => c.desired.spec.node === hot.node)!;
@@ -223,4 +221,11 @@ export function postOf(v: Utilisation, fp: Footprint, cap: Capacity): number {
 
 export function capacityOf(n: Node): Capacity {
   return n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
+}
+
+/** Why a spread move may not land on a node beyond the scheduler's filters: no fresh sample, or pressure after it at the cap. */
+export function underPressureCap(v: NodeView | undefined, copy: Copy, node: Node, config: Config): string | undefined {
+  if (!v) return 'no fresh pressure sample';
+  const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(node));
+  return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
 }

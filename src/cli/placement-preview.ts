@@ -6,7 +6,8 @@
 import { CAPACITY_REASONS } from '../../controllers/rebalancer/coalesce.js';
 import type { PendingService } from '../../controllers/rebalancer/plan.js';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
-import { decide as rebalance, seedState } from '../../controllers/rebalancer/decide.js';
+import { decide as rebalance } from '../../controllers/rebalancer/decide.js';
+import { seedState } from '../../controllers/rebalancer/state.js';
 import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
 import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';

@@ -6,7 +6,8 @@ import { defaultConfig, type Config } from '../../../controllers/rebalancer/conf
 import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
 import type { CoalesceView, RebalancePlan } from '../../../controllers/rebalancer/plan.js';
 import { preemptText } from '../../../controllers/rebalancer/preempt.js';
-import { decide, seedState } from '../../../controllers/rebalancer/decide.js';
+import { decide } from '../../../controllers/rebalancer/decide.js';
+import { seedState } from '../../../controllers/rebalancer/state.js';
 import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
 import { keys } from '../../api/keys.js';
 import type { AuditEvent } from '../../api/types.js';
