@@ -10,7 +10,7 @@ import { EXCLUSIONS, type Exclusion } from '../../src/api/reasons/rebalance.js';
 import { inFlight, type Copy } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
 import type { Arbiter } from './arbiter.js';
-import { below, EPSILON, type Config } from './config.js';
+import { below, byName, EPSILON, f2, type Config } from './config.js';
 import type { CandidateView, ExcludedView, MoveIntent, NodeView } from './plan.js';
 import { auditPayload } from './skips.js';
 import type { CycleView } from './view.js';
@@ -31,9 +31,6 @@ import {
   type Footprint,
   type Utilisation,
 } from './scorer.js';
-
-const f2 = (x: number) => x.toFixed(2);
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Why a copy may not move at all, whatever asks (pressure, spread, coalescing): by construction never audited. */
 export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion | undefined {

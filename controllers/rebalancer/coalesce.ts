@@ -14,6 +14,7 @@ import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import type { CoalesceView, CoalesceVictim, MoveIntent, PendingService } from './plan.js';
+import { byName } from './config.js';
 
 /** Reasons coalescing can help with: the replica would fit but for what others hold. */
 export const CAPACITY_REASONS: readonly UnschedulableReason[] = ['no_capacity_memory', 'no_capacity_gpu', 'port_conflict'];
@@ -30,8 +31,6 @@ export interface CoalesceInput {
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
 }
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every pending service judged, highest priority first; at most one move intent, the first of a complete plan. */
 export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; intent?: MoveIntent } {

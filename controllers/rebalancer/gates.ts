@@ -1,10 +1,8 @@
 // The cluster gates of ADR 0002 (seed 000), cheapest first: pressure data, the trigger, consecutive
 // cycles over it, the imbalance gap, no rebalancer move in flight. The first that does not hold
 // stops the pressure path; the thresholds the plan shows beside them.
-import { atLeast, type Config } from './config.js';
+import { atLeast, f2, type Config } from './config.js';
 import type { GateView, InFlightView, NodeView, RebalancePlan } from './plan.js';
-
-const f2 = (x: number) => x.toFixed(2);
 
 /** The cluster gates in order, the most pressured node, and the first gate that does not hold. */
 export function clusterGates(views: readonly NodeView[], silent: readonly unknown[], inFlightViews: readonly InFlightView[], config: Config) {

@@ -4,8 +4,7 @@
 import { advanceMoves, inFlight } from '../moves/move.js';
 import type { InFlightView, RebalanceAct } from './plan.js';
 import type { CycleView } from './view.js';
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+import { byName } from './config.js';
 
 /** The rebalancer's own moves advanced (cutover, completed, abandoned), and those still in flight. */
 export function advanceOwnMoves(view: CycleView, now: number): { advanced: RebalanceAct[]; inFlightViews: InFlightView[] } {

@@ -20,9 +20,9 @@ import { inFlight, type MoveBook } from '../moves/move.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import { placedReplicaOf } from '../placement/input.js';
 import type { PendingService, PreemptView, PreemptVictim, PreemptWant } from './plan.js';
+import { byName } from './config.js';
 
 const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const iso = (ms: number) => new Date(ms).toISOString();
 
 export interface PreemptInput {

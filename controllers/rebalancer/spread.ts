@@ -13,6 +13,7 @@ import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
 import type { MoveIntent, SpreadVerdict, SpreadView } from './plan.js';
 import type { Decision, Placer, PlacementRequest } from '../placement/placer.js';
 import type { Exclusion } from '../../src/api/reasons/rebalance.js';
+import { byName } from './config.js';
 
 export interface SpreadInput {
   book: MoveBook;
@@ -28,8 +29,6 @@ export interface SpreadInput {
   /** A replica placed or moved this long ago is within the replica cooldown (undefined: past it). */
   replicaCooldown: (copy: Copy) => number | undefined;
 }
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every spread service judged; a move intent for each skewed one that can move, the most skewed first. */
 export function planSpread(input: SpreadInput): { views: SpreadView[]; intents: MoveIntent[] } {

@@ -8,12 +8,10 @@ import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes
 import type { Node, PressureSample, ServiceSpec } from '../../src/api/types.js';
 import { MoveBook } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
-import { atLeast, type Config } from './config.js';
+import { atLeast, byName, type Config } from './config.js';
 import { PingPong } from './ping-pong.js';
 import type { NodeState, NodeView, PendingService, RebalancerState, Snapshot } from './plan.js';
 import { composite, fold, readingOf } from './pressure.js';
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class CycleView {
   /** Registered nodes by name. */
