@@ -4,12 +4,9 @@
 // the cadence (one move per cycle; none while one is in flight; placement conformance may start
 // several, each within its service's budget), passes each intent through the shared move
 // mechanism (which holds the disruption budget), counts a started move where it lands (on the
-// move book and the placer, so later intents of the cycle see it) and writes its act. The
-// cooldowns and the ping-pong exclusion that planners filter candidates and destinations with are here too.
-import { formatDuration } from '../../src/api/units.js';
-import { startMove, type Copy } from '../moves/move.js';
+// move book and the placer, so later intents of the cycle see it) and writes its act.
+import { startMove } from '../moves/move.js';
 import { footprintOf } from '../placement/placer.js';
-import type { Config } from './config.js';
 import type { MoveIntent, MoveView, PreemptWant, RebalanceAct, Trigger } from './plan.js';
 import type { CycleView } from './view.js';
 
@@ -17,10 +14,9 @@ import type { CycleView } from './view.js';
 export type Hold = string | undefined;
 
 export interface ArbiterInput {
-  /** The cycle's view of the cluster: the move book, the placer, node cooldowns, the ping-pong exclusion. */
+  /** The cycle's view of the cluster: the move book and the placer a started move is counted on, the nodes' pressures, the balancing epoch. */
   view: CycleView;
   now: number;
-  config: Config;
   /** Counted cycles only: an explain-only pass or a re-evaluation within half a cycle starts nothing. */
   countedCycle: boolean;
   /** The rebalancer's own moves in flight. */
@@ -119,27 +115,5 @@ export class Arbiter {
       effect: { kind: 'move', trigger: i.trigger, replica: i.replica, src: i.src, dst: i.dst },
     });
     return true;
-  }
-
-  /** A replica placed or moved within the replica cooldown stays: how long ago, if so. */
-  replicaCooldown(copy: Copy): number | undefined {
-    const ago = this.input.now - Date.parse(copy.desired.spec.placedAt);
-    return ago < this.input.config.cooldownReplicaMs ? ago : undefined;
-  }
-
-  /** A node that received a move within the node cooldown takes none: how long ago, if so. */
-  nodeCooldown(node: string): number | undefined {
-    const at = this.input.view.received.get(node);
-    return at === undefined ? undefined : this.input.now - at;
-  }
-
-  /** The nodes a service moved away from since balancing was last triggered (seed 002): none takes it back. */
-  movedAwayFrom(deployment: string, service: string): ReadonlySet<string> {
-    return this.input.view.pingPong.excluded(deployment, service);
-  }
-
-  nodeCooldownText(node: string): string | undefined {
-    const ago = this.nodeCooldown(node);
-    return ago === undefined ? undefined : `received a move ${formatDuration(ago)} ago (node cooldown)`;
   }
 }

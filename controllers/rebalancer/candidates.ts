@@ -9,7 +9,6 @@ import { durationMs, formatDuration } from '../../src/api/units.js';
 import { EXCLUSIONS, type Exclusion } from '../../src/api/reasons/rebalance.js';
 import { inFlight, type Copy } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
-import type { Arbiter } from './arbiter.js';
 import { below, byName, EPSILON, f2, type Config } from './config.js';
 import type { CandidateView, ExcludedView, MoveIntent, NodeView } from './plan.js';
 import { auditPayload } from './skips.js';
@@ -48,9 +47,8 @@ export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion |
 export interface PressureInput {
   /** The most pressured node, past every cluster gate. */
   hot: NodeView;
-  /** The cycle's view: every node with a fresh sample, the hot node's measured replicas, the move book, the placer. */
+  /** The cycle's view: every node with a fresh sample, the hot node's measured replicas, the move book, the placer, the cooldowns and the ping-pong exclusion. */
   view: CycleView;
-  arbiter: Arbiter;
   config: Config;
 }
 
@@ -63,14 +61,14 @@ export interface PressurePlan {
 
 /** Every replica on the hot node judged; the movable ones as intents. */
 export function planPressure(input: PressureInput): PressurePlan {
-  const { hot, view, arbiter, config } = input;
+  const { hot, view, config } = input;
   const { nodes, book } = view;
   const placer = view.placer();
   const sample = view.sample(hot.node)!;
   const srcCap = capacityOf(nodes.get(hot.node)!);
   // Destinations: every other node with a fresh sample, coolest first (ties by name).
   const dsts = view.signal.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
-  const table: DstTable = { views: dsts, capacity: dsts.map((d) => capacityOf(nodes.get(d.node)!)), receivedAgo: dsts.map((d) => arbiter.nodeCooldown(d.node)) };
+  const table: DstTable = { views: dsts, capacity: dsts.map((d) => capacityOf(nodes.get(d.node)!)), receivedAgo: dsts.map((d) => view.nodeCooldown(d.node)) };
   const full = dsts.length <= config.explainDsts;
   const candidates: CandidateView[] = [];
   const excluded: ExcludedView[] = [];
@@ -93,7 +91,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       Object.assign(c, { reason: 'relief_floor', detail: `${est.dominant} relief ${f2(est.relief)} (${est.reliefSource}): src ${f2(est.before)} → ${f2(est.after)}, needs a drop of ${config.reliefFloor}` });
       continue;
     }
-    const placedAgo = arbiter.replicaCooldown(copy);
+    const placedAgo = view.replicaCooldown(copy);
     if (placedAgo !== undefined) {
       Object.assign(c, { reason: 'cooldown_replica', detail: `placed or moved ${formatDuration(Math.max(0, placedAgo))} ago; replica cooldown ${formatDuration(config.cooldownReplicaMs)}` });
       continue;
@@ -103,7 +101,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       continue;
     }
     const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-    const { best, furthest, all } = destinations(table, fp, req, placer, arbiter.movedAwayFrom(spec.deployment, spec.service), full, config);
+    const { best, furthest, all } = destinations(table, fp, req, placer, view.movedAwayFrom(spec.deployment, spec.service), full, config);
     const shown = best ?? furthest!;
     Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
     if (all) c.dsts = all.map((v) => ({ node: v.node, ...(v.stage ? { stage: v.stage, reason: v.reason } : {}), detail: v.detail, after: v.after }));

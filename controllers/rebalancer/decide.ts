@@ -44,14 +44,14 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   // Gate-stopped cycles keep the skip memory (an oscillating trigger must not re-record every skip).
   if (closed) for (const [k, v] of state.audited) if (now - v.at < skipRepeatMs) audited.set(k, v);
   const placer = () => view.placer();
-  const arbiter = new Arbiter({ view, now, config, countedCycle, moving: inFlightViews.length, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger) });
+  const arbiter = new Arbiter({ view, now, countedCycle, moving: inFlightViews.length, hotOverTrigger: !!src && atLeast(src.pressure, config.trigger) });
   const moveTimeoutMs = (e: ReplicaEntry) => durationMs(e.copies[0]!.desired.spec.template.update?.stepTimeout, config.moveTimeoutMs);
   const recorder = new SkipRecorder(state.audited, audited, now, skipRepeatMs, arbiter.acts);
   const { book } = view;
 
   // The pipeline: each planner says what it wants; the arbiter starts at most one move a cycle.
   // 4. Pressure first: a node over the trigger is the urgent problem (only when every cluster gate holds).
-  const pressure = !closed && src ? planPressure({ hot: src, view, arbiter, config }) : undefined;
+  const pressure = !closed && src ? planPressure({ hot: src, view, config }) : undefined;
   if (pressure && src) {
     arbiter.offer(pressure.intents);
     recorder.pressureSkips(src, pressure, config, gates, arbiter.move);
@@ -69,9 +69,9 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
     placer,
     moveTimeoutMs,
     exclusion: exclusionOf,
-    replicaCooldown: (copy) => arbiter.replicaCooldown(copy),
-    dstRefusal: (node, copy) => arbiter.nodeCooldownText(node) ?? underPressureCap(view.viewOf.get(node), copy, view.nodes.get(node)!, config),
-    movedAwayFrom: (copy) => arbiter.movedAwayFrom(copy.desired.spec.deployment, copy.desired.spec.service),
+    replicaCooldown: (copy) => view.replicaCooldown(copy),
+    dstRefusal: (node, copy) => view.nodeCooldownText(node) ?? underPressureCap(view.viewOf.get(node), copy, view.nodes.get(node)!, config),
+    movedAwayFrom: (copy) => view.movedAwayFrom(copy.desired.spec.deployment, copy.desired.spec.service),
   });
   arbiter.offer(spread.intents);
 

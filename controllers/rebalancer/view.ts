@@ -1,12 +1,13 @@
 // One view of the cluster per cycle, read from the snapshot once: each node with its pressure
 // signal (the EWMA folded with its fresh sample) and why it takes no moves, the move book, the
 // placer (on first use), the pending services with when this leader first saw them, every
-// service's current placement and priority, the node cooldowns and the ping-pong exclusion. The
-// planners, the arbiter and the orchestrator read this view and nothing else: the snapshot's shape
-// is known here alone.
+// service's current placement and priority, and the cooldowns and the ping-pong exclusion that
+// planners filter candidates and destinations with. The planners and the arbiter read this view
+// (or what the orchestrator hands them from it), never the snapshot: its shape is known here alone.
 import { nodeLabels, nodeReady, unschedulableBecause } from '../../src/api/nodes.js';
 import type { Node, PressureSample, ServiceSpec } from '../../src/api/types.js';
-import { MoveBook } from '../moves/move.js';
+import { formatDuration } from '../../src/api/units.js';
+import { MoveBook, type Copy } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
 import { atLeast, byName, type Config } from './config.js';
 import { PingPong } from './ping-pong.js';
@@ -39,6 +40,8 @@ export class CycleView {
   /** The ping-pong exclusion and the balancing epoch a move starts in. */
   readonly pingPong: PingPong;
   private readonly samples: ReadonlyMap<string, PressureSample>;
+  private readonly now: number;
+  private readonly cooldownReplicaMs: number;
   private readonly placerOf: () => Placer;
   private kept?: Placer;
 
@@ -68,6 +71,8 @@ export class CycleView {
     this.priorities = snap.priorities ?? new Map();
     this.pingPong = new PingPong(snap.replicas, snap.eligibility, snap.generations);
     this.placerOf = snap.placer;
+    this.now = now;
+    this.cooldownReplicaMs = config.cooldownReplicaMs;
   }
 
   /** The placer, built on first use: most cycles stop at a gate and never need it. */
@@ -83,6 +88,28 @@ export class CycleView {
   /** A service's priority now (the deployment's spec: priority is not in the spec hash, templates may lag). */
   priorityOf(deployment: string, service: string, template: ServiceSpec): number {
     return this.priorities.get(`${deployment}/${service}`) ?? template.priority ?? 0;
+  }
+
+  /** A replica placed or moved within the replica cooldown stays: how long ago, if so. */
+  replicaCooldown(copy: Copy): number | undefined {
+    const ago = this.now - Date.parse(copy.desired.spec.placedAt);
+    return ago < this.cooldownReplicaMs ? ago : undefined;
+  }
+
+  /** A node that received a move within the node cooldown takes none: how long ago, if so. */
+  nodeCooldown(node: string): number | undefined {
+    const at = this.received.get(node);
+    return at === undefined ? undefined : this.now - at;
+  }
+
+  nodeCooldownText(node: string): string | undefined {
+    const ago = this.nodeCooldown(node);
+    return ago === undefined ? undefined : `received a move ${formatDuration(ago)} ago (node cooldown)`;
+  }
+
+  /** The nodes a service moved away from since balancing was last triggered (seed 002): none takes it back. */
+  movedAwayFrom(deployment: string, service: string): ReadonlySet<string> {
+    return this.pingPong.excluded(deployment, service);
   }
 }
 
