@@ -1,16 +1,12 @@
 // Import loops: a folder's orchestrator that is also the home of helpers its parts import back (the
 // shape issue 31 removed from controllers/scheduler). Every folder of controllers/ and src/ is held
-// free of them — a loop through a folder, even by way of another one, fails here and is named —
-// except the few still waiting for their own rework, listed below; take a folder off that list once
-// its loops are gone, and the check holds it from then on.
+// free of them (issue 31 untangled the last ones): a loop through a folder, even by way of another
+// one, fails here and is named.
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importGraph, importLoops, oneCycle } from '../test/support/import-graph.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-
-/** Folders with loops today, each to be untangled by issue 31 (items 1 and 6) or after it. */
-const LOOPS_LEFT = new Set(['controllers/rebalancer']);
 
 describe('import graph of controllers/ and src/', () => {
   const graph = importGraph(ROOT, ['src', 'controllers']);
@@ -23,7 +19,7 @@ describe('import graph of controllers/ and src/', () => {
     expect(folders).toContain('controllers/scheduler');
   });
 
-  it.each(folders.filter((f) => !LOOPS_LEFT.has(f)))('no import cycle through %s', (folder) => {
+  it.each(folders)('no import cycle through %s', (folder) => {
     const through = loops.filter((l) => l.some((f) => dirname(f) === folder));
     expect(through.map((l) => oneCycle(graph, l).join(' → '))).toEqual([]);
   });

@@ -4,63 +4,25 @@
 // the cadence (one move per cycle; none while one is in flight; placement conformance may start
 // several, each within its service's budget), passes each intent through the shared move
 // mechanism (which holds the disruption budget), counts a started move where it lands (on the
-// move book and the placer, so later intents of the cycle see it) and writes its act. The
-// cooldowns and the ping-pong exclusion that planners filter candidates and destinations with are here too.
-import type { HoleFor } from '../../src/api/types.js';
-import { formatDuration } from '../../src/api/units.js';
-import { startMove, type Copy, type MoveBook, type MoveRefusal } from '../moves/move.js';
-import { footprintOf, type Decision, type Placer } from '../placement/placer.js';
-import type { Config } from './config.js';
-import type { MoveView, NodeView, RebalanceAct } from './decide.js';
-import type { PingPong } from './ping-pong.js';
-import type { PreemptWant } from './preempt.js';
-
-export type Trigger = MoveView['trigger'];
-
-/** What a planner wants: one replica from src to dst, and why. */
-export interface MoveIntent {
-  trigger: Trigger;
-  replica: string;
-  deployment: string;
-  service: string;
-  src: string;
-  dst: string;
-  /** The mover's reason, stored with the placer's verdicts as the replica's placement decision. */
-  why: string;
-  /** The placer's verdicts over the nodes for the replica (`jaco explain REPLICA`): worked out only for a move that starts. */
-  verdicts?: () => Decision;
-  /** A move that makes room for a pending service (kept on the marker, then on movedFrom). */
-  forPending?: HoleFor;
-  timeoutMs: number;
-  /** The audit record's payload beside replica, src, dst, trigger and move id. */
-  payload: Record<string, unknown>;
-  /** The plan's view of the move (pressure: its scores; others: the nodes' pressures). */
-  view?: Partial<MoveView>;
-  /** Told back to the planner's view: started, held by the cadence, or refused by the move mechanism. */
-  started?(): void;
-  held(why: string): void;
-  refused(refusal: MoveRefusal, detail: string): void;
-}
+// move book and the placer, so later intents of the cycle see it) and writes its act.
+import { startMove } from '../moves/move.js';
+import { footprintOf } from '../placement/placer.js';
+import type { MoveIntent, MoveView, PreemptWant, RebalanceAct, Trigger } from './plan.js';
+import type { CycleView } from './view.js';
 
 /** Why the cadence holds a trigger this cycle; undefined: it may start a move. */
 export type Hold = string | undefined;
 
 export interface ArbiterInput {
-  book: MoveBook;
-  placer: () => Placer;
+  /** The cycle's view of the cluster: the move book and the placer a started move is counted on, the nodes' pressures, the balancing epoch. */
+  view: CycleView;
   now: number;
-  config: Config;
   /** Counted cycles only: an explain-only pass or a re-evaluation within half a cycle starts nothing. */
   countedCycle: boolean;
   /** The rebalancer's own moves in flight. */
   moving: number;
   /** The most pressured node is at or over the trigger (pressure goes first). */
   hotOverTrigger: boolean;
-  /** Node → when it last received a move, within the node cooldown. */
-  received: ReadonlyMap<string, number>;
-  viewOf: ReadonlyMap<string, NodeView>;
-  /** The ping-pong exclusion and the balancing epoch a move starts in. */
-  pingPong: PingPong;
 }
 
 const MOVE_PREFIX: Record<Trigger, string> = { pressure: 'rb', placement: 'pl', spread: 'sp', coalesce: 'co', preempt: 'pe' };
@@ -128,19 +90,20 @@ export class Arbiter {
   }
 
   private start(i: MoveIntent): boolean {
-    const { book, now } = this.input;
+    const { view: cluster, now } = this.input;
+    const { book } = cluster;
     const moveId = `${MOVE_PREFIX[i.trigger]}-${now}-${i.replica}`;
     const decision = i.verdicts && { verdicts: i.verdicts(), why: i.why };
-    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}), epoch: this.input.pingPong.epoch(i.deployment) });
+    const started = startMove(book, { replica: i.replica, src: i.src, dst: i.dst, by: 'rebalancer', id: moveId, now, timeoutMs: i.timeoutMs, ...(decision ? { decision } : {}), ...(i.forPending ? { forPending: i.forPending } : {}), epoch: cluster.pingPong.epoch(i.deployment) });
     if (!started.ok) {
       i.refused(started.refusal, started.detail);
       return false;
     }
     // Later intents of the cycle see it: the budget (book) and the destination's occupancy (placer).
     book.assume(i.replica, started);
-    this.input.placer().assume({ id: i.replica, deployment: i.deployment, service: i.service, node: i.dst, ...footprintOf(started.dst.spec.template) });
+    cluster.placer().assume({ id: i.replica, deployment: i.deployment, service: i.service, node: i.dst, ...footprintOf(started.dst.spec.template) });
     i.started?.();
-    const [from, to] = [this.input.viewOf.get(i.src), this.input.viewOf.get(i.dst)];
+    const [from, to] = [cluster.viewOf.get(i.src), cluster.viewOf.get(i.dst)];
     const [srcP, dstP] = [from?.pressure ?? 0, to?.pressure ?? 0];
     const view: MoveView = { trigger: i.trigger, replica: i.replica, deployment: i.deployment, service: i.service, src: i.src, dst: i.dst, dominant: to?.dominant ?? 'memory', relief: 0, score: 0, srcBefore: srcP, srcAfter: srcP, dstBefore: dstP, dstAfter: dstP, ...i.view, moveId };
     this.move ??= view;
@@ -152,27 +115,5 @@ export class Arbiter {
       effect: { kind: 'move', trigger: i.trigger, replica: i.replica, src: i.src, dst: i.dst },
     });
     return true;
-  }
-
-  /** A replica placed or moved within the replica cooldown stays: how long ago, if so. */
-  replicaCooldown(copy: Copy): number | undefined {
-    const ago = this.input.now - Date.parse(copy.desired.spec.placedAt);
-    return ago < this.input.config.cooldownReplicaMs ? ago : undefined;
-  }
-
-  /** A node that received a move within the node cooldown takes none: how long ago, if so. */
-  nodeCooldown(node: string): number | undefined {
-    const at = this.input.received.get(node);
-    return at === undefined ? undefined : this.input.now - at;
-  }
-
-  /** The nodes a service moved away from since balancing was last triggered (seed 002): none takes it back. */
-  movedAwayFrom(deployment: string, service: string): ReadonlySet<string> {
-    return this.input.pingPong.excluded(deployment, service);
-  }
-
-  nodeCooldownText(node: string): string | undefined {
-    const ago = this.nodeCooldown(node);
-    return ago === undefined ? undefined : `received a move ${formatDuration(ago)} ago (node cooldown)`;
   }
 }

@@ -4,16 +4,15 @@
 // the first the move mechanism accepts. Pure: no I/O, the clock comes in.
 import { isJob, isStateful, placementMode } from '../../src/api/spec.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import type { Capacity, Node, PressureSample } from '../../src/api/types.js';
+import type { Capacity, Node } from '../../src/api/types.js';
 import { durationMs, formatDuration } from '../../src/api/units.js';
 import { EXCLUSIONS, type Exclusion } from '../../src/api/reasons/rebalance.js';
-import type { ReplicaIndex } from '../../src/runtime/replicas.js';
-import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
+import { inFlight, type Copy } from '../moves/move.js';
 import type { Placer, PlacementRequest } from '../placement/placer.js';
-import type { Arbiter, MoveIntent } from './arbiter.js';
-import { EPSILON, type Config } from './config.js';
-import type { CandidateView, ExcludedView, NodeView } from './decide.js';
-import { auditPayload } from './decide.js';
+import { below, byName, EPSILON, f2, type Config } from './config.js';
+import type { CandidateView, ExcludedView, MoveIntent, NodeView } from './plan.js';
+import { auditPayload } from './skips.js';
+import type { CycleView } from './view.js';
 import {
   clearsReliefFloor,
   dimShare,
@@ -32,9 +31,6 @@ import {
   type Utilisation,
 } from './scorer.js';
 
-const f2 = (x: number) => x.toFixed(2);
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
 /** Why a copy may not move at all, whatever asks (pressure, spread, coalescing): by construction never audited. */
 export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion | undefined {
   const spec = srcCopy.desired.spec;
@@ -51,14 +47,8 @@ export function exclusionOf(copies: readonly Copy[], srcCopy: Copy): Exclusion |
 export interface PressureInput {
   /** The most pressured node, past every cluster gate. */
   hot: NodeView;
-  /** Every node with a fresh sample. */
-  views: readonly NodeView[];
-  nodes: ReadonlyMap<string, Node>;
-  sample: PressureSample;
-  replicas: ReplicaIndex;
-  book: MoveBook;
-  placer: Placer;
-  arbiter: Arbiter;
+  /** The cycle's view: every node with a fresh sample, the hot node's measured replicas, the move book, the placer, the cooldowns and the ping-pong exclusion. */
+  view: CycleView;
   config: Config;
 }
 
@@ -71,15 +61,18 @@ export interface PressurePlan {
 
 /** Every replica on the hot node judged; the movable ones as intents. */
 export function planPressure(input: PressureInput): PressurePlan {
-  const { hot, nodes, sample, book, placer, arbiter, config } = input;
+  const { hot, view, config } = input;
+  const { nodes, book } = view;
+  const placer = view.placer();
+  const sample = view.sample(hot.node)!;
   const srcCap = capacityOf(nodes.get(hot.node)!);
   // Destinations: every other node with a fresh sample, coolest first (ties by name).
-  const dsts = input.views.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
-  const table: DstTable = { views: dsts, capacity: dsts.map((d) => capacityOf(nodes.get(d.node)!)), receivedAgo: dsts.map((d) => arbiter.nodeCooldown(d.node)) };
+  const dsts = view.signal.filter((v) => v.node !== hot.node).sort((a, b) => a.pressure - b.pressure || byName(a.node, b.node));
+  const table: DstTable = { views: dsts, capacity: dsts.map((d) => capacityOf(nodes.get(d.node)!)), receivedAgo: dsts.map((d) => view.nodeCooldown(d.node)) };
   const full = dsts.length <= config.explainDsts;
   const candidates: CandidateView[] = [];
   const excluded: ExcludedView[] = [];
-  for (const e of input.replicas.onNode(hot.node)) {
+  for (const e of book.replicas.onNode(hot.node)) {
     const id = e.id;
     const copies = book.copies(id);
     const copy = copies.find((c) => c.desired.spec.node === hot.node)!;
@@ -98,7 +91,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       Object.assign(c, { reason: 'relief_floor', detail: `${est.dominant} relief ${f2(est.relief)} (${est.reliefSource}): src ${f2(est.before)} → ${f2(est.after)}, needs a drop of ${config.reliefFloor}` });
       continue;
     }
-    const placedAgo = arbiter.replicaCooldown(copy);
+    const placedAgo = view.replicaCooldown(copy);
     if (placedAgo !== undefined) {
       Object.assign(c, { reason: 'cooldown_replica', detail: `placed or moved ${formatDuration(Math.max(0, placedAgo))} ago; replica cooldown ${formatDuration(config.cooldownReplicaMs)}` });
       continue;
@@ -108,7 +101,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       continue;
     }
     const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
-    const { best, furthest, all } = destinations(table, fp, req, placer, arbiter.movedAwayFrom(spec.deployment, spec.service), full, config);
+    const { best, furthest, all } = destinations(table, fp, req, placer, view.movedAwayFrom(spec.deployment, spec.service), full, config);
     const shown = best ?? furthest!;
     Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
     if (all) c.dsts = all.map((v) => ({ node: v.node, ...(v.stage ? { stage: v.stage, reason: v.reason } : {}), detail: v.detail, after: v.after }));
@@ -223,4 +216,11 @@ export function postOf(v: Utilisation, fp: Footprint, cap: Capacity): number {
 
 export function capacityOf(n: Node): Capacity {
   return n.status?.capacity ?? { cpuMillis: 0, memoryBytes: 0, gpus: 0 };
+}
+
+/** Why a spread move may not land on a node beyond the scheduler's filters: no fresh sample, or pressure after it at the cap. */
+export function underPressureCap(v: NodeView | undefined, copy: Copy, node: Node, config: Config): string | undefined {
+  if (!v) return 'no fresh pressure sample';
+  const after = postOf(v, footprintEstimate(copy.desired.spec.template, undefined, config), capacityOf(node));
+  return below(after, config.dstCap) ? undefined : `pressure after the move ${f2(after)} ≥ ${config.dstCap}`;
 }

@@ -12,48 +12,13 @@ import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PLAN_REASONS, type Exclusion, type NoPlanReason } from '../../src/api/reasons/rebalance.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
-import type { MoveIntent } from './arbiter.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
-import type { PreemptView } from './preempt.js';
+import type { CoalesceView, CoalesceVictim, MoveIntent, PendingService } from './plan.js';
+import { byName } from './config.js';
 
 /** Reasons coalescing can help with: the replica would fit but for what others hold. */
 export const CAPACITY_REASONS: readonly UnschedulableReason[] = ['no_capacity_memory', 'no_capacity_gpu', 'port_conflict'];
 const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
-
-
-/** A service with replicas the scheduler cannot place for capacity (from its deploymentstatus). */
-export interface PendingService {
-  deployment: string;
-  service: string;
-  /** The service spec, defaults applied (what a new replica would carry). */
-  spec: ServiceSpec;
-  reason: UnschedulableReason;
-  count: number;
-  /** When the rebalancer first saw it pending (leader-local). */
-  since: number;
-}
-
-export interface CoalesceVictim {
-  replica: string;
-  deployment: string;
-  service: string;
-  from: string;
-  to: string;
-}
-
-export interface CoalesceView {
-  deployment: string;
-  service: string;
-  reason: UnschedulableReason;
-  verdict: 'move' | 'held' | 'no_plan' | 'grace' | 'fits';
-  detail: string;
-  noPlan?: NoPlanReason;
-  /** The node the hole is made on, and every move of the plan (the first starts this cycle). */
-  node?: string;
-  plan?: CoalesceVictim[];
-  /** With no plan: what preemption by priority does instead (`jaco status` and `explain` show it with the verdict). */
-  preempt?: PreemptView;
-}
 
 export interface CoalesceInput {
   book: MoveBook;
@@ -66,8 +31,6 @@ export interface CoalesceInput {
   exclusion: (copies: readonly Copy[], copy: Copy) => Exclusion | undefined;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
 }
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every pending service judged, highest priority first; at most one move intent, the first of a complete plan. */
 export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; intent?: MoveIntent } {

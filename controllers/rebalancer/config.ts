@@ -1,5 +1,6 @@
 // The rebalancer's Config: seed 000's thresholds, baked in (no operator knobs), plus the
 // intervals from src/timings.ts. Production builds it once with defaultConfig(); tests inject one.
+// Beside it, how every part of the cycle compares against a threshold, breaks a tie and prints a figure.
 import { PRODUCTION, type Timings } from '../../src/timings.js';
 
 export interface Config {
@@ -69,3 +70,8 @@ export const EPSILON = 1e-9;
 export const atLeast = (x: number, min: number) => x >= min - EPSILON;
 export const below = (x: number, max: number) => x < max - EPSILON;
 export const atMost = (x: number, max: number) => x <= max + EPSILON;
+
+/** Ties are broken by name (node, then replica id): the same snapshot and clock give the same plan. */
+export const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+/** A pressure or threshold as the plan's details print it. */
+export const f2 = (x: number) => x.toFixed(2);

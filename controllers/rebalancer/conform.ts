@@ -12,19 +12,7 @@ import type { ServiceSpec } from '../../src/api/types.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
 import type { Placer } from '../placement/placer.js';
-import type { MoveIntent } from './arbiter.js';
-
-export interface ConformView {
-  replica: string;
-  deployment: string;
-  service: string;
-  node: string;
-  /** What the node no longer satisfies. */
-  broken: string;
-  verdict: 'move' | 'held' | 'no_dst';
-  detail: string;
-  dst?: string;
-}
+import type { ConformView, MoveIntent } from './plan.js';
 
 export interface ConformInput {
   book: MoveBook;

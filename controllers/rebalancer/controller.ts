@@ -9,7 +9,9 @@ import type { ControllerSpec, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
 import { observeMoveDuration } from '../moves/metrics.js';
 import { defaultConfig, type Config } from './config.js';
-import { afterCommit, decide, initialState, type RebalanceAct, type RebalancePlan, type RebalancerState, type Snapshot } from './decide.js';
+import { decide } from './decide.js';
+import { afterCommit, initialState } from './state.js';
+import type { RebalanceAct, RebalancePlan, RebalancerState, Snapshot } from './plan.js';
 import { clearCycleMetrics, rebalanceMetrics, recordCycle, setGate } from './metrics.js';
 import { REBALANCER_READS, snapshotOf } from './snapshot.js';
 

@@ -5,7 +5,8 @@
 import type { PlacementDecision } from '../../src/api/types.js';
 import { describe, expect, it } from 'vitest';
 import { defaultConfig } from './config.js';
-import { decide, initialState, seedState } from './decide.js';
+import { decide } from './decide.js';
+import { initialState, seedState } from './state.js';
 import { PingPong } from './ping-pong.js';
 import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 

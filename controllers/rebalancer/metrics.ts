@@ -2,7 +2,7 @@
 // Label values are the closed unions of reasons.ts and pressure.ts: the audit log's strings.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
-import type { RebalancePlan } from './decide.js';
+import type { RebalancePlan } from './plan.js';
 import { DIMENSIONS } from './pressure.js';
 import { GATE_NAMES, SKIP_REASON_NAMES, type Gate, type SkipReason } from '../../src/api/reasons/rebalance.js';
 

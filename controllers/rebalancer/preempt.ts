@@ -10,7 +10,6 @@
 // victim service's disruption budget. Pure: the placer comes in and is left as it was found.
 import { canonicalJson, isJob, isStateful, namedVolumes, placementMode } from '../../src/api/spec.js';
 import type { HoleFor, ReplicaDesired, ServiceSpec } from '../../src/api/types.js';
-import type { UnschedulableReason } from '../../src/api/reasons/scheduling.js';
 import { NO_PREEMPT_REASONS, type NoPreemptReason } from '../../src/api/reasons/rebalance.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
@@ -18,38 +17,13 @@ import type { AuditRecord } from '../../src/store/audit.js';
 import type { Op } from '../../src/store/writer.js';
 import { admits } from '../disruption/budget.js';
 import { inFlight, type MoveBook } from '../moves/move.js';
-import type { MoveIntent } from './arbiter.js';
 import { footprintOf, type PlacedReplica, type Placer, type PlacementRequest } from '../placement/placer.js';
 import { placedReplicaOf } from '../placement/input.js';
-import type { PendingService } from './coalesce.js';
+import type { PendingService, PreemptView, PreemptVictim, PreemptWant } from './plan.js';
+import { byName } from './config.js';
 
 const CAPACITY_FILTERS = new Set(['memory', 'gpus', 'ports']);
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const iso = (ms: number) => new Date(ms).toISOString();
-
-export interface PreemptVictim {
-  replica: string;
-  deployment: string;
-  service: string;
-  priority: number;
-  node: string;
-  /** Moved elsewhere (to `to`) or stopped where it is. */
-  action: 'migrate' | 'stop';
-  to?: string;
-}
-
-export interface PreemptView {
-  deployment: string;
-  service: string;
-  priority: number;
-  reason: UnschedulableReason;
-  /** preempt: this cycle evicts (or the plan waits only for one move per cycle); held: waits its turn or its migrations; none: no plan. */
-  verdict: 'preempt' | 'held' | 'none';
-  noPreempt?: NoPreemptReason;
-  node?: string;
-  victims?: PreemptVictim[];
-  detail: string;
-}
 
 export interface PreemptInput {
   book: MoveBook;
@@ -61,20 +35,6 @@ export interface PreemptInput {
   now: number;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
 }
-
-/** Every stop of a plan, in one act with its audit records. */
-export interface PreemptStop {
-  victims: PreemptVictim[];
-  ops: Op[];
-  audit: AuditRecord[];
-}
-
-/**
- * What the served plan wants this cycle: its first migration (a move intent), or — once none is
- * left — every stop at once, or to wait for the migrations already under way. The arbiter lets it
- * act only when no other move started or is in flight (one disruption per cycle).
- */
-export type PreemptWant = { view: PreemptView } & ({ migrate: MoveIntent } | { stop: () => PreemptStop } | { wait: string });
 
 export interface PreemptOutcome {
   views: PreemptView[];

@@ -6,7 +6,7 @@ import type { Rejection } from '../placement/placer.js';
 import { FILTER_ORDER } from '../../src/api/reasons/scheduling.js';
 import { cpuMillis, formatDuration, memoryBytes } from '../../src/api/units.js';
 import type { Capacity, ReplicaFootprint, ServiceSpec } from '../../src/api/types.js';
-import { atLeast, atMost, below, type Config } from './config.js';
+import { atLeast, atMost, below, f2, type Config } from './config.js';
 import { composite, type Dimension } from './pressure.js';
 import type { SkipReason } from '../../src/api/reasons/rebalance.js';
 
@@ -203,8 +203,6 @@ export interface DstVerdict {
   after: number;
   afterDims: Utilisation;
 }
-
-const f2 = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : String(x));
 
 export function dstFacts(d: Pick<DstInput, 'ewma' | 'movedAway' | 'receivedAgoMs'>, share: Utilisation): DstFacts {
   const post = postDst(d.ewma, share);

@@ -6,9 +6,9 @@ import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
 import { KEPT_PLACER } from '../placement/kept.js';
 import type { Config } from './config.js';
-import type { Snapshot } from './decide.js';
 import { StateBackedSource } from './pressure.js';
-import { CAPACITY_REASONS, type PendingService } from './coalesce.js';
+import { CAPACITY_REASONS } from './coalesce.js';
+import type { PendingService, Snapshot } from './plan.js';
 
 /** The prefixes the rebalancer reads: a mover's, and the deployments with their status (pending replicas). */
 export const REBALANCER_READS = [...MOVER_READS, 'deployments', 'statuses'] as const;

@@ -10,26 +10,10 @@
 import { placementMode } from '../../src/api/spec.js';
 import type { ReplicaEntry } from '../../src/runtime/replicas.js';
 import { inFlight, type Copy, type MoveBook } from '../moves/move.js';
-import type { MoveIntent } from './arbiter.js';
+import type { MoveIntent, SpreadVerdict, SpreadView } from './plan.js';
 import type { Decision, Placer, PlacementRequest } from '../placement/placer.js';
 import type { Exclusion } from '../../src/api/reasons/rebalance.js';
-
-export type SpreadVerdict = 'move' | 'even' | 'held';
-
-/** One spread service as the cycle judged it (what `jaco rebalance plan` prints). */
-export interface SpreadView {
-  deployment: string;
-  service: string;
-  /** Replicas of the service per node that holds one or could take one. */
-  counts: Record<string, number>;
-  /** Most-loaded holder minus least-loaded node that could take a replica. */
-  skew: number;
-  verdict: SpreadVerdict;
-  detail: string;
-  replica?: string;
-  src?: string;
-  dst?: string;
-}
+import { byName } from './config.js';
 
 export interface SpreadInput {
   book: MoveBook;
@@ -45,8 +29,6 @@ export interface SpreadInput {
   /** A replica placed or moved this long ago is within the replica cooldown (undefined: past it). */
   replicaCooldown: (copy: Copy) => number | undefined;
 }
-
-const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Every spread service judged; a move intent for each skewed one that can move, the most skewed first. */
 export function planSpread(input: SpreadInput): { views: SpreadView[]; intents: MoveIntent[] } {

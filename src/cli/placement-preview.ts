@@ -3,9 +3,11 @@
 // would stay unschedulable and why — and, for a replica that would not fit for capacity, what the
 // rescheduler would move or preempt to make room. Not a second scheduler: the scheduler's and the
 // rebalancer's own pure decides run on one read of the store with the applied deployments in place.
-import { CAPACITY_REASONS, type PendingService } from '../../controllers/rebalancer/coalesce.js';
+import { CAPACITY_REASONS } from '../../controllers/rebalancer/coalesce.js';
+import type { PendingService } from '../../controllers/rebalancer/plan.js';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
-import { decide as rebalance, seedState } from '../../controllers/rebalancer/decide.js';
+import { decide as rebalance } from '../../controllers/rebalancer/decide.js';
+import { seedState } from '../../controllers/rebalancer/state.js';
 import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
 import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';

@@ -12,7 +12,9 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
-import { decide, initialState, type RebalancerState, type Snapshot } from '../../controllers/rebalancer/decide.js';
+import { decide } from '../../controllers/rebalancer/decide.js';
+import { initialState } from '../../controllers/rebalancer/state.js';
+import type { RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
 import { KeptPlacer } from '../../controllers/placement/kept.js';
 import { replica, service, T0, World, type Load } from '../support/rebalancer-world.js';
 

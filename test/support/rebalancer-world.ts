@@ -8,7 +8,9 @@ import { ReplicaIndex } from '../../src/runtime/replicas.js';
 import { placerFor } from '../../controllers/placement/input.js';
 import type { Versioned } from '../../src/store/store.js';
 import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
-import { afterCommit, decide, initialState, type Cycle, type RebalancerState, type Snapshot } from '../../controllers/rebalancer/decide.js';
+import { decide } from '../../controllers/rebalancer/decide.js';
+import { afterCommit, initialState } from '../../controllers/rebalancer/state.js';
+import type { Cycle, RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
 export const GiB = 1024 ** 3;

@@ -9,7 +9,7 @@ import type { Store } from '../../store/store.js';
 import { readCut, readKey, readPrefix, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, indent, printObjects, table } from '../output.js';
-import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import type { CoalesceView } from '../../../controllers/rebalancer/plan.js';
 import { defaultConfig } from '../../../controllers/rebalancer/config.js';
 import { coalesceText, currentPlan } from './rebalance.js';
 

@@ -4,9 +4,10 @@
 import type { Command } from 'commander';
 import { defaultConfig, type Config } from '../../../controllers/rebalancer/config.js';
 import { PLAN_PATH, type PlanResponse } from '../../../controllers/rebalancer/controller.js';
-import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import type { CoalesceView, RebalancePlan } from '../../../controllers/rebalancer/plan.js';
 import { preemptText } from '../../../controllers/rebalancer/preempt.js';
-import { decide, seedState, type RebalancePlan } from '../../../controllers/rebalancer/decide.js';
+import { decide } from '../../../controllers/rebalancer/decide.js';
+import { seedState } from '../../../controllers/rebalancer/state.js';
 import { REBALANCER_READS, snapshotOf } from '../../../controllers/rebalancer/snapshot.js';
 import { keys } from '../../api/keys.js';
 import type { AuditEvent } from '../../api/types.js';

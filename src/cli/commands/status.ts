@@ -15,7 +15,7 @@ import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, readClusterVi
 import { unreadableLines, unreadableRefusal, warnUnreadable } from '../read.js';
 import { action, CliError, connect, parseOutput, timingsOf } from '../common.js';
 import { age, table, toJson } from '../output.js';
-import type { CoalesceView } from '../../../controllers/rebalancer/coalesce.js';
+import type { CoalesceView } from '../../../controllers/rebalancer/plan.js';
 import { defaultConfig } from '../../../controllers/rebalancer/config.js';
 import { coalesceText, currentPlan } from './rebalance.js';
 
