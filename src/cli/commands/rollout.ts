@@ -13,6 +13,7 @@ import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
+import { REPLICAS } from '../../runtime/replicas.js';
 import type { Watchable } from '../../runtime/watchable.js';
 import type { Store, Versioned } from '../../store/store.js';
 import { prepareImages } from '../images.js';
@@ -56,13 +57,9 @@ function parseRevision(v: string): number {
 /** What rollout status follows: one cache over these prefixes, so every check reads one cut of the store. */
 const ROLLOUT_STATUS_READS = ['deployments', 'statuses', 'rollouts', 'desired', 'observed'] as const satisfies readonly Watchable[];
 
-/** The deployment's replica copies, each with what its agent reports. */
+/** The deployment's replica copies, each with what its agent reports (the replica index's join). */
 function copiesOf(name: string, cache: Cache): { desired: ReplicaDesired; observed?: ReplicaObserved }[] {
-  const observed = cache.kind<ReplicaObserved>('observed').items;
-  return [...cache.kind<ReplicaDesired>('desired').items.values()]
-    .map((v) => v.value)
-    .filter((d) => d.spec.deployment === name)
-    .map((desired) => ({ desired, observed: observed.get(keys.observed(desired.spec.node, desired.spec.replica))?.value }));
+  return [...cache.index(REPLICAS).byId.values()].filter((e) => e.deployment === name).flatMap((e) => e.copies);
 }
 
 function progressOf(name: string, cache: Cache): Progress {
