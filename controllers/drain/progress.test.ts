@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { API_VERSION, type NodeDrain, type NodeDrainStatus } from '../../src/api/types.js';
-import { drainProgress, replicaLine } from './progress.js';
+import { drainProgress, drainSummary, replicaLine } from './progress.js';
 
 const drain = (status?: NodeDrainStatus): NodeDrain => ({
   apiVersion: API_VERSION,
@@ -51,5 +51,24 @@ describe('drainProgress', () => {
     [{ state: 'stopped', reason: 'node_drained' } as const, 'stopped (node_drained)'],
   ])('replica line %#', (st, want) => {
     expect(replicaLine('node-2', st)).toBe(want);
+  });
+});
+
+describe('drainSummary (jaco describe node)', () => {
+  it.each<[string, NodeDrain, string[]]>([
+    ['not picked up yet', drain(), ['pending']],
+    [
+      'draining: counts, then only what still holds it up, with why',
+      drain({ state: 'draining', replicas: { a: { state: 'done', dst: 'node-1' }, c: { state: 'pending', reason: 'budget_exceeded' }, b: { state: 'moving', dst: 'node-3' }, g: { state: 'dropped', reason: 'global_replica' } } }),
+      ['draining: 1 moved, 1 dropped, 0 stopped, 2 to go', '  b  moving → node-3', '  c  pending (budget_exceeded)'],
+    ],
+    [
+      'aborted with its reason and the blocked replica',
+      drain({ state: 'aborted', reason: 'drain_timeout', replicas: { db: { state: 'blocked', reason: 'stateful_replica' } } }),
+      ['aborted (drain_timeout): 0 moved, 0 dropped, 0 stopped, 1 to go', '  db  blocked (stateful_replica): has volumes; jaco node drain node-2 --force stops it on the node'],
+    ],
+    ['completed: nothing left to list', drain({ state: 'completed', ...times, replicas: { a: { state: 'stopped', reason: 'node_drained' } } }), ['completed: 0 moved, 0 dropped, 1 stopped']],
+  ])('%s', (_n, d, want) => {
+    expect(drainSummary(d)).toEqual(want);
   });
 });

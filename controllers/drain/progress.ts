@@ -32,6 +32,22 @@ export function counts(d: NodeDrain): string {
   return `${n('done')} moved, ${n('dropped')} dropped, ${n('stopped')} stopped`;
 }
 
+/** What is finished for good: the replica no longer holds the drain up. */
+const SETTLED: readonly DrainReplicaStatus['state'][] = ['done', 'dropped', 'stopped'];
+
+/**
+ * The drain as `jaco describe node` shows it: its state and counts, then one line per replica
+ * still holding it up (moving, pending, blocked — with why), so the operator sees what it waits on.
+ */
+export function drainSummary(d: NodeDrain): string[] {
+  const host = d.spec.node;
+  const replicas = Object.entries(d.status?.replicas ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  const open = replicas.filter(([, st]) => !SETTLED.includes(st.state));
+  const reason = d.status?.reason ? ` (${d.status.reason})` : '';
+  const tally = replicas.length ? `: ${counts(d)}${open.length ? `, ${open.length} to go` : ''}` : '';
+  return [`${d.status?.state ?? 'pending'}${reason}${tally}`, ...open.map(([id, st]) => `  ${id}  ${replicaLine(host, st)}`)];
+}
+
 export function drainProgress(d: NodeDrain | undefined): DrainProgress {
   if (!d) return { phase: 'missing', lines: [], verdict: 'the drain is gone (cancelled with jaco node drain --cancel?)', exitCode: 1 };
   const host = d.spec.node;

@@ -1,6 +1,7 @@
 // jaco get / describe: read the cluster, kubectl-style.
 import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
+import { drainSummary } from '../../../controllers/drain/progress.js';
 import { keys } from '../../api/keys.js';
 import { skewDescription, skewText, skewWarns } from '../../api/clock-skew.js';
 import { labelsText, nodeReady, nodeStatusText } from '../../api/nodes.js';
@@ -231,7 +232,10 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
     if (p) out += `Pressure:     cpu ${(p.cpuUtil * 100).toFixed(1)}%, memory ${(p.memoryUtil * 100).toFixed(1)}% at ${p.time} (${(p.mode ?? 'containers') === 'node' ? 'node-wide' : 'sum of its containers'})\n`;
     out += conditionLines(n, hb, condition, v.settings).join('\n') + '\n';
     const drain = v.drains.get(name);
-    if (drain) out += `Drain:        ${drain.status?.state ?? 'pending'}${drain.status?.reason ? ` (${drain.status.reason})` : ''}\n`;
+    if (drain) {
+      const [head, ...waiting] = drainSummary(drain);
+      out += `Drain:        ${head}\n` + waiting.map((l) => `  ${l}\n`).join('');
+    }
     out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);
     out += await recentEvents(store, (e) => JSON.stringify(e.spec.payload).includes(`"${name}"`));
   } else {
