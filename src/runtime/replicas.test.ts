@@ -37,3 +37,27 @@ describe('ReplicaIndex addresses', () => {
     expect(idx.carriesAddress('b', '10.208.1.2/24')).toBe(false);
   });
 });
+
+describe('ReplicaIndex.onNode', () => {
+  it('lists a node’s replicas by id, kept sorted through adds, re-puts, moves away and deletes', () => {
+    const idx = new ReplicaIndex();
+    const ids = (node: string) => idx.onNode(node).map((e) => e.id);
+    for (const r of ['r3', 'r1', 'r2']) idx.putDesired(copy('a', r));
+    expect(ids('a')).toEqual(['r1', 'r2', 'r3']);
+    idx.putDesired(copy('a', 'r0'));
+    idx.putDesired(copy('a', 'r2', '10.208.0.9/24')); // a re-put changes nothing in the list
+    expect(ids('a')).toEqual(['r0', 'r1', 'r2', 'r3']);
+    // A move: r1 has a copy on b too; deleting its copy on a leaves it on b only.
+    idx.putDesired(copy('b', 'r1'));
+    idx.deleteDesired(copy('a', 'r1'));
+    expect(ids('a')).toEqual(['r0', 'r2', 'r3']);
+    expect(ids('b')).toEqual(['r1']);
+    // The entries are the index's current ones, even for an id gone and placed again.
+    idx.deleteDesired(copy('a', 'r3'));
+    idx.putDesired(copy('a', 'r3'));
+    expect(idx.onNode('a').at(-1)).toBe(idx.byId.get('r3'));
+    for (const r of ['r0', 'r2', 'r3']) idx.deleteDesired(copy('a', r));
+    expect(ids('a')).toEqual([]);
+    expect(ids('nowhere')).toEqual([]);
+  });
+});

@@ -38,6 +38,8 @@ export class ReplicaIndex {
   private readonly services = new Map<string, ServiceReplicas>();
   /** Replica ids with a desired copy on each node. */
   private readonly nodes = new Map<string, Set<string>>();
+  /** Each node's ids sorted, on first use after its membership changed (every planner asks, per node, per cycle). */
+  private readonly nodeSorted = new Map<string, string[]>();
   /** observed/<node>/<replica>, by node then replica — including replicas no longer desired there. */
   private readonly observedByNode = new Map<string, Map<string, Versioned<ReplicaObserved>>>();
   /** Cluster-network addresses carried by desired copies, by node then IPv4 (with how many carry it). */
@@ -57,7 +59,13 @@ export class ReplicaIndex {
 
   /** Replicas with a desired copy on a node, by id. */
   onNode(node: string): ReplicaEntry[] {
-    return [...(this.nodes.get(node) ?? [])].sort().map((id) => this.byId.get(id)!);
+    let ids = this.nodeSorted.get(node);
+    if (!ids) {
+      const set = this.nodes.get(node);
+      if (!set) return [];
+      this.nodeSorted.set(node, (ids = [...set].sort()));
+    }
+    return ids.map((id) => this.byId.get(id)!);
   }
 
   /** Nodes with at least one desired copy. */
@@ -96,7 +104,10 @@ export class ReplicaIndex {
     const s = v.value.spec;
     let onNode = this.nodes.get(s.node);
     if (!onNode) this.nodes.set(s.node, (onNode = new Set()));
-    onNode.add(s.replica);
+    if (!onNode.has(s.replica)) {
+      onNode.add(s.replica);
+      this.nodeSorted.delete(s.node);
+    }
     const copy: Copy = { key: v.key, modRevision: v.modRevision, desired: v.value, observed: this.observed(s.node, s.replica) };
     const e = this.byId.get(s.replica);
     const before = e?.copies.find((c) => c.key === v.key);
@@ -136,7 +147,7 @@ export class ReplicaIndex {
   deleteDesired(prev: Versioned<ReplicaDesired>): void {
     const s = prev.value.spec;
     const onNode = this.nodes.get(s.node);
-    onNode?.delete(s.replica);
+    if (onNode?.delete(s.replica)) this.nodeSorted.delete(s.node);
     if (onNode && !onNode.size) this.nodes.delete(s.node);
     const e = this.byId.get(s.replica);
     if (!e) return;
