@@ -117,3 +117,18 @@ export async function checkBackup(file: string): Promise<BackupSidecar> {
   if (sha256 !== sidecar.sha256) throw new BackupCheckError(`${file}: SHA-256 ${sha256} does not match its sidecar's ${sidecar.sha256}: the file changed since the backup`);
   return sidecar;
 }
+
+/** A backup's name in a directory of them (`jaco backup --dir`): its UTC time to the millisecond, so names sort by age. */
+export function backupName(now: Date): string {
+  return `jaco-${now.toISOString().replace(/[-:]/g, '')}.db`;
+}
+
+/**
+ * Which backups of a directory go when only the newest `keep` stay: of the file names given,
+ * those named as `backupName` makes them, oldest first beyond the newest `keep`. Anything else in
+ * the directory is never touched.
+ */
+export function backupsToPrune(names: readonly string[], keep: number): string[] {
+  const ours = names.filter((n) => /^jaco-\d{8}T\d{6}\.\d{3}Z\.db$/.test(n)).sort();
+  return ours.slice(0, Math.max(0, ours.length - keep));
+}

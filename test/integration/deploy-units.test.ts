@@ -1,0 +1,124 @@
+// deploy/ followed on one host (issue 32): the etcd member, the controllers, the dashboard and the
+// backup each started with exactly the command line and environment its systemd unit gives it
+// (test/support/units.ts reads the unit file), in a network namespace of the test's own that holds
+// the address deploy/etcd/member.env.example names — so the units' fixed ports and addresses are
+// used as written. The files an operator writes are written as deploy/README.md says: the member's
+// environment file (made a one-member cluster), jaco.env pointed at it, the cluster key file made
+// with `jaco secret key rotate`. The node units (agent, ingress) need Docker: e2e.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { stopProcess } from '../../src/runtime/child.js';
+import { NETNS_DIR } from '../../src/runtime/local-network.js';
+import { JACO_BIN } from '../support/cli.js';
+import { commandOf, readUnit, type Host } from '../support/units.js';
+import { eventually } from '../support/wait.js';
+
+const run = promisify(execFile);
+const deploy = (f: string) => join(PACKAGE_ROOT, 'deploy', f);
+/** The member's address in deploy/etcd/member.env.example, held by this test's namespace. */
+const ADDRESS = '10.0.0.11';
+const NS = `jaco-units-${process.pid}`;
+const inNs = (cmd: string, args: string[]) => ['--net=' + join(NETNS_DIR, NS), '--', cmd, ...args];
+
+/** GET url from inside the namespace: [status, body]. */
+async function get(url: string): Promise<[number, string]> {
+  const script = `fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(async (r) => process.stdout.write(r.status + '\\n' + (await r.text())), (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
+  const { stdout } = await run('nsenter', inNs(process.execPath, ['-e', script, url]), { encoding: 'utf8', timeout: 10_000 });
+  const nl = stdout.indexOf('\n');
+  return [Number(stdout.slice(0, nl)), stdout.slice(nl + 1)];
+}
+
+describe('deploy/ units, run as systemd runs them', () => {
+  const root = mkdtempSync(join(tmpdir(), 'jaco-units-'));
+  const host: Host = { hostname: 'node-a', root };
+  const children: ChildProcess[] = [];
+  const logs: string[] = [];
+
+  /** Starts a unit's command in the namespace, as systemd would start the service. */
+  function start(unitFile: string): ChildProcess {
+    const c = commandOf(readUnit(deploy(unitFile)), host);
+    const child = spawn('nsenter', inNs(c.cmd, c.args), { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const name = unitFile.split('/').pop()!;
+    child.stdout!.on('data', (d: Buffer) => logs.push(`${name}: ${d.toString().trimEnd()}`));
+    child.stderr!.on('data', (d: Buffer) => logs.push(`${name}: ${d.toString().trimEnd()}`));
+    children.push(child);
+    return child;
+  }
+  /** A oneshot unit to its end: its exit code and output. */
+  async function runOnce(unitFile: string): Promise<{ code: number; out: string }> {
+    const c = commandOf(readUnit(deploy(unitFile)), host);
+    const r = await run('nsenter', inNs(c.cmd, c.args), { env: c.env, encoding: 'utf8', timeout: 60_000 }).then(
+      (o) => ({ code: 0, out: o.stdout + o.stderr }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: `${e.stdout ?? ''}${e.stderr ?? ''}` }),
+    );
+    return r;
+  }
+  const jacoOnHost = (args: string[]) => {
+    const env = { PATH: process.env.PATH, ...commandOf(readUnit(deploy('systemd/jaco-controller.service')), host).env };
+    return run('nsenter', inNs(process.execPath, [JACO_BIN, ...args]), { env, encoding: 'utf8', timeout: 30_000 });
+  };
+  const tell = () => `\n${logs.slice(-30).join('\n')}`;
+
+  beforeAll(async () => {
+    await run('ip', ['netns', 'add', NS]);
+    await run('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
+    await run('ip', ['-n', NS, 'addr', 'add', `${ADDRESS}/32`, 'dev', 'lo']);
+    // What the operator writes (deploy/README.md, steps 1 and 2), for a cluster of one member.
+    mkdirSync(join(root, 'etc/jaco'), { recursive: true });
+    const member = readFileSync(deploy('etcd/member.env.example'), 'utf8').replace(/^ETCD_INITIAL_CLUSTER=.*$/m, `ETCD_INITIAL_CLUSTER=etcd-a=http://${ADDRESS}:2380`);
+    expect(member).toContain(`ETCD_LISTEN_CLIENT_URLS=http://${ADDRESS}:2379`);
+    writeFileSync(join(root, 'etc/jaco/etcd.env'), member);
+    writeFileSync(join(root, 'etc/jaco/jaco.env'), readFileSync(deploy('systemd/jaco.env'), 'utf8').replace(/^JACO_ENDPOINTS=.*$/m, `JACO_ENDPOINTS=http://${ADDRESS}:2379`));
+    start('etcd/etcd-jaco.service');
+    await eventually(() => jacoOnHost(['get', 'nodes']).then(() => true, () => false), { what: `etcd from its unit answering on ${ADDRESS}:2379${tell()}`, timeoutMs: 30_000 });
+    await jacoOnHost(['secret', 'key', 'rotate', '--key-file', join(root, 'etc/jaco/secrets.key')]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all(children.map((c) => stopProcess(c, { graceMs: 5_000 })));
+    await run('ip', ['netns', 'delete', NS]).catch(() => undefined);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('jaco-controller.service: every controller up, /healthz and /metrics on the port the unit and the Prometheus targets name', async () => {
+    start('systemd/jaco-controller.service');
+    const target = readFileSync(deploy('prometheus/targets/controllers.yml'), 'utf8');
+    const port = /--metrics-addr 0\.0\.0\.0:(\d+)/.exec(readFileSync(deploy('systemd/jaco-controller.service'), 'utf8'))![1]!;
+    expect(target).toContain(`:${port}`);
+    await eventually(async () => (await get(`http://127.0.0.1:${port}/healthz`).catch(() => [0, '']))[0] === 200, { what: `the controllers' /healthz${tell()}`, timeoutMs: 30_000 });
+    const [, metrics] = await get(`http://${ADDRESS}:${port}/metrics`);
+    expect(metrics).toMatch(/^jaco_leader\{/m);
+  });
+
+  it('jaco-dashboard.service: the page and its assets on the address the unit names', async () => {
+    start('systemd/jaco-dashboard.service');
+    const addr = /--addr (\S+)/.exec(readFileSync(deploy('systemd/jaco-dashboard.service'), 'utf8'))![1]!;
+    const [status, page] = await eventually(async () => {
+      const r = await get(`http://${addr}/`).catch(() => undefined);
+      return r?.[0] === 200 ? r : undefined;
+    }, { what: `the dashboard on ${addr}${tell()}`, timeoutMs: 30_000 });
+    expect(status).toBe(200);
+    expect(page).toContain('/assets/dashboard.js');
+    expect((await get(`http://${addr}/assets/dashboard.js`))[0]).toBe(200);
+  });
+
+  it('jaco-backup.service: a checked snapshot in /var/backups/jaco each run, named by time; the timer runs it daily', async () => {
+    for (let i = 0; i < 2; i++) {
+      const r = await runOnce('systemd/jaco-backup.service');
+      expect(r.code, r.out).toBe(0);
+    }
+    const dir = join(root, 'var/backups/jaco');
+    const files = readdirSync(dir).sort();
+    expect(files.filter((f) => f.endsWith('.db')), files.join(' ')).toHaveLength(2);
+    for (const f of files.filter((f) => f.endsWith('.db'))) {
+      expect(f).toMatch(/^jaco-\d{8}T\d{6}\.\d{3}Z\.db$/);
+      expect((await jacoOnHost(['backup', '--check', join(dir, f)])).stdout).toContain(': OK (');
+    }
+    expect(readFileSync(deploy('systemd/jaco-backup.timer'), 'utf8')).toMatch(/^OnCalendar=daily$/m);
+  });
+});
