@@ -16,7 +16,9 @@ import { MAX_REQUEST_BYTES } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
 import { MoveBook, moveStartBytes, startMove } from '../../controllers/moves/move.js';
+import { EXIT_ROLLOUT_TIMEOUT } from '../../src/cli/commands/rollout.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
+import { TcpProxy } from '../support/proxy.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 
@@ -311,5 +313,23 @@ describe('specs near the size limit (item 8)', () => {
     if (!r.ok) throw new Error(r.detail);
     await commitAtomic(store, [{ label: 'move start', ops: r.ops }]);
     expect((await store.get(keys.desired('n2', 'big-web-0')))).toBeDefined();
+  });
+});
+
+describe('a store that answers its probe and then never delivers a read', () => {
+  it('jaco rollout status --timeout ends the wait, the first read of the cluster included', async () => {
+    const prefix = uniquePrefix();
+    // The list of deployments/ reaches etcd, and its reply never comes back on a connection that
+    // stays up (the CLI's first check that etcd answers passes: it asks something else).
+    const proxy = new TcpProxy(etcd.member.spec.clientPort);
+    const endpoint = await proxy.start();
+    void proxy.loseReplyTo(`${prefix}${keys.deployments()}`, { settleMs: 60_000 });
+    try {
+      const r = await jaco(['rollout', 'status', 'web', '--timeout', '1s'], { endpoint, prefix, timeoutMs: 40_000 });
+      expect(r.stdout, r.stderr).toContain('timed out after 1s waiting for deployment "web" to roll out');
+      expect(r.code).toBe(EXIT_ROLLOUT_TIMEOUT);
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -86,20 +86,37 @@ function nextReadyAt(name: string, cache: Cache, now: number): number | undefine
 }
 
 /** Follows a deployment's rollout, printing each service's line when it changes; resolves to the exit code. */
-async function followRollout(store: Store, name: string, timeoutMs: number, out: NodeJS.WritableStream): Promise<number> {
+/**
+ * --timeout, from the command's start: resolves EXIT_ROLLOUT_TIMEOUT (saying so) once it passes,
+ * so every step of the wait — the first reads of the cluster included — is bounded by it.
+ */
+function giveUpAfter(timeoutMs: number, name: string, out: NodeJS.WritableStream): { timedOut: Promise<number>; cancel(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<number>((resolve) => {
+    if (timeoutMs > 0)
+      timer = setTimeout(() => {
+        out.write(`timed out after ${formatDuration(timeoutMs)} waiting for deployment "${name}" to roll out\n`);
+        resolve(EXIT_ROLLOUT_TIMEOUT);
+      }, timeoutMs);
+  });
+  return { timedOut, cancel: () => clearTimeout(timer) };
+}
+
+async function followRollout(store: Store, name: string, timedOut: Promise<number>, out: NodeJS.WritableStream): Promise<number> {
   const cache = Cache.onStore(store, ROLLOUT_STATUS_READS, { log: logger('rollout-status') });
-  try {
+  let over = false;
+  const followed = (async () => {
     await cache.start();
+    if (over) return EXIT_ROLLOUT_TIMEOUT;
     return await new Promise<number>((resolve) => {
       const printed = new Map<string, string>();
-      let timer: NodeJS.Timeout | undefined;
       let wake: NodeJS.Timeout | undefined;
       const finish = (code: number) => {
-        clearTimeout(timer);
         clearTimeout(wake);
         cache.off('changed', check);
         resolve(code);
       };
+      void timedOut.then(finish);
       function check(): void {
         const p = progressOf(name, cache);
         if (p.phase === 'missing') {
@@ -133,14 +150,13 @@ async function followRollout(store: Store, name: string, timeoutMs: number, out:
         if (at !== undefined) wake = setTimeout(check, at - now + 10);
       }
       cache.on('changed', check);
-      if (timeoutMs > 0)
-        timer = setTimeout(() => {
-          out.write(`timed out after ${formatDuration(timeoutMs)} waiting for deployment "${name}" to roll out\n`);
-          finish(EXIT_ROLLOUT_TIMEOUT);
-        }, timeoutMs);
       check();
     });
+  })();
+  try {
+    return await Promise.race([timedOut, followed]);
   } finally {
+    over = true;
     await cache.stop();
   }
 }
@@ -354,13 +370,21 @@ export function registerRollout(program: Command): void {
         } catch {
           throw new CliError(`invalid --timeout ${JSON.stringify(opts.timeout)}: use a duration such as 90s, 5m or 0`);
         }
+        const { timedOut, cancel } = giveUpAfter(timeoutMs, name, process.stdout);
         const store = await connect(cmd);
         try {
-          await mustGetDeployment(store, name);
-          return await followRollout(store, name, timeoutMs, process.stdout);
+          const follow = async () => {
+            await mustGetDeployment(store, name);
+            return await followRollout(store, name, timedOut, process.stdout);
+          };
+          const code = await Promise.race([timedOut, follow()]);
+          // Timed out: a read it gave up on may still be pending (until its own deadline); the answer is given, so end now.
+          if (code === EXIT_ROLLOUT_TIMEOUT) setTimeout(() => process.exit(code), 500).unref();
+          return code;
         } catch (e) {
           throw store.unreachable(e);
         } finally {
+          cancel();
           store.close();
         }
       }),
