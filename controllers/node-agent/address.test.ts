@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defaultRouteInterface, interfaceAddress } from './address.js';
+import { defaultRouteInterface, interfaceAddress, onlyAddress } from './address.js';
 import { simulatedAddress } from '../../src/runtime/local-cluster.js';
 
 const ROUTES = `Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
@@ -14,6 +14,18 @@ describe('node address', () => {
     const ifaces = { eth0: [{ address: 'fe80::1', family: 'IPv6' }, { address: '192.0.2.7', family: 'IPv4' }] } as never;
     expect(interfaceAddress('eth0', ifaces)).toBe('192.0.2.7');
     expect(interfaceAddress('eth9', ifaces)).toBeUndefined();
+  });
+
+  it.each<[string, Record<string, { address: string; family: string; internal: boolean }[]>, string | undefined]>([
+    ['its one address', { lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }], eth0: [{ address: '198.18.1.11', family: 'IPv4', internal: false }] }, '198.18.1.11'],
+    [
+      'the first by interface name, never an interface jaco made (the overlay, a replica veth)',
+      { 'jaco-wg': [{ address: '10.209.0.1', family: 'IPv4', internal: false }], veth9: [{ address: '10.208.0.1', family: 'IPv4', internal: false }], ens5: [{ address: '192.0.2.9', family: 'IPv4', internal: false }], eth1: [{ address: '192.0.2.10', family: 'IPv4', internal: false }] },
+      '192.0.2.9',
+    ],
+    ['IPv6 only, or loopback only: none', { lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }], eth0: [{ address: 'fd00::1', family: 'IPv6', internal: false }] }, undefined],
+  ])('no default route: %s', (_n, ifaces, want) => {
+    expect(onlyAddress(ifaces as never, (i) => i === 'jaco-wg' || i.startsWith('veth'))).toBe(want);
   });
 
   it.each([

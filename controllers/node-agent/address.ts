@@ -1,5 +1,6 @@
 // The address a node's replicas are reached at: `jaco agent --address`, by default the IPv4
-// address of the interface the default route leaves by (/proc/net/route), else loopback.
+// address of the interface the default route leaves by (/proc/net/route); on a host with no default
+// route (an air-gapped one), its one other address; loopback only when it has no other.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 
@@ -18,12 +19,27 @@ export function interfaceAddress(iface: string | undefined, ifaces: NodeJS.Dict<
   return ifaces[iface]?.find((a) => a.family === 'IPv4')?.address;
 }
 
-export function defaultAddress(): string {
+/**
+ * The address to publish when there is no default route: the first non-loopback IPv4 address by
+ * interface name (the same on every start), skipping the interfaces jaco makes itself (the overlay,
+ * replicas' veths) — loopback would tell every other node to reach this one at their own.
+ */
+export function onlyAddress(ifaces: NodeJS.Dict<NetworkInterfaceInfo[]>, own: (iface: string) => boolean): string | undefined {
+  for (const name of Object.keys(ifaces).sort()) {
+    if (own(name)) continue;
+    const a = ifaces[name]?.find((x) => x.family === 'IPv4' && !x.internal);
+    if (a) return a.address;
+  }
+  return undefined;
+}
+
+export function defaultAddress(own: (iface: string) => boolean = () => false): string {
   let table = '';
   try {
     table = readFileSync('/proc/net/route', 'utf8');
   } catch {
     // Not Linux, or no procfs: loopback.
   }
-  return interfaceAddress(defaultRouteInterface(table), networkInterfaces()) ?? '127.0.0.1';
+  const ifaces = networkInterfaces();
+  return interfaceAddress(defaultRouteInterface(table), ifaces) ?? onlyAddress(ifaces, own) ?? '127.0.0.1';
 }

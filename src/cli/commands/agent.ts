@@ -105,7 +105,7 @@ export function registerAgent(program: Command): void {
     .option('--docker-host <url>', 'the Docker engine (env DOCKER_HOST)', process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock')
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9465')
     .option('--status-interval <duration>', 'heartbeat and pressure sampling period, 5s…5m (default 30s; 1s with --timings fast)')
-    .option('--address <ip>', "the address this node's replicas are reached at (Node.status.address, JACO_NODE_ADDRESS); default: the default route interface's address")
+    .option('--address <ip>', "the address this node's replicas are reached at (Node.status.address, JACO_NODE_ADDRESS); default: the default route interface's address, else the host's one other IPv4 address")
     .option('--port-range <min-max>', 'where the scheduler assigns dynamic host ports on this node', `${DEFAULT_PORT_RANGE.min}-${DEFAULT_PORT_RANGE.max}`)
     .option('--pressure <mode>', 'what the node\'s pressure measures: node (the whole host: root cgroup CPU, /proc/meminfo; one agent per host) or containers (the sum of this agent\'s containers: simulated nodes sharing a host)', 'node')
     .option('--state-dir <dir>', "the agent's own directory: its node key (made on the first start, mode 600) and the tmpfs of each container's secrets and configs (default /var/lib/jaco/agent/<node>)")
@@ -126,7 +126,8 @@ export function registerAgent(program: Command): void {
         let labels: Record<string, string>;
         let declared;
         let portRange;
-        const address = f.address ?? defaultAddress();
+        // Without a default route: not an interface the agent made (its overlay, a replica's veth of the CNI ptp plugin).
+        const address = f.address ?? defaultAddress((i) => i === f.overlayInterface || i.startsWith('veth'));
         if (!(PRESSURE_MODES as readonly string[]).includes(f.pressure)) throw new CliError(`--pressure: "${f.pressure}" is not one of ${PRESSURE_MODES.join(', ')}`);
         const pressureMode = f.pressure as PressureMode;
         if (isIP(address) !== 4) throw new CliError(`--address: "${address}" is not an IPv4 address`);
