@@ -1,13 +1,13 @@
-// Table tests of the drain core, driven through a small world: stored objects in a map with
-// etcd-like revisions, the acts decide plans applied with their compare-and-swap preconditions
-// (as the writer does, one act all-or-nothing), and node-agents simulated by setting observed
-// state. Every decision is recorded, so invariants can be checked over a whole drain.
+// Table tests of the drain core, driven through its world on the one table-test harness
+// (test/support/harness.ts): stored objects with etcd's revisions, the acts decide plans applied
+// with their compare-and-swap preconditions (one act all-or-nothing), and node-agents simulated
+// by setting observed state. Every decision is recorded, so invariants can be checked over a
+// whole drain.
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import {
   API_VERSION,
-  type Heartbeat,
   type Node,
   type NodeDrain,
   type NodeDrainSpec,
@@ -19,18 +19,13 @@ import {
   type ReplicaObservedStatus,
   type ServiceSpec,
 } from '../../src/api/types.js';
-import type { AuditRecord } from '../../src/store/audit.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import { MemoryStore } from '../../test/support/memory-store.js';
-import { Cache } from '../../src/runtime/cache.js';
+import { GiB, iso, StoreWorld, T0 } from '../../test/support/harness.js';
 import { drainSnapshot } from './index.js';
 import { decide, type DrainDecision, type DrainMetricEvent, type DrainSnapshot } from './decide.js';
 import { ALL_REPLICA_REASONS, DRAIN_ABORT_REASONS, DRAIN_MOVE_RESULTS } from '../../src/api/reasons/drain.js';
 
-const T0 = Date.parse('2026-11-21T10:00:00Z');
-const iso = (ms: number) => new Date(ms).toISOString();
 const TIMEOUT = 60_000;
-const GiB = 1024 ** 3;
 
 const web = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3, healthcheck: { test: ['CMD', 'true'], interval: '1s' } });
 const packed = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 2, placement: { mode: 'pack' }, healthcheck: { test: ['CMD', 'true'] } });
@@ -38,11 +33,8 @@ const agent = withDefaults({ image: 'jaco-demo/busybox:1', placement: { mode: 'g
 const db = withDefaults({ image: 'jaco-demo/busybox:1', volumes: [{ type: 'volume', source: 'data', target: '/data' }] });
 const plain = withDefaults({ image: 'jaco-demo/busybox:1', update: { minReadyTime: '5s' } });
 
-class World extends MemoryStore {
-  readonly cache = new Cache(this);
-  now = T0;
-  readonly audit: AuditRecord[] = [];
-  readonly metrics: DrainMetricEvent[] = [];
+/** The drain's world on the one table-test harness (test/support/harness.ts). */
+class World extends StoreWorld<DrainMetricEvent> {
   readonly decisions: DrainDecision[] = [];
 
   constructor(nodes = ['node-1', 'node-2', 'node-3'], memory = 4 * GiB) {
@@ -51,49 +43,23 @@ class World extends MemoryStore {
   }
 
   addNode(name: string, memory = 4 * GiB, spec: Node['spec'] = {}): void {
-    this.put(keys.node(name), {
-      apiVersion: API_VERSION,
-      kind: 'Node',
-      metadata: { name, labels: {} },
-      spec,
-      status: { capacity: { cpuMillis: 2000, memoryBytes: memory, gpus: 0 }, agentVersion: 'test', registeredAt: iso(T0 - 3_600_000) },
-    } satisfies Node);
-    this.heartbeat(name);
+    this.putNode(name, { memoryBytes: memory, spec });
   }
 
   heartbeat(name: string, at = this.now): void {
-    this.put(keys.heartbeat(name), { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(at), intervalMs: 1000, agentVersion: 'test', dockerUp: true } } satisfies Heartbeat);
-  }
-
-  /** Keeps every agent's heartbeat fresh except the ones listed. */
-  beat(except: string[] = []): void {
-    for (const n of this.under<Node>('nodes/')) if (!except.includes(n.value.metadata.name)) this.heartbeat(n.value.metadata.name);
+    this.putHeartbeat(name, at);
   }
 
   replica(id: string, node: string, spec: ServiceSpec, opts: { state?: ObservedState; index?: number; extra?: Partial<ReplicaDesiredSpec> } = {}): void {
     const [deployment, service] = id.split('-');
-    const d: ReplicaDesired = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: deployment!, service: service!, node, index: opts.index, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...opts.extra },
-    };
-    if (d.spec.index === undefined) delete d.spec.index;
-    this.put(keys.desired(node, id), d);
-    if (opts.state !== undefined) this.observe(node, id, opts.state);
+    const d = this.desire({ replica: id, deployment: deployment!, service: service!, node, ...(opts.index !== undefined ? { index: opts.index } : {}), revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...opts.extra });
+    if (opts.state !== undefined) this.report(d, opts.state, { health: spec.healthcheck ? 'healthy' : 'none' });
   }
 
   /** What the agent of `node` reports for a replica (running and healthy unless told otherwise). */
   observe(node: string, id: string, state: ObservedState, extra: Partial<ReplicaObservedStatus> = {}): void {
     const d = this.get<ReplicaDesired>(keys.desired(node, id))!;
-    const s = d.spec;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: id },
-      status: { replica: id, node, deployment: s.deployment, service: s.service, state, revision: s.revision, specHash: s.specHash, startedAt: iso(this.now - 60_000), health: s.template.healthcheck ? 'healthy' : 'none', observedAt: iso(this.now), ...extra },
-    };
-    this.put(keys.observed(node, id), o);
+    this.report(d, state, { health: d.spec.template.healthcheck ? 'healthy' : 'none', ...extra });
   }
 
   /** What `jaco node drain` writes. */
@@ -125,13 +91,10 @@ class World extends MemoryStore {
   pass(): DrainDecision {
     const d = decide(this.snapshot(), this.now, { drainTimeoutMs: 300_000 });
     this.decisions.push(d);
-    for (const act of d.acts) {
-      if (!this.applyAct(act.ops)) continue;
-      // The agent of a node whose desired key went removes the container and its observed key.
+    // The agent of a node whose desired key went removes the container and its observed key.
+    this.commit(d, (act) => {
       for (const o of act.ops) if (o.op === 'delete' && o.key.startsWith('desired/')) this.remove(o.key.replace(/^desired\//, 'observed/'));
-      this.audit.push(...act.audit);
-      this.metrics.push(...act.metrics);
-    }
+    });
     // Every reason the core writes is in the closed vocabulary (status, audit and metric labels).
     for (const dr of this.under<NodeDrain>('drains/')) {
       for (const r of Object.values(dr.value.status?.replicas ?? {})) if (r.reason) expect(ALL_REPLICA_REASONS).toHaveProperty(r.reason);

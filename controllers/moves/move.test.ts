@@ -5,39 +5,20 @@ import { actBytes } from '../../src/store/writer.js';
 import { DEFAULT_PLACEMENT_CONFIG } from '../placement/placer.js';
 import { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Versioned } from '../../src/store/store.js';
+import { desiredObject, iso, observedObject, T0 } from '../../test/support/harness.js';
 import { advanceMoves, cancelMove, MOVE_START_OTHER_BYTES, MoveBook, moveStartValueBytes, moveWakeAt, startMove, type MoveRequest } from './move.js';
 
 type VersionedDesired = Versioned<ReplicaDesired>;
 
-const T0 = Date.parse('2026-11-21T10:00:00Z');
-const iso = (ms: number) => new Date(ms).toISOString();
-
 const web: ServiceSpec = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3 });
 
+/** A desired copy (made by the one table-test harness's builders, test/support/harness.ts), at revision 10. */
 function desired(id: string, node: string, spec: ServiceSpec = web, extra: Partial<ReplicaDesired['spec']> = {}): VersionedDesired {
-  return {
-    key: `desired/${node}/${id}`,
-    modRevision: 10,
-    createRevision: 10,
-    version: 1,
-    value: {
-      apiVersion: 'jaco.dev/v1',
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: 'd', service: id.split('-')[1]!, node, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...extra },
-    },
-  };
+  const value = desiredObject({ replica: id, deployment: 'd', service: id.split('-')[1]!, node, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...extra });
+  return { key: `desired/${node}/${id}`, modRevision: 10, createRevision: 10, version: 1, value };
 }
 
-function observed(d: VersionedDesired, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}): ReplicaObserved {
-  const s = d.value.spec;
-  return {
-    apiVersion: 'jaco.dev/v1',
-    kind: 'ReplicaObserved',
-    metadata: { name: s.replica },
-    status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state, revision: s.revision, specHash: s.specHash, startedAt: iso(T0 - 60_000), health: 'none', observedAt: iso(T0), ...extra } as ReplicaObserved['status'],
-  };
-}
+const observed = (d: VersionedDesired, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}): ReplicaObserved => observedObject(d.value, state, T0, extra);
 
 /** The replica view of these copies (observed where a state is given), as a mover's pass sees it. */
 function world(entries: [VersionedDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]): MoveBook {

@@ -28,6 +28,7 @@ import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type
 import { DockerRuntime } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { EarlyHealth } from './early-health.js';
+import { RunningClock } from './running-clock.js';
 import { AgentProbes, dialProbe } from './probes.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
@@ -83,6 +84,7 @@ export class NodeAgent {
   private presence!: Presence;
   private sampler!: PressureSampler;
   private early!: EarlyHealth;
+  private readonly running = new RunningClock();
   private probes!: AgentProbes;
   private manager?: Manager;
   private runner?: Runner<AgentState, AgentSnapshot, unknown, AgentPass>;
@@ -418,7 +420,8 @@ export class NodeAgent {
     const commands = new Map([...commandsSrc.items].map(([k, v]) => [commandsSrc.rest(k), v.value]));
     // Docker's health, with the agent's own first check until Docker has spoken (early-health.ts),
     // and the agent's verdicts for the checks it runs itself (probes.ts).
-    const containers = this.probes.overlay(this.early.overlay(this.view.cache.values()), state.observed);
+    // How long each has run, on the agent's monotonic clock (readiness: minReadyTime).
+    const containers = this.running.stamp(this.probes.overlay(this.early.overlay(this.view.cache.values()), state.observed), now);
     return {
       node,
       desired,

@@ -477,6 +477,10 @@ describe('helpers', () => {
     expect(readiness(ctr(d, { health: 'healthy' }), t, NOW)).toEqual({ ready: true });
     expect(readiness(ctr(d, { health: 'starting' }), t, NOW)).toEqual({ ready: false });
     expect(readiness(ctr(d, { state: 'exited' }), t, NOW)).toEqual({ ready: false });
+    // Measured on the agent's monotonic clock when known: a wall clock that stepped back since the
+    // start (its stamp in the future) does not hold the container back, nor does one that stepped forward hurry it.
+    expect(readiness(ctr(d, { startedAt: iso(NOW + 600_000), runningForMs: 11_000 }), t, NOW)).toEqual({ ready: true });
+    expect(readiness(ctr(d, { startedAt: iso(NOW - 600_000), runningForMs: 1000 }), t, NOW)).toEqual({ ready: false, at: NOW + 9000 });
   });
 
   it('stopFirstFor: nothing to stop when nothing serves', () => {

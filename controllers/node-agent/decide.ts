@@ -192,8 +192,9 @@ export function observeStart(p: Pick<StartProgress, 'phase' | 'code' | 'details'
 export function readiness(c: ContainerFacts, t: ServiceSpec, now: number): { ready: boolean; at?: number } {
   if (c.state !== 'running') return { ready: false };
   if (c.health === 'healthy') return { ready: true };
-  if (c.health !== 'none' || !c.startedAt) return { ready: false };
-  const at = Date.parse(c.startedAt) + minReadyMs(t);
+  if (c.health !== 'none' || (!c.startedAt && c.runningForMs === undefined)) return { ready: false };
+  // Measured on one monotonic clock when the shell knows it; else from Docker's start stamp.
+  const at = c.runningForMs !== undefined ? now + minReadyMs(t) - c.runningForMs : Date.parse(c.startedAt!) + minReadyMs(t);
   return now >= at ? { ready: true } : { ready: false, at };
 }
 

@@ -29,6 +29,12 @@ export interface ContainerFacts {
   createdAt: string;
   /** Absent when the container never started. */
   startedAt?: string;
+  /**
+   * How long it has been running, measured on the agent's monotonic clock (running-clock.ts; absent:
+   * not known). Readiness counts minReadyTime with it, not with startedAt: a node whose wall clock
+   * steps back after a start would otherwise hold the container not ready for as long as it stepped.
+   */
+  runningForMs?: number;
   finishedAt?: string;
   /** Host ports the container declares (Config.ExposedPorts; host networking). */
   ports: number[];

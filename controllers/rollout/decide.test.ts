@@ -1,7 +1,7 @@
-// Table tests of the rollout core, driven through a small world: stored objects in maps, acts
-// applied with their compare-and-swap preconditions (as the writer does), and agents simulated by
-// setting observed state. Every plan decide returns is recorded, so invariants can be checked on
-// each step it starts.
+// Table tests of the rollout core, driven through its world on the one table-test harness
+// (test/support/harness.ts): stored objects, acts applied with their compare-and-swap
+// preconditions (as the writer does), and agents simulated by setting observed state. Every plan
+// decide returns is recorded, so invariants can be checked on each step it starts.
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { servingTemplate } from '../../src/api/serving.js';
@@ -12,7 +12,6 @@ import {
   type DeploymentRevision,
   type DeploymentStatus,
   type DeploymentUpdate,
-  type Heartbeat,
   type ReplicaCommand,
   type ReplicaDesired,
   type ReplicaObserved,
@@ -20,8 +19,7 @@ import {
   type RolloutPlan,
   type ServiceSpec,
 } from '../../src/api/types.js';
-import type { AuditRecord } from '../../src/store/audit.js';
-import { MemoryStore } from '../../test/support/memory-store.js';
+import { StoreWorld } from '../../test/support/harness.js';
 import { Cache } from '../../src/runtime/cache.js';
 import { rolloutSnapshot } from './index.js';
 import { rolloutProgress } from './progress.js';
@@ -36,38 +34,22 @@ const MIN_READY = 5_000; // SERVICE_DEFAULTS.minReadyTime
 const HC = { test: ['CMD', 'true'], interval: '1s' };
 const svc = (image: string, extra: Partial<ServiceSpec> = {}): ServiceSpec => ({ image, replicas: 3, healthcheck: HC, ...extra });
 
-/** The stored objects (a MemoryKv), and the acts decide plans applied to them as the writer would. */
-class World extends MemoryStore {
-  readonly cache = new Cache(this);
-  now = T0;
-  readonly audit: AuditRecord[] = [];
-  readonly metrics: MetricEvent[] = [];
+/** The rollout's world on the one table-test harness (test/support/harness.ts). */
+class World extends StoreWorld<MetricEvent> {
   /** Every decision, with which replicas were running when it was made. */
   readonly decisions: { running: Map<string, boolean>; decision: RolloutDecision }[] = [];
 
   constructor(readonly cfg: RolloutConfig = CFG) {
-    super();
+    super(T0);
   }
 
   /** What `jaco apply` does: a new generation and its revision record. */
   apply(name: string, services: Record<string, ServiceSpec>, update?: DeploymentUpdate): number {
-    const cur = this.get<Deployment>(keys.deployment(name));
-    const generation = (cur?.metadata.generation ?? 0) + 1;
-    const dep: Deployment = { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name, generation }, spec: { services, ...(update ? { update } : {}) } };
-    this.put(keys.deployment(name), dep);
-    const rec: DeploymentRevision = {
-      apiVersion: API_VERSION,
-      kind: 'DeploymentRevision',
-      metadata: { name: `${name}-${generation}` },
-      spec: { deployment: name, revision: generation, appliedAt: new Date(this.now).toISOString(), cause: 'apply', summary: '', template: { services, ...(update ? { update } : {}) } },
-    };
-    this.put(keys.revision(name, generation), rec);
-    return generation;
+    return this.putDeployment(name, services, { update }).metadata.generation!;
   }
 
   heartbeat(node: string, up = true): void {
-    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name: node }, spec: { node, time: new Date(this.now).toISOString(), intervalMs: up ? 1e12 : 1, agentVersion: 't', dockerUp: up } };
-    this.put(keys.heartbeat(node), hb);
+    this.putHeartbeat(node, this.now, { intervalMs: up ? 1e12 : 1, agentVersion: 't', dockerUp: up });
   }
 
   /** What the scheduler does: a new replica at the service's serving template. */
@@ -77,30 +59,18 @@ class World extends MemoryStore {
     const t = servingTemplate(d, service, plan, (n) => this.get<DeploymentRevision>(keys.revision(dep, n)))!;
     const id = `${dep}-${service}-${index ?? node}`;
     if (!this.has(keys.heartbeat(node))) this.heartbeat(node);
-    const rd: ReplicaDesired = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: dep, service, node, ...(index !== undefined ? { index } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: new Date(this.now).toISOString(), ...extra },
-    };
-    this.put(keys.desired(node, id), rd);
+    this.desire({ replica: id, deployment: dep, service, node, ...(index !== undefined ? { index } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: new Date(this.now).toISOString(), ...extra });
     return id;
   }
 
   desiredOf(id: string): ReplicaDesired[] {
-    return this.under<ReplicaDesired>('desired/').map((v) => v.value).filter((d) => d.spec.replica === id);
+    return this.copies(id);
   }
 
   /** What an agent reports. */
   observe(id: string, status: Partial<ReplicaObservedStatus>, node?: string): void {
     const d = this.desiredOf(id).find((x) => !node || x.spec.node === node)!;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: id },
-      status: { replica: id, node: d.spec.node, deployment: d.spec.deployment, service: d.spec.service, state: 'running', specHash: d.spec.specHash, revision: d.spec.revision, health: d.spec.template.healthcheck ? 'healthy' : 'none', startedAt: new Date(this.now).toISOString(), observedAt: new Date(this.now).toISOString(), ...status },
-    };
-    this.put(keys.observed(d.spec.node, id), o);
+    this.report(d, status.state ?? 'running', { health: d.spec.template.healthcheck ? 'healthy' : 'none', startedAt: new Date(this.now).toISOString(), ...status });
   }
 
   /** Every replica running and healthy at its desired spec (a converged cluster). */
@@ -134,14 +104,6 @@ class World extends MemoryStore {
     this.decisions.push({ running, decision });
     this.commit(decision);
     return decision;
-  }
-
-  commit(decision: RolloutDecision): void {
-    for (const act of decision.acts) {
-      if (!this.applyAct(act.ops)) continue;
-      this.audit.push(...act.audit);
-      this.metrics.push(...act.metrics);
-    }
   }
 
   /** n rounds of agents converging, then a controller pass. */

@@ -16,7 +16,6 @@
 // (scale, new image, rollback, cordon, drain, remove node, delete and re-create).
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import { minReadyMs } from '../../src/api/readiness.js';
 import { templateOf } from '../../src/api/serving.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import {
@@ -47,7 +46,10 @@ import { prng } from '../support/random.js';
 import { SharedReader, SimEtcd, type ClientFaults, type LandedTxn } from './etcd.js';
 import { ACT_INVARIANTS, BREADTH_LIVENESS, BREADTH_STATE_INVARIANTS, BREADTH_TXN_INVARIANTS, copiesConverged, STATE_INVARIANTS, TXN_INVARIANTS, type Invariant, type TxnInvariant } from './invariants.js';
 import { simConfig, simSealedOf, simSecret, SimKeyFile } from './secrets.js';
-import { serviceFiles } from '../../src/api/files.js';
+import { fileId } from '../../src/api/files.js';
+import { decide, START_REPORT_DELAY_MS, type AgentSnapshot, type InvalidDesired } from '../../controllers/node-agent/decide.js';
+import type { FileState } from '../../controllers/node-agent/files.js';
+import { SimEngine } from './engine.js';
 import type { Act } from '../../src/runtime/acts.js';
 
 export const T0 = Date.parse('2026-11-21T10:00:00Z');
@@ -149,8 +151,6 @@ export class Sim {
   readonly nodes: string[];
   readonly procs: Proc[];
   readonly down = new Set<string>();
-  /** Per node and replica: when the simulated container becomes running (pending starts). */
-  private readonly startsAt = new Map<string, number>();
   readonly trace: string[] = [];
   faults = true;
   step = 0;
@@ -397,11 +397,18 @@ export class Sim {
 
   // ------------------------------------------------------------------ the agents
 
-  /** One agent: observed follows desired after a random delay; restarts are acknowledged; a container may crash. */
+  /**
+   * One agent pass: the node-agent's real decide (controllers/node-agent/decide.ts) over this
+   * node's desired, commands, copies and what it last reported, and over its simulated engine
+   * (engine.ts: the containers and starts decide reads as facts); the plan is carried out on the
+   * engine, and its observed writes and deletes land. A running container may crash.
+   */
   private agent(node: string): void {
+    const engine = this.engine(node);
     if (!this.has(keys.node(node))) {
       // Removed from the cluster — only on the removal recorded: the agent stops its containers and exits.
       if (this.get<NodeDrain>(keys.drain(node))?.status?.state === 'removed') {
+        engine.clear();
         for (const k of this.keys(keys.observedOf(node))) this.remove(k);
         return;
       }
@@ -409,75 +416,56 @@ export class Sim {
       this.log(`agent ${node}: its node key is gone with no removal recorded; registers it again`);
       this.addNode(node);
     }
-    const desired = this.under<ReplicaDesired>(keys.desiredOf(node)).filter((d) => typeof d.value === 'object' && d.value.spec);
-    const desiredIds = new Set(desired.map((d) => d.value.spec.replica));
-    for (const { value: d } of desired) {
-      const s = d.spec;
-      const key = keys.observed(node, s.replica);
-      const o = this.get<ReplicaObserved>(key);
-      const started = `${node}/${s.replica}`;
-      if (s.suspended) {
-        if (o?.status.state !== 'stopped') this.observe(d, 'stopped', o);
-        continue;
-      }
-      const cmd = this.get<ReplicaCommand>(keys.command(node, s.replica));
-      const ack = cmd && cmd.spec.seq > (o?.status.ackedCommand ?? 0) ? cmd.spec.seq : undefined;
-      const stale = o && (o.status.revision !== s.revision || o.status.specHash !== s.specHash);
-      // A stopped container (a replica its drain suspended, now resumed) starts again, as an exited one does.
-      if (!o || stale || ack !== undefined || o.status.state === 'exited' || o.status.state === 'stopped') {
-        // Nothing starts without its secrets and configs (what runs keeps running meanwhile).
-        if (!this.filesReady(node, s.template)) continue;
-        if (o?.status.state !== 'starting' || stale || ack !== undefined) {
-          this.startsAt.set(started, this.now + 200 + Math.floor(this.r() * 2000));
-          this.observe(d, 'starting', o, ack);
-        }
-        continue;
-      }
-      if (o.status.state === 'starting' && this.now >= (this.startsAt.get(started) ?? 0)) {
-        this.observe(d, 'running', o);
-        continue;
-      }
-      // Its minimum ready time run out on its own clock, reported (controllers never compare its clock with theirs).
-      if (o.status.state === 'running' && o.status.minReadyMet === false && this.agentNow(node) >= Date.parse(o.status.startedAt!) + minReadyMs(s.template)) {
-        this.observe(d, 'running', o);
-        continue;
-      }
-      if (this.faults && o.status.state === 'running' && this.r() < 0.01) {
-        this.log(`crash ${node}/${s.replica}`);
-        this.observe(d, 'exited', o);
+    const now = this.agentNow(node);
+    engine.advance(now, this.now);
+    const plan = decide(this.agentSnapshot(node, engine), now, { healthRefreshMs: 10_000, startReportDelayMs: START_REPORT_DELAY_MS });
+    engine.apply(plan, now, this.now, () => 100 + Math.floor(this.r() * 2000));
+    for (const status of plan.observe) this.put(keys.observed(node, status.replica), { apiVersion: API_VERSION, kind: 'ReplicaObserved', metadata: { name: status.replica }, status } satisfies ReplicaObserved);
+    for (const r of plan.forget) this.remove(keys.observed(node, r));
+    if (this.faults && this.r() < 0.01) {
+      const running = engine.containers.filter((c) => c.role !== 'sandbox' && c.state === 'running');
+      if (running.length) {
+        const c = this.pick(running);
+        this.log(`crash ${node}/${c.replica}`);
+        engine.crash(c.id, now);
       }
     }
-    // Containers without a desired key stop after a while; their observed key goes with them.
-    for (const k of this.keys(keys.observedOf(node))) if (!desiredIds.has(k.slice(k.lastIndexOf('/') + 1)) && this.r() < 0.5) this.remove(k);
     // The liveness keepalive; the heartbeat rewritten at most every 2 s (an agent's is ~2 s; its interval says 10).
     this.keptAt.set(node, this.now);
     if (!this.has(keys.heartbeat(node)) || this.now - (this.beatAt.get(node) ?? -Infinity) >= 2000) this.heartbeat(node);
   }
 
-  private observe(d: ReplicaDesired, state: ReplicaObserved['status']['state'], prev: ReplicaObserved | undefined, ack?: number): void {
-    const s = d.spec;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: {
-        replica: s.replica,
-        node: s.node,
-        deployment: s.deployment,
-        service: s.service,
-        state,
-        revision: s.revision,
-        specHash: s.specHash,
-        health: 'none',
-        observedAt: iso(this.agentNow(s.node)),
-        // Running again (its minimum ready time run out): the same start.
-        ...(state === 'running' && prev?.status.state !== 'running' ? { startedAt: iso(this.agentNow(s.node)) } : prev?.status.startedAt ? { startedAt: prev.status.startedAt } : {}),
-        ...(state === 'running' ? { minReadyMet: prev?.status.state === 'running' } : {}),
-        ...(ack !== undefined ? { ackedCommand: ack } : prev?.status.ackedCommand !== undefined ? { ackedCommand: prev.status.ackedCommand } : {}),
-        ...(state === 'exited' ? { code: 'exited' } : {}),
-      } as ReplicaObserved['status'],
-    };
-    this.put(keys.observed(s.node, s.replica), o);
+  private readonly engines = new Map<string, SimEngine>();
+
+  /** A node's simulated engine (made on first use; it outlives its agent's deaths). */
+  engine(node: string): SimEngine {
+    let e = this.engines.get(node);
+    if (!e) this.engines.set(node, (e = new SimEngine(node, () => this.now)));
+    return e;
+  }
+
+  /**
+   * What decide sees on a node, as the agent's snapshot (agent.ts) builds it from its cache: a
+   * desired value it cannot use (not a ReplicaDesired, or naming another node or replica) is
+   * invalid; its memory of what it reported is the store's observed keys (it is their only writer).
+   */
+  private agentSnapshot(node: string, engine: SimEngine): AgentSnapshot {
+    const desired = new Map<string, ReplicaDesired>();
+    const invalid = new Map<string, InvalidDesired>();
+    const prefix = keys.desiredOf(node);
+    for (const key of this.keys(prefix)) {
+      const id = key.slice(prefix.length);
+      const v = this.get<ReplicaDesired>(key);
+      const s = typeof v === 'object' && v !== null ? v.spec : undefined;
+      if (!s) invalid.set(id, { reason: `${key} is not a ReplicaDesired` });
+      else if (s.node !== node || s.replica !== id) invalid.set(id, { reason: `${key} names node ${JSON.stringify(s.node)}, replica ${JSON.stringify(s.replica)}`, deployment: s.deployment, service: s.service });
+      else desired.set(id, v!);
+    }
+    const rest = <T extends { status?: unknown; spec?: unknown }>(p: string, of: (v: T) => unknown) =>
+      new Map(this.under<T>(p).filter((x) => of(x.value) !== undefined).map((x) => [x.key.slice(p.length), x.value] as const));
+    const commands = rest<ReplicaCommand>(keys.commandsOf(node), (v) => v.spec);
+    const observed = new Map([...rest<ReplicaObserved>(keys.observedOf(node), (v) => v.status)].map(([k, v]) => [k, v.status]));
+    return { node, desired, invalid, commands, observed, ...engine.facts(this.agentNow(node)), retiring: engine.retiring, files: this.fileStates(node) };
   }
 
   // ------------------------------------------------------------------ the controller processes
@@ -790,16 +778,23 @@ export class Sim {
   }
 
   /**
-   * Whether a node's agent can start a replica of this template: a copy of every file it uses on
-   * the node, sealed to the node's current key, of the object the spec pinned (the real agent's
-   * rule: controllers/node-agent/decide.ts filesBlocking).
+   * A node's copies as its agent finds them (controllers/node-agent/files.ts ReplicaFiles.states):
+   * ready when sealed to the node's current key for its own place, else unreadable and why.
    */
-  private filesReady(node: string, t: ServiceSpec): boolean {
+  private fileStates(node: string): Map<string, FileState> {
     const key = this.nodeKey(node).id;
-    return serviceFiles(t).every((f) => {
-      const c = this.get<NodeCopy>(keys.copy(node, f.kind, f.ref.source));
-      return !!c?.spec && c.spec.nodeKey === key && simSealedOf(c.spec.sealed).aad === `copy/${node}/${f.kind}/${f.ref.source}/${c.spec.uid}` && (f.ref.version === undefined || c.spec.uid === f.ref.version);
-    });
+    const out = new Map<string, FileState>();
+    for (const { value: c } of this.under<NodeCopy>(keys.copiesOf(node))) {
+      if (!c.spec) continue;
+      const aad = `copy/${node}/${c.spec.kind}/${c.spec.name}/${c.spec.uid}`;
+      const state: FileState =
+        c.spec.node !== node ? { state: 'unreadable', detail: `the copy names node ${c.spec.node}` }
+        : c.spec.nodeKey !== key ? { state: 'unreadable', detail: `sealed to node key ${c.spec.nodeKey}; this node's key is ${key}` }
+        : simSealedOf(c.spec.sealed).aad !== aad ? { state: 'unreadable', detail: `sealed for ${simSealedOf(c.spec.sealed).aad}, not ${aad}` }
+        : { state: 'ready', uid: c.spec.uid };
+      out.set(fileId(c.spec.kind, c.spec.name), state);
+    }
+    return out;
   }
 
   /**
@@ -950,6 +945,7 @@ export class Sim {
       if (this.down.has(n)) {
         this.log(`agent ${n} returns`);
         this.down.delete(n);
+        this.engine(n).agentRestarts();
       } else if (this.down.size < this.nodes.length - 2 && this.r() < 0.3) {
         this.count('agent dies');
         this.log(`agent ${n} dies`);

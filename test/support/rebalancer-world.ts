@@ -1,6 +1,8 @@
-// A small harness that drives the pure rebalancer cycle for tests and the benchmark: a world of
-// nodes and replicas, samples per cycle, and a recorder of every plan. It commits every act (as if
-// the store accepted it) so leader-local effects follow, and applies landed moves to the world.
+// The rebalancer's world for tests and the benchmark: nodes and replicas made by the one table-test
+// harness's builders (test/support/harness.ts), samples per cycle, and a recorder of every plan.
+// Unlike the store-backed worlds it builds the snapshot itself — its tables give each cycle's
+// loads, which the heartbeats carry — and it commits every act (as if the store accepted it) so
+// leader-local effects follow, applying landed moves to the world.
 import { keys } from '../../src/api/keys.js';
 import { withDefaults, specHash } from '../../src/api/spec.js';
 import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaCommand, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
@@ -11,10 +13,9 @@ import { defaultConfig, type Config } from '../../controllers/rebalancer/config.
 import { decide } from '../../controllers/rebalancer/decide.js';
 import { afterCommit, initialState } from '../../controllers/rebalancer/state.js';
 import type { Cycle, RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
+import { desiredObject, GiB, heartbeatObject, iso, nodeObject, observedObject, T0 } from './harness.js';
 
-export const T0 = Date.parse('2026-11-21T10:00:00Z');
-export const GiB = 1024 ** 3;
-const iso = (ms: number) => new Date(ms).toISOString();
+export { GiB, T0 };
 
 export function service(extra: Partial<ServiceSpec> = {}): ServiceSpec {
   return withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3, ...extra });
@@ -28,17 +29,11 @@ export interface NodeOpts {
 }
 
 export function nodeObj(name: string, o: NodeOpts = {}): Node {
-  return {
-    apiVersion: 'jaco.dev/v1',
-    kind: 'Node',
-    metadata: { name, labels: o.labels ?? {} },
-    spec: { unschedulable: o.cordoned ?? false },
-    status: { capacity: { cpuMillis: o.cpuMillis ?? 1000, memoryBytes: o.memoryBytes ?? 4 * GiB, gpus: 0 }, agentVersion: 'test', registeredAt: iso(T0 - 86_400_000) },
-  };
+  return nodeObject(name, { cpuMillis: o.cpuMillis ?? 1000, memoryBytes: o.memoryBytes, labels: o.labels, spec: { unschedulable: o.cordoned ?? false }, registeredAt: T0 - 86_400_000 });
 }
 
 export function heartbeat(name: string, now: number, pressure?: PressureSample, intervalMs = 30_000): Heartbeat {
-  return { apiVersion: 'jaco.dev/v1', kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(now), intervalMs, agentVersion: 'test', dockerUp: true, ...(pressure ? { pressure } : {}) } };
+  return heartbeatObject(name, now, { intervalMs, ...(pressure ? { pressure } : {}) });
 }
 
 export interface ReplicaOpts {
@@ -73,32 +68,19 @@ export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaC
   const spec = o.spec ?? service();
   const deployment = o.deployment ?? id.split('-')[0]!;
   const svc = o.service ?? id.split('-')[1]!;
-  const d: ReplicaDesired = {
-    apiVersion: 'jaco.dev/v1',
-    kind: 'ReplicaDesired',
-    metadata: { name: id },
-    spec: {
-      replica: id,
-      deployment,
-      service: svc,
-      node,
-      revision: 1,
-      specHash: specHash(spec),
-      template: spec,
-      placedAt: iso(o.placedAt ?? T0 - 86_400_000),
-      ...(o.index !== undefined ? { index: o.index } : {}),
-      ...(o.move ? { move: o.move } : {}),
-    },
-  };
-  const observed: ReplicaObserved | undefined =
-    o.running === false
-      ? undefined
-      : {
-          apiVersion: 'jaco.dev/v1',
-          kind: 'ReplicaObserved',
-          metadata: { name: id },
-          status: { replica: id, node, deployment, service: svc, state: 'running', revision: 1, specHash: d.spec.specHash, startedAt: iso(T0 - 86_400_000), health: 'none', observedAt: iso(T0) },
-        };
+  const d = desiredObject({
+    replica: id,
+    deployment,
+    service: svc,
+    node,
+    revision: 1,
+    specHash: specHash(spec),
+    template: spec,
+    placedAt: iso(o.placedAt ?? T0 - 86_400_000),
+    ...(o.index !== undefined ? { index: o.index } : {}),
+    ...(o.move ? { move: o.move } : {}),
+  });
+  const observed = o.running === false ? undefined : observedObject(d, 'running', T0, { startedAt: iso(T0 - 86_400_000) });
   return { desired: versioned(`desired/${node}/${id}`, d), ...(observed ? { observed } : {}) };
 }
 
@@ -164,13 +146,7 @@ export class World {
   observeRunning(now: number, which: (r: ReplicaCopy) => boolean = (r) => !r.observed): void {
     for (const r of this.replicas) {
       if (!which(r)) continue;
-      const s = r.desired.value.spec;
-      r.observed = {
-        apiVersion: 'jaco.dev/v1',
-        kind: 'ReplicaObserved',
-        metadata: { name: s.replica },
-        status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, startedAt: iso(now - 60_000), health: 'none', observedAt: iso(now) },
-      };
+      r.observed = observedObject(r.desired.value, 'running', now);
     }
   }
 

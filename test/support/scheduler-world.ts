@@ -1,15 +1,11 @@
-// A harness for the scheduler's pure core: an in-memory store with etcd's compare-and-swap rules,
-// read through the runtime's cache by the scheduler's own snapshot function, into which plans are
-// applied act by act (test/support/harness.ts). Table tests and benchmarks drive decide() through
-// it pass after pass and record every plan; it stands in for nothing real (integration and e2e
-// tests use real etcd and Docker).
+// The scheduler's world on the one table-test harness (test/support/harness.ts): the scheduler's
+// own snapshot function and decide run through its ControllerSpec, plans applied act by act and
+// recorded. Table tests and benchmarks drive decide() through it pass after pass.
 import { keys, replicaId } from '../../src/api/keys.js';
 import { templateOf } from '../../src/api/serving.js';
 import {
   API_VERSION,
   type Deployment,
-  type DeploymentSpec,
-  type Heartbeat,
   type Node,
   type NodeDrain,
   type ObservedState,
@@ -23,11 +19,9 @@ import type { Versioned } from '../../src/store/store.js';
 import { schedulerController, type SchedulerState } from '../../controllers/scheduler/controller.js';
 import { decide } from '../../controllers/scheduler/decide.js';
 import { schedulerConfig, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/plan.js';
-import { Harness } from './harness.js';
-import { MemoryStore } from './memory-store.js';
+import { Harness, iso, StoreWorld, T0 } from './harness.js';
 
-export const T0 = Date.parse('2026-11-21T10:00:00Z');
-export const iso = (ms: number) => new Date(ms).toISOString();
+export { T0, iso };
 
 /** Fast-timing-like config: 3 s node-lost grace, 500 ms restart back-off. */
 export const TEST_CONFIG: SchedulerConfig = schedulerConfig({ nodeLostGraceMs: 3_000, restartBackoffMs: 500 });
@@ -41,24 +35,20 @@ export interface NodeOpts {
   cordoned?: boolean;
 }
 
-export class World {
-  readonly store = new MemoryStore();
+export class World extends StoreWorld<ActMetrics> {
   readonly harness: Harness<SchedulerState, SchedulerSnapshot, ActMetrics, SchedulerPlan>;
-  now = T0;
   readonly plans: SchedulerPlan[] = [];
   /** Nodes whose agent is down: advance() does not keep their heartbeat fresh. */
   readonly down = new Set<string>();
 
   constructor(readonly config: SchedulerConfig = TEST_CONFIG) {
-    this.harness = new Harness(this.store, schedulerController({} as never, { config }));
+    super();
+    this.harness = new Harness(this, schedulerController({} as never, { config }));
   }
 
-  get audit(): AuditRecord[] {
-    return this.harness.audit;
-  }
-
-  get revision(): number {
-    return this.store.rev;
+  /** The store itself (tables write raw values through it). */
+  get store(): this {
+    return this;
   }
 
   /** The leader's NotReady clocks. */
@@ -71,68 +61,41 @@ export class World {
     this.harness.state = { notReadySince: new Map() };
   }
 
-  put(key: string, value: unknown): Versioned<unknown> {
-    return this.store.put(key, value);
-  }
-
-  remove(key: string): void {
-    this.store.remove(key);
-  }
-
-  get<T>(key: string): T | undefined {
-    return this.store.get<T>(key);
-  }
-
   list<T>(prefix: string): Versioned<T>[] {
-    return this.store.under<T>(prefix);
+    return this.under<T>(prefix);
   }
 
+  /** A deployment as applied (no revision record: the scheduler reads none). */
   deploy(name: string, services: Record<string, ServiceSpec>, generation?: number): Deployment {
-    const prev = this.get<Deployment>(keys.deployment(name));
-    const d: Deployment = {
-      apiVersion: API_VERSION,
-      kind: 'Deployment',
-      metadata: { name, generation: generation ?? (prev ? (prev.metadata.generation ?? 1) + 1 : 1), creationTimestamp: iso(T0) },
-      spec: { services } as DeploymentSpec,
-    };
-    this.put(keys.deployment(name), d);
-    return d;
+    return this.putDeployment(name, services, { generation, record: false, createdAt: T0 });
   }
 
   undeploy(name: string): void {
-    this.store.remove(keys.deployment(name));
+    this.remove(keys.deployment(name));
   }
 
   node(name: string, o: NodeOpts = {}): void {
-    const n: Node = {
-      apiVersion: API_VERSION,
-      kind: 'Node',
-      metadata: { name, labels: o.labels ?? {} },
-      spec: o.cordoned ? { unschedulable: true } : {},
-      status: { capacity: { cpuMillis: cpuMillis(o.cpu ?? '2'), memoryBytes: memoryBytes(o.memory ?? '4Gi'), gpus: o.gpus ?? 0 }, agentVersion: 'test', registeredAt: iso(T0 - 3_600_000) },
-    };
-    this.put(keys.node(name), n);
+    this.putNode(name, { cpuMillis: cpuMillis(o.cpu ?? '2'), memoryBytes: memoryBytes(o.memory ?? '4Gi'), gpus: o.gpus, labels: o.labels, spec: o.cordoned ? { unschedulable: true } : {}, silent: true });
     if (o.ready !== false) this.heartbeat(name);
     else this.down.add(name);
   }
 
   heartbeat(name: string, time = this.now): void {
     this.down.delete(name);
-    const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(time), intervalMs: 1000, agentVersion: 'test', dockerUp: true } };
-    this.put(keys.heartbeat(name), hb);
+    this.putHeartbeat(name, time);
   }
 
   /** `jaco node remove` as the drain controller ends it: node and heartbeat deleted, the removal recorded. */
   removeNode(name: string): void {
-    this.store.remove(keys.node(name));
-    this.store.remove(keys.heartbeat(name));
+    this.remove(keys.node(name));
+    this.remove(keys.heartbeat(name));
     this.down.add(name);
     const drain: NodeDrain = { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name }, spec: { node: name, timeout: '5m', force: false, remove: true, requestedAt: iso(this.now) }, status: { state: 'removed', replicas: {}, finishedAt: iso(this.now) } } as NodeDrain;
     this.put(keys.drain(name), drain);
   }
 
   nodeDown(name: string): void {
-    this.store.remove(keys.heartbeat(name));
+    this.remove(keys.heartbeat(name));
     this.down.add(name);
   }
 
@@ -141,35 +104,18 @@ export class World {
     const d = this.get<Deployment>(keys.deployment(dep))!;
     const t = templateOf(d.metadata.generation ?? 1, d.spec.services[svc]!);
     const id = replicaId(dep, svc, at);
-    const value: ReplicaDesired = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaDesired',
-      metadata: { name: id },
-      spec: { replica: id, deployment: dep, service: svc, node, ...(typeof at === 'number' ? { index: at } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: iso(this.now), ...extra },
-    };
-    return this.put(keys.desired(node, id), value) as Versioned<ReplicaDesired>;
+    this.desire({ replica: id, deployment: dep, service: svc, node, ...(typeof at === 'number' ? { index: at } : {}), revision: t.revision, specHash: t.specHash, template: t.template, placedAt: iso(this.now), ...extra });
+    return this.versioned<ReplicaDesired>(keys.desired(node, id))!;
   }
 
   /** What the agent of a replica's node reports (every copy, or the one on `node`). */
   observe(replica: string, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}, node?: string): void {
-    const copies = this.list<ReplicaDesired>(keys.desiredOf()).filter((d) => d.value.spec.replica === replica && (!node || d.value.spec.node === node));
-    for (const c of copies) this.observeCopy(c.value, state, extra);
-  }
-
-  private observeCopy(d: ReplicaDesired, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}): void {
-    const s = d.spec;
-    const o: ReplicaObserved = {
-      apiVersion: API_VERSION,
-      kind: 'ReplicaObserved',
-      metadata: { name: s.replica },
-      status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state, revision: s.revision, specHash: s.specHash, health: 'none', startedAt: iso(this.now - 60_000), observedAt: iso(this.now), ...extra },
-    };
-    this.put(keys.observed(s.node, s.replica), o);
+    for (const c of this.copies(replica)) if (!node || c.spec.node === node) this.report(c, state, extra);
   }
 
   /** Every desired replica observed running (and ready: started a minute ago). */
   runAll(): void {
-    for (const d of this.list<ReplicaDesired>(keys.desiredOf())) this.observeCopy(d.value, 'running');
+    for (const d of this.copies()) this.report(d, 'running');
   }
 
   /** The agent executed the pending restart command of a replica (and reports `state`). */
@@ -213,9 +159,7 @@ export class World {
   }
 
   desired(filter: { deployment?: string; service?: string } = {}): ReplicaDesired[] {
-    return this.list<ReplicaDesired>(keys.desiredOf())
-      .map((v) => v.value)
-      .filter((d) => (!filter.deployment || d.spec.deployment === filter.deployment) && (!filter.service || d.spec.service === filter.service));
+    return this.copies().filter((d) => (!filter.deployment || d.spec.deployment === filter.deployment) && (!filter.service || d.spec.service === filter.service));
   }
 
   /** Replica id → node, for a service. */
