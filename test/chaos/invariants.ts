@@ -422,6 +422,15 @@ export class ActChecker {
 
   constructor(private readonly readTimeoutMs = 5000) {}
 
+  /**
+   * The store was restored from a snapshot: a desired key alive at the last sample and absent now
+   * was rolled back, not deleted by anyone (the new store's history has no such deletion, and its
+   * revisions after the snapshot's are not the old store's), so the removals start afresh.
+   */
+  storeReplaced(): void {
+    this.alive.clear();
+  }
+
   async check(store: Store, s: Snapshot): Promise<Violation[]> {
     const out: Violation[] = [];
     for (const l of s.leaders) this.elected.add(l.key.split('/')[1]!);
