@@ -16,7 +16,7 @@ import { FAST, PRODUCTION } from '../../src/timings.js';
 import { prng } from '../support/random.js';
 import { sleep } from '../support/wait.js';
 import { bounded, ChaosCluster, type Component, type EtcdNode, type StoreSnapshot } from './cluster.js';
-import { ActChecker, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
+import { ActChecker, allowedAfterRestore, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
 import { MAX_BACKOFF_MS } from '../../src/store/reflector.js';
 import { formatGap, SampleGaps, type Gap } from './gaps.js';
 
@@ -528,18 +528,21 @@ export class Chaos {
             (h) => Number(h.revision),
             () => NaN,
           );
+          const before = await bounded(this.c.store.header(), 5000, 'cluster id').then((h) => h.cluster_id, () => '?');
           note(`etcd restored from the snapshot of ${((Date.now() - taken.snap.takenAt) / 1000).toFixed(1)} s ago (revision ${taken.snap.revision}; the store was at ${at})`);
           this.storeEpoch++;
           const sentFrom = this.sent.length;
+          const t = Date.now();
           await this.c.restoreAll(taken.snap);
+          const after = await bounded(this.c.store.header(), 5000, 'cluster id').then((h) => h.cluster_id, () => '?');
+          this.log(`store restored in ${Date.now() - t} ms: cluster id ${before} → ${after}`);
           // The restored store is the truth: each deployment is what the snapshot holds, or an
           // apply sent since the restore began (its outcome unknown until acknowledged).
-          for (const name of this.services.keys())
-            this.allowed.set(name, [taken.shapes.get(name) ?? '(absent)', ...this.sent.slice(sentFrom).filter(([n]) => n === name).map(([, shape]) => shape)]);
+          for (const [name, shapes] of allowedAfterRestore(this.services.keys(), taken.shapes, this.sent.slice(sentFrom))) this.allowed.set(name, shapes);
           this.acts.storeReplaced();
           // Their revisions after the snapshot's belong to the old store's history, not this one's.
           this.snapshots = this.snapshots.filter((x) => x.snap.revision <= taken.snap.revision);
-          this.restores.push(`to revision ${taken.snap.revision} from ${at}, a snapshot ${((Date.now() - taken.snap.takenAt) / 1000).toFixed(1)} s old`);
+          this.restores.push(`to revision ${taken.snap.revision} from ${at}, a snapshot ${((t - taken.snap.takenAt) / 1000).toFixed(1)} s old, in ${Date.now() - t} ms (cluster id ${before} → ${after})`);
         } finally {
           this.restoring = false;
           release();
@@ -624,7 +627,9 @@ export class Chaos {
         : 'not tried';
       if (wrote && !read.startsWith('refused') && read !== 'majority')
         this.violation({ at: Date.now(), invariant: 'a member cut from its peers serves no stale read', detail: `${e.spec.name} answered a linearizable read of ${key} with ${read} after the majority acknowledged 'majority'` });
-      const line = `${e.spec.name}: write ${put}; read ${read}`;
+      // Evidence the cut is real: the cut member knows no leader, one of the others leads.
+      const views = await Promise.all(this.c.etcd.map(async (x) => `${x.spec.name} ${await this.c.raftView(x)}`));
+      const line = `${e.spec.name}: write ${put}; read ${read} (${views.join(', ')})`;
       this.minorityProbes.push(line);
       this.log(`probe of the minority: ${line}`);
     } finally {

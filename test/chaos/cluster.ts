@@ -549,7 +549,19 @@ export class ChaosCluster {
       e.spec = { ...e.spec, dataDir, initialCluster: cluster };
     }
     for (const e of this.etcd) e.start();
-    await waitForEtcd(this.endpoints, 30_000, undefined, this.clientTls);
+    // Every member answering, and one of them leading: the cluster is whole again.
+    await Promise.all(this.etcd.map((e) => waitForEtcd([e.endpoint], 30_000, e.member.process, this.clientTls)));
+    await eventually(async () => !!(await this.raftLeader()), { what: 'a raft leader after the restore', timeoutMs: 30_000, intervalMs: 200 });
+  }
+
+  /** What one member says of raft: its id and the leader it knows ('0': none). */
+  async raftView(e: EtcdNode): Promise<string> {
+    try {
+      const st = await this.onMember(e, (s) => bounded(s.client.maintenance.status(), 2000, 'status'));
+      return st.leader === '0' ? 'no leader' : st.leader === st.header.member_id ? 'leads' : 'follows';
+    } catch (err) {
+      return `no answer (${(err as Error).message.split('\n')[0]!.slice(0, 60)})`;
+    }
   }
 
   /**

@@ -229,6 +229,16 @@ export function lostApplies(s: Snapshot, allowed: Map<string, string[]>): Violat
 }
 
 /**
+ * What each deployment may be once the store was restored from a snapshot: what the snapshot holds
+ * (`'(absent)'` if it held none), or an apply sent since the restore began (its outcome unknown until
+ * acknowledged). Applies acknowledged before the restore but after the snapshot are undone by it —
+ * the restored store is the truth (docs/store.md: "apply it again") — so they are not allowed.
+ */
+export function allowedAfterRestore(names: Iterable<string>, atSnapshot: ReadonlyMap<string, string>, sentSince: readonly (readonly [string, string])[]): Map<string, string[]> {
+  return new Map([...names].map((name) => [name, [atSnapshot.get(name) ?? '(absent)', ...sentSince.filter(([n]) => n === name).map(([, shape]) => shape)]]));
+}
+
+/**
  * Converged: no rollout or drain in progress; every service has its replicas desired, none moving
  * or suspended, all at the service's current spec (or the one an aborted rollout went back to);
  * each observed running at that revision and spec by its agent, and running exactly once in
