@@ -16,7 +16,7 @@ import { FAST, PRODUCTION } from '../../src/timings.js';
 import { prng } from '../support/random.js';
 import { sleep } from '../support/wait.js';
 import { bounded, ChaosCluster, type Component, type EtcdNode, type StoreSnapshot } from './cluster.js';
-import { ActChecker, allowedAfterRestore, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
+import { ActChecker, allowedAfterRestore, appliedShape, KeptAcrossRestore, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
 import { MAX_BACKOFF_MS } from '../../src/store/reflector.js';
 import { formatGap, SampleGaps, type Gap } from './gaps.js';
 
@@ -157,6 +157,7 @@ export class Chaos {
   private globalFreeAt = 0;
   private stray: StrayTracker;
   private acts = new ActChecker();
+  private keptAcrossRestore = new KeptAcrossRestore();
   samples = 0;
   last?: Snapshot;
   /** Bumped when a restore starts: what was acknowledged before it may be undone. */
@@ -342,7 +343,7 @@ export class Chaos {
     // reported web's replicas 2 as a lost apply while the apply to 2 was on its way).
     for (const [name, shape] of this.sent.slice(sentBefore)) allowed.set(name, [...(allowed.get(name) ?? []), shape]);
     const acts = await this.acts.check(this.c.store, s);
-    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, allowed), ...acts]) this.violation(v);
+    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, allowed), ...acts, ...this.keptAcrossRestore.check(s)]) this.violation(v);
     return s;
   }
 
@@ -524,11 +525,13 @@ export class Chaos {
         this.restoring = true;
         try {
           await this.inCheck;
-          const at = await bounded(this.c.store.header(), 5000, 'revision').then(
-            (h) => Number(h.revision),
-            () => NaN,
-          );
-          const before = await bounded(this.c.store.header(), 5000, 'cluster id').then((h) => h.cluster_id, () => '?');
+          // What runs and is desired just before the members stop: the restored store must not
+          // lose a container it still wants (KeptAcrossRestore).
+          const running = await snapshot(this.c.store, () => this.c.containers()).catch(() => undefined);
+          if (running) this.keptAcrossRestore.begin(running, taken.snap.revision);
+          const header = await bounded(this.c.store.header(), 5000, 'revision').catch(() => undefined);
+          const at = Number(header?.revision ?? NaN);
+          const before = header?.cluster_id ?? '?';
           note(`etcd restored from the snapshot of ${((Date.now() - taken.snap.takenAt) / 1000).toFixed(1)} s ago (revision ${taken.snap.revision}; the store was at ${at})`);
           this.storeEpoch++;
           const sentFrom = this.sent.length;
@@ -540,6 +543,9 @@ export class Chaos {
           // apply sent since the restore began (its outcome unknown until acknowledged).
           for (const [name, shapes] of allowedAfterRestore(this.services.keys(), taken.shapes, this.sent.slice(sentFrom))) this.allowed.set(name, shapes);
           this.acts.storeReplaced();
+          // Watched from the restore until well past the stray bound: an agent acts within it.
+          this.keptAcrossRestore.restored(Date.now(), 2 * this.stray.boundMs);
+          this.log(`${this.keptAcrossRestore.watching} containers the restored store may still want are watched`);
           // Their revisions after the snapshot's belong to the old store's history, not this one's.
           this.snapshots = this.snapshots.filter((x) => x.snap.revision <= taken.snap.revision);
           this.restores.push(`to revision ${taken.snap.revision} from ${at}, a snapshot ${((t - taken.snap.takenAt) / 1000).toFixed(1)} s old, in ${Date.now() - t} ms (cluster id ${before} → ${after})`);
