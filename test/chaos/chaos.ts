@@ -563,7 +563,10 @@ export class Chaos {
         // NotReady once its heartbeat lease lapses, lost after the grace: past both, by a second.
         const lossMs = t.heartbeatTtlSec * 1000 + t.nodeLostGraceMs + 1000;
         await this.withTarget(target, async () => {
-          const had = await this.desiredOn(target.name);
+          // Read before the cut, once etcd answers (a restore may have it down for seconds).
+          let had: string[] | undefined;
+          for (const until = Date.now() + 30_000; !had && Date.now() < until; ) had = await this.desiredOn(target.name).catch(() => sleep(500).then(() => undefined));
+          if (!had) throw new Error(`the replicas of ${target.name} could not be read before its cut`);
           const start = Date.now();
           note(`node ${target.name} cut from the cluster (every link of its agent to etcd; ${had.length} replicas) for ${lossMs} ms or until they are re-placed`);
           target.cut();
@@ -572,7 +575,7 @@ export class Chaos {
             await sleep(lossMs);
             // Held away until every replica it had is desired elsewhere, or 20 s more at most.
             for (const until = Date.now() + 20_000; Date.now() < until; await sleep(500)) {
-              const left = await this.desiredOn(target.name).catch(() => had);
+              const left = await this.desiredOn(target.name).catch(() => had!);
               if (!had.some((r) => left.includes(r))) {
                 cut.replacedMs = Date.now() - start;
                 break;
@@ -598,6 +601,10 @@ export class Chaos {
         return;
       }
     }
+  }
+
+  private everyKindDealt(): boolean {
+    return FAULT_KINDS.every(([k]) => this.faults[k]);
   }
 
   /** The replicas desired on a node now. */
@@ -664,10 +671,10 @@ export class Chaos {
     this.log(`snapshot of the store taken at revision ${snap.revision}`);
   }
 
-  /** The oldest snapshot of this store (waiting up to 20 s for the first to be taken). */
+  /** The newest snapshot of this store at least 3 s old, else the oldest (waiting up to 20 s for one). */
   private async snapshotTaken(): Promise<{ snap: StoreSnapshot; shapes: Map<string, string> } | undefined> {
     for (const until = Date.now() + 20_000; !this.snapshots.length && Date.now() < until; ) await sleep(200);
-    return this.snapshots[0];
+    return this.snapshots.filter((x) => Date.now() - x.snap.takenAt >= 3000).at(-1) ?? this.snapshots[0];
   }
 
   // ---------------------------------------------------------------- the run
@@ -682,17 +689,20 @@ export class Chaos {
       }
     })();
     const stopAt = Date.now() + this.opts.chaosMs;
-    // Snapshots of the store for the restore card: the first a few seconds in, then every 10–15 s.
+    // Snapshots of the store for the restore card: one as the faults start, then every 10–15 s (a
+    // failed one, while etcd has no quorum, is tried again a second later).
     const snapshots = (async () => {
-      for (let wait = this.between(2000, 6000); Date.now() + wait < stopAt; wait = this.between(10_000, 15_000)) {
+      for (let wait = 0; Date.now() + wait < stopAt; ) {
         await sleep(wait);
-        if (this.restoring || this.etcdBusy) continue;
-        await this.takeSnapshot().catch((e: Error) => this.log(`snapshot not taken: ${e.message.split('\n')[0]}`));
+        const ok = !this.restoring && (await this.takeSnapshot().then(() => true, (e: Error) => (this.log(`snapshot not taken: ${e.message.split('\n')[0]}`), false)));
+        wait = ok ? this.between(10_000, 15_000) : 1000;
       }
     })();
     const lanes = Array.from({ length: this.opts.lanes ?? 2 }, async (_, i) => {
       await sleep(i * 700);
-      while (Date.now() < stopAt && this.injected < this.opts.maxFaults) {
+      // Past the chaos time while a kind has not come up yet (a card dealt while its target was
+      // busy, or a long card holding a lane), for at most 30 s more: every run deals every kind.
+      while (this.injected < this.opts.maxFaults && (Date.now() < stopAt || (!this.everyKindDealt() && Date.now() < stopAt + 30_000))) {
         await bounded(this.fault(), 120_000, 'a fault').catch((e: Error) => {
           this.errors.push(e.message);
           this.log(`fault failed: ${e.message}`);
