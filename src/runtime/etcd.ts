@@ -12,6 +12,8 @@ export interface EtcdMemberSpec {
   dataDir: string;
   clientPort: number;
   peerPort: number;
+  /** The peer port the other members dial, if not peerPort (a proxy in front of it, which a test can cut). */
+  advertisePeerPort?: number;
   /** name=peerURL,… for a multi-member cluster; defaults to this member alone. */
   initialCluster?: string;
   logFile?: string;
@@ -66,6 +68,7 @@ export function portInUse(port: number): Promise<boolean> {
 
 export function etcdArgs(s: EtcdMemberSpec): string[] {
   const peer = `http://127.0.0.1:${s.peerPort}`;
+  const advertisedPeer = `http://127.0.0.1:${s.advertisePeerPort ?? s.peerPort}`;
   const client = ['127.0.0.1', ...(s.extraClientHosts ?? [])].map((h) => `${s.tls ? 'https' : 'http'}://${h}:${s.clientPort}`).join(',');
   const tls = s.tls ? ['--cert-file', s.tls.cert, '--key-file', s.tls.key, '--trusted-ca-file', s.tls.ca, '--client-cert-auth'] : [];
   return [
@@ -74,8 +77,8 @@ export function etcdArgs(s: EtcdMemberSpec): string[] {
     '--listen-client-urls', client,
     '--advertise-client-urls', client,
     '--listen-peer-urls', peer,
-    '--initial-advertise-peer-urls', peer,
-    '--initial-cluster', s.initialCluster ?? `${s.name}=${peer}`,
+    '--initial-advertise-peer-urls', advertisedPeer,
+    '--initial-cluster', s.initialCluster ?? `${s.name}=${advertisedPeer}`,
     '--initial-cluster-state', 'new',
     // One token per cluster (every member must agree), derived from its member list.
     '--initial-cluster-token', `jaco-${createHash('sha256').update(s.initialCluster ?? s.name).digest('hex').slice(0, 12)}`,

@@ -4,7 +4,7 @@
 // cluster converges within 60 s once the faults stop. CHAOS_SEED=<n> replays a seed's schedule;
 // CHAOS_TRACE=1 prints each fault and operator action as it happens.
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatReport, runChaos } from './chaos.js';
+import { FAULT_KINDS, formatReport, runChaos } from './chaos.js';
 import { formatGap } from './gaps.js';
 import type { ChaosCluster } from './cluster.js';
 
@@ -21,7 +21,12 @@ describe('chaos on real etcd, controllers, agents and Docker', () => {
     // A failure says what blocked the samples, if any did: the longest gap, its reasons and probes.
     const trace = `longest time without a sample: ${formatGap(report.longestGap, report.t0)}\n${report.trace.join('\n')}`;
     expect(Object.values(report.faults).reduce((a, n) => a + n, 0), trace).toBeGreaterThanOrEqual(10);
+    // Every kind of fault was dealt at least once (the deck deals each within one deck's draws).
+    expect(FAULT_KINDS.filter(([k]) => !report.faults[k]).map(([k]) => k), trace).toEqual([]);
     expect(report.violations, trace).toEqual([]);
+    // The minority member refused what it was asked; a cut node's replicas were re-placed while it was away.
+    expect(report.minorityProbes.length).toBeGreaterThan(0);
+    expect(report.nodeCuts.filter((c) => c.replacedMs === undefined), trace).toEqual([]);
     // The act-level checks ran on the real run: placements and controller writes were checked.
     expect(report.acts.placements).toBeGreaterThan(0);
     expect(report.acts.removals).toBeGreaterThan(0);

@@ -3,17 +3,20 @@
 // test/support/random.ts): kill -9 of a controller copy (mostly the scheduler's leader), of an
 // agent, of an etcd member (each started again); SIGSTOP/SIGCONT of each; an etcd member removed
 // and added back from an empty data dir; cuts between a component and etcd (all its proxies, or
-// the one to a single member); every etcd lease revoked at once. A checker samples etcd and
+// the one to a single member); every etcd lease revoked at once; the whole store restored from a
+// snapshot taken earlier in the run, under running controllers and agents; one etcd member cut
+// from its peers (a minority that must refuse writes and linearizable reads); a node cut from the
+// cluster for longer than the node-loss timeout, then healed. A checker samples etcd and
 // `docker ps` throughout (test/chaos/invariants.ts). Once the faults stop, the cluster must
 // converge within `convergeMs`. The run is bounded in faults and time; the same seed gives the
 // same choices (the real processes' timing is not replayable, the fault schedule is).
 import { keys } from '../../src/api/keys.js';
-import type { Node } from '../../src/api/types.js';
+import type { Deployment, Node, ReplicaDesired } from '../../src/api/types.js';
 import { FAST, PRODUCTION } from '../../src/timings.js';
 import { prng } from '../support/random.js';
 import { sleep } from '../support/wait.js';
-import { bounded, ChaosCluster, type Component, type EtcdNode } from './cluster.js';
-import { ActChecker, appliedShape, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
+import { bounded, ChaosCluster, type Component, type EtcdNode, type StoreSnapshot } from './cluster.js';
+import { ActChecker, allowedAfterRestore, appliedShape, KeptAcrossRestore, lostApplies, notConverged, simViolations, snapshot, StrayTracker, type ActCoverage, type Snapshot, type Violation } from './invariants.js';
 import { MAX_BACKOFF_MS } from '../../src/store/reflector.js';
 import { formatGap, SampleGaps, type Gap } from './gaps.js';
 
@@ -46,12 +49,25 @@ export interface ChaosReport {
   longestGap?: Gap;
   /** When the run started (the gap's times are relative to it). */
   t0: number;
+  /** Each node cut from the cluster: its replicas then, and how long until all were re-placed elsewhere (undefined: not while it was away). */
+  nodeCuts: NodeCut[];
+  /** Each etcd member cut from its peers: what a write and a linearizable read through it got. */
+  minorityProbes: string[];
+  /** Each restore of the store: the snapshot's age and what it rolled back. */
+  restores: string[];
   /** From the end of the faults until converged (undefined: not within convergeMs). */
   convergeMs?: number;
   lastNotConverged?: string;
   chaosMs: number;
   errors: string[];
   trace: string[];
+}
+
+export interface NodeCut {
+  node: string;
+  replicas: number;
+  cutMs: number;
+  replacedMs?: number;
 }
 
 interface Svc {
@@ -62,7 +78,7 @@ interface Svc {
 }
 
 /** Fault kinds and their weights (cards per deck). */
-const FAULT_KINDS = [
+export const FAULT_KINDS = [
   ['kill -9 controller', 3],
   ['kill -9 agent', 2],
   ['kill -9 etcd member', 2],
@@ -72,7 +88,18 @@ const FAULT_KINDS = [
   ['etcd member rejoin from empty data', 1],
   ['cut component from etcd', 2],
   ['revoke every lease', 1],
+  ['etcd restored from an earlier snapshot', 1],
+  ['etcd member cut from its peers', 1],
+  ['node cut from the cluster', 1],
 ] as const;
+
+/**
+ * Faults on etcd itself, and the node cut: one at a time (a second waits for the first to be
+ * undone). A node cut must see its replicas re-placed while it is away, which an etcd without a
+ * quorum or a restore in the middle of it would prevent (seed 3: a peer cut and a restore during
+ * one held it 27 s, nothing re-placed).
+ */
+const ETCD_KINDS = new Set<string>(['kill -9 etcd member', 'SIGSTOP etcd member', 'etcd member rejoin from empty data', 'revoke every lease', 'etcd restored from an earlier snapshot', 'etcd member cut from its peers', 'node cut from the cluster']);
 
 const OPERATOR_KINDS = [
   ['rollout (new image)', 2],
@@ -135,8 +162,19 @@ export class Chaos {
   private globalFreeAt = 0;
   private stray: StrayTracker;
   private acts = new ActChecker();
+  private keptAcrossRestore = new KeptAcrossRestore();
   samples = 0;
   last?: Snapshot;
+  /** Bumped when a restore starts: what was acknowledged before it may be undone. */
+  private storeEpoch = 0;
+  /** A restore is under way: no sample is taken (the one in flight is waited for first). */
+  private restoring = false;
+  private inCheck: Promise<unknown> = Promise.resolve();
+  /** Snapshots of the store taken during the run, with the deployments each holds (their applied shapes). */
+  private snapshots: { snap: StoreSnapshot; shapes: Map<string, string> }[] = [];
+  readonly nodeCuts: NodeCut[] = [];
+  readonly minorityProbes: string[] = [];
+  readonly restores: string[] = [];
 
   constructor(
     readonly c: ChaosCluster,
@@ -211,8 +249,11 @@ export class Chaos {
     const shape = shapeOf(name, s);
     this.allowed.set(name, [...(this.allowed.get(name) ?? []), shape]);
     this.sent.push([name, shape]);
+    const epoch = this.storeEpoch;
     const r = await this.c.jaco(['apply', '-f', '-'], manifest(name, s), 60_000).catch((e: Error) => ({ code: -1, stdout: '', stderr: e.message }));
-    if (r.code === 0) this.allowed.set(name, [shape]);
+    // Acknowledged by the store it was sent to; if a restore came between, maybe by the old one,
+    // whose writes after the snapshot the restore undid: then it is one possibility among others.
+    if (r.code === 0) this.allowed.set(name, epoch === this.storeEpoch ? [shape] : [...(this.allowed.get(name) ?? []), shape]);
     this.log(`apply ${name} image:${s.image} replicas:${s.replicas} gen:${s.gen} → ${r.code === 0 ? 'acknowledged' : `exit ${r.code} (${r.stderr.trim().split('\n')[0]})`}`);
     return r.code === 0;
   }
@@ -271,8 +312,15 @@ export class Chaos {
   private probing = false;
   private probedAt = 0;
 
-  /** One sample: every invariant over a fresh snapshot. */
-  async check(): Promise<Snapshot | undefined> {
+  /** One sample: every invariant over a fresh snapshot (none while the store is being restored). */
+  check(): Promise<Snapshot | undefined> {
+    if (this.restoring) return Promise.resolve(undefined);
+    const p = this.checkNow();
+    this.inCheck = p.catch(() => undefined);
+    return p;
+  }
+
+  private async checkNow(): Promise<Snapshot | undefined> {
     // The applies allowed as the read starts: an apply acknowledged while a slow read is on its way
     // (a paused etcd member) must not be held against a snapshot taken before it landed — it was
     // still in flight then, and its predecessor allowed (run 3 of 2026-11-25 reported web's
@@ -300,13 +348,7 @@ export class Chaos {
     // reported web's replicas 2 as a lost apply while the apply to 2 was on its way).
     for (const [name, shape] of this.sent.slice(sentBefore)) allowed.set(name, [...(allowed.get(name) ?? []), shape]);
     const acts = await this.acts.check(this.c.store, s);
-    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, allowed), ...acts]) {
-      const k = `${v.invariant}|${v.detail}`;
-      if (this.seenViolations.has(k)) continue;
-      this.seenViolations.add(k);
-      this.violations.push(v);
-      this.log(`VIOLATION ${v.invariant}: ${v.detail}`);
-    }
+    for (const v of [...simViolations(s), ...this.stray.check(s, (n) => this.healthySince(n)), ...lostApplies(s, allowed), ...acts, ...this.keptAcrossRestore.check(s)]) this.violation(v);
     return s;
   }
 
@@ -356,8 +398,9 @@ export class Chaos {
   /** One fault, chosen at random among those whose target is free; resolves once it is undone. */
   async fault(): Promise<void> {
     const kind = this.draw(this.faultDeck, FAULT_KINDS);
-    const etcdKind = kind.includes('etcd member') || kind === 'revoke every lease';
-    if (etcdKind && this.etcdBusy) return;
+    const etcdKind = ETCD_KINDS.has(kind);
+    // Waits rather than dropping the card: every kind is dealt in a run as long as one deck.
+    while (etcdKind && (this.etcdBusy || this.c.etcd.some((e) => !e.running))) await sleep(200);
     if (etcdKind) this.etcdBusy = true;
     try {
       await this.run(kind);
@@ -442,8 +485,8 @@ export class Chaos {
       }
       case 'kill -9 etcd member':
       case 'SIGSTOP etcd member':
-      case 'etcd member rejoin from empty data': {
-        if (this.c.etcd.some((e) => !e.running)) return;
+      case 'etcd member rejoin from empty data':
+      case 'etcd member cut from its peers': {
         const raft = await this.c.raftLeader();
         const e: EtcdNode = raft && this.r() < 0.5 ? raft : this.pick(this.c.etcd);
         const release = this.hold('etcd');
@@ -459,6 +502,18 @@ export class Chaos {
             e.signal('SIGSTOP');
             await sleep(ms);
             e.signal('SIGCONT');
+          } else if (kind === 'etcd member cut from its peers') {
+            const ms = this.between(0, 3000);
+            note(`etcd ${e.spec.name}${e === raft ? ' (raft leader)' : ''} cut from its peers for ${2500 + ms} ms`);
+            this.c.isolateEtcd(e);
+            try {
+              // Past an election timeout (1 s): a leader cut off has stepped down, the others elected one.
+              await sleep(2500);
+              await this.probeMinority(e);
+              await sleep(ms);
+            } finally {
+              this.c.healEtcd(e);
+            }
           } else {
             note(`etcd ${e.spec.name} removed, wiped, added back empty`);
             await this.c.rejoinEtcd(e);
@@ -466,6 +521,78 @@ export class Chaos {
         } finally {
           release();
         }
+        return;
+      }
+      case 'etcd restored from an earlier snapshot': {
+        const taken = await this.snapshotTaken();
+        if (!taken) throw new Error('no snapshot of the store was taken to restore');
+        const release = this.hold('etcd');
+        this.restoring = true;
+        try {
+          await this.inCheck;
+          // What runs and is desired just before the members stop: the restored store must not
+          // lose a container it still wants (KeptAcrossRestore).
+          const running = await snapshot(this.c.store, () => this.c.containers()).catch(() => undefined);
+          if (running) this.keptAcrossRestore.begin(running, taken.snap.revision);
+          const header = await bounded(this.c.store.header(), 5000, 'revision').catch(() => undefined);
+          const at = Number(header?.revision ?? NaN);
+          const before = header?.cluster_id ?? '?';
+          note(`etcd restored from the snapshot of ${((Date.now() - taken.snap.takenAt) / 1000).toFixed(1)} s ago (revision ${taken.snap.revision}; the store was at ${at})`);
+          this.storeEpoch++;
+          const sentFrom = this.sent.length;
+          const t = Date.now();
+          await this.c.restoreAll(taken.snap);
+          const after = await bounded(this.c.store.header(), 5000, 'cluster id').then((h) => h.cluster_id, () => '?');
+          this.log(`store restored in ${Date.now() - t} ms: cluster id ${before} → ${after}`);
+          // The restored store is the truth: each deployment is what the snapshot holds, or an
+          // apply sent since the restore began (its outcome unknown until acknowledged).
+          for (const [name, shapes] of allowedAfterRestore(this.services.keys(), taken.shapes, this.sent.slice(sentFrom))) this.allowed.set(name, shapes);
+          this.acts.storeReplaced();
+          // Watched from the restore until well past the stray bound: an agent acts within it.
+          this.keptAcrossRestore.restored(Date.now(), 2 * this.stray.boundMs);
+          this.log(`${this.keptAcrossRestore.watching} containers the restored store may still want are watched`);
+          // Their revisions after the snapshot's belong to the old store's history, not this one's.
+          this.snapshots = this.snapshots.filter((x) => x.snap.revision <= taken.snap.revision);
+          this.restores.push(`to revision ${taken.snap.revision} from ${at}, a snapshot ${((t - taken.snap.takenAt) / 1000).toFixed(1)} s old, in ${Date.now() - t} ms (cluster id ${before} → ${after})`);
+        } finally {
+          this.restoring = false;
+          release();
+        }
+        return;
+      }
+      case 'node cut from the cluster': {
+        const free = this.freeComponents(this.c.agents);
+        if (!free.length) return;
+        const target = this.pick(free);
+        const t = this.c.timings === 'fast' ? FAST : PRODUCTION;
+        // NotReady once its heartbeat lease lapses, lost after the grace: past both, by a second.
+        const lossMs = t.heartbeatTtlSec * 1000 + t.nodeLostGraceMs + 1000;
+        await this.withTarget(target, async () => {
+          // Read before the cut, once etcd answers (a restore may have it down for seconds).
+          let had: string[] | undefined;
+          for (const until = Date.now() + 30_000; !had && Date.now() < until; ) had = await this.desiredOn(target.name).catch(() => sleep(500).then(() => undefined));
+          if (!had) throw new Error(`the replicas of ${target.name} could not be read before its cut`);
+          const start = Date.now();
+          note(`node ${target.name} cut from the cluster (every link of its agent to etcd; ${had.length} replicas) for ${lossMs} ms or until they are re-placed`);
+          target.cut();
+          const cut: NodeCut = { node: target.name, replicas: had.length, cutMs: 0 };
+          try {
+            await sleep(lossMs);
+            // Held away until every replica it had is desired elsewhere, or 20 s more at most.
+            for (const until = Date.now() + 20_000; Date.now() < until; await sleep(500)) {
+              const left = await this.desiredOn(target.name).catch(() => had!);
+              if (!had.some((r) => left.includes(r))) {
+                cut.replacedMs = Date.now() - start;
+                break;
+              }
+            }
+          } finally {
+            target.mend();
+            cut.cutMs = Date.now() - start;
+            this.nodeCuts.push(cut);
+            this.log(`node ${target.name} back after ${cut.cutMs} ms; ${cut.replacedMs === undefined ? 'its replicas NOT all re-placed while away' : `its ${had.length} replicas re-placed elsewhere ${cut.replacedMs} ms into the cut`}`);
+          }
+        });
         return;
       }
       case 'revoke every lease': {
@@ -481,6 +608,80 @@ export class Chaos {
     }
   }
 
+  private everyKindDealt(): boolean {
+    return FAULT_KINDS.every(([k]) => this.faults[k]);
+  }
+
+  /** The replicas desired on a node now. */
+  private async desiredOn(node: string): Promise<string[]> {
+    const { items } = await bounded(this.c.store.list<ReplicaDesired>(keys.desiredOf(node)), 5000, 'desired');
+    return items.map((i) => i.value.spec.replica);
+  }
+
+  /**
+   * A member cut from its peers is a minority of one: a write through it must not be acknowledged
+   * (it cannot reach a quorum), and a linearizable read through it must not answer with a value
+   * older than one the majority acknowledged during the cut. The probe keys sit outside jaco's prefix.
+   */
+  private async probeMinority(e: EtcdNode): Promise<void> {
+    const majority = this.c.storeOn(this.c.etcd.filter((x) => x !== e));
+    const minority = this.c.storeOn([e]);
+    const key = `/chaos-probe/${Date.now()}`;
+    try {
+      const wrote = await bounded(majority.client.put(key).value('majority').exec(), 5000, 'majority put').then(
+        () => true,
+        (err: Error) => (this.log(`(probe: the majority did not take a write: ${err.message.split('\n')[0]})`), false),
+      );
+      const put = await bounded(minority.client.put(`${key}-minority`).value('minority').exec(), 3000, 'minority put').then(
+        () => 'acknowledged',
+        (err: Error) => `refused (${err.message.split('\n')[0]!.slice(0, 60)})`,
+      );
+      if (put === 'acknowledged') this.violation({ at: Date.now(), invariant: 'a member cut from its peers acknowledges no write', detail: `${e.spec.name} acknowledged a put of ${key}-minority while cut from its peers` });
+      const read = wrote
+        ? await bounded(minority.client.get(key).string(), 3000, 'minority read').then(
+            (v) => v ?? '(absent)',
+            (err: Error) => `refused (${err.message.split('\n')[0]!.slice(0, 60)})`,
+          )
+        : 'not tried';
+      if (wrote && !read.startsWith('refused') && read !== 'majority')
+        this.violation({ at: Date.now(), invariant: 'a member cut from its peers serves no stale read', detail: `${e.spec.name} answered a linearizable read of ${key} with ${read} after the majority acknowledged 'majority'` });
+      // Evidence the cut is real: the cut member knows no leader, one of the others leads.
+      const views = await Promise.all(this.c.etcd.map(async (x) => `${x.spec.name} ${await this.c.raftView(x)}`));
+      const line = `${e.spec.name}: write ${put}; read ${read} (${views.join(', ')})`;
+      this.minorityProbes.push(line);
+      this.log(`probe of the minority: ${line}`);
+    } finally {
+      majority.close();
+      minority.close();
+    }
+  }
+
+  private violation(v: Violation): void {
+    const k = `${v.invariant}|${v.detail}`;
+    if (this.seenViolations.has(k)) return;
+    this.seenViolations.add(k);
+    this.violations.push(v);
+    this.log(`VIOLATION ${v.invariant}: ${v.detail}`);
+  }
+
+  /** A snapshot of the store, and the applied shape of each deployment it holds. */
+  async takeSnapshot(): Promise<void> {
+    const snap = await this.c.saveSnapshot();
+    const { kvs } = await bounded(this.c.store.listRaw(keys.deployments(), snap.revision), 5000, 'deployments at the snapshot');
+    const shapes = new Map(kvs.map((kv) => {
+      const d = JSON.parse(kv.value.toString()) as Deployment;
+      return [d.metadata.name, appliedShape(d)] as const;
+    }));
+    this.snapshots.push({ snap, shapes });
+    this.log(`snapshot of the store taken at revision ${snap.revision}`);
+  }
+
+  /** The newest snapshot of this store at least 3 s old, else the oldest (waiting up to 20 s for one). */
+  private async snapshotTaken(): Promise<{ snap: StoreSnapshot; shapes: Map<string, string> } | undefined> {
+    for (const until = Date.now() + 20_000; !this.snapshots.length && Date.now() < until; ) await sleep(200);
+    return this.snapshots.filter((x) => Date.now() - x.snap.takenAt >= 3000).at(-1) ?? this.snapshots[0];
+  }
+
   // ---------------------------------------------------------------- the run
 
   async runFaults(): Promise<ChaosReport> {
@@ -493,9 +694,20 @@ export class Chaos {
       }
     })();
     const stopAt = Date.now() + this.opts.chaosMs;
+    // Snapshots of the store for the restore card: one as the faults start, then every 10–15 s (a
+    // failed one, while etcd has no quorum, is tried again a second later).
+    const snapshots = (async () => {
+      for (let wait = 0; Date.now() + wait < stopAt; ) {
+        await sleep(wait);
+        const ok = !this.restoring && (await this.takeSnapshot().then(() => true, (e: Error) => (this.log(`snapshot not taken: ${e.message.split('\n')[0]}`), false)));
+        wait = ok ? this.between(10_000, 15_000) : 1000;
+      }
+    })();
     const lanes = Array.from({ length: this.opts.lanes ?? 2 }, async (_, i) => {
       await sleep(i * 700);
-      while (Date.now() < stopAt && this.injected < this.opts.maxFaults) {
+      // Past the chaos time while a kind has not come up yet (a card dealt while its target was
+      // busy, or a long card holding a lane), for at most 30 s more: every run deals every kind.
+      while (this.injected < this.opts.maxFaults && (Date.now() < stopAt || (!this.everyKindDealt() && Date.now() < stopAt + 30_000))) {
         await bounded(this.fault(), 120_000, 'a fault').catch((e: Error) => {
           this.errors.push(e.message);
           this.log(`fault failed: ${e.message}`);
@@ -510,7 +722,7 @@ export class Chaos {
       }
     })();
     try {
-      await Promise.all([...lanes, operator]);
+      await Promise.all([...lanes, operator, snapshots]);
       const chaosMs = Date.now() - this.t0;
       this.log(`faults stopped after ${this.injected}; waiting for convergence`);
       const start = Date.now();
@@ -526,7 +738,7 @@ export class Chaos {
         await sleep(500);
       }
       this.log(converged === undefined ? `NOT converged within ${convergeMs} ms: ${why}` : `converged ${converged} ms after the faults stopped`);
-      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, longestStray: { ...this.stray.longest, boundMs: this.stray.boundMs }, longestGap: this.gaps.longest(Date.now()), t0: this.t0, exits: this.exits, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
+      return { seed: this.opts.seed, faults: this.faults, operator: this.operator, violations: this.violations, samples: this.samples, acts: this.acts.coverage, longestStray: { ...this.stray.longest, boundMs: this.stray.boundMs }, longestGap: this.gaps.longest(Date.now()), t0: this.t0, exits: this.exits, nodeCuts: this.nodeCuts, minorityProbes: this.minorityProbes, restores: this.restores, convergeMs: converged, lastNotConverged: why, chaosMs, errors: this.errors, trace: this.trace };
     } finally {
       checking = false;
       await checker;
@@ -572,6 +784,9 @@ export function formatReport(r: ChaosReport): string {
     `  longest stray container with its agent up: ${r.longestStray.ms} ms (bound ${r.longestStray.boundMs} ms)${r.longestStray.detail ? `: ${r.longestStray.detail}` : ''}`,
     `  longest time without a sample: ${formatGap(r.longestGap, r.t0)}`,
     ...(r.exits.length ? [`  exited on their own (started again): ${r.exits.join('; ')}`] : []),
+    ...r.restores.map((x) => `  store restored: ${x}`),
+    ...r.minorityProbes.map((x) => `  member cut from its peers: ${x}`),
+    ...r.nodeCuts.map((x) => `  node cut: ${x.node} away ${x.cutMs} ms, ${x.replicas} replicas ${x.replacedMs === undefined ? 'NOT all re-placed while away' : `re-placed elsewhere ${x.replacedMs} ms in`}`),
     `  invariant violations: ${r.violations.length}${r.violations.map((v) => `\n    ${v.invariant}: ${v.detail}`).join('')}`,
     ...(r.errors.length ? [`  harness errors: ${r.errors.join('; ')}`] : []),
     `  converged: ${r.convergeMs === undefined ? `NO (${r.lastNotConverged})` : `${(r.convergeMs / 1000).toFixed(1)} s after the faults stopped`}`,

@@ -1,11 +1,16 @@
 // The chaos cluster: a real 3-member etcd, two `jaco controller all` processes (one leads each
 // controller, one stands by), three `jaco agent` processes sharing the local Docker engine, and
 // every etcd3 client of those processes reaching etcd only through TCP proxies on 127.0.0.1 (one
-// proxy per component and member), so a cut between one component and etcd is a real one.
+// proxy per component and member), so a cut between one component and etcd is a real one. The
+// members reach each other through proxies too (one in front of each member's peer port), so one
+// member can be cut from its peers (`isolateEtcd`). etcd serves clients over TLS with client
+// certificates from a CA the run makes (test/support/tls.ts), as production does.
 // Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
 // (and test/support/e2e-global.ts removes its containers).
-import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -15,11 +20,12 @@ import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat } from '../../src/api/types.js';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/runtime/etcd.js';
 import { clusterInfo } from '../../src/store/cluster.js';
-import { Store, withTimeout } from '../../src/store/store.js';
+import { Store, withTimeout, type StoreOptions } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';
 import { requireDocker } from '../support/cluster.js';
 import { noteCluster } from '../support/leaks.js';
 import { TcpProxy } from '../support/proxy.js';
+import { makeTestPki, type TestPki } from '../support/tls.js';
 import { eventually, sleep } from '../support/wait.js';
 
 const SHM = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
@@ -27,6 +33,7 @@ const SHM = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 const PID_FILE = join(tmpdir(), 'jaco-chaos-pids.txt');
 /** Every process a chaos run starts carries this in its environment or command line. */
 const MARK = 'jaco-chaos';
+const execFileP = promisify(execFile);
 
 /** Ends the processes an earlier, aborted chaos run left (only those carrying the chaos mark). */
 export function endLeftovers(): number {
@@ -127,10 +134,17 @@ export class EtcdNode {
   constructor(
     public spec: EtcdMemberSpec,
     readonly logDir: string,
+    /** In front of the member's peer port: the URL the other members dial (cut to isolate it). */
+    readonly peerProxy: TcpProxy,
   ) {}
 
   get endpoint(): string {
-    return `http://127.0.0.1:${this.spec.clientPort}`;
+    return `${this.spec.tls ? 'https' : 'http'}://127.0.0.1:${this.spec.clientPort}`;
+  }
+
+  /** The peer URL the cluster knows this member by (its proxy's). */
+  get peerUrl(): string {
+    return `http://127.0.0.1:${this.spec.advertisePeerPort ?? this.spec.peerPort}`;
   }
 
   get running(): boolean {
@@ -175,8 +189,11 @@ export class Component {
     return this.running ? this.child!.pid : undefined;
   }
 
+  /** Its endpoints (its proxies), http or https as etcd serves. */
+  scheme = 'http';
+
   get endpoints(): string {
-    return this.proxies.map((p) => `http://127.0.0.1:${p.port}`).join(',');
+    return this.proxies.map((p) => `${this.scheme}://127.0.0.1:${p.port}`).join(',');
   }
 
   cut(): void {
@@ -213,6 +230,47 @@ export interface ChaosClusterOptions {
   nodes?: number;
   controllers?: number;
   timings?: 'fast' | 'production';
+  /** etcd serves clients over TLS with client certificates (default true). */
+  tls?: boolean;
+}
+
+/** A snapshot of the store taken during the run (etcdctl snapshot save), and the revision it holds. */
+export interface StoreSnapshot {
+  file: string;
+  revision: number;
+  takenAt: number;
+}
+
+/** Whether a loopback connection's client end (local port `port`, dialled to `toPort`) belongs to process `pid`. */
+export function connectionOf(pid: number, port: number, toPort: number): boolean {
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      if (f.length > 9 && f[1]!.endsWith(`:${hex(port)}`) && f[2]!.endsWith(`:${hex(toPort)}`)) inodes.add(f[9]!);
+    }
+  }
+  if (!inodes.size) return false;
+  try {
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (m && inodes.has(m[1]!)) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    // process gone
+  }
+  return false;
 }
 
 export class ChaosCluster {
@@ -235,8 +293,30 @@ export class ChaosCluster {
   uid = '';
   private proxies: TcpProxy[] = [];
   private initialCluster = '';
+  /** The run's CA, etcd's server certificate and the components' client certificate. */
+  pki?: TestPki;
 
   constructor(readonly opts: ChaosClusterOptions = {}) {}
+
+  /** How a client of this etcd connects (the CA and client certificate when it serves TLS). */
+  get clientTls(): StoreOptions {
+    return this.pki ? { caFile: this.pki.ca, certFile: this.pki.clientCert, keyFile: this.pki.clientKey } : {};
+  }
+
+  /**
+   * The connection environment of a jaco process (`component` undefined: the operator's CLI). One
+   * client certificate for all today; etcd users and roles per component (JACO_ETCD_USER /
+   * JACO_ETCD_PASSWORD, deploy/etcd/rbac.sh) are to be added here.
+   */
+  credentials(component?: Component): Record<string, string> {
+    void component;
+    return this.pki ? { JACO_ETCD_CACERT: this.pki.ca, JACO_ETCD_CERT: this.pki.clientCert, JACO_ETCD_KEY: this.pki.clientKey } : {};
+  }
+
+  /** etcdctl's connection flags for this etcd. */
+  private etcdctlTls(): string[] {
+    return this.pki ? ['--cacert', this.pki.ca, '--cert', this.pki.clientCert, '--key', this.pki.clientKey] : [];
+  }
 
   get timings(): 'fast' | 'production' {
     return this.opts.timings ?? 'fast';
@@ -254,19 +334,28 @@ export class ChaosCluster {
     const left = endLeftovers();
     if (left) console.warn(`ended ${left} process(es) left by an aborted chaos run`);
     this.docker = await requireDocker();
+    if (this.opts.tls ?? true) this.pki = makeTestPki();
+    const tls = this.pki ? { cert: this.pki.serverCert, key: this.pki.serverKey, ca: this.pki.ca } : undefined;
     const n = 3;
     const specs: EtcdMemberSpec[] = [];
-    for (let i = 0; i < n; i++)
-      specs.push({ name: `m${i}`, dataDir: mkdtempSync(join(SHM, `${MARK}-etcd-m${i}-`)), clientPort: await freePort(), peerPort: await freePort() });
-    this.initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
-    for (const s of specs) {
-      const node = new EtcdNode({ ...s, initialCluster: this.initialCluster }, this.logDir);
+    const peerProxies: TcpProxy[] = [];
+    for (let i = 0; i < n; i++) {
+      const peerPort = await freePort();
+      const proxy = new TcpProxy(peerPort);
+      await proxy.start();
+      this.proxies.push(proxy);
+      peerProxies.push(proxy);
+      specs.push({ name: `m${i}`, dataDir: mkdtempSync(join(SHM, `${MARK}-etcd-m${i}-`)), clientPort: await freePort(), peerPort, advertisePeerPort: proxy.port, ...(tls ? { tls } : {}) });
+    }
+    this.initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.advertisePeerPort}`).join(',');
+    specs.forEach((s, i) => {
+      const node = new EtcdNode({ ...s, initialCluster: this.initialCluster }, this.logDir, peerProxies[i]!);
       node.start();
       this.etcd.push(node);
-    }
-    await waitForEtcd(this.endpoints, 30_000);
-    this.store = new Store({ endpoints: this.endpoints, prefix: this.prefix });
-    this.admin = new Store({ endpoints: this.endpoints, prefix: this.prefix });
+    });
+    await waitForEtcd(this.endpoints, 30_000, undefined, this.clientTls);
+    this.store = new Store({ endpoints: this.endpoints, prefix: this.prefix, ...this.clientTls });
+    this.admin = new Store({ endpoints: this.endpoints, prefix: this.prefix, ...this.clientTls });
     this.uid = (await clusterInfo(this.store)).uid;
     noteCluster(this.uid);
     const nodes = this.opts.nodes ?? 3;
@@ -291,14 +380,16 @@ export class ChaosCluster {
         return p;
       }),
     );
-    return new Component(name, args, proxies, this.logDir);
+    const c = new Component(name, args, proxies, this.logDir);
+    if (this.pki) c.scheme = 'https';
+    return c;
   }
 
   /** Starts (or starts again) a component's process. */
   launch(c: Component): void {
     const out = createWriteStream(c.logFile, { flags: 'a' });
     const child = spawn(process.execPath, [JACO_BIN, '--timings', this.timings, ...c.args], {
-      env: { ...process.env, JACO_ENDPOINTS: c.endpoints, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'info', JACO_CHAOS: MARK },
+      env: { ...process.env, ...this.credentials(c), JACO_ENDPOINTS: c.endpoints, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'info', JACO_CHAOS: MARK },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     notePid(child);
@@ -333,7 +424,7 @@ export class ChaosCluster {
 
   /** A store straight to one member (for its status and member list). */
   private async onMember<T>(e: EtcdNode, fn: (s: Store) => Promise<T>): Promise<T> {
-    const s = new Store({ endpoints: e.endpoint, dialTimeoutMs: 2000 });
+    const s = new Store({ endpoints: e.endpoint, dialTimeoutMs: 2000, ...this.clientTls });
     try {
       return await fn(s);
     } finally {
@@ -386,7 +477,7 @@ export class ChaosCluster {
   async restartEtcd(e: EtcdNode): Promise<void> {
     await e.kill('SIGKILL');
     e.start();
-    await waitForEtcd([e.endpoint], 30_000, e.member.process);
+    await waitForEtcd([e.endpoint], 30_000, e.member.process, this.clientTls);
   }
 
   /**
@@ -395,7 +486,7 @@ export class ChaosCluster {
    */
   async rejoinEtcd(e: EtcdNode): Promise<void> {
     const members = (await bounded(this.admin.client.cluster.memberList({}), 5000, 'member list')).members;
-    const me = members.find((m) => m.name === e.spec.name || m.peerURLs.includes(`http://127.0.0.1:${e.spec.peerPort}`));
+    const me = members.find((m) => m.name === e.spec.name || m.peerURLs.includes(e.peerUrl));
     if (!me) throw new Error(`member ${e.spec.name} is not in the member list`);
     // etcd refuses a reconfiguration while a member is still catching up (strict reconfig check).
     await eventually(
@@ -407,7 +498,7 @@ export class ChaosCluster {
     );
     await e.kill('SIGKILL');
     rmSync(e.spec.dataDir, { recursive: true, force: true });
-    const peer = `http://127.0.0.1:${e.spec.peerPort}`;
+    const peer = e.peerUrl;
     // A removed member's peer URL can be added back once the removal is applied everywhere.
     await eventually(
       async () => {
@@ -420,7 +511,77 @@ export class ChaosCluster {
     const initial = now.map((m) => `${m.name || e.spec.name}=${m.peerURLs[0]}`).join(',');
     e.spec = { ...e.spec, initialCluster: initial };
     e.start(['--initial-cluster-state', 'existing']);
-    await waitForEtcd([e.endpoint], 30_000, e.member.process);
+    await waitForEtcd([e.endpoint], 30_000, e.member.process, this.clientTls);
+  }
+
+  /** Snapshot directories, removed with the cluster. */
+  private scratch: string[] = [];
+
+  private etcdctl(args: string[], timeoutMs = 30_000): Promise<{ stdout: string }> {
+    return execFileP('etcdctl', [...this.etcdctlTls(), ...args], { env: { ...process.env, ETCDCTL_API: '3' }, timeout: timeoutMs });
+  }
+
+  /** A snapshot of the store (etcdctl snapshot save, from a member that answers), and its revision. */
+  async saveSnapshot(): Promise<StoreSnapshot> {
+    const dir = mkdtempSync(join(SHM, `${MARK}-etcd-snap-`));
+    this.scratch.push(dir);
+    const file = join(dir, 'snapshot.db');
+    const from = (await this.raftLeader()) ?? this.etcd.find((e) => e.running);
+    if (!from) throw new Error('no etcd member running to take a snapshot from');
+    await this.etcdctl(['--endpoints', from.endpoint, 'snapshot', 'save', file]);
+    const { stdout } = await this.etcdctl(['snapshot', 'status', file, '-w', 'json']);
+    return { file, revision: Number((JSON.parse(stdout) as { revision: number }).revision), takenAt: Date.now() };
+  }
+
+  /**
+   * Every member restored from one snapshot, as docs/store.md's procedure says: all stopped, each
+   * restored into a new data directory under a new cluster token (a new cluster id), started
+   * again. The components are not touched: they keep running and reconnect.
+   */
+  async restoreAll(snap: StoreSnapshot): Promise<void> {
+    await Promise.all(this.etcd.map((e) => e.kill('SIGTERM')));
+    const token = `jaco-chaos-restore-${Date.now()}`;
+    const cluster = this.etcd.map((e) => `${e.spec.name}=${e.peerUrl}`).join(',');
+    for (const e of this.etcd) {
+      const dataDir = join(SHM, `${MARK}-etcd-${e.spec.name}-restored-${Date.now()}`);
+      await this.etcdctl(['snapshot', 'restore', snap.file, '--data-dir', dataDir, '--name', e.spec.name, '--initial-cluster', cluster, '--initial-cluster-token', token, '--initial-advertise-peer-urls', e.peerUrl]);
+      rmSync(e.spec.dataDir, { recursive: true, force: true });
+      e.spec = { ...e.spec, dataDir, initialCluster: cluster };
+    }
+    for (const e of this.etcd) e.start();
+    // Every member answering, and one of them leading: the cluster is whole again.
+    await Promise.all(this.etcd.map((e) => waitForEtcd([e.endpoint], 30_000, e.member.process, this.clientTls)));
+    await eventually(async () => !!(await this.raftLeader()), { what: 'a raft leader after the restore', timeoutMs: 30_000, intervalMs: 200 });
+  }
+
+  /** What one member says of raft: its id and the leader it knows ('0': none). */
+  async raftView(e: EtcdNode): Promise<string> {
+    try {
+      const st = await this.onMember(e, (s) => bounded(s.client.maintenance.status(), 2000, 'status'));
+      return st.leader === '0' ? 'no leader' : st.leader === st.header.member_id ? 'leads' : 'follows';
+    } catch (err) {
+      return `no answer (${(err as Error).message.split('\n')[0]!.slice(0, 60)})`;
+    }
+  }
+
+  /**
+   * One member cut from its peers, both ways: its peer proxy refuses everyone, and the others'
+   * refuse the connections it dials (found by the owning process). Its clients still reach it.
+   */
+  isolateEtcd(e: EtcdNode): void {
+    const pid = e.member.process.pid!;
+    e.peerProxy.pause();
+    for (const o of this.etcd) if (o !== e) o.peerProxy.refuseFrom((client: Socket) => connectionOf(pid, client.remotePort!, o.peerProxy.port));
+  }
+
+  healEtcd(e: EtcdNode): void {
+    e.peerProxy.resume();
+    for (const o of this.etcd) o.peerProxy.refuseFrom(undefined);
+  }
+
+  /** A client straight to the given members only (the caller closes it). */
+  storeOn(members: EtcdNode[]): Store {
+    return new Store({ endpoints: members.map((m) => m.endpoint), dialTimeoutMs: 2000, ...this.clientTls });
   }
 
   /** Revokes every lease in etcd at once (what a snapshot restore or an operator's mistake does). */
@@ -432,7 +593,7 @@ export class ChaosCluster {
 
   /** `jaco` as an operator runs it, straight to the members. */
   jaco(args: string[], input?: string, timeoutMs = 30_000): Promise<CliResult> {
-    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoints.join(','), prefix: this.prefix, input, timeoutMs });
+    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoints.join(','), prefix: this.prefix, input, timeoutMs, env: this.credentials() });
   }
 
   /** Running containers of this cluster. */
@@ -467,6 +628,8 @@ export class ChaosCluster {
     }
     await Promise.all(this.etcd.map((e) => e.kill('SIGTERM')));
     for (const e of this.etcd) rmSync(e.spec.dataDir, { recursive: true, force: true });
+    if (this.pki) rmSync(this.pki.dir, { recursive: true, force: true });
+    for (const d of this.scratch) rmSync(d, { recursive: true, force: true });
     if (!keepLogs) rmSync(this.logDir, { recursive: true, force: true });
     else console.warn(`chaos logs kept in ${this.logDir}`);
     await sleep(0);

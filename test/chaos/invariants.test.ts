@@ -6,7 +6,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { DEREGISTRATION_LABEL } from '../../controllers/node-agent/facts.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { Deployment, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { appliedShape, deposedLeaderWrite, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, unauditedRemoval, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
+import { allowedAfterRestore, appliedShape, deposedLeaderWrite, KeptAcrossRestore, lostApplies, notConverged, simViolations, StrayTracker, unauditedPlacement, unauditedRemoval, writerOf, writeUnderAnotherLeader, type AuditAt, type Snapshot } from './invariants.js';
 
 const spec: ServiceSpec = { image: 'jaco-demo/busybox:1', replicas: 1 };
 const t = templateOf(1, spec);
@@ -158,5 +158,39 @@ describe('the chaos checker', () => {
       if (want) expect(got, why).toEqual([expect.stringMatching(want)]);
       else expect(got, why).toEqual([]);
     }
+  });
+});
+
+describe('what a restore of the store may undo', () => {
+  const at = (replicas: number) => appliedShape({ ...dep, spec: { services: { s: { ...spec, replicas } } } });
+  it.each([
+    ['the snapshot undoes an apply acknowledged after it', { d: at(1) }, [], at(1), at(3), true],
+    ['an apply acknowledged after the snapshot is not what the restored store may hold', { d: at(1) }, [], at(3), at(3), false],
+    ['an apply sent since the restore began may have landed', { d: at(1) }, [['d', at(2)]], at(2), at(3), true],
+    ['another deployment’s apply allows nothing here', { d: at(1) }, [['e', at(2)]], at(2), at(3), false],
+    ['a deployment the snapshot lacks is absent', {}, [], '(absent)', at(3), true],
+  ] as const)('%s', (_, snapshotShapes, sent, have, acknowledgedBefore, ok) => {
+    const allowed = allowedAfterRestore(['d'], new Map(Object.entries(snapshotShapes)), sent);
+    expect(allowed.get('d')).not.toContain(acknowledgedBefore);
+    const d = have === '(absent)' ? [] : [{ ...dep, spec: { services: { s: { ...spec, replicas: Number(JSON.parse(have)[0][2]) } } } }];
+    expect(lostApplies(snap({ deployments: d }), allowed)).toHaveLength(ok ? 0 : 1);
+  });
+});
+
+describe('no container destroyed without instruction across a restore', () => {
+  const audit = (createRevision: number, replica: string): AuditAt => ({ key: `audit/${createRevision}`, createRevision, type: 'replica_restarted', actor: 'scheduler', payload: JSON.stringify({ replica }) });
+  it.each([
+    ['kept running', snap({}), 0],
+    ['gone while the restored store still wants it, nobody decided', snap({ running: [] }), 1],
+    ['gone, and the restored store does not want it (placed after the snapshot)', snap({ running: [], desired: [] }), 0],
+    ['gone, wanted at another spec now (a rollout since)', snap({ running: [], desired: [{ ...desired('n1'), spec: { ...desired('n1').spec, specHash: 'other' } }] }), 0],
+    ['gone after a controller decided about the replica since the restore', snap({ running: [], audits: [audit(12, 'd-s-0')] }), 0],
+    ['gone; the only decision about it predates the restore', snap({ running: [], audits: [audit(9, 'd-s-0')] }), 1],
+    ['gone after the window', snap({ running: [], at: 60_000 }), 0],
+  ] as const)('%s', (_, after, violations) => {
+    const k = new KeptAcrossRestore();
+    k.begin(snap({}), 10);
+    k.restored(0, 30_000);
+    expect(k.check(after)).toHaveLength(violations);
   });
 });

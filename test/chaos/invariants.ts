@@ -209,6 +209,60 @@ export class StrayTracker {
   }
 }
 
+/**
+ * No container destroyed without instruction across a restore of the store (docs/store.md: "node-agents
+ * keep every container that the restored desired/ still wants"). `begin` takes the containers running
+ * and desired just before the members stop; each sample until `windowMs` after the restore ends, a
+ * container of those no longer running while the restored store still wants its replica on that node
+ * at that spec — and no controller has recorded a decision about that replica since the restore (a
+ * restart, a move: an instruction) — was destroyed by nobody's decision: a violation.
+ */
+export class KeptAcrossRestore {
+  private kept = new Map<string, { what: string; replica: string }>();
+  private sinceRevision = 0;
+  private until = Infinity;
+
+  begin(before: Snapshot, restoredRevision: number): void {
+    const wanted = new Set(before.desired.map((d) => `${d.spec.node}/${d.spec.replica}@${d.spec.specHash}`));
+    this.kept = new Map();
+    for (const c of before.running) {
+      const what = `${label(c, LABELS.node)}/${label(c, LABELS.replica)}@${label(c, LABELS.specHash)}`;
+      if (wanted.has(what)) this.kept.set(c.Id, { what, replica: label(c, LABELS.replica) });
+    }
+    this.sinceRevision = restoredRevision;
+    this.until = Infinity;
+  }
+
+  /** The store answers again: the check runs for `windowMs` more. */
+  restored(now: number, windowMs: number): void {
+    this.until = now + windowMs;
+  }
+
+  /** How many containers are still watched. */
+  get watching(): number {
+    return this.kept.size;
+  }
+
+  check(s: Snapshot): Violation[] {
+    if (!this.kept.size) return [];
+    if (s.at > this.until) {
+      this.kept.clear();
+      return [];
+    }
+    const wanted = new Set(s.desired.map((d) => `${d.spec.node}/${d.spec.replica}@${d.spec.specHash}`));
+    const running = new Set(s.running.map((c) => c.Id));
+    const decided = (replica: string) => s.audits.some((a) => a.createRevision > this.sinceRevision && a.payload.includes(JSON.stringify(replica)));
+    const out: Violation[] = [];
+    for (const [id, k] of this.kept) {
+      if (running.has(id)) continue;
+      this.kept.delete(id);
+      if (!wanted.has(k.what) || decided(k.replica)) continue;
+      out.push({ at: s.at, invariant: 'a restore destroys no container the restored store still wants', detail: `${k.what} (${id.slice(0, 12)}) is gone, still desired there at that spec, with no decision about ${k.replica} since the restore` });
+    }
+    return out;
+  }
+}
+
 /** The parts of a deployment an operator's apply sets, to compare with what etcd holds. */
 export function appliedShape(d: Deployment): string {
   return JSON.stringify(Object.entries(d.spec.services).sort(([a], [b]) => a.localeCompare(b)).map(([n, s]) => [n, s.image, s.replicas, s.env ?? null]));
@@ -226,6 +280,16 @@ export function lostApplies(s: Snapshot, allowed: Map<string, string[]>): Violat
     if (!shapes.includes(have)) out.push({ at: s.at, invariant: 'no acknowledged apply lost', detail: `deployments/${name} is ${have}; acknowledged ${shapes[0]}${shapes.length > 1 ? ` (or later unacknowledged ${shapes.slice(1).join(' | ')})` : ''}` });
   }
   return out;
+}
+
+/**
+ * What each deployment may be once the store was restored from a snapshot: what the snapshot holds
+ * (`'(absent)'` if it held none), or an apply sent since the restore began (its outcome unknown until
+ * acknowledged). Applies acknowledged before the restore but after the snapshot are undone by it —
+ * the restored store is the truth (docs/store.md: "apply it again") — so they are not allowed.
+ */
+export function allowedAfterRestore(names: Iterable<string>, atSnapshot: ReadonlyMap<string, string>, sentSince: readonly (readonly [string, string])[]): Map<string, string[]> {
+  return new Map([...names].map((name) => [name, [atSnapshot.get(name) ?? '(absent)', ...sentSince.filter(([n]) => n === name).map(([, shape]) => shape)]]));
 }
 
 /**
@@ -421,6 +485,15 @@ export class ActChecker {
   private alive = new Map<string, { key: string; createRevision: number; replica: string; seenAt: number }>();
 
   constructor(private readonly readTimeoutMs = 5000) {}
+
+  /**
+   * The store was restored from a snapshot: a desired key alive at the last sample and absent now
+   * was rolled back, not deleted by anyone (the new store's history has no such deletion, and its
+   * revisions after the snapshot's are not the old store's), so the removals start afresh.
+   */
+  storeReplaced(): void {
+    this.alive.clear();
+  }
 
   async check(store: Store, s: Snapshot): Promise<Violation[]> {
     const out: Violation[] = [];

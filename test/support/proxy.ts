@@ -61,7 +61,7 @@ export class TcpProxy {
   /** Listens on a free loopback port (http://127.0.0.1:PORT), or on a unix socket (unix://PATH). */
   async start(listenPath?: string): Promise<string> {
     this.server = createServer((client) => {
-      if (this.paused) return client.destroy();
+      if (this.paused || this.refusing?.(client)) return client.destroy();
       const upstream = typeof this.target === 'number' ? connect(this.target, '127.0.0.1') : connect(this.target);
       const pair: Pair = { client, upstream, blackholed: false, tail: Buffer.alloc(0), pending: Buffer.alloc(0) };
       this.pairs.add(pair);
@@ -187,6 +187,23 @@ export class TcpProxy {
   resume(): void {
     clearTimeout(this.refuseTimer);
     this.paused = false;
+  }
+
+  private refusing?: (client: Socket) => boolean;
+
+  /**
+   * Cuts only some clients: connections whose client side `match`es are ended now, and new ones
+   * refused, until `refuseFrom(undefined)` (a one-way cut between two peers sharing this proxy).
+   */
+  refuseFrom(match: ((client: Socket) => boolean) | undefined): void {
+    this.refusing = match;
+    if (!match) return;
+    for (const p of [...this.pairs]) {
+      if (!match(p.client)) continue;
+      p.client.destroy();
+      p.upstream.destroy();
+      this.pairs.delete(p);
+    }
   }
 
   async close(): Promise<void> {
