@@ -43,7 +43,9 @@ docker_cli=/usr/bin/docker
 if ! "$docker_cli" version >/dev/null 2>&1; then
   echo "ensure-system: starting dockerd (--bridge=none, no iptables)"
   mkdir -p /var/log
-  $SUDO sh -c 'nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false --log-level=warn >/var/log/jaco-dockerd.log 2>&1 &'
+  # No open file of ours goes with it: run under flock (the heavy-suite lock), dockerd would hold
+  # the lock's file descriptor for its whole life and every later waiter would wait for ever.
+  $SUDO bash -c 'for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null; done; nohup dockerd --bridge=none --iptables=false --ip-forward=false --ip-masq=false --log-level=warn >/var/log/jaco-dockerd.log 2>&1 &'
   for _ in $(seq 1 60); do
     "$docker_cli" version >/dev/null 2>&1 && break
     sleep 0.5
