@@ -12,7 +12,7 @@
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
-import { Backoff } from '../../src/backoff.js';
+import { Backoff, sleep } from '../../src/backoff.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
@@ -70,7 +70,6 @@ interface AgentPass extends PassResult<AgentState> {
   plan: AgentPlan;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class NodeAgent {
   readonly log: Logger;

@@ -23,7 +23,7 @@
 //     pruned, not refused (schema.ts, validateForRead).
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, IResponseHeader, IWatchResponse, Watcher } from 'etcd3';
-import { Backoff } from '../backoff.js';
+import { Backoff, sleep } from '../backoff.js';
 import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
@@ -775,8 +775,4 @@ export function commonPrefix(prefixes: string[]): string {
   let p = prefixes[0]!;
   for (const x of prefixes) while (!x.startsWith(p)) p = p.slice(0, -1);
   return p.slice(0, p.lastIndexOf('/') + 1);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
