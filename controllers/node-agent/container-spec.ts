@@ -11,7 +11,7 @@ import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
-import { bareAddress } from './cidr.js';
+import { bareAddress } from '../../src/api/network.js';
 import { probeSpec } from './probes.js';
 import type { Owner } from './runtime.js';
 
