@@ -7,7 +7,7 @@ import type { Logger } from '../../src/observability/log.js';
 import type { Timings } from '../../src/timings.js';
 import { ContainerCache } from './container-cache.js';
 import { agentMetrics } from './metrics.js';
-import { DockerUnreachableError, type ContainerRuntime } from './runtime.js';
+import { DockerUnreachableError, type ContainerEngine } from './engine.js';
 
 
 export class DockerView {
@@ -22,7 +22,7 @@ export class DockerView {
   private stopped = false;
 
   constructor(
-    readonly docker: ContainerRuntime,
+    readonly docker: ContainerEngine,
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,

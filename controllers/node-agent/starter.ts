@@ -16,7 +16,7 @@ import { holdsAddress } from './cni.js';
 import { CniError, type ReplicaNetwork } from './network.js';
 import { sandboxCreateOptions, sandboxName } from './sandbox.js';
 import { agentMetrics } from './metrics.js';
-import { DockerApiError, DockerUnreachableError, statusOf, type ContainerRuntime, type Owner } from './runtime.js';
+import { DockerApiError, DockerUnreachableError, statusOf, type ContainerEngine, type Owner } from './engine.js';
 import type { PullAuth } from '../../src/images/access.js';
 import { classifyPullError } from '../../src/images/registry.js';
 import type { PullPolicy, ServiceSpec } from '../../src/api/types.js';
@@ -62,7 +62,7 @@ export class Slots {
 }
 
 export interface StarterDeps {
-  docker: ContainerRuntime;
+  docker: ContainerEngine;
   /** Shared by every start of the agent. */
   slots: Slots;
   owner: Owner;
