@@ -39,3 +39,20 @@ export function backoffAfter(failures: number, firstMs: number, maxMs: number): 
   if (failures < 1) return 0;
   return noJitterGenerator(failures - 1, { initialDelay: firstMs, maxDelay: maxMs, exponent: 2, generator: noJitterGenerator })[0];
 }
+
+/**
+ * The wait between two tries: `ms` on the global timers (a test's fake clock replaces them); an
+ * abort ends it early, without an error — the loop's next check says why it stops.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

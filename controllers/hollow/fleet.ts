@@ -7,7 +7,7 @@ import type { Logger } from '../../src/observability/log.js';
 import type { Store } from '../../src/store/store.js';
 import type { Timings } from '../../src/timings.js';
 import { NodeAgent } from '../node-agent/agent.js';
-import { HollowRuntime, type HollowRuntimeOptions } from './runtime.js';
+import { HollowEngine, type HollowEngineOptions } from './engine.js';
 
 /**
  * The pause image of a hollow node's sandboxes, named with a registry. A real agent qualifies
@@ -22,7 +22,7 @@ export interface FleetOptions {
   statusIntervalMs: number;
   capacity: Capacity;
   labels: Record<string, string>;
-  runtime: HollowRuntimeOptions;
+  runtime: HollowEngineOptions;
   log: Logger;
   /** Nodes are <namePrefix><first> … <namePrefix><first + count - 1>, zero-padded to one width. */
   namePrefix: string;
@@ -46,7 +46,7 @@ export function hollowAddress(i: number): string {
 
 export class HollowFleet {
   readonly agents = new Map<string, NodeAgent>();
-  private readonly runtimes = new Map<string, HollowRuntime>();
+  private readonly runtimes = new Map<string, HollowEngine>();
 
   constructor(private readonly opts: FleetOptions) {}
 
@@ -82,8 +82,8 @@ export class HollowFleet {
       log: opts.log.child({ node }),
       address: hollowAddress(i),
       sandboxImage: HOLLOW_SANDBOX_IMAGE,
-      runtime: (owner) => {
-        const r = new HollowRuntime(owner, clock ? { ...opts.runtime, clock } : opts.runtime);
+      engine: (owner) => {
+        const r = new HollowEngine(owner, clock ? { ...opts.runtime, clock } : opts.runtime);
         this.runtimes.set(node, r);
         return r;
       },

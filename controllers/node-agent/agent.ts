@@ -1,9 +1,9 @@
 // The node-agent: one host's controller on the shared runtime, unelected, fenced by its claim on
 // the node. It is composed of parts, one job each:
 //   presence.ts     registration, the claim on heartbeats/<host>, heartbeats with pressure, removal
-//   runtime.ts      the container engine behind one interface: Docker (docker.ts) or hollow
+//   engine.ts       the container engine behind one interface: Docker (docker.ts) or hollow
 //   docker-view.ts  the picture of its containers (events + resync)
-//   executor.ts     carrying out starts and stops on the runtime
+//   executor.ts     carrying out starts and stops on the engine
 //   network.ts      a cluster-network replica's addresses in its sandbox (cni.ts: CNI ptp)
 //   probes.ts       the health checks it runs itself (healthcheck.http/.tcp) against its replicas
 //   decide.ts       the pure core: desired replicas + containers + work under way → plan
@@ -12,7 +12,7 @@
 // The runtime (src/runtime) holds its cache of desired/<host>/ and commands/<host>/, runs the pass
 // and writes observed/<host>/. The agent never writes desired state, never restarts a container on
 // its own, and leaves workloads running when etcd or Docker blink.
-import { Backoff } from '../../src/backoff.js';
+import { Backoff, sleep } from '../../src/backoff.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Capacity, type HeartbeatSpec, type ImageSettings, type ImageSettingsSpec, type NodeCopy, type PressureSample, type Registry, type ReplicaCommand, type ReplicaDesired, type ReplicaObserved, type ReplicaObservedStatus } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
@@ -25,7 +25,7 @@ import { withTimeout } from '../../src/store/store.js';
 import { commitActs, type Op } from '../../src/store/writer.js';
 import { CgroupReader } from './cgroup.js';
 import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type InvalidDesired } from './decide.js';
-import { DockerRuntime } from './docker.js';
+import { DockerEngine } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { EarlyHealth } from './early-health.js';
 import { RunningClock } from './running-clock.js';
@@ -37,7 +37,7 @@ import { Overlay } from './overlay.js';
 import { NodeUsageReader, type PressureMode } from './node-usage.js';
 import { PressureSampler } from './pressure.js';
 import { readStorageFacts, sampleDisk, type StorageFacts } from './disk.js';
-import type { ContainerRuntime, Owner, RuntimeFactory } from './runtime.js';
+import type { ContainerEngine, Owner, EngineFactory } from './engine.js';
 import { DEFAULT_IMAGE_SETTINGS, dockerAuthConfig, qualifyImage, registryAccessFor, registrySecretOf, type PullAuth } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { NoDelivery, ReplicaFiles, TmpfsDelivery } from './files.js';
@@ -71,7 +71,6 @@ interface AgentPass extends PassResult<AgentState> {
   plan: AgentPlan;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class NodeAgent {
   readonly log: Logger;
@@ -125,7 +124,7 @@ export class NodeAgent {
 
   /** What its pressure measures: the whole host, or its own containers (AgentOptions.pressureMode). */
   get pressureMode(): PressureMode {
-    return this.opts.pressureMode ?? (this.opts.runtime ? 'containers' : 'node');
+    return this.opts.pressureMode ?? (this.opts.engine ? 'containers' : 'node');
   }
 
   /** The containers the agent knows (tests). */
@@ -141,15 +140,15 @@ export class NodeAgent {
     const uid = (await this.untilEtcd('read the cluster uid', () => clusterInfo(store))).uid;
     this.owner = { clusterUid: uid, node, ...(this.opts.address ? { address: this.opts.address } : {}) };
     const trigger = () => this.runner?.trigger();
-    const makeRuntime: RuntimeFactory = this.opts.runtime ?? ((o) => new DockerRuntime(this.opts.dockerHost, o));
-    const runtime = makeRuntime(this.owner);
+    const makeEngine: EngineFactory = this.opts.engine ?? ((o) => new DockerEngine(this.opts.dockerHost, o));
+    const engine = makeEngine(this.owner);
     const nodeKey = this.nodeKey();
-    // Hollow nodes (a runtime of their own) have no files to write; a real host writes each on a tmpfs.
-    const delivery = this.opts.stateDir && !this.opts.runtime ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
+    // Hollow nodes (an engine of their own) have no files to write; a real host writes each on a tmpfs.
+    const delivery = this.opts.stateDir && !this.opts.engine ? new TmpfsDelivery(join(this.opts.stateDir, 'files'), this.log) : new NoDelivery();
     this.files = new ReplicaFiles(node, nodeKey, delivery, this.log);
     // Synced: a first pressure sample can go at once (heartbeats otherwise wait an interval).
-    this.view = new DockerView(runtime, timings, this.log, trigger, () => this.presence?.beatNow());
-    const network = this.opts.network ?? (this.opts.runtime ? new MemoryNetwork() : new CniNetwork(this.opts.cniBinDir ?? DEFAULT_CNI_BIN_DIR));
+    this.view = new DockerView(engine, timings, this.log, trigger, () => this.presence?.beatNow());
+    const network = this.opts.network ?? (this.opts.engine ? new MemoryNetwork() : new CniNetwork(this.opts.cniBinDir ?? DEFAULT_CNI_BIN_DIR));
     this.executor = new Executor(
       this.view,
       this.owner,
@@ -166,23 +165,23 @@ export class NodeAgent {
       (image) => this.registryAuth(image),
       (id, replica) => this.api?.keepPrevious(id, replica) ?? Promise.resolve(),
     );
-    this.early = new EarlyHealth(runtime.exec?.bind(runtime), (id) => this.view.cache.get(id), this.log, trigger);
-    this.probes = new AgentProbes(runtime.probe?.bind(runtime) ?? dialProbe, (id) => this.view.cache.get(id), this.log, trigger);
-    this.sampler = new PressureSampler(runtime.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => runtime.stats(id), this.opts.capacity, {
+    this.early = new EarlyHealth(engine.exec?.bind(engine), (id) => this.view.cache.get(id), this.log, trigger);
+    this.probes = new AgentProbes(engine.probe?.bind(engine) ?? dialProbe, (id) => this.view.cache.get(id), this.log, trigger);
+    this.sampler = new PressureSampler(engine.usage ?? new CgroupReader(this.opts.cgroupRoot), (id) => engine.stats(id), this.opts.capacity, {
       mode: this.pressureMode,
       node: new NodeUsageReader(this.opts.cgroupRoot),
     });
     this.overlay = this.makeOverlay();
-    this.storage = await this.readStorage(runtime);
+    this.storage = await this.readStorage(engine);
     if (this.storage) this.executor.capDisk = this.storage.capped;
     // The node's scratch disk: declared (--capacity disk=…), else the data root's filesystem.
     const diskBytes = this.opts.capacity.diskBytes ?? (this.storage ? await sampleDisk(this.storage).then((d) => d.totalBytes, () => undefined) : undefined);
     const capacity = diskBytes !== undefined ? { ...this.opts.capacity, diskBytes } : this.opts.capacity;
     // Listening before the node is registered: the endpoint it publishes answers.
-    const apiEndpoint = await this.startApi(runtime);
+    const apiEndpoint = await this.startApi(engine);
     this.presence = new Presence({
       ...this.opts,
-      capacity: await this.withRuntimes(runtime, capacity),
+      capacity: await this.withRuntimes(engine, capacity),
       health: () => this.healthSamples(),
       secretsKey: { id: nodeKey.id, publicKey: nodeKey.publicKey },
       overlay: this.overlay?.publication,
@@ -202,8 +201,8 @@ export class NodeAgent {
     const desiredPrefix = keys.desiredOf(node);
     const commandsPrefix = keys.commandsOf(node);
     // What it pulls with (registries/): only an agent that pulls (not a hollow one) holds it.
-    const pulls = !this.opts.runtime;
-    if (this.opts.resolver ?? !this.opts.runtime) this.resolver = new NodeResolver({ log: this.log.child({ component: 'dns' }) });
+    const pulls = !this.opts.engine;
+    if (this.opts.resolver ?? !this.opts.engine) this.resolver = new NodeResolver({ log: this.log.child({ component: 'dns' }) });
     const copiesPrefix = keys.copiesOf(node);
     this.manager = new Manager(
       {
@@ -229,7 +228,7 @@ export class NodeAgent {
     // Files of containers removed while the agent was away.
     await this.sweepFiles((this.opts.clock ?? Date.now)());
     this.log.info(
-      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: runtime.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
+      { cluster: uid, capacity: this.opts.capacity, labels: this.opts.labels, docker: engine.host, statusIntervalMs: this.opts.statusIntervalMs, pressureMode: this.pressureMode, timings: timings.name },
       'node-agent started',
     );
   }
@@ -471,15 +470,15 @@ export class NodeAgent {
   }
 
   /** Starts the logs and exec endpoint when asked for (on Docker only); resolves to what it publishes. */
-  private async startApi(runtime: ReturnType<RuntimeFactory>): Promise<string | undefined> {
+  private async startApi(engine: ReturnType<EngineFactory>): Promise<string | undefined> {
     const api = this.opts.api;
     if (!api) return undefined;
-    if (!(runtime instanceof DockerRuntime)) {
-      this.log.warn('no logs and exec endpoint: the container runtime is not Docker');
+    if (!(engine instanceof DockerEngine)) {
+      this.log.warn('no logs and exec endpoint: the container engine is not Docker');
       return undefined;
     }
     const previousDir = this.opts.stateDir ? join(this.opts.stateDir, 'previous') : undefined;
-    this.api = new AgentApi({ node: this.node, ...api, docker: runtime.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }), ...(previousDir ? { previousDir } : {}) });
+    this.api = new AgentApi({ node: this.node, ...api, docker: engine.docker, containers: () => this.view.cache.values(), log: this.log.child({ component: 'api' }), ...(previousDir ? { previousDir } : {}) });
     return this.api.start();
   }
 
@@ -489,10 +488,10 @@ export class NodeAgent {
    * filters a service's runtime on them (runtime_missing). An engine away at the start leaves
    * them unknown, said in the log: such a node takes no service that names a runtime.
    */
-  private async withRuntimes(runtime: ContainerRuntime, capacity: Capacity): Promise<Capacity> {
-    if (capacity.runtimes || !runtime.runtimes) return capacity;
+  private async withRuntimes(engine: ContainerEngine, capacity: Capacity): Promise<Capacity> {
+    if (capacity.runtimes || !engine.runtimes) return capacity;
     try {
-      return { ...capacity, runtimes: await runtime.runtimes() };
+      return { ...capacity, runtimes: await engine.runtimes() };
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'could not read the engine\'s runtimes: the node offers none until the agent restarts');
       return capacity;
@@ -546,10 +545,10 @@ export class NodeAgent {
   // ------------------------------------------------------------------ disk and overlay health
 
   /** Docker's data root and driver, when the engine answers within a few seconds (else the disk goes unreported). */
-  private async readStorage(runtime: ContainerRuntime): Promise<StorageFacts | undefined> {
-    if (!runtime.storageInfo) return undefined;
+  private async readStorage(engine: ContainerEngine): Promise<StorageFacts | undefined> {
+    if (!engine.storageInfo) return undefined;
     try {
-      const f = await withTimeout(readStorageFacts(() => runtime.storageInfo!()), 5000, 'docker info is slow');
+      const f = await withTimeout(readStorageFacts(() => engine.storageInfo!()), 5000, 'docker info is slow');
       this.log.info({ dataRoot: f.dataRoot, driver: f.driver, backingFs: f.backingFs, capped: f.capped }, f.capped ? 'scratch disk: booked and capped (StorageOpt size)' : `scratch disk: booked, not capped: ${f.driver} on ${f.backingFs ?? 'an unknown filesystem'}`);
       return f;
     } catch (e) {

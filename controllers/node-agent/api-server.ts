@@ -20,6 +20,7 @@ import { refusal, type ApiAction, type TlsMaterial } from '../../src/pki/identit
 import type { ContainerFacts } from './facts.js';
 import { agentMetrics } from './metrics.js';
 import { PreviousLogs } from './previous-logs.js';
+import { joinHostPort } from '../../src/api/network.js';
 
 /** The agent's default port for the endpoint (beside /metrics on 9465 and the ingress's 9466). */
 export const DEFAULT_API_PORT = 9467;
@@ -107,7 +108,7 @@ export class AgentApi {
     });
     this.server = server;
     const a = server.address() as AddressInfo;
-    this.endpoint = `${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}`;
+    this.endpoint = joinHostPort(a.address, a.port);
     this.opts.log.info({ endpoint: this.endpoint }, 'logs and exec endpoint listening (mutual TLS)');
     return this.endpoint;
   }

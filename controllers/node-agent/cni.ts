@@ -7,7 +7,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type { ReplicaAddress } from '../../src/api/types.js';
-import { canonicalCidr, gatewayOf } from './cidr.js';
+import { canonicalCidr, gatewayOf } from '../../src/api/network.js';
 import { CniError, type ReplicaNetwork, type SandboxNetns } from './network.js';
 
 /** Where Debian's containernetworking-plugins puts the plugins (`jaco agent --cni-bin-dir`). */

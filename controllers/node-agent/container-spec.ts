@@ -11,9 +11,9 @@ import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
 import { onClusterNetwork, runImage } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
-import { bareAddress } from './cidr.js';
+import { bareAddress } from '../../src/api/network.js';
 import { probeSpec } from './probes.js';
-import type { Owner } from './runtime.js';
+import type { Owner } from './engine.js';
 
 /** The labels that say whose a replica's containers are (its own and its sandbox). */
 export function replicaLabels(d: Pick<ReplicaDesiredSpec, 'deployment' | 'service' | 'replica'>, owner: Owner): Record<string, string> {

@@ -15,6 +15,7 @@ import type { DnsOutcome, DnsUpstreamFailure } from '../../src/api/reasons/dns.j
 import { compileNameTable, decideQuery, EMPTY_TABLE, normalizeName, servfail, truncated, typeLabel, udpPayloadLimit, type NameTable, type NameTableInput, type QueryContext, type RejectedName } from './dns-table.js';
 import { dnsMetrics } from './metrics.js';
 import { upstreamsFromResolvConf, type ListenAddress, type Upstream } from './resolv-conf.js';
+import { joinHostPort } from '../../src/api/network.js';
 
 export type { ListenAddress, Upstream } from './resolv-conf.js';
 export type { NameAddresses, NameTableInput, RejectedName } from './dns-table.js';
@@ -61,7 +62,7 @@ export class DnsBindError extends Error {
     readonly code: string | undefined,
     detail: string,
   ) {
-    super(`DNS server cannot listen on ${transport} ${isIPv6(address) ? `[${address}]` : address}:${port}: ${detail}`);
+    super(`DNS server cannot listen on ${transport} ${joinHostPort(address, port)}: ${detail}`);
   }
 }
 
@@ -135,7 +136,7 @@ export class DnsServer {
       throw e;
     }
     if (this.options.resolvConf) await this.#readResolvConf();
-    this.#log.info({ listen: this.#bound.map(hostPort), upstreams: this.#upstreams.map(hostPort), ttl: this.#opts.ttlSeconds }, 'DNS server listening');
+    this.#log.info({ listen: this.#bound.map((a) => joinHostPort(a.address, a.port)), upstreams: this.#upstreams.map((a) => joinHostPort(a.address, a.port)), ttl: this.#opts.ttlSeconds }, 'DNS server listening');
   }
 
   /** Closes every socket; forwards in flight end at once, unanswered. */
@@ -276,7 +277,7 @@ export class DnsServer {
         const reason: DnsUpstreamFailure = e instanceof UpstreamError ? e.reason : 'error';
         if (e instanceof UpstreamError && e.answer) declined = e.answer;
         dnsMetrics.upstreamFailures.inc({ reason });
-        this.#log.debug({ upstream: hostPort(upstream), reason, err: (e as Error).message, question: query.questions?.[0] }, 'DNS upstream did not answer');
+        this.#log.debug({ upstream: joinHostPort(upstream.address, upstream.port), reason, err: (e as Error).message, question: query.questions?.[0] }, 'DNS upstream did not answer');
       }
     }
     if (declined) declined.bytes.writeUInt16BE(query.id ?? 0, 0);
@@ -382,7 +383,7 @@ export class DnsServer {
     }
     const { upstreams, ignored } = upstreamsFromResolvConf(text, this.#bound);
     if (JSON.stringify(upstreams) !== JSON.stringify(this.#upstreams)) {
-      this.#log.info({ path, upstreams: upstreams.map(hostPort), ignored }, upstreams.length ? 'DNS upstreams' : 'no DNS upstreams: names outside the cluster get SERVFAIL');
+      this.#log.info({ path, upstreams: upstreams.map((a) => joinHostPort(a.address, a.port)), ignored }, upstreams.length ? 'DNS upstreams' : 'no DNS upstreams: names outside the cluster get SERVFAIL');
     }
     this.#upstreams = upstreams;
   }
@@ -469,6 +470,3 @@ function framed(msg: Buffer): Buffer {
   return Buffer.concat([head, msg]);
 }
 
-function hostPort(a: { address: string; port: number }): string {
-  return isIPv6(a.address) ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
-}

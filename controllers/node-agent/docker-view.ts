@@ -2,14 +2,13 @@
 // (on connect and every dockerResyncMs, catching what the stream missed), and keeps the container
 // cache. When Docker is away it marks itself down and retries with back-off; containers are left
 // as they are. Every change calls `changed` so the agent decides again.
-import { Backoff } from '../../src/backoff.js';
+import { Backoff, sleep } from '../../src/backoff.js';
 import type { Logger } from '../../src/observability/log.js';
 import type { Timings } from '../../src/timings.js';
 import { ContainerCache } from './container-cache.js';
 import { agentMetrics } from './metrics.js';
-import { DockerUnreachableError, type ContainerRuntime } from './runtime.js';
+import { DockerUnreachableError, type ContainerEngine } from './engine.js';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class DockerView {
   readonly cache = new ContainerCache();
@@ -23,7 +22,7 @@ export class DockerView {
   private stopped = false;
 
   constructor(
-    readonly docker: ContainerRuntime,
+    readonly docker: ContainerEngine,
     private readonly timings: Timings,
     private readonly log: Logger,
     private readonly changed: () => void,

@@ -9,12 +9,12 @@ import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels } from './container-spec.js';
 import { factsFromInspect, type ContainerFacts } from './facts.js';
 import { usageFromDockerStats } from './pressure.js';
-import { DockerApiError, DockerUnreachableError, HealthExecTimeout, statusOf, type ContainerRuntime, type Owner } from './runtime.js';
+import { DockerApiError, DockerUnreachableError, HealthExecTimeout, statusOf, type ContainerEngine, type Owner } from './engine.js';
 import type { PullAuth } from '../../src/images/access.js';
 
 const UNREACHABLE = /ECONNREFUSED|ENOENT|EACCES|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket hang up/;
 
-/** Normalises dockerode's errors into the runtime's two kinds (runtime.ts). */
+/** Normalises dockerode's errors into the engine's two kinds (engine.ts). */
 export function dockerError(host: string, e: unknown): Error {
   if (e instanceof DockerUnreachableError || e instanceof DockerApiError) return e;
   const err = e as { statusCode?: number; json?: { message?: string } | string | null; message?: string; code?: string; reason?: string };
@@ -30,7 +30,7 @@ export function dockerError(host: string, e: unknown): Error {
 }
 
 /** The agent's runtime on a real host: Docker through dockerode. */
-export class DockerRuntime implements ContainerRuntime {
+export class DockerEngine implements ContainerEngine {
   readonly docker: Docker;
 
   constructor(readonly host: string, readonly owner: Owner) {

@@ -9,7 +9,7 @@ import { decide } from './decide.js';
 import { EarlyHealth, probeCommand, runKey, shouldProbe, withEarlyHealth, type EarlyCheck } from './early-health.js';
 import type { ContainerFacts } from './facts.js';
 import { containerFacts } from '../../test/support/container-facts.js';
-import { HealthExecTimeout } from './runtime.js';
+import { HealthExecTimeout } from './engine.js';
 
 const NOW = Date.parse('2026-03-01T12:00:00.000Z');
 const iso = (ms: number) => new Date(ms).toISOString();

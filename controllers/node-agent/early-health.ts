@@ -10,7 +10,7 @@
 import type { Logger } from '../../src/observability/log.js';
 import type { ContainerFacts, HealthcheckFacts } from './facts.js';
 import { agentMetrics } from './metrics.js';
-import { statusOf } from './runtime.js';
+import { statusOf } from './engine.js';
 
 /** Between two early checks of one container (the figure). */
 export const EARLY_CHECK_EVERY_MS = 250;
@@ -68,7 +68,7 @@ export function withEarlyHealth(c: ContainerFacts, early: EarlyCheck | undefined
   return { ...c, health: 'healthy', lastHealthAt: new Date(early.passedAt).toISOString(), healthOutput: 'first health check passed (run by the node-agent before Docker’s first)' };
 }
 
-/** Runs one exec of a command in a container to its exit code; throws (runtime.ts HealthExecTimeout) past the timeout. */
+/** Runs one exec of a command in a container to its exit code; throws (engine.ts HealthExecTimeout) past the timeout. */
 export type ExecFn = (id: string, cmd: string[], timeoutMs: number) => Promise<number>;
 
 /** Runs the early checks of this agent's containers and keeps their results. */

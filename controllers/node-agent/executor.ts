@@ -13,7 +13,7 @@ import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
 import type { ReplicaNetwork } from './network.js';
-import type { Owner } from './runtime.js';
+import type { Owner } from './engine.js';
 import { Slots, StartWorker, type StartFiles, type StarterDeps } from './starter.js';
 
 /** create+start calls in flight at once (see Slots). */

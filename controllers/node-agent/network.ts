@@ -2,7 +2,7 @@
 // its sandbox's network namespace. On a real host it is the CNI ptp plugin (cni.ts); hollow nodes
 // (no kernel namespace behind their containers) and tests use MemoryNetwork.
 import type { ReplicaAddress } from '../../src/api/types.js';
-import { canonicalCidr } from './cidr.js';
+import { canonicalCidr } from '../../src/api/network.js';
 
 /** A ReplicaNetwork's failure: the plugin's own error, or it could not be run. The start retries with back-off. */
 export class CniError extends Error {

@@ -9,7 +9,7 @@ import type { Timings } from '../../src/timings.js';
 import type { ReplicaNetwork } from './network.js';
 import type { PressureMode } from './node-usage.js';
 import type { OverlayOptions } from './overlay.js';
-import type { RuntimeFactory } from './runtime.js';
+import type { EngineFactory } from './engine.js';
 
 export interface AgentOptions {
   node: string;
@@ -24,7 +24,7 @@ export interface AgentOptions {
   /** unix:///var/run/docker.sock or tcp://host:port. */
   dockerHost: string;
   /** The container engine; default Docker at dockerHost (hollow nodes pass an in-memory one). */
-  runtime?: RuntimeFactory;
+  engine?: EngineFactory;
   /** Register again although a drain removed this node from the cluster. */
   rejoin: boolean;
   log: Logger;

@@ -5,10 +5,10 @@
 // nodes, subnets and interface give the same steps, whatever woke it. overlay.ts observes the
 // interface and carries the steps out; nothing here runs a command or reads a clock.
 import { isIPv4 } from 'node:net';
-import { gatewayOf, parseCidr } from '../../src/api/network.js';
+import { canonicalCidr, gatewayOf, parseCidr } from '../../src/api/network.js';
 import { PEER_SKIPS, type OverlayDown, type PeerSkip } from '../../src/api/reasons/overlay.js';
 import type { Node, NodeSubnet } from '../../src/api/types.js';
-import { canonicalCidr, canonicalEndpoint, type InterfaceState, type ObservedRoute } from './overlay-observe.js';
+import { canonicalEndpoint, type InterfaceState, type ObservedRoute } from './overlay-observe.js';
 
 export const DEFAULT_OVERLAY_PORT = 51820;
 export const DEFAULT_OVERLAY_INTERFACE = 'jaco-wg';
@@ -129,7 +129,7 @@ function subnetsOf(s: OverlayNode['subnets']): string[] | undefined {
   if (!s) return undefined;
   try {
     if (parseCidr(s.ipv4).family !== 4 || parseCidr(s.ipv6).family !== 6) return undefined;
-    return [canonicalCidr(s.ipv4), canonicalCidr(s.ipv6)];
+    return [canonicalCidr(s.ipv4, { bare: true }), canonicalCidr(s.ipv6, { bare: true })];
   } catch {
     return undefined;
   }
@@ -182,7 +182,7 @@ export interface DesiredInterface {
 export function desiredInterface(self: OverlayNode | undefined, peers: readonly Peer[]): DesiredInterface {
   const own = subnetsOf(self?.subnets) ?? [];
   const gateways = own.map((s) => gatewayOf(s));
-  const addresses = gateways.map((g) => canonicalCidr(g));
+  const addresses = gateways.map((g) => canonicalCidr(g, { bare: true }));
   // Traffic the node itself sends over the overlay (its ingress to a replica elsewhere) leaves from
   // its own subnet: the far end accepts only sources in this node's allowed IPs.
   const srcOf = (dst: string) => gateways.find((g) => isIPv4(g) === isIPv4(dst.slice(0, dst.indexOf('/'))));

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalCidr, canonicalEndpoint, parseIpAddr, parseIpRoutes, parseWgDump } from './overlay-observe.js';
+import { canonicalCidr } from '../../src/api/network.js';
+import { canonicalEndpoint, parseIpAddr, parseIpRoutes, parseWgDump } from './overlay-observe.js';
 
 const PRIV = 'CL+o4yUmcV9P3EeFhrTHDDeFEOzX+Uj4L+KK4+JIrkA=';
 const PUB = 'ySolR2ul2j2a9bGl0ugRZNkIsjVp9fojWb+hMz89Pks=';
@@ -87,7 +88,7 @@ describe('canonical spellings', () => {
     ['fd00:0:0:1:0:0:0:1/128', 'fd00:0:0:1::1/128'],
     ['10.0.0.1', '10.0.0.1/32'],
     ['fd00::1', 'fd00::1/128'],
-  ])('%s is %s', (a, b) => expect(canonicalCidr(a)).toBe(b));
+  ])('%s is %s', (a, b) => expect(canonicalCidr(a, { bare: true })).toBe(b));
 
   it.each([
     ['198.18.1.12:51820', '198.18.1.12:51820'],

@@ -4,6 +4,7 @@
 // overlay made). Pure parsing; overlay.ts runs the commands. The private key `wg show dump` prints
 // first is dropped here and never kept.
 import { isIPv4, isIPv6 } from 'node:net';
+import { bareAddress, canonicalCidr, joinHostPort, splitHostPort } from '../../src/api/network.js';
 
 export interface ObservedPeer {
   publicKey: string;
@@ -50,32 +51,16 @@ export class OverlayParseError extends Error {
   override name = 'OverlayParseError';
 }
 
-/** An address in one spelling: IPv6 compressed and lower case (RFC 5952, as the WHATWG URL parser writes it), IPv4 as is. */
-export function canonicalAddress(a: string): string {
-  if (isIPv4(a)) return a;
-  if (!isIPv6(a)) throw new OverlayParseError(`${JSON.stringify(a)} is not an IP address`);
-  return new URL(`http://[${a}]/`).hostname.slice(1, -1);
-}
-
 /** address/length in one spelling; a bare address is a host route (/32, /128), as `ip -j` prints one. */
-export function canonicalCidr(text: string): string {
-  const slash = text.indexOf('/');
-  const addr = canonicalAddress(slash < 0 ? text : text.slice(0, slash));
-  const len = slash < 0 ? (isIPv4(addr) ? 32 : 128) : Number(text.slice(slash + 1));
-  if (!Number.isInteger(len) || len < 0 || len > (isIPv4(addr) ? 32 : 128)) throw new OverlayParseError(`${JSON.stringify(text)} has no valid prefix length`);
-  return `${addr}/${len}`;
-}
+const spelled = (text: string) => canonicalCidr(text, { bare: true });
 
 /** An endpoint in one spelling (the address canonical, IPv6 in brackets); undefined when it is not address:port. */
 export function canonicalEndpoint(text: string): string | undefined {
-  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(text) ?? /^([^:[\]]+):(\d{1,5})$/.exec(text);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port < 1 || port > 65535) return undefined;
-  const bracketed = text.startsWith('[');
-  if (bracketed ? !isIPv6(m[1]!) : !isIPv4(m[1]!)) return undefined;
-  const addr = canonicalAddress(m[1]!);
-  return bracketed ? `[${addr}]:${port}` : `${addr}:${port}`;
+  const hp = splitHostPort(text);
+  if (!hp || hp.port < 1) return undefined;
+  // An IPv6 address only in brackets, and nothing but an address (no name) in either form.
+  if (text.startsWith('[') ? !isIPv6(hp.host) : !isIPv4(hp.host)) return undefined;
+  return joinHostPort(bareAddress(hp.host), hp.port);
 }
 
 const none = (s: string | undefined) => (s === undefined || s === '(none)' ? undefined : s);
@@ -102,7 +87,7 @@ export function parseWgDump(text: string): Pick<InterfaceState, 'publicKey' | 'l
     return {
       publicKey: key,
       ...(ep ? { endpoint: canonicalEndpoint(ep) ?? ep } : {}),
-      allowedIps: none(allowed) ? allowed.split(',').map((a) => canonicalCidr(a.trim())) : [],
+      allowedIps: none(allowed) ? allowed.split(',').map((a) => spelled(a.trim())) : [],
       latestHandshake: nums[0]!,
       rxBytes: nums[1]!,
       txBytes: nums[2]!,
@@ -125,7 +110,7 @@ export function parseIpAddr(json: string): Pick<InterfaceState, 'exists' | 'kind
   const links = JSON.parse(json || '[]') as IpAddrJson[];
   const link = links[0];
   if (!link) return { exists: false, up: false, addresses: [] };
-  const addresses = (link.addr_info ?? []).filter((a) => a.local && a.scope !== 'link' && a.scope !== 'host').map((a) => canonicalCidr(`${a.local}/${a.prefixlen}`));
+  const addresses = (link.addr_info ?? []).filter((a) => a.local && a.scope !== 'link' && a.scope !== 'host').map((a) => spelled(`${a.local}/${a.prefixlen}`));
   return {
     exists: true,
     ...(link.linkinfo?.info_kind ? { kind: link.linkinfo.info_kind } : {}),
@@ -138,5 +123,5 @@ export function parseIpAddr(json: string): Pick<InterfaceState, 'exists' | 'kind
 /** `ip -j route show dev <if> proto <ours>` (IPv4 or IPv6). */
 export function parseIpRoutes(json: string): ObservedRoute[] {
   const routes = JSON.parse(json || '[]') as { dst?: string; prefsrc?: string }[];
-  return routes.filter((r) => r.dst && r.dst !== 'default').map((r) => ({ dst: canonicalCidr(r.dst!), ...(r.prefsrc ? { src: canonicalAddress(r.prefsrc) } : {}) }));
+  return routes.filter((r) => r.dst && r.dst !== 'default').map((r) => ({ dst: spelled(r.dst!), ...(r.prefsrc ? { src: bareAddress(r.prefsrc) } : {}) }));
 }

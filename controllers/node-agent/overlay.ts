@@ -18,6 +18,7 @@ import { overlayMetrics } from './metrics.js';
 import { decideOverlay, KEEPALIVE_SEC, overlayNodes, OVERLAY_MTU, OVERLAY_ROUTE_PROTO, skipWhy, type OverlayHealth, type OverlayPlan, type OverlaySettings, type OverlaySnapshot, type OverlayStep, type PeerStats } from './overlay-decide.js';
 import { loadOrCreateOverlayKey } from './overlay-key.js';
 import { NO_INTERFACE, parseIpAddr, parseIpRoutes, parseWgDump, type InterfaceState } from './overlay-observe.js';
+import { joinHostPort } from '../../src/api/network.js';
 
 /** jaco agent --overlay, --overlay-port, --overlay-interface. */
 export interface OverlayOptions {
@@ -94,7 +95,7 @@ export class Overlay {
     const key = loadOrCreateOverlayKey(deps.stateDir);
     this.log.info({ publicKey: key.publicKey, keyFile: key.keyFile, created: key.created }, key.created ? 'made the overlay key' : 'overlay key read');
     this.settings = { interface: deps.interface, port: deps.port, mtu: OVERLAY_MTU, keepaliveSec: KEEPALIVE_SEC[deps.timings.name], keyFile: key.keyFile, publicKey: key.publicKey };
-    this.publication = { publicKey: key.publicKey, endpoint: `${deps.address.includes(':') ? `[${deps.address}]` : deps.address}:${deps.port}` };
+    this.publication = { publicKey: key.publicKey, endpoint: joinHostPort(deps.address, deps.port) };
     this.observeEveryMs = OBSERVE_EVERY_MS[deps.timings.name];
   }
 

@@ -16,7 +16,7 @@
 // It also measures its clock's skew against the controllers' beacon (api/clock-skew.ts): each
 // write of `clock` it receives is compared with its own clock, and the heartbeat carries the figure.
 import { hostname } from 'node:os';
-import { Backoff } from '../../src/backoff.js';
+import { Backoff, sleep } from '../../src/backoff.js';
 import { CLOCK_SKEW_WARN_MS, measureSkew, skewText, skewWarns } from '../../src/api/clock-skew.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type ClockBeacon, type Heartbeat, type HeartbeatSpec, type Node, type NodeDrain, type NodeOverlay, type PressureSample } from '../../src/api/types.js';
@@ -79,7 +79,6 @@ export interface PresenceOptions extends Pick<AgentOptions, 'node' | 'store' | '
   health?(): Promise<Pick<HeartbeatSpec, 'disk' | 'overlay'>>;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export class Presence {
   /** The claim's lease: kept alive, and replaced at once when lost (src/store/kept-lease.ts). */

@@ -9,7 +9,7 @@ import type { Capacity, PressureSample, ReplicaFootprint } from '../../src/api/t
 import type { CgroupUsage } from './cgroup.js';
 import type { ContainerFacts } from './facts.js';
 import { nodeCpuUtil, nodeMemoryUtil, type NodeUsage, type PressureMode } from './node-usage.js';
-import type { UsageReader } from './runtime.js';
+import type { UsageReader } from './engine.js';
 
 export interface UsageReading {
   id: string;

@@ -19,7 +19,7 @@ import type { Logger } from '../../src/observability/log.js';
 import { abortableSleep, EARLY_CHECK_EVERY_MS, runKey } from './early-health.js';
 import { type ContainerFacts, type ProbeResult, type ProbeSpec } from './facts.js';
 import { agentMetrics } from './metrics.js';
-import type { Owner } from './runtime.js';
+import type { Owner } from './engine.js';
 
 /**
  * The check a replica's container gets, or undefined when its health check is not an agent-run

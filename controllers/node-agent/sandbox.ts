@@ -8,9 +8,9 @@ import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
 import { canonicalJson, onClusterNetwork } from '../../src/api/spec.js';
 import type { ReplicaAddress, ReplicaDesiredSpec } from '../../src/api/types.js';
-import { canonicalCidr, gatewayOf } from './cidr.js';
+import { canonicalCidr, gatewayOf } from '../../src/api/network.js';
 import { isNetSysctl, replicaLabels } from './container-spec.js';
-import type { Owner } from './runtime.js';
+import type { Owner } from './engine.js';
 
 /** The value of the role label on a sandbox (the replica's own container has none). */
 export const SANDBOX_ROLE = 'sandbox';

@@ -8,8 +8,8 @@ import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaAddress, type ReplicaDesired } from '../../src/api/types.js';
 import { FAST } from '../../src/timings.js';
-import { HollowRuntime } from '../hollow/runtime.js';
-import type { Owner } from './runtime.js';
+import { HollowEngine } from '../hollow/engine.js';
+import type { Owner } from './engine.js';
 import { decide, type AgentSnapshot, type StartOrder } from './decide.js';
 import { DockerView } from './docker-view.js';
 import { Executor } from './executor.js';
@@ -33,7 +33,7 @@ function desired(replica = 'demo-web-1'): ReplicaDesired {
 }
 
 /** The order decide gives for a snapshot of one desired replica and these containers. */
-async function orderFor(d: ReplicaDesired, rt: HollowRuntime): Promise<StartOrder> {
+async function orderFor(d: ReplicaDesired, rt: HollowEngine): Promise<StartOrder> {
   const all = await Promise.all((await rt.listOwn()).map((id) => rt.inspect(id)));
   const snap: AgentSnapshot = {
     node: 'n1',
@@ -49,7 +49,7 @@ async function orderFor(d: ReplicaDesired, rt: HollowRuntime): Promise<StartOrde
   return decide(snap, Date.now(), { healthRefreshMs: 30_000, startReportDelayMs: 0 }).starts[0]!;
 }
 
-function worker(order: StartOrder, rt: HollowRuntime, network: MemoryNetwork, changed: () => void = () => undefined) {
+function worker(order: StartOrder, rt: HollowEngine, network: MemoryNetwork, changed: () => void = () => undefined) {
   return new StartWorker(order, Date.now(), {
     docker: rt,
     slots: new Slots(4),
@@ -71,7 +71,7 @@ function worker(order: StartOrder, rt: HollowRuntime, network: MemoryNetwork, ch
 
 describe('a start on the cluster network', () => {
   it('makes the sandbox, gives it the addresses, and only then creates the container in it', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const network = new MemoryNetwork();
     const plumbedAtCreate: boolean[] = [];
     const create = rt.create.bind(rt);
@@ -93,7 +93,7 @@ describe('a start on the cluster network', () => {
   });
 
   it('a plugin failure is undone (DEL), reported pending/network_failed with its error, and retried until it succeeds', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const network = new MemoryNetwork();
     network.fail = 'failed to add route: network is unreachable';
     const seen: string[] = [];
@@ -111,7 +111,7 @@ describe('a start on the cluster network', () => {
   });
 
   it('joins a sandbox that holds its addresses as it is (no second ADD); plumbs one that does not', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const network = new MemoryNetwork();
     const d = desired();
     expect(await worker(await orderFor(d, rt), rt, network).run()).toBe('started');
@@ -133,7 +133,7 @@ describe('a start on the cluster network', () => {
 
 describe('tearing a sandbox down', () => {
   it('its addresses go first (CNI DEL), then the container', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const network = new MemoryNetwork();
     expect(await worker(await orderFor(desired(), rt), rt, network).run()).toBe('started');
     const view = new DockerView(rt, timings, log, () => undefined);
@@ -159,7 +159,7 @@ describe('tearing a sandbox down', () => {
   });
 
   it('a DEL that fails leaves the sandbox in place, for the stop to be tried again', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const network = new MemoryNetwork();
     expect(await worker(await orderFor(desired(), rt), rt, network).run()).toBe('started');
     const view = new DockerView(rt, timings, log, () => undefined);

@@ -6,7 +6,7 @@
 // state cancels it.
 import type { Logger } from '../../src/observability/log.js';
 import { UnitError } from '../../src/api/units.js';
-import { Backoff } from '../../src/backoff.js';
+import { Backoff, sleep } from '../../src/backoff.js';
 import type { Timings } from '../../src/timings.js';
 import type { ObservedCode, StartResult, StopReason } from '../../src/api/reasons/agent.js';
 import { containerName, createOptions } from './container-spec.js';
@@ -16,7 +16,7 @@ import { holdsAddress } from './cni.js';
 import { CniError, type ReplicaNetwork } from './network.js';
 import { sandboxCreateOptions, sandboxName } from './sandbox.js';
 import { agentMetrics } from './metrics.js';
-import { DockerApiError, DockerUnreachableError, statusOf, type ContainerRuntime, type Owner } from './runtime.js';
+import { DockerApiError, DockerUnreachableError, statusOf, type ContainerEngine, type Owner } from './engine.js';
 import type { PullAuth } from '../../src/images/access.js';
 import { classifyPullError } from '../../src/images/registry.js';
 import type { PullPolicy, ServiceSpec } from '../../src/api/types.js';
@@ -62,7 +62,7 @@ export class Slots {
 }
 
 export interface StarterDeps {
-  docker: ContainerRuntime;
+  docker: ContainerEngine;
   /** Shared by every start of the agent. */
   slots: Slots;
   owner: Owner;
@@ -92,18 +92,6 @@ export interface StartFiles {
   /** Writes the files a container's spec uses (throws FileDeliveryError); undefined when it uses none. */
   prepare(container: string, t: ServiceSpec): Promise<string | undefined>;
   release(container: string): Promise<void>;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
 
 export class StartWorker {
@@ -250,9 +238,23 @@ export class StartWorker {
     return 'started';
   }
 
-  /** The wait between this start's tries of one step (the agent's back-off: backoffMinMs doubling to backoffMaxMs). */
-  private backoff(): Backoff {
-    return new Backoff(this.deps.timings.backoffMinMs, this.deps.timings.backoffMaxMs);
+  /**
+   * One step of the start, tried until it returns: each try first checks the start is still
+   * wanted; a failure goes to `failed`, which reports it (log, observed phase) or throws it when
+   * retrying cannot help, and the next try waits the agent's back-off (backoffMinMs doubling to
+   * backoffMaxMs) or until the start is cancelled.
+   */
+  private async retrying<T>(tryOnce: (attempt: number) => Promise<T>, failed: (e: unknown, attempt: number, retryInMs: number) => void | Promise<void>): Promise<T> {
+    const retry = new Backoff(this.deps.timings.backoffMinMs, this.deps.timings.backoffMaxMs);
+    for (let attempt = 1; ; attempt++) {
+      this.check();
+      try {
+        return await tryOnce(attempt);
+      } catch (e) {
+        await failed(e, attempt, retry.peek());
+        await sleep(retry.next(), this.abort.signal);
+      }
+    }
   }
 
   /**
@@ -265,11 +267,9 @@ export class StartWorker {
   private async ensureImage(image: string, policy: PullPolicy | undefined): Promise<void> {
     const { docker } = this.deps;
     if (await docker.imagePresent(image)) return;
-    const retry = this.backoff();
-    for (let attempt = 1; ; attempt++) {
-      this.check();
-      if (attempt === 1 && policy !== 'never') this.update({ phase: 'pulling', code: 'pulling' });
-      try {
+    await this.retrying(
+      async (attempt) => {
+        if (attempt === 1 && policy !== 'never') this.update({ phase: 'pulling', code: 'pulling' });
         if (policy === 'never') {
           if (await docker.imagePresent(image)) return;
           throw new NeverPulledError(`no such image on ${this.deps.owner.node}, and pullPolicy never: load it on the node (docker load), or apply with another pullPolicy`);
@@ -279,18 +279,17 @@ export class StartWorker {
         this.check();
         agentMetrics.imagePulls.inc({ result: 'success' });
         this.log.info({ image }, 'image pulled');
-        return;
-      } catch (e) {
+      },
+      (e, attempt, retryInMs) => {
         if (e instanceof DockerUnreachableError || e instanceof CancelledError || this.cancelled) throw e;
         const msg = (e as Error).message;
         // The registry's password not on the node yet (its secret's copy): said as the secret's wait.
         const code = e instanceof NeverPulledError ? 'image_not_found' : e instanceof FileDeliveryError ? e.code : (classifyPullError(msg) ?? 'image_pull_failed');
         agentMetrics.imagePulls.inc({ result: 'failure' });
-        this.log.warn({ image, attempt, code, err: msg, retryInMs: retry.peek() }, 'image pull failed; will retry');
+        this.log.warn({ image, attempt, code, err: msg, retryInMs }, 'image pull failed; will retry');
         this.update({ phase: 'pull_failed', code, details: `${image}: ${msg}` });
-        await sleep(retry.next(), this.abort.signal);
-      }
-    }
+      },
+    );
   }
 
   /**
@@ -301,38 +300,25 @@ export class StartWorker {
   private async prepareFiles(name: string): Promise<void> {
     const { files } = this.deps;
     if (!files) return;
-    const retry = this.backoff();
-    for (;;) {
-      this.check();
-      try {
-        await files.prepare(name, this.order.desired.spec.template);
-        return;
-      } catch (e) {
+    await this.retrying(
+      () => files.prepare(name, this.order.desired.spec.template),
+      (e, _attempt, retryInMs) => {
         if (!(e instanceof FileDeliveryError)) throw e;
-        this.log.warn({ code: e.code, err: e.message, retryInMs: retry.peek() }, 'the replica\'s secrets and configs are not in place; will retry');
+        this.log.warn({ code: e.code, err: e.message, retryInMs }, 'the replica\'s secrets and configs are not in place; will retry');
         this.update({ phase: 'create_failed', code: e.code, details: e.message });
-        await sleep(retry.next(), this.abort.signal);
-      }
-    }
+      },
+    );
   }
 
   /** The pause image, qualified and on the node (pulled like any image, with the cluster's credentials). */
   private async ensureSandboxImage(): Promise<string> {
-    const retry = this.backoff();
-    for (;;) {
-      this.check();
-      let image: string;
-      try {
-        image = this.deps.sandboxImage();
-      } catch (e) {
-        // No default registry to resolve a short name at (jaco registry default), until there is one.
-        this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `sandbox image: ${(e as Error).message}` });
-        await sleep(retry.next(), this.abort.signal);
-        continue;
-      }
-      await this.ensureImage(image, 'missing');
-      return image;
-    }
+    const image = await this.retrying(
+      async () => this.deps.sandboxImage(),
+      // No default registry to resolve a short name at (jaco registry default), until there is one.
+      (e) => this.update({ phase: 'pull_failed', code: 'image_pull_failed', details: `sandbox image: ${(e as Error).message}` }),
+    );
+    await this.ensureImage(image, 'missing');
+    return image;
   }
 
   /**
@@ -354,14 +340,15 @@ export class StartWorker {
       fresh = !this.adopted;
     }
     this.check();
-    const retry = this.backoff();
-    for (;;) {
-      this.check();
-      await deps.slots.run(() => docker.start(id));
-      const facts = await docker.inspect(id);
-      if (!facts || facts.state !== 'running') throw new Error(`sandbox ${id.slice(0, 12)} is not running (${facts?.state ?? 'gone'}${facts?.error ? `: ${facts.error}` : ''})`);
-      const ns = { id, pid: facts.pid };
-      try {
+    let ns: { id: string; pid: number } | undefined;
+    let named = '';
+    return this.retrying(
+      async () => {
+        await deps.slots.run(() => docker.start(id));
+        const facts = await docker.inspect(id);
+        if (!facts || facts.state !== 'running') throw new Error(`sandbox ${id.slice(0, 12)} is not running (${facts?.state ?? 'gone'}${facts?.error ? `: ${facts.error}` : ''})`);
+        ns = { id, pid: facts.pid };
+        named = facts.name;
         const have = fresh ? [] : await network.addresses(ns);
         if (holdsAddress(have, sb.spec.address)) return id;
         // Half plumbed (an agent stopped in the middle): undone before it is done again.
@@ -373,17 +360,17 @@ export class StartWorker {
         this.log.info({ sandbox: facts.name, ipv4: sb.spec.address.ipv4, ipv6: sb.spec.address.ipv6, addMs: Math.round(performance.now() - t0) }, 'sandbox plumbed');
         await deps.refresh(id);
         return id;
-      } catch (e) {
+      },
+      async (e, _attempt, retryInMs) => {
         if (!(e instanceof CniError)) throw e;
         agentMetrics.cni.inc({ command: 'ADD', result: 'failed' });
         // A failed ADD leaves what it did half done: DEL undoes it (the CNI contract).
-        await network.del(ns, sb.spec.address).catch(() => undefined);
+        await network.del(ns!, sb.spec.address).catch(() => undefined);
         fresh = false;
-        this.log.warn({ sandbox: facts.name, err: e.message, retryInMs: retry.peek() }, 'could not give the sandbox its addresses; will retry');
+        this.log.warn({ sandbox: named, err: e.message, retryInMs }, 'could not give the sandbox its addresses; will retry');
         this.update({ phase: 'network_failed', code: 'network_failed', details: e.message });
-        await sleep(retry.next(), this.abort.signal);
-      }
-    }
+      },
+    );
   }
 
   /** Creates the container; 400 is terminal, a name already taken by this very spec is adopted. */
@@ -391,30 +378,29 @@ export class StartWorker {
     const { docker } = this.deps;
     this.adopted = false;
     const spec = this.order.desired.spec;
-    const retry = this.backoff();
-    for (;;) {
-      this.check();
-      try {
-        return await this.deps.slots.run(() => docker.create(opts));
-      } catch (e) {
-        const status = statusOf(e);
-        if (status === undefined) throw e;
-        if (status === 400) throw new InvalidSpecError((e as Error).message);
-        if (status === 409) {
+    return this.retrying(
+      async () => {
+        try {
+          return await this.deps.slots.run(() => docker.create(opts));
+        } catch (e) {
+          if (statusOf(e) !== 409) throw e;
           // Same name = same cluster, node, replica, revision and spec hash (a sandbox: same
           // sandbox spec): ours already.
           const existing = await docker.inspect(name);
           const sandbox = opts.Labels?.[LABELS.role] === 'sandbox';
-          if (existing && existing.replica === spec.replica && (sandbox ? existing.sandboxHash === opts.Labels?.[LABELS.sandboxHash] : existing.specHash === spec.specHash)) {
-            this.adopted = true;
-            return existing.id;
-          }
+          if (!existing || existing.replica !== spec.replica || (sandbox ? existing.sandboxHash !== opts.Labels?.[LABELS.sandboxHash] : existing.specHash !== spec.specHash)) throw e;
+          this.adopted = true;
+          return existing.id;
         }
+      },
+      (e, _attempt, retryInMs) => {
+        const status = statusOf(e);
+        if (status === undefined) throw e;
+        if (status === 400) throw new InvalidSpecError((e as Error).message);
         const msg = (e as Error).message;
-        this.log.warn({ err: msg, retryInMs: retry.peek() }, 'Docker could not create the container; will retry');
+        this.log.warn({ err: msg, retryInMs }, 'Docker could not create the container; will retry');
         this.update({ phase: 'create_failed', code: 'create_failed', details: msg });
-        await sleep(retry.next(), this.abort.signal);
-      }
-    }
+      },
+    );
   }
 }

@@ -2,6 +2,9 @@
 // ULA /48 per cluster, a subnet of each per node (by the node's subnet index), and a replica's
 // addresses by a host number within its node's subnets — the same number in both families, so one
 // claim (addresses/<node>/<n>) makes both unique. Pure: parsing, formatting, subnet arithmetic.
+// It is also jaco's one parser and printer of addresses (parseAddressPrefix, formatAddress,
+// splitHostPort, joinHostPort): the agent's kernel spellings (node-agent/cidr.ts) and the overlay's
+// reading of wg and ip (overlay-observe.ts) build on them.
 import { isIPv4, isIPv6 } from 'node:net';
 
 /** A replica's own addresses, e.g. { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' }. */
@@ -85,6 +88,61 @@ interface Cidr {
   family: 4 | 6;
 }
 
+/** An address as a number (32 or 128 bits) with a prefix length; host bits may be set (a replica's 10.208.3.5/24). */
+export interface AddressPrefix {
+  family: 4 | 6;
+  value: bigint;
+  prefix: number;
+}
+
+/**
+ * Parses "a.b.c.d/len" or "x:…:y/len", host bits allowed; with `bare`, an address alone is a host
+ * route (/32, /128), as `ip -j` prints one. Throws NetworkPlanError naming the text.
+ */
+export function parseAddressPrefix(text: string, opts: { bare?: boolean } = {}): AddressPrefix {
+  const key = opts.bare ? `bare:${text}` : text;
+  const hit = spelled.get(key);
+  if (hit) return hit;
+  const p = parseAddressPrefixText(text, opts.bare);
+  if (spelled.size > 10_000) spelled.clear();
+  spelled.set(key, p);
+  return p;
+}
+
+// Parsed addresses, by text: an agent's pass spells every replica's addresses (issue 26's profile).
+const spelled = new Map<string, AddressPrefix>();
+
+function parseAddressPrefixText(text: string, bare = false): AddressPrefix {
+  const slash = text.lastIndexOf('/');
+  const addr = slash < 0 ? text : text.slice(0, slash);
+  const family = isIPv4(addr) ? 4 : isIPv6(addr) && !addr.includes('.') ? 6 : undefined;
+  const width = family === 4 ? 32 : 128;
+  const len = slash < 0 ? (bare ? width : NaN) : /^\d+$/.test(text.slice(slash + 1)) ? Number(text.slice(slash + 1)) : NaN;
+  if (!family || !(len <= width)) throw new NetworkPlanError(`${JSON.stringify(text)} is not an address with its prefix length (a CIDR: a.b.c.d/len, or an IPv6 address/len)`);
+  return { family, value: family === 4 ? v4ToInt(addr) : v6ToInt(addr), prefix: len };
+}
+
+/** An address from its number: IPv4 dotted, IPv6 in RFC 5952 form (lower case, the longest zero run as ::). */
+export function formatAddress(family: 4 | 6, value: bigint): string {
+  return family === 4 ? intToV4(value) : intToV6(value);
+}
+
+/**
+ * "host:port" or "[ipv6]:port" split (the brackets dropped); undefined when it is neither, or the
+ * port is not a number of 0–65535. The host is not checked: callers say what it must be.
+ */
+export function splitHostPort(text: string): { host: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(text) ?? /^([^:[\]]+):(\d{1,5})$/.exec(text);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  return port <= 65535 ? { host: m[1]!, port } : undefined;
+}
+
+/** host:port, an IPv6 address in brackets. */
+export function joinHostPort(host: string, port: number): string {
+  return isIPv6(host) ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 // Parsed ranges, by text: a pass gives thousands of addresses from a few hundred subnets.
 const parsed = new Map<string, Cidr>();
 
@@ -97,14 +155,10 @@ export function parseCidr(text: string): Cidr {
   return c;
 }
 
+/** A range: an address with its prefix length and no host bits set. */
 function parseCidrText(text: string): Cidr {
-  const [addr, len, extra] = text.split('/');
-  const bits = Number(len);
-  if (extra !== undefined || !addr || !Number.isInteger(bits)) throw new NetworkPlanError(`${JSON.stringify(text)} is not a CIDR (address/prefix length)`);
-  const family = isIPv4(addr) ? 4 : 6;
+  const { family, value: n, prefix: bits } = parseAddressPrefix(text);
   const width = family === 4 ? 32 : 128;
-  if (bits < 0 || bits > width) throw new NetworkPlanError(`${text}: prefix length ${bits} is out of 0–${width}`);
-  const n = family === 4 ? v4ToInt(addr) : v6ToInt(addr);
   const host = (1n << BigInt(width - bits)) - 1n;
   if (n & host) throw new NetworkPlanError(`${text}: host bits are set (the network is ${formatCidr({ base: n & ~host, bits, family })})`);
   return { base: n, bits, family };
@@ -154,19 +208,30 @@ export function replicaAddress(subnets: { ipv4: string; ipv6: string }, n: numbe
   return { ipv4: `${addr(s4, s4.base + BigInt(n))}/${s4.bits}`, ipv6: `${addr(s6, s6.base + BigInt(n))}/${s6.bits}` };
 }
 
-/** The gateway (the subnet's first host, held by the node) of a replica address's family. */
+/**
+ * The gateway of a replica address's prefix: its first host (10.208.3.1 for 10.208.3.5/24), held
+ * by the node's end of every veth. A /32 or /128 has no host for it: the gateway then lies outside
+ * the prefix, and the CNI plugin refuses it (network_failed) rather than jaco guessing.
+ */
 export function gatewayOf(cidrAddress: string): string {
-  const [a, len] = cidrAddress.split('/');
-  const bits = Number(len);
-  const family = isIPv4(a!) ? 4 : 6;
-  const width = family === 4 ? 32 : 128;
-  const n = family === 4 ? v4ToInt(a!) : v6ToInt(a!);
-  const base = n & ~((1n << BigInt(width - bits)) - 1n);
-  return addr({ base, bits, family }, base + 1n);
+  const c = parseAddressPrefix(cidrAddress);
+  const width = c.family === 4 ? 32n : 128n;
+  const all = (1n << width) - 1n;
+  const network = c.value & ~((1n << (width - BigInt(c.prefix))) - 1n) & all;
+  return formatAddress(c.family, (network + 1n) & all);
 }
 
-/** An address without its prefix length. */
-export const bareAddress = (cidrAddress: string): string => cidrAddress.slice(0, cidrAddress.indexOf('/'));
+/** The address alone, canonical ("fd4a:17c2:9e01:0003::5/64" → "fd4a:17c2:9e01:3::5"); an address alone is spelled canonically too. */
+export function bareAddress(cidrAddress: string): string {
+  const c = parseAddressPrefix(cidrAddress, { bare: true });
+  return formatAddress(c.family, c.value);
+}
+
+/** The CIDR in canonical form, as `ip` prints it; with `bare`, an address alone is a host route (/32, /128). */
+export function canonicalCidr(cidrAddress: string, opts: { bare?: boolean } = {}): string {
+  const c = parseAddressPrefix(cidrAddress, opts);
+  return `${formatAddress(c.family, c.value)}/${c.prefix}`;
+}
 
 /** The service address ranges of a cluster: IPv4 (services4) and the ULA's :ffff::/64. */
 export function serviceRanges(cfg: NetworkConfigSpec): { ipv4: string; ipv6: string } {

@@ -9,6 +9,7 @@ import type { Node } from '../api/types.js';
 import { nodeCommonName, readTlsDir, type TlsMaterial } from '../pki/identity.js';
 import { defaultClientTlsDir } from './commands/cert.js';
 import { CliError } from './common.js';
+import { splitHostPort } from '../api/network.js';
 
 /** How long to wait for a node's agent to answer before calling it unreachable. */
 const CONNECT_TIMEOUT_MS = 5000;
@@ -44,9 +45,9 @@ export function agentTarget(node: Node | undefined, name: string): AgentTarget {
   if (!node) throw new CliError(`node ${name} is not registered`);
   const endpoint = node.status?.api?.endpoint;
   if (!endpoint) throw new CliError(`node ${name} publishes no logs and exec endpoint: its agent runs without its node certificate (jaco cert node ${name} --ip <address>; docs/operate.md)`);
-  const m = /^\[?([^\]]+)\]?:(\d+)$/.exec(endpoint);
-  if (!m) throw new CliError(`node ${name} publishes a malformed endpoint ${JSON.stringify(endpoint)}`);
-  return { node: name, endpoint, host: m[1]!, port: Number(m[2]) };
+  const hp = splitHostPort(endpoint);
+  if (!hp) throw new CliError(`node ${name} publishes a malformed endpoint ${JSON.stringify(endpoint)}`);
+  return { node: name, endpoint, ...hp };
 }
 
 export class AgentClient {

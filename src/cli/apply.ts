@@ -14,7 +14,7 @@ import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentS
 import { AuditLog } from '../store/audit.js';
 import { TooLargeError } from '../store/errors.js';
 import { encodeJson, MAX_REQUEST_BYTES, type Store, type Versioned } from '../store/store.js';
-import { commitAtomic, type Act, type Op } from '../store/writer.js';
+import { commitAtomic, type OpGroup, type Op } from '../store/writer.js';
 import { applyGuards } from './apply-guards.js';
 import { PRODUCTION } from '../timings.js';
 import type { ComposeObject } from '../compose/map.js';
@@ -125,7 +125,7 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: A
   const now = opts.now ?? Date.now();
   const iso = new Date(now).toISOString();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   const outcomes: ApplyOutcome[] = [];
   for (const item of items) {
     const cur = current.get(item.name);
@@ -154,7 +154,7 @@ export async function applyDeployments(store: Store, given: ApplyItem[], opts: A
     if (result === 'unchanged') continue;
 
     const stored = cur ?? over;
-    const ops: Act['ops'] = [stored ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: stored.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
+    const ops: OpGroup['ops'] = [stored ? { op: 'update', key: keys.deployment(item.name), value: next, modRevision: stored.modRevision } : { op: 'create', key: keys.deployment(item.name), value: next }];
     if (specChanged) {
       const rev: DeploymentRevision = {
         apiVersion: API_VERSION,
@@ -208,7 +208,7 @@ export function newNetworkConfig(random: (n: number) => Uint8Array = randomBytes
  * Whether a change that got no clear answer is in the store: its audit records have unique keys
  * and land in the same transaction, so finding one proves the whole change landed.
  */
-function landedIf(store: Store, acts: Act[]): () => Promise<boolean> {
+function landedIf(store: Store, acts: OpGroup[]): () => Promise<boolean> {
   const auditKey = acts.flatMap((a) => a.ops).find((o) => o.key.startsWith(keys.audits()))?.key;
   return async () => !!auditKey && (await store.get(auditKey)) !== undefined;
 }
@@ -223,7 +223,7 @@ async function exists(store: Store, key: string, kind: string): Promise<boolean>
 export async function deleteDeployments(store: Store, names: string[], opts: { now?: number; ignoreMissing?: boolean } = {}): Promise<string[]> {
   const now = opts.now ?? Date.now();
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   const deleted: string[] = [];
   const missing: string[] = [];
   for (const name of names) {

@@ -18,6 +18,7 @@ import type {
   RolloutPlan,
 } from '../api/types.js';
 import type { Cache } from '../runtime/cache.js';
+import { REPLICAS, replicaIndexOf, type ReplicaIndex } from '../runtime/replicas.js';
 import type { Watchable } from '../runtime/watchable.js';
 import type { Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
@@ -67,6 +68,8 @@ export interface ClusterParts {
   rollouts: Versioned<RolloutPlan>[];
   unreadable?: Unreadable[];
   settings?: NodeSettingsSpec;
+  /** The replica index of `desired` and `observed` (a cache's REPLICAS), when one is kept already. */
+  replicaIndex?: ReplicaIndex;
 }
 
 /** The prefixes a cluster view joins. */
@@ -87,6 +90,7 @@ export function clusterViewOf(cache: Cache): ClusterView {
     commands: items<ReplicaCommand>('commands'),
     rollouts: items<RolloutPlan>('rollouts'),
     unreadable: unreadableIn(cache),
+    replicaIndex: cache.index(REPLICAS),
     ...(cache.holds('nodeSettings') ? { settings: items<NodeSettings>('nodeSettings')[0]?.value.spec } : {}),
   });
 }
@@ -96,16 +100,16 @@ export async function readClusterView(store: Store): Promise<ClusterView> {
   return clusterViewOf(await readCut(store, CLUSTER_VIEW_READS));
 }
 
-/** Joins stored objects into a view: desired + observed + command per replica copy. */
+/**
+ * Joins stored objects into a view: each replica copy of the replica index (desired + observed,
+ * the join every controller reads) with its restart command, by replica id then node.
+ */
 export function joinClusterView(p: ClusterParts): ClusterView {
-  const obs = new Map(p.observed.map((o) => [o.key.slice('observed/'.length), o.value]));
+  const index = p.replicaIndex ?? replicaIndexOf(p.desired, p.observed);
   const cmds = new Map(p.commands.map((c) => [c.key.slice('commands/'.length), c.value]));
-  const replicas = p.desired
-    .map((d) => {
-      const rel = d.key.slice('desired/'.length);
-      return { id: d.value.spec.replica, node: d.value.spec.node, desired: d.value, observed: obs.get(rel), command: cmds.get(rel) };
-    })
-    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : a.node < b.node ? -1 : 1));
+  const replicas = [...index.byId.values()]
+    .sort((a, b) => (a.id < b.id ? -1 : 1))
+    .flatMap((e) => e.copies.map((c) => ({ id: e.id, node: c.desired.spec.node, desired: c.desired, observed: c.observed, command: cmds.get(c.key.slice('desired/'.length)) })));
   return {
     revision: p.revision,
     deployments: new Map(p.deployments.map((d) => [lastPart(d.key), d])),

@@ -22,16 +22,19 @@ export function unreadableIn(cache: Cache): Unreadable[] {
     .sort((a, b) => (a.key < b.key ? -1 : 1));
 }
 
-/** A prefix read as the cache would read it: readable values and what cannot be read. */
-export async function readPrefix<T>(store: Store, spec: SourceSpec): Promise<{ items: Versioned<T>[]; unreadable: Unreadable[]; revision: number }> {
-  const { kvs, revision } = await store.listRaw(spec.prefix);
+/**
+ * A prefix read as the cache would read it: readable values and what cannot be read. `at`: at the
+ * revision of a cut already read, so a command's reads all show one moment of the store.
+ */
+export async function readPrefix<T>(store: Store, spec: SourceSpec, at?: number): Promise<{ items: Versioned<T>[]; unreadable: Unreadable[]; revision: number }> {
+  const { kvs, revision } = await store.listRaw(spec.prefix, at);
   const src = readListed<T>(spec.prefix, spec, kvs, store.prefix.length, silentLogger());
   return { items: [...src.items.values()], unreadable: [...src.unreadable.values()], revision };
 }
 
-/** One key, read as the cache would read it: its value, or why it cannot be read, or neither (absent). */
-export async function readKey<T>(store: Store, key: string, kind: string): Promise<{ value?: Versioned<T>; unreadable?: Unreadable }> {
-  const { items, unreadable } = await readPrefix<T>(store, { prefix: key, kind });
+/** One key, read as the cache would read it: its value, or why it cannot be read, or neither (absent). `at`: as readPrefix's. */
+export async function readKey<T>(store: Store, key: string, kind: string, at?: number): Promise<{ value?: Versioned<T>; unreadable?: Unreadable }> {
+  const { items, unreadable } = await readPrefix<T>(store, { prefix: key, kind }, at);
   return { value: items.find((i) => i.key === key), unreadable: unreadable.find((u) => u.key === key) };
 }
 

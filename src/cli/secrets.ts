@@ -13,7 +13,7 @@ import { configDigest } from '../secrets/version.js';
 import { AuditLog, type AuditRecord } from '../store/audit.js';
 import { readCut } from './read.js';
 import type { Store, Versioned } from '../store/store.js';
-import { commitAtomic, type Act, type Op } from '../store/writer.js';
+import { commitAtomic, type OpGroup, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
 import { CliError } from './common.js';
 
@@ -141,7 +141,7 @@ export async function removeObjects(store: Store, kind: FileKind, names: string[
     throw new CliError(`${inUse.map(([n, u]) => `${kind} ${n} is used by ${u}`).join('; ')}; nothing was removed (refer to another ${kind} first, or ${how})`);
   }
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   for (const n of names) {
     const v = items.get(n)!;
     acts.push({ label: `remove ${kind} ${n}`, ops: [{ op: 'delete', key: objectKey(kind, n), modRevision: v.modRevision }, await audit.op(removedRecord(kind, n, now))] });

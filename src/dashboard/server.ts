@@ -9,15 +9,13 @@ import { isIP, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
 import { yamlDiff } from '../api/change.js';
-import { keys } from '../api/keys.js';
 import type { AuditEvent, DeploymentRevision, Heartbeat, ReplicaDesired } from '../api/types.js';
 import { findDecision, renderDecision } from '../cli/commands/explain.js';
 import { askLeader, planFromStore, renderPlan, type PlanReport } from '../cli/commands/rebalance.js';
 import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { Cache } from '../runtime/cache.js';
-import { Informer } from '../store/informer.js';
-import type { Store } from '../store/store.js';
+import type { Store, Versioned } from '../store/store.js';
 import type { Timings } from '../timings.js';
 import { isActionKind, runAction } from './actions.js';
 import { PressureHistory } from './pressure-history.js';
@@ -25,8 +23,6 @@ import { DASHBOARD_READS, dashboardState } from './state.js';
 import type { AuditView } from './wire.js';
 
 export const ASSETS_DIR = join(PACKAGE_ROOT, 'dist', 'web');
-/** Audit records the page gets on connect (the stream then carries every new one). */
-const AUDIT_BACKLOG = 500;
 /** Changes within this are drawn once (the controllers' own debounce is 50 ms). */
 const DEBOUNCE_MS = 200;
 /** Heartbeat freshness and ages change without events: redraw this often regardless. */
@@ -70,7 +66,6 @@ const auditView = (key: string, e: AuditEvent): AuditView => ({
 
 export class DashboardServer {
   private readonly cache: Cache;
-  private readonly audit: Informer<AuditEvent>;
   private readonly history: PressureHistory;
   private readonly config: ReturnType<typeof defaultConfig>;
   private readonly clients = new Set<ServerResponse>();
@@ -84,7 +79,6 @@ export class DashboardServer {
 
   constructor(private readonly o: DashboardOptions) {
     this.cache = Cache.onStore(o.store, DASHBOARD_READS, { log: o.log });
-    this.audit = new Informer<AuditEvent>(o.store, keys.audits(), { kind: 'AuditEvent', log: o.log });
     this.config = defaultConfig(o.timings);
     this.history = new PressureHistory(this.config.ewmaWindowMs);
     this.server = createServer((req, res) => void this.route(req, res).catch((e) => this.fail(res, e)));
@@ -92,13 +86,15 @@ export class DashboardServer {
 
   /** Starts reading etcd and listening; resolves to the page's URL. */
   async start(): Promise<string> {
-    await Promise.all([this.cache.start(), this.audit.start()]);
+    await this.cache.start();
     this.observePressure();
-    this.cache.on('changed', (touched) => {
+    this.cache.on('changed', (touched, _routine, changes) => {
       if (touched.has('heartbeats')) this.observePressure();
-      this.schedule();
+      // New audit records go out as they come; the picture is drawn from everything else.
+      const records = changes.filter((c) => c.source === 'audit' && c.type === 'put' && c.value);
+      if (records.length) this.send('audit', records.map((c) => auditView(c.key, (c.value as Versioned<AuditEvent>).value)));
+      if (touched.size > (touched.has('audit') ? 1 : 0)) this.schedule();
     });
-    this.audit.on('change', (c) => c.type === 'put' && c.value && this.send('audit', [auditView(c.key, c.value.value)]));
     this.tick = setInterval(() => this.schedule(), TICK_MS);
     void this.refreshPlan();
     await new Promise<void>((resolve, reject) => {
@@ -117,7 +113,7 @@ export class DashboardServer {
     for (const c of this.clients) c.end();
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
-    await Promise.all([this.cache.stop(), this.audit.stop()]);
+    await this.cache.stop();
   }
 
   private observePressure(): void {
@@ -165,10 +161,11 @@ export class DashboardServer {
 
   private events(req: IncomingMessage, res: ServerResponse): void {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-    const backlog = [...this.audit.items].sort(([a], [b]) => (a < b ? -1 : 1)).slice(-AUDIT_BACKLOG);
+    // The audit records the cache holds (the newest: WATCHABLE's bound); the stream then carries every new one.
+    const backlog = [...this.cache.kind<AuditEvent>('audit').items.values()].sort((a, b) => (a.key < b.key ? -1 : 1));
     res.write(`event: state\ndata: ${this.frame()}\n\n`);
     res.write(`event: pressure\ndata: ${JSON.stringify(this.history.all())}\n\n`);
-    res.write(`event: audit\ndata: ${JSON.stringify(backlog.map(([k, v]) => auditView(k, v.value)))}\n\n`);
+    res.write(`event: audit\ndata: ${JSON.stringify(backlog.map((v) => auditView(v.key, v.value)))}\n\n`);
     this.clients.add(res);
     req.on('close', () => this.clients.delete(res));
   }

@@ -6,18 +6,18 @@
 // forever. The policy here is pure: the clock comes in.
 import { backoffAfter } from '../backoff.js';
 import type { AuditRecord } from '../store/audit.js';
-import type { Op } from '../store/writer.js';
+import type { OpGroup } from '../store/writer.js';
 import type { ActFailureReason } from '../api/reasons/acts.js';
 
 export { ACT_FAILURES, type ActFailureReason } from '../api/reasons/acts.js';
 
-export interface Act<M = unknown> {
+/** A controller's act: a group of ops (OpGroup) that lands with its audit records, and what it counts. */
+export interface Act<M = unknown> extends OpGroup {
   /**
    * What the act is, stable across passes for the same intent ("place hello/web 3..5"): the
    * runtime recognises an act that failed before by it.
    */
   label: string;
-  ops: Op[];
   /** Audit records that land in the same transaction. */
   audit?: AuditRecord[];
   /** Counted once the act has landed. */

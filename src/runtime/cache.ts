@@ -38,9 +38,10 @@ export interface CacheEvents {
   /**
    * A batch was applied: the sources it touched, and those of them whose every change in the
    * batch was routine (Watchable's `routine`: a heartbeat renewed on time) — news to a
-   * dashboard, not to a controller.
+   * dashboard, not to a controller. Then the changes themselves, for a reader that follows
+   * records rather than state (the dashboard's audit stream).
    */
-  changed: [ReadonlySet<string>, ReadonlySet<string>];
+  changed: [ReadonlySet<string>, ReadonlySet<string>, readonly Change[]];
   synced: [];
   unsynced: [string];
   /** The store was found replaced (restored, wiped): what is held is listed again from scratch. */
@@ -166,6 +167,6 @@ export class Cache extends EventEmitter<CacheEvents> {
       def.apply(index, changes.filter((c) => (def.sources as readonly string[]).includes(c.source)), this);
     }
     const eventful = new Set(changes.filter((c) => !ROUTINE[c.source as Watchable]?.(c)).map((c) => c.source));
-    this.emit('changed', touched, new Set([...touched].filter((s) => !eventful.has(s))));
+    this.emit('changed', touched, new Set([...touched].filter((s) => !eventful.has(s))), changes);
   }
 }

@@ -17,7 +17,7 @@ import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store } from '../store/store.js';
-import { commitActs, type Act } from '../store/writer.js';
+import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
@@ -420,7 +420,7 @@ async function forgetObserved(endpoint: string): Promise<number> {
   try {
     const { items } = await store.list(keys.observedOf());
     const ops = items.map((i) => ({ op: 'delete' as const, key: i.key, modRevision: i.modRevision }));
-    const acts: Act[] = [];
+    const acts: OpGroup[] = [];
     for (let i = 0; i < ops.length; i += 100) acts.push({ label: 'jaco down: forget removed containers', ops: ops.slice(i, i + 100) });
     await commitActs(store, acts);
     return ops.length;

@@ -7,10 +7,10 @@ import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { stringify } from 'yaml';
+import { joinHostPort } from '../api/network.js';
 
 export interface RegistryServerSpec {
   /** Holds everything of this registry: data/ (the images), config.yml, htpasswd, http-secret. */
@@ -68,7 +68,7 @@ export function htpasswdLine(user: string, password: string, cost = HTPASSWD_BCR
 
 /** host:port of an address, with IPv6 in brackets as references write it. */
 export function registryHost(address: string, port: number): string {
-  return `${isIP(address) === 6 ? `[${address}]` : address}:${port}`;
+  return joinHostPort(address, port);
 }
 
 export interface RegistryFiles {

@@ -194,18 +194,24 @@ function frozenEntry(u: Unreadable): Unreadable & { deployment?: string; service
   return { ...u, deployment: str(spec?.deployment), service: str(spec?.service) };
 }
 
+/** The index of the given desired and observed values (what REPLICAS builds from a cache's). */
+export function replicaIndexOf(desired: Iterable<Versioned<ReplicaDesired>>, observed: Iterable<Versioned<ReplicaObserved>>): ReplicaIndex {
+  const idx = new ReplicaIndex();
+  for (const v of observed) {
+    const [node, replica] = nodeAndReplica(v.key);
+    idx.putObserved(node, replica, v);
+  }
+  for (const v of desired) idx.putDesired(v);
+  return idx;
+}
+
 /** The named index of replicas: every controller of a process shares this one. */
 export const REPLICAS: IndexDef<ReplicaIndex> = {
   name: 'replicas',
   sources: ['desired', 'observed'],
   build(cache: Cache): ReplicaIndex {
-    const idx = new ReplicaIndex();
-    for (const v of cache.kind<ReplicaObserved>('observed').items.values()) {
-      const [node, replica] = nodeAndReplica(v.key);
-      idx.putObserved(node, replica, v);
-    }
     const desired = cache.kind<ReplicaDesired>('desired');
-    for (const v of desired.items.values()) idx.putDesired(v);
+    const idx = replicaIndexOf(desired.items.values(), cache.kind<ReplicaObserved>('observed').items.values());
     for (const u of desired.unreadable.values()) if (!desired.items.has(u.key)) idx.frozen.set(u.key, frozenEntry(u));
     return idx;
   },

@@ -43,6 +43,10 @@ export const WATCHABLE = {
   imageSettings: { prefix: keys.imageSettings(), kind: 'ImageSettings' },
   // The one key of the cluster's node-eligibility settings (degraded thresholds, default scratch disk).
   nodeSettings: { prefix: keys.nodeSettings(), kind: 'NodeSettings' },
+  // The audit log, newest records only: what a dashboard shows on connect, then every new one
+  // (src/dashboard). Its records expire with their leases (src/store/audit.ts); the bound keeps a
+  // long retention from being held whole. No controller reads it.
+  audit: { prefix: keys.audits(), kind: 'AuditEvent', newest: 500 },
   // Only their keys: a decision (every node's verdict) is read by `jaco explain`, not by controllers.
   decisions: { prefix: keys.decisions(), kind: 'PlacementDecision', keysOnly: true },
 } as const satisfies Record<string, SourceSpec>;

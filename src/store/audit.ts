@@ -100,11 +100,12 @@ export function auditMatches(ev: AuditEvent, q: AuditQuery): boolean {
 }
 
 /**
- * Audit records in time order, filtered, and the revision they were read at. A record that cannot
- * be read (not JSON, not an AuditEvent) is left out and listed in `unreadable`, never thrown.
+ * Audit records in time order, filtered, and the revision they were read at (`at`: that of a cut
+ * the caller read already). A record that cannot be read (not JSON, not an AuditEvent) is left out
+ * and listed in `unreadable`, never thrown.
  */
-export async function readAudit(store: Store, q: AuditQuery): Promise<{ events: Versioned<AuditEvent>[]; revision: number; unreadable: Unreadable[] }> {
-  const { kvs, revision } = await store.listRaw(keys.audits());
+export async function readAudit(store: Store, q: AuditQuery, at?: number): Promise<{ events: Versioned<AuditEvent>[]; revision: number; unreadable: Unreadable[] }> {
+  const { kvs, revision } = await store.listRaw(keys.audits(), at);
   const src = readListed<AuditEvent>('audit', { prefix: keys.audits(), kind: 'AuditEvent' }, kvs, store.prefix.length, silentLogger());
   const events = [...src.items.values()].filter((i) => auditMatches(i.value, q));
   return { events: q.limit ? events.slice(-q.limit) : events, revision, unreadable: [...src.unreadable.values()] };

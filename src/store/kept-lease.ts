@@ -6,7 +6,8 @@
 // A lease given up for silence may still be alive in etcd (keepalives that landed with their
 // answers lost; a raft leader change extends every lease by its TTL): it is revoked before the
 // new grant, so keys bound to it — the owner's own claim — never outlive it, and `wasOurs` lets
-// the owner recognise it if the revoke could not land.
+// the owner recognise it if the revoke could not land. Leader election (leadership.ts) keeps its
+// campaign's lease with it too: a lost lease ends the term, and the renewed one campaigns again.
 import { EventEmitter, once } from 'node:events';
 import { Backoff } from '../backoff.js';
 import type { Logger } from '../observability/log.js';
@@ -50,6 +51,8 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   /** Leases this owner gave up (the last few): a key bound to one is its own, not another owner's. */
   private readonly given: string[] = [];
   private readonly keepAliveMs: number;
+  /** Ends a wait for the next lease (current()) when the keeper stops. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly store: Store, private readonly opts: KeptLeaseOptions) {
     super();
@@ -62,6 +65,11 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   /** The current lease, or undefined while a lost one is being replaced. */
   get id(): string | undefined {
     return this.leaseId;
+  }
+
+  /** When etcd last confirmed the current lease (a grant or an answered keepalive), epoch ms. */
+  get confirmed(): number {
+    return this.confirmedAt;
   }
 
   /** Grants the first lease (retrying while etcd is away) and keeps it alive from then on. */
@@ -78,8 +86,9 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   /** The current lease, waiting while a lost one is being replaced (or the first is granted). */
   async current(): Promise<string> {
     if (this.leaseId) return this.leaseId;
+    if (this.stopped) throw new Error('lease stopped');
     if (!this.replacing) return this.start();
-    const [id] = (await once(this, 'renewed')) as [string, string];
+    const [id] = (await once(this, 'renewed', { signal: this.stopping.signal })) as [string, string];
     return id;
   }
 
@@ -208,6 +217,7 @@ export class KeptLease extends EventEmitter<KeptLeaseEvents> {
   /** Stops keeping the lease alive; with `revoke`, ends it now (its keys go at once) instead of at its TTL. */
   async stop(opts: { revoke?: boolean } = {}): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     clearTimeout(this.timer);
     this.timer = undefined;
     this.closeStream();

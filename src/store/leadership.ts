@@ -3,7 +3,10 @@
 // revision leads; a follower waits only for its predecessor's key to go. The leader's writes carry
 // Compare(CreateRevision(its key) == its revision) (writer.ts), so a deposed leader's write fails.
 // etcd3's Election class does the same dance but hides the create revision the fence needs and
-// fixes its own key layout, hence this small module on top of etcd3's Lease.
+// fixes its own key layout, hence this small module. Its lease is a KeptLease, the keeper the
+// node-agent's heartbeat uses: a lease lost (etcd answers it is gone, or a TTL passes unanswered)
+// is revoked and replaced alike in both; here the loss ends the term and the next campaign runs
+// on the replacement.
 //
 // It owns four rules that keep a controller from ending up with no leader, or with a healthy
 // term deposed: a campaign that fails after its lease was granted gives that lease up, and never
@@ -13,12 +16,13 @@
 // nothing would ever remove it (a hand edit, keys copied without their leases as `etcdctl
 // make-mirror` copies them) — so it is removed, logged, counted and shown in /healthz.
 import { EventEmitter } from 'node:events';
-import type { IKeyValue, Lease, Watcher } from 'etcd3';
+import type { IKeyValue, Watcher } from 'etcd3';
 import { Backoff } from '../backoff.js';
 import { keys } from '../api/keys.js';
 import type { Logger } from '../observability/log.js';
 import { metrics } from '../observability/metrics.js';
 import { claimKey } from './claim.js';
+import { KeptLease } from './kept-lease.js';
 import type { Fence } from './writer.js';
 import { withTimeout, type Store } from './store.js';
 
@@ -61,11 +65,11 @@ const REVOKE_TIMEOUT_MS = 2000;
  * campaigns again.
  */
 export class Leadership extends EventEmitter<LeadershipEvents> {
-  private lease?: Lease;
+  /** The campaigns' lease: kept alive, replaced when lost or given up (KeptLease). */
+  private readonly lease: KeptLease;
   private current?: Fence;
   private stopped = false;
   private running?: Promise<void>;
-  private lastRenewal = 0;
   private renewalTimer?: NodeJS.Timeout;
   /** Ends the current term's wait (set just before `elected` is emitted). */
   private endTerm?: (why: string) => void;
@@ -77,11 +81,12 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   constructor(private readonly store: Store, private readonly opts: LeadershipOptions) {
     super();
     this.recheckMs = opts.recheckMs ?? Math.max(250, (opts.ttlSec * 1000) / 2);
+    this.lease = new KeptLease(store, { ttlSec: opts.ttlSec, log: opts.log });
   }
 
   fence(): Fence | undefined {
     // A lease not renewed for a whole TTL may already have expired on the server: stop writing.
-    if (this.current && Date.now() - this.lastRenewal > this.opts.ttlSec * 1000) this.depose('lease not renewed within its TTL', this.current);
+    if (this.current && Date.now() - this.lease.confirmed > this.opts.ttlSec * 1000) this.depose('lease not renewed within its TTL', this.current);
     return this.current;
   }
 
@@ -91,7 +96,9 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
 
   /** Starts campaigning in the background. */
   start(): void {
-    this.running ??= this.loop();
+    if (this.running) return;
+    void this.lease.start();
+    this.running = this.loop();
   }
 
   private async loop(): Promise<void> {
@@ -110,13 +117,11 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
 
   private async campaignOnce(): Promise<void> {
     const prefix = keys.leaders(this.opts.controller);
-    const lease = this.store.ns.lease(this.opts.ttlSec, { autoKeepAlive: true });
-    this.lease = lease;
-    const lost = new Promise<string>((resolve) => lease.once('lost', (e) => resolve(`lease lost: ${e.message}`)));
-    lease.on('keepaliveSucceeded', () => (this.lastRenewal = Date.now()));
-    // A grant that fails granted nothing we keep alive; one whose reply was lost expires on its own.
-    const leaseId = await lease.grant();
-    this.lastRenewal = Date.now();
+    // The kept lease, or its replacement once a lost or given-up one is replaced (with back-off while etcd is away).
+    const leaseId = await this.lease.current();
+    let onLost!: (id: string, why: string) => void;
+    const lost = new Promise<string>((resolve) => (onLost = (id, why) => id === leaseId && resolve(`lease lost: ${why}`)));
+    this.lease.on('lost', onLost);
     const myKey = `${prefix}${leaseId}`;
     try {
       if (this.stopped) return;
@@ -135,10 +140,11 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
     } finally {
       clearInterval(this.renewalTimer);
       this.endTerm = undefined;
-      // Whatever failed after the grant, the lease goes: kept alive, its key would hold the
-      // lowest create revision for as long as this process lives, and nobody would ever lead.
-      await this.giveUp(lease);
-      if (this.lease === lease) this.lease = undefined;
+      this.lease.off('lost', onLost);
+      // Whatever ended the campaign, its lease goes (revoked, and a new one granted for the next):
+      // kept alive, its key would hold the lowest create revision for as long as this process
+      // lives, and nobody would ever lead. A stop revokes it in stop().
+      if (!this.stopped) this.lease.gone(leaseId, 'the campaign ended');
     }
   }
 
@@ -260,13 +266,6 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
     });
   }
 
-  /** Stops renewing the lease and revokes it; if etcd cannot be reached the TTL ends it. */
-  private async giveUp(lease: Lease): Promise<void> {
-    await withTimeout(lease.revoke(), REVOKE_TIMEOUT_MS, 'revoke timed out').catch((e: Error) =>
-      this.opts.log.debug({ err: e.message }, 'could not revoke the election lease; it expires with its TTL'),
-    );
-  }
-
   /**
    * Drops leadership at once; the loop campaigns again. A caller reacting to a refused write
    * passes the fence it wrote under: a fence of an earlier term (a pass that began before a
@@ -294,9 +293,9 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
     this.stopped = true;
     this.depose('stopping');
     this.wake?.();
-    // Resign at once even if the campaign is stuck in a call to an unreachable etcd...
-    const lease = this.lease;
-    if (lease) await this.giveUp(lease);
+    // Resign at once even if the campaign is stuck in a call to an unreachable etcd (if etcd
+    // cannot be reached, the TTL ends the lease)...
+    await this.lease.stop({ revoke: true });
     // ...and let the campaign finish its own clean-up, for as long as a revoke may take.
     if (this.running) await withTimeout(this.running, REVOKE_TIMEOUT_MS * 2, 'campaign still running').catch(() => undefined);
   }

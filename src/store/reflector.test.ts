@@ -54,3 +54,18 @@ describe('storeReplaced', () => {
     expect(isFutureRevision(new Error('etcdserver: mvcc: required revision has been compacted'))).toBe(false);
   });
 });
+
+describe('a bounded source (SourceSpec.newest)', () => {
+  const meta = (modRevision: number) => ({ modRevision, createRevision: modRevision, version: 1 });
+  it.each<[string, [string, string][], string[]]>([
+    ['under the bound: everything held', [['a', counter(1)], ['b', counter(2)]], ['counters/a', 'counters/b']],
+    ['over it: the keys that sort first go', [['a', counter(1)], ['b', counter(2)], ['c', counter(3)], ['d', counter(4)]], ['counters/b', 'counters/c', 'counters/d']],
+    ['a late key that sorts first is not held', [['b', counter(1)], ['c', counter(2)], ['d', counter(3)], ['a', counter(4)]], ['counters/b', 'counters/c', 'counters/d']],
+    ['an unreadable key counts toward the bound and goes like any other', [['a', '{not json'], ['b', counter(2)], ['c', counter(3)], ['d', counter(4)]], ['counters/b', 'counters/c', 'counters/d']],
+  ])('%s', (_name, puts, heldKeys) => {
+    const src = new SourceState('counters', { prefix: 'counters/', kind: 'ReplicaCounter', newest: 3 }, new ValueReader(testLogger()));
+    puts.forEach(([k, text], i) => src.put(`counters/${k}`, meta(i + 1), text));
+    expect([...new Set([...src.items.keys(), ...src.unreadable.keys()])].sort()).toEqual(heldKeys);
+    expect(src.size).toBe(heldKeys.length);
+  });
+});

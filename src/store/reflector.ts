@@ -23,7 +23,7 @@
 //     pruned, not refused (schema.ts, validateForRead).
 import { EventEmitter } from 'node:events';
 import type { IKeyValue, IResponseHeader, IWatchResponse, Watcher } from 'etcd3';
-import { Backoff } from '../backoff.js';
+import { Backoff, sleep } from '../backoff.js';
 import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
@@ -44,6 +44,12 @@ export interface SourceSpec {
   share?: readonly (readonly string[])[];
   /** Skip schema validation (JSON decoding still applies). */
   validate?: boolean;
+  /**
+   * Hold only this many keys, those that sort last (a log under sortable ids, such as audit/:
+   * the newest records). Older keys are dropped without a change; the consistency check skips
+   * such a source, whose count differs from the store's by design.
+   */
+  newest?: number;
 }
 
 /** A stored value this version cannot read. */
@@ -143,19 +149,35 @@ export class SourceState<T = unknown> {
     if (!read) {
       const value = { key, ...meta, value: undefined as T };
       this.items.set(key, value);
+      this.trim();
       return { source: this.name, type: 'put', key, value, prev };
     }
     if ('reason' in read) {
       const first = !this.unreadable.has(key);
       this.unreadable.set(key, { key, modRevision: meta.modRevision, reason: read.reason, ...(read.raw !== undefined ? { raw: read.raw } : {}) });
       this.reader.unreadable(this, key, read.reason, prev, first);
+      this.trim();
       return { source: this.name, type: 'unreadable', key, value: prev, prev };
     }
     stampVersion(read.value, meta.modRevision);
     if (this.unreadable.delete(key)) this.reader.readableAgain(this, key);
     const value: Versioned<T> = { key, ...meta, value: read.value as T };
     this.items.set(key, value);
+    this.trim();
     return { source: this.name, type: 'put', key, value, prev };
+  }
+
+  /** Drops the keys that sort first while more than `newest` are held (readable or not). */
+  private trim(): void {
+    const bound = this.spec.newest;
+    if (bound === undefined) return;
+    while (this.size > bound) {
+      let first: string | undefined;
+      for (const k of this.items.keys()) if (first === undefined || k < first) first = k;
+      for (const k of this.unreadable.keys()) if (first === undefined || k < first) first = k;
+      this.items.delete(first!);
+      if (this.unreadable.delete(first!)) this.reader.readableAgain(this, first!, true);
+    }
   }
 
   remove(key: string): Change<T> | undefined {
@@ -527,6 +549,9 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
             const held = !scratch && src.holds(key, meta.modRevision);
             staged.push({ key, meta, held, read: held ? undefined : src.decode(key, kv.value.toString('utf8')) });
           }
+          // A bounded source keeps what it would hold (keys come sorted): a long log is never held whole.
+          const bound = src.spec.newest;
+          if (bound !== undefined && staged.length > bound) staged.splice(0, staged.length - bound);
         },
       });
       revision ||= r.revision;
@@ -684,6 +709,7 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
   async check(): Promise<boolean> {
     if (!this.synced || this.relisting || this.stopped) return true;
     for (const src of this.ordered) {
+      if (src.spec.newest !== undefined) continue; // holds a part of its prefix by design
       const stream = this.streams.find((s) => src.prefix.startsWith(s.prefix))!;
       const at = stream.revision;
       const since = this.checkedAt.get(src) ?? 0;
@@ -749,8 +775,4 @@ export function commonPrefix(prefixes: string[]): string {
   let p = prefixes[0]!;
   for (const x of prefixes) while (!x.startsWith(p)) p = p.slice(0, -1);
   return p.slice(0, p.lastIndexOf('/') + 1);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

@@ -2,7 +2,7 @@
 // and back (conditionOfCompare, what an in-memory etcd evaluates): the round trip loses nothing.
 import { describe, expect, it } from 'vitest';
 import { CompareResult, CompareTarget } from 'etcd3';
-import { chainedWrite, compareOf, conditionOfCompare, conditionsOf, dependencies, packActs, txnCounts, unfit, type Act, type Op } from './writer.js';
+import { chainedWrite, compareOf, conditionOfCompare, conditionsOf, dependencies, packActs, txnCounts, unfit, type OpGroup, type Op } from './writer.js';
 
 describe('compareOf / conditionOfCompare', () => {
   const ops: Op[] = [
@@ -39,7 +39,7 @@ describe('compareOf / conditionOfCompare', () => {
 });
 
 describe('dependencies (which transactions of one commit must wait for which)', () => {
-  const txn = (...ops: Op[]): Act[] => [{ ops }];
+  const txn = (...ops: Op[]): OpGroup[] => [{ ops }];
   it('independent transactions wait for none; a chain on a key waits for its link; a write waits for earlier compares of its key', () => {
     const deps = dependencies([
       txn({ op: 'create', key: 'desired/n1/a', value: {} }, { op: 'update', key: 'counters/x', value: {}, modRevision: 3 }),
@@ -78,17 +78,17 @@ describe('txnCounts / packActs (etcd bounds compares and writes of a transaction
 
   it('fills a transaction up to 128 compares and 128 writes, not 128 of both together', () => {
     // 42 acts of 2 compares and 2 writes: 84 + 84 ops, one transaction (a sum of 128 would take two).
-    const acts: Act[] = Array.from({ length: 42 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
+    const acts: OpGroup[] = Array.from({ length: 42 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
     expect(packActs(acts, 128, true)).toHaveLength(1);
     // 64 acts: 128 compares with the fence is one too many.
-    const more: Act[] = Array.from({ length: 64 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
+    const more: OpGroup[] = Array.from({ length: 64 }, (_, i) => ({ ops: placement(i), label: `p${i}` }));
     expect(packActs(more, 128, true).map((t) => t.length)).toEqual([63, 1]);
     expect(unfit(Array.from({ length: 128 }, (_, i): Op => ({ op: 'put', key: `k${i}`, value: 1 })), true)).toBeUndefined();
     expect(unfit(Array.from({ length: 128 }, (_, i): Op => ({ op: 'check', key: `k${i}`, modRevision: 1 })), true)?.reason).toBe('too_many_ops');
   });
 
   it('never puts an act in the transaction of an earlier act that writes a key it compares (compares are evaluated before any write)', () => {
-    const acts: Act[] = [
+    const acts: OpGroup[] = [
       { label: 'first', ops: [{ op: 'update', key: 'counters/d/s', value: { next: 10 }, modRevision: 4 }] },
       { label: 'next', ops: [{ op: 'check', key: 'counters/d/s', version: 2 }, { op: 'create', key: 'desired/n1/x', value: 1 }] },
       { label: 'range', ops: [{ op: 'checkRange', key: 'desired/', unchangedSince: 9 }] },

@@ -45,7 +45,11 @@ export function chainedWrite(key: string, read: { modRevision: number; version: 
   ];
 }
 
-export interface Act {
+/**
+ * Ops that land together or not at all: what the writer packs into transactions and commits. A
+ * controller's Act (src/runtime/acts.ts) is one, with its audit records and metrics beside it.
+ */
+export interface OpGroup {
   ops: Op[];
   /** What the act is, for logs and conflict messages. */
   label?: string;
@@ -187,7 +191,7 @@ const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key
  * for the earlier one's result). Acts come one at a time (a commit may be fed while its pass still
  * decides: Committer); `add` hands back the transaction an act closed, `close` the open one.
  */
-export class Packer<A extends Act> {
+export class Packer<A extends OpGroup> {
   private readonly base: number;
   private cur: A[] = [];
   private compares = 0;
@@ -236,7 +240,7 @@ export class Packer<A extends Act> {
 }
 
 /** Every act packed into transactions at once (Packer). */
-export function packActs<A extends Act>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
+export function packActs<A extends OpGroup>(acts: A[], maxOps = MAX_TXN_OPS, fenced = false, maxBytes = MAX_REQUEST_BYTES): A[][] {
   const packer = new Packer<A>(maxOps, fenced, maxBytes);
   const txns: A[][] = [];
   for (const a of acts) {
@@ -264,7 +268,7 @@ async function commitTxn(store: Store, ops: Op[], fence?: Fence): Promise<number
   return 0;
 }
 
-export interface CommitResult<A extends Act = Act> {
+export interface CommitResult<A extends OpGroup = OpGroup> {
   /** Acts that landed. */
   committed: A[];
   /** The store revision each act that landed was written at (its transaction's). */
@@ -294,7 +298,7 @@ export class Dependencies {
   private count = 0;
 
   /** The earlier transactions the next one waits for, ascending. */
-  next(group: readonly Act[]): number[] {
+  next(group: readonly OpGroup[]): number[] {
     const i = this.count++;
     const deps = new Set<number>();
     for (const a of group)
@@ -324,13 +328,13 @@ export class Dependencies {
 }
 
 /** The dependencies of every transaction of a commit at once. */
-export function dependencies(groups: readonly (readonly Act[])[]): number[][] {
+export function dependencies(groups: readonly (readonly OpGroup[])[]): number[][] {
   const d = new Dependencies();
   return groups.map((g) => d.next(g));
 }
 
 /** One transaction of acts; if a precondition fails, each act alone, in order (etcd does not say which one failed). */
-async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence | undefined, out: CommitResult<A>): Promise<void> {
+async function commitGroup<A extends OpGroup>(store: Store, group: A[], fence: Fence | undefined, out: CommitResult<A>): Promise<void> {
   const landed = (a: A, revision: number) => {
     out.committed.push(a);
     out.landedAt.set(a, revision);
@@ -354,7 +358,7 @@ async function commitGroup<A extends Act>(store: Store, group: A[], fence: Fence
   }
 }
 
-const emptyResult = <A extends Act>(): CommitResult<A> => ({ committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 });
+const emptyResult = <A extends OpGroup>(): CommitResult<A> => ({ committed: [], landedAt: new Map(), conflicted: [], refused: [], transactions: 0 });
 
 /**
  * Commits acts in as few transactions as the limits allow, each act landing or failing on its own:
@@ -370,7 +374,7 @@ const emptyResult = <A extends Act>(): CommitResult<A> => ({ committed: [], land
  * sends the rest and gives the result, in the order the acts were added. Fed at once, it packs
  * exactly as a whole plan would.
  */
-export class Committer<A extends Act> {
+export class Committer<A extends OpGroup> {
   private readonly packer: Packer<A>;
   private readonly deps = new Dependencies();
   private readonly refused: CommitResult<A>['refused'] = [];
@@ -467,14 +471,14 @@ export class Committer<A extends Act> {
 }
 
 /** Commits a whole plan's acts (Committer, fed at once). */
-export function commitEach<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
+export function commitEach<A extends OpGroup>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
   const c = new Committer<A>(store, fence);
   c.add(acts);
   return c.finish();
 }
 
 /** commitEach for writers that want only what landed and what conflicted (refusals throw). */
-export async function commitActs<A extends Act>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
+export async function commitActs<A extends OpGroup>(store: Store, acts: A[], fence?: Fence): Promise<CommitResult<A>> {
   const r = await commitEach(store, acts, fence);
   const refused = r.refused[0];
   if (refused) {
@@ -494,7 +498,7 @@ export interface AtomicOptions {
 }
 
 /** Commits a set of acts atomically in one transaction (CLI apply): all or nothing. */
-export async function commitAtomic(store: Store, acts: Act[], opts: AtomicOptions = {}): Promise<void> {
+export async function commitAtomic(store: Store, acts: OpGroup[], opts: AtomicOptions = {}): Promise<void> {
   const ops = acts.flatMap((a) => a.ops);
   const { compares, writes } = txnCounts(ops, false);
   if (compares > MAX_TXN_OPS || writes > MAX_TXN_OPS)

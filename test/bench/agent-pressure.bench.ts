@@ -7,9 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { CgroupReader } from '../../controllers/node-agent/cgroup.js';
 import { createOptions } from '../../controllers/node-agent/container-spec.js';
-import { DockerRuntime } from '../../controllers/node-agent/docker.js';
+import { DockerEngine } from '../../controllers/node-agent/docker.js';
 import type { ContainerFacts } from '../../controllers/node-agent/facts.js';
-import type { Owner } from '../../controllers/node-agent/runtime.js';
+import type { Owner } from '../../controllers/node-agent/engine.js';
 import { PressureSampler } from '../../controllers/node-agent/pressure.js';
 import { templateOf } from '../../src/api/serving.js';
 
@@ -17,7 +17,7 @@ const N = Number(process.argv[2] ?? 100);
 const SAMPLES = Number(process.argv[3] ?? 50);
 const INTERVAL_MS = 10_000;
 const owner: Owner = { clusterUid: randomUUID(), node: 'bench-pressure' };
-const docker = new DockerRuntime('unix:///var/run/docker.sock', owner);
+const docker = new DockerEngine('unix:///var/run/docker.sock', owner);
 const capacity = { cpuMillis: 2000, memoryBytes: 24 * 1024 ** 3, gpus: 0 };
 
 async function pool<T>(items: T[], width: number, fn: (t: T) => Promise<void>): Promise<void> {

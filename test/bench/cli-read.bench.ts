@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import { commitActs, type Act } from '../../src/store/writer.js';
+import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd } from '../support/etcd.js';
 
@@ -36,7 +36,7 @@ try {
   };
   jaco(['apply', '-f', '-'], manifest);
   const store = etcd.store(prefix);
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   const now = new Date().toISOString();
   for (let s = 0; s < SERVICES; s++)
     for (let i = 0; i < PER_SERVICE; i++) {

@@ -12,7 +12,7 @@ import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
 import type { Store } from '../../src/store/store.js';
-import { commitActs, type Act } from '../../src/store/writer.js';
+import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { freePort } from '../../src/runtime/etcd.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd } from '../support/etcd.js';
@@ -26,7 +26,7 @@ const iso = () => new Date().toISOString();
 
 /** Acts of `size` ops each (one etcd transaction per act, sent a few at a time). */
 async function putAll(store: Store, items: { key: string; value: unknown }[], size = 100): Promise<void> {
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   for (let i = 0; i < items.length; i += size) acts.push({ ops: items.slice(i, i + size).map((x) => ({ op: 'put' as const, ...x })) });
   for (let i = 0; i < acts.length; i += 8) await commitActs(store, acts.slice(i, i + 8));
 }

@@ -6,7 +6,7 @@ import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { ReplicaDesired } from '../../src/api/types.js';
 import { Informer } from '../../src/store/informer.js';
-import { commitActs, type Act } from '../../src/store/writer.js';
+import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 
@@ -17,7 +17,7 @@ const etcd = await startTestEtcd();
 try {
   const store = etcd.store('/bench/');
   const t0 = performance.now();
-  const acts: Act[] = [];
+  const acts: OpGroup[] = [];
   for (let i = 0; i < N; i++) {
     const node = `node-${String(i % 1000).padStart(4, '0')}`;
     const replica = `app-s${i % 500}-${i}`;

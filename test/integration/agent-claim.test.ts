@@ -20,7 +20,7 @@ import { commitActs } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { NodeAgent } from '../../controllers/node-agent/agent.js';
 import { Presence, type PresenceOptions } from '../../controllers/node-agent/presence.js';
-import { HollowRuntime } from '../../controllers/hollow/runtime.js';
+import { HollowEngine } from '../../controllers/hollow/engine.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 import { eventually } from '../support/wait.js';
@@ -120,7 +120,7 @@ describe('the node claim through a lost lease', () => {
 describe('a desired key deleted while the agent was cut off and the revision compacted', () => {
   it('is seen on reconnection (the compacted watch relists) and its container stopped', async () => {
     const { proxy, store, direct } = await etcd.viaProxy();
-    let runtime!: HollowRuntime;
+    let runtime!: HollowEngine;
     const agent = new NodeAgent({
       node: 'n1',
       store,
@@ -131,7 +131,7 @@ describe('a desired key deleted while the agent was cut off and the revision com
       dockerHost: 'hollow://n1',
       rejoin: false,
       log: testLogger(),
-      runtime: (owner) => (runtime = new HollowRuntime(owner, { startLatencyMs: 20, failRate: 0, seed: 1 })),
+      engine: (owner) => (runtime = new HollowEngine(owner, { startLatencyMs: 20, failRate: 0, seed: 1 })),
     });
     await agent.start();
     const t = templateOf(1, { image: 'jaco-demo/busybox:1', replicas: 1 });

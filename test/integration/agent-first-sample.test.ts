@@ -11,7 +11,7 @@ import { API_VERSION, type Heartbeat, type ReplicaDesired, type ReplicaObserved 
 import { commitActs } from '../../src/store/writer.js';
 import { FAST } from '../../src/timings.js';
 import { NodeAgent } from '../../controllers/node-agent/agent.js';
-import { HollowRuntime } from '../../controllers/hollow/runtime.js';
+import { HollowEngine } from '../../controllers/hollow/engine.js';
 import { startTestEtcd, uniquePrefix, type TestEtcd } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 import { eventually } from '../support/wait.js';
@@ -29,7 +29,7 @@ const INTERVAL_MS = 60_000;
 const LIST_DELAY_MS = 1500;
 
 /** A runtime whose container list answers late, the way a busy Docker engine does. */
-class SlowListRuntime extends HollowRuntime {
+class SlowListRuntime extends HollowEngine {
   listDelayMs = 0;
   override async listOwn(): Promise<string[]> {
     await new Promise((r) => setTimeout(r, this.listDelayMs));
@@ -53,7 +53,7 @@ describe('the first pressure sample after an agent restart', () => {
         rejoin: false,
         log: testLogger(),
         // The same runtime across the restart: its containers outlive the agent, as Docker's do.
-        runtime: (owner) => (runtime ??= new SlowListRuntime(owner, { startLatencyMs: 20, failRate: 0, seed: 1 })),
+        engine: (owner) => (runtime ??= new SlowListRuntime(owner, { startLatencyMs: 20, failRate: 0, seed: 1 })),
       });
     const first = agent();
     await first.start();

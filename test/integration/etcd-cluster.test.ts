@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
-import { commitActs, type Act } from '../../src/store/writer.js';
+import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { startEtcdCluster } from '../support/etcd.js';
 import { testLogger } from '../support/log.js';
 import { eventually } from '../support/wait.js';
@@ -19,13 +19,13 @@ afterAll(async () => {
 });
 
 const counter = (n: number) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: `c${n}` }, spec: { next: n } });
-const acts = (from: number, n: number): Act[] => Array.from({ length: n }, (_, i) => ({ ops: [{ op: 'create', key: `counters/d/${String(from + i).padStart(4, '0')}`, value: counter(from + i) }] }));
+const acts = (from: number, n: number): OpGroup[] => Array.from({ length: n }, (_, i) => ({ ops: [{ op: 'create', key: `counters/d/${String(from + i).padStart(4, '0')}`, value: counter(from + i) }] }));
 
 /**
  * Retries a write through transient failures (a member going away), as every controller does. A
  * retried create that had landed before conflicts harmlessly.
  */
-async function writeThrough(store: Store, a: Act[]): Promise<void> {
+async function writeThrough(store: Store, a: OpGroup[]): Promise<void> {
   await eventually(
     async () => {
       await commitActs(store, a);

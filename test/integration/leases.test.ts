@@ -6,7 +6,7 @@ import { AuditLog, type AuditRecord } from '../../src/store/audit.js';
 import { isLeaseNotFound } from '../../src/store/errors.js';
 import { KeptLease } from '../../src/store/kept-lease.js';
 import { Store } from '../../src/store/store.js';
-import { commitActs, type Act } from '../../src/store/writer.js';
+import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
@@ -21,8 +21,8 @@ const marker = (n: number) => ({ apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounte
 describe('the audit log’s lease', () => {
   const record = (n: number): AuditRecord => ({ type: 'replica_placed', time: Date.now(), deployment: 'd', payload: { n } });
   /** An act and its audit record, as a controller commits them. */
-  const audited = async (audit: AuditLog, n: number): Promise<Act> => ({ label: `act ${n}`, ops: [{ op: 'put', key: `counters/d/${n}`, value: marker(n) }, ...(await audit.ops([record(n)]))] });
-  const leaseOf = (act: Act) => act.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))[0]!;
+  const audited = async (audit: AuditLog, n: number): Promise<OpGroup> => ({ label: `act ${n}`, ops: [{ op: 'put', key: `counters/d/${n}`, value: marker(n) }, ...(await audit.ops([record(n)]))] });
+  const leaseOf = (act: OpGroup) => act.ops.flatMap((o) => ('lease' in o && o.lease ? [o.lease] : []))[0]!;
 
   it('revoked under the log (etcdctl lease revoke, a snapshot restore): one leaseLost call and the next audited act lands', async () => {
     const store = etcd.store();

@@ -6,7 +6,7 @@ import { ConflictError, FencedError } from '../../src/store/errors.js';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
 import { Store } from '../../src/store/store.js';
-import { commitActs, commitAtomic, commitEach, Committer, type Act } from '../../src/store/writer.js';
+import { commitActs, commitAtomic, commitEach, Committer, type OpGroup } from '../../src/store/writer.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { testLogger } from '../support/log.js';
@@ -43,7 +43,7 @@ describe('compare-and-swap', () => {
 describe('batched writer', () => {
   it('lands 1,000 writes in transactions of at most 128 operations', async () => {
     const store = etcd.store();
-    const acts: Act[] = Array.from({ length: 1000 }, (_, i) => ({ ops: [{ op: 'create', key: `desired/n/r${String(i).padStart(4, '0')}`, value: counter(i) }] }));
+    const acts: OpGroup[] = Array.from({ length: 1000 }, (_, i) => ({ ops: [{ op: 'create', key: `desired/n/r${String(i).padStart(4, '0')}`, value: counter(i) }] }));
     const res = await commitActs(store, acts);
     expect(res.committed).toHaveLength(1000);
     expect(res.transactions).toBe(Math.ceil(1000 / 128));
@@ -58,7 +58,7 @@ describe('batched writer', () => {
 
   it('never splits an act across transactions, and a fenced batch leaves room for the fence', async () => {
     const store = etcd.store();
-    const acts: Act[] = Array.from({ length: 100 }, (_, i) => ({ ops: [0, 1, 2].map((j) => ({ op: 'create' as const, key: `a/${i}/${j}`, value: counter(j) })) }));
+    const acts: OpGroup[] = Array.from({ length: 100 }, (_, i) => ({ ops: [0, 1, 2].map((j) => ({ op: 'create' as const, key: `a/${i}/${j}`, value: counter(j) })) }));
     await commitActs(store, acts);
     const { items } = await store.list('a/');
     for (let i = 0; i < 100; i++) expect(new Set(items.filter((x) => x.key.startsWith(`a/${i}/`)).map((x) => x.modRevision)).size).toBe(1);
@@ -67,7 +67,7 @@ describe('batched writer', () => {
   it('an act that cannot land does not hold back the others, not even those batched with it', async () => {
     const store = etcd.store();
     await commitAtomic(store, [{ ops: [{ op: 'create', key: 'k/000', value: counter(0) }] }]);
-    const acts: Act[] = Array.from({ length: 200 }, (_, i) => ({ label: `k${i}`, ops: [{ op: 'create', key: `k/${String(i).padStart(3, '0')}`, value: counter(i) }] }));
+    const acts: OpGroup[] = Array.from({ length: 200 }, (_, i) => ({ label: `k${i}`, ops: [{ op: 'create', key: `k/${String(i).padStart(3, '0')}`, value: counter(i) }] }));
     const res = await commitEach(store, acts);
     // The first transaction held k/000: it failed, and its other 127 acts were retried one by one.
     expect(res.conflicted.map((a) => a.label)).toEqual(['k0']);
@@ -89,7 +89,7 @@ describe('batched writer', () => {
 
   it('acts chained on a key by its version land in order, and the chain breaks where one fails', async () => {
     const store = etcd.store();
-    const chain = (k: number): Act => ({
+    const chain = (k: number): OpGroup => ({
       label: `c${k}`,
       ops: [...(k === 0 ? [{ op: 'create' as const, key: 'seq', value: counter(0) }] : [{ op: 'check' as const, key: 'seq', version: k }, { op: 'put' as const, key: 'seq', value: counter(k) }])],
     });
@@ -102,11 +102,11 @@ describe('batched writer', () => {
 
   it('a commit fed while its pass decides sends what it has at once; a chain spread over its steps still lands in order', async () => {
     const store = etcd.store();
-    const chain = (k: number): Act => ({
+    const chain = (k: number): OpGroup => ({
       label: `c${k}`,
       ops: [...(k === 0 ? [{ op: 'create' as const, key: 'seq', value: counter(0) }] : [{ op: 'check' as const, key: 'seq', version: k }, { op: 'put' as const, key: 'seq', value: counter(k) }]), { op: 'create', key: `step/${k}`, value: counter(k) }],
     });
-    const c = new Committer<Act>(store);
+    const c = new Committer<OpGroup>(store);
     c.add([chain(0), chain(1)]);
     c.flush();
     // Sent before the rest is even decided: the first step is in etcd while the commit is open.
@@ -125,7 +125,7 @@ describe('batched writer', () => {
     await commitAtomic(store, [{ ops: [{ op: 'put', key: 'leaders/x/1', value: counter(0) }] }]);
     const held = (await store.get('leaders/x/1'))!;
     const fence = { controller: 'x', key: 'leaders/x/1', createRevision: held.createRevision + 1 }; // not the key's: refused
-    const c = new Committer<Act>(store, fence);
+    const c = new Committer<OpGroup>(store, fence);
     c.add([{ label: 'a', ops: [{ op: 'create', key: 'f/a', value: counter(1) }] }]);
     c.flush();
     await eventually(() => c.broken, { what: 'the fence refused the first transaction' });

@@ -18,6 +18,7 @@ import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../runtime/process.js';
 import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
+import { splitHostPort } from '../../api/network.js';
 
 interface AgentFlags {
   node: string;
@@ -77,11 +78,9 @@ function agentApiOf(f: AgentFlags, address: string, stateDir: string): { host: s
   let host = address;
   let port = DEFAULT_API_PORT;
   if (f.apiAddr !== undefined) {
-    const m = /^(.+):(\d+)$/.exec(f.apiAddr);
-    const p = Number(m?.[2]);
-    if (!m || !isIP(m[1]!.replace(/^\[|\]$/g, '')) || !(p >= 0 && p <= 65535)) throw new CliError(`--api-addr: "${f.apiAddr}" is not <ip>:<port> or off`);
-    host = m[1]!.replace(/^\[|\]$/g, '');
-    port = p;
+    const hp = splitHostPort(f.apiAddr);
+    if (!hp || !isIP(hp.host)) throw new CliError(`--api-addr: "${f.apiAddr}" is not <ip>:<port> ([<ipv6>]:<port>) or off`);
+    ({ host, port } = hp);
   }
   if (!hasTlsDir(dir)) {
     if (f.apiAddr !== undefined || f.apiTlsDir !== undefined) throw new CliError(`--api-tls-dir: ${dir} does not hold ${Object.values(TLS_FILES).join(', ')}; issue them with \`jaco cert node ${f.node} --ip ${host} --out ${dir}\`, or give --api-addr off`);

@@ -4,16 +4,15 @@ import { DashboardServer } from '../../dashboard/server.js';
 import { logger } from '../../observability/log.js';
 import { untilSignal } from '../../runtime/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
+import { splitHostPort } from '../../api/network.js';
 
 export const DEFAULT_DASHBOARD_ADDR = '127.0.0.1:8090';
 
 /** HOST:PORT (port 0: any free port). */
 export function parseAddr(v: string): { host: string; port: number } {
-  const i = v.lastIndexOf(':');
-  const host = v.slice(0, i).replace(/^\[(.*)\]$/, '$1');
-  const port = Number(v.slice(i + 1));
-  if (i <= 0 || !host || !Number.isInteger(port) || port < 0 || port > 65535) throw new CliError(`invalid --addr ${JSON.stringify(v)}: use HOST:PORT, such as ${DEFAULT_DASHBOARD_ADDR}`);
-  return { host, port };
+  const hp = splitHostPort(v);
+  if (!hp) throw new CliError(`invalid --addr ${JSON.stringify(v)}: use HOST:PORT ([IPV6]:PORT), such as ${DEFAULT_DASHBOARD_ADDR}`);
+  return hp;
 }
 
 export function registerDashboard(program: Command): void {

@@ -52,12 +52,12 @@ const decisionsOf = (dep?: string) => ({ prefix: keys.decisions(dep), kind: 'Pla
 export async function findDecision(store: Store, cut: Cache, replica: string): Promise<PlacementDecision | undefined> {
   const deps = [...cut.kind<Deployment>('deployments').items.keys(), ...cut.kind('deployments').unreadable.keys()].map((k) => k.slice(keys.deployments().length));
   for (const dep of deps.filter((n) => replica.startsWith(`${n}-`)).sort((a, b) => b.length - a.length)) {
-    const { value, unreadable } = await readKey<PlacementDecision>(store, keys.decision(dep, replica), 'PlacementDecision');
+    const { value, unreadable } = await readKey<PlacementDecision>(store, keys.decision(dep, replica), 'PlacementDecision', cut.revision);
     if (unreadable) warnUnreadable([unreadable]);
     if (value) return value.value;
   }
   // A deleted deployment's decisions are cleaned up with it; a leftover is still worth showing.
-  return (await readPrefix<PlacementDecision>(store, decisionsOf())).items.find((d) => d.value.spec.replica === replica)?.value;
+  return (await readPrefix<PlacementDecision>(store, decisionsOf(), cut.revision)).items.find((d) => d.value.spec.replica === replica)?.value;
 }
 
 async function explainReplica(store: Store, replica: string, format: string, now: number): Promise<string | undefined> {
@@ -75,7 +75,7 @@ async function explainReplica(store: Store, replica: string, format: string, now
 
 async function explainService(store: Store, dep: string, svc: string, format: string, now: number, rescheduler: () => Promise<readonly CoalesceView[]>): Promise<string | undefined> {
   const cut = await readCut(store, ['deployments', 'statuses', 'desired']);
-  const stored = await readPrefix<PlacementDecision>(store, decisionsOf(dep));
+  const stored = await readPrefix<PlacementDecision>(store, decisionsOf(dep), cut.revision);
   warnUnreadable([...unreadableIn(cut), ...stored.unreadable]);
   const d = cut.kind<Deployment>('deployments').items.get(keys.deployment(dep));
   if (!d) {

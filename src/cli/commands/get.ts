@@ -129,8 +129,9 @@ function getReplicas(v: ClusterView, name: string | undefined, out: string, now:
   );
 }
 
-async function recentEvents(store: Store, match: (e: AuditEvent) => boolean, n = 10): Promise<string> {
-  const { events, unreadable } = await readAudit(store, {});
+/** The latest audit records that match, read at the view's revision (the moment the rest shows). */
+async function recentEvents(store: Store, v: ClusterView, match: (e: AuditEvent) => boolean, n = 10): Promise<string> {
+  const { events, unreadable } = await readAudit(store, {}, v.revision);
   warnUnreadable(unreadable);
   const mine = events.filter((e) => match(e.value)).slice(-n);
   if (!mine.length) return 'Events: <none>\n';
@@ -185,7 +186,7 @@ async function describeService(store: Store, cut: Cache, v: ClusterView, name: s
   }
   // Any route of the service an ingress could not bind (published or its service address).
   for (const i of mine) for (const u of i.spec.unbound ?? []) if (`${u.deployment}/${u.service}` === name) out += `  Not answered on ${i.spec.node}: ${u.address} cannot be bound (${u.reason}); tried again with back-off\n`;
-  out += await recentEvents(store, (e) => e.spec.deployment === dep && (e.spec.payload.service === svc || String(e.spec.payload.replica ?? '').startsWith(`${dep}-${svc}-`)));
+  out += await recentEvents(store, v, (e) => e.spec.deployment === dep && (e.spec.payload.service === svc || String(e.spec.payload.replica ?? '').startsWith(`${dep}-${svc}-`)));
   return out;
 }
 
@@ -207,7 +208,7 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
       ['NAME', 'NODE', 'REVISION', 'STATE', 'CODE'],
       v.replicas.filter((r) => r.desired.spec.deployment === name).map((r) => [r.id, r.node, r.desired.spec.revision, replicaState(r).state, replicaState(r).code ?? '']),
     ), 2);
-    out += await recentEvents(store, (e) => e.spec.deployment === name);
+    out += await recentEvents(store, v, (e) => e.spec.deployment === name);
   } else if (kind === 'nodes') {
     const n = v.nodes.get(name)?.value;
     if (!n) throw notFound(v, 'node', keys.nodes(), name);
@@ -237,15 +238,15 @@ async function describe(store: Store, kind: Kind, name: string, now: number): Pr
       out += `Drain:        ${head}\n` + waiting.map((l) => `  ${l}\n`).join('');
     }
     out += 'Replicas:\n' + indent(table(['NAME', 'DEPLOYMENT', 'SERVICE', 'STATE'], v.replicas.filter((r) => r.node === name).map((r) => [r.id, r.desired.spec.deployment, r.desired.spec.service, replicaState(r).state])), 2);
-    out += await recentEvents(store, (e) => JSON.stringify(e.spec.payload).includes(`"${name}"`));
+    out += await recentEvents(store, v, (e) => JSON.stringify(e.spec.payload).includes(`"${name}"`));
   } else {
     const rows = v.replicas.filter((r) => r.id === name);
     if (!rows.length) throw new CliError(`replica "${name}" not found`);
     for (const r of rows) out += toYaml(replicaObject(r));
-    const decision = await readKey<PlacementDecision>(store, keys.decision(rows[0]!.desired.spec.deployment, name), 'PlacementDecision');
+    const decision = await readKey<PlacementDecision>(store, keys.decision(rows[0]!.desired.spec.deployment, name), 'PlacementDecision', v.revision);
     if (decision.value) out += `Placement: ${decision.value.value.spec.why}\n`;
     if (decision.unreadable) warnUnreadable([decision.unreadable]);
-    out += await recentEvents(store, (e) => e.spec.payload.replica === name || e.spec.payload.replica_id === name);
+    out += await recentEvents(store, v, (e) => e.spec.payload.replica === name || e.spec.payload.replica_id === name);
   }
   return out;
 }

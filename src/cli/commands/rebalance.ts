@@ -52,7 +52,8 @@ export async function askLeader(store: Store, timeoutMs: number): Promise<PlanRe
 
 /** Recomputes the plan from one read of the store (EWMAs seeded from the latest samples). */
 export async function planFromStore(store: Store, config: Config, now = Date.now()): Promise<RebalancePlan> {
-  const [cache, moved] = await Promise.all([readCut(store, REBALANCER_READS), readAudit(store, { types: ['rebalance_moved'] })]);
+  const cache = await readCut(store, REBALANCER_READS);
+  const moved = await readAudit(store, { types: ['rebalance_moved'] }, cache.revision);
   const snap = snapshotOf(cache, now, config);
   const recent = moved.events.map(({ value: e }: { value: AuditEvent }) => ({ dst: String(e.spec.payload.dst), at: Date.parse(e.spec.time) }));
   const plan = decide(seedState(snap.samples, recent, now, config), snap, now, config, { explainOnly: true }).plan;

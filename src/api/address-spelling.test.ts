@@ -1,7 +1,7 @@
-// A replica's addresses as the kernel spells them: the gateway of each prefix, canonical CIDRs and
+// jaco's one parser and printer of addresses (src/api/network.ts): a replica's addresses as the kernel spells them: the gateway of each prefix, canonical CIDRs and
 // bare addresses, and what is not an address with its prefix length.
 import { describe, expect, it } from 'vitest';
-import { bareAddress, canonicalCidr, gatewayOf, parseCidr } from './cidr.js';
+import { bareAddress, canonicalCidr, gatewayOf, joinHostPort, parseAddressPrefix, splitHostPort } from './network.js';
 
 describe('gatewayOf: the first host of the prefix', () => {
   it.each([
@@ -31,5 +31,22 @@ describe('addresses in canonical form (as `ip` prints them)', () => {
     expect(bareAddress(cidr)).toBe(bare);
   });
 
-  it.each(['10.208.3.5', '10.208.3.5/33', '10.208.3/24', 'fd4a::5/129', 'fd4a::5/', 'fd4a::1::5/64', 'nonsense/8', '10.208.3.5/2x'])('refuses %s', (bad) => expect(() => parseCidr(bad)).toThrow(/not an address with its prefix length/));
+  it.each(['10.208.3.5', '10.208.3.5/33', '10.208.3/24', 'fd4a::5/129', 'fd4a::5/', 'fd4a::1::5/64', 'nonsense/8', '10.208.3.5/2x'])('refuses %s', (bad) => expect(() => parseAddressPrefix(bad)).toThrow(/not an address with its prefix length/));
+});
+
+describe('host:port, IPv6 in brackets (splitHostPort, joinHostPort)', () => {
+  it.each<[string, { host: string; port: number } | undefined]>([
+    ['127.0.0.1:8090', { host: '127.0.0.1', port: 8090 }],
+    ['localhost:0', { host: 'localhost', port: 0 }],
+    ['[fd00::7]:51820', { host: 'fd00::7', port: 51820 }],
+    // Unbracketed IPv6 is ambiguous (is the last group the port?): refused.
+    ['fd00::7:51820', undefined],
+    ['127.0.0.1', undefined],
+    ['127.0.0.1:70000', undefined],
+    ['[fd00::7]', undefined],
+    [':8090', undefined],
+  ])('%s', (text, parts) => {
+    expect(splitHostPort(text)).toEqual(parts);
+    if (parts) expect(splitHostPort(joinHostPort(parts.host, parts.port))).toEqual(parts);
+  });
 });

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ReplicaDesiredSpec } from '../../src/api/types.js';
 import { createOptions } from '../node-agent/container-spec.js';
-import type { Owner } from '../node-agent/runtime.js';
-import { draw, HollowRuntime } from './runtime.js';
+import type { Owner } from '../node-agent/engine.js';
+import { draw, HollowEngine } from './engine.js';
 import { hollowAddress, hollowNodeName } from './fleet.js';
 
 const owner: Owner = { clusterUid: 'c0ffee00-0000-0000-0000-000000000000', node: 'hollow-0001' };
@@ -22,10 +22,10 @@ function spec(replica: string, healthcheck = false): ReplicaDesiredSpec {
 
 afterEach(() => vi.useRealTimers());
 
-describe('HollowRuntime', () => {
+describe('HollowEngine', () => {
   it('runs a container after the start latency and reports synthetic usage within its limits', async () => {
     vi.useFakeTimers();
-    const rt = new HollowRuntime(owner, { startLatencyMs: 200, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 200, failRate: 0, seed: 1 });
     const events: string[] = [];
     await rt.watchEvents((_id, a) => events.push(a), new AbortController().signal);
     const id = await rt.create(createOptions(spec('d-app-0'), owner));
@@ -50,7 +50,7 @@ describe('HollowRuntime', () => {
   });
 
   it('refuses a second container of one name (409), and 404s an unknown one', async () => {
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const opts = createOptions(spec('d-app-0'), owner);
     const id = await rt.create(opts);
     await expect(rt.create(opts)).rejects.toMatchObject({ name: 'DockerApiError', statusCode: 409 });
@@ -60,7 +60,7 @@ describe('HollowRuntime', () => {
 
   it('fails containers by the seeded draw: unhealthy with a health check, exit 1 without', async () => {
     vi.useFakeTimers();
-    const rt = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 1, seed: 1 });
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 1, seed: 1 });
     const a = await rt.create(createOptions(spec('d-app-0', true), owner));
     const b = await rt.create(createOptions({ ...spec('d-app-1'), replica: 'd-app-1' }, owner));
     void rt.start(a);
@@ -68,7 +68,7 @@ describe('HollowRuntime', () => {
     await vi.advanceTimersByTimeAsync(1001);
     expect(await rt.inspect(a)).toMatchObject({ state: 'running', health: 'unhealthy' });
     expect(await rt.inspect(b)).toMatchObject({ state: 'exited', exitCode: 1 });
-    const ok = new HollowRuntime(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const ok = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
     const c = await ok.create(createOptions(spec('d-app-0', true), owner));
     void ok.start(c);
     await vi.advanceTimersByTimeAsync(1001);

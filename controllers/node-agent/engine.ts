@@ -1,6 +1,6 @@
 // The agent's one door to a container engine. Everything above it — registration, the claim and
 // heartbeats, the pass, starts and stops, pressure — is the same whatever is behind it: Docker
-// (docker.ts, dockerode) on a real host, or the in-memory hollow runtime (controllers/hollow/) that
+// (docker.ts, dockerode) on a real host, or the in-memory hollow engine (controllers/hollow/) that
 // lets one process run a thousand agents against a real etcd for scale tests.
 //
 // The vocabulary is Docker's on purpose: the agent's container spec is a `docker create` body
@@ -54,7 +54,7 @@ export interface UsageReader {
   retain(ids: Set<string>): void;
 }
 
-export interface ContainerRuntime {
+export interface ContainerEngine {
   /** Where the engine is, for logs and /healthz (unix:///var/run/docker.sock, hollow://node-7). */
   readonly host: string;
   /** Usage known without an API call; absent: the agent reads cgroup files (CgroupReader). */
@@ -100,4 +100,4 @@ export interface ContainerRuntime {
 }
 
 /** Makes the runtime of one agent once its owner (cluster uid, node) is known. */
-export type RuntimeFactory = (owner: Owner) => ContainerRuntime;
+export type EngineFactory = (owner: Owner) => ContainerEngine;

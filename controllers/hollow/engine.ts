@@ -1,5 +1,5 @@
 // The hollow container runtime: an in-memory stand-in for Docker behind the agent's runtime
-// interface (controllers/node-agent/runtime.ts), so a real node-agent — registration, claim,
+// interface (controllers/node-agent/engine.ts), so a real node-agent — registration, claim,
 // heartbeats, passes, observed writes, restarts — runs without a container. Like kubemark's hollow
 // kubelet it keeps no process: a container starts after a configured latency, passes or fails its
 // health check (or, without one, exits) by a seeded draw, and reports synthetic CPU and memory.
@@ -12,9 +12,9 @@ import { LABELS } from '../../src/api/labels.js';
 import type { HealthState } from '../../src/api/types.js';
 import type { CgroupUsage } from '../node-agent/cgroup.js';
 import { DEREGISTRATION_LABEL, networkLabels, portsOf, PROBE_LABEL, probeFromLabel, type ContainerFacts, type ProbeResult, type ProbeSpec } from '../node-agent/facts.js';
-import { DockerApiError, type ContainerRuntime, type Owner, type UsageReader } from '../node-agent/runtime.js';
+import { DockerApiError, type ContainerEngine, type Owner, type UsageReader } from '../node-agent/engine.js';
 
-export interface HollowRuntimeOptions {
+export interface HollowEngineOptions {
   /** Time from `start` to running. */
   startLatencyMs: number;
   /** Share of containers (0 … 1) that fail: unhealthy when they have a health check, else exit 1. */
@@ -46,7 +46,7 @@ export function draw(seed: number, ...parts: (string | number)[]): number {
   return h.readUInt32BE(0) / 2 ** 32;
 }
 
-export class HollowRuntime implements ContainerRuntime, UsageReader {
+export class HollowEngine implements ContainerEngine, UsageReader {
   readonly host: string;
   readonly usage: UsageReader = this;
   private readonly containers = new Map<string, HollowContainer>();
@@ -60,7 +60,7 @@ export class HollowRuntime implements ContainerRuntime, UsageReader {
 
   constructor(
     readonly owner: Owner,
-    private readonly opts: HollowRuntimeOptions,
+    private readonly opts: HollowEngineOptions,
   ) {
     this.now = opts.clock ?? Date.now;
     this.host = `hollow://${owner.node}`;
