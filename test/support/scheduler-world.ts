@@ -12,6 +12,8 @@ import {
   type Heartbeat,
   type Node,
   type NodeDrain,
+  type NodeSpec,
+  type NodeSpecRecord,
   type ObservedState,
   type ReplicaDesired,
   type ReplicaObserved,
@@ -116,6 +118,11 @@ export class World {
     else this.down.add(name);
   }
 
+  /** What operators decided about a node, as the CLI writes it (nodespecs/<host>). */
+  decideNode(name: string, spec: NodeSpec): void {
+    this.put(keys.nodeSpec(name), { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name }, spec } satisfies NodeSpecRecord);
+  }
+
   heartbeat(name: string, time = this.now): void {
     this.down.delete(name);
     const hb: Heartbeat = { apiVersion: API_VERSION, kind: 'Heartbeat', metadata: { name }, spec: { node: name, time: iso(time), intervalMs: 1000, agentVersion: 'test', dockerUp: true } };
@@ -125,6 +132,7 @@ export class World {
   /** `jaco node remove` as the drain controller ends it: node and heartbeat deleted, the removal recorded. */
   removeNode(name: string): void {
     this.store.remove(keys.node(name));
+    this.store.remove(keys.nodeSpec(name));
     this.store.remove(keys.heartbeat(name));
     this.down.add(name);
     const drain: NodeDrain = { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name }, spec: { node: name, timeout: '5m', force: false, remove: true, requestedAt: iso(this.now) }, status: { state: 'removed', replicas: {}, finishedAt: iso(this.now) } } as NodeDrain;
