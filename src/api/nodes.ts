@@ -24,7 +24,7 @@ export const UNREADABLE_NODE_SPEC: NodeSpec = Object.freeze({ unschedulable: tru
  * written before the split keeps the decision inside nodes/<host> as `spec`: honoured while
  * nodespecs/<host> is absent, so an upgrade never uncordons a node; the CLI's next cordon, label or
  * trust writes nodespecs/<host>, and from then on a `spec` in nodes/<host> is ignored. The node
- * object itself is returned when nothing is joined (callers may rely on its identity).
+ * object itself is returned when nothing is joined: no copy per node per pass.
  */
 export function nodeAsDecided(node: Node, decided: NodeSpecRecord | 'unreadable' | undefined): Node {
   if (decided === undefined) return node;
