@@ -51,9 +51,9 @@ function parseTimeout(v: string): string {
  */
 export async function requestDrain(store: Store, req: DrainRequest, now = Date.now()): Promise<DrainRequestResult> {
   const { value: old, unreadable: badDrain } = await readKey<NodeDrain>(store, keys.drain(req.host), 'NodeDrain');
-  // What cannot be read cannot be decided on: named, and how to clear it.
-  if (badDrain) throw new CliError(`${unreadableRefusal(badDrain, `drain node "${req.host}"`)} (jaco node drain ${req.host} --cancel deletes it)`);
+  // What cannot be read cannot be decided on: named (the node's keys first), and how to clear it.
   const node = await readNodeToDecide(store, req.host, `drain node "${req.host}"`, old?.value.status?.state === 'removed' ? ' (it was removed from the cluster)' : '');
+  if (badDrain) throw new CliError(`${unreadableRefusal(badDrain, `drain node "${req.host}"`)} (jaco node drain ${req.host} --cancel deletes it)`);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const what = req.remove ? 'removal' : 'drain';
 
