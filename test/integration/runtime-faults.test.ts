@@ -146,7 +146,7 @@ describe('3. two movers cannot both move one replica', () => {
     // The agent reports it running (no Docker here).
     const s = r!.value.spec;
     await store.ns.put(keys.observed(s.node, s.replica)).value(JSON.stringify({ apiVersion: API_VERSION, kind: 'ReplicaObserved', metadata: { name: s.replica }, status: { replica: s.replica, node: s.node, deployment: 'app', service: 'web', state: 'running', revision: s.revision, specHash: s.specHash, health: 'none', startedAt: new Date(Date.now() - 60_000).toISOString(), observedAt: new Date().toISOString() } }));
-    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands', 'nodes', 'drains'], testLogger());
+    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands', 'nodes', 'nodespecs', 'drains'], testLogger());
     const book = () => new MoveBook({ replicas: cache.index(REPLICAS), ledgers: new Map(), eligibility: eligibilityRevisions(cache) });
     const [d1, d2] = ['node-1', 'node-2', 'node-3', 'node-4'].filter((n) => n !== s.node);
     const drain = startMove(book(), { replica: s.replica, src: s.node, dst: d1!, by: 'drain', id: 'm-drain', now: Date.now(), timeoutMs: 60_000, sourceLeaving: true });
