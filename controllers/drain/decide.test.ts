@@ -560,15 +560,17 @@ describe('drain: moves complete, fail, time out', () => {
 });
 
 describe('drain: remove, cancel, resume', () => {
-  it('remove: once drained, deletes the node and its heartbeat in the same act as state removed', () => {
+  it('remove: once drained, deletes the node, its spec and its heartbeat in the same act as state removed', () => {
     const w = new World();
     w.replica('d-agent-node-2', 'node-2', agent, { state: 'running' });
+    w.put(keys.nodeSpec('node-2'), { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name: 'node-2' }, spec: { unschedulable: true } });
     w.drain('node-2', { remove: true });
     w.pass();
     expect(w.get(keys.node('node-2'))).toBeDefined();
     w.pass();
     expect(w.drainOf('node-2').status).toMatchObject({ state: 'removed' });
     expect(w.get(keys.node('node-2'))).toBeUndefined();
+    expect(w.get(keys.nodeSpec('node-2'))).toBeUndefined();
     expect(w.get(keys.heartbeat('node-2'))).toBeUndefined();
     expect(w.types()).toEqual(['drain_replica_dropped', 'drain_started', 'drain_completed', 'node_removed']);
     expect(w.pass().acts).toEqual([]);

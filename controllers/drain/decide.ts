@@ -427,8 +427,9 @@ class DrainPass {
     const took = formatDuration(now - Date.parse(base.startedAt!));
     audit.push({ type: 'drain_completed', time: now, payload: { node: this.host, duration: took, remove: this.spec.remove, ...this.counts() } });
     if (!this.spec.remove) return { status: { ...base, state: 'completed', finishedAt: iso(now) }, audit, extraOps };
-    // The node object and its heartbeat go whatever they hold now: the drain decided the node leaves.
-    extraOps.push({ op: 'delete', key: keys.node(this.host) }, { op: 'delete', key: keys.heartbeat(this.host) });
+    // The node object, what operators decided about it and its heartbeat go whatever they hold now:
+    // the drain decided the node leaves (one that rejoins starts uncordoned, as a new node).
+    extraOps.push({ op: 'delete', key: keys.node(this.host) }, { op: 'delete', key: keys.nodeSpec(this.host) }, { op: 'delete', key: keys.heartbeat(this.host) });
     audit.push({ type: 'node_removed', time: now, payload: { node: this.host, ...this.counts() } });
     return { status: { ...base, state: 'removed', finishedAt: iso(now) }, audit, extraOps };
   }

@@ -1,8 +1,9 @@
 // The drain controller: the pure core (decide.ts) on the shared runtime. It owns drains/<host>.status,
 // the host of replicas on a draining node (through the move mechanism), their spec.suspended, and
 // removing a drained node.
-import type { Node, NodeDrain } from '../../src/api/types.js';
-import { byRest, type Cache } from '../../src/runtime/cache.js';
+import type { NodeDrain } from '../../src/api/types.js';
+import type { Cache } from '../../src/runtime/cache.js';
+import { nodesOf } from '../../src/runtime/nodes.js';
 import type { ControllerSpec } from '../../src/runtime/runner.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
 import type { Timings } from '../../src/timings.js';
@@ -15,7 +16,7 @@ export function drainSnapshot(cache: Cache): DrainSnapshot {
   return {
     ...moverView(cache),
     drains: [...cache.kind<NodeDrain>('drains').items.values()],
-    nodes: byRest(cache.kind<Node>('nodes')),
+    nodes: nodesOf(cache),
   };
 }
 

@@ -47,9 +47,10 @@ describe('startMove', () => {
     expect(r.ops[0]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: 10, value: { spec: { node: 'a', movingTo: { id: 'm-d-web-0', node: 'c', by: 'drain' } } } });
     expect(r.ops[1]).toMatchObject({ op: 'create', key: 'desired/c/d-web-0', value: { spec: { node: 'c', move: { from: 'a', by: 'drain', id: 'm-d-web-0', deadline: iso(T0 + 300_000) } } } });
     expect(r.ops[2]).toMatchObject({ op: 'create', key: 'disruptions/d/web', value: { spec: { sequence: 1, last: { replica: 'd-web-0', by: 'drain', kind: 'move' } } } });
-    // The destination is still schedulable as judged: its node and drain keys are compared.
+    // The destination is still schedulable as judged: its node, node spec and drain keys are compared.
     expect(r.ops.slice(3)).toEqual([
       { op: 'check', key: 'nodes/c', modRevision: 0 },
+      { op: 'check', key: 'nodespecs/c', modRevision: 0 },
       { op: 'check', key: 'drains/c', modRevision: 0 },
     ]);
   });

@@ -65,7 +65,7 @@ export interface MoveView {
 }
 
 /** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
-export const MOVER_READS = ['nodes', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses', 'nodeSettings'] as const satisfies readonly Watchable[];
+export const MOVER_READS = ['nodes', 'nodespecs', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses', 'nodeSettings'] as const satisfies readonly Watchable[];
 
 /** A mover's view of the cache: the placement inputs and the move book's. */
 export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[]; settings: NodeSettingsResolved } {

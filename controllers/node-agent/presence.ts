@@ -140,14 +140,17 @@ export class Presence {
   // ------------------------------------------------------------------ registration
 
   /**
-   * Creates or updates nodes/<host>: status and labels are the agent's, spec (cordon) is kept. A
-   * value it cannot read is left as it is (reported; the agent runs on). Throws NodeRemovedError
-   * on a node whose removal is recorded, unless --rejoin.
+   * Creates or updates nodes/<host>: status and labels are the agent's. What operators decide
+   * (cordon, runtime labels, trust) is not: it lives in nodespecs/<host>, which the agent only
+   * reads. A spec an older CLI left inside nodes/<host> is carried as it is while nodespecs/<host>
+   * is absent (readers honour it then: an upgrade uncordons nothing) and dropped once it exists; the
+   * agent never sets one. A value it cannot read is left as it is (reported; the agent runs on).
+   * Throws NodeRemovedError on a node whose removal is recorded, unless --rejoin.
    */
   async register(): Promise<void> {
     const { store, node, labels, capacity, rejoin } = this.opts;
     for (;;) {
-      const [cur, drain] = await Promise.all([this.readNode(), this.removedDrain()]);
+      const [cur, drain, decided] = await Promise.all([this.readNode(), this.removedDrain(), this.decidedExists()]);
       if (cur?.unreadable) {
         this.registeredAt = cur.createRevision;
         this.reportUnreadable(cur);
@@ -166,7 +169,7 @@ export class Presence {
         apiVersion: API_VERSION,
         kind: 'Node',
         metadata,
-        spec: cur?.value!.spec ?? {},
+        spec: cur?.value!.spec && !decided ? cur.value.spec : {},
         status: {
           capacity,
           agentVersion: VERSION,
@@ -188,6 +191,21 @@ export class Presence {
         return;
       }
       // Someone (the CLI cordoning) wrote the node meanwhile: read it again.
+    }
+  }
+
+  /**
+   * Whether nodespecs/<host> exists (what operators decided, which the agent only reads). A role
+   * that may not read it (rbac.sh of an older release) reads as absent: an older CLI's spec is then
+   * carried on, which is what readers honour without the key.
+   */
+  private async decidedExists(): Promise<boolean> {
+    try {
+      return (await this.opts.store.ns.get(keys.nodeSpec(this.node)).exec()).kvs.length > 0;
+    } catch (e) {
+      if (!/permission denied/i.test((e as Error).message)) throw e;
+      this.opts.log.warn({ key: keys.nodeSpec(this.node) }, "cannot read what operators decided about this node: its etcd role needs read on nodespecs/<node> (deploy/etcd/rbac.sh); registering without it");
+      return false;
     }
   }
 

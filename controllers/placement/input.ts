@@ -59,14 +59,15 @@ export interface PlacementView {
 }
 
 /**
- * The mod revisions of the keys a node's eligibility was judged from — `nodes/<host>` (cordon,
- * capacity, labels) and `drains/<host>` — by store key; a key absent from the map is absent.
+ * The mod revisions of the keys a node's eligibility was judged from — `nodes/<host>` (capacity,
+ * its agent's labels), `nodespecs/<host>` (cordon, runtime labels, trust) and `drains/<host>` — by
+ * store key; a key absent from the map is absent.
  */
 export type EligibilityRevisions = ReadonlyMap<string, number>;
 
 export function eligibilityRevisions(cache: Cache): EligibilityRevisions {
   const out = new Map<string, number>();
-  for (const kind of ['nodes', 'drains'] as const) {
+  for (const kind of ['nodes', 'nodespecs', 'drains'] as const) {
     const source = cache.kind(kind);
     for (const v of source.items.values()) out.set(v.key, v.modRevision);
     // A key whose newest value is unreadable is at that value's revision (the guard must hold against it).
@@ -76,12 +77,12 @@ export function eligibilityRevisions(cache: Cache): EligibilityRevisions {
 }
 
 /**
- * Preconditions for an act that puts a replica on `host`: the node and drain keys are as they were
- * judged, so a cordon or drain that lands between the decision and the commit refuses the act
- * (the next pass decides again) instead of a replica landing on a node that is leaving.
+ * Preconditions for an act that puts a replica on `host`: the node, node spec and drain keys are as
+ * they were judged, so a cordon or drain that lands between the decision and the commit refuses the
+ * act (the next pass decides again) instead of a replica landing on a node that is leaving.
  */
 export function eligibilityGuard(revisions: EligibilityRevisions, host: string): Op[] {
-  return [keys.node(host), keys.drain(host)].map((key) => ({ op: 'check', key, modRevision: revisions.get(key) ?? 0 }));
+  return [keys.node(host), keys.nodeSpec(host), keys.drain(host)].map((key) => ({ op: 'check', key, modRevision: revisions.get(key) ?? 0 }));
 }
 
 /**

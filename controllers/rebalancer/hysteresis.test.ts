@@ -75,9 +75,9 @@ describe('trigger and consecutive cycles', () => {
     const act = second!.acts.find((a) => a.label.startsWith('rebalance move d-web-0'))!;
     // The shared move mechanism: the source is written (competing movers conflict), the destination created, the disruption recorded.
     // …and the replica's placement decision now explains where the move put it.
-    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web', 'check nodes/c', 'check drains/c', 'put decisions/d/d-web-0']);
+    expect(act.ops.map((o) => `${o.op} ${o.key}`)).toEqual(['update desired/a/d-web-0', 'create desired/c/d-web-0', 'create disruptions/d/web', 'check nodes/c', 'check nodespecs/c', 'check drains/c', 'put decisions/d/d-web-0']);
     expect((act.ops[1] as { value: { spec: { move: { by: string; from: string } } } }).value.spec.move).toMatchObject({ by: 'rebalancer', from: 'a' });
-    const decision = (act.ops[5] as { value: PlacementDecision }).value.spec;
+    const decision = (act.ops[6] as { value: PlacementDecision }).value.spec;
     expect(decision).toMatchObject({ replica: 'd-web-0', chosen: 'c', trigger: 'rebalance', actor: 'rebalancer' });
     expect(decision.why).toMatch(/^moved off a for pressure: /);
     expect(decision.verdicts.find((v) => v.node === 'a')?.rejected?.filter).toBe('excluded');

@@ -1,7 +1,7 @@
 // The ping-pong exclusion, as seed 002 says it: "Once a service migrates away from a node, that
 // node is temporarily excluded from further migration options to avoid ping-pong behavior until
 // new balancing is triggered." New balancing is triggered by a node change (a node registered,
-// re-registered, resized, relabelled, cordoned, drained or removed: its nodes/ or drains/ key
+// re-registered, resized, relabelled, cordoned, drained or removed: its nodes/, nodespecs/ or drains/ key
 // changed) or a change to the service's deployment (its generation). Both are read from etcd, so
 // every leader computes the same epoch; a completed rebalancer move records the epoch it started
 // in and the nodes the replica left before in that epoch (movedFrom), so the exclusion survives a

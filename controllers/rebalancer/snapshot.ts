@@ -1,8 +1,9 @@
 // What the rebalancer reads, and how its snapshot is built from the cache: one function for the
 // controller and for `jaco rebalance plan` recomputing from a one-shot read of the store.
 import { withDefaults } from '../../src/api/spec.js';
-import type { Deployment, DeploymentStatus, Node, NodeDrain, ServiceSpec } from '../../src/api/types.js';
+import type { Deployment, DeploymentStatus, NodeDrain, ServiceSpec } from '../../src/api/types.js';
 import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
+import { nodeValuesOf } from '../../src/runtime/nodes.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
 import { KEPT_PLACER } from '../placement/kept.js';
 import type { Config } from './config.js';
@@ -19,7 +20,7 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
   const snap: Snapshot = {
     ...view,
     samples: new StateBackedSource(() => view.heartbeats.values(), config.freshnessIntervals).samples(),
-    nodes: [...cache.kind<Node>('nodes').items.values()].map((n) => n.value),
+    nodes: [...nodeValuesOf(cache).values()],
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     pending: pendingOf(cache),
     placements: placementsOf(cache),

@@ -7,7 +7,6 @@ import type {
   DeploymentStatus,
   Endpoints,
   Heartbeat,
-  Node,
   NodeDrain,
   PlacementDecision,
   ReplicaCommand,
@@ -19,6 +18,7 @@ import { byRest, frozenKeys, valuesByRest, type Cache } from '../../src/runtime/
 import { allSteps } from '../../src/runtime/steps.js';
 import { LAST_READY } from '../../src/runtime/heartbeats.js';
 import { REPLICAS } from '../../src/runtime/replicas.js';
+import { nodeValuesOf } from '../../src/runtime/nodes.js';
 import type { ControllerSpec, PassInput, PassResult } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
 import { eligibilityRevisions, networkViewOf, nodeSettingsOf } from '../placement/input.js';
@@ -32,6 +32,7 @@ export const SCHEDULER_READS = [
   'revisions',
   'rollouts',
   'nodes',
+  'nodespecs',
   'heartbeats',
   'drains',
   'desired',
@@ -60,7 +61,7 @@ export interface SchedulerState {
 /** The scheduler's snapshot of the cache (the state's NotReady clocks advanced to `now`). */
 export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: number): SchedulerSnapshot {
   const { cache } = input;
-  const nodes = valuesByRest(cache.kind<Node>('nodes'));
+  const nodes = nodeValuesOf(cache);
   const hbs = cache.kind<Heartbeat>('heartbeats');
   const heartbeats = valuesByRest(hbs);
   const notReadySince = new Map(state.notReadySince);

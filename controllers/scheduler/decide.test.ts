@@ -6,6 +6,8 @@ import {
   type DeploymentRevision,
   type DeploymentStatus,
   type Endpoints,
+  type Node,
+  type NodeSpec,
   type PlacementDecision,
   type ReplicaCommand,
   type ReplicaCounter,
@@ -77,14 +79,15 @@ describe('apply → desired keys', () => {
   });
 
   it.each([
-    ['a cordon', (w: World, n: string) => w.node(n, { cordoned: true })],
+    ['a cordon', (w: World, n: string) => w.decideNode(n, { unschedulable: true })],
+    ['a cordon written by an older CLI (inside nodes/<host>)', (w: World, n: string) => w.node(n, { cordoned: true })],
     ['a drain', (w: World, n: string) => w.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '5m', force: false, remove: false, requestedAt: iso(w.now) } })],
   ] as const)('%s landing between decision and commit refuses the placement on that node; the next pass places elsewhere', (_name, leave) => {
     const w = threeNodes();
     w.deploy('hello', { web: svc({ replicas: 3 }) });
     const plan = decideOnce(w);
     const act = plan.acts.find((a) => a.label.startsWith('place'))!;
-    expect(act.ops.filter((o) => o.op === 'check').map((o) => o.key).sort()).toEqual([keys.deployment('hello'), ...['node-1', 'node-2', 'node-3'].flatMap((n) => [keys.drain(n), keys.node(n)])].sort());
+    expect(act.ops.filter((o) => o.op === 'check').map((o) => o.key).sort()).toEqual([keys.deployment('hello'), ...['node-1', 'node-2', 'node-3'].flatMap((n) => [keys.drain(n), keys.node(n), keys.nodeSpec(n)])].sort());
     leave(w, 'node-2');
     expect(w.apply(plan)).toEqual([act.label]);
     expect(w.desired()).toEqual([]);
@@ -98,7 +101,7 @@ describe('apply → desired keys', () => {
     for (let i = 0; i < 300; i++) w.node(`n${String(i).padStart(3, '0')}`, { memory: '64Gi' });
     w.deploy('wide', { web: svc({ replicas: 200 }) });
     const places = w.pass().acts.filter((a) => a.label.startsWith('place'));
-    expect(places.length).toBe(7); // 31 placements: 4 compares each (the desired key and the audit record absent, the node and drain guards) and 3 of the act
+    expect(places.length).toBe(8); // 25 placements: 5 compares each (the desired key and the audit record absent, the node, node spec and drain guards) and 3 of the act
     expectFullActs(places);
     expect(w.desired()).toHaveLength(200);
   });
@@ -137,6 +140,35 @@ describe('apply → desired keys', () => {
     const ids = w.desired().map((d) => d.spec.index!);
     expect(ids).toHaveLength(100);
     expect(new Set(ids).size).toBe(100);
+  });
+
+  // What operators decided (nodespecs/<host>) joined with what the agent reports (nodes/<host>):
+  // a cluster written before the split keeps its spec in nodes/<host>, honoured while nodespecs/ is absent.
+  it.each<[string, NodeSpec | undefined, NodeSpec | 'junk' | undefined, boolean]>([
+    ['no spec anywhere', undefined, undefined, true],
+    ['cordoned in nodespecs/', undefined, { unschedulable: true }, false],
+    ['cordoned in nodes/ by an older CLI, no nodespecs/', { unschedulable: true }, undefined, false],
+    ['cordoned in nodes/, uncordoned since in nodespecs/ (the legacy field is ignored)', { unschedulable: true }, {}, true],
+    ['uncordoned in nodes/ (an agent forging it), cordoned in nodespecs/', { unschedulable: false, trusted: true }, { unschedulable: true }, false],
+    ['nodespecs/ unreadable: read as cordoned', undefined, 'junk', false],
+  ])('%s: placeable on node-2 or not', (_name, legacy, decided, placeable) => {
+    const w = threeNodes();
+    const n = w.get<Node>(keys.node('node-2'))!;
+    if (legacy) w.put(keys.node('node-2'), { ...n, spec: legacy });
+    if (decided === 'junk') w.store.putRaw(keys.nodeSpec('node-2'), 'not json {');
+    else if (decided) w.decideNode('node-2', decided);
+    w.deploy('hello', { web: svc({ replicas: 3 }) });
+    w.converge();
+    expect(w.desired()).toHaveLength(3);
+    expect(Object.values(w.placement('hello')).includes('node-2')).toBe(placeable);
+  });
+
+  it('runtime labels in nodespecs/ are matched by a node selector, beside the agent\'s own', () => {
+    const w = threeNodes();
+    w.decideNode('node-3', { labels: { zone: 'b' } });
+    w.deploy('hello', { web: svc({ replicas: 2, placement: { nodeSelector: { zone: 'b' } } }) });
+    w.converge();
+    expect(new Set(Object.values(w.placement('hello')))).toEqual(new Set(['node-3']));
   });
 
   it('a replica too large for one etcd request is refused at decide time with a reason, and other services still place', () => {
@@ -740,7 +772,7 @@ describe('node lost', () => {
     expect(p.replaceLost).toMatchObject([{ replica: victim, from: [lostNode], notReadyForMs: 3_000 }]);
     const act = p.acts.find((a) => a.label === `replace ${victim}`)!;
     // The lost node's heartbeat as judged (a newer one in the store refuses the act), the new node's eligibility and the deployment are guarded.
-    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'check', 'check', 'create', 'put']);
+    expect(act.ops.map((o) => o.op)).toEqual(['delete', 'check', 'check', 'check', 'check', 'check', 'create', 'put']);
     expect(act.ops[1]).toMatchObject({ op: 'check', key: keys.heartbeat(lostNode) });
     expect(act.audit[0]).toMatchObject({ type: 'node_lost', payload: { replica: victim, node: lostNode } });
     const moved = w.desired().find((d) => d.spec.replica === victim)!;

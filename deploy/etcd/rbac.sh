@@ -51,6 +51,9 @@ for node in "$@"; do
   # cluster: the uid that labels containers, created by whichever process asks first.
   for k in "nodes/$node" "heartbeats/$node" "cluster"; do e role grant-permission "$name" readwrite "$prefix$k"; done
   e role grant-permission "$name" read "${prefix}drains/$node"
+  # What operators decided about its node (cordon, labels, trust): read only, so a stolen agent
+  # password cannot uncordon or trust its node (issue 29).
+  e role grant-permission "$name" read "${prefix}nodespecs/$node"
   # The controllers' clock beacon, which it measures its clock's skew against (a watch: a range).
   e role grant-permission "$name" --prefix=true read "${prefix}clock"
   # What it pulls images with: the registries' users, CAs and flags (no password: that reaches it

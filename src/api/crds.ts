@@ -327,6 +327,13 @@ interface KindDef {
   columns?: { name: string; jsonPath: string; type?: string }[];
 }
 
+// What operators decide about a node (nodespecs/<host>; before issue 29, Node.spec).
+const nodeSpec = obj({
+  unschedulable: bool(),
+  labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
+  trusted: { ...bool(), description: 'The operator overrides degraded (jaco node trust): the node takes placements although its agent reports disk pressure, failures or overlay loss.' },
+});
+
 const KINDS: KindDef[] = [
   {
     kind: 'Deployment',
@@ -354,12 +361,8 @@ const KINDS: KindDef[] = [
   {
     kind: 'Node',
     plural: 'nodes',
-    description: 'A host running a node-agent. The agent writes status and labels; the CLI writes spec.',
-    spec: obj({
-      unschedulable: bool(),
-      labels: map(str(), { description: 'Labels set by the operator at runtime (jaco node label): beside the agent\'s own (metadata.labels), winning over one of the same key; placement.nodeSelector matches both.' }),
-      trusted: { ...bool(), description: 'The operator overrides degraded (jaco node trust): the node takes placements although its agent reports disk pressure, failures or overlay loss.' },
-    }),
+    description: 'A host running a node-agent, as its agent reports it (status, its own labels). What operators decide is in NodeSpec.',
+    spec: { ...nodeSpec, description: 'Before issue 29 the CLI wrote what operators decide here; now it writes nodespecs/<host> (NodeSpec), and this is honoured only while that key is absent.' },
     status: obj(
       {
         capacity,
@@ -383,6 +386,12 @@ const KINDS: KindDef[] = [
       },
       ['capacity', 'agentVersion', 'registeredAt'],
     ),
+  },
+  {
+    kind: 'NodeSpec',
+    plural: 'nodespecs',
+    description: "What operators decided about a node (cordon, runtime labels, trust) at nodespecs/<host>: written only by the CLI, never by the node's agent, whose etcd user may only read it.",
+    spec: nodeSpec,
   },
   {
     kind: 'Heartbeat',

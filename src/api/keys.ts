@@ -11,6 +11,9 @@ export const keys = {
   deploymentStatuses: () => 'deploymentstatus/',
   node: (host: string) => `nodes/${host}`,
   nodes: () => 'nodes/',
+  /** What operators decided about a node (cordon, runtime labels, trust): the CLI writes it, the node's agent only reads it. */
+  nodeSpec: (host: string) => `nodespecs/${host}`,
+  nodeSpecs: () => 'nodespecs/',
   heartbeat: (host: string) => `heartbeats/${host}`,
   heartbeats: () => 'heartbeats/',
   desired: (host: string, replica: string) => `desired/${host}/${replica}`,

@@ -3,8 +3,8 @@
 // the agent's), and what the rebalancer's conformance then sees as a broken nodeSelector.
 import { describe, expect, it } from 'vitest';
 import { brokenPlacement } from '../../controllers/rebalancer/conform.js';
-import { labelProblem, labelsText, nodeLabels, parseLabelArgs, relabel, type LabelChanges } from './nodes.js';
-import { API_VERSION, type Node } from './types.js';
+import { labelProblem, labelsText, nodeAsDecided, nodeLabels, parseLabelArgs, relabel, UNREADABLE_NODE_SPEC, type LabelChanges } from './nodes.js';
+import { API_VERSION, type Node, type NodeSpec, type NodeSpecRecord } from './types.js';
 
 const node = (agent?: Record<string, string>, runtime?: Record<string, string>): Node => ({
   apiVersion: API_VERSION,
@@ -66,3 +66,24 @@ describe('the labels placement matches', () => {
     expect(labelProblem('zone', 'a'.repeat(64))).toContain('not a valid label value');
   });
 });
+
+// What operators decided (nodespecs/<host>) joined with what the agent reports (nodes/<host>).
+describe('nodeAsDecided', () => {
+  const decided = (spec: NodeSpec): NodeSpecRecord => ({ apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name: 'node-1' }, spec });
+  const legacy: Node = { ...node({ zone: 'a' }), spec: { unschedulable: true, trusted: true } };
+  it.each<[string, Node, NodeSpecRecord | 'unreadable' | undefined, NodeSpec]>([
+    ['no nodespecs key: the spec an older CLI left in nodes/ is honoured (an upgrade uncordons nothing)', legacy, undefined, { unschedulable: true, trusted: true }],
+    ['a nodespecs key replaces it whole (an agent rewriting nodes/ changes nothing)', legacy, decided({ labels: { zone: 'b' } }), { labels: { zone: 'b' } }],
+    ['an empty decision: nothing decided', legacy, decided({}), {}],
+    ['nodespecs unreadable: read as cordoned', node(), 'unreadable', UNREADABLE_NODE_SPEC],
+  ])('%s', (_name, n, d, want) => {
+    const joined = nodeAsDecided(n, d);
+    expect(joined.spec).toEqual(want);
+    expect(joined.metadata).toBe(n.metadata);
+  });
+
+  it('returns the node itself when nothing is joined (no copy per node per pass)', () => {
+    expect(nodeAsDecided(legacy, undefined)).toBe(legacy);
+  });
+});
+

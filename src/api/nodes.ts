@@ -10,7 +10,26 @@
 // Heartbeat (liveness, Docker, pressure, clock skew) — and what OPERATORS DECIDE — Node.spec
 // (cordon, runtime labels from `jaco node label`, and the like), which the agent never changes.
 // New agent-reported fields go to Node.status or Heartbeat.spec; new operator decisions to NodeSpec.
-import type { Heartbeat, Node, NodeDrain, PressureSample } from './types.js';
+// The two halves are two keys — nodes/<host> (the agent's) and nodespecs/<host> (the CLI's; the
+// agent's etcd user only reads it) — so a stolen agent password cannot uncordon or trust its node;
+// readers see them joined by nodeAsDecided, through the cache's one NODES index (src/runtime/nodes.ts).
+import type { Heartbeat, Node, NodeDrain, NodeSpec, NodeSpecRecord, PressureSample } from './types.js';
+
+/** What nodeAsDecided reads a nodespecs/<host> value that cannot be read as: cordoned, since what operators decided is not known. */
+export const UNREADABLE_NODE_SPEC: NodeSpec = Object.freeze({ unschedulable: true });
+
+/**
+ * A node as operators see it: what its agent reports (nodes/<host>) with what operators decided
+ * (nodespecs/<host>, or 'unreadable' when that key holds a value that cannot be read). A cluster
+ * written before the split keeps the decision inside nodes/<host> as `spec`: honoured while
+ * nodespecs/<host> is absent, so an upgrade never uncordons a node; the CLI's next cordon, label or
+ * trust writes nodespecs/<host>, and from then on a `spec` in nodes/<host> is ignored. The node
+ * object itself is returned when nothing is joined: no copy per node per pass.
+ */
+export function nodeAsDecided(node: Node, decided: NodeSpecRecord | 'unreadable' | undefined): Node {
+  if (decided === undefined) return node;
+  return { ...node, spec: decided === 'unreadable' ? UNREADABLE_NODE_SPEC : (decided.spec ?? {}) };
+}
 
 /** Whether the node's agent holds its lease: the heartbeat is there (etcd removes it with the lease). */
 export function heartbeatAlive(hb: Heartbeat | undefined): boolean {

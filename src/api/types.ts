@@ -423,8 +423,15 @@ export interface PortRange {
   max: number;
 }
 
-/** nodes/<host>: the agent writes status and metadata.labels, the CLI writes spec (cordon, runtime labels). */
+/**
+ * nodes/<host>: what its agent reports (status, metadata.labels). Its `spec` is what operators
+ * decided only as readers see it — joined from nodespecs/<host> (src/api/nodes.ts nodeAsDecided) —
+ * or, stored here, as a cluster written before issue 29 kept it (honoured while nodespecs/<host> is absent).
+ */
 export type Node = JacoObject<'Node', NodeSpec, NodeStatus>;
+
+/** nodespecs/<host>: what operators decided about a node (cordon, runtime labels, trust); written only by the CLI. */
+export type NodeSpecRecord = JacoObject<'NodeSpec', NodeSpec, never>;
 
 export interface ReplicaFootprint {
   cpuMillis: number;

@@ -18,6 +18,7 @@ import type {
   RolloutPlan,
 } from '../api/types.js';
 import type { Cache } from '../runtime/cache.js';
+import { nodesOf } from '../runtime/nodes.js';
 import { REPLICAS, replicaIndexOf, type ReplicaIndex } from '../runtime/replicas.js';
 import type { Watchable } from '../runtime/watchable.js';
 import type { Unreadable } from '../store/reflector.js';
@@ -73,7 +74,7 @@ export interface ClusterParts {
 }
 
 /** The prefixes a cluster view joins. */
-export const CLUSTER_VIEW_READS = ['deployments', 'statuses', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'rollouts', 'nodeSettings'] as const satisfies readonly Watchable[];
+export const CLUSTER_VIEW_READS = ['deployments', 'statuses', 'nodes', 'nodespecs', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'rollouts', 'nodeSettings'] as const satisfies readonly Watchable[];
 
 /** A view joined from the cache's readable values (one cut of the store), with the keys it could not read. */
 export function clusterViewOf(cache: Cache): ClusterView {
@@ -82,7 +83,7 @@ export function clusterViewOf(cache: Cache): ClusterView {
     revision: cache.revision,
     deployments: items<Deployment>('deployments'),
     statuses: items<DeploymentStatus>('statuses'),
-    nodes: items<Node>('nodes'),
+    nodes: [...nodesOf(cache).values()],
     heartbeats: items<Heartbeat>('heartbeats'),
     drains: items<NodeDrain>('drains'),
     desired: items<ReplicaDesired>('desired'),

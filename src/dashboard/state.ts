@@ -15,7 +15,7 @@ import type { PressureHistory } from './pressure-history.js';
 import type { DashboardState, NodeView, RolloutView } from './wire.js';
 
 /** The prefixes the dashboard holds in its cache: one cut of the store, the audit log's newest records with it. */
-export const DASHBOARD_READS = ['deployments', 'revisions', 'statuses', 'rollouts', 'nodes', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'nodeSettings', 'audit'] as const satisfies readonly Watchable[];
+export const DASHBOARD_READS = ['deployments', 'revisions', 'statuses', 'rollouts', 'nodes', 'nodespecs', 'heartbeats', 'drains', 'desired', 'observed', 'commands', 'nodeSettings', 'audit'] as const satisfies readonly Watchable[];
 
 function nodeViews(v: ClusterView, history: PressureHistory, plan: PlanReport | undefined, now: number): NodeView[] {
   const planned = new Map(plan?.plan.nodes.map((n) => [n.node, n]));

@@ -12,6 +12,8 @@ export const WATCHABLE = {
   statuses: { prefix: keys.deploymentStatuses(), kind: 'DeploymentStatus' },
   rollouts: { prefix: keys.rollouts(), kind: 'RolloutPlan' },
   nodes: { prefix: keys.nodes(), kind: 'Node' },
+  // What operators decided about each node (the CLI's; the agent's only to read): joined with nodes/ by the NODES index (nodes.ts).
+  nodespecs: { prefix: keys.nodeSpecs(), kind: 'NodeSpec' },
   heartbeats: { prefix: keys.heartbeats(), kind: 'Heartbeat' },
   drains: { prefix: keys.drains(), kind: 'NodeDrain' },
   // Every replica of a service at one revision carries the same template: held once.

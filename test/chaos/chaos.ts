@@ -11,7 +11,8 @@
 // converge within `convergeMs`. The run is bounded in faults and time; the same seed gives the
 // same choices (the real processes' timing is not replayable, the fault schedule is).
 import { keys } from '../../src/api/keys.js';
-import type { Deployment, Node, ReplicaDesired } from '../../src/api/types.js';
+import type { Deployment, Node, NodeSpecRecord, ReplicaDesired } from '../../src/api/types.js';
+import { nodeAsDecided } from '../../src/api/nodes.js';
 import { FAST, PRODUCTION } from '../../src/timings.js';
 import { prng } from '../support/random.js';
 import { sleep } from '../support/wait.js';
@@ -293,9 +294,11 @@ export class Chaos {
     await this.apply(name);
   }
 
+  /** Nodes cordoned as operators see them: nodes/ joined with nodespecs/ (src/api/nodes.ts nodeAsDecided). */
   private async cordoned(): Promise<string[]> {
-    const { items } = await bounded(this.c.store.list<Node>(keys.nodes()), 5000, 'nodes');
-    return items.filter((i) => i.value.spec?.unschedulable).map((i) => i.value.metadata.name);
+    const [nodes, decided] = await Promise.all([bounded(this.c.store.list<Node>(keys.nodes()), 5000, 'nodes'), bounded(this.c.store.list<NodeSpecRecord>(keys.nodeSpecs()), 5000, 'nodespecs')]);
+    const specs = new Map(decided.items.map((i) => [i.value.metadata.name, i.value]));
+    return nodes.items.filter((i) => nodeAsDecided(i.value, specs.get(i.value.metadata.name)).spec?.unschedulable).map((i) => i.value.metadata.name);
   }
 
   // ---------------------------------------------------------------- checker

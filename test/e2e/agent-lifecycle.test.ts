@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
-import { API_VERSION, type Heartbeat, type Node, type NodeDrain } from '../../src/api/types.js';
+import { API_VERSION, type Heartbeat, type Node, type NodeDrain, type NodeSpecRecord } from '../../src/api/types.js';
 import { commitActs } from '../../src/store/writer.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { TcpProxy } from '../support/proxy.js';
@@ -311,14 +311,15 @@ describe('node removal', () => {
 });
 
 describe('registration', () => {
-  it('updates status and labels, and keeps the CLI’s spec (cordon)', () =>
+  it('updates status and labels; never sets spec: the node stays cordoned (nodespecs/, the CLI’s)', () =>
     c.withLogs(async () => {
       const cur = (await c.store.get<Node>(keys.node('node-1')))!;
-      await commitActs(c.store, [{ ops: [{ op: 'update', key: keys.node('node-1'), value: { ...cur.value, spec: { unschedulable: true } }, modRevision: cur.modRevision }] }]);
+      expect((await c.jaco(['node', 'cordon', 'node-1'])).stdout).toBe('node/node-1 cordoned\n');
       await c.agent('node-1')!.kill('SIGTERM');
       await c.startAgent('node-1', ['--labels', 'zone=b,disk=ssd']);
       const n = (await c.store.get<Node>(keys.node('node-1')))!.value;
-      expect(n.spec).toEqual({ unschedulable: true });
+      expect(n.spec).toEqual({});
+      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-1')))!.value.spec).toEqual({ unschedulable: true });
       expect(n.metadata.labels).toEqual({ zone: 'b', disk: 'ssd' });
       expect(n.status).toMatchObject({ capacity: { cpuMillis: 1000, memoryBytes: 2 * 1024 ** 3, gpus: 0 }, registeredAt: cur.value.status!.registeredAt });
       const hb = (await heartbeat('node-1'))!;

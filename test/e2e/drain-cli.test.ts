@@ -3,7 +3,7 @@
 // status the drain controller writes (written here by the test, to drive every ending).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import { API_VERSION, type AuditEvent, type Node, type NodeDrain, type NodeDrainStatus } from '../../src/api/types.js';
+import { API_VERSION, type AuditEvent, type Node, type NodeDrain, type NodeDrainStatus, type NodeSpecRecord } from '../../src/api/types.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { jaco } from '../support/cli.js';
@@ -51,11 +51,13 @@ describe('jaco node drain', () => {
     const drain = await store.mustGet<NodeDrain>(keys.drain('node-2'));
     expect(drain.value.spec).toMatchObject({ node: 'node-2', timeout: '2m', force: false, remove: false });
     expect(drain.value.status).toBeUndefined(); // the controller's field
-    const node = await store.mustGet<Node>(keys.node('node-2'));
-    expect(node.value.spec.unschedulable).toBe(true);
-    // One transaction: the drain, the node and the audit record share one revision.
+    // The cordon is what operators decide: nodespecs/<host>, never the agent's nodes/<host>.
+    const decided = await store.mustGet<NodeSpecRecord>(keys.nodeSpec('node-2'));
+    expect(decided.value.spec.unschedulable).toBe(true);
+    expect((await store.mustGet<Node>(keys.node('node-2'))).value.spec.unschedulable).toBeUndefined();
+    // One transaction: the drain, the cordon and the audit record share one revision.
     expect(drain.modRevision).toBe(before + 1);
-    expect(node.modRevision).toBe(before + 1);
+    expect(decided.modRevision).toBe(before + 1);
     const audit = (await store.list<AuditEvent>(keys.audits())).items.map((i) => i.value.spec);
     expect(audit).toMatchObject([{ type: 'node_cordoned', actor: 'cli', payload: { node: 'node-2', unschedulable: true, by: 'drain' } }]);
 
@@ -117,7 +119,7 @@ describe('jaco node drain', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^drain\/node-2 cancelled:/);
     expect(await store.get(keys.drain('node-2'))).toBeUndefined();
-    expect((await store.mustGet<Node>(keys.node('node-2'))).value.spec.unschedulable).toBe(true);
+    expect((await store.mustGet<NodeSpecRecord>(keys.nodeSpec('node-2'))).value.spec.unschedulable).toBe(true);
     const audit = (await store.list<AuditEvent>(keys.audits())).items.map((i) => i.value.spec);
     expect(audit.at(-1)).toMatchObject({ type: 'drain_aborted', payload: { node: 'node-2', reason: 'cancelled' } });
   });

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { replicaRunning } from '../../src/api/readiness.js';
-import type { AuditEvent, Node, NodeDrain, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import type { AuditEvent, Node, NodeDrain, NodeSpecRecord, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
 import { jaco, type CliResult } from '../support/cli.js';
 import { sampler, startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
@@ -189,7 +189,7 @@ ${sleeper('', '4s')}`,
       expect(await audit('drain_started')).toHaveLength(1);
       expect(await audit('drain_completed')).toMatchObject([{ payload: { node: 'node-2', moved: 4, dropped: 1, stopped: 0 } }]);
       // Cordoned until the operator says otherwise.
-      expect((await c.store.get<Node>(keys.node('node-2')))!.value.spec.unschedulable).toBe(true);
+      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
     }));
 
   it('aborts with drain_timeout when the replacement never becomes healthy; the old replica keeps running', () =>
@@ -223,7 +223,7 @@ ${sleeper('')}`,
       const after = await observedOf('node-2', 'picky-picky-0');
       expect(after).toMatchObject({ state: 'running', containerId: before!.containerId, startedAt: before!.startedAt });
       await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === 'picky-picky-0').length === 1, { what: 'only the old picky container left' });
-      expect((await c.store.get<Node>(keys.node('node-2')))!.value.spec.unschedulable).toBe(true);
+      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
       expect(await audit('drain_aborted')).toMatchObject([{ payload: { node: 'node-2', reason: 'drain_timeout', replica: 'picky-picky-0', cause: 'move_timeout' } }]);
     }));
 

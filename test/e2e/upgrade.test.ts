@@ -8,14 +8,15 @@
 // times, no move or restart in the audit); the old agents run what the new controllers write (a
 // scale made between the steps), the new ones adopt what the old ones started; no process of
 // either version finds a value it cannot read; the service answers through the ingress after every
-// step. The version skew this supports is written in docs/operate.md.
-import { execFileSync } from 'node:child_process';
+// step. A cordon made by the previous release's CLI outlives the upgrade (issue 29 moved what
+// operators decide to nodespecs/). The version skew this supports is written in docs/operate.md.
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
-import type { AuditEvent, Endpoints, ReplicaObserved } from '../../src/api/types.js';
+import type { AuditEvent, Endpoints, NodeSpecRecord, ReplicaObserved } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { JACO_BIN } from '../support/cli.js';
 import { TestCluster, type Proc } from '../support/cluster.js';
@@ -102,6 +103,9 @@ describe('an upgrade from the previous release, one process at a time', () => {
       const scaled = [...(await containers()).keys()].filter((id) => !before.has(id));
       expect(scaled).toHaveLength(1);
       started.set(scaled[0]!, (await startedAt(scaled)).get(scaled[0]!)!);
+      // The previous release's CLI cordons node-2 (inside nodes/node-2: it knows no nodespecs/).
+      const oldCli = spawnSync(process.execPath, [join(previous, 'bin', 'jaco'), 'node', 'cordon', 'node-2'], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix }, encoding: 'utf8' });
+      expect(oldCli.stdout, oldCli.stderr).toBe('node/node-2 cordoned\n');
 
       // 2. Each agent in turn: the new one adopts what the old one runs.
       for (const node of ['node-1', 'node-2']) {
@@ -110,6 +114,13 @@ describe('an upgrade from the previous release, one process at a time', () => {
         await running(3);
         await answers();
       }
+      // The cordon outlived both agents' re-registration: an upgrade uncordons nothing. This
+      // CLI's uncordon writes what operators decide where this version keeps it (nodespecs/).
+      const nodeStatus = async () => (await c.jaco(['get', 'nodes', 'node-2'])).stdout;
+      expect(await nodeStatus()).toContain('Ready,SchedulingDisabled');
+      expect((await c.jaco(['node', 'uncordon', 'node-2'])).stdout).toBe('node/node-2 uncordoned\n');
+      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))?.value.spec).toEqual({ unschedulable: false });
+      expect(await nodeStatus()).not.toContain('SchedulingDisabled');
       // 3. The ingress.
       await ingress.kill();
       ingress = startIngress(c, 'node-1');

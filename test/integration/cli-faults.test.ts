@@ -204,7 +204,10 @@ describe('a value that is not JSON, under every prefix (item 5)', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^n1\s+Ready/m);
     expect(r.stdout).toMatch(/^junk\s+Unreadable/m);
+    // What operators decided about node "junk" cannot be read either: listed by its key.
+    expect(r.stdout).toMatch(/^nodespecs\/junk\s+Unreadable/m);
     named(r, 'heartbeats/junk');
+    named(r, 'nodespecs/junk');
     expect((await run(['get', 'replicas'])).code).toBe(0);
     r = await run(['get', 'endpoints']);
     expect(r.code).toBe(0);

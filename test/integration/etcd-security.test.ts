@@ -11,7 +11,10 @@ import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
 import { eventually } from '../support/wait.js';
 import { keys } from '../../src/api/keys.js';
-import type { Heartbeat, IngressStatus, Node, NodeOverlay, NodeSubnet } from '../../src/api/types.js';
+import type { Heartbeat, IngressStatus, Node, NodeOverlay, NodeSpec, NodeSpecRecord, NodeSubnet } from '../../src/api/types.js';
+import { FAST } from '../../src/timings.js';
+import { Presence } from '../../controllers/node-agent/presence.js';
+import { testLogger } from '../support/log.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
@@ -103,6 +106,43 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'config/images', value: counter }] }])).rejects.toThrow(/permission denied/i);
     } finally {
       agent.close();
+    }
+  });
+
+  it("an agent's user cannot write what operators decided about its node (nodespecs/<node>): it cannot uncordon itself, and its registration keeps the cordon", async () => {
+    const ctl = envOf('controller.env');
+    const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+    const agent = asAgent('n1');
+    const decided = (spec: NodeSpec): NodeSpecRecord => ({ apiVersion: 'jaco.dev/v1', kind: 'NodeSpec', metadata: { name: 'n1' }, spec });
+    const register = () =>
+      new Presence({ node: 'n1', store: agent, timings: FAST, statusIntervalMs: 300, capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, labels: {}, rejoin: false, log: testLogger(), pressure: async () => undefined, dockerUp: () => true, removed: () => undefined, claimChanged: () => undefined }).register();
+    try {
+      // A cluster written by the previous release: the cordon inside nodes/n1. The agent's
+      // registration carries it as it is (an upgrade uncordons nothing) …
+      await commitAtomic(controller, [{ ops: [{ op: 'put', key: keys.node('n1'), value: { ...nodeOf('n1'), spec: { unschedulable: true } } }] }]);
+      await register();
+      expect((await controller.get<Node>(keys.node('n1')))!.value.spec).toEqual({ unschedulable: true });
+      // … until the CLI decides: `jaco node cordon` writes nodespecs/n1, and the agent's next registration drops the old field.
+      expect((await jaco(['node', 'uncordon', 'n1'], { endpoint: etcd.endpoint, env: ctl })).stdout).toBe('node/n1 uncordoned\n');
+      expect((await jaco(['node', 'cordon', 'n1'], { endpoint: etcd.endpoint, env: ctl })).stdout).toBe('node/n1 cordoned\n');
+      await register();
+      expect((await controller.get<Node>(keys.node('n1')))!.value.spec).toEqual({});
+      expect((await agent.get<NodeSpecRecord>(keys.nodeSpec('n1')))!.value.spec).toEqual({ unschedulable: true });
+      // It reads its own node's decision, writes none of it, and reads no other node's.
+      for (const op of [{ op: 'put', key: keys.nodeSpec('n1'), value: decided({}) }, { op: 'delete', key: keys.nodeSpec('n1') }, { op: 'put', key: keys.nodeSpec('n2'), value: decided({ trusted: true }) }] as const)
+        await expect(commitAtomic(agent, [{ ops: [op] }]), `${op.op} ${op.key}`).rejects.toThrow(/permission denied/i);
+      await expect(agent.get(keys.nodeSpec('n2'))).rejects.toThrow(/permission denied/i);
+      // Rewriting its own nodes/n1 with a spec changes nothing operators see: still cordoned.
+      const n = (await agent.get<Node>(keys.node('n1')))!;
+      await commitAtomic(agent, [{ ops: [{ op: 'update', key: keys.node('n1'), value: { ...n.value, spec: { unschedulable: false, trusted: true } }, modRevision: n.modRevision }] }]);
+      const get = await jaco(['get', 'nodes', 'n1'], { endpoint: etcd.endpoint, env: ctl });
+      expect(get.stdout).toContain('SchedulingDisabled');
+      // And it still registers and heartbeats under its own user (the real agent below).
+      await register();
+    } finally {
+      await commitAtomic(controller, [{ ops: [{ op: 'delete', key: keys.node('n1') }, { op: 'delete', key: keys.nodeSpec('n1') }] }]);
+      agent.close();
+      controller.close();
     }
   });
 

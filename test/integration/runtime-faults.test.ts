@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Deployment, type DeploymentSpec, type DeploymentStatus, type Heartbeat, type Node, type ReplicaDesired } from '../../src/api/types.js';
 import { applyDeployments } from '../../src/cli/apply.js';
+import { setCordon } from '../../src/cli/commands/node.js';
 import { metrics } from '../../src/observability/metrics.js';
 import type { Act } from '../../src/runtime/acts.js';
 import { Cache } from '../../src/runtime/cache.js';
@@ -145,7 +146,7 @@ describe('3. two movers cannot both move one replica', () => {
     // The agent reports it running (no Docker here).
     const s = r!.value.spec;
     await store.ns.put(keys.observed(s.node, s.replica)).value(JSON.stringify({ apiVersion: API_VERSION, kind: 'ReplicaObserved', metadata: { name: s.replica }, status: { replica: s.replica, node: s.node, deployment: 'app', service: 'web', state: 'running', revision: s.revision, specHash: s.specHash, health: 'none', startedAt: new Date(Date.now() - 60_000).toISOString(), observedAt: new Date().toISOString() } }));
-    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands', 'nodes', 'drains'], testLogger());
+    const cache = await Cache.read(store, ['desired', 'observed', 'disruptions', 'commands', 'nodes', 'nodespecs', 'drains'], testLogger());
     const book = () => new MoveBook({ replicas: cache.index(REPLICAS), ledgers: new Map(), eligibility: eligibilityRevisions(cache) });
     const [d1, d2] = ['node-1', 'node-2', 'node-3', 'node-4'].filter((n) => n !== s.node);
     const drain = startMove(book(), { replica: s.replica, src: s.node, dst: d1!, by: 'drain', id: 'm-drain', now: Date.now(), timeoutMs: 60_000, sourceLeaving: true });
@@ -189,9 +190,8 @@ describe('8. a placement compares the node it relied on', () => {
       const place = acts.flatMap((a) => a.ops).find((o) => o.op === 'create' && o.key.startsWith('desired/'));
       if (cordoned || !place) return;
       cordoned = place.key.split('/')[1]!;
-      // `jaco node cordon` lands after the scheduler decided and before its commit.
-      const n = (await store.get<Node>(keys.node(cordoned)))!;
-      await commitAtomic(store, [{ ops: [{ op: 'update', key: keys.node(cordoned), value: { ...n.value, spec: { unschedulable: true } }, modRevision: n.modRevision }] }]);
+      // `jaco node cordon` (its write of nodespecs/<host>) lands after the scheduler decided and before its commit.
+      expect(await setCordon(store, cordoned, true)).toBe(true);
     });
     await apply(store, 'cordon', web(1));
     const [r] = await eventually(async () => ((await desiredOf(store, 'cordon')).length === 1 ? desiredOf(store, 'cordon') : undefined));

@@ -492,7 +492,7 @@ export const BREADTH_TXN_INVARIANTS: readonly TxnInvariant[] = [statefulNeverRep
 export const globalOnEveryEligibleNode: Invariant = {
   name: 'a global service runs one replica per eligible Ready node once quiet',
   check(sim) {
-    const eligible = sim.nodes.filter((n) => sim.get<Node>(keys.node(n))?.spec?.unschedulable !== true && sim.has(keys.node(n)) && readyOf(sim, n));
+    const eligible = sim.nodes.filter((n) => sim.decidedNode(n)?.spec?.unschedulable !== true && sim.has(keys.node(n)) && readyOf(sim, n));
     for (const d of sim.deployments()) {
       for (const [svc, spec] of Object.entries(d.spec.services)) {
         if (placementMode(spec) !== 'global') continue;
@@ -520,7 +520,7 @@ export const forcedDrainResumes: Invariant = {
     for (const d of sim.desired()) {
       const s = d.spec;
       if (s.suspended?.reason !== 'node_drained') continue;
-      const node = sim.get<Node>(keys.node(s.node));
+      const node = sim.decidedNode(s.node);
       if (node && !node.spec?.unschedulable && !drainActive(sim.get<NodeDrain>(keys.drain(s.node)))) return `${s.replica} is still suspended on ${s.node}, which is uncordoned with no drain in progress`;
     }
     return undefined;

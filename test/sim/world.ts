@@ -15,7 +15,7 @@
 // key); an oversized spec; agents dying and returning; containers crashing; operator actions
 // (scale, new image, rollback, cordon, drain, remove node, delete and re-create).
 import { keys } from '../../src/api/keys.js';
-import { nodeReady } from '../../src/api/nodes.js';
+import { nodeAsDecided, nodeReady } from '../../src/api/nodes.js';
 import { templateOf } from '../../src/api/serving.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import {
@@ -27,6 +27,8 @@ import {
   type Node,
   type NodeCopy,
   type NodeDrain,
+  type NodeSpec,
+  type NodeSpecRecord,
   type ReplicaCommand,
   type ReplicaDesired,
   type ReplicaObserved,
@@ -223,6 +225,12 @@ export class Sim {
 
   // ------------------------------------------------------------------ the truth, read
 
+  /** A node as operators see it: nodes/<host> joined with nodespecs/<host> (src/api/nodes.ts). */
+  decidedNode(n: string): Node | undefined {
+    const node = this.get<Node>(keys.node(n));
+    return node && nodeAsDecided(node, this.get<NodeSpecRecord>(keys.nodeSpec(n)));
+  }
+
   get<T>(key: string): T | undefined {
     const c = this.etcd.get(key);
     if (!c) return undefined;
@@ -332,6 +340,11 @@ export class Sim {
 
   private remove(key: string): void {
     this.etcd.kv.remove(key);
+  }
+
+  /** What operators decided about a node, written as the CLI writes it (nodespecs/<host>). */
+  private decide(n: string, spec: NodeSpec): void {
+    this.put(keys.nodeSpec(n), { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name: n }, spec } satisfies NodeSpecRecord);
   }
 
   private addNode(name: string, unschedulable = false): void {
@@ -707,16 +720,16 @@ export class Sim {
       this.deploy(d.metadata.name, rec.spec.template.services, `rollback to revision ${gen - 1}`);
     } else if (roll < 0.53) {
       const n = this.pick(this.nodes);
-      const node = this.get<{ spec: { unschedulable?: boolean } }>(keys.node(n));
+      const node = this.decidedNode(n);
       if (!node || this.broken.has(keys.node(n))) return;
-      const cordon = !node.spec.unschedulable;
+      const cordon = !node.spec?.unschedulable;
       this.log(`operator: ${cordon ? 'cordon' : 'uncordon'} ${n}`);
-      this.put(keys.node(n), { ...node, spec: cordon ? { unschedulable: true } : {} });
+      this.decide(n, cordon ? { unschedulable: true } : {});
     } else if (roll < 0.63) {
       const n = this.pick(this.nodes);
       // One drain at a time; a removal's record stays (the drain controller retires it on a rejoin).
       if (this.keys('drains/').some((k) => this.get<NodeDrain>(k)?.status?.state !== 'removed') || this.broken.has(keys.node(n))) return;
-      const node = this.get<{ spec: object }>(keys.node(n));
+      const node = this.decidedNode(n);
       if (!node) return;
       // Removing a node is a drain that ends by removing it (jaco node remove).
       const remove = this.r() < 0.3;
@@ -724,7 +737,7 @@ export class Sim {
       const force = !!this.opts.breadth && this.r() < 0.5;
       if (force) this.count('forced drain');
       this.log(`operator: ${remove ? 'remove node' : 'drain'} ${n}${force ? ' --force' : ''}`);
-      this.put(keys.node(n), { ...node, spec: { unschedulable: true } });
+      this.decide(n, { ...node.spec, unschedulable: true });
       this.put(keys.drain(n), { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name: n }, spec: { node: n, timeout: '30s', force, remove, requestedAt: iso(this.now) } } satisfies NodeDrain);
     } else if (roll < 0.66) {
       // A removed node's agent registers it again (jaco agent --rejoin).
@@ -1032,8 +1045,7 @@ export class Sim {
       this.down.clear();
       for (const k of [...this.broken.keys()]) this.repair(k);
       for (const n of this.nodes) {
-        const node = this.get<{ spec: object }>(keys.node(n));
-        if (node) this.put(keys.node(n), { ...node, spec: {} });
+        if (this.has(keys.node(n))) this.decide(n, {});
         else this.addNode(n);
       }
       for (const k of this.keys('drains/')) this.remove(k);
@@ -1072,7 +1084,7 @@ export function converged(sim: Sim): string | undefined {
     }
     for (const [svc, spec] of Object.entries(d.spec.services)) {
       // A global service: one per registered, schedulable, Ready node (globalOnEveryEligibleNode says which is missing).
-      const want = placementMode(spec) === 'global' ? sim.nodes.filter((n) => sim.has(keys.node(n)) && !sim.get<{ spec?: { unschedulable?: boolean } }>(keys.node(n))?.spec?.unschedulable && readyNow(sim, n)).length : (spec.replicas ?? 1);
+      const want = placementMode(spec) === 'global' ? sim.nodes.filter((n) => sim.has(keys.node(n)) && !sim.decidedNode(n)?.spec?.unschedulable && readyNow(sim, n)).length : (spec.replicas ?? 1);
       const current = templateOf(d.metadata.generation ?? 1, spec).specHash;
       const plan = sim.get<RolloutPlan>(keys.rollout(d.metadata.name, svc))?.spec;
       // Reverted until the next apply (any new generation of the deployment counts) — if there is

@@ -8,6 +8,8 @@ import {
   type Deployment,
   type Node,
   type NodeDrain,
+  type NodeSpec,
+  type NodeSpecRecord,
   type ObservedState,
   type ReplicaDesired,
   type ReplicaObserved,
@@ -80,6 +82,11 @@ export class World extends StoreWorld<ActMetrics> {
     else this.down.add(name);
   }
 
+  /** What operators decided about a node, as the CLI writes it (nodespecs/<host>). */
+  decideNode(name: string, spec: NodeSpec): void {
+    this.put(keys.nodeSpec(name), { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name }, spec } satisfies NodeSpecRecord);
+  }
+
   heartbeat(name: string, time = this.now): void {
     this.down.delete(name);
     this.putHeartbeat(name, time);
@@ -88,6 +95,7 @@ export class World extends StoreWorld<ActMetrics> {
   /** `jaco node remove` as the drain controller ends it: node and heartbeat deleted, the removal recorded. */
   removeNode(name: string): void {
     this.remove(keys.node(name));
+    this.remove(keys.nodeSpec(name));
     this.remove(keys.heartbeat(name));
     this.down.add(name);
     const drain: NodeDrain = { apiVersion: API_VERSION, kind: 'NodeDrain', metadata: { name }, spec: { node: name, timeout: '5m', force: false, remove: true, requestedAt: iso(this.now) }, status: { state: 'removed', replicas: {}, finishedAt: iso(this.now) } } as NodeDrain;

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { drainProgress, type DrainProgress } from '../../../controllers/drain/progress.js';
 import type { DrainAbortReason } from '../../api/reasons/drain.js';
 import { keys } from '../../api/keys.js';
-import { API_VERSION, type Node, type NodeDrain, type NodeDrainSpec } from '../../api/types.js';
+import { API_VERSION, type NodeDrain, type NodeDrainSpec } from '../../api/types.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { AuditLog } from '../../store/audit.js';
@@ -16,6 +16,7 @@ import { PRODUCTION } from '../../timings.js';
 import { action, CliError, connect, EXIT_INVALID, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../output.js';
 import { readKey, unreadableRefusal } from '../read.js';
+import { nodeSpecOps, readNodeToDecide } from './node.js';
 
 /** Still being worked on by the controller (removed counts as over: the node is gone). */
 const inProgress = (d: NodeDrain) => !d.status || d.status.state === 'pending' || d.status.state === 'draining';
@@ -49,11 +50,10 @@ function parseTimeout(v: string): string {
  * drain in progress. Refuses a second drain of a node, and a node that does not exist.
  */
 export async function requestDrain(store: Store, req: DrainRequest, now = Date.now()): Promise<DrainRequestResult> {
-  const [{ value: node, unreadable: badNode }, { value: old, unreadable: badDrain }] = await Promise.all([readKey<Node>(store, keys.node(req.host), 'Node'), readKey<NodeDrain>(store, keys.drain(req.host), 'NodeDrain')]);
-  // What cannot be read cannot be decided on: named, and how to clear it.
-  if (badNode) throw new CliError(unreadableRefusal(badNode, `drain node "${req.host}"`));
+  const { value: old, unreadable: badDrain } = await readKey<NodeDrain>(store, keys.drain(req.host), 'NodeDrain');
+  // What cannot be read cannot be decided on: named (the node's keys first), and how to clear it.
+  const node = await readNodeToDecide(store, req.host, `drain node "${req.host}"`, old?.value.status?.state === 'removed' ? ' (it was removed from the cluster)' : '');
   if (badDrain) throw new CliError(`${unreadableRefusal(badDrain, `drain node "${req.host}"`)} (jaco node drain ${req.host} --cancel deletes it)`);
-  if (!node) throw new CliError(`node "${req.host}" not found${old?.value.status?.state === 'removed' ? ' (it was removed from the cluster)' : ''}`);
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
   const what = req.remove ? 'removal' : 'drain';
 
@@ -80,10 +80,10 @@ export async function requestDrain(store: Store, req: DrainRequest, now = Date.n
     spec: { node: req.host, timeout: req.timeout, force: req.force, remove: req.remove, requestedAt: new Date(now).toISOString() },
   };
   const ops: Op[] = [old ? { op: 'update', key: old.key, value: drain, modRevision: old.modRevision } : { op: 'create', key: keys.drain(req.host), value: drain }];
-  const cordoned = !!node.value.spec?.unschedulable;
-  if (cordoned) ops.push({ op: 'check', key: node.key, modRevision: node.modRevision });
+  const cordoned = !!node.joined.spec?.unschedulable;
+  if (cordoned) ops.push({ op: 'check', key: node.node.key, modRevision: node.node.modRevision }, { op: 'check', key: keys.nodeSpec(req.host), modRevision: node.decided?.modRevision ?? 0 });
   else {
-    ops.push({ op: 'update', key: node.key, value: { ...node.value, spec: { ...node.value.spec, unschedulable: true } }, modRevision: node.modRevision });
+    ops.push(...nodeSpecOps(node, { ...node.joined.spec, unschedulable: true }));
     ops.push(await audit.op({ type: 'node_cordoned', time: now, payload: { node: req.host, unschedulable: true, by: what } }));
   }
   await commitAtomic(store, [{ label: `${what} ${req.host}`, ops }]);

@@ -108,7 +108,9 @@ function getNodes(v: ClusterView, name: string | undefined, out: string, now: nu
     return row;
   });
   const headers = ['NAME', 'STATUS', 'CPU', 'MEMORY', 'DISK', 'GPUS', 'REPLICAS', 'AGE', 'VERSION', ...(out === 'wide' ? ['ADDRESS', 'CPU%', 'MEM%', 'PRESSURE', 'SKEW', 'LABELS'] : [])];
-  printTable(headers, [...rows, ...unreadableRows(unreadableNamed(v, keys.nodes(), name), keys.nodes(), headers.length)]);
+  // A node whose nodespecs/<host> cannot be read is listed (read as cordoned), that key beneath it by its full name.
+  const unreadable = [...unreadableRows(unreadableNamed(v, keys.nodes(), name), keys.nodes(), headers.length), ...unreadableRows(unreadableNamed(v, keys.nodeSpecs(), name), '', headers.length)];
+  printTable(headers, [...rows, ...unreadable]);
 }
 
 function getReplicas(v: ClusterView, name: string | undefined, out: string, now: number, deployment?: string): void {

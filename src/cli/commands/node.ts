@@ -1,37 +1,83 @@
-// jaco node: cordon, uncordon, label, trust and distrust (the CLI's fields of nodes/<host>: spec), and
-// the cluster's node-eligibility settings (config/nodes).
+// jaco node: cordon, uncordon, label, trust and distrust — what operators decide about a node, at
+// nodespecs/<host> (never in nodes/<host>, which is its agent's) — and the cluster's
+// node-eligibility settings (config/nodes).
 import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
-import { drainActive, LabelArgError, parseLabelArgs, relabel, type LabelChanges } from '../../api/nodes.js';
-import { API_VERSION, type Node, type NodeDrain, type NodeSettings, type NodeSettingsSpec } from '../../api/types.js';
+import { drainActive, LabelArgError, nodeAsDecided, parseLabelArgs, relabel, type LabelChanges } from '../../api/nodes.js';
+import { API_VERSION, type Node, type NodeDrain, type NodeSettings, type NodeSettingsSpec, type NodeSpec, type NodeSpecRecord } from '../../api/types.js';
 import { NodeSettingsError, resolveNodeSettings } from '../../api/eligibility.js';
 import { formatPath, schemas } from '../../api/schema.js';
 import { formatBytes, formatDuration } from '../../api/units.js';
-import { AuditLog } from '../../store/audit.js';
+import { AuditLog, type AuditRecord } from '../../store/audit.js';
 import { PRODUCTION } from '../../timings.js';
-import { commitAtomic } from '../../store/writer.js';
+import { commitAtomic, type Op } from '../../store/writer.js';
 import { ConflictError } from '../../store/errors.js';
-import type { Store } from '../../store/store.js';
+import type { Store, Versioned } from '../../store/store.js';
 import { action, CliError, withStore } from '../common.js';
 import { readKey, unreadableRefusal } from '../read.js';
 
-export async function setCordon(store: Store, host: string, unschedulable: boolean): Promise<boolean> {
-  const { value: cur, unreadable } = await readKey<Node>(store, keys.node(host), 'Node');
-  if (unreadable) throw new CliError(unreadableRefusal(unreadable, `${unschedulable ? 'cordon' : 'uncordon'} node "${host}"`));
-  if (!cur) throw new CliError(`node "${host}" not found`);
-  if (!!cur.value.spec?.unschedulable === unschedulable) return false;
-  const next: Node = { ...cur.value, spec: { ...cur.value.spec, unschedulable } };
+/** A node as the CLI changes what operators decide about it: both keys as read, and the two joined. */
+export interface NodeToDecide {
+  /** nodes/<host> (what its agent reports). */
+  node: Versioned<Node>;
+  /** nodespecs/<host>; absent: nothing decided since the split (an older CLI's spec may sit in node). */
+  decided?: Versioned<NodeSpecRecord>;
+  /** The node as operators see it (api/nodes.ts nodeAsDecided). */
+  joined: Node;
+}
+
+/**
+ * Reads a node to change what operators decided about it. What cannot be read cannot be decided
+ * on: refused, naming the key; a node that does not exist is refused too.
+ */
+export async function readNodeToDecide(store: Store, host: string, what: string, notFoundHint = ''): Promise<NodeToDecide> {
+  const [n, d] = await Promise.all([readKey<Node>(store, keys.node(host), 'Node'), readKey<NodeSpecRecord>(store, keys.nodeSpec(host), 'NodeSpec')]);
+  for (const u of [n.unreadable, d.unreadable]) if (u) throw new CliError(unreadableRefusal(u, what));
+  if (!n.value) throw new CliError(`node "${host}" not found${notFoundHint}`);
+  return { node: n.value, ...(d.value ? { decided: d.value } : {}), joined: nodeAsDecided(n.value.value, d.value?.value) };
+}
+
+/**
+ * The ops that store `spec` as what operators decided about the node: nodespecs/<host> created or
+ * updated on the revision read, and nodes/<host> compared (a node removed or re-registered
+ * meanwhile refuses the write: read again). nodes/<host> itself is never written: it is the agent's.
+ */
+export function nodeSpecOps(r: NodeToDecide, spec: NodeSpec): Op[] {
+  const host = r.node.value.metadata.name;
+  const value: NodeSpecRecord = { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name: host }, spec };
+  return [
+    r.decided ? { op: 'update', key: keys.nodeSpec(host), value, modRevision: r.decided.modRevision } : { op: 'create', key: keys.nodeSpec(host), value },
+    { op: 'check', key: r.node.key, modRevision: r.node.modRevision },
+  ];
+}
+
+/**
+ * Changes what operators decided about a node in one CAS write with its audit record. `change`
+ * gets the node as operators see it and returns the new spec with its audit record, or only what
+ * to return when nothing changes. A write that loses to a concurrent one (the agent re-registering,
+ * another operator) reads again, up to three times.
+ */
+async function decideNode<R>(store: Store, host: string, what: string, change: (node: Node) => { result: R; spec?: NodeSpec; audit?: AuditRecord }): Promise<R> {
   const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-  await commitAtomic(store, [
-    {
-      label: `cordon ${host}`,
-      ops: [
-        { op: 'update', key: keys.node(host), value: next, modRevision: cur.modRevision },
-        await audit.op({ type: 'node_cordoned', time: Date.now(), payload: { node: host, unschedulable } }),
-      ],
-    },
-  ]);
-  return true;
+  for (let attempt = 1; ; attempt++) {
+    const cur = await readNodeToDecide(store, host, what);
+    const c = change(cur.joined);
+    if (!c.spec || !c.audit) return c.result;
+    try {
+      await commitAtomic(store, [{ label: what, ops: [...nodeSpecOps(cur, c.spec), await audit.op(c.audit)] }]);
+      return c.result;
+    } catch (e) {
+      if (!(e instanceof ConflictError) || attempt >= 3) throw e;
+    }
+  }
+}
+
+export async function setCordon(store: Store, host: string, unschedulable: boolean): Promise<boolean> {
+  return decideNode(store, host, `${unschedulable ? 'cordon' : 'uncordon'} node "${host}"`, (n) =>
+    !!n.spec?.unschedulable === unschedulable
+      ? { result: false }
+      : { result: true, spec: { ...n.spec, unschedulable }, audit: { type: 'node_cordoned', time: Date.now(), payload: { node: host, unschedulable } } },
+  );
 }
 
 /**
@@ -46,35 +92,18 @@ export async function setLabels(store: Store, host: string, args: readonly strin
   } catch (e) {
     throw cliError(e);
   }
-  // A concurrent write of the node (the agent re-registering, a cordon) fails the CAS: read again.
-  for (let attempt = 1; ; attempt++) {
-    const cur = await store.get<Node>(keys.node(host));
-    if (!cur) throw new CliError(`node "${host}" not found`);
+  return decideNode(store, host, `label node "${host}"`, (n) => {
     let next: ReturnType<typeof relabel>;
     try {
-      next = relabel(cur.value, changes);
+      next = relabel(n, changes);
     } catch (e) {
       throw cliError(e);
     }
-    if (!Object.keys(next.set).length && !next.removed.length) return next;
-    const { labels: _old, ...restSpec } = cur.value.spec ?? {};
-    const value: Node = { ...cur.value, spec: { ...restSpec, ...(next.labels ? { labels: next.labels } : {}) } };
-    const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-    try {
-      await commitAtomic(store, [
-        {
-          label: `label ${host}`,
-          ops: [
-            { op: 'update', key: keys.node(host), value, modRevision: cur.modRevision },
-            await audit.op({ type: 'node_labeled', time: Date.now(), payload: { node: host, set: next.set, removed: next.removed } }),
-          ],
-        },
-      ]);
-      return next;
-    } catch (e) {
-      if (!(e instanceof ConflictError) || attempt >= 3) throw e;
-    }
-  }
+    const result = { set: next.set, removed: next.removed };
+    if (!Object.keys(next.set).length && !next.removed.length) return { result };
+    const { labels: _old, ...rest } = n.spec ?? {};
+    return { result, spec: { ...rest, ...(next.labels ? { labels: next.labels } : {}) }, audit: { type: 'node_labeled', time: Date.now(), payload: { node: host, set: next.set, removed: next.removed } } };
+  });
 }
 
 /**
@@ -82,22 +111,11 @@ export async function setLabels(store: Store, host: string, args: readonly strin
  * one CAS write with its audit record. Returns whether anything changed.
  */
 export async function setTrusted(store: Store, host: string, trusted: boolean): Promise<boolean> {
-  for (let attempt = 1; ; attempt++) {
-    const { value: cur, unreadable } = await readKey<Node>(store, keys.node(host), 'Node');
-    if (unreadable) throw new CliError(unreadableRefusal(unreadable, `${trusted ? 'trust' : 'distrust'} node "${host}"`));
-    if (!cur) throw new CliError(`node "${host}" not found`);
-    if (!!cur.value.spec?.trusted === trusted) return false;
-    const { trusted: _old, ...rest } = cur.value.spec ?? {};
-    const next: Node = { ...cur.value, spec: { ...rest, ...(trusted ? { trusted: true } : {}) } };
-    const audit = new AuditLog(store, 'cli', PRODUCTION.auditRetentionMs);
-    try {
-      await commitAtomic(store, [{ label: `trust ${host}`, ops: [{ op: 'update', key: keys.node(host), value: next, modRevision: cur.modRevision }, await audit.op({ type: 'node_trusted', time: Date.now(), payload: { node: host, trusted } })] }]);
-      return true;
-    } catch (e) {
-      // The agent re-registering between read and write: read again.
-      if (!(e instanceof ConflictError) || attempt >= 3) throw e;
-    }
-  }
+  return decideNode(store, host, `${trusted ? 'trust' : 'distrust'} node "${host}"`, (n) => {
+    if (!!n.spec?.trusted === trusted) return { result: false };
+    const { trusted: _old, ...rest } = n.spec ?? {};
+    return { result: true, spec: { ...rest, ...(trusted ? { trusted: true } : {}) }, audit: { type: 'node_trusted', time: Date.now(), payload: { node: host, trusted } } };
+  });
 }
 
 /** `jaco node settings` flags → the fields they set (an empty string resets a field to its default). */
@@ -218,7 +236,7 @@ export function registerNode(program: Command): Command {
     .addHelpText(
       'after',
       `
-Labels set here are the operator's (nodes/<host> spec.labels); the agent's own come from
+Labels set here are the operator's (nodespecs/<host> spec.labels); the agent's own come from
 \`jaco agent --labels\` and change only there. \`jaco get nodes\` shows both.
 
 Examples:
