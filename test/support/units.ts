@@ -4,10 +4,11 @@
 // ExecStart= (words split as the shell does, which is what systemd's quoting amounts to for these
 // units; the specifiers %H and %%), and the one liberty a test host needs: a root for the paths the
 // units name (/etc/jaco, /var/lib/jaco, …), and the installed binaries mapped to this checkout's.
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parse } from 'shell-quote';
 import { etcdBinary } from '../../src/runtime/etcd.js';
+import { registryBinary } from '../../src/runtime/registry.js';
 import { JACO_BIN } from './cli.js';
 
 export interface Unit {
@@ -92,14 +93,28 @@ const PROGRAMS: Record<string, () => string> = {
   '/usr/bin/node': () => process.execPath,
   '/opt/jaco/bin/jaco': () => JACO_BIN,
   '/usr/bin/etcd': etcdBinary,
+  '/usr/bin/docker-registry': registryBinary,
 };
-const HOST_PATHS = /^\/(etc\/jaco|var\/lib\/jaco|var\/lib\/etcd-jaco|var\/backups\/jaco)(\/|$)/;
+/** A host's own files; /etc/docker/certs.d stays the machine's (every engine here reads that one). */
+const HOST_PATHS = /^\/(etc\/jaco|var\/lib\/jaco|var\/lib\/etcd-jaco|var\/backups\/jaco|etc\/docker\/registry|var\/lib\/docker-registry)(\/|$)/;
 
 function onHost(host: Host, word: string): string {
   const program = PROGRAMS[word];
   if (program) return program();
   // A path inside a word too (--data-dir=/var/lib/…, JACO_SECRETS_KEY_FILE=/etc/jaco/…).
   return word.replace(/(^|=)(\/[^\s=]*)/g, (m, pre: string, path: string) => (HOST_PATHS.test(path) ? `${pre}${join(host.root, path)}` : m));
+}
+
+/** Where a path the units name is on `host` (/etc/jaco/jaco.env → <root>/etc/jaco/jaco.env). */
+export const hostPath = (host: Host, path: string) => onHost(host, path);
+
+/** Puts a file on a host as an operator would copy it there: its text (with the host paths it names mapped) and its mode. */
+export function placeFile(host: Host, path: string, text: string, mode = 0o644): string {
+  const to = onHost(host, path);
+  mkdirSync(dirname(to), { recursive: true });
+  writeFileSync(to, text.replace(/(^|[\s=:'"])(\/[^\s'",]*)/gm, (m, pre: string, p: string) => (HOST_PATHS.test(p) ? `${pre}${join(host.root, p)}` : m)), { mode });
+  chmodSync(to, mode);
+  return to;
 }
 
 const specifiers = (host: Host, w: string) => w.replace(/%[%H]/g, (s) => (s === '%%' ? '%' : host.hostname));

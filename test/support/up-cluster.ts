@@ -16,6 +16,9 @@ import { jaco, type CliResult } from './cli.js';
 
 const NOTED = join(tmpdir(), 'jaco-test-up-dirs.txt');
 
+/** Notes a data directory holding an up.json, so an interrupted run's cluster is purged (`jaco down --purge`) by the next. */
+export const noteUpDir = (dir: string) => appendFileSync(NOTED, `${dir}\n`);
+
 export class UpCluster {
   readonly dataDir = mkdtempSync(join(tmpdir(), 'jaco-up-'));
   state!: UpState;
@@ -28,7 +31,7 @@ export class UpCluster {
   private upArgs: string[] = [];
 
   async start(): Promise<this> {
-    appendFileSync(NOTED, `${this.dataDir}\n`);
+    noteUpDir(this.dataDir);
     const etcdPort = await freePort();
     this.upArgs = ['up', '--nodes', String(this.opts.nodes ?? 3), '--detach', '--data-dir', this.dataDir, '--etcd-port', String(etcdPort), '--metrics-port', String(await freePort()), '--dashboard-port', '0', ...(this.opts.extraArgs ?? [])];
     return this.up();

@@ -1,0 +1,230 @@
+// deploy/README.md followed on three separate hosts (issue 32): each host a network namespace with
+// its own Docker engine (as `jaco up` makes them), and on it what the README puts there, each
+// process started with exactly the command line and environment its unit gives it (read from the
+// unit file: test/support/units.ts) — an etcd member of a 3-member cluster, the controllers on two
+// hosts, an agent (in the WireGuard mesh) and an ingress on every host, the dashboard, and Debian's
+// docker-registry with deploy/registry/config.yml on the first. Then an operator's day: a compose
+// application applied and answering through every host's ingress, a node drained and taken back,
+// a rolling update. The one liberty: jaco.env says JACO_TIMINGS=fast, so the walk takes seconds.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keys } from '../../src/api/keys.js';
+import { nodeReady } from '../../src/api/nodes.js';
+import type { Heartbeat, ReplicaDesired } from '../../src/api/types.js';
+import { PACKAGE_ROOT } from '../../src/paths.js';
+import { DOCKER_CERTS_DIR, tearDown, type UpState } from '../../src/runtime/local-cluster.js';
+import { claimNetwork, createNetwork, NETNS_DIR, type LocalNetwork } from '../../src/runtime/local-network.js';
+import { engineCommand, engineSpec, engineUrl, waitForEngine, type NodeEngineSpec } from '../../src/runtime/node-engine.js';
+import { clusterInfo } from '../../src/store/cluster.js';
+import { Store } from '../../src/store/store.js';
+import { logger } from '../../src/observability/log.js';
+import { jaco, type CliResult } from '../support/cli.js';
+import { requireDocker } from '../support/cluster.js';
+import { commandOf, hostPath, placeFile, readUnit, type Host } from '../support/units.js';
+import { noteUpDir } from '../support/up-cluster.js';
+import { eventually } from '../support/wait.js';
+
+const run = promisify(execFile);
+const NODES = ['node-1', 'node-2', 'node-3'];
+const CONTROLLER_HOSTS = ['node-1', 'node-2'];
+const PORT = 18300;
+const deploy = (f: string) => join(PACKAGE_ROOT, 'deploy', f);
+/** Every process's output, whole (the failure messages carry the last lines). */
+const LOG = join(tmpdir(), 'jaco-deploy-walk.log');
+/** One GET, by node's own fetch: the body, exit 2 on a non-200. */
+const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 2); }, (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
+
+describe('deploy/README.md followed on three separate hosts', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'jaco-deploy-'));
+  /** The operator's compose project. */
+  const appDir = mkdtempSync(join(tmpdir(), 'jaco-deploy-app-'));
+  let net: LocalNetwork;
+  const engines = new Map<string, NodeEngineSpec>();
+  const children: { name: string; proc: ChildProcess }[] = [];
+  const logs: string[] = [];
+  let state: UpState;
+  let store: Store;
+  let endpoints = '';
+  let registry = '';
+  const host = (node: string): Host => ({ hostname: node, root: join(dataDir, 'nodes', node, 'root') });
+  const address = (node: string) => net.nodes.find((n) => n.name === node)!.address;
+  const netns = (node: string) => `--net=${join(NETNS_DIR, net.nodes.find((n) => n.name === node)!.netns)}`;
+  const tell = () => `\n${logs.slice(-25).join('\n')}\n(every process's output: ${LOG})`;
+
+  /** Records what runs in the state file, so an interrupted run is torn down by the next (`jaco down --purge`). */
+  const save = () => writeFileSync(join(dataDir, 'up.json'), JSON.stringify({ ...state, children: children.map((c) => ({ name: c.name, pid: c.proc.pid, metrics: '', log: '' })) }));
+
+  /** Starts a process on `node` (its namespace), noting its output. */
+  function spawnOn(node: string, name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const proc = spawn('nsenter', [netns(node), '--', cmd, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const note = (d: Buffer) => {
+      logs.push(`${name}: ${d.toString().trimEnd().slice(-800)}`);
+      appendFileSync(LOG, `${name}: ${d.toString()}`);
+    };
+    proc.stdout!.on('data', note);
+    proc.stderr!.on('data', note);
+    children.push({ name, proc });
+    save();
+    return proc;
+  }
+  /**
+   * A unit on a host, as systemd starts it there: the host's Docker socket is its engine's, and its
+   * /run/wireguard its own (wireguard-go's control sockets are named by interface, and three hosts
+   * on one machine would otherwise share that directory; a real host has its own /run).
+   */
+  function startUnit(node: string, unitFile: string): ChildProcess {
+    const c = commandOf(readUnit(unitFile), host(node), { PATH: process.env.PATH, DOCKER_HOST: engineUrl(engines.get(node)!) });
+    const ownRun = ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mkdir -p /run/wireguard && mount -t tmpfs jaco-walk /run/wireguard && exec "$0" "$@"', c.cmd, ...c.args];
+    return spawnOn(node, `${node} ${unitFile.split('/').pop()}`, ownRun[0]!, ownRun.slice(1), c.env);
+  }
+  /** The operator's CLI, on this machine (it reaches the hosts over their links). */
+  const op = (args: string[], input?: string, timeoutMs = 60_000): Promise<CliResult> => jaco(args, { endpoint: endpoints, prefix: '/jaco/', input, timeoutMs });
+  const ok = async (args: string[], input?: string, timeoutMs?: number) => {
+    const r = await op(args, input, timeoutMs);
+    expect(r.code, `jaco ${args.join(' ')}: ${r.stdout}${r.stderr}${tell()}`).toBe(0);
+    return r.stdout;
+  };
+  /** GET / of `to`'s ingress on PORT, asked from `from`'s namespace. */
+  const ask = async (from: string, to: string) => (await run('nsenter', [netns(from), '--', process.execPath, '-e', FETCH, `http://${address(to)}:${PORT}/`], { encoding: 'utf8', timeout: 10_000 })).stdout.trim();
+  const webNodes = async () => (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value.spec).filter((s) => s.deployment === 'shop' && s.service === 'web').map((s) => s.node);
+
+  beforeAll(async () => {
+    await requireDocker();
+    writeFileSync(LOG, '');
+    noteUpDir(dataDir);
+    net = await claimNetwork(NODES);
+    state = { supervisorPid: 0, endpoint: '', mode: 'isolated', network: net, nodes: NODES, children: [], timings: 'fast', ready: false, startedAt: new Date().toISOString() };
+    save();
+    await createNetwork(net);
+    // Each host's Docker engine.
+    for (const n of net.nodes) {
+      const s = engineSpec(net.tag, n.name, n.netns, dataDir);
+      engines.set(n.name, s);
+      const c = engineCommand(s);
+      mkdirSync(s.execRoot, { recursive: true });
+      const proc = spawn(c.cmd, c.args, { stdio: 'ignore' });
+      children.push({ name: `docker-${n.name}`, proc });
+    }
+    save();
+    await Promise.all([...engines.values()].map((s) => waitForEngine(s, 60_000)));
+
+    // Step 1: an etcd member on each host — member.env.example with this host's name and address.
+    const peers = NODES.map((n, i) => `etcd-${i + 1}=http://${address(n)}:2380`).join(',');
+    const example = readFileSync(deploy('etcd/member.env.example'), 'utf8');
+    for (const [i, n] of NODES.entries()) {
+      const env = example
+        .replaceAll('10.0.0.11', address(n))
+        .replace(/^ETCD_NAME=.*$/m, `ETCD_NAME=etcd-${i + 1}`)
+        .replace(/^ETCD_INITIAL_CLUSTER=.*$/m, `ETCD_INITIAL_CLUSTER=${peers}`);
+      placeFile(host(n), '/etc/jaco/etcd.env', env);
+      startUnit(n, deploy('etcd/etcd-jaco.service'));
+    }
+    endpoints = NODES.map((n) => `http://${address(n)}:2379`).join(',');
+    // jaco.env on every host, pointed at the three members.
+    const jacoEnv = readFileSync(deploy('systemd/jaco.env'), 'utf8').replace(/^JACO_ENDPOINTS=.*$/m, `JACO_ENDPOINTS=${endpoints}`) + 'JACO_TIMINGS=fast\n';
+    for (const n of NODES) placeFile(host(n), '/etc/jaco/jaco.env', jacoEnv);
+    store = new Store({ endpoints });
+    await eventually(async () => (await clusterInfo(store).catch(() => undefined))?.uid, { what: `the 3-member etcd answering${tell()}`, timeoutMs: 60_000 });
+    state.clusterUid = (await clusterInfo(store)).uid;
+    state.endpoint = endpoints;
+    save();
+
+    // Step 2: the cluster key file, made once and copied to the controller hosts.
+    const key = join(dataDir, 'secrets.key');
+    await ok(['secret', 'key', 'rotate', '--key-file', key]);
+    for (const n of CONTROLLER_HOSTS) placeFile(host(n), '/etc/jaco/secrets.key', readFileSync(key, 'utf8'), 0o600);
+
+    // Step 4: the cluster's registry on node-1 — Debian's docker-registry, its unit as Debian ships
+    // it, with deploy/registry/config.yml and a certificate from the cluster CA; every engine trusts the CA.
+    const pki = join(dataDir, 'pki');
+    await ok(['cert', 'ca', '--ca-dir', pki]);
+    await ok(['cert', 'node', 'registry', '--ip', address('node-1'), '--ca-dir', pki, '--out', hostPath(host('node-1'), '/etc/docker/registry/tls')]);
+    const caPem = readFileSync(join(pki, 'ca.pem'), 'utf8');
+    placeFile(host('node-1'), '/etc/docker/registry/config.yml', readFileSync(deploy('registry/config.yml'), 'utf8'));
+    registry = `${address('node-1')}:5000`;
+    const certsDir = join(DOCKER_CERTS_DIR, registry);
+    mkdirSync(certsDir, { recursive: true });
+    writeFileSync(join(certsDir, 'ca.crt'), caPem);
+    state.registry = { host: registry, certsDir };
+    startUnit('node-1', '/lib/systemd/system/docker-registry.service');
+
+    // Steps 2, 3 and 7: the controllers on two hosts, an agent and an ingress on each, the dashboard.
+    for (const n of CONTROLLER_HOSTS) startUnit(n, deploy('systemd/jaco-controller.service'));
+    for (const n of NODES) startUnit(n, deploy('systemd/jaco-agent.service'));
+    for (const n of NODES) startUnit(n, deploy('systemd/jaco-ingress.service'));
+    startUnit('node-1', deploy('systemd/jaco-dashboard.service'));
+    for (const n of NODES) await eventually(async () => nodeReady((await store.get<Heartbeat>(keys.heartbeat(n)))?.value), { what: `${n} Ready${tell()}`, timeoutMs: 60_000 });
+    // Every unit still runs (a unit refusing its configuration exits at once: systemd would show it failed).
+    const exited = children.filter((c) => c.proc.exitCode !== null || c.proc.signalCode !== null).map((c) => `${c.name} (${c.proc.exitCode ?? c.proc.signalCode})`);
+    expect(exited, `units that exited${tell()}`).toEqual([]);
+
+    // Step 4 again: the registry is the cluster's default, its CA given to the nodes; images pushed.
+    await ok(['registry', 'login', registry, '--ca-file', join(pki, 'ca.pem')]);
+    await ok(['registry', 'default', registry]);
+    await ok(['registry', 'push', 'jaco-demo/busybox:1', 'jaco/pause:1'], undefined, 120_000);
+  }, 300_000);
+
+  afterAll(async () => {
+    rmSync(appDir, { recursive: true, force: true });
+    store?.close();
+    for (const c of [...children].reverse()) if (!c.name.startsWith('docker-')) c.proc.kill('SIGKILL');
+    await tearDown(dataDir, state ?? {}, logger('deploy-walk'), { purge: true });
+    for (const c of children) if (c.name.startsWith('docker-')) c.proc.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('every host runs what its units start: three nodes Ready, the dashboard answers on node-1, the registry is the default', async () => {
+    const nodes = await ok(['get', 'nodes', '-o', 'wide']);
+    for (const n of NODES) expect(nodes, nodes).toMatch(new RegExp(`^${n}\\s+Ready\\b`, 'm'));
+    const page = (await run('nsenter', [netns('node-1'), '--', process.execPath, '-e', FETCH, 'http://127.0.0.1:8090/'], { encoding: 'utf8', timeout: 10_000 })).stdout;
+    expect(page).toContain('/assets/dashboard.js');
+    expect(await ok(['registry', 'default'])).toContain(registry);
+  });
+
+  const compose = (version: string) =>
+    writeFileSync(
+      join(appDir, 'compose.yaml'),
+      [
+        'name: shop',
+        'services:',
+        '  web:',
+        '    image: jaco-demo/busybox:1',
+        // A web server that ends on SIGTERM, as a well-behaved one does (httpd as PID 1 would ignore it).
+        `    command: ["sh", "-c", "trap 'exit 0' TERM; mkdir -p /w && echo ${version} > /w/index.html && httpd -f -p 8080 -h /w & wait"]`,
+        `    ports: ["${PORT}:8080"]`,
+        '    deploy:',
+        '      replicas: 3',
+        '',
+      ].join('\n'),
+    );
+  const answers = async (want: string) => {
+    for (const [i, to] of NODES.entries()) await eventually(async () => (await ask(NODES[(i + 1) % 3]!, to).catch(() => '')) === want, { what: `${to}:${PORT} answering ${want}${tell()}`, timeoutMs: 60_000 });
+  };
+
+  it('an operator applies a compose application: every host’s ingress answers it, over a whole WireGuard mesh', async () => {
+    compose('v1');
+    await ok(['apply', '-f', join(appDir, 'compose.yaml')], undefined, 120_000);
+    await ok(['rollout', 'status', 'shop', '--timeout', '120s'], undefined, 130_000);
+    expect(new Set(await webNodes()).size).toBe(3);
+    await answers('v1');
+    // A cluster-network service gave every node its subnets: the WireGuard mesh is whole.
+    for (const n of NODES) await eventually(async () => /2 of 2 peers reachable/.test(await ok(['describe', 'node', n])), { what: `${n} in the WireGuard mesh${tell()}`, timeoutMs: 30_000 });
+  });
+
+  it('drains a node (its replicas run elsewhere, the application answers throughout), takes it back, rolls an update', async () => {
+    await ok(['node', 'drain', 'node-2', '--wait'], undefined, 120_000);
+    expect(await webNodes()).not.toContain('node-2');
+    expect(await webNodes()).toHaveLength(3);
+    await answers('v1');
+    await ok(['node', 'uncordon', 'node-2']);
+    compose('v2');
+    await ok(['apply', '-f', join(appDir, 'compose.yaml')], undefined, 120_000);
+    await ok(['rollout', 'status', 'shop', '--timeout', '120s'], undefined, 130_000);
+    await answers('v2');
+  });
+});
+
