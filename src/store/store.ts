@@ -28,7 +28,7 @@ export interface StoreOptions {
   dialTimeoutMs?: number;
   /** Deadline of each unary call (default CALL_TIMEOUT_MS); watch and keepalive streams have none. */
   callTimeoutMs?: number;
-  /** etcd authentication (etcd RBAC: deploy/etcd/rbac.sh gives each agent only its own keys). */
+  /** etcd authentication (etcd RBAC: src/store/rbac.ts gives each process only its own keys). */
   user?: string;
   password?: string;
   /** TLS: CA bundle that signed the etcd servers (https:// endpoints), client certificate and key. */
