@@ -188,8 +188,8 @@ export async function applyRoles(store: Store, roles: readonly RoleDef[], passwo
   const [existingRoles, existingUsers] = await Promise.all([client.getRoles(), client.getUsers()]);
   const roleNames = new Set(existingRoles.map((r) => r.name));
   const userNames = new Set(existingUsers.map((u) => u.name));
-  const applied: AppliedUser[] = [];
-  for (const def of roles) {
+  // Roles another role's user holds are made first; the rest in parallel (each a few raft writes).
+  const one = async (def: RoleDef): Promise<AppliedUser> => {
     const role = client.role(def.name);
     if (!roleNames.has(def.name)) await role.create();
     const want = new Map(def.grants.map((g) => [`${g.prefix ? 'p' : 'k'}:${abs(g.key)}`, g]));
@@ -214,8 +214,13 @@ export async function applyRoles(store: Store, roles: readonly RoleDef[], passwo
     const wantRoles = new Set([def.name, ...(def.alsoRoles ?? [])]);
     for (const r of await user.roles()) if (!wantRoles.delete(r.name)) await user.removeRole(r.name);
     for (const r of wantRoles) await user.addRole(r);
-    applied.push({ user: def.name, envFile: def.envFile, ...(password !== undefined ? { password } : {}) });
-  }
+    return { user: def.name, envFile: def.envFile, ...(password !== undefined ? { password } : {}) };
+  };
+  const held = new Set(roles.flatMap((r) => r.alsoRoles ?? []));
+  const first = await Promise.all(roles.filter((r) => held.has(r.name)).map(one));
+  const rest = await Promise.all(roles.filter((r) => !held.has(r.name)).map(one));
+  const byUser = new Map([...first, ...rest].map((a) => [a.user, a]));
+  const applied = roles.map((r) => byUser.get(r.name)!);
   return applied;
 }
 

@@ -11,7 +11,7 @@ interface RbacFlags {
 }
 
 export function registerEtcd(program: Command): void {
-  const etcd = program.command('etcd').description("etcd's own setup for jaco: users and roles (docs/operate.md, Security)");
+  const etcd = program.command('etcd').description("etcd's own setup for jaco: users and roles (docs/store.md, Security)");
   etcd
     .command('rbac')
     .description('Create or update the etcd roles and users of jaco: one user per controller, and per node an agent and an ingress user with only their own keys')
