@@ -5,6 +5,7 @@ import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
+import { localClusterDefaults } from '../runtime/local-credentials.js';
 
 export { EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE } from './exit-codes.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
@@ -32,7 +33,11 @@ export function timingsOf(cmd: Command): Timings {
 /** A store from the global connection flags and the environment (no check that etcd answers). */
 export function storeOf(cmd: Command, extra: Pick<StoreOptions, 'flowControlWindowBytes'> = {}): Store {
   try {
-    return new Store({ ...storeOptionsFrom(globals(cmd)), ...extra });
+    const g = globals(cmd);
+    const env = process.env;
+    const opts = storeOptionsFrom(g);
+    const given = { endpoints: !!(g.endpoints ?? env.JACO_ENDPOINTS), tls: !!(g.cacert ?? g.cert ?? g.key ?? env.JACO_ETCD_CACERT ?? env.JACO_ETCD_CERT ?? env.JACO_ETCD_KEY), user: !!(g.user ?? env.JACO_ETCD_USER) };
+    return new Store({ ...opts, ...localClusterDefaults(process.cwd(), given, opts.endpoints), ...extra });
   } catch (e) {
     if (e instanceof StoreConfigError) throw new CliError(e.message);
     throw e;

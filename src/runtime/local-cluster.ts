@@ -16,7 +16,9 @@ import type { Heartbeat } from '../api/types.js';
 import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
-import { Store } from '../store/store.js';
+import { Store, type StoreOptions } from '../store/store.js';
+import { provisionRbac } from '../store/rbac.js';
+import { credentialsDir, etcdTlsFiles, localProcessEnv, localStoreOptions, readEnvFile } from './local-credentials.js';
 import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from './dockerode.js';
@@ -143,7 +145,8 @@ export class LocalCluster {
   readonly endpoint: string;
 
   constructor(private readonly opts: UpOptions, private readonly log: Logger) {
-    this.endpoint = `http://127.0.0.1:${opts.etcdPort}`;
+    // TLS with client certificates and authentication, as production runs etcd.
+    this.endpoint = `https://127.0.0.1:${opts.etcdPort}`;
     this.state = {
       supervisorPid: process.pid,
       endpoint: this.endpoint,
@@ -169,6 +172,7 @@ export class LocalCluster {
       throw new Error(`port ${this.opts.etcdPort} is in use: is a cluster already up (jaco down), or another etcd running? Choose another with --etcd-port.`);
     const nodeNames = this.opts.withAgents ? Array.from({ length: this.opts.nodes }, (_, i) => `node-${i + 1}`) : [];
     const net = this.opts.isolated ? await this.startNetwork(nodeNames) : undefined;
+    const tls = this.etcdCertificates(net);
     this.etcd = startEtcdMember(
       {
         name: 'jaco',
@@ -178,14 +182,20 @@ export class LocalCluster {
         logFile: join(dataDir, 'logs', 'etcd.log'),
         // The nodes reach etcd over their links, at the machine's address on the cluster network.
         ...(net ? { extraClientHosts: [net.hostAddress] } : {}),
-        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h'],
+        // bcrypt's lowest cost: every password here is 192 random bits (nothing to stretch), and
+        // each user made and each process's login hashes once — with the default cost (10) and
+        // users made one by one, TLS and authentication first added ~4 s to `jaco up` on two
+        // cores; now ~0.5 s (docs/local-cluster.md).
+        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h', '--bcrypt-cost', '4'],
+        tls,
       },
       {},
     );
     this.state.etcdPid = this.etcd.process.pid;
     this.save();
-    await waitForEtcd([this.endpoint], 30_000, this.etcd.process);
-    const store = new Store({ endpoints: this.endpoint });
+    await waitForEtcd([this.endpoint], 30_000, this.etcd.process, localStoreOptions(dataDir, false));
+    await this.provisionUsers(nodeNames);
+    const store = this.rootStore();
     try {
       this.state.clusterUid = (await clusterInfo(store)).uid;
     } finally {
@@ -203,7 +213,7 @@ export class LocalCluster {
       const metrics = await nextMetrics();
       // The cluster key file (docs/secrets.md): made once under the data directory, kept across jaco down.
       ensureClusterKeyFile(clusterKeyFile(dataDir));
-      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]));
+      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]), this.userEnv('controller.env'));
     }
     if (net) await this.startEngines(net);
     // The logs and exec endpoint's certificates (docs/operate.md): each node's, and the local operator's.
@@ -218,14 +228,14 @@ export class LocalCluster {
       if (host) agentArgs.push('--address', host.address, '--docker-host', engineUrl(engineSpec(net!.tag, node, host.netns, dataDir)), '--overlay', '--overlay-interface', overlayInterface(net!, host));
       // Simulated nodes each have a loopback address of their own (all of 127/8 is loopback on Linux).
       else agentArgs.push('--address', simulatedAddress(i + 1));
-      this.supervise({ name: node, metrics, log: log(node) }, jacoChild(agentArgs, host?.netns), this.nodeEnv(net));
+      this.supervise({ name: node, metrics, log: log(node) }, jacoChild(agentArgs, host?.netns), { ...this.nodeEnv(net), ...this.userEnv(`agent-${node}.env`) });
       if (this.opts.withIngress) {
         const im = host ? `${host.address}:${NODE_METRICS_PORT.ingress}` : await nextMetrics();
         this.supervise(
           { name: `ingress-${i + 1}`, metrics: im, log: log(`ingress-${node}`) },
           // Simulated nodes share one namespace: their ingresses cannot each answer the services' addresses.
           jacoChild(['ingress', '--node', node, '--data-dir', join(dataDir, 'ingress'), '--metrics-addr', im, ...(host ? [] : ['--no-service-addresses'])], host?.netns),
-          this.nodeEnv(net),
+          { ...this.nodeEnv(net), ...this.userEnv(`ingress-${node}.env`) },
         );
       }
     }
@@ -233,7 +243,7 @@ export class LocalCluster {
       let dp = this.opts.dashboardPort;
       while (await portInUse(dp)) dp++;
       this.state.dashboard = `http://127.0.0.1:${dp}/`;
-      this.supervise({ name: 'dashboard', metrics: `127.0.0.1:${dp}`, log: log('dashboard') }, jacoChild(['dashboard', '--addr', `127.0.0.1:${dp}`]));
+      this.supervise({ name: 'dashboard', metrics: `127.0.0.1:${dp}`, log: log('dashboard') }, jacoChild(['dashboard', '--addr', `127.0.0.1:${dp}`]), this.userEnv('viewer.env'));
     }
     this.save();
     await this.waitReady(60_000);
@@ -301,7 +311,7 @@ export class LocalCluster {
   private async configureImages(): Promise<void> {
     const host = this.state.registry!.host;
     const pki = join(this.opts.dataDir, 'pki');
-    const store = new Store({ endpoints: this.endpoint });
+    const store = this.rootStore();
     try {
       await storeRegistryLogin(store, { host, ...(this.state.network ? { caPem: ensureClusterCa(pki).certPem } : { insecure: true }) });
       await changeImageSettings(store, { defaultRegistry: host, hub: false });
@@ -328,7 +338,56 @@ export class LocalCluster {
 
   /** What a node's processes are told: etcd at the machine's address on the cluster network, when nodes are isolated. */
   private nodeEnv(net: LocalNetwork | undefined): Record<string, string> | undefined {
-    return net ? { JACO_ENDPOINTS: `http://${net.hostAddress}:${this.opts.etcdPort}` } : undefined;
+    return net ? { JACO_ENDPOINTS: `https://${net.hostAddress}:${this.opts.etcdPort}` } : undefined;
+  }
+
+  /**
+   * etcd's server certificate from the cluster CA, for every address its clients dial (loopback,
+   * and the machine's address on the cluster network that isolated nodes reach it at), made anew
+   * each start (the network's address can change); and the client certificate every process of
+   * this machine presents (etcd requires one: --client-cert-auth), kept.
+   */
+  private etcdCertificates(net: LocalNetwork | undefined): { cert: string; key: string; ca: string } {
+    const pki = join(this.opts.dataDir, 'pki');
+    const ca = ensureClusterCa(pki);
+    const f = etcdTlsFiles(this.opts.dataDir);
+    // Server and client usage: etcd's own gateway dials it with this certificate.
+    issueCertificate(ca, { commonName: 'jaco etcd', ips: ['127.0.0.1', ...(net ? [net.hostAddress] : [])], usage: 'peer' }, { dir: pki, name: 'etcd-server' });
+    // Its name is no etcd user: a process is who its password says (etcd takes a client
+    // certificate's name as the user only when no password is given).
+    if (!existsSync(f.clientCert)) issueCertificate(ca, { commonName: 'jaco-local-client', usage: 'client' }, { dir: pki, name: 'etcd-client' });
+    return { cert: f.serverCert, key: f.serverKey, ca: f.ca };
+  }
+
+  /**
+   * One etcd user per process (src/store/rbac.ts), its password in .jaco/credentials, and
+   * authentication on. Run at every start: a data directory of a version before authentication
+   * (plaintext etcd, no users) gets its users and auth turned on here; a later start finds them
+   * and keeps their passwords.
+   */
+  private async provisionUsers(nodes: string[]): Promise<void> {
+    const dir = credentialsDir(this.opts.dataDir);
+    const hasRoot = !!readEnvFile(join(dir, 'root.env'));
+    const store = new Store({ endpoints: this.endpoint, ...localStoreOptions(this.opts.dataDir, hasRoot ? 'root.env' : false) });
+    try {
+      await provisionRbac(store, nodes, { outDir: dir, enableAuth: true, resetMissing: true });
+    } catch (e) {
+      if (!hasRoot && /user name is empty|authentication|permission denied/i.test((e as Error).message))
+        throw new Error(`etcd under ${this.opts.dataDir} has authentication on but ${join(dir, 'root.env')} is missing: put back its root user's credentials (JACO_ETCD_USER=root, JACO_ETCD_PASSWORD=…) or start afresh with \`jaco down --purge\``);
+      throw e;
+    } finally {
+      store.close();
+    }
+  }
+
+  /** A store as this cluster's root user (up itself: the cluster's uid, the image settings, readiness). */
+  private rootStore(): Store {
+    return new Store({ endpoints: this.endpoint, ...localStoreOptions(this.opts.dataDir) });
+  }
+
+  /** A child's environment: the TLS files and the credentials of its own etcd user. */
+  private userEnv(envFile: string): Record<string, string> {
+    return localProcessEnv(this.opts.dataDir, envFile);
   }
 
   private supervise(info: ChildInfo, how: { cmd: string; args: string[] }, env?: Record<string, string>, kind: Supervised['kind'] = 'process'): void {
@@ -370,7 +429,7 @@ export class LocalCluster {
   }
 
   private async waitReady(timeoutMs: number): Promise<void> {
-    const store = new Store({ endpoints: this.endpoint });
+    const store = this.rootStore();
     const deadline = Date.now() + timeoutMs;
     try {
       for (;;) {
@@ -393,7 +452,7 @@ export class LocalCluster {
   }
 
   private async forgetReports(): Promise<void> {
-    if (this.etcd) this.log.info({ reports: await forgetObserved(this.endpoint) }, "deleted the agents' reports of the removed containers");
+    if (this.etcd) this.log.info({ reports: await forgetObserved({ endpoints: [this.endpoint], ...localStoreOptions(this.opts.dataDir) }) }, "deleted the agents' reports of the removed containers");
   }
 
   async stop(): Promise<void> {
@@ -415,8 +474,8 @@ const stopChild = (c: Supervised) => stopProcess(c.proc, { graceMs: 15_000 });
  * removed a container itself: `jaco down` removed them all, so the next `jaco up` starts each
  * replica afresh instead of finding containers "removed outside jaco" and counting restarts.
  */
-async function forgetObserved(endpoint: string): Promise<number> {
-  const store = new Store({ endpoints: endpoint });
+async function forgetObserved(opts: StoreOptions): Promise<number> {
+  const store = new Store(opts);
   try {
     const { items } = await store.list(keys.observedOf());
     const ops = items.map((i) => ({ op: 'delete' as const, key: i.key, modRevision: i.modRevision }));

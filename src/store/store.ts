@@ -28,7 +28,7 @@ export interface StoreOptions {
   dialTimeoutMs?: number;
   /** Deadline of each unary call (default CALL_TIMEOUT_MS); watch and keepalive streams have none. */
   callTimeoutMs?: number;
-  /** etcd authentication (etcd RBAC: deploy/etcd/rbac.sh gives each agent only its own keys). */
+  /** etcd authentication (etcd RBAC: src/store/rbac.ts gives each process only its own keys). */
   user?: string;
   password?: string;
   /** TLS: CA bundle that signed the etcd servers (https:// endpoints), client certificate and key. */
@@ -109,6 +109,24 @@ export function storeOptionsFrom(flags: ConnectionFlags): StoreOptions & { endpo
   };
 }
 
+/**
+ * etcd is dialled at IP addresses (https://127.0.0.1:2379) whose certificates name those IPs; grpc
+ * passes the host as the TLS server name, and Node warns (DEP0123) on every such process's stderr —
+ * an operator's `jaco get nodes` included. The warning is about SNI only (the IP is still verified
+ * against the certificate), so that one is dropped; every other warning passes.
+ */
+function quietIpServerName(): void {
+  if (quietIpServerName.done) return;
+  quietIpServerName.done = true;
+  const emit = process.emitWarning.bind(process) as (...a: unknown[]) => void;
+  process.emitWarning = ((warning: unknown, ...rest: unknown[]) => {
+    const code = typeof rest[0] === 'object' && rest[0] ? (rest[0] as { code?: string }).code : rest[1];
+    if (code === 'DEP0123') return;
+    emit(warning, ...rest);
+  }) as typeof process.emitWarning;
+}
+quietIpServerName.done = false;
+
 function readPem(file: string, what: string): Buffer {
   try {
     return readFileSync(file);
@@ -161,6 +179,7 @@ export class Store {
     this.endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',') : (opts.endpoints ?? [process.env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS]);
     this.prefix = (opts.prefix ?? process.env.JACO_PREFIX ?? DEFAULT_PREFIX).replace(/\/?$/, '/');
     if ((opts.certFile || opts.keyFile) && !(opts.certFile && opts.keyFile)) throw new StoreConfigError('a client certificate needs both --cert and --key');
+    if (opts.caFile) quietIpServerName();
     this.client = new Etcd3({
       hosts: this.endpoints,
       ...(opts.user ? { auth: { username: opts.user, password: opts.password ?? '' } } : {}),

@@ -1,11 +1,14 @@
-// jaco against a secured etcd, as production runs it: users and roles (each agent its own user and
-// password, only its own keys: deploy/etcd/rbac.sh run for real, and a real `jaco agent` under it) and TLS with client certificates. Real etcd members throughout.
+// jaco against a secured etcd, as production runs it: users and roles (src/store/rbac.ts, applied by
+// `jaco etcd rbac` through deploy/etcd/rbac.sh, run for real: each controller and each agent its own
+// user and password, only its own keys; real `jaco agent`, `jaco ingress` and `jaco controller NAME`
+// processes under them) and TLS with client certificates. Real etcd members throughout.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember } from '../../src/runtime/etcd.js';
+import { Range } from 'etcd3';
 import { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';
@@ -17,6 +20,8 @@ import { Presence } from '../../controllers/node-agent/presence.js';
 import { testLogger } from '../support/log.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { startTestEtcd, type TestEtcd } from '../support/etcd.js';
+import { allows, CONTROLLER_NAMES, CONTROLLER_WRITES, controllerRole } from '../../src/store/rbac.js';
+import { census, hollowManifest } from '../support/hollow.js';
 import { makeTestPki, type TestPki } from '../support/tls.js';
 
 const counter = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next: 1 } };
@@ -31,7 +36,7 @@ const nodeOf = (name: string, overlay?: NodeOverlay): Node => ({
   status: { capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, agentVersion: 'test', registeredAt: new Date().toISOString(), ...(overlay ? { overlay } : {}) },
 });
 
-describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run for real)', () => {
+describe('etcd with authentication and a user per process (jaco etcd rbac through deploy/etcd/rbac.sh, run for real)', () => {
   let etcd: TestEtcd;
   let creds: string;
   const PREFIX = '/jaco/';
@@ -56,7 +61,7 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
   });
 
   it('writes one env file per process, private, each agent with its own password', () => {
-    expect(readdirSync(creds).sort()).toEqual(['agent-n1.env', 'agent-n2.env', 'controller.env', 'ingress-n1.env', 'ingress-n2.env']);
+    expect(readdirSync(creds).sort()).toEqual(['agent-n1.env', 'agent-n2.env', ...CONTROLLER_NAMES.map((n) => `controller-${n}.env`).sort(), 'controller.env', 'ingress-n1.env', 'ingress-n2.env', 'viewer.env'].sort());
     for (const f of readdirSync(creds)) expect(statSync(join(creds, f)).mode & 0o077).toBe(0);
     const [a, b] = [envOf('agent-n1.env'), envOf('agent-n2.env')];
     expect([a.JACO_ETCD_USER, b.JACO_ETCD_USER]).toEqual(['jaco-agent-n1', 'jaco-agent-n2']);
@@ -70,6 +75,86 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(stolen.get('observed/n2/r1')).rejects.toThrow(/authentication failed|invalid/i);
     } finally {
       stolen.close();
+    }
+  });
+
+  const asUser = (file: string) => {
+    const e = envOf(file);
+    return new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: e.JACO_ETCD_USER, password: e.JACO_ETCD_PASSWORD });
+  };
+  /** A key a grant covers (a probe under a prefix). */
+  const probe = (p: string) => (p.endsWith('/') ? `${p}rbac-probe` : p);
+
+  it.each(CONTROLLER_NAMES)("controller %s's user writes the prefixes it owns, and is refused every other", async (name) => {
+    const store = asUser(`controller-${name}.env`);
+    const { grants } = controllerRole(name);
+    try {
+      const own = [...CONTROLLER_WRITES[name]!, `leaders/${name}/`, 'audit/'].map(probe);
+      for (const key of own) {
+        await commitAtomic(store, [{ ops: [{ op: 'put', key, value: counter }] }]);
+        await commitAtomic(store, [{ ops: [{ op: 'delete', key }] }]);
+      }
+      // What the CLI writes, what agents and ingresses write, and what the other controllers own.
+      const others = [...new Set([...Object.values(CONTROLLER_WRITES).flat(), ...CONTROLLER_NAMES.map((n) => `leaders/${n}/`), 'deployments/', 'revisions/', 'observed/n1/', 'heartbeats/n1', 'ingresses/n1', 'registries/', 'cluster'].map(probe))].filter((k) => !allows(grants, k, 'readwrite'));
+      expect(others.length).toBeGreaterThan(5);
+      for (const key of others) await expect(commitAtomic(store, [{ ops: [{ op: 'put', key, value: counter }] }]), key).rejects.toThrow(/permission denied/i);
+      // It reads the whole prefix: its cache is one watch over it.
+      await expect(store.list('deployments/')).resolves.toBeDefined();
+    } finally {
+      store.close();
+    }
+  });
+
+  it("`jaco controller all`'s user holds every controller's grants and nothing more", async () => {
+    const store = asUser('controller.env');
+    try {
+      for (const key of [...new Set(Object.values(CONTROLLER_WRITES).flat())].map(probe)) {
+        await commitAtomic(store, [{ ops: [{ op: 'put', key, value: counter }] }]);
+        await commitAtomic(store, [{ ops: [{ op: 'delete', key }] }]);
+      }
+      for (const key of ['deployments/x', 'revisions/x/1', 'registries/x', 'ingresses/n1']) await expect(commitAtomic(store, [{ ops: [{ op: 'put', key, value: counter }] }]), key).rejects.toThrow(/permission denied/i);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("an agent's user reads what operators decide for its node (nodespecs/<node>) and cannot write it: it cannot uncordon itself", async () => {
+    const root = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: 'root', password: 'rootpw' });
+    const agent = asAgent('n1');
+    try {
+      await commitAtomic(root, [{ ops: [{ op: 'put', key: 'nodespecs/n1', value: counter }] }]);
+      expect(await agent.get('nodespecs/n1')).toBeDefined();
+      await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'nodespecs/n1', value: counter }] }])).rejects.toThrow(/permission denied/i);
+      await expect(agent.get('nodespecs/n2')).rejects.toThrow(/permission denied/i);
+    } finally {
+      await commitAtomic(root, [{ ops: [{ op: 'delete', key: 'nodespecs/n1' }] }]);
+      agent.close();
+      root.close();
+    }
+  });
+
+  it('run again, it keeps every password (no file written) and sets each role back to exactly its definition', async () => {
+    const root = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: 'root', password: 'rootpw' });
+    const again = mkdtempSync(join(tmpdir(), 'jaco-creds-again-'));
+    try {
+      // The role of the previous version: the controllers' one user could write the whole prefix.
+      await root.client.role('jaco-controller').grant({ permission: 'Readwrite', range: Range.prefix(PREFIX) });
+      await root.client.role('jaco-controller-clock').grant({ permission: 'Readwrite', key: `${PREFIX}deployments/x` });
+      const run = await jaco(['--user', 'root:rootpw', 'etcd', 'rbac', '--out', again, 'n1', 'n2'], { endpoint: etcd.endpoint, prefix: PREFIX });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain('user jaco-agent-n1 kept');
+      expect(readdirSync(again)).toEqual([]);
+      for (const file of ['controller.env', 'controller-clock.env']) {
+        const store = asUser(file);
+        try {
+          await expect(commitAtomic(store, [{ ops: [{ op: 'put', key: 'deployments/x', value: counter }] }]), file).rejects.toThrow(/permission denied/i);
+        } finally {
+          store.close();
+        }
+      }
+    } finally {
+      root.close();
+      rmSync(again, { recursive: true, force: true });
     }
   });
 
@@ -96,9 +181,8 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key: 'heartbeats/n2', value: counter }] }])).rejects.toThrow(/permission denied/i);
       await expect(agent.list('desired/n2/')).rejects.toThrow(/permission denied/i);
       await expect(agent.list('deployments/')).rejects.toThrow(/permission denied/i);
-      // It reads what it pulls images with (registries' access, the image setting), and writes neither.
-      const ctl = envOf('controller.env');
-      const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: ctl.JACO_ETCD_USER, password: ctl.JACO_ETCD_PASSWORD });
+      // It reads what it pulls images with (registries' access, the image setting: the operator's), and writes neither.
+      const controller = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: 'root', password: 'rootpw' });
       await commitAtomic(controller, [{ ops: [{ op: 'put', key: 'registries/127.0.0.1:5000', value: counter }, { op: 'put', key: 'config/images', value: counter }] }]).finally(() => controller.close());
       expect((await agent.list('registries/')).items.map((i) => i.key)).toEqual(['registries/127.0.0.1:5000']);
       expect(await agent.get('config/images')).toBeDefined();
@@ -320,6 +404,57 @@ describe('etcd with authentication and per-agent users (deploy/etcd/rbac.sh, run
       spawnSync('ip', ['link', 'del', 'dev', dev]);
       await commitAtomic(controller, [{ ops: [{ op: 'delete', key: keys.node('n2') }, { op: 'delete', key: keys.subnet('n1') }, { op: 'delete', key: keys.subnet('n2') }] }]).catch(() => undefined);
       controller.close();
+    }
+  });
+});
+
+describe('the controllers, each under its own etcd user, run a cluster of hollow nodes', () => {
+  let etcd: TestEtcd;
+  let creds: string;
+  const PREFIX = '/jaco/';
+  const procs: { name: string; child: ReturnType<typeof spawn>; log: () => string }[] = [];
+  const envOf = (file: string) => Object.fromEntries(readFileSync(join(creds, file), 'utf8').trim().split('\n').map((l) => l.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const start = (name: string, args: string[], env: Record<string, string>) => {
+    const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', ...args], { env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: PREFIX, JACO_LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+    procs.push({ name, child, log: () => log });
+  };
+  beforeAll(async () => {
+    etcd = await startTestEtcd();
+    creds = mkdtempSync(join(tmpdir(), 'jaco-creds-'));
+    const made = await jaco(['etcd', 'rbac', '--enable-auth', '--out', creds, 'hollow-1', 'hollow-2'], { endpoint: etcd.endpoint, prefix: PREFIX });
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stdout).toContain('authentication is on');
+  });
+  afterAll(async () => {
+    for (const p of procs) p.child.kill('SIGTERM');
+    await Promise.all(procs.map((p) => (p.child.exitCode === null && p.child.signalCode === null ? new Promise((r) => p.child.once('exit', r)) : undefined)));
+    await etcd?.stop();
+    if (creds) rmSync(creds, { recursive: true, force: true });
+  });
+
+  it('places and runs a deployment, no process refused a write', async () => {
+    const root = envOf('root.env');
+    // The hollow nodes are a test device (one process, many agents): they run as root.
+    start('hollow', ['hollow-nodes', '--count', '2', '--name-prefix', 'hollow-', '--start-latency', '10ms', '--log-level', 'warn'], root);
+    for (const name of CONTROLLER_NAMES) start(name, ['controller', name, '--metrics-addr', '127.0.0.1:0'], envOf(`controller-${name}.env`));
+    const asRoot = new Store({ endpoints: etcd.endpoint, prefix: PREFIX, user: root.JACO_ETCD_USER, password: root.JACO_ETCD_PASSWORD });
+    try {
+      const applied = await jaco(['apply', '-f', '-'], { endpoint: etcd.endpoint, prefix: PREFIX, env: root, input: hollowManifest(1, 4, { prefix: 'rbac' }) });
+      expect(applied.code, applied.stderr).toBe(0);
+      await eventually(async () => {
+        for (const p of procs) if (p.child.exitCode !== null) throw new Error(`${p.name} exited:\n${p.log()}`);
+        const c = await census(asRoot);
+        return c.replicas === 4 && c.running === 4;
+      }, { what: '4 replicas placed and running', timeoutMs: 30_000 });
+      // The scheduler wrote the deployment's status under its own user; its audit records too.
+      expect((await asRoot.get(keys.deploymentStatus('rbac-0')))?.value).toBeDefined();
+      expect((await asRoot.list('audit/')).items.length).toBeGreaterThan(0);
+      for (const p of procs) expect(p.log(), p.name).not.toMatch(/permission denied/i);
+    } finally {
+      asRoot.close();
     }
   });
 });

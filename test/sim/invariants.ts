@@ -13,6 +13,7 @@ import type { Act } from '../../src/runtime/acts.js';
 import type { LandedTxn } from './etcd.js';
 import type { Sim } from './world.js';
 import { maxUnavailableOf } from '../../src/api/update.js';
+import { allows, controllerRole } from '../../src/store/rbac.js';
 
 export interface Invariant {
   name: string;
@@ -386,7 +387,23 @@ export const actCarriesAudit: ActInvariant = {
   },
 };
 
-export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit];
+/**
+ * A controller writes only what its etcd user may (src/store/rbac.ts): the one definition of its
+ * role checked against every act it plans, so a new write outside it fails here, not in production.
+ */
+export const actWithinRole: ActInvariant = {
+  name: "every act stays within its controller's etcd role",
+  check(_sim, controller, act) {
+    const { grants } = controllerRole(controller);
+    for (const o of act.ops) {
+      const access = o.op === 'check' || o.op === 'checkRange' ? 'read' : 'readwrite';
+      if (!allows(grants, o.key, access)) return `${controller}'s act "${act.label}" needs ${access} on ${o.key}, which its etcd role (src/store/rbac.ts) does not grant`;
+    }
+    return undefined;
+  },
+};
+
+export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit, actWithinRole];
 
 // ---------------------------------------------------------------- the breadth variant (sim-breadth.test.ts)
 // Global and stateful services and forced drains: vacuous without them, so checked only there.

@@ -11,6 +11,7 @@ import type { Heartbeat } from '../../src/api/types.js';
 import { freePort } from '../../src/runtime/etcd.js';
 import { enginesOf, readUpState, type UpState } from '../../src/runtime/local-cluster.js';
 import { cutLink, restoreLink, type LocalNode } from '../../src/runtime/local-network.js';
+import { localProcessEnv, localStoreOptions } from '../../src/runtime/local-credentials.js';
 import { Store } from '../../src/store/store.js';
 import { jaco, type CliResult } from './cli.js';
 
@@ -45,7 +46,8 @@ export class UpCluster {
     if (r.code !== 0) throw new Error(`jaco up failed (${r.code}): ${r.stderr}\n${this.logs()}`);
     this.state = readUpState(this.dataDir)!;
     this.endpoint = this.state.endpoint;
-    this.store = new Store({ endpoints: this.endpoint });
+    // TLS and authentication on, as production: the store and the CLI of this test act as its root user.
+    this.store = new Store({ endpoints: this.endpoint, ...localStoreOptions(this.dataDir) });
     return this;
   }
 
@@ -64,7 +66,7 @@ export class UpCluster {
   }
 
   jaco(args: string[], input?: string, timeoutMs?: number, env?: Record<string, string>): Promise<CliResult> {
-    return jaco(['--timings', this.opts.timings ?? 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs, ...(env ? { env } : {}) });
+    return jaco(['--timings', this.opts.timings ?? 'fast', ...args], { ...(this.endpoint ? { endpoint: this.endpoint } : {}), input, timeoutMs, env: { ...(this.endpoint ? localProcessEnv(this.dataDir, 'root.env') : {}), ...env } });
   }
 
   async apply(yaml: string): Promise<string> {

@@ -29,6 +29,7 @@ export const COMMAND_MODULES: readonly { names: readonly string[]; load: () => P
   { names: ['audit'], load: async () => (await import('./audit.js')).registerAudit },
   { names: ['backup'], load: async () => (await import('./backup.js')).registerBackup },
   { names: ['registry'], load: async () => (await import('./registry.js')).registerRegistry },
+  { names: ['etcd'], load: async () => (await import('./etcd.js')).registerEtcd },
   { names: ['cert'], load: async () => (await import('./cert.js')).registerCert },
   { names: ['dashboard'], load: async () => (await import('./dashboard.js')).registerDashboard },
   { names: ['up', 'down'], load: async () => (await import('./up.js')).registerUp },
