@@ -14,6 +14,7 @@ import type { Node, NodeOverlay, NodeSubnet, OverlaySample } from '../../src/api
 import type { Logger } from '../../src/observability/log.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import type { Timings } from '../../src/timings.js';
+import { Backoff } from '../../src/backoff.js';
 import { overlayMetrics } from './metrics.js';
 import { decideOverlay, KEEPALIVE_SEC, overlayNodes, OVERLAY_MTU, OVERLAY_ROUTE_PROTO, skipWhy, type OverlayHealth, type OverlayPlan, type OverlaySettings, type OverlaySnapshot, type OverlayStep, type PeerStats } from './overlay-decide.js';
 import { loadOrCreateOverlayKey } from './overlay-key.js';
@@ -42,6 +43,8 @@ export interface OverlayDeps extends OverlayOptions {
 const OBSERVE_EVERY_MS = { production: 15_000, fast: 2_000 } as const;
 /** How long a new wireguard-go has to make its interface and answer on its socket. */
 const USERSPACE_START_MS = 5_000;
+/** A wireguard-go that ran at least this long before it exited is started again at once; a shorter life backs off. */
+const USERSPACE_STEADY_MS = 10_000;
 const COMMAND_TIMEOUT_MS = 10_000;
 
 export class OverlayCommandError extends Error {
@@ -80,6 +83,8 @@ export class Overlay {
   /** How the interface is made here, once known: the kernel's WireGuard, or wireguard-go. */
   private mode?: 'kernel' | 'userspace';
   private child?: ChildProcess;
+  /** Between restarts of a wireguard-go that keeps dying soon after it started. */
+  private readonly restarts = new Backoff(1_000, 30_000);
   private runner?: Runner<null, OverlaySnapshot, unknown, OverlayPass>;
   private lastPlan?: OverlayPlan;
   /** Per peer key: the received bytes last seen, and when they last grew (the probe of reachability). */
@@ -276,13 +281,20 @@ export class Overlay {
     child.unref();
     this.child = child;
     const spawnError = new Promise<Error>((r) => child.once('error', r));
+    let startedAt: number | undefined;
     child.once('exit', (code, signal) => {
       if (this.child === child) this.child = undefined;
       if (this.stopped) return;
       overlayMetrics.userspaceExits.inc();
-      this.log.warn({ code, signal, pid: child.pid, log: tail(logFile) }, 'wireguard-go exited; the overlay interface goes with it and is made again');
       this.observedAt = 0;
-      this.runner?.trigger();
+      // One that died while starting is this start's failure (thrown below): the next tick tries
+      // again, never at once — that would spin as fast as it can die.
+      if (startedAt === undefined) return;
+      const lived = Date.now() - startedAt;
+      if (lived >= USERSPACE_STEADY_MS) this.restarts.reset();
+      const wait = lived >= USERSPACE_STEADY_MS ? 0 : this.restarts.next();
+      this.log.warn({ code, signal, pid: child.pid, livedMs: lived, restartInMs: wait, log: tail(logFile) }, 'wireguard-go exited; the overlay interface goes with it and is made again');
+      setTimeout(() => this.runner?.trigger(), wait).unref();
     });
     const deadline = Date.now() + USERSPACE_START_MS;
     for (;;) {
@@ -296,6 +308,7 @@ export class Overlay {
         throw new OverlayCommandError(`wireguard-go -f ${dev} did not answer within ${USERSPACE_START_MS / 1000}s: ${tail(logFile)}`);
       }
     }
+    startedAt = Date.now();
     this.log.info({ interface: dev, pid: child.pid, log: logFile }, 'wireguard-go started');
   }
 
