@@ -28,7 +28,7 @@ import { decide, START_REPORT_DELAY_MS, type AgentPlan, type AgentSnapshot, type
 import { DockerEngine } from './docker.js';
 import { DockerView } from './docker-view.js';
 import { EarlyHealth } from './early-health.js';
-import { RunningClock } from './running-clock.js';
+import { monotonicNow, RunningClock } from './running-clock.js';
 import { AgentProbes, dialProbe } from './probes.js';
 import { Executor } from './executor.js';
 import { agentMetrics } from './metrics.js';
@@ -69,6 +69,8 @@ export interface AgentState {
 
 interface AgentPass extends PassResult<AgentState> {
   plan: AgentPlan;
+  /** When it was decided, on the monotonic clock (its starts' queuedAt). */
+  mono: number;
 }
 
 
@@ -365,11 +367,11 @@ export class NodeAgent {
       decide: (state, snap, now) => {
         const plan = decide(snap, now, { healthRefreshMs: this.opts.statusIntervalMs, startReportDelayMs: START_REPORT_DELAY_MS });
         this.retiring = plan.retiring;
-        return { plan, acts: this.observeActs(plan), wakeAt: plan.recheckAt, next: (landed) => this.afterWrite(state, plan, landed) };
+        return { plan, mono: snap.mono, acts: this.observeActs(plan), wakeAt: plan.recheckAt, next: (landed) => this.afterWrite(state, plan, landed) };
       },
       // Starts and stops go at once; a restart only once its acknowledgement is stored (afterPass).
-      perform: ({ plan }, now) => {
-        this.executor.execute(plan, { restarts: false, now });
+      perform: ({ plan, mono }, now) => {
+        this.executor.execute(plan, { restarts: false, mono });
         // New containers get the agent's own first health checks (issue 14: a step need not wait
         // for Docker's first interval).
         this.early.sync(this.view.cache.values());
@@ -421,8 +423,10 @@ export class NodeAgent {
     // and the agent's verdicts for the checks it runs itself (probes.ts).
     // How long each has run, on the agent's monotonic clock (readiness: minReadyTime).
     const containers = this.running.stamp(this.probes.overlay(this.early.overlay(this.view.cache.values()), state.observed), now);
+    const mono = monotonicNow();
     return {
       node,
+      mono,
       desired,
       invalid,
       commands,
@@ -430,7 +434,7 @@ export class NodeAgent {
       containers: containers.filter((c) => c.role !== 'sandbox'),
       sandboxes: containers.filter((c) => c.role === 'sandbox'),
       starts: this.executor.starts(),
-      stopping: this.executor.stoppingIds(now),
+      stopping: this.executor.stoppingIds(mono),
       retiring: this.retiring,
       files: this.files.states(cache.kind<NodeCopy>('copies').items.values()),
       pullSecrets: this.pullSecrets(cache, desired.values()),

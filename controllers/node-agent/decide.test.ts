@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { templateOf } from '../../src/api/serving.js';
 import { API_VERSION, type ReplicaCommand, type ReplicaDesired, type ReplicaObservedStatus, type ServiceSpec } from '../../src/api/types.js';
-import { decide, readiness, START_REPORT_DELAY_MS, statusChanged, stopFirstFor, type AgentSnapshot, type StartProgress } from './decide.js';
+import { decide as decideAt, readiness, START_REPORT_DELAY_MS, statusChanged, stopFirstFor, type AgentSnapshot, type DecideConfig, type StartProgress } from './decide.js';
 import type { ContainerFacts } from './facts.js';
 import { containerFacts } from '../../test/support/container-facts.js';
 import { sandboxSpec } from './sandbox.js';
@@ -50,6 +50,11 @@ function cmd(replica: string, seq: number): ReplicaCommand {
   };
 }
 
+/** A snapshot whose monotonic clock may be left out: it then reads the same as the wall clock. */
+type Snap = Omit<AgentSnapshot, 'mono'> & { mono?: number };
+/** decide with the wall and monotonic clocks moving together, unless a row sets `mono` (a stepped wall clock). */
+const decide = (s: Snap, now: number, config: DecideConfig) => decideAt({ mono: now, ...s }, now, config);
+
 function snap(p: {
   desired?: ReplicaDesired[];
   containers?: ContainerFacts[];
@@ -65,7 +70,7 @@ function snap(p: {
   sandboxes?: ContainerFacts[];
   /** The registry password secret of images, by image. */
   pullSecrets?: Record<string, string>;
-}): AgentSnapshot {
+}): Snap {
   return {
     node: 'n1',
     desired: new Map((p.desired ?? []).map((d) => [d.spec.replica, d])),
@@ -84,7 +89,7 @@ function snap(p: {
   };
 }
 
-const run = (s: AgentSnapshot, now = NOW) => decide(s, now, CONFIG);
+const run = (s: Snap, now = NOW) => decide(s, now, CONFIG);
 const obs = (plan: ReturnType<typeof run>, replica: string) => plan.observe.find((o) => o.replica === replica);
 
 describe('the first report of a new replica', () => {
@@ -108,6 +113,19 @@ describe('the first report of a new replica', () => {
     expect(obs(decide(snap({ desired: [d], starts: starting(NOW) }), NOW + START_REPORT_DELAY_MS, AGENT), 'demo-web-1')).toMatchObject({ state: 'starting' });
     expect(obs(decide(snap({ desired: [d], starts: starting(NOW, 'pulling', { code: 'pulling' }) }), NOW + 10, AGENT), 'demo-web-1')).toMatchObject({ state: 'pulling' });
     expect(obs(decide(snap({ desired: [d], starts: starting(NOW, 'pull_failed', { code: 'image_pull_failed', details: 'refused' }) }), NOW + 10, AGENT), 'demo-web-1')).toMatchObject({ state: 'pending', code: 'image_pull_failed' });
+  });
+
+  it('measures the delay on the monotonic clock: a wall clock stepped 10 minutes either way neither ends it nor lengthens it (issue 29)', () => {
+    const STEP = 10 * 60_000;
+    const ordered = decide({ ...snap({ desired: [d] }), mono: 0 }, NOW, AGENT);
+    expect(ordered.starts[0]?.replica).toBe('demo-web-1');
+    // Stepped forward: still under way, and the recheck is the delay's rest from the new wall time.
+    const ahead = decide({ ...snap({ desired: [d], starts: starting(0) }), mono: START_REPORT_DELAY_MS - 1 }, NOW + STEP, AGENT);
+    expect(ahead.observe).toEqual([]);
+    expect(ahead.recheckAt).toBe(NOW + STEP + 1);
+    // Stepped back: reported once the delay has run on the monotonic clock.
+    const behind = decide({ ...snap({ desired: [d], starts: starting(0) }), mono: START_REPORT_DELAY_MS }, NOW - STEP, AGENT);
+    expect(obs(behind, 'demo-web-1')).toMatchObject({ state: 'starting', observedAt: iso(NOW - STEP) });
   });
 
   it('reports at once a replica reported before, a restart, a start-first replacement, and a start with no time (an agent restarted meanwhile)', () => {
@@ -520,6 +538,18 @@ describe('leaving routing before a stop (deregistration delay)', () => {
     const stopped = [...due.stops.map((s) => s.containerId), ...due.starts.flatMap((s) => s.stopFirst)];
     expect(stopped).toEqual([old.id]);
     expect(due.retiring.size).toBe(0);
+  });
+
+  it('holds for the delay on the monotonic clock: a wall clock stepped back 10 minutes does not lengthen the hold, one stepped forward does not cut it short (issue 29)', () => {
+    const STEP = 10 * 60_000;
+    const old = routed(des('r1', WEB, 1, { hostPorts: { http: 20100 } }));
+    const first = decide({ ...snap({ containers: [old] }), mono: 100 }, NOW, CONFIG);
+    expect(first.retiring.get(old.id)).toBe(100);
+    const ahead = decide({ ...snap({ containers: [old] }), mono: 5099, retiring: first.retiring }, NOW + STEP, CONFIG);
+    expect(ahead.stops).toEqual([]);
+    expect(ahead.recheckAt).toBe(NOW + STEP + 1);
+    const behind = decide({ ...snap({ containers: [old] }), mono: 5100, retiring: ahead.retiring }, NOW - STEP, CONFIG);
+    expect(behind.stops.map((s) => s.containerId)).toEqual([old.id]);
   });
 
   it('a stop-first replacement reports the replica starting at its new revision while the old container leaves routing', () => {

@@ -28,7 +28,7 @@ export interface StartProgress {
   details?: string;
   /** Set once the container is created. */
   containerId?: string;
-  /** When the start was ordered (absent: long ago — it is reported as it goes). */
+  /** When the start was ordered, on the agent's monotonic clock (absent: long ago — it is reported as it goes). */
   queuedAt?: number;
 }
 
@@ -55,7 +55,13 @@ export interface AgentSnapshot {
   starts: ReadonlyMap<string, StartProgress>;
   /** Containers a stop is already under way for. */
   stopping: ReadonlySet<string>;
-  /** Containers held out of routing before their stop, since when (the plan's `retiring` of the last pass). */
+  /**
+   * The agent's monotonic clock now (ms). Durations — a deregistration hold, a start's report
+   * delay — are measured on it: the wall clock (`now`) may step, and a duration taken across a
+   * step is wrong by the step (issue 29). `now` only stamps what is reported.
+   */
+  mono: number;
+  /** Containers held out of routing before their stop, since when on the monotonic clock (the plan's `retiring` of the last pass). */
   retiring?: ReadonlyMap<string, number>;
   /**
    * This node's copies of secrets and configs, by fileId (`secret/<name>`): ready, or unreadable
@@ -134,7 +140,7 @@ export interface AgentPlan {
   recheckAt?: number;
   /**
    * Serving containers the agent wants stopped but holds for their deregistration delay (the
-   * ingresses drain them meanwhile), since when: the next pass's snapshot.retiring.
+   * ingresses drain them meanwhile), since when (monotonic clock): the next pass's snapshot.retiring.
    */
   retiring: Map<string, number>;
 }
@@ -307,6 +313,10 @@ const inFlight = (s: StartProgress | undefined) => !!s && s.phase !== 'failed';
 const inSandbox = (c: ContainerFacts, sb: ContainerFacts) => c.networkMode === `container:${sb.id}`;
 
 function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config: DecideConfig, plan: AgentPlan): void {
+  // recheckAt is on the wall clock the runner wakes on; a monotonic duration is added to `now`.
+  const recheckIn = (ms: number) => {
+    plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, now + ms);
+  };
   const emit = (status: ReplicaObservedStatus) => {
     if (statusChanged(v.prev, status, config.healthRefreshMs)) plan.observe.push(status);
   };
@@ -314,11 +324,11 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   // scheduler has taken it out of endpoints, and every ingress drains it meanwhile.
   const held = (c: ContainerFacts): boolean => {
     if (!c.deregistrationMs || !isServing(c) || snap.stopping.has(c.id)) return false;
-    const since = snap.retiring?.get(c.id) ?? now;
+    const since = snap.retiring?.get(c.id) ?? snap.mono;
     const due = since + c.deregistrationMs;
-    if (now >= due) return false;
+    if (snap.mono >= due) return false;
     plan.retiring.set(c.id, since);
-    plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, due);
+    recheckIn(due - snap.mono);
     return true;
   };
   const stop = (c: ContainerFacts, reason: StopReason, remove = true) => {
@@ -501,12 +511,12 @@ function decideReplica(v: ReplicaView, snap: AgentSnapshot, now: number, config:
   }
   // A replica never reported yet, with no other container, whose plain start is under way: its
   // first report waits for the container to run, or for the start to take startReportDelayMs.
-  const queuedAt = order ? now : start?.queuedAt;
+  const queuedAt = order ? snap.mono : start?.queuedAt;
   const kind = order?.kind ?? start?.kind;
   if (!v.prev && !olds.length && kind === 'create' && obs.state === 'starting' && !obs.code && queuedAt !== undefined) {
     const due = queuedAt + config.startReportDelayMs;
-    if (now < due) {
-      plan.recheckAt = Math.min(plan.recheckAt ?? Infinity, due);
+    if (snap.mono < due) {
+      recheckIn(due - snap.mono);
       return;
     }
   }

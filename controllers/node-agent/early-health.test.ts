@@ -83,6 +83,7 @@ describe('a start-first step with the early result', () => {
     decide(
       {
         node: 'n1',
+        mono: NOW,
         desired: new Map([['web-1', d]]),
         invalid: new Map(),
         commands: new Map(),

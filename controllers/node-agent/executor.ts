@@ -13,6 +13,7 @@ import type { AgentPlan, StartOrder, StartProgress } from './decide.js';
 import type { DockerView } from './docker-view.js';
 import { agentMetrics } from './metrics.js';
 import type { ReplicaNetwork } from './network.js';
+import { monotonicNow } from './running-clock.js';
 import type { Owner } from './engine.js';
 import { Slots, StartWorker, type StartFiles, type StarterDeps } from './starter.js';
 
@@ -25,7 +26,7 @@ export class Executor {
   private readonly stopping = new Map<string, Promise<void>>();
   /** Containers whose in-flight stop also removes them. */
   private readonly stopRemoves = new Set<string>();
-  /** Containers whose stop failed: not retried before the time given (back-off). */
+  /** Containers whose stop failed: not retried before the time given (back-off, monotonic clock). */
   private readonly stopRetryAt = new Map<string, { at: number; retry: Backoff }>();
   /** Per replica: the back-off after a start that was interrupted by an error. */
   private readonly startBackoff = new Map<string, Backoff>();
@@ -54,10 +55,10 @@ export class Executor {
     return new Map([...this.workers].map(([r, w]) => [r, w.progress]));
   }
 
-  /** Containers a stop is under way for, or backing off after a failed one. */
-  stoppingIds(now: number): Set<string> {
+  /** Containers a stop is under way for, or backing off after a failed one (`mono`: the monotonic clock now). */
+  stoppingIds(mono: number): Set<string> {
     for (const id of this.stopRetryAt.keys()) if (!this.view.cache.get(id)) this.stopRetryAt.delete(id);
-    return new Set([...this.stopping.keys(), ...[...this.stopRetryAt].filter(([, r]) => r.at > now).map(([id]) => id)]);
+    return new Set([...this.stopping.keys(), ...[...this.stopRetryAt].filter(([, r]) => r.at > mono).map(([id]) => id)]);
   }
 
   /** The containers the starts under way are making (their files are being written: never swept). */
@@ -70,7 +71,8 @@ export class Executor {
   }
 
   /** Cancels, stops, and starts what the plan orders (restarts excepted: see launch). */
-  execute(plan: AgentPlan, opts: { restarts: boolean; now: number }): void {
+  /** `mono`: when the plan was decided, on the monotonic clock (its starts' queuedAt). */
+  execute(plan: AgentPlan, opts: { restarts: boolean; mono: number }): void {
     for (const c of plan.cancels) {
       const w = this.workers.get(c.replica);
       if (!w) continue;
@@ -78,7 +80,7 @@ export class Executor {
       this.workers.delete(c.replica);
       if (w.progress.phase !== 'failed') this.log.info({ replica: c.replica, reason: c.reason, revision: w.progress.revision }, 'start cancelled');
     }
-    for (const s of plan.starts) if (opts.restarts || s.kind !== 'restart') this.launch(s, opts.now);
+    for (const s of plan.starts) if (opts.restarts || s.kind !== 'restart') this.launch(s, opts.mono);
     for (const s of plan.stops) void this.stop(s.containerId, s.reason, s.replica, s.remove).catch(() => undefined);
     const counts = new Map<string, number>();
     for (const c of this.view.cache.values()) counts.set(c.state, (counts.get(c.state) ?? 0) + 1);
@@ -166,7 +168,7 @@ export class Executor {
       .catch((e: Error) => {
         const retry = this.stopRetryAt.get(id)?.retry ?? new Backoff(this.timings.backoffMinMs, this.timings.backoffMaxMs);
         const backoffMs = retry.next();
-        this.stopRetryAt.set(id, { at: Date.now() + backoffMs, retry });
+        this.stopRetryAt.set(id, { at: monotonicNow() + backoffMs, retry });
         this.after(backoffMs + 10, this.changed);
         this.log.warn({ replica, container: name, reason, err: e.message, retryInMs: backoffMs }, 'could not stop the container; will try again');
         throw e;

@@ -5,11 +5,14 @@
 // has run so far, never less than nothing — and measured on the monotonic clock from then on.
 import type { ContainerFacts } from './facts.js';
 
+/** The agent's monotonic clock (ms): every duration it measures is taken on it, never between two wall-clock readings. */
+export const monotonicNow = (): number => performance.now();
+
 export class RunningClock {
   /** Per container: the start stamp it was anchored for, and its start on the monotonic clock. */
   private readonly since = new Map<string, { startedAt: string; mono: number }>();
 
-  constructor(private readonly mono: () => number = () => performance.now()) {}
+  constructor(private readonly mono: () => number = monotonicNow) {}
 
   /** The containers, each running one with its runningForMs; `wall` is the agent's wall clock now. */
   stamp(containers: readonly ContainerFacts[], wall: number): ContainerFacts[] {

@@ -15,6 +15,7 @@ import { DockerView } from './docker-view.js';
 import { Executor } from './executor.js';
 import { MemoryNetwork, type SandboxNetns } from './network.js';
 import { sandboxSpec } from './sandbox.js';
+import { monotonicNow } from './running-clock.js';
 import { Slots, StartWorker } from './starter.js';
 
 const log = pino({ level: 'silent' });
@@ -37,6 +38,7 @@ async function orderFor(d: ReplicaDesired, rt: HollowEngine): Promise<StartOrder
   const all = await Promise.all((await rt.listOwn()).map((id) => rt.inspect(id)));
   const snap: AgentSnapshot = {
     node: 'n1',
+    mono: monotonicNow(),
     desired: new Map([[d.spec.replica, d]]),
     invalid: new Map(),
     commands: new Map(),
@@ -171,7 +173,7 @@ describe('tearing a sandbox down', () => {
     const ex = new Executor(view, owner, timings, log, () => undefined, network, () => 'p');
     await expect(ex.stop(sb.id, 'orphaned', sb.replica)).rejects.toThrow('ptp DEL: boom');
     expect((await rt.inspect(sb.id))?.state).toBe('running');
-    expect(ex.stoppingIds(Date.now())).toContain(sb.id);
+    expect(ex.stoppingIds(monotonicNow())).toContain(sb.id);
     ex.stopAll();
   });
 });

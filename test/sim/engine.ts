@@ -75,7 +75,7 @@ export class SimEngine {
       this.starts.set(o.replica, {
         order: o,
         dueAt: at + delay(),
-        progress: { revision: spec.revision, specHash: spec.specHash, kind: o.kind, phase: 'starting', queuedAt: now, ...(o.sandbox ? { sandboxHash: o.sandbox.spec.hash } : {}) },
+        progress: { revision: spec.revision, specHash: spec.specHash, kind: o.kind, phase: 'starting', queuedAt: at, ...(o.sandbox ? { sandboxHash: o.sandbox.spec.hash } : {}) },
       });
     }
   }

@@ -478,7 +478,8 @@ export class Sim {
       new Map(this.under<T>(p).filter((x) => of(x.value) !== undefined).map((x) => [x.key.slice(p.length), x.value] as const));
     const commands = rest<ReplicaCommand>(keys.commandsOf(node), (v) => v.spec);
     const observed = new Map([...rest<ReplicaObserved>(keys.observedOf(node), (v) => v.status)].map(([k, v]) => [k, v.status]));
-    return { node, desired, invalid, commands, observed, ...engine.facts(this.agentNow(node)), retiring: engine.retiring, files: this.fileStates(node) };
+    // Its monotonic clock is the true time: a node's clock offset moves its wall clock only.
+    return { node, mono: this.now, desired, invalid, commands, observed, ...engine.facts(this.agentNow(node)), retiring: engine.retiring, files: this.fileStates(node) };
   }
 
   // ------------------------------------------------------------------ the controller processes
