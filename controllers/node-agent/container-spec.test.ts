@@ -6,7 +6,8 @@ import { DEREGISTRATION_LABEL } from './facts.js';
 import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
-import { containerName, createOptions, fileMounts, imageWithTag, ownerLabels, stopTimeoutSec, volumeName } from './container-spec.js';
+import { containerName, createOptions, fileMounts, imageWithTag, ownerLabels, volumeName } from './container-spec.js';
+import { stopTimeoutSec } from '../../src/api/spec.js';
 import { factsFromInspect, portsOf } from './facts.js';
 
 const owner = { clusterUid: '0123456789abcdef-uid', node: 'node-2' };

@@ -4,11 +4,11 @@
 // only hands the result to Docker.
 import type Docker from 'dockerode';
 import { LABELS } from '../../src/api/labels.js';
-import { containerPortEnv, DEFAULT_DEREGISTRATION_DELAY, hasPublished, hostPortList, portEnv } from '../../src/api/ports.js';
+import { containerPortEnv, hostPortList, portEnv } from '../../src/api/ports.js';
 import { DEREGISTRATION_LABEL, PROBE_LABEL } from './facts.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { cpuMillis, durationMs, memoryBytes } from '../../src/api/units.js';
-import { onClusterNetwork, runImage } from '../../src/api/spec.js';
+import { deregistrationMs, onClusterNetwork, runImage, stopTimeoutSec } from '../../src/api/spec.js';
 import { nodeFileName, serviceFiles } from '../../src/api/files.js';
 import { join } from 'node:path';
 import { bareAddress } from '../../src/api/network.js';
@@ -57,15 +57,6 @@ function healthcheck(t: ServiceSpec): Docker.HealthConfig | undefined {
   };
 }
 
-/** Docker's StopTimeout is whole seconds: a grace of 1500ms waits 2 s, never less than declared. */
-export function stopTimeoutSec(t: ServiceSpec): number {
-  return Math.ceil(durationMs(t.stopGracePeriod, 10_000) / 1000);
-}
-
-/** A service's deregistration delay: its own, else 5 s when it publishes a port (the ingress routes to it), else none. */
-export function deregistrationMs(t: ServiceSpec): number {
-  return durationMs(t.deregistrationDelay ?? (hasPublished(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
-}
 
 /**
  * The replica's secrets and configs: each file of its tmpfs (files.ts wrote them under `filesDir`)

@@ -358,6 +358,31 @@ describe('step progression', () => {
 });
 
 describe('step timeout, abort and revert', () => {
+  it('a stop-first step counts its step timeout after the old container has had its deregistration delay and stop grace (a 60 s grace under a 60 s step timeout can finish)', () => {
+    const update = { maxSurge: 0 };
+    const old = { replicas: 3, update, stopGracePeriod: '60s', deregistrationDelay: '5s' };
+    const w = running(svc('img:1', old));
+    w.apply('app', { web: svc('img:2', { ...old, stopGracePeriod: '10s' }) });
+    const first = w.pass();
+    // The old spec's 5 s deregistration delay and its 60 s grace.
+    const leaving = 5_000 + 60_000;
+    expect(w.plan()?.steps[0]).toMatchObject({ replica: 'app-web-0', leavingMs: leaving });
+    expect(first.wakeAt).toBe(T0 + leaving + CFG.stepTimeoutMs);
+    w.observe('app-web-0', { state: 'starting', health: 'starting' });
+    w.now += CFG.stepTimeoutMs + 1;
+    w.pass();
+    expect(w.plan()?.state).toBe('in_progress');
+    w.now = T0 + leaving + CFG.stepTimeoutMs;
+    w.pass();
+    expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'step_timeout' });
+  });
+
+  it('a start-first step has no leaving time: its old container serves until the new one is ready', () => {
+    const w = rollingTo2({});
+    w.pass();
+    expect(w.plan()?.steps[0]?.leavingMs).toBeUndefined();
+  });
+
   it('aborts at the step timeout and reverts the replica in the same act', () => {
     const w = running();
     w.apply('app', { web: svc('img:2') });

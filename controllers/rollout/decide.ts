@@ -6,7 +6,7 @@ import { isPullFailure } from '../../src/api/reasons/agent.js';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
-import { canonicalJson, isJob, startsFirst } from '../../src/api/spec.js';
+import { canonicalJson, isJob, leavingMs, startsFirst } from '../../src/api/spec.js';
 import { planOfIncarnation, servingTemplate, templateOf, type ServingTemplate } from '../../src/api/serving.js';
 import {
   API_VERSION,
@@ -450,7 +450,7 @@ function watchForward(pass: ServicePass, target: ServingTemplate): { inFlight: R
       failed.push({ step, reason: failure ?? 'monitor_failed' });
       continue;
     }
-    const deadline = Date.parse(step.startedAt) + ctl.stepTimeoutMs;
+    const deadline = stepDeadline(step, ctl.stepTimeoutMs);
     if (c.now < deadline && failure !== 'restart_exhausted') {
       pass.wake(deadline);
       if (ready.at !== undefined) pass.wake(ready.at);
@@ -463,6 +463,9 @@ function watchForward(pass: ServicePass, target: ServingTemplate): { inFlight: R
   return { inFlight, failed };
 }
 
+/** When a step times out: the step timeout after its start, and after the old container's leaving for a stop-first step. */
+const stepDeadline = (step: RolloutStep, stepTimeoutMs: number) => Date.parse(step.startedAt) + (step.leavingMs ?? 0) + stepTimeoutMs;
+
 /** Revert steps in flight: done when back and ready, or given up at the step timeout (never held for ever). */
 function watchRevert(pass: ServicePass, target: ServingTemplate): RolloutStep[] {
   const { c } = pass;
@@ -470,7 +473,7 @@ function watchRevert(pass: ServicePass, target: ServingTemplate): RolloutStep[] 
   for (const step of activeSteps(pass.plan!)) {
     const g = c.groups.find((x) => x.id === step.replica);
     const ready = g ? groupReady(g, target.specHash, c.now) : { ready: true };
-    const deadline = Date.parse(step.startedAt) + c.controls.stepTimeoutMs;
+    const deadline = stepDeadline(step, c.controls.stepTimeoutMs);
     if (ready.ready) finishStep(pass, step, 'reverted');
     else if (c.now < deadline) {
       pass.wake(deadline);
@@ -775,9 +778,10 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, 
     const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
-  const step: RolloutStep = { replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso };
+  const leaving = stopFirst ? Math.max(0, ...g.copies.map((d) => leavingMs(d.value.spec.template))) : 0;
+  const step: RolloutStep = { replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso, ...(leaving ? { leavingMs: leaving } : {}) };
   pass.plan!.steps.push(step);
-  pass.wake(c.now + c.controls.stepTimeoutMs);
+  pass.wake(stepDeadline(step, c.controls.stepTimeoutMs));
   return step;
 }
 

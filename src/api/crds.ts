@@ -871,6 +871,7 @@ const KINDS: KindDef[] = [
               finishedAt: time('Step end.'),
               result: str({ enum: ['done', 'failed', 'reverted', 'superseded'] }),
               canary: bool(),
+              leavingMs: int({ minimum: 0, description: 'A stop-first step: how long the old container may take to leave (deregistration delay and stop grace); the step timeout counts after it.' }),
             },
             ['replica', 'node', 'startedAt'],
           ),

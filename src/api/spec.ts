@@ -3,7 +3,7 @@
 // quantities and durations normalised), so cosmetic edits do not flip it while semantic ones do.
 import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder, VolumeMount } from './types.js';
-import { canonicalPorts } from './ports.js';
+import { canonicalPorts, DEFAULT_DEREGISTRATION_DELAY, hasPublished } from './ports.js';
 import { canonicalFiles } from './files.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
 
@@ -167,6 +167,25 @@ export function withDependencyHashes(spec: DeploymentSpec): DeploymentSpec {
   };
   const services = Object.fromEntries(Object.keys(spec.services).map((n) => [n, fold(n)!]));
   return { ...spec, services };
+}
+
+/** Docker's stop timeout for a service: its stopGracePeriod (default 10 s) rounded up to whole seconds, never less than declared. */
+export function stopTimeoutSec(t: ServiceSpec): number {
+  return Math.ceil(durationMs(t.stopGracePeriod ?? SERVICE_DEFAULTS.stopGracePeriod) / 1000);
+}
+
+/** A service's deregistration delay: its own, else 5 s when it publishes a port (the ingress routes to it), else none. */
+export function deregistrationMs(t: ServiceSpec): number {
+  return durationMs(t.deregistrationDelay ?? (hasPublished(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
+}
+
+/**
+ * How long a replica's container may take to leave once asked to: out of routing for its
+ * deregistration delay, then its stop signal and grace before SIGKILL. A stop-first replacement
+ * waits this long before its new container can start.
+ */
+export function leavingMs(t: ServiceSpec): number {
+  return deregistrationMs(t) + stopTimeoutSec(t) * 1000;
 }
 
 /** JSON with object keys sorted at every level: the canonical byte form that gets hashed. */

@@ -955,6 +955,12 @@ export interface RolloutStep {
   result?: 'done' | 'failed' | 'reverted' | 'superseded';
   /** A canary's step: watched like any step, but not one of currentStep/totalSteps. */
   canary?: boolean;
+  /**
+   * A stop-first step: how long the old container may take to leave before the new one can start
+   * (its deregistration delay and stop grace, src/api/spec.ts leavingMs). The step timeout counts
+   * after it: a database with a 60 s grace can finish a step under a 60 s step timeout.
+   */
+  leavingMs?: number;
 }
 
 /** A rollout's canary phase (update.canary). */
