@@ -16,6 +16,7 @@ import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runne
 import type { Timings } from '../../src/timings.js';
 import { Backoff } from '../../src/backoff.js';
 import { overlayMetrics } from './metrics.js';
+import { monotonicNow } from './running-clock.js';
 import { decideOverlay, KEEPALIVE_SEC, overlayNodes, OVERLAY_MTU, OVERLAY_ROUTE_PROTO, skipWhy, type OverlayHealth, type OverlayPlan, type OverlaySettings, type OverlaySnapshot, type OverlayStep, type PeerStats } from './overlay-decide.js';
 import { loadOrCreateOverlayKey } from './overlay-key.js';
 import { NO_INTERFACE, parseIpAddr, parseIpRoutes, parseWgDump, type InterfaceState } from './overlay-observe.js';
@@ -74,7 +75,8 @@ export class Overlay {
   private readonly observeEveryMs: number;
   private readonly log: Logger;
   private observed?: InterfaceState;
-  private observedAt = 0;
+  /** When it was last looked at, on the monotonic clock (0: look again at once). */
+  private lookedAt = 0;
   /** The observation without counters and handshakes: a change of it is news to the next pass. */
   private shape = '';
   private busy = false;
@@ -127,9 +129,9 @@ export class Overlay {
         ...(this.observed ? { iface: this.observed } : {}),
       }),
       decide: (_s, snap, now) => ({ plan: decideOverlay(snap, now), acts: [] }),
-      perform: ({ plan }, now) => {
+      perform: ({ plan }) => {
         this.report(plan);
-        void this.reconcile(plan.steps, now);
+        void this.reconcile(plan.steps);
       },
       attach: (runner) => {
         this.runner = runner;
@@ -197,12 +199,12 @@ export class Overlay {
    * run, except after a failed create), then a fresh look at the interface. A change seen asks
    * for another pass; a failure waits for the next tick rather than trying again at once.
    */
-  private async reconcile(steps: readonly OverlayStep[], now: number): Promise<void> {
+  private async reconcile(steps: readonly OverlayStep[]): Promise<void> {
     if (this.busy) {
       this.again = true;
       return;
     }
-    if (!steps.length && now - this.observedAt < this.observeEveryMs) return;
+    if (!steps.length && this.lookedAt && monotonicNow() - this.lookedAt < this.observeEveryMs) return;
     this.busy = true;
     let failed = false;
     try {
@@ -286,29 +288,29 @@ export class Overlay {
       if (this.child === child) this.child = undefined;
       if (this.stopped) return;
       overlayMetrics.userspaceExits.inc();
-      this.observedAt = 0;
+      this.lookedAt = 0;
       // One that died while starting is this start's failure (thrown below): the next tick tries
       // again, never at once — that would spin as fast as it can die.
       if (startedAt === undefined) return;
-      const lived = Date.now() - startedAt;
+      const lived = monotonicNow() - startedAt;
       if (lived >= USERSPACE_STEADY_MS) this.restarts.reset();
       const wait = lived >= USERSPACE_STEADY_MS ? 0 : this.restarts.next();
       this.log.warn({ code, signal, pid: child.pid, livedMs: lived, restartInMs: wait, log: tail(logFile) }, 'wireguard-go exited; the overlay interface goes with it and is made again');
       setTimeout(() => this.runner?.trigger(), wait).unref();
     });
-    const deadline = Date.now() + USERSPACE_START_MS;
+    const deadline = monotonicNow() + USERSPACE_START_MS;
     for (;;) {
       const err = await Promise.race([spawnError, new Promise<undefined>((r) => setTimeout(() => r(undefined), 50))]);
       if (err) throw new OverlayCommandError((err as NodeJS.ErrnoException).code === 'ENOENT' ? 'wireguard-go is not installed: run scripts/ensure-system.sh' : `wireguard-go: ${err.message}`);
       if (child.exitCode !== null || child.signalCode !== null) throw new OverlayCommandError(`wireguard-go -f ${dev} exited at once (${child.exitCode ?? child.signalCode}): ${tail(logFile)}`);
       // Ready once `wg` reaches it through its socket.
       if (await run('wg', ['show', dev, 'listen-port']).then(() => true, () => false)) break;
-      if (Date.now() > deadline) {
+      if (monotonicNow() > deadline) {
         child.kill('SIGTERM');
         throw new OverlayCommandError(`wireguard-go -f ${dev} did not answer within ${USERSPACE_START_MS / 1000}s: ${tail(logFile)}`);
       }
     }
-    startedAt = Date.now();
+    startedAt = monotonicNow();
     this.log.info({ interface: dev, pid: child.pid, log: logFile }, 'wireguard-go started');
   }
 
@@ -330,10 +332,12 @@ export class Overlay {
       if (!this.mode) this.mode = link.kind === 'wireguard' ? 'kernel' : link.kind === 'tun' ? 'userspace' : undefined;
     }
     this.observed = state;
-    this.observedAt = Date.now();
+    this.lookedAt = monotonicNow();
+    // heardAt is published as a time on this host's wall clock, beside the heartbeat's own.
+    const wall = Date.now();
     for (const p of state.peers) {
       const h = this.heard.get(p.publicKey);
-      if (!h || p.rxBytes > h.rx) this.heard.set(p.publicKey, { rx: p.rxBytes, at: h || p.rxBytes > 0 ? this.observedAt : 0 });
+      if (!h || p.rxBytes > h.rx) this.heard.set(p.publicKey, { rx: p.rxBytes, at: h || p.rxBytes > 0 ? wall : 0 });
       else if (p.rxBytes < h.rx) h.rx = p.rxBytes; // counters reset (the peer re-added): wait for growth again
     }
     this.shape = JSON.stringify({ ...state, peers: state.peers.map((p) => ({ ...p, latestHandshake: 0, rxBytes: 0, txBytes: 0 })) });

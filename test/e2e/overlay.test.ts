@@ -270,7 +270,7 @@ spec:
       expect((await peerOf('node-3', 'node-1'))!.rxBytes).toBeGreaterThan(rx0);
     }));
 
-  it('an agent killed and restarted adopts the interface and its wireguard-go; one deleted behind its back is made again', () =>
+  it('an agent killed and restarted adopts the interface and its wireguard-go; one deleted behind its back is made again; a wireguard-go that keeps dying is started again after a back-off', () =>
     c.withLogs(async () => {
       const before = await wireguardGoPids('node-1');
       expect(before).toHaveLength(kernelWireGuard ? 0 : 1);
@@ -293,6 +293,34 @@ spec:
       const after = await wireguardGoPids('node-1');
       expect(after).toHaveLength(kernelWireGuard ? 0 : 1);
       if (!kernelWireGuard) expect(after).not.toEqual(before);
+      if (kernelWireGuard) return;
+
+      // A wireguard-go that dies soon after it started is started again after a back-off (1 s,
+      // doubling): never as fast as it can die (it once restarted ~15 times a second).
+      const exits = () =>
+        readFileSync(join(c.dataDir, 'logs', 'node-1.log'), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('wireguard-go exited'))
+          .map((l) => JSON.parse(l) as { livedMs: number; restartInMs: number });
+      const seen = exits().length;
+      for (let i = 0; i < 2; i++) {
+        const [pid] = await wireguardGoPids('node-1');
+        // Up (its socket answers `wg`), and a moment for the agent to see it started.
+        await eventually(async () => (await inNs('node-1', 'wg', ['show', dev('node-1'), 'listen-port']).then(() => true, () => false)), { what: "node-1's wireguard-go answering" });
+        await sleep(300);
+        process.kill(Number(pid), 'SIGKILL');
+        await eventually(async () => {
+          const now = await wireguardGoPids('node-1');
+          return now.length === 1 && now[0] !== pid;
+        }, { what: "node-1's wireguard-go started again", timeoutMs: 30_000 });
+      }
+      const killed = exits().slice(seen);
+      expect(killed).toHaveLength(2);
+      // The second had lived a moment: restarted after the back-off, not at once.
+      expect(killed[1]!.livedMs).toBeLessThan(10_000);
+      expect(killed[1]!.restartInMs).toBeGreaterThanOrEqual(1_000);
+      await eventually(async () => (await get('node-1', 'node-2')).status === 200 && (await dump('node-1')).peers.length === 2, { what: "node-1's overlay back with its peers", timeoutMs: 30_000 });
+      expect(exits().length - seen).toBe(2);
     }));
 
   // Issue 34: node eligibility on the same hosts. What a node's agent reports makes it degraded
