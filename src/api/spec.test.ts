@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { canonicalJson, isStateful, servicesByPriority, specHash, startsFirst, withDefaults, withDependencyHashes, withRestartDependents } from './spec.js';
+import { canonicalJson, isStateful, jsonEqual, servicesByPriority, specHash, startsFirst, withDefaults, withDependencyHashes, withRestartDependents } from './spec.js';
 import type { DeploymentSpec, ServiceSpec } from './types.js';
 
 const base: ServiceSpec = { image: 'jaco-demo/busybox:1', command: ['sh', '-c', 'sleep 1000'], env: { A: '1', B: '2' }, replicas: 2 };
@@ -190,4 +190,31 @@ describe('withRestartDependents: what jaco rollout restart restarts', () => {
     [['web'], ['web']],
     [['worker'], ['worker']],
   ])('%j → %j', (given, want) => expect(withRestartDependents(spec, given)).toEqual(want));
+});
+
+describe('jsonEqual: equal as JSON, in any key order', () => {
+  const rows: [string, unknown, unknown][] = [
+    ['keys in another order', { a: 1, b: { c: [1, 2], d: 'x' } }, { b: { d: 'x', c: [1, 2] }, a: 1 }],
+    ['a key set to undefined is absent', { a: 1, b: undefined }, { a: 1 }],
+    ['undefined in an array is null', [1, undefined], [1, null]],
+    ['equal primitives', 'x', 'x'],
+  ];
+  it.each(rows)('%s: equal, as canonicalJson says', (_n, a, b) => {
+    expect(canonicalJson(a)).toBe(canonicalJson(b));
+    expect(jsonEqual(a, b)).toBe(true);
+    expect(jsonEqual(b, a)).toBe(true);
+  });
+  const differ: [string, unknown, unknown][] = [
+    ['a value differs deep down', { a: { b: [1, { c: 2 }] } }, { a: { b: [1, { c: 3 }] } }],
+    ['a key more', { a: 1 }, { a: 1, b: 0 }],
+    ['null is not absent', { a: null }, {}],
+    ['an array is not an object', { a: [] }, { a: {} }],
+    ['array lengths', [1], [1, 1]],
+    ['1 is not "1"', { a: 1 }, { a: '1' }],
+  ];
+  it.each(differ)('%s: not equal, as canonicalJson says', (_n, a, b) => {
+    expect(canonicalJson(a)).not.toBe(canonicalJson(b));
+    expect(jsonEqual(a, b)).toBe(false);
+    expect(jsonEqual(b, a)).toBe(false);
+  });
 });

@@ -199,6 +199,25 @@ export function canonicalJson(value: unknown): string {
   });
 }
 
+/**
+ * Whether two values are equal as JSON: what JSON.stringify would write of them, in any key order
+ * (a key whose value is undefined is absent, as in JSON). Walks them; nothing is serialized.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i] ?? null, b[i] ?? null)) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  for (const k of Object.keys(x)) if (x[k] !== undefined && !jsonEqual(x[k], y[k])) return false;
+  for (const k of Object.keys(y)) if (y[k] !== undefined && x[k] === undefined) return false;
+  return true;
+}
+
 /** SHA-256 (hex) of the canonical service spec. */
 export function specHash(spec: ServiceSpec): string {
   return createHash('sha256').update(canonicalJson(canonicalService(spec))).digest('hex');
