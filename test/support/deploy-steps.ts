@@ -41,12 +41,13 @@ export function memberEnv(m: EtcdMemberHost, members: readonly EtcdMemberHost[])
  */
 export async function etcdTlsFiles(jaco: OperatorJaco, caDir: string, members: readonly EtcdMemberHost[], hosts: readonly Host[], operatorTlsDir: string): Promise<Record<string, string>> {
   await jaco(['cert', 'ca', '--ca-dir', caDir], {});
-  for (const m of members) {
-    await jaco(['cert', 'etcd', m.member, '--ip', `${m.address},127.0.0.1`, '--ca-dir', caDir, '--out', hostPath(m.host, '/etc/jaco/etcd-tls')], {});
-    placeFile(m.host, '/etc/jaco/etcd.env', memberEnv(m, members));
-  }
-  for (const h of hosts) await jaco(['cert', 'etcd-client', h.hostname, '--ca-dir', caDir, '--out', hostPath(h, CLIENT_TLS_DIR)], {});
-  await jaco(['cert', 'etcd-client', 'operator', '--ca-dir', caDir, '--out', operatorTlsDir], {});
+  for (const m of members) placeFile(m.host, '/etc/jaco/etcd.env', memberEnv(m, members));
+  // Each certificate on its own: the operator's machine issues them in any order.
+  await Promise.all([
+    ...members.map((m) => jaco(['cert', 'etcd', m.member, '--ip', `${m.address},127.0.0.1`, '--ca-dir', caDir, '--out', hostPath(m.host, '/etc/jaco/etcd-tls')], {})),
+    ...hosts.map((h) => jaco(['cert', 'etcd-client', h.hostname, '--ca-dir', caDir, '--out', hostPath(h, CLIENT_TLS_DIR)], {})),
+    jaco(['cert', 'etcd-client', 'operator', '--ca-dir', caDir, '--out', operatorTlsDir], {}),
+  ]);
   return { JACO_ETCD_CACERT: join(operatorTlsDir, 'ca.pem'), JACO_ETCD_CERT: join(operatorTlsDir, 'cert.pem'), JACO_ETCD_KEY: join(operatorTlsDir, 'cert.key') };
 }
 
