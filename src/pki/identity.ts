@@ -64,6 +64,25 @@ export function issueNodeTls(ca: ClusterCa, node: string, ips: string[], dir: st
   writeCa(ca, dir);
 }
 
+/**
+ * An etcd member's certificate with the CA, into `dir`: one certificate for both of its sides —
+ * clients dial it (serverAuth) and its peers dial it and are dialled by it (clientAuth).
+ */
+export function issueEtcdMemberTls(ca: ClusterCa, member: string, ips: string[], dir: string, days?: number): void {
+  issueCertificate(ca, { commonName: `etcd:${member}`, ips, usage: 'peer', ...(days ? { days } : {}) }, { dir, name: 'cert' });
+  writeCa(ca, dir);
+}
+
+/**
+ * The etcd client certificate of a host's jaco processes with the CA, into `dir` (etcd requires
+ * one: --client-cert-auth). It proves the host holds a certificate of the cluster; who a process
+ * is, its password says (etcd takes the certificate's name as the user only when none is given).
+ */
+export function issueEtcdClientTls(ca: ClusterCa, host: string, dir: string, days?: number): void {
+  issueCertificate(ca, { commonName: `etcd-client:${host}`, usage: 'client', ...(days ? { days } : {}) }, { dir, name: 'cert' });
+  writeCa(ca, dir);
+}
+
 /** An operator's or viewer's client certificate with the CA, into `dir`. */
 export function issueClientTls(ca: ClusterCa, role: ApiRole, name: string, dir: string, days?: number): void {
   issueCertificate(ca, { commonName: clientCommonName(role, name), usage: 'client', ...(days ? { days } : {}) }, { dir, name: 'cert' });

@@ -7,6 +7,7 @@ import { createReadStream, createWriteStream, existsSync, readFileSync, renameSy
 import { once } from 'node:events';
 import { VERSION } from '../version.js';
 import { keys } from '../api/keys.js';
+import type { ICallable, IResponseStream, ISnapshotResponse } from 'etcd3';
 import type { Store } from './store.js';
 
 /** The sidecar of a backup file: `<file>.json`. */
@@ -37,6 +38,22 @@ export class BackupCheckError extends Error {
 }
 
 /**
+ * etcd's snapshot stream, carrying the client's auth token. etcd3 1.1's maintenance.snapshot() hands
+ * grpc its metadata where the request goes, so the token never reaches etcd, which then takes the
+ * TLS client certificate's name as the user ("auth: user not found") or, without one, refuses
+ * ("user name is empty"): a backup failed against every etcd with authentication on. This is that
+ * call with the arguments in grpc's order, on the same connection pool.
+ */
+function snapshotStream(store: Store): Promise<IResponseStream<ISnapshotResponse>> {
+  const pool = (store.client as unknown as { pool: ICallable<unknown> }).pool;
+  return pool.withConnection('Maintenance', ({ resource, client, metadata }) => {
+    const stream = (client as unknown as { snapshot(req: object, md: typeof metadata): IResponseStream<ISnapshotResponse> }).snapshot({}, metadata);
+    stream.on('error', (err: Error) => pool.markFailed(resource, err));
+    return stream;
+  });
+}
+
+/**
  * Streams a snapshot of the member the client reaches into `file` (written to a temporary name,
  * renamed when whole, then its sidecar): a backup that failed half-way leaves nothing behind.
  */
@@ -50,7 +67,7 @@ export async function takeBackup(store: Store, file: string, now = new Date()): 
   let bytes = 0;
   let revision = 0;
   try {
-    const stream = await store.client.maintenance.snapshot();
+    const stream = await snapshotStream(store);
     await new Promise<void>((resolve, reject) => {
       stream.on('data', (chunk) => {
         if (!revision && chunk.header?.revision) revision = Number(chunk.header.revision);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CONTROLLERS } from '../../controllers/index.js';
-import { agentRole, allControllersRole, allows, clusterRoles, CONTROLLER_NAMES, controllerRole, grantsOf, ingressRole, type Access } from './rbac.js';
+import { agentRole, allControllersRole, allows, clusterRoles, CONTROLLER_NAMES, controllerRole, envFileText, grantsOf, ingressRole, type Access } from './rbac.js';
 
 describe('the etcd roles (src/store/rbac.ts)', () => {
   it('define a role for every controller a process can run, and for nothing else', () => {
@@ -50,4 +50,9 @@ describe('the etcd roles (src/store/rbac.ts)', () => {
   ])('%s: %s %s → %s', (who, key, access, allowed) => {
     expect(allows(grantsOf(grants(who)), key, access)).toBe(allowed);
   });
+
+  it.each([
+    [undefined, 'JACO_ETCD_USER=jaco-agent-n1\nJACO_ETCD_PASSWORD=pw\n'],
+    ['/etc/jaco/etcd-client', 'JACO_ETCD_USER=jaco-agent-n1\nJACO_ETCD_PASSWORD=pw\nJACO_ETCD_CACERT=/etc/jaco/etcd-client/ca.pem\nJACO_ETCD_CERT=/etc/jaco/etcd-client/cert.pem\nJACO_ETCD_KEY=/etc/jaco/etcd-client/cert.key\n'],
+  ])('an env file with client TLS directory %s', (dir, text) => expect(envFileText('jaco-agent-n1', 'pw', dir)).toBe(text));
 });

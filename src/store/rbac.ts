@@ -224,9 +224,14 @@ export async function applyRoles(store: Store, roles: readonly RoleDef[], passwo
   return applied;
 }
 
-/** The env file a process reads its credentials from. */
-export function envFileText(user: string, password: string): string {
-  return `JACO_ETCD_USER=${user}\nJACO_ETCD_PASSWORD=${password}\n`;
+/**
+ * The env file a process reads its credentials from: its user and password, and, given the
+ * directory where its host keeps its etcd client certificate (`jaco cert etcd-client`), the CA and
+ * that certificate (ca.pem, cert.pem, cert.key there).
+ */
+export function envFileText(user: string, password: string, clientTlsDir?: string): string {
+  const tls = clientTlsDir ? `JACO_ETCD_CACERT=${join(clientTlsDir, 'ca.pem')}\nJACO_ETCD_CERT=${join(clientTlsDir, 'cert.pem')}\nJACO_ETCD_KEY=${join(clientTlsDir, 'cert.key')}\n` : '';
+  return `JACO_ETCD_USER=${user}\nJACO_ETCD_PASSWORD=${password}\n${tls}`;
 }
 
 export interface ProvisionOptions {
@@ -241,6 +246,8 @@ export interface ProvisionOptions {
   passwords?: Readonly<Record<string, string>>;
   /** Also make the root user (if missing: its password in root.env) and turn authentication on. */
   enableAuth?: boolean;
+  /** The directory, on the hosts, of their etcd client certificate: each env file names its files too. */
+  clientTlsDir?: string;
 }
 
 /**
@@ -266,7 +273,7 @@ export async function provisionRbac(store: Store, nodes: readonly string[], opts
         a.password = opts.passwords?.[a.user] ?? newPassword();
         await store.client.user(a.user).setPassword(a.password);
       }
-  for (const a of applied) if (a.password !== undefined) writeFileSync(join(opts.outDir, a.envFile), envFileText(a.user, a.password), { mode: 0o600 });
+  for (const a of applied) if (a.password !== undefined) writeFileSync(join(opts.outDir, a.envFile), envFileText(a.user, a.password, opts.clientTlsDir), { mode: 0o600 });
   if (opts.enableAuth) await store.client.auth.authEnable({});
   return applied;
 }

@@ -1,11 +1,14 @@
 // deploy/README.md followed on three separate hosts (issue 32): each host a network namespace with
 // its own Docker engine (as `jaco up` makes them), and on it what the README puts there, each
 // process started with exactly the command line and environment its unit gives it (read from the
-// unit file: test/support/units.ts) — an etcd member of a 3-member cluster, the controllers on two
-// hosts, an agent (in the WireGuard mesh) and an ingress on every host, the dashboard, and Debian's
-// docker-registry with deploy/registry/config.yml on the first. Then an operator's day: a compose
-// application applied and answering through every host's ingress, a node drained and taken back,
-// a rolling update. The one liberty: jaco.env says JACO_TIMINGS=fast, so the walk takes seconds.
+// unit file and the env files it names: test/support/units.ts) — an etcd member of a 3-member
+// cluster on TLS (clients and peers) with authentication on and a user per process (`jaco cert`,
+// `jaco etcd rbac`: test/support/deploy-steps.ts), the controllers on two hosts, an agent (in the
+// WireGuard mesh) and an ingress on every host, the dashboard, and Debian's docker-registry with
+// deploy/registry/config.yml on the first. Then an operator's day: a compose application applied and
+// answering through every host's ingress, a node drained and taken back, a rolling update; and etcd
+// refusing an agent's user what is not its node's. The one liberty: jaco.env says JACO_TIMINGS=fast,
+// so the walk takes seconds.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,7 +27,9 @@ import { Store } from '../../src/store/store.js';
 import { logger } from '../../src/observability/log.js';
 import { jaco, type CliResult } from '../support/cli.js';
 import { requireDocker } from '../support/cluster.js';
-import { commandOf, hostPath, placeFile, readUnit, type Host } from '../support/units.js';
+import { commitAtomic } from '../../src/store/writer.js';
+import { etcdTlsFiles, etcdUsers, storeAuth, type EnvFileCopy, type OperatorJaco } from '../support/deploy-steps.js';
+import { commandOf, hostPath, placeFile, readEnvFile, readUnit, type Host } from '../support/units.js';
 import { noteUpDir } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 
@@ -50,6 +55,8 @@ describe('deploy/README.md followed on three separate hosts', () => {
   let store: Store;
   let endpoints = '';
   let registry = '';
+  /** The operator's connection: their etcd client certificate, and (once authentication is on) root. */
+  let operatorEnv: Record<string, string> = {};
   const host = (node: string): Host => ({ hostname: node, root: join(dataDir, 'nodes', node, 'root') });
   const address = (node: string) => net.nodes.find((n) => n.name === node)!.address;
   const netns = (node: string) => `--net=${join(NETNS_DIR, net.nodes.find((n) => n.name === node)!.netns)}`;
@@ -82,9 +89,9 @@ describe('deploy/README.md followed on three separate hosts', () => {
     return spawnOn(node, `${node} ${unitFile.split('/').pop()}`, ownRun[0]!, ownRun.slice(1), c.env);
   }
   /** The operator's CLI, on this machine (it reaches the hosts over their links). */
-  const op = (args: string[], input?: string, timeoutMs = 60_000): Promise<CliResult> => jaco(args, { endpoint: endpoints, prefix: '/jaco/', input, timeoutMs });
-  const ok = async (args: string[], input?: string, timeoutMs?: number) => {
-    const r = await op(args, input, timeoutMs);
+  const op = (args: string[], input?: string, timeoutMs = 60_000, env = operatorEnv): Promise<CliResult> => jaco(args, { endpoint: endpoints, prefix: '/jaco/', input, timeoutMs, env });
+  const ok = async (args: string[], input?: string, timeoutMs?: number, env?: Record<string, string>) => {
+    const r = await op(args, input, timeoutMs, env);
     expect(r.code, `jaco ${args.join(' ')}: ${r.stdout}${r.stderr}${tell()}`).toBe(0);
     return r.stdout;
   };
@@ -112,23 +119,28 @@ describe('deploy/README.md followed on three separate hosts', () => {
     save();
     await Promise.all([...engines.values()].map((s) => waitForEngine(s, 60_000)));
 
-    // Step 1: an etcd member on each host — member.env.example with this host's name and address.
-    const peers = NODES.map((n, i) => `etcd-${i + 1}=http://${address(n)}:2380`).join(',');
-    const example = readFileSync(deploy('etcd/member.env.example'), 'utf8');
-    for (const [i, n] of NODES.entries()) {
-      const env = example
-        .replaceAll('10.0.0.11', address(n))
-        .replace(/^ETCD_NAME=.*$/m, `ETCD_NAME=etcd-${i + 1}`)
-        .replace(/^ETCD_INITIAL_CLUSTER=.*$/m, `ETCD_INITIAL_CLUSTER=${peers}`);
-      placeFile(host(n), '/etc/jaco/etcd.env', env);
-      startUnit(n, deploy('etcd/etcd-jaco.service'));
-    }
-    endpoints = NODES.map((n) => `http://${address(n)}:2379`).join(',');
-    // jaco.env on every host, pointed at the three members.
+    // Step 1: the cluster CA; on each host an etcd member with its certificate and member.env.example
+    // made its own, and the host's etcd client certificate; jaco.env pointed at the three members.
+    const members = NODES.map((n, i) => ({ host: host(n), member: `etcd-${i + 1}`, address: address(n) }));
+    endpoints = NODES.map((n) => `https://${address(n)}:2379`).join(',');
+    const operator: OperatorJaco = (args, env) => ok(args, undefined, undefined, env);
+    const pki = join(dataDir, 'pki');
+    const tls = await etcdTlsFiles(operator, pki, members, NODES.map(host), join(dataDir, 'operator', 'etcd-client'));
+    for (const n of NODES) startUnit(n, deploy('etcd/etcd-jaco.service'));
     const jacoEnv = readFileSync(deploy('systemd/jaco.env'), 'utf8').replace(/^JACO_ENDPOINTS=.*$/m, `JACO_ENDPOINTS=${endpoints}`) + 'JACO_TIMINGS=fast\n';
     for (const n of NODES) placeFile(host(n), '/etc/jaco/jaco.env', jacoEnv);
-    store = new Store({ endpoints });
-    await eventually(async () => (await clusterInfo(store).catch(() => undefined))?.uid, { what: `the 3-member etcd answering${tell()}`, timeoutMs: 60_000 });
+    await eventually(async () => {
+      const s = new Store({ endpoints, ...storeAuth(tls), dialTimeoutMs: 1000 });
+      return s.ping(1000).then(() => true, () => false).finally(() => s.close());
+    }, { what: `the 3-member etcd answering over TLS${tell()}`, timeoutMs: 60_000 });
+    // Then a user per process, authentication on, and each env file where its unit reads it.
+    const copies: EnvFileCopy[] = [
+      ...NODES.flatMap((n) => [{ file: `agent-${n}.env`, host: host(n), path: '/etc/jaco/agent.env' }, { file: `ingress-${n}.env`, host: host(n), path: '/etc/jaco/ingress.env' }]),
+      ...CONTROLLER_HOSTS.map((n) => ({ file: 'controller.env', host: host(n), path: '/etc/jaco/controller.env' })),
+      { file: 'viewer.env', host: host('node-1'), path: '/etc/jaco/dashboard.env' },
+    ];
+    operatorEnv = await etcdUsers(operator, tls, join(dataDir, 'operator', 'credentials'), NODES, copies);
+    store = new Store({ endpoints, ...storeAuth(operatorEnv) });
     state.clusterUid = (await clusterInfo(store)).uid;
     state.endpoint = endpoints;
     save();
@@ -140,8 +152,6 @@ describe('deploy/README.md followed on three separate hosts', () => {
 
     // Step 4: the cluster's registry on node-1 — Debian's docker-registry, its unit as Debian ships
     // it, with deploy/registry/config.yml and a certificate from the cluster CA; every engine trusts the CA.
-    const pki = join(dataDir, 'pki');
-    await ok(['cert', 'ca', '--ca-dir', pki]);
     await ok(['cert', 'node', 'registry', '--ip', address('node-1'), '--ca-dir', pki, '--out', hostPath(host('node-1'), '/etc/docker/registry/tls')]);
     const caPem = readFileSync(join(pki, 'ca.pem'), 'utf8');
     placeFile(host('node-1'), '/etc/docker/registry/config.yml', readFileSync(deploy('registry/config.yml'), 'utf8'));
@@ -182,7 +192,22 @@ describe('deploy/README.md followed on three separate hosts', () => {
     for (const n of NODES) expect(nodes, nodes).toMatch(new RegExp(`^${n}\\s+Ready\\b`, 'm'));
     const page = (await run('nsenter', [netns('node-1'), '--', process.execPath, '-e', FETCH, 'http://127.0.0.1:8090/'], { encoding: 'utf8', timeout: 10_000 })).stdout;
     expect(page).toContain('/assets/dashboard.js');
+    // It reads the cluster as the viewer user of its dashboard.env.
+    await eventually(async () => JSON.parse((await run('nsenter', [netns('node-1'), '--', process.execPath, '-e', FETCH, 'http://127.0.0.1:8090/healthz'], { encoding: 'utf8', timeout: 10_000 })).stdout).synced === true, { what: `the dashboard's cache synced${tell()}`, timeoutMs: 30_000 });
     expect(await ok(['registry', 'default'])).toContain(registry);
+  });
+
+  it("etcd enforces each process's user: node-1's agent reads its node's keys and may write none of another node's, nor what controllers decide for its own", async () => {
+    // The very env file its unit reads (its paths are this host's).
+    const agent = new Store({ endpoints, ...storeAuth(readEnvFile(hostPath(host('node-1'), '/etc/jaco/agent.env'))) });
+    try {
+      expect((await agent.get(keys.node('node-1')))?.value).toBeDefined();
+      const counter = { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCounter', metadata: { name: 'c' }, spec: { next: 1 } };
+      for (const key of [`${keys.observedOf('node-2')}probe`, keys.heartbeat('node-2'), `${keys.desiredOf('node-1')}probe`])
+        await expect(commitAtomic(agent, [{ ops: [{ op: 'put', key, value: counter }] }]), key).rejects.toThrow(/permission denied/i);
+    } finally {
+      agent.close();
+    }
   });
 
   const compose = (version: string) =>

@@ -1,10 +1,12 @@
 // deploy/ followed on one host (issue 32): the etcd member, the controllers, the dashboard and the
 // backup each started with exactly the command line and environment its systemd unit gives it
-// (test/support/units.ts reads the unit file), in a network namespace of the test's own that holds
-// the address deploy/etcd/member.env.example names — so the units' fixed ports and addresses are
-// used as written. The files an operator writes are written as deploy/README.md says: the member's
-// environment file (made a one-member cluster), jaco.env pointed at it, the cluster key file made
-// with `jaco secret key rotate`. The node units (agent, ingress) need Docker: e2e.
+// (test/support/units.ts reads the unit file and the env files it names), in a network namespace of
+// the test's own that holds the address deploy/etcd/member.env.example names — so the units' fixed
+// ports and addresses are used as written. The files an operator writes are written as
+// deploy/README.md says (test/support/deploy-steps.ts): the member's certificate and environment
+// file (made a one-member cluster on TLS), the host's etcd client certificate, `jaco etcd rbac
+// --enable-auth` and its env files where the units read them, jaco.env pointed at the member, the
+// cluster key file made with `jaco secret key rotate`. The node units (agent, ingress) need Docker: e2e.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import { PACKAGE_ROOT } from '../../src/paths.js';
 import { stopProcess } from '../../src/runtime/child.js';
 import { NETNS_DIR } from '../../src/runtime/local-network.js';
 import { JACO_BIN } from '../support/cli.js';
+import { etcdTlsFiles, etcdUsers, type OperatorJaco } from '../support/deploy-steps.js';
 import { commandOf, readUnit, type Host } from '../support/units.js';
 import { eventually } from '../support/wait.js';
 
@@ -58,10 +61,10 @@ describe('deploy/ units, run as systemd runs them', () => {
     );
     return r;
   }
-  const jacoOnHost = (args: string[]) => {
-    const env = { PATH: process.env.PATH, ...commandOf(readUnit(deploy('systemd/jaco-controller.service')), host).env };
-    return run('nsenter', inNs(process.execPath, [JACO_BIN, ...args]), { env, encoding: 'utf8', timeout: 30_000 });
-  };
+  /** The operator's jaco, on the host (etcd answers in its namespace). */
+  const operator: OperatorJaco = async (args, env) =>
+    (await run('nsenter', inNs(process.execPath, [JACO_BIN, ...args]), { env: { PATH: process.env.PATH, JACO_ENDPOINTS: `https://${ADDRESS}:2379`, JACO_PREFIX: '/jaco/', ...env }, encoding: 'utf8', timeout: 30_000 })).stdout;
+  let asRoot: Record<string, string> = {};
   const tell = () => `\n${logs.slice(-30).join('\n')}`;
 
   beforeAll(async () => {
@@ -69,14 +72,16 @@ describe('deploy/ units, run as systemd runs them', () => {
     await run('ip', ['-n', NS, 'link', 'set', 'lo', 'up']);
     await run('ip', ['-n', NS, 'addr', 'add', `${ADDRESS}/32`, 'dev', 'lo']);
     // What the operator writes (deploy/README.md, steps 1 and 2), for a cluster of one member.
+    expect(readFileSync(deploy('etcd/member.env.example'), 'utf8')).toContain(`ETCD_LISTEN_CLIENT_URLS=https://${ADDRESS}:2379`);
+    const ops = join(root, 'operator');
+    const tls = await etcdTlsFiles(operator, join(ops, 'pki'), [{ host, member: 'etcd-a', address: ADDRESS }], [host], join(ops, 'etcd-client'));
     mkdirSync(join(root, 'etc/jaco'), { recursive: true });
-    const member = readFileSync(deploy('etcd/member.env.example'), 'utf8').replace(/^ETCD_INITIAL_CLUSTER=.*$/m, `ETCD_INITIAL_CLUSTER=etcd-a=http://${ADDRESS}:2380`);
-    expect(member).toContain(`ETCD_LISTEN_CLIENT_URLS=http://${ADDRESS}:2379`);
-    writeFileSync(join(root, 'etc/jaco/etcd.env'), member);
-    writeFileSync(join(root, 'etc/jaco/jaco.env'), readFileSync(deploy('systemd/jaco.env'), 'utf8').replace(/^JACO_ENDPOINTS=.*$/m, `JACO_ENDPOINTS=http://${ADDRESS}:2379`));
+    writeFileSync(join(root, 'etc/jaco/jaco.env'), readFileSync(deploy('systemd/jaco.env'), 'utf8').replace(/^JACO_ENDPOINTS=.*$/m, `JACO_ENDPOINTS=https://${ADDRESS}:2379`));
     start('etcd/etcd-jaco.service');
-    await eventually(() => jacoOnHost(['get', 'nodes']).then(() => true, () => false), { what: `etcd from its unit answering on ${ADDRESS}:2379${tell()}`, timeoutMs: 30_000 });
-    await jacoOnHost(['secret', 'key', 'rotate', '--key-file', join(root, 'etc/jaco/secrets.key')]);
+    await eventually(() => operator(['get', 'nodes'], tls).then(() => true, () => false), { what: `etcd from its unit answering on ${ADDRESS}:2379 over TLS${tell()}`, timeoutMs: 30_000 });
+    const copy = (file: string, path: string) => ({ file, host, path });
+    asRoot = await etcdUsers(operator, tls, join(ops, 'credentials'), [host.hostname], [copy('controller.env', '/etc/jaco/controller.env'), copy('viewer.env', '/etc/jaco/dashboard.env'), copy('root.env', '/etc/jaco/backup.env')]);
+    await operator(['secret', 'key', 'rotate', '--key-file', join(root, 'etc/jaco/secrets.key')], asRoot);
   }, 60_000);
 
   afterAll(async () => {
@@ -105,6 +110,8 @@ describe('deploy/ units, run as systemd runs them', () => {
     expect(status).toBe(200);
     expect(page).toContain('/assets/dashboard.js');
     expect((await get(`http://${addr}/assets/dashboard.js`))[0]).toBe(200);
+    // It reads the cluster as the user of dashboard.env (the viewer): its cache has listed.
+    await eventually(async () => JSON.parse((await get(`http://${addr}/healthz`))[1]).synced === true, { what: `the dashboard's cache synced${tell()}`, timeoutMs: 30_000 });
   });
 
   it('jaco-backup.service: a checked snapshot in /var/backups/jaco each run, named by time; the timer runs it daily', async () => {
@@ -117,7 +124,7 @@ describe('deploy/ units, run as systemd runs them', () => {
     expect(files.filter((f) => f.endsWith('.db')), files.join(' ')).toHaveLength(2);
     for (const f of files.filter((f) => f.endsWith('.db'))) {
       expect(f).toMatch(/^jaco-\d{8}T\d{6}\.\d{3}Z\.db$/);
-      expect((await jacoOnHost(['backup', '--check', join(dir, f)])).stdout).toContain(': OK (');
+      expect(await operator(['backup', '--check', join(dir, f)], asRoot)).toContain(': OK (');
     }
     expect(readFileSync(deploy('systemd/jaco-backup.timer'), 'utf8')).toMatch(/^OnCalendar=daily$/m);
   });

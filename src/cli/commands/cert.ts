@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { ensureClusterCa, PkiError, type ClusterCa } from '../../pki/ca.js';
-import { clientCommonName, issueClientTls, issueNodeTls, nodeCommonName, TLS_FILES } from '../../pki/identity.js';
+import { clientCommonName, issueClientTls, issueEtcdClientTls, issueEtcdMemberTls, issueNodeTls, nodeCommonName, TLS_FILES } from '../../pki/identity.js';
 import { action, CliError } from '../common.js';
 
 /** Where the CLI looks for its client certificate when neither --tls-dir nor JACO_TLS_DIR names one. */
@@ -32,6 +32,14 @@ function days(v: string | undefined): number | undefined {
   return n;
 }
 
+/** --ip: one address or several, comma-separated, each an IP address. */
+function addresses(v: string): string[] {
+  const ips = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const ip of ips) if (!isIP(ip)) throw new CliError(`--ip: "${ip}" is not an IP address`);
+  if (!ips.length) throw new CliError('--ip: name at least one address');
+  return ips;
+}
+
 const pki = <A extends unknown[]>(fn: (...a: A) => Promise<void>) =>
   action(async (...a: A) => {
     try {
@@ -45,7 +53,7 @@ const pki = <A extends unknown[]>(fn: (...a: A) => Promise<void>) =>
 export function registerCert(program: Command): void {
   const cert = program
     .command('cert')
-    .description("The cluster CA and the certificates of the agents' logs and exec endpoint (mutual TLS; docs/operate.md)")
+    .description("The cluster CA and the certificates it issues: the agents' logs and exec endpoint, etcd's members and clients (mutual TLS; docs/operate.md)")
     .addHelpText(
       'after',
       `
@@ -54,12 +62,17 @@ Examples:
   jaco cert node node-1 --ip 10.0.0.11 --ca-dir /etc/jaco/pki --out /var/lib/jaco/agent/node-1/tls
   jaco cert operator alice --ca-dir /etc/jaco/pki                # into ~/.jaco/tls
   jaco cert operator ci --viewer --days 30 --ca-dir /etc/jaco/pki --out ./ci-tls
+  jaco cert etcd etcd-a --ip 10.0.0.11,127.0.0.1 --ca-dir /etc/jaco/pki --out ./etcd-a/etcd-tls
+  jaco cert etcd-client node-1 --ca-dir /etc/jaco/pki --out ./node-1/etcd-client
 
 Each certificate goes with the CA's certificate into one directory (${TLS_FILES.ca}, ${TLS_FILES.cert},
 ${TLS_FILES.key} mode 600): an agent serves logs and exec with its node's (--api-tls-dir, default
 <state-dir>/tls), \`jaco logs\` and \`jaco exec\` present an operator's (--tls-dir, JACO_TLS_DIR,
 else .jaco/pki/operator under the current directory, else ~/.jaco/tls). The CA's key stays in
---ca-dir: keep that directory on the operators' machine, never on the nodes.
+--ca-dir: keep that directory on the operators' machine, never on the nodes. etcd's members serve
+clients and peers with theirs (deploy/etcd/member.env.example names the files), and every jaco
+process presents its host's etcd client certificate (JACO_ETCD_CACERT, JACO_ETCD_CERT,
+JACO_ETCD_KEY, which \`jaco etcd rbac --client-tls-dir\` writes into each user's env file).
 `,
     );
   cert
@@ -84,9 +97,7 @@ else .jaco/pki/operator under the current directory, else ~/.jaco/tls). The CA's
     .option('--days <n>', 'validity in days (default 365)')
     .action(
       pki(async (node: string, f: { ip: string; caDir: string; out?: string; days?: string }) => {
-        const ips = f.ip.split(',').map((s) => s.trim()).filter(Boolean);
-        for (const ip of ips) if (!isIP(ip)) throw new CliError(`--ip: "${ip}" is not an IP address`);
-        if (!ips.length) throw new CliError('--ip: name at least one address');
+        const ips = addresses(f.ip);
         const out = resolve(f.out ?? join('/var/lib/jaco/agent', node, 'tls'));
         issueNodeTls(existingCa(resolve(f.caDir)), node, ips, out, days(f.days));
         process.stdout.write(`issued ${nodeCommonName(node)} for ${ips.join(', ')} into ${out}\n`);
@@ -106,6 +117,36 @@ else .jaco/pki/operator under the current directory, else ~/.jaco/tls). The CA's
         const out = resolve(f.out);
         issueClientTls(existingCa(resolve(f.caDir)), role, name, out, days(f.days));
         process.stdout.write(`issued ${clientCommonName(role, name)} into ${out}\n`);
+      }),
+    );
+  cert
+    .command('etcd')
+    .description("Issue an etcd member's certificate: it serves clients and its peers over TLS, and dials its peers with it")
+    .argument('<member>', 'the member name (ETCD_NAME)')
+    .requiredOption('--ip <addresses>', 'every address its clients and peers dial, comma-separated (its host address, and 127.0.0.1 if it listens there)')
+    .option('--ca-dir <dir>', 'the CA directory', DEFAULT_CA_DIR)
+    .option('--out <dir>', 'where the files go (copy them to the member as /etc/jaco/etcd-tls)', '/etc/jaco/etcd-tls')
+    .option('--days <n>', 'validity in days (default 365)')
+    .action(
+      pki(async (member: string, f: { ip: string; caDir: string; out: string; days?: string }) => {
+        const ips = addresses(f.ip);
+        const out = resolve(f.out);
+        issueEtcdMemberTls(existingCa(resolve(f.caDir)), member, ips, out, days(f.days));
+        process.stdout.write(`issued etcd:${member} for ${ips.join(', ')} into ${out}\n`);
+      }),
+    );
+  cert
+    .command('etcd-client')
+    .description("Issue a host's etcd client certificate, which its jaco processes present to etcd (each still logs in as its own user)")
+    .argument('<host>', 'the host it is for (its name goes in the certificate)')
+    .option('--ca-dir <dir>', 'the CA directory', DEFAULT_CA_DIR)
+    .option('--out <dir>', 'where the files go (copy them to the host as /etc/jaco/etcd-client)', '/etc/jaco/etcd-client')
+    .option('--days <n>', 'validity in days (default 365)')
+    .action(
+      pki(async (host: string, f: { caDir: string; out: string; days?: string }) => {
+        const out = resolve(f.out);
+        issueEtcdClientTls(existingCa(resolve(f.caDir)), host, out, days(f.days));
+        process.stdout.write(`issued etcd-client:${host} into ${out}\n`);
       }),
     );
 }
