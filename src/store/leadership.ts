@@ -97,6 +97,9 @@ export class Leadership extends EventEmitter<LeadershipEvents> {
   /** Starts campaigning in the background. */
   start(): void {
     if (this.running) return;
+    // A standby says so (0): the alert "no process leads the controller" (deploy/prometheus,
+    // `max by (controller) (jaco_leader) == 0`) needs the standbys' series to fire when the leader's goes.
+    metrics.leader.set({ controller: this.opts.controller }, 0);
     void this.lease.start();
     this.running = this.loop();
   }

@@ -8,7 +8,7 @@
 // --enable-auth` and its env files where the units read them, jaco.env pointed at the member, the
 // cluster key file made with `jaco secret key rotate`. The node units (agent, ingress) need Docker: e2e.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -18,7 +18,7 @@ import { stopProcess } from '../../src/runtime/child.js';
 import { NETNS_DIR } from '../../src/runtime/local-network.js';
 import { JACO_BIN } from '../support/cli.js';
 import { etcdTlsFiles, etcdUsers, type OperatorJaco } from '../support/deploy-steps.js';
-import { commandOf, readUnit, type Host } from '../support/units.js';
+import { commandOf, hostPath, readEnvFile, readUnit, type Host } from '../support/units.js';
 import { eventually } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -43,8 +43,8 @@ describe('deploy/ units, run as systemd runs them', () => {
   const logs: string[] = [];
 
   /** Starts a unit's command in the namespace, as systemd would start the service. */
-  function start(unitFile: string): ChildProcess {
-    const c = commandOf(readUnit(deploy(unitFile)), host);
+  function start(unitFile: string, instance?: string): ChildProcess {
+    const c = commandOf(readUnit(deploy(unitFile), instance), host);
     const child = spawn('nsenter', inNs(c.cmd, c.args), { env: c.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const name = unitFile.split('/').pop()!;
     child.stdout!.on('data', (d: Buffer) => logs.push(`${name}: ${d.toString().trimEnd()}`));
@@ -80,7 +80,7 @@ describe('deploy/ units, run as systemd runs them', () => {
     start('etcd/etcd-jaco.service');
     await eventually(() => operator(['get', 'nodes'], tls).then(() => true, () => false), { what: `etcd from its unit answering on ${ADDRESS}:2379 over TLS${tell()}`, timeoutMs: 30_000 });
     const copy = (file: string, path: string) => ({ file, host, path });
-    asRoot = await etcdUsers(operator, tls, join(ops, 'credentials'), [host.hostname], [copy('controller.env', '/etc/jaco/controller.env'), copy('viewer.env', '/etc/jaco/dashboard.env'), copy('root.env', '/etc/jaco/backup.env')]);
+    asRoot = await etcdUsers(operator, tls, join(ops, 'credentials'), [host.hostname], [copy('controller.env', '/etc/jaco/controller.env'), copy('controller-scheduler.env', '/etc/jaco/controller-scheduler.env'), copy('viewer.env', '/etc/jaco/dashboard.env'), copy('root.env', '/etc/jaco/backup.env')]);
     await operator(['secret', 'key', 'rotate', '--key-file', join(root, 'etc/jaco/secrets.key')], asRoot);
   }, 60_000);
 
@@ -98,6 +98,20 @@ describe('deploy/ units, run as systemd runs them', () => {
     await eventually(async () => (await get(`http://127.0.0.1:${port}/healthz`).catch(() => [0, '']))[0] === 200, { what: `the controllers' /healthz${tell()}`, timeoutMs: 30_000 });
     const [, metrics] = await get(`http://${ADDRESS}:${port}/metrics`);
     expect(metrics).toMatch(/^jaco_leader\{/m);
+  });
+
+  it('jaco-controller@.service: one controller in a process of its own, under its own etcd user, on the metrics port its env file names', async () => {
+    // Beside jaco-controller.service on this host: its own port, as the unit's comment says.
+    appendFileSync(hostPath(host, '/etc/jaco/controller-scheduler.env'), 'JACO_METRICS_ADDR=0.0.0.0:9470\n');
+    const env = readEnvFile(hostPath(host, '/etc/jaco/controller-scheduler.env'));
+    expect(env.JACO_ETCD_USER).toBe('jaco-controller-scheduler');
+    start('systemd/jaco-controller@.service', 'scheduler');
+    // /healthz answers once its cache has listed what the scheduler reads, as that user.
+    await eventually(async () => (await get('http://127.0.0.1:9470/healthz').catch(() => [0, '']))[0] === 200, { what: `jaco-controller@scheduler's /healthz${tell()}`, timeoutMs: 30_000 });
+    const [, metrics] = await get(`http://${ADDRESS}:9470/metrics`);
+    // Leading or standing by beside jaco-controller.service's scheduler: either way it says which (1 or 0).
+    expect(metrics).toMatch(/^jaco_leader\{[^}]*controller="scheduler"\} [01]$/m);
+    expect(metrics).not.toMatch(/^jaco_leader\{[^}]*controller="rollout"/m);
   });
 
   it('jaco-dashboard.service: the page and its assets on the address the unit names', async () => {

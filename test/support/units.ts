@@ -2,7 +2,7 @@
 // a missing file or a port nothing listens on fails a test instead of an operator's first boot.
 // This is systemd's part, written small: the [Service] section's Environment=, EnvironmentFile= and
 // ExecStart= (words split as the shell does, which is what systemd's quoting amounts to for these
-// units; the specifiers %H and %%), and the one liberty a test host needs: a root for the paths the
+// units; the specifiers %H, %i and %%, and `$$` for `$`), and the one liberty a test host needs: a root for the paths the
 // units name (/etc/jaco, /var/lib/jaco, …), and the installed binaries mapped to this checkout's.
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -21,11 +21,17 @@ export interface Unit {
   execStart: string[];
   /** Type= (simple unless it says otherwise). */
   type: string;
+  /** A template unit's instance (jaco-controller@scheduler: `scheduler`), its %i. */
+  instance?: string;
 }
 
-/** Reads a unit file's [Service] section. Anything this does not understand is an error, never skipped. */
-export function readUnit(file: string): Unit {
-  const unit: Unit = { file, environment: {}, environmentFiles: [], execStart: [], type: 'simple' };
+/**
+ * Reads a unit file's [Service] section (of a template unit, `name@.service`, as its `instance`).
+ * Anything this does not understand is an error, never skipped.
+ */
+export function readUnit(file: string, instance?: string): Unit {
+  if (/@\.service$/.test(file) !== (instance !== undefined)) throw new Error(`${file}: ${instance === undefined ? 'a template unit needs an instance' : 'not a template unit'}`);
+  const unit: Unit = { file, environment: {}, environmentFiles: [], execStart: [], type: 'simple', ...(instance !== undefined ? { instance } : {}) };
   let section = '';
   let line = 0;
   for (const raw of readFileSync(file, 'utf8').split('\n')) {
@@ -99,10 +105,13 @@ const PROGRAMS: Record<string, () => string> = {
 const HOST_PATHS = /^\/(etc\/jaco|var\/lib\/jaco|var\/lib\/etcd-jaco|var\/backups\/jaco|etc\/docker\/registry|var\/lib\/docker-registry)(\/|$)/;
 
 function onHost(host: Host, word: string): string {
-  const program = PROGRAMS[word];
-  if (program) return program();
-  // A path inside a word too (--data-dir=/var/lib/…, JACO_SECRETS_KEY_FILE=/etc/jaco/…).
-  return word.replace(/(^|=)(\/[^\s=]*)/g, (m, pre: string, path: string) => (HOST_PATHS.test(path) ? `${pre}${join(host.root, path)}` : m));
+  // A program or a path, the whole word or inside it (an `sh -c '…'` script, --data-dir=/var/lib/…,
+  // JACO_SECRETS_KEY_FILE=/etc/jaco/…).
+  return word.replace(/(^|=|\s)(\/[^\s=]*)/g, (m, pre: string, path: string) => {
+    const program = PROGRAMS[path];
+    if (program) return `${pre}${program()}`;
+    return HOST_PATHS.test(path) ? `${pre}${join(host.root, path)}` : m;
+  });
 }
 
 /** Where a path the units name is on `host` (/etc/jaco/jaco.env → <root>/etc/jaco/jaco.env). */
@@ -117,21 +126,30 @@ export function placeFile(host: Host, path: string, text: string, mode = 0o644):
   return to;
 }
 
-const specifiers = (host: Host, w: string) => w.replace(/%[%H]/g, (s) => (s === '%%' ? '%' : host.hostname));
+/** systemd's specifiers the units use (%H the host name, %i the instance, %% a %). */
+function specifiers(unit: Unit, host: Host, w: string): string {
+  return w.replace(/%[%Hi]/g, (s) => {
+    if (s === '%%') return '%';
+    if (s === '%H') return host.hostname;
+    if (unit.instance === undefined) throw new Error(`${unit.file}: %i in a unit that is no template instance`);
+    return unit.instance;
+  });
+}
 
 /** What systemd would run for the unit on `host`: the command, its arguments and its environment. */
 export function commandOf(unit: Unit, host: Host, baseEnv: NodeJS.ProcessEnv = { PATH: process.env.PATH }): { cmd: string; args: string[]; env: NodeJS.ProcessEnv } {
   const env: NodeJS.ProcessEnv = { ...baseEnv };
   // systemd's order: Environment= first, then each EnvironmentFile= over it.
-  for (const [k, v] of Object.entries(unit.environment)) env[k] = onHost(host, specifiers(host, v));
+  for (const [k, v] of Object.entries(unit.environment)) env[k] = onHost(host, specifiers(unit, host, v));
   for (const f of unit.environmentFiles) {
-    const path = onHost(host, specifiers(host, f.path));
+    const path = onHost(host, specifiers(unit, host, f.path));
     if (!existsSync(path)) {
       if (f.optional) continue;
       throw new Error(`${unit.file}: EnvironmentFile ${f.path} is missing on ${host.hostname} (${path})`);
     }
     for (const [k, v] of Object.entries(readEnvFile(path))) env[k] = onHost(host, v);
   }
-  const [cmd, ...args] = unit.execStart.map((w) => onHost(host, specifiers(host, w)));
+  // In a command line `$$` is a `$` (systemd's escape: the shell it starts sees the variable).
+  const [cmd, ...args] = unit.execStart.map((w) => onHost(host, specifiers(unit, host, w)).replace(/\$\$/g, '$'));
   return { cmd: cmd!, args, env };
 }
