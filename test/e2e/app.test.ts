@@ -25,13 +25,12 @@ import { TestPrometheus } from '../support/prometheus.js';
 import { metric } from './agent-fixtures.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
+import { textInNetns } from '../support/netns-fetch.js';
 
 const run = promisify(execFile);
 const NODES = ['node-1', 'node-2', 'node-3'];
 const PORT = 18100;
 const FIXTURE = join(PACKAGE_ROOT, 'test', 'fixtures', 'app');
-/** One GET by node's own fetch (busybox's wget crashes in a node's namespace on this machine): the body, exit 2 on a non-200. */
-const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(5000) }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 2); }, (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
 /** What app answers: its replica, the count redis gave this request, and its VERSION. */
 const ANSWER = /^(counter-app-\d+) (\d+) (v\d)$/;
 
@@ -55,7 +54,7 @@ describe('issue 26: a plain compose application across separate hosts', () => {
 
   const inNode = async (node: string, ...cmd: string[]) => (await run('nsenter', [`--net=${NETNS_DIR}/${c.node(node).netns}`, '--', ...cmd], { encoding: 'utf8', timeout: 15_000 })).stdout;
   /** GET / of `to`'s ingress on 18100, asked from `from`'s namespace. */
-  const ask = async (from: string, to: string) => (await inNode(from, process.execPath, '-e', FETCH, `http://${c.node(to).address}:${PORT}/`)).trim();
+  const ask = async (from: string, to: string) => (await textInNetns(c.node(from).netns, `http://${c.node(to).address}:${PORT}/`, 5000)).trim();
   const replicas = async (service: string) =>
     (await c.store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value.spec).filter((s) => s.deployment === 'counter' && s.service === service);
   /** How many of a service's replicas each node holds. */

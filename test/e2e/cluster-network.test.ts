@@ -16,6 +16,7 @@ import { readUpState } from '../../src/runtime/local-cluster.js';
 import { commitActs } from '../../src/store/writer.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
+import { textInNetns } from '../support/netns-fetch.js';
 import { deleteDesired, desired, observedStatus, putDesired, waitObserved } from './agent-fixtures.js';
 import { execIn } from '../support/docker-exec.js';
 import { API_VERSION, type ServiceAddress } from '../../src/api/types.js';
@@ -25,7 +26,6 @@ const NODE = 'node-1';
 /** Addresses of a test range: 10.208.1.0/24 and a ULA /64, gateways .1 and ::1. */
 const addr = (host: number): ReplicaAddress => ({ ipv4: `10.208.1.${host}/24`, ipv6: `fd4a:17c2:9e01:1::${host.toString(16)}/64` });
 const bare = (cidr: string) => cidr.slice(0, cidr.indexOf('/'));
-const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 2); }, (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
 
 describe('the cluster network: every replica its own network namespace', () => {
   const c = new UpCluster({ nodes: 1 });
@@ -52,8 +52,8 @@ describe('the cluster network: every replica its own network namespace', () => {
 
   /** A command in the node's network namespace (where its agent runs). */
   const inNode = async (...cmd: string[]) => (await run('nsenter', [`--net=/run/netns/${netns}`, '--', ...cmd], { encoding: 'utf8', timeout: 10_000 })).stdout;
-  /** GET http://host:8080/path from the node's namespace, by node's own fetch (busybox's wget crashes there on this machine). */
-  const get = (host: string, path = '/') => inNode(process.execPath, '-e', FETCH, `http://${host.includes(':') ? `[${host}]` : host}:8080${path}`);
+  /** GET http://host:8080/path from the node's namespace. */
+  const get = (host: string, path = '/') => textInNetns(netns, `http://${host.includes(':') ? `[${host}]` : host}:8080${path}`);
   /** Waits until `host` answers on 8080 with `want` (a server starts a moment after its container). */
   const answers = (host: string, want: string) => eventually(async () => (await get(host)).trim() === want, { what: `${host}:8080 answering "${want}"`, timeoutMs: 10_000 });
   const routes = async () => `${await inNode('ip', '-4', 'route')}\n${await inNode('ip', '-6', 'route')}`;

@@ -9,11 +9,10 @@
 // answering through every host's ingress, a node drained and taken back, a rolling update; and etcd
 // refusing an agent's user what is not its node's. The one liberty: jaco.env says JACO_TIMINGS=fast,
 // so the walk takes seconds.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
@@ -32,16 +31,14 @@ import { etcdTlsFiles, etcdUsers, storeAuth, type EnvFileCopy, type OperatorJaco
 import { commandOf, hostPath, placeFile, readEnvFile, readUnit, type Host } from '../support/units.js';
 import { noteUpDir } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
+import { textInNetns } from '../support/netns-fetch.js';
 
-const run = promisify(execFile);
 const NODES = ['node-1', 'node-2', 'node-3'];
 const CONTROLLER_HOSTS = ['node-1', 'node-2'];
 const PORT = 18300;
 const deploy = (f: string) => join(PACKAGE_ROOT, 'deploy', f);
 /** Every process's output, whole (the failure messages carry the last lines). */
 const LOG = join(tmpdir(), 'jaco-deploy-walk.log');
-/** One GET, by node's own fetch: the body, exit 2 on a non-200. */
-const FETCH = `fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(async (r) => { process.stdout.write(await r.text()); process.exit(r.ok ? 0 : 2); }, (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
 
 describe('deploy/README.md followed on three separate hosts', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'jaco-deploy-'));
@@ -59,7 +56,8 @@ describe('deploy/README.md followed on three separate hosts', () => {
   let operatorEnv: Record<string, string> = {};
   const host = (node: string): Host => ({ hostname: node, root: join(dataDir, 'nodes', node, 'root') });
   const address = (node: string) => net.nodes.find((n) => n.name === node)!.address;
-  const netns = (node: string) => `--net=${join(NETNS_DIR, net.nodes.find((n) => n.name === node)!.netns)}`;
+  const nsOf = (node: string) => net.nodes.find((n) => n.name === node)!.netns;
+  const netns = (node: string) => `--net=${join(NETNS_DIR, nsOf(node))}`;
   const tell = () => `\n${logs.slice(-25).join('\n')}\n(every process's output: ${LOG})`;
 
   /** Records what runs in the state file, so an interrupted run is torn down by the next (`jaco down --purge`). */
@@ -96,7 +94,7 @@ describe('deploy/README.md followed on three separate hosts', () => {
     return r.stdout;
   };
   /** GET / of `to`'s ingress on PORT, asked from `from`'s namespace. */
-  const ask = async (from: string, to: string) => (await run('nsenter', [netns(from), '--', process.execPath, '-e', FETCH, `http://${address(to)}:${PORT}/`], { encoding: 'utf8', timeout: 10_000 })).stdout.trim();
+  const ask = async (from: string, to: string) => (await textInNetns(nsOf(from), `http://${address(to)}:${PORT}/`)).trim();
   const webNodes = async () => (await store.list<ReplicaDesired>(keys.desiredOf())).items.map((i) => i.value.spec).filter((s) => s.deployment === 'shop' && s.service === 'web').map((s) => s.node);
 
   beforeAll(async () => {
@@ -190,10 +188,10 @@ describe('deploy/README.md followed on three separate hosts', () => {
   it('every host runs what its units start: three nodes Ready, the dashboard answers on node-1, the registry is the default', async () => {
     const nodes = await ok(['get', 'nodes', '-o', 'wide']);
     for (const n of NODES) expect(nodes, nodes).toMatch(new RegExp(`^${n}\\s+Ready\\b`, 'm'));
-    const page = (await run('nsenter', [netns('node-1'), '--', process.execPath, '-e', FETCH, 'http://127.0.0.1:8090/'], { encoding: 'utf8', timeout: 10_000 })).stdout;
+    const page = await textInNetns(nsOf('node-1'), 'http://127.0.0.1:8090/');
     expect(page).toContain('/assets/dashboard.js');
     // It reads the cluster as the viewer user of its dashboard.env.
-    await eventually(async () => JSON.parse((await run('nsenter', [netns('node-1'), '--', process.execPath, '-e', FETCH, 'http://127.0.0.1:8090/healthz'], { encoding: 'utf8', timeout: 10_000 })).stdout).synced === true, { what: `the dashboard's cache synced${tell()}`, timeoutMs: 30_000 });
+    await eventually(async () => JSON.parse(await textInNetns(nsOf('node-1'), 'http://127.0.0.1:8090/healthz')).synced === true, { what: `the dashboard's cache synced${tell()}`, timeoutMs: 30_000 });
     expect(await ok(['registry', 'default'])).toContain(registry);
   });
 

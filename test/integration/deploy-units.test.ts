@@ -20,6 +20,7 @@ import { JACO_BIN } from '../support/cli.js';
 import { etcdTlsFiles, etcdUsers, type OperatorJaco } from '../support/deploy-steps.js';
 import { commandOf, hostPath, readEnvFile, readUnit, type Host } from '../support/units.js';
 import { eventually } from '../support/wait.js';
+import { getInNetns } from '../support/netns-fetch.js';
 
 const run = promisify(execFile);
 const deploy = (f: string) => join(PACKAGE_ROOT, 'deploy', f);
@@ -29,12 +30,10 @@ const NS = `jaco-units-${process.pid}`;
 const inNs = (cmd: string, args: string[]) => ['--net=' + join(NETNS_DIR, NS), '--', cmd, ...args];
 
 /** GET url from inside the namespace: [status, body]. */
-async function get(url: string): Promise<[number, string]> {
-  const script = `fetch(process.argv[1], { signal: AbortSignal.timeout(3000) }).then(async (r) => process.stdout.write(r.status + '\\n' + (await r.text())), (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
-  const { stdout } = await run('nsenter', inNs(process.execPath, ['-e', script, url]), { encoding: 'utf8', timeout: 10_000 });
-  const nl = stdout.indexOf('\n');
-  return [Number(stdout.slice(0, nl)), stdout.slice(nl + 1)];
-}
+const get = async (url: string): Promise<[number, string]> => {
+  const r = await getInNetns(NS, url);
+  return [r.status, r.body];
+};
 
 describe('deploy/ units, run as systemd runs them', () => {
   const root = mkdtempSync(join(tmpdir(), 'jaco-units-'));
