@@ -5,7 +5,7 @@ import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
-import { localClusterDefaults } from '../runtime/local-credentials.js';
+import { localClusterDefaults } from '../supervise/local-credentials.js';
 
 export { EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE } from './exit-codes.js';
 import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';

@@ -22,7 +22,7 @@ import { qualifyImage, registryAccessFor } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { resolveDigest } from '../../src/images/registry.js';
 import { readImageAccess } from '../../src/cli/registries.js';
-import { freePort } from '../../src/runtime/etcd.js';
+import { freePort } from '../../src/supervise/etcd.js';
 import { jaco, type CliResult } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';

@@ -16,7 +16,7 @@ import { hasTlsDir, readTlsDir, TLS_FILES, type TlsMaterial } from '../../pki/id
 import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
 import { splitHostPort } from '../../api/network.js';
 

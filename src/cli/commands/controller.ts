@@ -9,7 +9,7 @@ import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
 import { IdleCollector } from '../../runtime/memory.js';
 import { readClusterKeys } from '../../secrets/keyfile.js';
-import { stopAll, untilSignal } from '../../runtime/process.js';
+import { stopAll, untilSignal } from '../../supervise/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
 
 /** How a process appears in election keys and logs: host/pid/random. */

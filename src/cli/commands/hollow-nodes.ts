@@ -6,7 +6,7 @@ import { AgentFlagError, parseCapacity, parseLabels, parseStatusInterval } from 
 import { durationMs } from '../../api/units.js';
 import { logger, rootLogger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, storeOf, timingsOf } from '../common.js';
 
 interface HollowFlags {

@@ -7,7 +7,7 @@ import { Ingress } from '../../../controllers/ingress/ingress.js';
 import { durationMs } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, storeOf, timingsOf } from '../common.js';
 
 interface IngressFlags {
