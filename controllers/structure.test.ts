@@ -2,7 +2,9 @@
 // shape issue 31 removed from controllers/scheduler). Every folder of controllers/ and src/ is held
 // free of them (issue 31 untangled the last ones): a loop through a folder, even by way of another
 // one, fails here and is named.
-import { dirname } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importGraph, importLoops, oneCycle } from '../test/support/import-graph.js';
 
@@ -50,5 +52,38 @@ describe('importLoops', () => {
 
   it('names one cycle of a loop in import order', () => {
     expect(oneCycle(g({ a: ['b'], b: ['c'], c: ['a'] }), ['a', 'b', 'c'])).toEqual(['a', 'b', 'c', 'a']);
+  });
+});
+
+describe('what the docs cite', () => {
+  // A path a page or a code comment names (controllers/…, src/…, test/…, docs/…) must exist: a file
+  // moved or renamed leaves its old name behind in prose, where no compiler looks (issue 31).
+  const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
+  const texts = tracked.filter((f) => /\.(md|ts|mjs|sh)$/.test(f) || f === 'Makefile');
+  const ROOTED = /\b(?:controllers|src|test|scripts|deploy|crds|docs|web)\/[A-Za-z0-9_./@-]*[A-Za-z0-9_@-]/g;
+
+  it('the pages and comments are read', () => {
+    expect(texts.filter((f) => f.endsWith('.md')).length).toBeGreaterThan(10);
+  });
+
+  it('names only files and folders that exist', () => {
+    const missing: string[] = [];
+    for (const f of texts) {
+      const lines = readFileSync(join(ROOT, f), 'utf8').split('\n');
+      const prose = f.endsWith('.md') ? () => true : (line: string) => /^\s*(\/\/|\*|\/\*\*|#)/.test(line);
+      lines.forEach((line, i) => {
+        if (!prose(line)) return;
+        for (const m of line.matchAll(ROOTED)) {
+          const p = m[0];
+          // Part of a longer path (node_modules/…, /sys/fs/cgroup/…, a URL) or a pattern, not a file of ours.
+          const before = line[m.index - 1];
+          if (before === '/' || before === '.' || /[*<]/.test(line.slice(m.index, m.index + p.length + 1))) continue;
+          // A test file may be named without its suffix (test/e2e/rollout-etcd).
+          const exists = ['', '.ts', '.test.ts', '.md'].some((ext) => existsSync(join(ROOT, p + ext)) || existsSync(join(ROOT, dirname(f), p + ext)));
+          if (!exists) missing.push(`${f}:${i + 1}: ${p}`);
+        }
+      });
+    }
+    expect(missing).toEqual([]);
   });
 });

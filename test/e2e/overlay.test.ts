@@ -183,7 +183,7 @@ spec:
         }
         const h = await eventually(async () => ((await healthz(n)).overlay?.up ? (await healthz(n)).overlay : undefined), { what: `${n}'s /healthz: overlay up` });
         expect(h).toMatchObject({ up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] });
-        // This machine's kernel has no WireGuard (docs/ENVIRONMENT): wireguard-go; one with it: the kernel's.
+        // These test machines' kernels have no WireGuard: wireguard-go; one with it: the kernel's.
         expect([h!.mode, h!.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
         // The handshakes' ages are read on the overlay's next look at its interface (every 2 s here).
         const handshakes = others.map((o) => new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
