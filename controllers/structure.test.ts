@@ -27,6 +27,43 @@ describe('import graph of controllers/ and src/', () => {
   });
 });
 
+describe('layers: the operator tools reach the controllers only through src/app', () => {
+  // src/cli and src/dashboard (the operator's tools) → src/app (what they read and ask of the
+  // cluster: read models, plan previews, decisions, the controllers' faces app/controllers.ts and
+  // app/processes.ts) → controllers/ → the core (src/api, store, runtime, …). An arrow never runs
+  // back up, and the tools never reach past the app into controllers/ (docs/runtime.md, "Layers").
+  const graph = importGraph(ROOT, ['src', 'controllers']);
+  const layer = (f: string): string => {
+    if (f.startsWith('controllers/')) return 'controllers';
+    const m = /^src\/(cli|dashboard|app|supervise)\//.exec(f);
+    return m ? m[1]! : 'core';
+  };
+  const arrows = [...graph].flatMap(([from, to]) => to.map((t) => ({ from, to: t, a: layer(from), b: layer(t) })));
+  const NEVER: Record<string, string[]> = {
+    cli: ['controllers'],
+    dashboard: ['controllers'],
+    app: ['cli', 'dashboard'],
+    controllers: ['app', 'cli', 'dashboard', 'supervise'],
+    core: ['app', 'cli', 'dashboard', 'supervise', 'controllers'],
+  };
+  // The dashboard's actions still call the CLI's acts (drain, cordon, rollback, rollout requests):
+  // they move to src/app with the apply pipeline rollback re-runs. No other arrow from the dashboard into src/cli.
+  const DASHBOARD_INTO_CLI = ['src/dashboard/actions.ts'];
+
+  it('the layers are read', () => {
+    expect(new Set(arrows.map((x) => x.a))).toEqual(new Set(['cli', 'dashboard', 'app', 'supervise', 'controllers', 'core']));
+    expect(arrows.some((x) => x.a === 'app' && x.b === 'controllers')).toBe(true);
+  });
+
+  it.each(Object.keys(NEVER))('%s imports none of the layers above it or past src/app', (a) => {
+    expect(arrows.filter((x) => x.a === a && NEVER[a]!.includes(x.b)).map((x) => `${x.from} → ${x.to}`)).toEqual([]);
+  });
+
+  it('the dashboard shares the code of src/cli only through src/app (one known exception)', () => {
+    expect(arrows.filter((x) => x.a === 'dashboard' && x.b === 'cli' && !DASHBOARD_INTO_CLI.includes(x.from)).map((x) => `${x.from} → ${x.to}`)).toEqual([]);
+  });
+});
+
 describe('what ships: src/ and controllers/ are compiled into dist', () => {
   const graph = importGraph(ROOT, ['src', 'controllers']);
   it('hold no test helper (a fixture lives in test/support)', () => {

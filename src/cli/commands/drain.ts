@@ -2,7 +2,7 @@
 // transaction), escalate or cancel one, and follow its progress. The drain controller does the
 // work; the CLI owns the node's spec and the drain's spec, never its status.
 import type { Command } from 'commander';
-import { drainProgress, type DrainProgress } from '../../../controllers/drain/progress.js';
+import { drainProgress, type DrainProgress } from '../../app/controllers.js';
 import type { DrainAbortReason } from '../../api/reasons/drain.js';
 import { keys } from '../../api/keys.js';
 import { API_VERSION, type NodeDrain, type NodeDrainSpec } from '../../api/types.js';
@@ -14,8 +14,8 @@ import type { Store, Versioned } from '../../store/store.js';
 import { commitAtomic, type Op } from '../../store/writer.js';
 import { PRODUCTION } from '../../timings.js';
 import { action, CliError, connect, EXIT_INVALID, parseOutput, timingsOf, withStore } from '../common.js';
-import { age, printObjects, printTable } from '../output.js';
-import { readKey, unreadableRefusal } from '../read.js';
+import { age, printObjects, printTable } from '../../app/output.js';
+import { readKey, unreadableRefusal } from '../../app/read.js';
 import { nodeSpecOps, readNodeToDecide } from './node.js';
 
 /** Still being worked on by the controller (removed counts as over: the node is gone). */

@@ -14,7 +14,7 @@ import type { Store } from '../../store/store.js';
 import { untilSignal } from '../../supervise/process.js';
 import { AgentClient, agentTarget, clientTls, TLS_DIR_HELP } from '../agent-client.js';
 import { action, CliError, connect } from '../common.js';
-import { PREVIOUS_LINES } from '../../../controllers/node-agent/api-server.js';
+import { PREVIOUS_LINES } from '../../app/controllers.js';
 import { formatLine, LineSplitter, logSources, mergeByTime, parseLogTarget, parseSince, parseTail, sourcePrefix, splitTimestamp, timeKey, trimLines, type LogLine, type LogSource, type LogTarget } from '../logs.js';
 
 interface LogsFlags {

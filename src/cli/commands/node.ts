@@ -14,7 +14,7 @@ import { commitAtomic, type Op } from '../../store/writer.js';
 import { ConflictError } from '../../store/errors.js';
 import type { Store, Versioned } from '../../store/store.js';
 import { action, CliError, withStore } from '../common.js';
-import { readKey, unreadableRefusal } from '../read.js';
+import { readKey, unreadableRefusal } from '../../app/read.js';
 
 /** A node as the CLI changes what operators decide about it: both keys as read, and the two joined. */
 export interface NodeToDecide {

@@ -12,7 +12,7 @@ import { atRegistry, DEFAULT_TAG, familiarString, formatReference, InvalidRefere
 import { dockerode } from '../../dockerode.js';
 import { checkRegistryLogin, ImageAccessError } from '../../images/registry.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
-import { age, printObjects, printTable } from '../output.js';
+import { age, printObjects, printTable } from '../../app/output.js';
 import { changeImageSettings, readImageAccess, removeRegistryLogin, storeRegistryLogin } from '../registries.js';
 
 function hostOf(arg: string): string {
