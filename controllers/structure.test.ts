@@ -43,11 +43,13 @@ describe('layers: the operator tools reach the controllers only through src/app'
     cli: ['controllers'],
     dashboard: ['controllers'],
     app: ['cli', 'dashboard'],
+    supervise: ['cli', 'dashboard'],
     controllers: ['app', 'cli', 'dashboard', 'supervise'],
     core: ['app', 'cli', 'dashboard', 'supervise', 'controllers'],
   };
-  // The dashboard's actions still call the CLI's acts (drain, cordon, rollback, rollout requests):
-  // they move to src/app with the apply pipeline rollback re-runs. No other arrow from the dashboard into src/cli.
+  // The dashboard's rollout actions (rollback, pause/resume/abort/promote) still call the functions
+  // of cli/commands/rollout.ts: they move to src/app with the apply pipeline a rollback re-runs.
+  // No other arrow from the dashboard into src/cli.
   const DASHBOARD_INTO_CLI = ['src/dashboard/actions.ts'];
 
   it('the layers are read', () => {

@@ -16,7 +16,7 @@ import { operatorCredentials } from '../images/credentials.js';
 import { dockerode } from '../dockerode.js';
 import type { Store } from '../store/store.js';
 import type { ApplyItem } from './apply.js';
-import { readImageAccess } from './registries.js';
+import { readImageAccess } from '../app/registries.js';
 
 /** What to do with one service's image at apply. */
 export type ImagePlan =

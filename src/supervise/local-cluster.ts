@@ -29,7 +29,7 @@ import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { issueClientTls, issueNodeTls } from '../pki/identity.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
-import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
+import { changeImageSettings, storeRegistryLogin } from '../app/registries.js';
 import { ensureClusterKeyFile } from '../secrets/keyfile.js';
 import { releaseAllFiles } from '../secrets/tmpfs.js';
 

@@ -21,7 +21,7 @@ import { eventually } from '../support/wait.js';
 import { qualifyImage, registryAccessFor } from '../../src/images/access.js';
 import { formatReference, parseImageReference } from '../../src/images/reference.js';
 import { resolveDigest } from '../../src/images/registry.js';
-import { readImageAccess } from '../../src/cli/registries.js';
+import { readImageAccess } from '../../src/app/registries.js';
 import { freePort } from '../../src/supervise/etcd.js';
 import { jaco, type CliResult } from '../support/cli.js';
 import { uniquePrefix } from '../support/etcd.js';

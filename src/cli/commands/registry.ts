@@ -13,7 +13,7 @@ import { dockerode } from '../../dockerode.js';
 import { checkRegistryLogin, ImageAccessError } from '../../images/registry.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../../app/output.js';
-import { changeImageSettings, readImageAccess, removeRegistryLogin, storeRegistryLogin } from '../registries.js';
+import { changeImageSettings, readImageAccess, removeRegistryLogin, storeRegistryLogin } from '../../app/registries.js';
 
 function hostOf(arg: string): string {
   try {

@@ -10,7 +10,7 @@ import { createdRecord, newSecret, noClusterKey, removedRecord } from './secrets
 import { DEFAULT_IMAGE_SETTINGS } from '../images/access.js';
 import { AuditLog } from '../store/audit.js';
 import type { Store, Versioned } from '../store/store.js';
-import { readCut, unreadableIn, warnUnreadable } from '../app/read.js';
+import { readCut, unreadableIn, warnUnreadable } from './read.js';
 import { commitAtomic, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
 

@@ -11,11 +11,11 @@ import type { Cache } from '../runtime/cache.js';
 import { seal, secretAad } from '../secrets/seal.js';
 import { configDigest } from '../secrets/version.js';
 import { AuditLog, type AuditRecord } from '../store/audit.js';
-import { readCut } from '../app/read.js';
+import { readCut } from './read.js';
 import type { Store, Versioned } from '../store/store.js';
 import { commitAtomic, type OpGroup, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
-import { CliError } from './common.js';
+import { CliError } from './errors.js';
 
 export type FileObject = Secret | Config;
 
