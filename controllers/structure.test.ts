@@ -2,7 +2,9 @@
 // shape issue 31 removed from controllers/scheduler). Every folder of controllers/ and src/ is held
 // free of them (issue 31 untangled the last ones): a loop through a folder, even by way of another
 // one, fails here and is named.
-import { dirname } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { importGraph, importLoops, oneCycle } from '../test/support/import-graph.js';
 
@@ -22,6 +24,45 @@ describe('import graph of controllers/ and src/', () => {
   it.each(folders)('no import cycle through %s', (folder) => {
     const through = loops.filter((l) => l.some((f) => dirname(f) === folder));
     expect(through.map((l) => oneCycle(graph, l).join(' → '))).toEqual([]);
+  });
+});
+
+describe('layers: the operator tools reach the controllers only through src/app', () => {
+  // src/cli and src/dashboard (the operator's tools) → src/app (what they read and ask of the
+  // cluster: read models, plan previews, decisions, the controllers' faces app/controllers.ts and
+  // app/processes.ts) → controllers/ → the core (src/api, store, runtime, …). An arrow never runs
+  // back up, and the tools never reach past the app into controllers/ (docs/runtime.md, "Layers").
+  const graph = importGraph(ROOT, ['src', 'controllers']);
+  const layer = (f: string): string => {
+    if (f.startsWith('controllers/')) return 'controllers';
+    const m = /^src\/(cli|dashboard|app|supervise)\//.exec(f);
+    return m ? m[1]! : 'core';
+  };
+  const arrows = [...graph].flatMap(([from, to]) => to.map((t) => ({ from, to: t, a: layer(from), b: layer(t) })));
+  const NEVER: Record<string, string[]> = {
+    cli: ['controllers'],
+    dashboard: ['controllers'],
+    app: ['cli', 'dashboard'],
+    supervise: ['cli', 'dashboard'],
+    controllers: ['app', 'cli', 'dashboard', 'supervise'],
+    core: ['app', 'cli', 'dashboard', 'supervise', 'controllers'],
+  };
+  // The dashboard's rollout actions (rollback, pause/resume/abort/promote) still call the functions
+  // of cli/commands/rollout.ts: they move to src/app with the apply pipeline a rollback re-runs.
+  // No other arrow from the dashboard into src/cli.
+  const DASHBOARD_INTO_CLI = ['src/dashboard/actions.ts'];
+
+  it('the layers are read', () => {
+    expect(new Set(arrows.map((x) => x.a))).toEqual(new Set(['cli', 'dashboard', 'app', 'supervise', 'controllers', 'core']));
+    expect(arrows.some((x) => x.a === 'app' && x.b === 'controllers')).toBe(true);
+  });
+
+  it.each(Object.keys(NEVER))('%s imports none of the layers above it or past src/app', (a) => {
+    expect(arrows.filter((x) => x.a === a && NEVER[a]!.includes(x.b)).map((x) => `${x.from} → ${x.to}`)).toEqual([]);
+  });
+
+  it('the dashboard shares the code of src/cli only through src/app (one known exception)', () => {
+    expect(arrows.filter((x) => x.a === 'dashboard' && x.b === 'cli' && !DASHBOARD_INTO_CLI.includes(x.from)).map((x) => `${x.from} → ${x.to}`)).toEqual([]);
   });
 });
 
@@ -50,5 +91,38 @@ describe('importLoops', () => {
 
   it('names one cycle of a loop in import order', () => {
     expect(oneCycle(g({ a: ['b'], b: ['c'], c: ['a'] }), ['a', 'b', 'c'])).toEqual(['a', 'b', 'c', 'a']);
+  });
+});
+
+describe('what the docs cite', () => {
+  // A path a page or a code comment names (controllers/…, src/…, test/…, docs/…) must exist: a file
+  // moved or renamed leaves its old name behind in prose, where no compiler looks (issue 31).
+  const tracked = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
+  const texts = tracked.filter((f) => /\.(md|ts|mjs|sh)$/.test(f) || f === 'Makefile');
+  const ROOTED = /\b(?:controllers|src|test|scripts|deploy|crds|docs|web)\/[A-Za-z0-9_./@-]*[A-Za-z0-9_@-]/g;
+
+  it('the pages and comments are read', () => {
+    expect(texts.filter((f) => f.endsWith('.md')).length).toBeGreaterThan(10);
+  });
+
+  it('names only files and folders that exist', () => {
+    const missing: string[] = [];
+    for (const f of texts) {
+      const lines = readFileSync(join(ROOT, f), 'utf8').split('\n');
+      const prose = f.endsWith('.md') ? () => true : (line: string) => /^\s*(\/\/|\*|\/\*\*|#)/.test(line);
+      lines.forEach((line, i) => {
+        if (!prose(line)) return;
+        for (const m of line.matchAll(ROOTED)) {
+          const p = m[0];
+          // Part of a longer path (node_modules/…, /sys/fs/cgroup/…, a URL) or a pattern, not a file of ours.
+          const before = line[m.index - 1];
+          if (before === '/' || before === '.' || /[*<]/.test(line.slice(m.index, m.index + p.length + 1))) continue;
+          // A test file may be named without its suffix (test/e2e/rollout-etcd).
+          const exists = ['', '.ts', '.test.ts', '.md'].some((ext) => existsSync(join(ROOT, p + ext)) || existsSync(join(ROOT, dirname(f), p + ext)));
+          if (!exists) missing.push(`${f}:${i + 1}: ${p}`);
+        }
+      });
+    }
+    expect(missing).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 // The drain controller's Prometheus metrics (registered on the process registry). Label values are
-// the closed union of reasons.ts, the same strings as drains/<host>.status and the audit log.
+// the closed union of src/api/reasons/drain.ts, the same strings as drains/<host>.status and the audit log.
 import { Counter, Gauge } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import { observeMoveDuration } from '../moves/metrics.js';

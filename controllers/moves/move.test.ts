@@ -3,32 +3,31 @@ import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { NodeVerdict, ObservedState, ReplicaDesired, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
 import { actBytes } from '../../src/store/writer.js';
 import { DEFAULT_PLACEMENT_CONFIG } from '../placement/placer.js';
-import { ReplicaIndex } from '../../src/runtime/replicas.js';
-import type { Versioned } from '../../src/store/store.js';
-import { desiredObject, iso, observedObject, T0 } from '../../test/support/harness.js';
-import { advanceMoves, cancelMove, MOVE_START_OTHER_BYTES, MoveBook, moveStartValueBytes, moveWakeAt, startMove, type MoveRequest } from './move.js';
-
-type VersionedDesired = Versioned<ReplicaDesired>;
+import { desiredObject, iso, StoreWorld, T0 } from '../../test/support/harness.js';
+import { advanceMoves, cancelMove, MOVE_START_OTHER_BYTES, MoveBook, moverView, moveStartValueBytes, moveWakeAt, startMove, type MoveRequest } from './move.js';
 
 const web: ServiceSpec = withDefaults({ image: 'jaco-demo/busybox:1', replicas: 3 });
 
-/** A desired copy (made by the one table-test harness's builders, test/support/harness.ts), at revision 10. */
-function desired(id: string, node: string, spec: ServiceSpec = web, extra: Partial<ReplicaDesired['spec']> = {}): VersionedDesired {
-  const value = desiredObject({ replica: id, deployment: 'd', service: id.split('-')[1]!, node, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...extra });
-  return { key: `desired/${node}/${id}`, modRevision: 10, createRevision: 10, version: 1, value };
+/** A desired copy (made by the one table-test harness's builders, test/support/harness.ts); world() stores it. */
+function desired(id: string, node: string, spec: ServiceSpec = web, extra: Partial<ReplicaDesired['spec']> = {}): ReplicaDesired {
+  return desiredObject({ replica: id, deployment: 'd', service: id.split('-')[1]!, node, revision: 1, specHash: specHash(spec), template: spec, placedAt: iso(T0 - 3_600_000), ...extra });
 }
 
-const observed = (d: VersionedDesired, state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}): ReplicaObserved => observedObject(d.value, state, T0, extra);
+/** Where the last world() stored its copies: what a copy's key was read at (an update or delete compares it). */
+let stored = new StoreWorld();
+const readAt = (key: string): number => stored.versioned(key)!.modRevision;
 
-/** The replica view of these copies (observed where a state is given), as a mover's pass sees it. */
-function world(entries: [VersionedDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]): MoveBook {
-  const idx = new ReplicaIndex();
+/**
+ * The copies (observed where a state is given) stored in the one table-test harness's world
+ * (test/support/harness.ts), and what a mover's pass reads from its cache (moverView).
+ */
+function world(entries: [ReplicaDesired, ObservedState | undefined, Partial<ReplicaObserved['status']>?][]): MoveBook {
+  stored = new StoreWorld();
   for (const [d, state, extra] of entries) {
-    const s = d.value.spec;
-    if (state) idx.putObserved(s.node, s.replica, { key: `observed/${s.node}/${s.replica}`, modRevision: 10, createRevision: 10, version: 1, value: observed(d, state, extra) });
-    idx.putDesired(d);
+    stored.desire(d.spec);
+    if (state) stored.report(d, state, extra);
   }
-  return new MoveBook({ replicas: idx, ledgers: new Map(), eligibility: new Map() });
+  return new MoveBook(moverView(stored.cache));
 }
 
 /** What the source's agent reports after a cutover: nothing (the container is gone), or still a container. */
@@ -38,13 +37,13 @@ const stillThere = () => ({});
 const move = (replica: string, src: string, dst: string, extra: Partial<MoveRequest> = {}): MoveRequest => ({ replica, src, dst, by: 'drain', id: `m-${replica}`, now: T0, timeoutMs: 300_000, ...extra });
 
 describe('startMove', () => {
-  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [VersionedDesired, ObservedState];
+  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [ReplicaDesired, ObservedState];
 
   it('writes the source (so competing starts conflict), creates the destination with a marker, records the disruption', () => {
     const r = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b')]), move('d-web-0', 'a', 'c'));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.ops[0]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: 10, value: { spec: { node: 'a', movingTo: { id: 'm-d-web-0', node: 'c', by: 'drain' } } } });
+    expect(r.ops[0]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: readAt('desired/a/d-web-0'), value: { spec: { node: 'a', movingTo: { id: 'm-d-web-0', node: 'c', by: 'drain' } } } });
     expect(r.ops[1]).toMatchObject({ op: 'create', key: 'desired/c/d-web-0', value: { spec: { node: 'c', move: { from: 'a', by: 'drain', id: 'm-d-web-0', deadline: iso(T0 + 300_000) } } } });
     expect(r.ops[2]).toMatchObject({ op: 'create', key: 'disruptions/d/web', value: { spec: { sequence: 1, last: { replica: 'd-web-0', by: 'drain', kind: 'move' } } } });
     // The destination is still schedulable as judged: its node, node spec and drain keys are compared.
@@ -61,11 +60,11 @@ describe('startMove', () => {
     const other = startMove(world([running('d-web-0', 'a'), running('d-web-1', 'b'), running('d-web-2', 'c')]), move('d-web-0', 'a', 'e', { by: 'rebalancer' }));
     if (!drain.ok || !other.ok) throw new Error('both start');
     const src = (r: typeof drain) => r.ops.find((o) => o.key === 'desired/a/d-web-0');
-    expect(src(drain)).toMatchObject({ op: 'update', modRevision: 10 });
-    expect(src(other)).toMatchObject({ op: 'update', modRevision: 10 });
+    expect(src(drain)).toMatchObject({ op: 'update', modRevision: readAt('desired/a/d-web-0') });
+    expect(src(other)).toMatchObject({ op: 'update', modRevision: readAt('desired/a/d-web-0') });
   });
 
-  it.each<[string, [VersionedDesired, ObservedState | undefined][], MoveRequest, string]>([
+  it.each<[string, [ReplicaDesired, ObservedState | undefined][], MoveRequest, string]>([
     ['a move already in flight', [running('d-web-0', 'a'), [desired('d-web-0', 'c', web, { move: { id: 'x', from: 'a', by: 'rebalancer', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']], move('d-web-0', 'a', 'b'), 'move_in_flight'],
     ['budget: another replica of the service is moving', [running('d-web-0', 'a'), running('d-web-1', 'b'), [desired('d-web-1', 'c', web, { move: { id: 'x', from: 'b', by: 'rebalancer', startedAt: iso(T0), deadline: iso(T0 + 1000) } }), 'starting']], move('d-web-0', 'a', 'c'), 'budget_exceeded'],
     ['budget: another replica of the service is down', [running('d-web-0', 'a'), [desired('d-web-1', 'b'), 'exited']], move('d-web-0', 'a', 'c'), 'budget_exceeded'],
@@ -85,8 +84,8 @@ describe('startMove', () => {
     if (!first.ok) throw new Error(first.detail);
     // Apply the first move to the world, as the store would after the commit.
     const after = world([
-      [{ ...desired('d-web-0', 'a'), value: first.src }, 'running'],
-      [{ ...desired('d-web-0', 'd'), value: first.dst }, 'starting'],
+      [first.src, 'running'],
+      [first.dst, 'starting'],
       running('d-web-1', 'b'),
       running('d-web-2', 'c'),
     ]);
@@ -133,7 +132,7 @@ describe('advanceMoves', () => {
     ]);
     const [step] = advanceMoves(idx, T0, { by: 'drain' }, stillThere);
     expect(step).toMatchObject({ outcome: 'cutover', src: 'a', dst: 'c', durationMs: 10_000 });
-    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/a/d-web-0', modRevision: 10 });
+    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/a/d-web-0', modRevision: readAt('desired/a/d-web-0') });
     expect((step!.ops[1] as { value: ReplicaDesired }).value.spec.move).toMatchObject({ from: 'a', cutoverAt: iso(T0) });
   });
 
@@ -180,8 +179,8 @@ describe('advanceMoves', () => {
     ]);
     const [step] = advanceMoves(idx, T0, { by: 'drain' }, stillThere);
     expect(step).toMatchObject({ outcome: 'abandoned', reason: 'move_timeout' });
-    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 });
-    expect(step!.ops[1]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: 10 });
+    expect(step!.ops[0]).toEqual({ op: 'delete', key: 'desired/c/d-web-0', modRevision: readAt('desired/c/d-web-0') });
+    expect(step!.ops[1]).toMatchObject({ op: 'update', key: 'desired/a/d-web-0', modRevision: readAt('desired/a/d-web-0') });
     expect((step!.ops[1] as { value: ReplicaDesired }).value.spec.movingTo).toBeUndefined();
   });
 
@@ -217,10 +216,10 @@ describe('advanceMoves', () => {
 });
 
 describe('the budget and a leaving source (drain)', () => {
-  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [VersionedDesired, ObservedState];
+  const running = (id: string, node: string, spec?: ServiceSpec) => [desired(id, node, spec), 'running'] as [ReplicaDesired, ObservedState];
   const marker = { id: 'x', from: 'b', by: 'rebalancer' as const, startedAt: iso(T0), deadline: iso(T0 + 1000) };
 
-  it.each<[string, [VersionedDesired, ObservedState | undefined][], Partial<MoveRequest>, true | string]>([
+  it.each<[string, [ReplicaDesired, ObservedState | undefined][], Partial<MoveRequest>, true | string]>([
     ['a crashed replica may not be moved by the rebalancer', [[desired('d-web-0', 'a'), 'exited'], running('d-web-1', 'b')], {}, 'replica_not_running'],
     ['a crashed replica leaves a draining node: it counts once, not twice', [[desired('d-web-0', 'a'), 'exited'], running('d-web-1', 'b')], { sourceLeaving: true }, true],
     ['a never-observed replica leaves a draining node', [[desired('d-web-0', 'a'), undefined]], { sourceLeaving: true }, true],
@@ -259,7 +258,7 @@ describe('cancelMove and moveWakeAt', () => {
       [desired('d-web-0', 'a'), 'running'],
       [desired('d-web-0', 'c', web, mark('drain', T0 + 60_000)), 'running'],
     ]);
-    expect(cancelMove(idx, 'd-web-0', T0)).toMatchObject({ outcome: 'abandoned', reason: 'cancelled', src: 'a', dst: 'c', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: 10 }] });
+    expect(cancelMove(idx, 'd-web-0', T0)).toMatchObject({ outcome: 'abandoned', reason: 'cancelled', src: 'a', dst: 'c', ops: [{ op: 'delete', key: 'desired/c/d-web-0', modRevision: readAt('desired/c/d-web-0') }] });
     expect(cancelMove(world([[desired('d-web-0', 'a'), 'running']]), 'd-web-0', T0)).toBeUndefined();
     const cut = { move: { ...mark('drain', T0 + 60_000).move, cutoverAt: iso(T0) } };
     expect(cancelMove(world([[desired('d-web-0', 'c', web, cut), 'running']]), 'd-web-0', T0)).toBeUndefined();
@@ -298,7 +297,7 @@ describe('a move start fits one request (issue 29 item 8)', () => {
     const bytes = actBytes([...rest, { op: 'create', key: `audit/${audit.metadata.name}`, value: audit }]);
     expect(bytes).toBeLessThanOrEqual(MOVE_START_OTHER_BYTES);
     // And the two desired values are bounded by moveStartValueBytes, at any names.
-    expect(actBytes(r.ops.slice(0, 2))).toBeLessThanOrEqual(moveStartValueBytes(desired(id, src).value.spec));
+    expect(actBytes(r.ops.slice(0, 2))).toBeLessThanOrEqual(moveStartValueBytes(desired(id, src).spec));
   });
 
   const withEnv = (bytes: number) => withDefaults({ image: 'x', env: { BLOB: 'x'.repeat(bytes) } });

@@ -1,5 +1,5 @@
 // The one make-before-break move mechanism, shared by the drain controller and the rebalancer
-// (ARCHITECTURE.md rule 5). Pure: the replica view in, ops out.
+// (docs/drain.md, "What happens to each replica"). Pure: the replica view in, ops out.
 //
 // A move of replica R from src to dst:
 //   start    — desired/<src>/<R> gets movingTo {dst, id, by} and desired/<dst>/<R> is created with

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defaultRouteInterface, interfaceAddress, onlyAddress } from './address.js';
-import { simulatedAddress } from '../../src/runtime/local-cluster.js';
+import { simulatedAddress } from '../../src/supervise/local-cluster.js';
 
 const ROUTES = `Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
 eth1\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0

@@ -3,7 +3,7 @@
 // event stream. It only ever addresses containers labelled with its cluster and node.
 import type { DockerInfoStorage } from './disk.js';
 import type Docker from 'dockerode';
-import { dockerode } from '../../src/runtime/dockerode.js';
+import { dockerode } from '../../src/dockerode.js';
 import type { CgroupUsage } from './cgroup.js';
 import { dockerConnection } from './capacity.js';
 import { imageWithTag, ownerLabels } from './container-spec.js';

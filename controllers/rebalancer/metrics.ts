@@ -1,5 +1,5 @@
 // The rebalancer's Prometheus metrics (seed 000, issue 7), registered on the process registry.
-// Label values are the closed unions of reasons.ts and pressure.ts: the audit log's strings.
+// Label values are the closed unions of src/api/reasons/rebalance.ts and pressure.ts: the audit log's strings.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import type { RebalancePlan } from './plan.js';

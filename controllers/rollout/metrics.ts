@@ -1,5 +1,5 @@
 // The rollout controller's Prometheus metrics (registered on the process registry). Label values
-// are the closed unions of reasons.ts, the same strings as the audit log and RolloutPlan.
+// are the closed unions of src/api/reasons/rollout.ts, the same strings as the audit log and RolloutPlan.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import { ROLLOUT_RESULTS, STEP_RESULTS } from '../../src/api/reasons/rollout.js';

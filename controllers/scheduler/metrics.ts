@@ -1,5 +1,5 @@
 // The scheduler's Prometheus metrics (registered on the process registry). Label values are the
-// closed unions of reasons.ts: the same strings as deploymentstatus, decisions and the audit log.
+// closed unions of src/api/reasons/scheduling.ts: the same strings as deploymentstatus, decisions and the audit log.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 import { PLACE_TRIGGERS, UNSCHEDULABLE_REASONS, type UnschedulableReason } from '../../src/api/reasons/scheduling.js';

@@ -189,7 +189,7 @@ export interface ConditionSources {
 
 /**
  * Every node's condition, by name: the one judgement the placer (controllers/placement/input.ts),
- * `get nodes`, `describe node` and the dashboard (src/cli/cluster-view.ts) all read. `now` bounds
+ * `get nodes`, `describe node` and the dashboard (src/app/cluster-view.ts) all read. `now` bounds
  * the failure window only; samples are judged against their heartbeat's own time.
  */
 export function nodeConditions(s: ConditionSources, now: number): Map<string, NodeCondition> {

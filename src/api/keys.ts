@@ -1,4 +1,4 @@
-// The key layout under the store prefix (ARCHITECTURE.md, "The store"). Every key jaco reads or
+// The key layout under the store prefix (docs/store.md, "Keys"). Every key jaco reads or
 // writes is built here, so the layout is stated once; keys are relative to the prefix.
 
 export const keys = {

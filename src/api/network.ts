@@ -3,8 +3,8 @@
 // addresses by a host number within its node's subnets — the same number in both families, so one
 // claim (addresses/<node>/<n>) makes both unique. Pure: parsing, formatting, subnet arithmetic.
 // It is also jaco's one parser and printer of addresses (parseAddressPrefix, formatAddress,
-// splitHostPort, joinHostPort): the agent's kernel spellings (node-agent/cidr.ts) and the overlay's
-// reading of wg and ip (overlay-observe.ts) build on them.
+// splitHostPort, joinHostPort): the agent's kernel spellings (canonicalCidr, in node-agent/cni.ts)
+// and the overlay's reading of wg and ip (overlay-observe.ts) build on them.
 import { isIPv4, isIPv6 } from 'node:net';
 
 /** A replica's own addresses, e.g. { ipv4: '10.208.3.5/24', ipv6: 'fd4a:17c2:9e01:3::5/64' }. */

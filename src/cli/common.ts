@@ -5,22 +5,18 @@ import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { timingsByName, type Timings } from '../timings.js';
-import { localClusterDefaults } from '../runtime/local-credentials.js';
+import { localClusterDefaults } from '../supervise/local-credentials.js';
 
-export { EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE } from './exit-codes.js';
-import { EXIT_INVALID, EXIT_UNREACHABLE } from './exit-codes.js';
+export { EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE } from '../app/exit-codes.js';
+import { EXIT_INVALID, EXIT_UNREACHABLE } from '../app/exit-codes.js';
+import { CliError } from '../app/errors.js';
+
+export { CliError };
 
 export interface GlobalOptions extends ConnectionFlags {
   timings?: string;
 }
 
-/** An error the CLI reports as one line, with its exit code. */
-export class CliError extends Error {
-  override name = 'CliError';
-  constructor(message: string, readonly exitCode = EXIT_INVALID) {
-    super(message);
-  }
-}
 
 export function globals(cmd: Command): GlobalOptions {
   return cmd.optsWithGlobals<GlobalOptions>();

@@ -13,10 +13,10 @@ import { normalizePorts } from '../api/ports.js';
 import type { ImageSettingsSpec, PullPolicy, ServiceSpec } from '../api/types.js';
 import { buildAndPush } from '../images/build.js';
 import { operatorCredentials } from '../images/credentials.js';
-import { dockerode } from '../runtime/dockerode.js';
+import { dockerode } from '../dockerode.js';
 import type { Store } from '../store/store.js';
 import type { ApplyItem } from './apply.js';
-import { readImageAccess } from './registries.js';
+import { readImageAccess } from '../app/registries.js';
 
 /** What to do with one service's image at apply. */
 export type ImagePlan =

@@ -3,7 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from '../store/defaults.js';
 import { VERSION } from '../version.js';
 import { registerCommands } from './commands/index.js';
-import { EXIT_INVALID } from './exit-codes.js';
+import { EXIT_INVALID } from '../app/exit-codes.js';
 
 /** The jaco program with the commands `args` (argv after `node jaco`) needs: see registerCommands. */
 export async function buildProgram(args: readonly string[] = []): Promise<Command> {

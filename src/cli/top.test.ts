@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { keys } from '../api/keys.js';
 import type { Heartbeat, Node, PressureSample, ReplicaDesired, ServiceSpec } from '../api/types.js';
 import type { Versioned } from '../store/store.js';
-import { joinClusterView } from './cluster-view.js';
+import { joinClusterView } from '../app/cluster-view.js';
 import { nodeTableRows, nodeUsage, replicaTableRows, replicaUsage, type TopSort } from './top.js';
 
 const NOW = Date.parse('2026-11-27T12:00:00Z');

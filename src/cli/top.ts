@@ -3,11 +3,11 @@
 // a replica's are its footprint in that sample (cgroup CPU over the sampling interval, memory less
 // inactive file cache). Pressure is the rebalancer's composite: max(cpu, memory) and the dimension
 // that sets it. Nothing is measured here: a node without a fresh sample shows none.
-import { composite } from '../../controllers/rebalancer/pressure.js';
+import { composite } from '../app/controllers.js';
 import { heartbeatAlive, sampleFresh } from '../api/nodes.js';
 import { cpuMillis, formatBytes, memoryBytes } from '../api/units.js';
-import type { ClusterView } from './cluster-view.js';
-import { age } from './output.js';
+import type { ClusterView } from '../app/cluster-view.js';
+import { age } from '../app/output.js';
 
 export const TOP_SORTS = ['cpu', 'memory', 'name'] as const;
 export type TopSort = (typeof TOP_SORTS)[number];

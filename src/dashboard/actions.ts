@@ -1,10 +1,10 @@
 // The dashboard's actions (only with --allow-actions): each one calls the function its CLI command
 // calls and says which command that is, so the operator learns the CLI from the page.
 import { formatDuration } from '../api/units.js';
-import { requestDrain } from '../cli/commands/drain.js';
-import { setCordon, uncordon } from '../cli/commands/node.js';
+import { requestDrain } from '../app/drains.js';
+import { setCordon, uncordon } from '../app/nodes.js';
 import { requestAction, rollback } from '../cli/commands/rollout.js';
-import { CliError } from '../cli/common.js';
+import { CliError } from '../app/errors.js';
 import type { Store } from '../store/store.js';
 import type { Timings } from '../timings.js';
 import type { ActionKind, ActionResult } from './wire.js';

@@ -2,7 +2,7 @@
 // heartbeat samples with the rebalancer's own fold and window (controllers/rebalancer/pressure.ts),
 // so the lines drawn are the signal the rebalancer acts on. Lost on restart by design (ADR 0002:
 // EWMAs are state that is fine to lose). Times come in as arguments.
-import { fold, readingOf, type NodeEwma } from '../../controllers/rebalancer/pressure.js';
+import { fold, readingOf, type NodeEwma } from '../app/controllers.js';
 import type { Heartbeat } from '../api/types.js';
 import type { PressurePoints } from './wire.js';
 

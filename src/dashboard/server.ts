@@ -7,11 +7,11 @@ import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { defaultConfig } from '../../controllers/rebalancer/config.js';
+import { rebalancerConfig } from '../app/controllers.js';
 import { yamlDiff } from '../api/change.js';
 import type { AuditEvent, DeploymentRevision, Heartbeat, ReplicaDesired } from '../api/types.js';
-import { findDecision, renderDecision } from '../cli/commands/explain.js';
-import { askLeader, planFromStore, renderPlan, type PlanReport } from '../cli/commands/rebalance.js';
+import { findDecision, renderDecision } from '../app/decisions.js';
+import { askLeader, planFromStore, renderPlan, type PlanReport } from '../app/rebalance-plan.js';
 import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { Cache } from '../runtime/cache.js';
@@ -67,7 +67,7 @@ const auditView = (key: string, e: AuditEvent): AuditView => ({
 export class DashboardServer {
   private readonly cache: Cache;
   private readonly history: PressureHistory;
-  private readonly config: ReturnType<typeof defaultConfig>;
+  private readonly config: ReturnType<typeof rebalancerConfig>;
   private readonly clients = new Set<ServerResponse>();
   private readonly server: Server;
   private plan?: PlanReport;
@@ -79,7 +79,7 @@ export class DashboardServer {
 
   constructor(private readonly o: DashboardOptions) {
     this.cache = Cache.onStore(o.store, DASHBOARD_READS, { log: o.log });
-    this.config = defaultConfig(o.timings);
+    this.config = rebalancerConfig(o.timings);
     this.history = new PressureHistory(this.config.ewmaWindowMs);
     this.server = createServer((req, res) => void this.route(req, res).catch((e) => this.fail(res, e)));
   }
@@ -126,7 +126,7 @@ export class DashboardServer {
   private async refreshPlan(): Promise<void> {
     try {
       const asked = await askLeader(this.o.store, 2000);
-      this.plan = typeof asked !== 'string' ? asked : { source: 'store', reason: asked, plan: await planFromStore(this.o.store, this.config) };
+      this.plan = typeof asked !== 'string' ? asked : { source: 'store', reason: asked, plan: await planFromStore(this.o.store, this.o.timings) };
       this.schedule();
     } catch (e) {
       this.o.log.warn({ err: (e as Error).message }, 'could not read the rebalancer plan');

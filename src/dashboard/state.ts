@@ -2,13 +2,12 @@
 // CLI prints from: joinClusterView + statusRows (jaco status), nodeStatusText and
 // unschedulableBecause (jaco get nodes), placedReplicaOf (what the placer books), rolloutProgress
 // (jaco rollout status). Pure: cache contents, pressure history, plan and clock in; JSON out.
-import { placedReplicaOf } from '../../controllers/placement/input.js';
-import { rolloutProgress } from '../../controllers/rollout/progress.js';
+import { placedReplicaOf, rolloutProgress } from '../app/controllers.js';
 import { drainActive, nodeReady, nodeStatusText, unschedulableBecause } from '../api/nodes.js';
-import { clusterViewOf, nodeConditionsOf, replicaState, type ClusterView } from '../cli/cluster-view.js';
+import { clusterViewOf, nodeConditionsOf, replicaState, type ClusterView } from '../app/cluster-view.js';
 import { degradedBecause, statusWithCondition } from '../api/eligibility.js';
-import type { PlanReport } from '../cli/commands/rebalance.js';
-import { statusRows } from '../cli/commands/status.js';
+import type { PlanReport } from '../app/rebalance-plan.js';
+import { statusRows } from '../app/status.js';
 import type { Cache } from '../runtime/cache.js';
 import type { Watchable } from '../runtime/watchable.js';
 import type { PressureHistory } from './pressure-history.js';

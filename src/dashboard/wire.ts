@@ -1,8 +1,8 @@
 // What the dashboard server sends to the page: plain JSON shapes shared by src/dashboard (which
 // builds them from the cache) and web/dashboard (which draws them). Types only: the page's bundle
 // imports nothing from the server at run time.
-import type { DeploymentStatusRow } from '../cli/commands/status.js';
-import type { PlanReport } from '../cli/commands/rebalance.js';
+import type { DeploymentStatusRow } from '../app/status.js';
+import type { PlanReport } from '../app/rebalance-plan.js';
 import type { RolloutPlanSpec, RolloutStep } from '../api/types.js';
 
 export interface NodeView {

@@ -1,6 +1,6 @@
 // Who may touch which keys: the one definition of jaco's etcd roles (etcd RBAC), and applying it
 // through the etcd3 client's auth API. Each controller has a user of its own that writes only the
-// prefixes it owns (ARCHITECTURE.md, "only writer"); each node's agent only its own node's keys;
+// prefixes it owns (docs/store.md, "Keys": "written by"); each node's agent only its own node's keys;
 // each node's ingress only its own report. `jaco etcd rbac` and `jaco up` apply it; the simulation
 // checks every act a controller plans against its grants (test/sim/invariants.ts), so this table
 // cannot drift from what the controllers write.
@@ -37,7 +37,7 @@ const exactly = (key: string, access: Access): Grant => ({ key, prefix: false, a
 
 /**
  * What each controller writes (besides its own election keys and audit records): the prefixes of
- * ARCHITECTURE.md's key table where it is a writer, as the code has it. A controller reads the whole
+ * docs/store.md's key table where it is a writer, as the code has it. A controller reads the whole
  * prefix: its cache is one watch over the common prefix of what it reads, so its snapshot is taken
  * at one revision (splitting it into a watch per prefix, as an agent's, would give that up).
  */

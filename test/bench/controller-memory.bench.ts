@@ -13,7 +13,7 @@ import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type Repli
 import { applyDeployments } from '../../src/cli/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type OpGroup } from '../../src/store/writer.js';
-import { freePort } from '../../src/runtime/etcd.js';
+import { freePort } from '../../src/supervise/etcd.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd } from '../support/etcd.js';
 

@@ -18,7 +18,7 @@ import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat } from '../../src/api/types.js';
-import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/runtime/etcd.js';
+import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/supervise/etcd.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import { Store, withTimeout, type StoreOptions } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import type { AuditEvent, ReplicaDesired } from '../../src/api/types.js';
-import { NETNS_DIR, overlayInterface } from '../../src/runtime/local-network.js';
+import { NETNS_DIR, overlayInterface } from '../../src/supervise/local-network.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { parseWgDump } from '../../controllers/node-agent/overlay-observe.js';
 import { execIn } from '../support/docker-exec.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import type { ReplicaAddress, ServiceSpec } from '../../src/api/types.js';
-import { readUpState } from '../../src/runtime/local-cluster.js';
+import { readUpState } from '../../src/supervise/local-cluster.js';
 import { commitActs } from '../../src/store/writer.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';

@@ -13,7 +13,7 @@ import tar from 'tar-fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildAndPush, buildImage, ImageBuildError, pushImage, pushLocalImage } from '../../src/images/build.js';
 import { classifyPullError, ImageUnauthorizedError, resolveDigest } from '../../src/images/registry.js';
-import { freePort } from '../../src/runtime/etcd.js';
+import { freePort } from '../../src/supervise/etcd.js';
 import { requireDocker } from '../support/cluster.js';
 import { startTestRegistry, type TestRegistry } from '../support/registry.js';
 

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { bareAddress, gatewayOf, replicaAddress } from '../../src/api/network.js';
 import type { DeploymentStatus, Node, NodeSubnet, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import { agentStateDir, enginesOf, readUpState } from '../../src/runtime/local-cluster.js';
-import { localProcessEnv } from '../../src/runtime/local-credentials.js';
-import { NETNS_DIR, overlayInterface } from '../../src/runtime/local-network.js';
+import { agentStateDir, enginesOf, readUpState } from '../../src/supervise/local-cluster.js';
+import { localProcessEnv } from '../../src/supervise/local-credentials.js';
+import { NETNS_DIR, overlayInterface } from '../../src/supervise/local-network.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { parseWgDump, type ObservedPeer } from '../../controllers/node-agent/overlay-observe.js';
 import { requireDocker } from '../support/cluster.js';
@@ -183,7 +183,7 @@ spec:
         }
         const h = await eventually(async () => ((await healthz(n)).overlay?.up ? (await healthz(n)).overlay : undefined), { what: `${n}'s /healthz: overlay up` });
         expect(h).toMatchObject({ up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] });
-        // This machine's kernel has no WireGuard (docs/ENVIRONMENT): wireguard-go; one with it: the kernel's.
+        // These test machines' kernels have no WireGuard: wireguard-go; one with it: the kernel's.
         expect([h!.mode, h!.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
         // The handshakes' ages are read on the overlay's next look at its interface (every 2 s here).
         const handshakes = others.map((o) => new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));

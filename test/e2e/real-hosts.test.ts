@@ -14,9 +14,9 @@ import type { Deployment, NodeCopy, Registry, ReplicaDesired, ReplicaObserved } 
 import { buildImage, pushLocalImage } from '../../src/images/build.js';
 import { resolveDigest } from '../../src/images/registry.js';
 import { ensureClusterCa, issueCertificate } from '../../src/pki/ca.js';
-import { DOCKER_CERTS_DIR } from '../../src/runtime/local-cluster.js';
-import { freePort } from '../../src/runtime/etcd.js';
-import { startRegistry, waitForRegistry, type RegistryServer } from '../../src/runtime/registry.js';
+import { DOCKER_CERTS_DIR } from '../../src/supervise/local-cluster.js';
+import { freePort } from '../../src/supervise/etcd.js';
+import { startRegistry, waitForRegistry, type RegistryServer } from '../../src/supervise/registry.js';
 import { requireDocker } from '../support/cluster.js';
 import { UpCluster } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';

@@ -2,7 +2,7 @@
 // election key advertises it), its audit records, and the CLI with a clear failure message.
 import { keys } from '../../src/api/keys.js';
 import type { AuditEvent } from '../../src/api/types.js';
-import { rebalancerLeader } from '../../src/cli/commands/rebalance.js';
+import { rebalancerLeader } from '../../src/app/rebalance-plan.js';
 import type { TestCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { replicaReady } from '../../src/api/readiness.js';
 import type { AuditEvent, ReplicaCommand, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import type { DeploymentStatusRow } from '../../src/cli/commands/status.js';
+import type { DeploymentStatusRow } from '../../src/app/status.js';
 import { startCluster, type TestCluster } from '../support/cluster.js';
 import { eventually, sleep } from '../support/wait.js';
 

@@ -8,8 +8,8 @@ import { keys } from '../../src/api/keys.js';
 import type { Node } from '../../src/api/types.js';
 import { AgentClient, agentTarget } from '../../src/cli/agent-client.js';
 import { readTlsDir } from '../../src/pki/identity.js';
-import { enginesOf, operatorTlsDir } from '../../src/runtime/local-cluster.js';
-import { namespacesWith } from '../../src/runtime/local-network.js';
+import { enginesOf, operatorTlsDir } from '../../src/supervise/local-cluster.js';
+import { namespacesWith } from '../../src/supervise/local-network.js';
 import { jaco } from '../support/cli.js';
 import { UpCluster } from '../support/up-cluster.js';
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
 import type { ClusterKey, Node } from '../../src/api/types.js';
-import { agentStateDir, clusterKeyFile } from '../../src/runtime/local-cluster.js';
+import { agentStateDir, clusterKeyFile } from '../../src/supervise/local-cluster.js';
 import { readClusterKeys } from '../../src/secrets/keyfile.js';
 import { execIn } from '../support/docker-exec.js';
 import { UpCluster } from '../support/up-cluster.js';

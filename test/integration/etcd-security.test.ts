@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startEtcdMember, waitForEtcd, type EtcdMember } from '../../src/runtime/etcd.js';
+import { freePort, startEtcdMember, waitForEtcd, type EtcdMember } from '../../src/supervise/etcd.js';
 import { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { jaco, JACO_BIN } from '../support/cli.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BindError, frontendName, HaproxyProcess, renderConfig, type Route } from '../../controllers/ingress/haproxy.js';
-import { freePort } from '../../src/runtime/etcd.js';
+import { freePort } from '../../src/supervise/etcd.js';
 import { testLogger } from '../support/log.js';
 
 const route = (published: number, service: string, addresses?: string[]): Route => ({ published, deployment: 'd', service, portName: 'p', backend: `be_d_${service}_p`, mode: 'tcp', ...(addresses ? { addresses } : {}) });

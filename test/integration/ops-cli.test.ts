@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import type { AuditEvent, Deployment } from '../../src/api/types.js';
-import { freePort, startEtcdMember, waitForEtcd } from '../../src/runtime/etcd.js';
+import { freePort, startEtcdMember, waitForEtcd } from '../../src/supervise/etcd.js';
 import { Store } from '../../src/store/store.js';
 import type { BackupSidecar } from '../../src/store/backup.js';
 import { jaco } from '../support/cli.js';

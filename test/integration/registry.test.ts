@@ -1,11 +1,11 @@
 // Resolving tags against a real distribution registry (Debian's docker-registry, started by
-// src/runtime/registry.ts): plain HTTP, htpasswd users, TLS from the cluster CA, a closed port.
+// src/supervise/registry.ts): plain HTTP, htpasswd users, TLS from the cluster CA, a closed port.
 // Images are uploaded with the distribution API itself (test/support/registry.ts): no Docker here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureClusterCa } from '../../src/pki/ca.js';
 import { checkRegistryLogin, ImageNotFoundError, ImageUnauthorizedError, imagePorts, RegistryUnreachableError, resolveDigest, type ImageAccessError } from '../../src/images/registry.js';
-import { freePort } from '../../src/runtime/etcd.js';
-import { startRegistry, waitForRegistry } from '../../src/runtime/registry.js';
+import { freePort } from '../../src/supervise/etcd.js';
+import { startRegistry, waitForRegistry } from '../../src/supervise/registry.js';
 import { startTestRegistry, type TestRegistry } from '../support/registry.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

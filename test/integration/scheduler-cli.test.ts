@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type Heartbeat, type Node, type ReplicaDesired } from '../../src/api/types.js';
-import type { DeploymentStatusRow } from '../../src/cli/commands/status.js';
+import type { DeploymentStatusRow } from '../../src/app/status.js';
 import { registry } from '../../src/observability/metrics.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { freePort } from '../../src/runtime/etcd.js';
+import { freePort } from '../../src/supervise/etcd.js';
 import { eventually } from './wait.js';
 
 const DEPLOY = join(PACKAGE_ROOT, 'deploy', 'prometheus');

@@ -9,8 +9,8 @@ import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureClusterCa, issueCertificate, type ClusterCa } from '../../src/pki/ca.js';
-import { freePort } from '../../src/runtime/etcd.js';
-import { startRegistry, waitForRegistry, type RegistryServer } from '../../src/runtime/registry.js';
+import { freePort } from '../../src/supervise/etcd.js';
+import { startRegistry, waitForRegistry, type RegistryServer } from '../../src/supervise/registry.js';
 
 const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
 

@@ -7,8 +7,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parse } from 'shell-quote';
-import { etcdBinary } from '../../src/runtime/etcd.js';
-import { registryBinary } from '../../src/runtime/registry.js';
+import { etcdBinary } from '../../src/supervise/etcd.js';
+import { registryBinary } from '../../src/supervise/registry.js';
 import { JACO_BIN } from './cli.js';
 
 export interface Unit {

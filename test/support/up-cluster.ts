@@ -8,10 +8,10 @@ import Docker from 'dockerode';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat } from '../../src/api/types.js';
-import { freePort } from '../../src/runtime/etcd.js';
-import { enginesOf, readUpState, type UpState } from '../../src/runtime/local-cluster.js';
-import { cutLink, restoreLink, type LocalNode } from '../../src/runtime/local-network.js';
-import { localProcessEnv, localStoreOptions } from '../../src/runtime/local-credentials.js';
+import { freePort } from '../../src/supervise/etcd.js';
+import { enginesOf, readUpState, type UpState } from '../../src/supervise/local-cluster.js';
+import { cutLink, restoreLink, type LocalNode } from '../../src/supervise/local-network.js';
+import { localProcessEnv, localStoreOptions } from '../../src/supervise/local-credentials.js';
 import { Store } from '../../src/store/store.js';
 import { jaco, type CliResult } from './cli.js';
 

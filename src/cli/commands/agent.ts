@@ -3,20 +3,14 @@
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { defaultAddress } from '../../../controllers/node-agent/address.js';
+import { defaultAddress, AgentFlagError, dockerConnection, parseCapacity, parseDevices, parseLabels, parseStatusInterval, resolveCapacity, NodeAgent, NodeRemovedError, type AgentExit, PRESSURE_MODES, type PressureMode, DEFAULT_CNI_BIN_DIR, DEFAULT_SANDBOX_IMAGE, DEFAULT_API_PORT } from '../../app/processes.js';
 import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
-import { AgentFlagError, dockerConnection, parseCapacity, parseDevices, parseLabels, parseStatusInterval, resolveCapacity } from '../../../controllers/node-agent/capacity.js';
 import { existsSync } from 'node:fs';
-import { NodeAgent, NodeRemovedError, type AgentExit } from '../../../controllers/node-agent/agent.js';
-import { PRESSURE_MODES, type PressureMode } from '../../../controllers/node-agent/node-usage.js';
-import { DEFAULT_CNI_BIN_DIR } from '../../../controllers/node-agent/cni.js';
-import { DEFAULT_SANDBOX_IMAGE } from '../../../controllers/node-agent/sandbox.js';
-import { DEFAULT_API_PORT } from '../../../controllers/node-agent/api-server.js';
 import { hasTlsDir, readTlsDir, TLS_FILES, type TlsMaterial } from '../../pki/identity.js';
 import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
 import { splitHostPort } from '../../api/network.js';
 

@@ -13,9 +13,9 @@ import { withDependencyHashes } from '../../api/spec.js';
 import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
 import { prepareImages } from '../images.js';
 import { pinToStore } from '../apply-files.js';
-import { placementPreview } from '../placement-preview.js';
+import { placementPreview } from '../../app/placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
-import { readKey, warnUnreadable } from '../read.js';
+import { readKey, warnUnreadable } from '../../app/read.js';
 
 /** How apply, diff, delete and convert read compose files. */
 interface ComposeFlags {

@@ -3,13 +3,13 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { CONTROLLERS } from '../../../controllers/index.js';
+import { CONTROLLERS } from '../../app/processes.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
 import { IdleCollector } from '../../runtime/memory.js';
 import { readClusterKeys } from '../../secrets/keyfile.js';
-import { stopAll, untilSignal } from '../../runtime/process.js';
+import { stopAll, untilSignal } from '../../supervise/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
 
 /** How a process appears in election keys and logs: host/pid/random. */

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { DashboardServer } from '../../dashboard/server.js';
 import { logger } from '../../observability/log.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
 import { splitHostPort } from '../../api/network.js';
 

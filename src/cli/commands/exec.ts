@@ -5,7 +5,7 @@ import { keys } from '../../api/keys.js';
 import type { Node, ReplicaDesired, ReplicaObserved } from '../../api/types.js';
 import { logger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
-import { demuxStream } from '../../runtime/dockerode.js';
+import { demuxStream } from '../../dockerode.js';
 import { AgentClient, agentTarget, clientTls, TLS_DIR_HELP } from '../agent-client.js';
 import { action, CliError, withStore } from '../common.js';
 

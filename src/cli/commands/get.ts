@@ -1,7 +1,7 @@
 // jaco get / describe: read the cluster, kubectl-style.
 import { unschedulableReasonOf } from '../../api/reasons/scheduling.js';
 import type { Command } from 'commander';
-import { drainSummary } from '../../../controllers/drain/progress.js';
+import { drainSummary } from '../../app/controllers.js';
 import { keys } from '../../api/keys.js';
 import { skewDescription, skewText, skewWarns } from '../../api/clock-skew.js';
 import { labelsText, nodeReady, nodeStatusText } from '../../api/nodes.js';
@@ -16,11 +16,11 @@ import { readAudit } from '../../store/audit.js';
 import type { Store } from '../../store/store.js';
 import type { Cache } from '../../runtime/cache.js';
 import type { Unreadable } from '../../store/reflector.js';
-import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, nodeConditionsOf, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../cluster-view.js';
-import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../read.js';
+import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, nodeConditionsOf, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../../app/cluster-view.js';
+import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../../app/read.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
-import { age, indent, printObjects, printTable, table, toYaml } from '../output.js';
+import { age, indent, printObjects, printTable, table, toYaml } from '../../app/output.js';
 import { describeFileObject, printFileObjects } from './secret.js';
 
 type Kind = 'deployments' | 'nodes' | 'replicas' | 'endpoints' | 'services' | 'secrets' | 'configs';

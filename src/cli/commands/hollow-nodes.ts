@@ -1,12 +1,11 @@
 // jaco hollow-nodes: N real node-agents in one process on an in-memory container runtime, against
 // the real etcd and the real controllers: how jaco is measured at a thousand nodes (docs/scale.md).
 import type { Command } from 'commander';
-import { HollowFleet } from '../../../controllers/hollow/fleet.js';
-import { AgentFlagError, parseCapacity, parseLabels, parseStatusInterval } from '../../../controllers/node-agent/capacity.js';
+import { HollowFleet, AgentFlagError, parseCapacity, parseLabels, parseStatusInterval } from '../../app/processes.js';
 import { durationMs } from '../../api/units.js';
 import { logger, rootLogger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, storeOf, timingsOf } from '../common.js';
 
 interface HollowFlags {

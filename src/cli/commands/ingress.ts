@@ -3,11 +3,11 @@
 // published port answers on this node's address. One per node, beside the agent.
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { Ingress } from '../../../controllers/ingress/ingress.js';
+import { Ingress } from '../../app/processes.js';
 import { durationMs } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, storeOf, timingsOf } from '../common.js';
 
 interface IngressFlags {

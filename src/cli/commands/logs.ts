@@ -9,12 +9,12 @@ import { keys } from '../../api/keys.js';
 import type { Deployment, Node, ReplicaDesired, ReplicaObserved } from '../../api/types.js';
 import { logger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
-import { demuxStream } from '../../runtime/dockerode.js';
+import { demuxStream } from '../../dockerode.js';
 import type { Store } from '../../store/store.js';
-import { untilSignal } from '../../runtime/process.js';
+import { untilSignal } from '../../supervise/process.js';
 import { AgentClient, agentTarget, clientTls, TLS_DIR_HELP } from '../agent-client.js';
 import { action, CliError, connect } from '../common.js';
-import { PREVIOUS_LINES } from '../../../controllers/node-agent/api-server.js';
+import { PREVIOUS_LINES } from '../../app/controllers.js';
 import { formatLine, LineSplitter, logSources, mergeByTime, parseLogTarget, parseSince, parseTail, sourcePrefix, splitTimestamp, timeKey, trimLines, type LogLine, type LogSource, type LogTarget } from '../logs.js';
 
 interface LogsFlags {

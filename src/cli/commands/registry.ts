@@ -9,11 +9,11 @@ import { registryAccessFor } from '../../images/access.js';
 import { pushLocalImage } from '../../images/build.js';
 import { operatorCredentials } from '../../images/credentials.js';
 import { atRegistry, DEFAULT_TAG, familiarString, formatReference, InvalidReferenceError, parseImageReference, parseRegistryHost } from '../../images/reference.js';
-import { dockerode } from '../../runtime/dockerode.js';
+import { dockerode } from '../../dockerode.js';
 import { checkRegistryLogin, ImageAccessError } from '../../images/registry.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
-import { age, printObjects, printTable } from '../output.js';
-import { changeImageSettings, readImageAccess, removeRegistryLogin, storeRegistryLogin } from '../registries.js';
+import { age, printObjects, printTable } from '../../app/output.js';
+import { changeImageSettings, readImageAccess, removeRegistryLogin, storeRegistryLogin } from '../../app/registries.js';
 
 function hostOf(arg: string): string {
   try {

@@ -3,7 +3,7 @@
 import { withRestartDependents } from '../../api/spec.js';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
-import { rolloutProgress, type Progress } from '../../../controllers/rollout/progress.js';
+import { rolloutProgress, type RolloutProgress } from '../../app/controllers.js';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec } from '../../api/types.js';
@@ -18,9 +18,9 @@ import type { Watchable } from '../../runtime/watchable.js';
 import type { Store, Versioned } from '../../store/store.js';
 import { prepareImages } from '../images.js';
 import { applyDeployments } from '../apply.js';
-import { readKey, readPrefix, unreadableRefusal, warnUnreadable } from '../read.js';
+import { readKey, readPrefix, unreadableRefusal, warnUnreadable } from '../../app/read.js';
 import { action, CliError, connect, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
-import { age, printObjects, printTable } from '../output.js';
+import { age, printObjects, printTable } from '../../app/output.js';
 
 /** `jaco rollout status` exit codes: 0 rolled out, 1 aborted (or no such deployment), 2 etcd unreachable, 3 timed out. */
 export const EXIT_ROLLOUT_ABORTED = EXIT_INVALID;
@@ -62,7 +62,7 @@ function copiesOf(name: string, cache: Cache): { desired: ReplicaDesired; observ
   return [...cache.index(REPLICAS).byId.values()].filter((e) => e.deployment === name).flatMap((e) => e.copies);
 }
 
-function progressOf(name: string, cache: Cache): Progress {
+function progressOf(name: string, cache: Cache): RolloutProgress {
   return rolloutProgress({
     deployment: cache.kind<Deployment>('deployments').items.get(keys.deployment(name))?.value,
     status: cache.kind<DeploymentStatus>('statuses').items.get(keys.deploymentStatus(name))?.value,

@@ -8,8 +8,8 @@ import { readCapped, sizeText } from '../../api/manifest.js';
 import type { ClusterKey, Config, FileKind, Secret } from '../../api/types.js';
 import { addClusterKey, ensureClusterKeyFile, readClusterKeys, removeClusterKeys } from '../../secrets/keyfile.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
-import { age, printObjects, printTable } from '../output.js';
-import { createObject, objectViews, readFileObjects, removeObjects, type ObjectView } from '../secrets.js';
+import { age, printObjects, printTable } from '../../app/output.js';
+import { createObject, objectViews, readFileObjects, removeObjects, type ObjectView } from '../../app/secrets.js';
 
 /** The value: a file, or stdin with `-` — never an argument (it would stay in the shell's history). */
 async function readValue(kind: FileKind, file: string | undefined, dash: string | undefined): Promise<Buffer> {

@@ -1,9 +1,9 @@
 // jaco top nodes|replicas [DEPLOYMENT]: CPU and memory per node and per replica, as the agents
 // last reported them (src/cli/top.ts).
 import type { Command } from 'commander';
-import { readClusterView } from '../cluster-view.js';
+import { readClusterView } from '../../app/cluster-view.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
-import { printTable, toJson } from '../output.js';
+import { printTable, toJson } from '../../app/output.js';
 import { NODE_HEADERS, nodeTableRows, nodeUsage, REPLICA_HEADERS, replicaTableRows, replicaUsage, TOP_SORTS, type TopSort } from '../top.js';
 
 interface TopFlags {

@@ -3,11 +3,11 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { CONTROLLERS } from '../../../controllers/index.js';
+import { CONTROLLERS } from '../../app/processes.js';
 import { logger } from '../../observability/log.js';
 import { PACKAGE_ROOT } from '../../paths.js';
-import { alive, haproxyAvailable, LocalCluster, readUpState, recordedNetwork, resolveDataDir, stateFile, tearDown, type UpState } from '../../runtime/local-cluster.js';
-import { untilSignal } from '../../runtime/process.js';
+import { alive, haproxyAvailable, LocalCluster, readUpState, recordedNetwork, resolveDataDir, stateFile, tearDown, type UpState } from '../../supervise/local-cluster.js';
+import { untilSignal } from '../../supervise/process.js';
 import { action, CliError, timingsOf } from '../common.js';
 
 interface UpFlags {

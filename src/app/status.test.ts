@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { keys } from '../../api/keys.js';
-import { templateOf } from '../../api/serving.js';
-import type { Deployment, DeploymentStatus, Heartbeat, Node, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../../api/types.js';
-import type { Versioned } from '../../store/store.js';
-import { joinClusterView, type ClusterParts } from '../cluster-view.js';
+import { keys } from '../api/keys.js';
+import { templateOf } from '../api/serving.js';
+import type { Deployment, DeploymentStatus, Heartbeat, Node, ReplicaCommand, ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../api/types.js';
+import type { Versioned } from '../store/store.js';
+import { joinClusterView, type ClusterParts } from './cluster-view.js';
 import { attachRescheduler, renderDeployment, renderStatus, statusRows } from './status.js';
 
 const NOW = Date.parse('2026-11-21T10:00:00Z');

@@ -21,7 +21,7 @@ import { provisionRbac } from '../store/rbac.js';
 import { credentialsDir, etcdTlsFiles, localProcessEnv, localStoreOptions, readEnvFile } from './local-credentials.js';
 import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';
-import { dockerode } from './dockerode.js';
+import { dockerode } from '../dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, overlayInterface, planNetwork, type LocalNetwork } from './local-network.js';
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
@@ -29,7 +29,7 @@ import { stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { issueClientTls, issueNodeTls } from '../pki/identity.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
-import { changeImageSettings, storeRegistryLogin } from '../cli/registries.js';
+import { changeImageSettings, storeRegistryLogin } from '../app/registries.js';
 import { ensureClusterKeyFile } from '../secrets/keyfile.js';
 import { releaseAllFiles } from '../secrets/tmpfs.js';
 

@@ -7,7 +7,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { dockerode } from './dockerode.js';
+import { dockerode } from '../dockerode.js';
 import { inNetns } from './local-network.js';
 
 const run = promisify(execFile);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { NodeDrain } from '../../api/types.js';
-import { uncordonText } from './node.js';
+import type { NodeDrain } from '../api/types.js';
+import { uncordonText } from './nodes.js';
 
 const drain = (state?: string) => ({ apiVersion: 'jaco.dev/v1', kind: 'NodeDrain', metadata: { name: 'node-2' }, spec: { node: 'node-2' }, ...(state ? { status: { state } } : {}) }) as unknown as NodeDrain;
 

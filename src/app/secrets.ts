@@ -15,7 +15,7 @@ import { readCut } from './read.js';
 import type { Store, Versioned } from '../store/store.js';
 import { commitAtomic, type OpGroup, type Op } from '../store/writer.js';
 import { PRODUCTION } from '../timings.js';
-import { CliError } from './common.js';
+import { CliError } from './errors.js';
 
 export type FileObject = Secret | Config;
 
