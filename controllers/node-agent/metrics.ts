@@ -1,5 +1,5 @@
 // The node-agent's Prometheus metrics (jaco_agent_*), on the process registry. Label values are
-// the closed vocabularies of codes.ts.
+// the closed vocabularies of src/api/reasons/agent.ts.
 import { Counter, Gauge, Histogram } from 'prom-client';
 import { registry } from '../../src/observability/metrics.js';
 

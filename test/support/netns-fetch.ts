@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { NETNS_DIR } from '../../src/runtime/local-network.js';
+import { NETNS_DIR } from '../../src/supervise/local-network.js';
 
 const run = promisify(execFile);
 const SCRIPT = `fetch(process.argv[1], { signal: AbortSignal.timeout(Number(process.argv[2])) }).then(async (r) => process.stdout.write(r.status + '\\n' + (await r.text())), (e) => { console.error(String(e.cause ?? e)); process.exit(1); })`;
