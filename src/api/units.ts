@@ -30,11 +30,21 @@ export const DURATION_PATTERN = '^([0-9]+(\\.[0-9]+)?(h|m|s|ms))+$';
 /** Duration ("30s", "1m30s", "500ms") → milliseconds. */
 export function durationMs(d: string | undefined, fallbackMs = 0): number {
   if (d === undefined) return fallbackMs;
-  if (!new RegExp(DURATION_PATTERN).test(d)) throw new UnitError(`invalid duration ${JSON.stringify(d)}`);
-  let total = 0;
-  for (const m of d.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|h|m|s)/g)) total += Number(m[1]) * DURATION_UNITS[m[2]!]!;
-  return Math.round(total);
+  let ms = parsedDurations.get(d);
+  if (ms === undefined) {
+    if (!DURATION.test(d)) throw new UnitError(`invalid duration ${JSON.stringify(d)}`);
+    let total = 0;
+    for (const m of d.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|h|m|s)/g)) total += Number(m[1]) * DURATION_UNITS[m[2]!]!;
+    ms = Math.round(total);
+    if (parsedDurations.size >= 1024) parsedDurations.clear();
+    parsedDurations.set(d, ms);
+  }
+  return ms;
 }
+
+/** A spec's few duration strings are read on every pass of every replica (an agent's minReadyTime, grace, …): each is parsed once. */
+const parsedDurations = new Map<string, number>();
+const DURATION = new RegExp(DURATION_PATTERN);
 
 /** Milliseconds → the shortest Go-style duration ("1m30s"); used for display. */
 export function formatDuration(ms: number): string {
