@@ -1,5 +1,6 @@
 // deploy/README.md followed on three separate hosts (issue 32): each host a network namespace with
-// its own Docker engine (as `jaco up` makes them), and on it what the README puts there, each
+// its own Docker engine (as `jaco up` makes them), and on it what the README puts there — the npm
+// package of this build installed under /opt/jaco (test/support/package.ts), and each
 // process started with exactly the command line and environment its unit gives it (read from the
 // unit file and the env files it names: test/support/units.ts) — an etcd member of a 3-member
 // cluster on TLS (clients and peers) with authentication on and a user per process (`jaco cert`,
@@ -32,6 +33,7 @@ import { commandOf, hostPath, placeFile, readEnvFile, readUnit, type Host } from
 import { noteUpDir } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 import { textInNetns } from '../support/netns-fetch.js';
+import { installJaco } from '../support/package.js';
 
 const NODES = ['node-1', 'node-2', 'node-3'];
 const CONTROLLER_HOSTS = ['node-1', 'node-2'];
@@ -54,7 +56,11 @@ describe('deploy/README.md followed on three separate hosts', () => {
   let registry = '';
   /** The operator's connection: their etcd client certificate, and (once authentication is on) root. */
   let operatorEnv: Record<string, string> = {};
-  const host = (node: string): Host => ({ hostname: node, root: join(dataDir, 'nodes', node, 'root') });
+  /** A host: its files under its root, and the jaco its units run, the package installed there (step 0). */
+  const host = (node: string): Host => {
+    const root = join(dataDir, 'nodes', node, 'root');
+    return { hostname: node, root, jaco: join(root, 'opt', 'jaco', 'bin', 'jaco') };
+  };
   const address = (node: string) => net.nodes.find((n) => n.name === node)!.address;
   const nsOf = (node: string) => net.nodes.find((n) => n.name === node)!.netns;
   const netns = (node: string) => `--net=${join(NETNS_DIR, nsOf(node))}`;
@@ -116,6 +122,9 @@ describe('deploy/README.md followed on three separate hosts', () => {
     }
     save();
     await Promise.all([...engines.values()].map((s) => waitForEngine(s, 60_000)));
+
+    // Step 0: the package (npm pack of this build) installed on every host under /opt/jaco.
+    await Promise.all(NODES.map((n) => installJaco(join(host(n).root, 'opt', 'jaco'))));
 
     // Step 1: the cluster CA; on each host an etcd member with its certificate and member.env.example
     // made its own, and the host's etcd client certificate; jaco.env pointed at the three members.

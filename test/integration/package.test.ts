@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 import { uniquePrefix } from '../support/etcd.js';
+import { installJaco, packedJaco } from '../support/package.js';
 
 const run = promisify(execFile);
 const etcd = useTestEtcd();
@@ -19,16 +20,14 @@ const VERSION = (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'ut
 
 describe('the npm package', () => {
   const dir = mkdtempSync(join(tmpdir(), 'jaco-package-'));
-  const pkg = join(dir, 'package');
+  const pkg = join(dir, 'lib', 'node_modules', 'jaco');
   let files: string[] = [];
-  const jacoIn = (args: string[], env: Record<string, string> = {}) => run(process.execPath, [join(pkg, 'bin', 'jaco'), ...args], { cwd: dir, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
+  const jacoIn = (args: string[], env: Record<string, string> = {}) => run(process.execPath, [join(dir, 'bin', 'jaco'), ...args], { cwd: dir, env: { ...process.env, ...env }, encoding: 'utf8', timeout: 30_000 });
 
   beforeAll(async () => {
-    // The tree make test built (dist/): packed as it is (--ignore-scripts: prepack would build it again).
-    const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], { cwd: PACKAGE_ROOT, encoding: 'utf8', maxBuffer: 64 << 20, timeout: 120_000 });
-    const [packed] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
-    files = packed!.files.map((f) => f.path);
-    await run('tar', ['xzf', join(dir, packed!.filename), '-C', dir]);
+    // The tree make test built (dist/), packed as it is, installed where nothing else is.
+    files = (await packedJaco()).files;
+    await installJaco(dir);
   }, 180_000);
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -92,6 +92,8 @@ export interface Host {
   hostname: string;
   /** Where this host's filesystem paths live: /etc/jaco/x is `${root}/etc/jaco/x`. */
   root: string;
+  /** The jaco installed on this host (/opt/jaco/bin/jaco: test/support/package.ts installJaco); absent, this checkout's bin/jaco. */
+  jaco?: string;
 }
 
 /** The paths a unit may name on a host, mapped under its root; the installed programs, to this machine's. */
@@ -108,6 +110,7 @@ function onHost(host: Host, word: string): string {
   // A program or a path, the whole word or inside it (an `sh -c '…'` script, --data-dir=/var/lib/…,
   // JACO_SECRETS_KEY_FILE=/etc/jaco/…).
   return word.replace(/(^|=|\s)(\/[^\s=]*)/g, (m, pre: string, path: string) => {
+    if (path === '/opt/jaco/bin/jaco' && host.jaco) return `${pre}${host.jaco}`;
     const program = PROGRAMS[path];
     if (program) return `${pre}${program()}`;
     return HOST_PATHS.test(path) ? `${pre}${join(host.root, path)}` : m;
