@@ -36,7 +36,7 @@ export async function packedJaco(): Promise<Packed> {
     }
     // Earlier builds' packages go (14 MB each) once a day old (another checkout's run may be using its own).
     for (const old of readdirSync(tmpdir()).filter((f) => f.startsWith('jaco-pack-')).map((f) => join(tmpdir(), f)))
-      if (old !== dir && statSync(old).mtimeMs < Date.now() - 86_400_000) rmSync(old, { recursive: true, force: true });
+      if (old !== dir && (statSync(old, { throwIfNoEntry: false })?.mtimeMs ?? Infinity) < Date.now() - 86_400_000) rmSync(old, { recursive: true, force: true });
   }
   const p = JSON.parse(readFileSync(index, 'utf8')) as { file: string; files: string[] };
   return { file: join(dir, p.file), files: p.files };
