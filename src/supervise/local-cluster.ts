@@ -17,7 +17,7 @@ import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store, type StoreOptions } from '../store/store.js';
-import { ETCD_AUTH_ARGS, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from './local-credentials.js';
+import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from './local-credentials.js';
 import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from '../dockerode.js';
@@ -181,7 +181,7 @@ export class LocalCluster {
         logFile: join(dataDir, 'logs', 'etcd.log'),
         // The nodes reach etcd over their links, at the machine's address on the cluster network.
         ...(net ? { extraClientHosts: [net.hostAddress] } : {}),
-        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h', ...ETCD_AUTH_ARGS],
+        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h', ...etcdAuthArgs(dataDir)],
         tls,
       },
       {},

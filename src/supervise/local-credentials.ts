@@ -5,7 +5,7 @@
 // logs and exec certificate under .jaco/pki/operator.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
+import { ensureClusterCa, ensureSigningKey, issueCertificate } from '../pki/ca.js';
 import { provisionRbac, provisionRoles, type RoleDef } from '../store/rbac.js';
 import { Store, type StoreOptions } from '../store/store.js';
 
@@ -22,13 +22,21 @@ export const etcdTlsFiles = (dataDir: string) => {
 };
 
 /**
- * etcd's flags for a store with authentication. bcrypt's lowest cost: every password here is 192
- * random bits (nothing to stretch), and each user made and each process's login hashes once — with
- * the default cost (10) and users made one by one, TLS and authentication first added ~4 s to
- * `jaco up` on two cores; now ~0.5 s (docs/local-cluster.md). Tokens stay etcd's simple ones: a
- * client logs in once and again only when its token lapses.
+ * etcd's flags for a store with authentication under the data directory. bcrypt's lowest cost:
+ * every password here is 192 random bits (nothing to stretch), and each user made and each
+ * process's login hashes once — with the default cost (10) and users made one by one, TLS and
+ * authentication first added ~4 s to `jaco up` on two cores; now ~0.5 s (docs/local-cluster.md).
+ * Tokens are JWTs signed with a key under pki/, not etcd's simple tokens: a simple token names the
+ * raft index it was issued at, and a member restored from a snapshot (its index behind that) holds
+ * every request bearing one for its whole request timeout (15 s) before refusing it, longer than
+ * a client's call deadline, so a client never learns to log in again (seen in the chaos suite's
+ * restore). A JWT is checked by its signature on any member, restored, restarted or not. Clients
+ * log in once per token lifetime (24 h; a lapsed token is refused at once and they log in again).
  */
-export const ETCD_AUTH_ARGS: readonly string[] = ['--bcrypt-cost', '4'];
+export function etcdAuthArgs(dataDir: string): string[] {
+  const k = ensureSigningKey(join(dataDir, 'pki'), 'etcd-token');
+  return ['--bcrypt-cost', '4', '--auth-token', `jwt,pub-key=${k.publicFile},priv-key=${k.keyFile},sign-method=ES256,ttl=24h`];
+}
 
 /**
  * etcd's server certificate from the data directory's cluster CA, for every address its clients
