@@ -1,7 +1,7 @@
 // The etcd layer: connection, typed reads, and compare-and-swap writes under the key prefix.
 // Nothing outside src/store/ imports etcd3. Every write is a transaction of Ops (writer.ts);
 // metadata.resourceVersion of what we return is the key's mod_revision.
-import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
+import { circuitBreaker, ConsecutiveBreaker, handleWhen, retry, wrap } from 'cockatiel';
 import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
@@ -54,6 +54,9 @@ export interface ConnectionFlags {
   cert?: string;
   key?: string;
 }
+
+/** etcd's refusal of a token issued before the latest change of users or roles (ErrAuthOldRevision). */
+export const oldAuthRevision = (e: unknown): boolean => /revision of auth store is old/.test((e as Error)?.message ?? '');
 
 export class StoreConfigError extends Error {
   override name = 'StoreConfigError';
@@ -200,6 +203,9 @@ export class Store {
       // or a network blip jaco wants to be back within a second.
       faultHandling: {
         host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
+        // etcd3's own (retry a recoverable error up to 3 times), and a login again when etcd
+        // refuses the token as older than its auth store (see oldAuthRevision).
+        global: wrap(retry(handleWhen(isRecoverableError), { maxAttempts: 3 }), this.relogin()),
       },
       // Without a deadline a call on a connection that went silent (no reply, no reset: a
       // partition, a stalled member) waits for ever — and when it is the breaker's half-open trial,
@@ -209,6 +215,19 @@ export class Store {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + (opts.callTimeoutMs ?? CALL_TIMEOUT_MS) }),
     });
     this.ns = this.client.namespace(this.prefix);
+  }
+
+  /**
+   * After any change of users or roles (`jaco etcd rbac` adding a node's users) etcd refuses every
+   * token issued before it: "revision of auth store is old". etcd's own client logs in again on
+   * it; etcd3 only on "invalid auth token", so without this every process of the cluster failed
+   * each call from then on (found when the e2e fixture added a node's users under running
+   * processes). Dropping the cached token makes the retried call log in first.
+   */
+  private relogin() {
+    const policy = retry(handleWhen(oldAuthRevision), { maxAttempts: 2 });
+    policy.onRetry(() => (this.client as unknown as { pool: { authenticator: { invalidateMetadata(): void } } }).pool.authenticator.invalidateMetadata());
+    return policy;
   }
 
   /** Fails fast with EtcdUnreachableError when no endpoint answers within timeoutMs. */

@@ -3,7 +3,8 @@
 // agent may write, and readers honour it while nodespecs/<host> is absent. `jaco etcd rbac` — the
 // step that gives each agent its own user — makes every node's nodespecs/<host> once, carrying
 // that spec over, create-only (an operator's decision is never overwritten) and audited; after it
-// the agent's user rewriting nodes/<host> changes nothing any reader sees.
+// the agent's user rewriting nodes/<host> changes nothing any reader sees. And a process logged in
+// before users change logs in again (etcd refuses older tokens then).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,5 +80,18 @@ describe('jaco etcd rbac on a cluster written before the nodespecs/ split', () =
     } finally {
       asRoot.close();
     }
+  });
+});
+
+describe('a process logged in before users or roles changed', () => {
+  const etcd = useTestEtcd({ secure: { nodes: ['a'] } });
+  it('logs in again: no call refused as "revision of auth store is old" after nodes join (jaco etcd rbac NODE under running processes)', async () => {
+    const s = etcd.store(PREFIX);
+    await s.ns.put(keys.heartbeat('a')).value('{}').exec();
+    await etcd.addNodes!(['b']);
+    await etcd.addNodes!(['c']);
+    expect(await s.get(keys.heartbeat('a'))).toBeDefined();
+    await s.ns.put(keys.heartbeat('a')).value('{}').exec();
+    expect((await s.list(keys.nodeSpecs())).items.map((i) => i.key).sort()).toEqual(['nodespecs/a', 'nodespecs/b', 'nodespecs/c']);
   });
 });
