@@ -215,6 +215,7 @@ export class Store {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + (opts.callTimeoutMs ?? CALL_TIMEOUT_MS) }),
     });
     this.ns = this.client.namespace(this.prefix);
+    if (opts.user) for (const n of [this.client, this.ns]) this.reloginOnWatchRefusal(n);
   }
 
   /**
@@ -226,8 +227,34 @@ export class Store {
    */
   private relogin() {
     const policy = retry(handleWhen(oldAuthRevision), { maxAttempts: 2 });
-    policy.onRetry(() => (this.client as unknown as { pool: { authenticator: { invalidateMetadata(): void } } }).pool.authenticator.invalidateMetadata());
+    policy.onRetry(() => this.dropToken());
     return policy;
+  }
+
+  private dropToken(): void {
+    (this.client as unknown as { pool: { authenticator: { invalidateMetadata(): void } } }).pool.authenticator.invalidateMetadata();
+  }
+
+  /**
+   * The same refusal reaches a watch as a cancel ("Watcher canceled: … revision of auth store is
+   * old"), which no unary call sees: a process whose calls are all watches and lease keepalives
+   * (an agent between changes) would watch again with the refused token for ever. etcd3 has no
+   * hook for it, so its watch manager's cancel handler (one per namespace) drops the token and
+   * reopens the stream (opened with the refused token); its other watchers resume on the new one
+   * from their last revision, as after any stream error.
+   */
+  private reloginOnWatchRefusal(n: Namespace): void {
+    const wm = (n as unknown as { watchManager?: { handleCancelResponse?: (w: unknown, res: { cancel_reason?: string }) => void; handleError?: (e: Error) => void } }).watchManager;
+    const cancel = wm?.handleCancelResponse?.bind(wm);
+    const streamFailed = wm?.handleError?.bind(wm);
+    if (!wm || !cancel || !streamFailed) return;
+    wm.handleCancelResponse = (w, res) => {
+      cancel(w, res);
+      if (!oldAuthRevision({ message: res.cancel_reason ?? '' })) return;
+      // The stream carries the token it was opened with: open it again, its watchers resumed on it.
+      this.dropToken();
+      streamFailed(new Error(`watch stream reopened with a fresh token: ${res.cancel_reason}`));
+    };
   }
 
   /** Fails fast with EtcdUnreachableError when no endpoint answers within timeoutMs. */

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Node, type NodeSpec, type NodeSpecRecord } from '../../src/api/types.js';
 import { readEnvFile } from '../../src/runtime/local-credentials.js';
+import type { Watcher } from 'etcd3';
 import { Store } from '../../src/store/store.js';
 import { jaco } from '../support/cli.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -93,5 +94,28 @@ describe('a process logged in before users or roles changed', () => {
     expect(await s.get(keys.heartbeat('a'))).toBeDefined();
     await s.ns.put(keys.heartbeat('a')).value('{}').exec();
     expect((await s.list(keys.nodeSpecs())).items.map((i) => i.key).sort()).toEqual(['nodespecs/a', 'nodespecs/b', 'nodespecs/c']);
+  });
+
+  it('a watch refused so (the only call of a process between changes) drops the token and reopens its stream: a watch made again is served', async () => {
+    const s = etcd.store(PREFIX);
+    await s.get(keys.heartbeat('a'));
+    await etcd.addNodes!(['d']);
+    // As a reflector or an agent does after a watch error: watch again, a little later.
+    let w: Watcher | undefined;
+    const outcomes: string[] = [];
+    for (let i = 0; i < 10 && !w; i++) {
+      try {
+        w = await s.ns.watch().key('w').create();
+        outcomes.push('connected');
+      } catch (e) {
+        outcomes.push((e as Error).message);
+        await new Promise((res) => setTimeout(res, 300));
+      }
+    }
+    expect(w, outcomes.join('\n')).toBeDefined();
+    const seen = new Promise<string>((resolve) => w!.on('put', (kv) => resolve(kv.value.toString())));
+    await etcd.store(PREFIX).ns.put('w').value('seen').exec();
+    expect(await seen).toBe('seen');
+    await w!.cancel();
   });
 });
