@@ -5,7 +5,7 @@
 // members reach each other through proxies too (one in front of each member's peer port), so one
 // member can be cut from its peers (`isolateEtcd`). etcd serves clients over TLS with client
 // certificates and authentication on, each process under its own etcd user, made by `jaco up`'s
-// code (src/runtime/local-credentials.ts), as production runs it.
+// code (src/supervise/local-credentials.ts), as production runs it.
 // Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
 // (and test/support/e2e-global.ts removes its containers).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -26,7 +26,7 @@ import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';
 import { envFileOf, requireDocker } from '../support/cluster.js';
 import { noteCluster } from '../support/leaks.js';
 import { TcpProxy } from '../support/proxy.js';
-import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from '../../src/runtime/local-credentials.js';
+import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from '../../src/supervise/local-credentials.js';
 import { eventually, sleep } from '../support/wait.js';
 
 const SHM = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();

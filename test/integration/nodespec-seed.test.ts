@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Node, type NodeSpec, type NodeSpecRecord } from '../../src/api/types.js';
-import { readEnvFile } from '../../src/runtime/local-credentials.js';
+import { readEnvFile } from '../../src/supervise/local-credentials.js';
 import type { Watcher } from 'etcd3';
 import { Store } from '../../src/store/store.js';
 import { jaco } from '../support/cli.js';

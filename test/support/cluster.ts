@@ -11,7 +11,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
-import { credentialsDir } from '../../src/runtime/local-credentials.js';
+import { credentialsDir } from '../../src/supervise/local-credentials.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import type { Store } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from './cli.js';

@@ -62,7 +62,7 @@ export interface TestEtcdOptions {
   /**
    * Serve over TLS with authentication on, one user per process (src/store/rbac.ts) for these
    * nodes' agents and ingresses, every controller and the operator (root): as `jaco up` and
-   * production run etcd, made by the same code (src/runtime/local-credentials.ts).
+   * production run etcd, made by the same code (src/supervise/local-credentials.ts).
    */
   secure?: { nodes: readonly string[] };
 }
