@@ -3,7 +3,7 @@
 // the agent's), and what the rebalancer's conformance then sees as a broken nodeSelector.
 import { describe, expect, it } from 'vitest';
 import { brokenPlacement } from '../../controllers/rebalancer/conform.js';
-import { labelProblem, labelsText, nodeAsDecided, nodeLabels, parseLabelArgs, relabel, UNREADABLE_NODE_SPEC, type LabelChanges } from './nodes.js';
+import { labelProblem, labelsText, nodeAsDecided, nodeLabels, nodeSpecsToSeed, parseLabelArgs, relabel, UNREADABLE_NODE_SPEC, type LabelChanges, type NodeSpecSeed } from './nodes.js';
 import { API_VERSION, type Node, type NodeSpec, type NodeSpecRecord } from './types.js';
 
 const node = (agent?: Record<string, string>, runtime?: Record<string, string>): Node => ({
@@ -87,3 +87,24 @@ describe('nodeAsDecided', () => {
   });
 });
 
+
+// The first nodespecs/<host> of each node, made when its agent gets its etcd user: the upgrade
+// from before the split carried over once, never over an operator's decision.
+describe('nodeSpecsToSeed', () => {
+  const legacy: Node = { ...node(), spec: { unschedulable: true, labels: { zone: 'b' } } };
+  const plain: Node = { ...node(), spec: {} };
+  it.each<[string, [string, Node | 'unreadable'][], string[], string[], NodeSpecSeed[]]>([
+    ['an old spec in nodes/ is carried over', [['a', legacy]], [], [], [{ host: 'a', spec: legacy.spec!, from: 'nodes' }]],
+    ['a node without one gets an empty decision', [['a', plain]], [], [], [{ host: 'a', spec: {}, from: 'none' }]],
+    ['an old spec that decides nothing is carried over as it is', [['a', { ...plain, spec: { unschedulable: false } }]], [], [], [{ host: 'a', spec: { unschedulable: false }, from: 'nodes' }]],
+    ['a nodespecs key already there is never overwritten', [['a', legacy]], ['a'], [], []],
+    ['an unreadable nodespecs key counts as there', [['a', plain]], ['a'], ['a'], []],
+    ['nodes/ unreadable: cordoned (what operators decided is not known)', [['a', 'unreadable']], [], [], [{ host: 'a', spec: UNREADABLE_NODE_SPEC, from: 'unreadable' }]],
+    ['a named node not yet registered gets an empty one before its agent joins', [], [], ['b'], [{ host: 'b', spec: {}, from: 'none' }]],
+    ['sorted by host, each once', [['c', plain], ['a', legacy]], ['x'], ['a', 'b'], [
+      { host: 'a', spec: legacy.spec!, from: 'nodes' },
+      { host: 'b', spec: {}, from: 'none' },
+      { host: 'c', spec: {}, from: 'none' },
+    ]],
+  ])('%s', (_name, nodes, specKeys, named, want) => expect(nodeSpecsToSeed(new Map(nodes), new Set(specKeys), named)).toEqual(want));
+});

@@ -31,6 +31,33 @@ export function nodeAsDecided(node: Node, decided: NodeSpecRecord | 'unreadable'
   return { ...node, spec: decided === 'unreadable' ? UNREADABLE_NODE_SPEC : (decided.spec ?? {}) };
 }
 
+/** Where a seeded nodespecs/<host> took its spec from (audit `node_spec_seeded`). */
+export type NodeSpecSeedSource = 'nodes' | 'none' | 'unreadable';
+
+export interface NodeSpecSeed {
+  host: string;
+  spec: NodeSpec;
+  from: NodeSpecSeedSource;
+}
+
+/**
+ * The nodespecs/<host> keys to create, once, when nodes' agents get their etcd users (jaco etcd
+ * rbac, jaco up): a node with a nodespecs/<host> key (readable or not) has one, and nothing here
+ * ever overwrites it. Every other node — registered (`nodes`) or only named (`named`, its agent
+ * not yet joined) — gets one: the `spec` a cluster written before the split kept in nodes/<host>,
+ * or an empty one, or a cordon when nodes/<host> cannot be read (what operators decided is not
+ * known). Once it exists the nodes/<host> `spec`, which the agent's user can write, is never read
+ * (nodeAsDecided), so the user that cannot write nodespecs/ decides nothing. Sorted by host.
+ */
+export function nodeSpecsToSeed(nodes: ReadonlyMap<string, Node | 'unreadable'>, hasSpecKey: ReadonlySet<string>, named: readonly string[] = []): NodeSpecSeed[] {
+  const hosts = [...new Set([...nodes.keys(), ...named])].filter((h) => !hasSpecKey.has(h)).sort();
+  return hosts.map((host) => {
+    const n = nodes.get(host);
+    if (n === 'unreadable') return { host, spec: UNREADABLE_NODE_SPEC, from: 'unreadable' };
+    return n?.spec && Object.keys(n.spec).length ? { host, spec: n.spec, from: 'nodes' } : { host, spec: {}, from: 'none' };
+  });
+}
+
 /** Whether the node's agent holds its lease: the heartbeat is there (etcd removes it with the lease). */
 export function heartbeatAlive(hb: Heartbeat | undefined): boolean {
   return !!hb;

@@ -116,6 +116,26 @@ export function ensureClusterCa(dir: string, opts: { commonName?: string; days?:
   return { dir, certFile, keyFile, certPem: cert };
 }
 
+/**
+ * A P-256 key pair for signing (not a certificate): `<dir>/<name>.key` (mode 600) and
+ * `<dir>/<name>.pub`, made on first use and kept (etcd's JWT tokens are signed with it).
+ */
+export function ensureSigningKey(dir: string, name: string): { keyFile: string; publicFile: string } {
+  const keyFile = join(dir, `${name}.key`);
+  const publicFile = join(dir, `${name}.pub`);
+  if (existsSync(keyFile) && existsSync(publicFile)) return { keyFile, publicFile };
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const key = newKey();
+  const pub = openssl(['pkey', '-pubout'], key);
+  // The key lands first and the public half last (each by rename): a .pub means a whole pair.
+  const suffix = randomBytes(4).toString('hex');
+  writeFileSync(`${keyFile}.${suffix}`, key, { mode: 0o600 });
+  renameSync(`${keyFile}.${suffix}`, keyFile);
+  writeFileSync(`${publicFile}.${suffix}`, pub, { mode: 0o644 });
+  renameSync(`${publicFile}.${suffix}`, publicFile);
+  return { keyFile, publicFile };
+}
+
 /** 128 random bits: serials must be unique per CA, and nothing keeps a counter. */
 function serial(): string {
   return `0x${randomBytes(16).toString('hex')}`;

@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { keys } from '../api/keys.js';
 import { Range } from 'etcd3';
+import { seedNodeSpecs } from './nodespec-seed.js';
 import { prefixEnd, type Store } from './store.js';
 
 export type Access = 'read' | 'readwrite';
@@ -30,6 +31,8 @@ export interface RoleDef {
   /** Roles the user holds besides its own (the `all` user holds every controller's role). */
   alsoRoles?: string[];
   envFile: string;
+  /** The node of an agent's or ingress's role. */
+  node?: string;
 }
 
 const under = (key: string, access: Access): Grant => ({ key, prefix: true, access });
@@ -126,6 +129,7 @@ export function agentRole(node: string): RoleDef {
       under(keys.subnets(), 'read'),
     ],
     envFile: `agent-${node}.env`,
+    node,
   };
 }
 
@@ -141,6 +145,7 @@ export function ingressRole(node: string): RoleDef {
       exactly(keys.ingress(node), 'readwrite'),
     ],
     envFile: `ingress-${node}.env`,
+    node,
   };
 }
 
@@ -254,10 +259,19 @@ export interface ProvisionOptions {
  * Applies the roles of a cluster with these nodes and writes one env file per user created now
  * (an existing user keeps its password and gets none: delete the user to rotate it).
  */
-export async function provisionRbac(store: Store, nodes: readonly string[], opts: ProvisionOptions): Promise<AppliedUser[]> {
+export function provisionRbac(store: Store, nodes: readonly string[], opts: ProvisionOptions): Promise<AppliedUser[]> {
+  return provisionRoles(store, clusterRoles(nodes), opts);
+}
+
+/**
+ * provisionRbac for the given roles only (a node joining later: its agent's and ingress's). With
+ * the roles go the nodes' first nodespecs/<host> (seedNodeSpecs): the role that takes from an
+ * agent the right to decide about its node comes with a decision it cannot touch.
+ */
+export async function provisionRoles(store: Store, roles: readonly RoleDef[], opts: ProvisionOptions): Promise<AppliedUser[]> {
   mkdirSync(opts.outDir, { recursive: true, mode: 0o700 });
-  const roles = clusterRoles(nodes);
   const applied = await applyRoles(store, roles, opts.passwords);
+  await seedNodeSpecs(store, [...new Set(roles.flatMap((r) => (r.node ? [r.node] : [])))]);
   if (opts.enableAuth) {
     const users = new Set((await store.client.getUsers()).map((u) => u.name));
     if (!users.has('root')) {

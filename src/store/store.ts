@@ -1,7 +1,7 @@
 // The etcd layer: connection, typed reads, and compare-and-swap writes under the key prefix.
 // Nothing outside src/store/ imports etcd3. Every write is a transaction of Ops (writer.ts);
 // metadata.resourceVersion of what we return is the key's mod_revision.
-import { circuitBreaker, ConsecutiveBreaker, handleWhen } from 'cockatiel';
+import { circuitBreaker, ConsecutiveBreaker, handleWhen, retry, wrap } from 'cockatiel';
 import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
@@ -54,6 +54,9 @@ export interface ConnectionFlags {
   cert?: string;
   key?: string;
 }
+
+/** etcd's refusal of a token issued before the latest change of users or roles (ErrAuthOldRevision). */
+export const oldAuthRevision = (e: unknown): boolean => /revision of auth store is old/.test((e as Error)?.message ?? '');
 
 export class StoreConfigError extends Error {
   override name = 'StoreConfigError';
@@ -200,6 +203,9 @@ export class Store {
       // or a network blip jaco wants to be back within a second.
       faultHandling: {
         host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 1000, breaker: new ConsecutiveBreaker(3) }),
+        // etcd3's own (retry a recoverable error up to 3 times), and a login again when etcd
+        // refuses the token as older than its auth store (see oldAuthRevision).
+        global: wrap(retry(handleWhen(isRecoverableError), { maxAttempts: 3 }), this.relogin()),
       },
       // Without a deadline a call on a connection that went silent (no reply, no reset: a
       // partition, a stalled member) waits for ever — and when it is the breaker's half-open trial,
@@ -209,6 +215,46 @@ export class Store {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + (opts.callTimeoutMs ?? CALL_TIMEOUT_MS) }),
     });
     this.ns = this.client.namespace(this.prefix);
+    if (opts.user) for (const n of [this.client, this.ns]) this.reloginOnWatchRefusal(n);
+  }
+
+  /**
+   * After any change of users or roles (`jaco etcd rbac` adding a node's users) etcd refuses every
+   * token issued before it: "revision of auth store is old". etcd's own client logs in again on
+   * it; etcd3 only on "invalid auth token", so without this every process of the cluster failed
+   * each call from then on (found when the e2e fixture added a node's users under running
+   * processes). Dropping the cached token makes the retried call log in first.
+   */
+  private relogin() {
+    const policy = retry(handleWhen(oldAuthRevision), { maxAttempts: 2 });
+    policy.onRetry(() => this.dropToken());
+    return policy;
+  }
+
+  private dropToken(): void {
+    (this.client as unknown as { pool: { authenticator: { invalidateMetadata(): void } } }).pool.authenticator.invalidateMetadata();
+  }
+
+  /**
+   * The same refusal reaches a watch as a cancel ("Watcher canceled: … revision of auth store is
+   * old"), which no unary call sees: a process whose calls are all watches and lease keepalives
+   * (an agent between changes) would watch again with the refused token for ever. etcd3 has no
+   * hook for it, so its watch manager's cancel handler (one per namespace) drops the token and
+   * reopens the stream (opened with the refused token); its other watchers resume on the new one
+   * from their last revision, as after any stream error.
+   */
+  private reloginOnWatchRefusal(n: Namespace): void {
+    const wm = (n as unknown as { watchManager?: { handleCancelResponse?: (w: unknown, res: { cancel_reason?: string }) => void; handleError?: (e: Error) => void } }).watchManager;
+    const cancel = wm?.handleCancelResponse?.bind(wm);
+    const streamFailed = wm?.handleError?.bind(wm);
+    if (!wm || !cancel || !streamFailed) return;
+    wm.handleCancelResponse = (w, res) => {
+      cancel(w, res);
+      if (!oldAuthRevision({ message: res.cancel_reason ?? '' })) return;
+      // The stream carries the token it was opened with: open it again, its watchers resumed on it.
+      this.dropToken();
+      streamFailed(new Error(`watch stream reopened with a fresh token: ${res.cancel_reason}`));
+    };
   }
 
   /** Fails fast with EtcdUnreachableError when no endpoint answers within timeoutMs. */

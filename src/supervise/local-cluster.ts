@@ -17,8 +17,7 @@ import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store, type StoreOptions } from '../store/store.js';
-import { provisionRbac } from '../store/rbac.js';
-import { credentialsDir, etcdTlsFiles, localProcessEnv, localStoreOptions, readEnvFile } from './local-credentials.js';
+import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from './local-credentials.js';
 import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';
 import { dockerode } from '../dockerode.js';
@@ -172,7 +171,7 @@ export class LocalCluster {
       throw new Error(`port ${this.opts.etcdPort} is in use: is a cluster already up (jaco down), or another etcd running? Choose another with --etcd-port.`);
     const nodeNames = this.opts.withAgents ? Array.from({ length: this.opts.nodes }, (_, i) => `node-${i + 1}`) : [];
     const net = this.opts.isolated ? await this.startNetwork(nodeNames) : undefined;
-    const tls = this.etcdCertificates(net);
+    const tls = issueEtcdCertificates(dataDir, net ? [net.hostAddress] : []);
     this.etcd = startEtcdMember(
       {
         name: 'jaco',
@@ -182,11 +181,7 @@ export class LocalCluster {
         logFile: join(dataDir, 'logs', 'etcd.log'),
         // The nodes reach etcd over their links, at the machine's address on the cluster network.
         ...(net ? { extraClientHosts: [net.hostAddress] } : {}),
-        // bcrypt's lowest cost: every password here is 192 random bits (nothing to stretch), and
-        // each user made and each process's login hashes once — with the default cost (10) and
-        // users made one by one, TLS and authentication first added ~4 s to `jaco up` on two
-        // cores; now ~0.5 s (docs/local-cluster.md).
-        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h', '--bcrypt-cost', '4'],
+        extraArgs: ['--auto-compaction-mode', 'periodic', '--auto-compaction-retention', '1h', ...etcdAuthArgs(dataDir)],
         tls,
       },
       {},
@@ -194,7 +189,7 @@ export class LocalCluster {
     this.state.etcdPid = this.etcd.process.pid;
     this.save();
     await waitForEtcd([this.endpoint], 30_000, this.etcd.process, localStoreOptions(dataDir, false));
-    await this.provisionUsers(nodeNames);
+    await provisionLocalUsers([this.endpoint], dataDir, nodeNames);
     const store = this.rootStore();
     try {
       this.state.clusterUid = (await clusterInfo(store)).uid;
@@ -339,45 +334,6 @@ export class LocalCluster {
   /** What a node's processes are told: etcd at the machine's address on the cluster network, when nodes are isolated. */
   private nodeEnv(net: LocalNetwork | undefined): Record<string, string> | undefined {
     return net ? { JACO_ENDPOINTS: `https://${net.hostAddress}:${this.opts.etcdPort}` } : undefined;
-  }
-
-  /**
-   * etcd's server certificate from the cluster CA, for every address its clients dial (loopback,
-   * and the machine's address on the cluster network that isolated nodes reach it at), made anew
-   * each start (the network's address can change); and the client certificate every process of
-   * this machine presents (etcd requires one: --client-cert-auth), kept.
-   */
-  private etcdCertificates(net: LocalNetwork | undefined): { cert: string; key: string; ca: string } {
-    const pki = join(this.opts.dataDir, 'pki');
-    const ca = ensureClusterCa(pki);
-    const f = etcdTlsFiles(this.opts.dataDir);
-    // Server and client usage: etcd's own gateway dials it with this certificate.
-    issueCertificate(ca, { commonName: 'jaco etcd', ips: ['127.0.0.1', ...(net ? [net.hostAddress] : [])], usage: 'peer' }, { dir: pki, name: 'etcd-server' });
-    // Its name is no etcd user: a process is who its password says (etcd takes a client
-    // certificate's name as the user only when no password is given).
-    if (!existsSync(f.clientCert)) issueCertificate(ca, { commonName: 'jaco-local-client', usage: 'client' }, { dir: pki, name: 'etcd-client' });
-    return { cert: f.serverCert, key: f.serverKey, ca: f.ca };
-  }
-
-  /**
-   * One etcd user per process (src/store/rbac.ts), its password in .jaco/credentials, and
-   * authentication on. Run at every start: a data directory of a version before authentication
-   * (plaintext etcd, no users) gets its users and auth turned on here; a later start finds them
-   * and keeps their passwords.
-   */
-  private async provisionUsers(nodes: string[]): Promise<void> {
-    const dir = credentialsDir(this.opts.dataDir);
-    const hasRoot = !!readEnvFile(join(dir, 'root.env'));
-    const store = new Store({ endpoints: this.endpoint, ...localStoreOptions(this.opts.dataDir, hasRoot ? 'root.env' : false) });
-    try {
-      await provisionRbac(store, nodes, { outDir: dir, enableAuth: true, resetMissing: true });
-    } catch (e) {
-      if (!hasRoot && /user name is empty|authentication|permission denied/i.test((e as Error).message))
-        throw new Error(`etcd under ${this.opts.dataDir} has authentication on but ${join(dir, 'root.env')} is missing: put back its root user's credentials (JACO_ETCD_USER=root, JACO_ETCD_PASSWORD=…) or start afresh with \`jaco down --purge\``);
-      throw e;
-    } finally {
-      store.close();
-    }
   }
 
   /** A store as this cluster's root user (up itself: the cluster's uid, the image settings, readiness). */

@@ -5,7 +5,9 @@
 // logs and exec certificate under .jaco/pki/operator.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { StoreOptions } from '../store/store.js';
+import { ensureClusterCa, ensureSigningKey, issueCertificate } from '../pki/ca.js';
+import { provisionRbac, provisionRoles, type RoleDef } from '../store/rbac.js';
+import { Store, type StoreOptions } from '../store/store.js';
 
 export const credentialsDir = (dataDir: string) => join(dataDir, 'credentials');
 export const etcdTlsFiles = (dataDir: string) => {
@@ -18,6 +20,71 @@ export const etcdTlsFiles = (dataDir: string) => {
     clientKey: join(pki, 'etcd-client.key'),
   };
 };
+
+/**
+ * etcd's flags for a store with authentication under the data directory. bcrypt's lowest cost:
+ * every password here is 192 random bits (nothing to stretch), and each user made and each
+ * process's login hashes once — with the default cost (10) and users made one by one, TLS and
+ * authentication first added ~4 s to `jaco up` on two cores; now ~0.5 s (docs/local-cluster.md).
+ * Tokens are JWTs signed with a key under pki/, not etcd's simple tokens: a simple token names the
+ * raft index it was issued at, and a member restored from a snapshot (its index behind that) holds
+ * every request bearing one for its whole request timeout (15 s) before refusing it, longer than
+ * a client's call deadline, so a client never learns to log in again (seen in the chaos suite's
+ * restore). A JWT is checked by its signature on any member, restored, restarted or not. Clients
+ * log in once per token lifetime (24 h; a lapsed token is refused at once and they log in again).
+ */
+export function etcdAuthArgs(dataDir: string): string[] {
+  const k = ensureSigningKey(join(dataDir, 'pki'), 'etcd-token');
+  return ['--bcrypt-cost', '4', '--auth-token', `jwt,pub-key=${k.publicFile},priv-key=${k.keyFile},sign-method=ES256,ttl=24h`];
+}
+
+/**
+ * etcd's server certificate from the data directory's cluster CA, for every address its clients
+ * dial (loopback, and `ips`), made anew each call (an address can change); and the client
+ * certificate every process of this machine presents (etcd requires one: --client-cert-auth), kept.
+ */
+export function issueEtcdCertificates(dataDir: string, ips: readonly string[] = []): { cert: string; key: string; ca: string } {
+  const pki = join(dataDir, 'pki');
+  const ca = ensureClusterCa(pki);
+  const f = etcdTlsFiles(dataDir);
+  // Server and client usage: etcd's own gateway dials it with this certificate.
+  issueCertificate(ca, { commonName: 'jaco etcd', ips: ['127.0.0.1', ...ips], usage: 'peer' }, { dir: pki, name: 'etcd-server' });
+  // Its name is no etcd user: a process is who its password says (etcd takes a client
+  // certificate's name as the user only when no password is given).
+  if (!existsSync(f.clientCert)) issueCertificate(ca, { commonName: 'jaco-local-client', usage: 'client' }, { dir: pki, name: 'etcd-client' });
+  return { cert: f.serverCert, key: f.serverKey, ca: f.ca };
+}
+
+/**
+ * One etcd user per process (src/store/rbac.ts), its password under the data directory's
+ * credentials, and authentication on. Safe to run at every start: a store of a version before
+ * authentication (no users) gets its users and auth turned on; a later run finds them and keeps
+ * their passwords (a user whose env file is gone gets a new one). `passwords`: of users made now.
+ */
+export async function provisionLocalUsers(endpoints: string[], dataDir: string, nodes: readonly string[], passwords?: Readonly<Record<string, string>>): Promise<void> {
+  const dir = credentialsDir(dataDir);
+  const hasRoot = !!readEnvFile(join(dir, 'root.env'));
+  const store = new Store({ endpoints, ...localStoreOptions(dataDir, hasRoot ? 'root.env' : false) });
+  try {
+    await provisionRbac(store, nodes, { outDir: dir, enableAuth: true, resetMissing: true, ...(passwords ? { passwords } : {}) });
+  } catch (e) {
+    if (!hasRoot && /user name is empty|authentication|permission denied/i.test((e as Error).message))
+      throw new Error(`etcd under ${dataDir} has authentication on but ${join(dir, 'root.env')} is missing: put back its root user's credentials (JACO_ETCD_USER=root, JACO_ETCD_PASSWORD=…) or start afresh with \`jaco down --purge\``);
+    throw e;
+  } finally {
+    store.close();
+  }
+}
+
+/** Users for processes joining later (a node added to a running cluster): their roles, and env files for those not made yet. */
+export async function provisionLocalRoles(endpoints: string[], dataDir: string, roles: readonly RoleDef[]): Promise<void> {
+  const store = new Store({ endpoints, ...localStoreOptions(dataDir) });
+  try {
+    await provisionRoles(store, roles, { outDir: credentialsDir(dataDir), resetMissing: true });
+  } finally {
+    store.close();
+  }
+}
 
 /** An env file's variables (KEY=VALUE lines), or undefined when it does not exist. */
 export function readEnvFile(file: string): Record<string, string> | undefined {

@@ -28,7 +28,7 @@ const fmt = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 const c = await startCluster({ nodes: 3, controllers: 'all' });
 const cli = async (args: string[]) => {
-  const r = await jaco(['--timings', 'fast', ...args], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs: 300_000 });
+  const r = await jaco(['--timings', 'fast', ...args], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs: 300_000, env: c.env() });
   if (r.code !== 0) throw new Error(`jaco ${args.join(' ')}: ${r.code} ${r.stderr}${r.stdout}`);
   return r.stdout;
 };

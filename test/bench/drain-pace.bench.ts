@@ -83,7 +83,7 @@ async function main(): Promise<void> {
       const load0 = loadavg()[0]!;
       await sleep(1000);
       const t0 = Date.now();
-      const d = await jaco(['--timings', c.timings, 'node', 'drain', 'node-1', '--wait', '--timeout', '10m'], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs: 660_000 });
+      const d = await jaco(['--timings', c.timings, 'node', 'drain', 'node-1', '--wait', '--timeout', '10m'], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs: 660_000, env: c.env() });
       const total = Date.now() - t0;
       if (d.code !== 0) throw new Error(`drain: ${d.stdout}${d.stderr}`);
       await sleep(2000);

@@ -4,7 +4,8 @@
 // proxy per component and member), so a cut between one component and etcd is a real one. The
 // members reach each other through proxies too (one in front of each member's peer port), so one
 // member can be cut from its peers (`isolateEtcd`). etcd serves clients over TLS with client
-// certificates from a CA the run makes (test/support/tls.ts), as production does.
+// certificates and authentication on, each process under its own etcd user, made by `jaco up`'s
+// code (src/supervise/local-credentials.ts), as production runs it.
 // Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
 // (and test/support/e2e-global.ts removes its containers).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
@@ -22,10 +23,10 @@ import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMembe
 import { clusterInfo } from '../../src/store/cluster.js';
 import { Store, withTimeout, type StoreOptions } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';
-import { requireDocker } from '../support/cluster.js';
+import { envFileOf, requireDocker } from '../support/cluster.js';
 import { noteCluster } from '../support/leaks.js';
 import { TcpProxy } from '../support/proxy.js';
-import { makeTestPki, type TestPki } from '../support/tls.js';
+import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from '../../src/supervise/local-credentials.js';
 import { eventually, sleep } from '../support/wait.js';
 
 const SHM = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
@@ -152,7 +153,7 @@ export class EtcdNode {
   }
 
   start(extra: string[] = []): void {
-    this.member = startEtcdMember({ ...this.spec, logFile: join(this.logDir, `${this.spec.name}.log`), extraArgs: extra });
+    this.member = startEtcdMember({ ...this.spec, logFile: join(this.logDir, `${this.spec.name}.log`), extraArgs: [...(this.spec.extraArgs ?? []), ...extra] });
     notePid(this.member.process);
     this.stopped = false;
   }
@@ -230,7 +231,10 @@ export interface ChaosClusterOptions {
   nodes?: number;
   controllers?: number;
   timings?: 'fast' | 'production';
-  /** etcd serves clients over TLS with client certificates (default true). */
+  /**
+   * etcd serves clients over TLS with client certificates and authentication on, each process
+   * under its own user (src/store/rbac.ts), made by `jaco up`'s code (default true).
+   */
   tls?: boolean;
 }
 
@@ -293,29 +297,36 @@ export class ChaosCluster {
   uid = '';
   private proxies: TcpProxy[] = [];
   private initialCluster = '';
-  /** The run's CA, etcd's server certificate and the components' client certificate. */
-  pki?: TestPki;
+  /**
+   * With TLS: the run's pki/ (CA, etcd's server certificate, the client certificate every process
+   * presents) and credentials/ (one env file per etcd user), laid out as `jaco up`'s .jaco.
+   */
+  secureDir?: string;
 
   constructor(readonly opts: ChaosClusterOptions = {}) {}
 
-  /** How a client of this etcd connects (the CA and client certificate when it serves TLS). */
+  /** How a client of this etcd connects: TLS files and the root user (`user` 'none': TLS only, before auth is on). */
+  private clientOptions(user: 'root' | 'none' = 'root'): StoreOptions {
+    return this.secureDir ? localStoreOptions(this.secureDir, user === 'root' ? 'root.env' : false) : {};
+  }
+
   get clientTls(): StoreOptions {
-    return this.pki ? { caFile: this.pki.ca, certFile: this.pki.clientCert, keyFile: this.pki.clientKey } : {};
+    return this.clientOptions();
   }
 
   /**
-   * The connection environment of a jaco process (`component` undefined: the operator's CLI). One
-   * client certificate for all today; etcd users and roles per component (JACO_ETCD_USER /
-   * JACO_ETCD_PASSWORD, deploy/etcd/rbac.sh) are to be added here.
+   * The connection environment of a jaco process (`component` undefined: the operator's CLI, as
+   * root): the TLS files and the credentials of its own etcd user, picked from its command line as
+   * the e2e fixture picks them (envFileOf).
    */
   credentials(component?: Component): Record<string, string> {
-    void component;
-    return this.pki ? { JACO_ETCD_CACERT: this.pki.ca, JACO_ETCD_CERT: this.pki.clientCert, JACO_ETCD_KEY: this.pki.clientKey } : {};
+    return this.secureDir ? localProcessEnv(this.secureDir, component ? envFileOf(component.args) : 'root.env') : {};
   }
 
-  /** etcdctl's connection flags for this etcd. */
+  /** etcdctl's connection flags for this etcd (TLS files, root user). */
   private etcdctlTls(): string[] {
-    return this.pki ? ['--cacert', this.pki.ca, '--cert', this.pki.clientCert, '--key', this.pki.clientKey] : [];
+    const o = this.clientOptions();
+    return this.secureDir ? ['--cacert', o.caFile!, '--cert', o.certFile!, '--key', o.keyFile!, '--user', `${o.user}:${o.password}`] : [];
   }
 
   get timings(): 'fast' | 'production' {
@@ -334,8 +345,8 @@ export class ChaosCluster {
     const left = endLeftovers();
     if (left) console.warn(`ended ${left} process(es) left by an aborted chaos run`);
     this.docker = await requireDocker();
-    if (this.opts.tls ?? true) this.pki = makeTestPki();
-    const tls = this.pki ? { cert: this.pki.serverCert, key: this.pki.serverKey, ca: this.pki.ca } : undefined;
+    if (this.opts.tls ?? true) this.secureDir = mkdtempSync(join(tmpdir(), `${MARK}-pki-`));
+    const tls = this.secureDir ? issueEtcdCertificates(this.secureDir) : undefined;
     const n = 3;
     const specs: EtcdMemberSpec[] = [];
     const peerProxies: TcpProxy[] = [];
@@ -345,7 +356,7 @@ export class ChaosCluster {
       await proxy.start();
       this.proxies.push(proxy);
       peerProxies.push(proxy);
-      specs.push({ name: `m${i}`, dataDir: mkdtempSync(join(SHM, `${MARK}-etcd-m${i}-`)), clientPort: await freePort(), peerPort, advertisePeerPort: proxy.port, ...(tls ? { tls } : {}) });
+      specs.push({ name: `m${i}`, dataDir: mkdtempSync(join(SHM, `${MARK}-etcd-m${i}-`)), clientPort: await freePort(), peerPort, advertisePeerPort: proxy.port, ...(tls ? { tls, extraArgs: etcdAuthArgs(this.secureDir!) } : {}) });
     }
     this.initialCluster = specs.map((s) => `${s.name}=http://127.0.0.1:${s.advertisePeerPort}`).join(',');
     specs.forEach((s, i) => {
@@ -353,12 +364,13 @@ export class ChaosCluster {
       node.start();
       this.etcd.push(node);
     });
-    await waitForEtcd(this.endpoints, 30_000, undefined, this.clientTls);
+    await waitForEtcd(this.endpoints, 30_000, undefined, this.clientOptions('none'));
+    const nodes = this.opts.nodes ?? 3;
+    if (this.secureDir) await provisionLocalUsers(this.endpoints, this.secureDir, Array.from({ length: nodes }, (_, i) => `node-${i + 1}`));
     this.store = new Store({ endpoints: this.endpoints, prefix: this.prefix, ...this.clientTls });
     this.admin = new Store({ endpoints: this.endpoints, prefix: this.prefix, ...this.clientTls });
     this.uid = (await clusterInfo(this.store)).uid;
     noteCluster(this.uid);
-    const nodes = this.opts.nodes ?? 3;
     for (let i = 1; i <= nodes; i++) {
       const name = `node-${i}`;
       this.agents.push(await this.component(name, ['agent', '--node', name, '--capacity', 'cpu=2,memory=4Gi', '--metrics-addr', '127.0.0.1:0']));
@@ -381,7 +393,7 @@ export class ChaosCluster {
       }),
     );
     const c = new Component(name, args, proxies, this.logDir);
-    if (this.pki) c.scheme = 'https';
+    if (this.secureDir) c.scheme = 'https';
     return c;
   }
 
@@ -628,7 +640,7 @@ export class ChaosCluster {
     }
     await Promise.all(this.etcd.map((e) => e.kill('SIGTERM')));
     for (const e of this.etcd) rmSync(e.spec.dataDir, { recursive: true, force: true });
-    if (this.pki) rmSync(this.pki.dir, { recursive: true, force: true });
+    if (this.secureDir) rmSync(this.secureDir, { recursive: true, force: true });
     for (const d of this.scratch) rmSync(d, { recursive: true, force: true });
     if (!keepLogs) rmSync(this.logDir, { recursive: true, force: true });
     else console.warn(`chaos logs kept in ${this.logDir}`);

@@ -141,6 +141,7 @@ describe('Docker unreachable', () => {
   it('says which socket, reports dockerUp false and docker_up 0, and keeps trying', () =>
     c.withLogs(async () => {
       const sock = 'unix:///tmp/jaco-no-docker-here.sock';
+      await c.etcd.addNodes?.(['node-x']);
       const p = c.spawn('node-x', ['agent', '--node', 'node-x', '--capacity', 'cpu=1,memory=1Gi', '--metrics-addr', '127.0.0.1:0', '--docker-host', sock]);
       try {
         const hb = await eventually(async () => heartbeat('node-x'), { what: 'a heartbeat of node-x' });

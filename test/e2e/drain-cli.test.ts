@@ -12,7 +12,8 @@ import { eventually } from '../support/wait.js';
 
 let etcd: TestEtcd;
 beforeAll(async () => {
-  etcd = await startTestEtcd();
+  // TLS and authentication on, the CLI as the operator (root), as production runs it.
+  etcd = await startTestEtcd({ secure: { nodes: [] } });
 });
 afterAll(async () => {
   await etcd?.stop();
@@ -30,7 +31,7 @@ async function world(nodes: string[] = ['node-1', 'node-2']) {
       })),
     },
   ]);
-  const run = (args: string[], timeoutMs?: number) => jaco(args, { endpoint: etcd.endpoint, prefix, timeoutMs });
+  const run = (args: string[], timeoutMs?: number) => jaco(args, { endpoint: etcd.endpoint, prefix, timeoutMs, env: etcd.env!() });
   return { store, run, prefix };
 }
 

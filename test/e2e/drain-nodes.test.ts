@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 /** The CLI with a deadline long enough for a whole drain. */
-const cli = (args: string[], timeoutMs = 150_000): Promise<CliResult> => jaco(['--timings', 'fast', ...args], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs });
+const cli = (args: string[], timeoutMs = 150_000): Promise<CliResult> => jaco(['--timings', 'fast', ...args], { endpoint: c.endpoint, prefix: c.prefix, timeoutMs, env: c.env() });
 
 async function ok(args: string[]): Promise<string> {
   const r = await cli(args);

@@ -119,7 +119,7 @@ describe('jaco logs, exec and top against the agents', () => {
       expect(one.stdout).toMatch(new RegExp(`^out \\d+ ${talk[0]!.spec.replica}\\n`));
 
       // Followed: the third replica's lines arrive without restarting the command.
-      const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '1', '--tls-dir', operator], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix } });
+      const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '1', '--tls-dir', operator], { env: { ...process.env, ...c.env() } });
       let followed = '';
       f.stdout.on('data', (d: Buffer) => (followed += d.toString()));
       f.stderr.on('data', (d: Buffer) => (followed += d.toString()));
@@ -180,7 +180,7 @@ describe('jaco logs, exec and top against the agents', () => {
       r = await jaco(['exec', '-i', replica, '--', 'sh', '-c', 'cat; echo done'], 'hello\nworld\n');
       expect([r.code, r.stdout]).toEqual([0, 'hello\nworld\ndone\n']);
       // A terminal: `script` gives jaco one of 45 rows and 123 columns; the command sees its size.
-      const env = { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix };
+      const env = { ...process.env, ...c.env() };
       const inner = `stty cols 123 rows 45; ${process.execPath} ${JACO_BIN} exec -it --tls-dir ${operator} ${replica} -- sh -c 'sleep 0.5; stty size; [ -t 0 ] && echo is-a-tty; exit 4'`;
       const tty = await new Promise<{ code: number | null; out: string }>((res) => {
         const p = spawn('script', ['-qec', inner, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -315,7 +315,7 @@ describe('jaco logs, exec and top against the agents', () => {
     c.withLogs(async () => {
       const moving = (await running('talk', await talkCount())).filter((d) => d.spec.node === 'node-2').map((d) => d.spec.replica);
       expect(moving.length).toBeGreaterThan(0);
-      const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '0', '--tls-dir', operator], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix } });
+      const f = spawn(process.execPath, [JACO_BIN, '--timings', c.timings, 'logs', 'ops/talk', '-f', '--tail', '0', '--tls-dir', operator], { env: { ...process.env, ...c.env() } });
       let followed = '';
       f.stdout.on('data', (d: Buffer) => (followed += d.toString()));
       f.stderr.on('data', (d: Buffer) => (followed += d.toString()));

@@ -92,6 +92,7 @@ describe('the rebalancer stays quiet', () => {
     clusters.push(c);
     await c.withLogs(async () => {
       // Real agents whose Docker engine does not answer: they heartbeat without a pressure sample.
+      await c.etcd.addNodes?.(['node-1', 'node-2', 'node-3']);
       for (const n of ['node-1', 'node-2', 'node-3'])
         c.spawn(n, ['agent', '--node', n, '--capacity', 'cpu=1,memory=1Gi', '--docker-host', 'unix:///nonexistent/docker.sock', '--metrics-addr', '127.0.0.1:0']);
       await eventually(async () => (await c.store.list<Heartbeat>(keys.heartbeats())).items.length === 3, { what: 'three heartbeats', timeoutMs: 60_000 });

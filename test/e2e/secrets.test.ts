@@ -208,7 +208,7 @@ describe('postgres and its client, with a compose secret', () => {
 
   it('etcd holds ciphertext only: no key under the prefix, no file of its data', () =>
     c.withLogs(async () => {
-      const get = spawnSync('etcdctl', ['get', '--prefix', c.prefix], { env: { ...process.env, ETCDCTL_API: '3', ETCDCTL_ENDPOINTS: c.endpoint }, maxBuffer: 256 << 20 });
+      const get = spawnSync('etcdctl', ['get', '--prefix', c.prefix], { env: { ...process.env, ...c.etcdctlEnv() }, maxBuffer: 256 << 20 });
       expect(get.status, get.stderr.toString()).toBe(0);
       expect(get.stdout.includes(Buffer.from('copies/node-1/secret/'))).toBe(true);
       for (const form of [PW1, Buffer.from(PW1).toString('base64')]) {
@@ -245,7 +245,7 @@ describe('postgres and its client, with a compose secret', () => {
       expect(old.stderr).toContain('password authentication failed for user "app"');
       for (const n of ['node-1', 'node-2']) for (const f of filesOnDisk(c.stateDir(n))) expect(holds(f, PW2), f).toBe(false);
       for (const f of filesOnDisk(c.logDir)) expect(holds(f, PW2), f).toBe(false);
-      const get = spawnSync('etcdctl', ['get', '--prefix', c.prefix], { env: { ...process.env, ETCDCTL_API: '3', ETCDCTL_ENDPOINTS: c.endpoint }, maxBuffer: 256 << 20 });
+      const get = spawnSync('etcdctl', ['get', '--prefix', c.prefix], { env: { ...process.env, ...c.etcdctlEnv() }, maxBuffer: 256 << 20 });
       for (const form of [PW2, Buffer.from(PW2).toString('base64')]) expect(get.stdout.includes(Buffer.from(form))).toBe(false);
     }));
 });

@@ -56,7 +56,9 @@ function buildPrevious(): string {
 }
 
 describe('an upgrade from the previous release, one process at a time', () => {
-  const c = new TestCluster({ nodes: 0, controllers: false });
+  // As the previous release ran: etcd without users (the users, and the nodespecs/ they come with,
+  // are the step after the upgrade: docs/operate.md, test/integration/nodespec-seed.test.ts).
+  const c = new TestCluster({ nodes: 0, controllers: false, secure: false });
   let previous = '';
   let ingress: Proc;
   const agents = new Map<string, Proc>();
@@ -104,7 +106,7 @@ describe('an upgrade from the previous release, one process at a time', () => {
       expect(scaled).toHaveLength(1);
       started.set(scaled[0]!, (await startedAt(scaled)).get(scaled[0]!)!);
       // The previous release's CLI cordons node-2 (inside nodes/node-2: it knows no nodespecs/).
-      const oldCli = spawnSync(process.execPath, [join(previous, 'bin', 'jaco'), 'node', 'cordon', 'node-2'], { env: { ...process.env, JACO_ENDPOINTS: c.endpoint, JACO_PREFIX: c.prefix }, encoding: 'utf8' });
+      const oldCli = spawnSync(process.execPath, [join(previous, 'bin', 'jaco'), 'node', 'cordon', 'node-2'], { env: { ...process.env, ...c.env() }, encoding: 'utf8' });
       expect(oldCli.stdout, oldCli.stderr).toBe('node/node-2 cordoned\n');
 
       // 2. Each agent in turn: the new one adopts what the old one runs.

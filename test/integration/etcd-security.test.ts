@@ -204,9 +204,10 @@ describe('etcd with authentication and a user per process (jaco etcd rbac throug
     const register = () =>
       new Presence({ node: 'n1', store: agent, timings: FAST, statusIntervalMs: 300, capacity: { cpuMillis: 1000, memoryBytes: 1 << 30, gpus: 0 }, labels: {}, rejoin: false, log: testLogger(), pressure: async () => undefined, dockerUp: () => true, removed: () => undefined, claimChanged: () => undefined }).register();
     try {
-      // A cluster written by the previous release: the cordon inside nodes/n1. The agent's
+      // A cluster written by the previous release: the cordon inside nodes/n1, no nodespecs/n1
+      // (which `jaco etcd rbac` above made: test/integration/nodespec-seed.test.ts). The agent's
       // registration carries it as it is (an upgrade uncordons nothing) …
-      await commitAtomic(controller, [{ ops: [{ op: 'put', key: keys.node('n1'), value: { ...nodeOf('n1'), spec: { unschedulable: true } } }] }]);
+      await commitAtomic(controller, [{ ops: [{ op: 'put', key: keys.node('n1'), value: { ...nodeOf('n1'), spec: { unschedulable: true } } }, { op: 'delete', key: keys.nodeSpec('n1') }] }]);
       await register();
       expect((await controller.get<Node>(keys.node('n1')))!.value.spec).toEqual({ unschedulable: true });
       // … until the CLI decides: `jaco node cordon` writes nodespecs/n1, and the agent's next registration drops the old field.

@@ -2,7 +2,7 @@
 // timings) and the real local Docker engine. Each cluster has its own etcd and cluster uid, so its
 // containers are labelled apart from any other cluster's; stop() removes them all.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdtempSync, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -11,6 +11,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
+import { credentialsDir } from '../../src/supervise/local-credentials.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import type { Store } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from './cli.js';
@@ -37,6 +38,38 @@ export interface ClusterOptions {
   /** Controllers to run in one process ('all'), a list, or none (false). */
   controllers?: 'all' | string[] | false;
   timings?: 'fast' | 'production';
+  /**
+   * etcd over TLS with authentication, each process under its own user (default true), as `jaco
+   * up` and production run it. false: plaintext and no users, as a release before them ran (the
+   * upgrade test).
+   */
+  secure?: boolean;
+}
+
+/**
+ * The etcd user a jaco process runs as, by its command line, as `jaco up` gives each its own
+ * (src/store/rbac.ts): an agent or ingress its node's, a controller process its controller's (or
+ * every controller's for `all`), the dashboard the viewer's unless it may act; anything else (the
+ * operator's CLI, hollow nodes: many nodes in one process) root.
+ */
+export function envFileOf(args: readonly string[]): string {
+  const flag = (name: string) => {
+    const i = args.indexOf(name);
+    return i >= 0 ? args[i + 1] : undefined;
+  };
+  const node = flag('--node');
+  switch (args[0]) {
+    case 'agent':
+      return node ? `agent-${node}.env` : 'root.env';
+    case 'ingress':
+      return node ? `ingress-${node}.env` : 'root.env';
+    case 'controller':
+      return args[1] === 'all' || !args[1] ? 'controller.env' : `controller-${args[1]}.env`;
+    case 'dashboard':
+      return args.includes('--allow-actions') ? 'root.env' : 'viewer.env';
+    default:
+      return 'root.env';
+  }
 }
 
 /** Throws (never skips) when the Docker engine does not answer. */
@@ -80,21 +113,45 @@ export class TestCluster {
 
   async start(): Promise<this> {
     this.docker = await requireDocker();
-    this.etcd = await startTestEtcd();
+    const n = this.opts.nodes ?? 3;
+    this.etcd = await startTestEtcd(this.opts.secure === false ? {} : { secure: { nodes: Array.from({ length: n }, (_, i) => `node-${i + 1}`) } });
     this.store = this.etcd.store(this.prefix);
     this.uid = (await clusterInfo(this.store)).uid;
     noteCluster(this.uid, join(this.logDir, 'state'));
-    const n = this.opts.nodes ?? 3;
     await Promise.all(Array.from({ length: n }, (_, i) => this.startAgent(`node-${i + 1}`)));
     if (this.opts.controllers !== false) await this.startControllers(this.opts.controllers ?? 'all');
     return this;
   }
 
+  /**
+   * The connection environment of a jaco process under the etcd user of `envFile` (root.env,
+   * agent-node-1.env…; envFileOf picks it from a command line): etcd's endpoint, the cluster's
+   * prefix, the TLS files and the user's credentials.
+   */
+  env(envFile = 'root.env'): Record<string, string> {
+    return { JACO_ENDPOINTS: this.endpoint, JACO_PREFIX: this.prefix, ...this.etcd.env?.(envFile) };
+  }
+
+  /** etcdctl's environment for this cluster's etcd (its endpoint, TLS files and root user). */
+  etcdctlEnv(): Record<string, string> {
+    const a = this.etcd.etcdctlArgs?.() ?? [];
+    const flag = (name: string) => a[a.indexOf(name) + 1]!;
+    return { ETCDCTL_API: '3', ETCDCTL_ENDPOINTS: this.endpoint, ...(a.length ? { ETCDCTL_CACERT: flag('--cacert'), ETCDCTL_CERT: flag('--cert'), ETCDCTL_KEY: flag('--key'), ETCDCTL_USER: flag('--user') } : {}) };
+  }
+
+  /**
+   * Starts `jaco ARGS` as a process of the cluster, under its own etcd user (envFileOf); a node
+   * first seen here gets its users. A previous release's build (the upgrade test) runs as root: it
+   * predates the per-process users.
+   */
   spawn(name: string, args: string[]): Proc {
     const logFile = join(this.logDir, `${name}.log`);
     const out = createWriteStream(logFile, { flags: 'a' });
+    const envFile = this.bin === JACO_BIN ? envFileOf(args) : 'root.env';
+    const secure = this.etcd.secureDir;
+    if (secure && !existsSync(join(credentialsDir(secure), envFile))) throw new Error(`${name}: no etcd user of ${envFile} yet — a node joining later needs \`await cluster.etcd.addNodes([node])\` first (startAgent does it)`);
     const child = spawn(process.execPath, [this.bin, '--timings', this.timings, ...args], {
-      env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'debug' },
+      env: { ...process.env, ...this.env(envFile), JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'debug' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout!.pipe(out);
@@ -122,6 +179,7 @@ export class TestCluster {
   /** Starts `jaco agent --node NAME` and waits until its node is Ready. */
   async startAgent(node: string, extra: string[] = []): Promise<Proc> {
     const state = extra.includes('--state-dir') ? [] : ['--state-dir', this.stateDir(node)];
+    await this.etcd.addNodes?.([node]);
     const p = this.spawn(node, ['agent', '--node', node, '--capacity', this.opts.capacity ?? 'cpu=1,memory=2Gi', '--metrics-addr', '127.0.0.1:0', '--pressure', 'containers', ...state, ...extra]);
     await eventually(async () => nodeReady((await this.store.get<Heartbeat>(keys.heartbeat(node)))?.value) || (p.exited() ? Promise.reject(new Error(`agent ${node} exited:\n${this.tail(p)}`)) : false), {
       what: `node ${node} Ready`,
@@ -148,7 +206,7 @@ export class TestCluster {
   }
 
   jaco(args: string[], input?: string): Promise<CliResult> {
-    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoint, prefix: this.prefix, input });
+    return jaco(['--timings', this.timings, ...args], { endpoint: this.endpoint, prefix: this.prefix, input, env: this.etcd.env?.() ?? {} });
   }
 
   /** Applies a manifest given as YAML text. */

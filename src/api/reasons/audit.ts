@@ -7,6 +7,7 @@ export const AUDIT_TYPES = {
   node_cordoned: 'a node was cordoned or uncordoned',
   node_labeled: "an operator changed a node's runtime labels (jaco node label): what was set and removed",
   node_trusted: 'an operator trusted a degraded node (jaco node trust: it takes placements whatever its causes) or took the trust back (jaco node distrust)',
+  node_spec_seeded: "a node's nodespecs/<host> was made by the step that gives its agent a user (jaco etcd rbac, jaco up): the old `spec` of nodes/<host> carried over, or none (from: nodes, none, unreadable)",
   node_settings_changed: "the cluster's node-eligibility settings changed (jaco node settings): the new and previous values",
   registry_login: "a registry's access was stored (jaco registry login): host, user, whether a CA is set, insecure — never the password",
   registry_logout: "a registry's stored access was removed (jaco registry logout)",

@@ -34,6 +34,9 @@ Writes, mode 600, one env file per user created now (JACO_ETCD_USER, JACO_ETCD_P
   root.env              with --enable-auth: etcd's root (the operators, jaco backup)
 A user that exists keeps its password and gets no file (delete it with etcdctl to rotate);
 every role is set to exactly its definition, so running it again after an upgrade narrows old grants.
+Each node (those named and those registered) that has no nodespecs/NODE gets one, once: the spec a
+release before nodespecs/ kept in nodes/NODE (which its agent can write), else an empty one; an
+existing nodespecs/NODE is never overwritten. Each is audited (node_spec_seeded).
 JACO_CONTROLLER_PASSWORD, if set, is the password of a new jaco-controller user.
 
 Examples:
