@@ -2,7 +2,7 @@
 // server pushes over one EventSource. Each frame is the whole picture; the visible view is redrawn
 // from it, panels the operator opened (an explanation, a diff) and the audit filter stay put.
 import type { ActionKind, ActionResult, AuditView, DashboardState, NodeView, PressurePoints, RolloutView } from '../../src/dashboard/wire.js';
-import type { DeploymentStatusRow } from '../../src/cli/commands/status.js';
+import type { DeploymentStatusRow } from '../../src/app/status.js';
 import { canaryPhase, type CanaryPhase } from '../../src/api/reasons/rollout.js';
 import { Charts } from './charts.js';
 import { bytes, cores, duration, esc, h, meter, pct, raw, type Raw } from './html.js';
