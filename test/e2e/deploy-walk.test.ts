@@ -19,6 +19,7 @@ import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat, ReplicaDesired } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
+import { stopProcess } from '../../src/supervise/child.js';
 import { DOCKER_CERTS_DIR, tearDown, type UpState } from '../../src/supervise/local-cluster.js';
 import { claimNetwork, createNetwork, NETNS_DIR, type LocalNetwork } from '../../src/supervise/local-network.js';
 import { engineCommand, engineSpec, engineUrl, waitForEngine, type NodeEngineSpec } from '../../src/supervise/node-engine.js';
@@ -188,7 +189,9 @@ describe('deploy/README.md followed on three separate hosts', () => {
   afterAll(async () => {
     rmSync(appDir, { recursive: true, force: true });
     store?.close();
-    for (const c of [...children].reverse()) if (!c.name.startsWith('docker-')) c.proc.kill('SIGKILL');
+    // As systemd stops them (SIGTERM, then SIGKILL past the grace): an ingress stops its HAProxy
+    // itself; one killed outright left it running, bound in a namespace that was then deleted.
+    await Promise.all(children.filter((c) => !c.name.startsWith('docker-')).map((c) => stopProcess(c.proc, { graceMs: 8_000 })));
     await tearDown(dataDir, state ?? {}, logger('deploy-walk'), { purge: true });
     for (const c of children) if (c.name.startsWith('docker-')) c.proc.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
