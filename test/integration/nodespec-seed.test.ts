@@ -12,7 +12,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Node, type NodeSpec, type NodeSpecRecord } from '../../src/api/types.js';
 import { readEnvFile } from '../../src/supervise/local-credentials.js';
-import type { Watcher } from 'etcd3';
 import { Store } from '../../src/store/store.js';
 import { jaco } from '../support/cli.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -101,7 +100,7 @@ describe('a process logged in before users or roles changed', () => {
     await s.get(keys.heartbeat('a'));
     await etcd.addNodes!(['d']);
     // As a reflector or an agent does after a watch error: watch again, a little later.
-    let w: Watcher | undefined;
+    let w: Awaited<ReturnType<ReturnType<typeof s.ns.watch>['create']>> | undefined;
     const outcomes: string[] = [];
     for (let i = 0; i < 10 && !w; i++) {
       try {
