@@ -1,6 +1,7 @@
 // Child processes jaco runs itself (etcd, the registry, a local cluster's agents and engines):
 // whether a program is installed, and how one is stopped — its signal, then SIGKILL after a grace.
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 
 /** Whether `bin --version` (or the given args) runs and exits 0. */
 export function binaryAnswers(bin: string, args: string[] = ['--version']): boolean {
@@ -19,4 +20,20 @@ export function stopProcess(child: ChildProcess | undefined, opts: { signal?: No
     });
     child.kill(opts.signal ?? 'SIGTERM');
   });
+}
+
+/**
+ * Starts a program whose output (stdout and stderr both) is appended to `logFile`: the file's own
+ * descriptor is the child's, so the kernel writes each line. Nothing is piped through this
+ * process: when the child has exited every line it printed is in the file (a pipe would still hold
+ * its last lines then, and two pipes into one stream end it at the first one's end), and the
+ * child's output goes on if this process dies.
+ */
+export function spawnLogged(cmd: string, args: string[], logFile: string, opts: Omit<SpawnOptions, 'stdio'> = {}): ChildProcess {
+  const fd = openSync(logFile, 'a');
+  try {
+    return spawn(cmd, args, { ...opts, stdio: ['ignore', fd, fd] });
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -1,9 +1,9 @@
 // Starting real etcd members as child processes: the embedded single member of `jaco up`, and
 // the members tests start on free loopback ports (one, or three for fault tests).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { binaryAnswers, stopProcess } from './child.js';
+import { binaryAnswers, spawnLogged, stopProcess } from './child.js';
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { Store, type StoreOptions } from '../store/store.js';
 
@@ -93,12 +93,7 @@ export function etcdArgs(s: EtcdMemberSpec): string[] {
 export function startEtcdMember(s: EtcdMemberSpec, opts: { detached?: boolean } = {}): EtcdMember {
   const bin = etcdBinary();
   mkdirSync(s.dataDir, { recursive: true });
-  const out = s.logFile ? createWriteStream(s.logFile, { flags: 'a' }) : undefined;
-  const child = spawn(bin, etcdArgs(s), { stdio: ['ignore', out ? 'pipe' : 'ignore', out ? 'pipe' : 'ignore'], detached: opts.detached });
-  if (out) {
-    child.stdout?.pipe(out);
-    child.stderr?.pipe(out);
-  }
+  const child = s.logFile ? spawnLogged(bin, etcdArgs(s), s.logFile, { detached: opts.detached }) : spawn(bin, etcdArgs(s), { stdio: 'ignore', detached: opts.detached });
   return {
     spec: s,
     endpoint: `${s.tls ? 'https' : 'http'}://127.0.0.1:${s.clientPort}`,

@@ -6,8 +6,8 @@
 // owns everything, restarts a child that dies, and on SIGTERM (jaco down) stops it all and
 // removes what it made (tearDown, which `jaco down` also runs after a crash). State is in
 // .jaco/up.json.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LABELS } from '../api/labels.js';
 import { keys } from '../api/keys.js';
@@ -24,7 +24,7 @@ import { dockerode } from '../dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, overlayInterface, planNetwork, type LocalNetwork } from './local-network.js';
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
-import { stopProcess } from './child.js';
+import { spawnLogged, stopProcess } from './child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { issueClientTls, issueNodeTls } from '../pki/identity.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';
@@ -354,13 +354,9 @@ export class LocalCluster {
   }
 
   private spawnChild(c: Supervised): void {
-    const out = createWriteStream(c.info.log, { flags: 'a' });
-    const proc = spawn(c.cmd, c.args, {
+    const proc = spawnLogged(c.cmd, c.args, c.info.log, {
       env: { ...process.env, JACO_ENDPOINTS: this.endpoint, JACO_TIMINGS: this.opts.timings.name, JACO_PREFIX: process.env.JACO_PREFIX ?? '/jaco/', ...c.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    proc.stdout.pipe(out);
-    proc.stderr.pipe(out);
     c.proc = proc;
     c.info.pid = proc.pid;
     proc.once('exit', (code, signal) => {

@@ -8,8 +8,8 @@
 // code (src/supervise/local-credentials.ts), as production runs it.
 // Everything it starts is noted in a pid file; the next run ends what an aborted run left behind
 // (and test/support/e2e-global.ts removes its containers).
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
@@ -20,6 +20,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat } from '../../src/api/types.js';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/supervise/etcd.js';
+import { spawnLogged } from '../../src/supervise/child.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import { Store, withTimeout, type StoreOptions } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';
@@ -399,14 +400,10 @@ export class ChaosCluster {
 
   /** Starts (or starts again) a component's process. */
   launch(c: Component): void {
-    const out = createWriteStream(c.logFile, { flags: 'a' });
-    const child = spawn(process.execPath, [JACO_BIN, '--timings', this.timings, ...c.args], {
+    const child = spawnLogged(process.execPath, [JACO_BIN, '--timings', this.timings, ...c.args], c.logFile, {
       env: { ...process.env, ...this.credentials(c), JACO_ENDPOINTS: c.endpoints, JACO_PREFIX: this.prefix, JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'info', JACO_CHAOS: MARK },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
     notePid(child);
-    child.stdout!.pipe(out);
-    child.stderr!.pipe(out);
     c.child = child;
     c.starts++;
     c.paused = false;

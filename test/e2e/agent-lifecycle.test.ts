@@ -266,7 +266,7 @@ describe('node removal', () => {
       await putDesired(c.store, desired('node-2', 'demo-leaving-1', SLEEPER));
       const s = await running('node-2', 'demo-leaving-1');
       const agent = c.agent('node-2')!;
-      const exit = new Promise<number | null>((r) => (agent.exited() ? r(agent.child.exitCode) : agent.child.once('exit', (code) => r(code))));
+      const exit = agent.done;
       // The desired keys go first (as the drain moves the replicas away), then the real removal.
       await deleteDesired(c.store, 'node-2', 'demo-leaving-1');
       await eventually(async () => !(await observedStatus(c.store, 'node-2', 'demo-leaving-1')), { what: 'demo-leaving-1 gone' });
@@ -289,7 +289,7 @@ describe('node removal', () => {
       await putDesired(c.store, desired('node-2', 'demo-left-1', SLEEPER));
       const s = await running('node-2', 'demo-left-1');
       const agent = c.agent('node-2')!;
-      const exit = new Promise<number | null>((r) => agent.child.once('exit', (code) => r(code)));
+      const exit = agent.done;
       await recordRemoval('node-2');
       expect(await exit).toBe(0);
       await expect(inspect(s.containerId!)).rejects.toMatchObject({ statusCode: 404 });

@@ -276,7 +276,7 @@ ${sleeper('')}`,
 
       // Remove: a new drain with remove (the last one completed), then the node and heartbeat go.
       const agent = c.agent('node-3')!;
-      const exited = new Promise<number | null>((resolve) => (agent.exited() ? resolve(agent.child.exitCode) : agent.child.once('exit', (code) => resolve(code))));
+      const exited = agent.done;
       const removed = await cli(['node', 'remove', 'node-3', '--wait']);
       expect(removed.code, removed.stdout + removed.stderr).toBe(0);
       expect(removed.stdout).toMatch(/node\/node-3 removed from the cluster/);

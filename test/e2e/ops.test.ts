@@ -186,7 +186,7 @@ describe('jaco logs, exec and top against the agents', () => {
         const p = spawn('script', ['-qec', inner, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
         let out = '';
         p.stdout.on('data', (b: Buffer) => (out += b.toString()));
-        p.on('exit', (code) => res({ code, out }));
+        p.on('close', (code) => res({ code, out }));
       });
       expect(tty.out).toContain('45 123');
       expect(tty.out).toContain('is-a-tty');

@@ -220,7 +220,7 @@ spec:
         await eventually(() => said.every((s) => s().includes('listening on')), { what: 'tcpdump listening on both links' });
         await fn();
         await sleep(300);
-        await Promise.all(dumps.map((d) => new Promise((r) => (d.once('exit', r), d.kill('SIGINT')))));
+        await Promise.all(dumps.map((d) => new Promise((r) => (d.once('close', r), d.kill('SIGINT')))));
         for (const s of said) expect(s()).toMatch(/^0 packets dropped by kernel$/m);
         return files;
       };

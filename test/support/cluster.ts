@@ -1,13 +1,14 @@
 // End-to-end test clusters: a real etcd, real `jaco controller` and `jaco agent` processes (fast
 // timings) and the real local Docker engine. Each cluster has its own etcd and cluster uid, so its
 // containers are labelled apart from any other cluster's; stop() removes them all.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
+import { spawnLogged } from '../../src/supervise/child.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
@@ -27,6 +28,8 @@ export interface Proc {
   bin: string;
   child: ChildProcess;
   logFile: string;
+  /** Its exit code (null when a signal ended it), once it has exited (all it printed is then in logFile). */
+  done: Promise<number | null>;
   /** Sends a signal and waits for the exit. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   exited(): boolean;
@@ -146,29 +149,26 @@ export class TestCluster {
    */
   spawn(name: string, args: string[]): Proc {
     const logFile = join(this.logDir, `${name}.log`);
-    const out = createWriteStream(logFile, { flags: 'a' });
     const envFile = this.bin === JACO_BIN ? envFileOf(args) : 'root.env';
     const secure = this.etcd.secureDir;
     if (secure && !existsSync(join(credentialsDir(secure), envFile))) throw new Error(`${name}: no etcd user of ${envFile} yet — a node joining later needs \`await cluster.etcd.addNodes([node])\` first (startAgent does it)`);
-    const child = spawn(process.execPath, [this.bin, '--timings', this.timings, ...args], {
+    const child = spawnLogged(process.execPath, [this.bin, '--timings', this.timings, ...args], logFile, {
       env: { ...process.env, ...this.env(envFile), JACO_LOG_LEVEL: process.env.JACO_LOG_LEVEL ?? 'debug' },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    child.stdout!.pipe(out);
-    child.stderr!.pipe(out);
-    const exit = new Promise<void>((r) => child.once('exit', () => r()));
+    const done = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     const proc: Proc = {
       name,
       args,
       bin: this.bin,
       child,
       logFile,
+      done,
       exited: () => child.exitCode !== null || child.signalCode !== null,
       async kill(signal: NodeJS.Signals = 'SIGTERM') {
         if (proc.exited()) return;
         child.kill(signal);
         const t = setTimeout(() => child.kill('SIGKILL'), 20_000);
-        await exit;
+        await done;
         clearTimeout(t);
       },
     };
