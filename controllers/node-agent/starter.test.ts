@@ -16,7 +16,7 @@ import { Executor } from './executor.js';
 import { MemoryNetwork, type SandboxNetns } from './network.js';
 import { sandboxSpec } from './sandbox.js';
 import { monotonicNow } from './running-clock.js';
-import { Slots, StartWorker } from './starter.js';
+import { Slots, StartWorker, type StarterDeps, type StartFiles } from './starter.js';
 
 const log = pino({ level: 'silent' });
 const owner: Owner = { clusterUid: 'c0ffee00-0000-0000-0000-000000000000', node: 'n1' };
@@ -51,7 +51,7 @@ async function orderFor(d: ReplicaDesired, rt: HollowEngine): Promise<StartOrder
   return decide(snap, Date.now(), { healthRefreshMs: 30_000, startReportDelayMs: 0 }).starts[0]!;
 }
 
-function worker(order: StartOrder, rt: HollowEngine, network: MemoryNetwork, changed: () => void = () => undefined) {
+function worker(order: StartOrder, rt: HollowEngine, network: MemoryNetwork, changed: () => void = () => undefined, extra: Partial<StarterDeps> = {}) {
   return new StartWorker(order, Date.now(), {
     docker: rt,
     slots: new Slots(4),
@@ -68,6 +68,7 @@ function worker(order: StartOrder, rt: HollowEngine, network: MemoryNetwork, cha
     changed,
     network,
     sandboxImage: () => '198.18.1.1:5000/jaco/pause:1',
+    ...extra,
   });
 }
 
@@ -175,5 +176,40 @@ describe('tearing a sandbox down', () => {
     expect((await rt.inspect(sb.id))?.state).toBe('running');
     expect(ex.stoppingIds(monotonicNow())).toContain(sb.id);
     ex.stopAll();
+  });
+});
+
+describe('a restart of a replica with secrets or configs', () => {
+  it('creates the fresh container with its files in place, though removing the old one (of the same name) released them', async () => {
+    const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
+    const network = new MemoryNetwork();
+    // The files by container name, as the agent's ReplicaFiles keeps them (a directory each).
+    const prepared = new Set<string>();
+    const files: StartFiles = {
+      dirOf: (c) => `/files/${c}`,
+      prepare: async (c) => (prepared.add(c), `/files/${c}`),
+      release: async (c) => void prepared.delete(c),
+    };
+    const t = templateOf(1, { image: 'jaco-demo/busybox:1', command: ['sleep', '3600'], configs: [{ source: 'conf', target: '/etc/app.conf' }] });
+    const d: ReplicaDesired = { ...desired('demo-db-0'), spec: { ...desired('demo-db-0').spec, replica: 'demo-db-0', template: t.template, specHash: t.specHash, address: undefined } };
+    const withFilesAtCreate: boolean[] = [];
+    const create = rt.create.bind(rt);
+    rt.create = async (opts) => {
+      withFilesAtCreate.push(prepared.has(opts.name!));
+      return create(opts);
+    };
+    // Its stop does what the executor's does: the container removed, then its files released.
+    const stop = async (id: string) => {
+      const name = (await rt.inspect(id))?.name;
+      await rt.stop(id);
+      await rt.remove(id);
+      if (name) await files.release(name);
+    };
+    const run = (order: StartOrder) => worker(order, rt, network, undefined, { files, stop }).run();
+    expect(await run({ replica: 'demo-db-0', kind: 'create', desired: d, stopFirst: [] })).toBe('started');
+    const [old] = await rt.listOwn();
+    expect(await run({ replica: 'demo-db-0', kind: 'restart', desired: d, stopFirst: [old!], command: 1 })).toBe('started');
+    expect(withFilesAtCreate).toEqual([true, true]);
+    expect(prepared.size).toBe(1);
   });
 });
