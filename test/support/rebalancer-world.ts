@@ -143,7 +143,10 @@ export class World extends StoreWorld {
     return new Map(this.under<Node>('nodes/').map((v) => [v.value.metadata.name, v.value]));
   }
 
-  /** Copies as the scheduler placed them, with their agents' reports; each service's spec stored in its deployment (generation 1). */
+  /**
+   * Copies as the scheduler placed them, with their agents' reports; each copy's template is its
+   * service's spec in the deployment (generation 1; of copies with different templates, the last).
+   */
   add(...copies: ReplicaCopy[]): this {
     for (const c of copies) {
       const s = c.desired.spec;
