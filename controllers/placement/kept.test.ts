@@ -36,7 +36,7 @@ function world(seed: number) {
     const node = pick(NODES);
     if (r < 0.35) {
       const id = `d${Math.floor(rnd() * 4)}-s${Math.floor(rnd() * 3)}-${Math.floor(rnd() * 6)}`;
-      put(keys.desired(node, id), replica(id, node, { spec: spec() }).desired.value);
+      put(keys.desired(node, id), replica(id, node, { spec: spec() }).desired);
     } else if (r < 0.5 && desiredKeys().length) {
       store.remove(pick(desiredKeys()));
     } else if (r < 0.6 && desiredKeys().length) {

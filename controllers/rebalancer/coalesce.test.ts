@@ -2,10 +2,10 @@
 // room made for it by the fewest moves of movable replicas, only when the whole plan works, one
 // make-before-break move per cycle; stateful blockers, budgets and plans that cannot work move
 // nothing and say why.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/api/spec.js';
 import type { ServiceSpec } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 import { placerFor } from '../placement/input.js';
 import { MoveBook } from '../moves/move.js';
 import { planCoalesce } from './coalesce.js';
@@ -33,15 +33,12 @@ function crowded(): World {
       replica('d-small-1', 'a', { index: 1, spec: small }),
       replica('e-fixed-0', 'b', { index: 0, spec: service({ replicas: 1, rebalance: 'disabled', resources: { memory: '1230Mi' } }) }),
     );
-  w.pending = [pendingBig()];
-  return w;
+  return w.pend(pendingBig());
 }
 
 const run = (w: World, cycles: number): Harness => runCycles(w, cycles, cool);
 
 const coalesceMoves = (h: Harness) => h.audit().filter((a) => a.type === 'rebalance_moved' && a.payload.trigger === 'coalesce');
-
-beforeEach(() => resetRevisions());
 
 describe('coalescing', () => {
   it('a pending 1 GiB replica that fits only after moving two 256 MiB replicas: both move to c, one at a time', () => {
@@ -85,7 +82,7 @@ describe('coalescing', () => {
 
   it('only a complete plan moves anything: with c too small for both, nothing moves', () => {
     const w = crowded();
-    w.nodes.set('c', { ...w.nodes.get('c')!, status: { ...w.nodes.get('c')!.status!, capacity: { cpuMillis: 1000, memoryBytes: 400 * MiB, gpus: 0 } } });
+    w.addNode('c', { memoryBytes: 400 * MiB });
     const h = run(w, 10);
     expect(coalesceMoves(h)).toEqual([]);
     expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'no_plan_fits' });
@@ -101,7 +98,7 @@ describe('coalescing', () => {
       .addNode('a', { memoryBytes: 1280 * MiB })
       .addNode('c', { memoryBytes: 1024 * MiB })
       .add(replica('d-fixed-0', 'a', { index: 0, spec: fixed }), replica('e-data-0', 'c', { index: 0, spec: service({ replicas: 1, volumes: [{ type: 'volume', source: 'data', target: '/d' }], resources: { memory: '256Mi' } }) }));
-    w.pending = [pendingBig()];
+    w.pend(pendingBig());
     const h = run(w, 6);
     expect(coalesceMoves(h)).toEqual([]);
     expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'only_stateful_blockers' });
@@ -123,14 +120,14 @@ describe('coalescing', () => {
       .addNode('a')
       .addNode('b')
       .add(replica('d-proxy-0', 'a', { index: 0, spec: holder }));
-    w.pending = [{ deployment: 'edge', service: 'lb', spec: withDefaults({ image: 'i', ports: [8080], placement: { mode: 'hosts', hosts: ['a'] } }), reason: 'port_conflict', count: 1 }];
+    w.pend({ deployment: 'edge', service: 'lb', spec: withDefaults({ image: 'i', ports: [8080], placement: { mode: 'hosts', hosts: ['a'] } }), reason: 'port_conflict', count: 1 });
     const h = run(w, 4);
     expect(coalesceMoves(h).map((m) => `${m.payload.replica_id} ${m.payload.src}→${m.payload.dst}`)).toEqual(['d-proxy-0 a→b']);
   });
 
   it('a replica larger than any node gets no plan and nothing moves', () => {
     const w = crowded();
-    w.pending = [pendingBig({ resources: { memory: '8Gi' } })];
+    w.pend(pendingBig({ resources: { memory: '8Gi' } }));
     const h = run(w, 6);
     expect(coalesceMoves(h)).toEqual([]);
     expect(h.cycles.at(-1)!.plan.coalesce[0]).toMatchObject({ verdict: 'no_plan', noPlan: 'no_plan_fits' });
@@ -138,7 +135,7 @@ describe('coalescing', () => {
 
   it('the higher priority pending service is served first', () => {
     const w = crowded();
-    w.pending = [{ ...pendingBig(), deployment: 'low' }, { ...pendingBig({ priority: 10 }), deployment: 'high' }];
+    w.pend({ ...pendingBig(), deployment: 'low' }, { ...pendingBig({ priority: 10 }), deployment: 'high' });
     const h = run(w, 4);
     expect(h.cycles.at(-1)!.plan.coalesce.map((v) => `${v.deployment} ${v.verdict}`)).toEqual(['high held', 'low held']);
     expect(h.cycles.at(-1)!.plan.coalesce[1]!.detail).toContain('waits its turn: high/db');
@@ -149,9 +146,9 @@ describe('coalescing', () => {
     const w = crowded();
     const snap = w.snapshot(T0, cool);
     const placer = placerFor(snap, T0);
-    const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.check({ replica: 'p', deployment: 'big', service: 'db', spec: w.pending[0]!.spec }, n))}`);
+    const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.check({ replica: 'p', deployment: 'big', service: 'db', spec: snap.pending![0]!.spec }, n))}`);
     const before = probe();
-    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
+    const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending: snap.pending!.map((p) => ({ ...p, since: T0 - 3_600_000 })), now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
     // A planner only says what it wants: the arbiter (decide) starts it or holds it.
     expect(out.views[0]).toMatchObject({ verdict: 'move', node: 'a' });
     expect(out.intent).toMatchObject({ trigger: 'coalesce', src: 'a', forPending: { deployment: 'big', service: 'db', node: 'a' } });
@@ -164,13 +161,13 @@ describe('pending services alike in shape', () => {
     const w = crowded();
     // 2 GiB fits on no node however the small replicas move.
     const huge = (deployment: string) => ({ ...pendingBig({ resources: { memory: '2Gi' } }), deployment });
-    w.pending = [huge('h1'), huge('h2'), huge('d')];
+    w.pend(huge('h1'), huge('h2'), huge('d'));
     const snap = w.snapshot(T0, cool);
     const placer = placerFor(snap, T0);
     let scans = 0;
     const checker = placer.checker.bind(placer);
     placer.checker = (...a) => (scans++, checker(...a));
-    const pending = w.pending.map((p) => ({ ...p, service: p.deployment === 'd' ? 'small' : p.service, since: T0 - 3_600_000 }));
+    const pending = snap.pending!.map((p) => ({ ...p, service: p.deployment === 'd' ? 'small' : p.service, since: T0 - 3_600_000 }));
     const out = planCoalesce({ book: new MoveBook(snap), placer: () => placer, pending, now: T0, graceMs: 0, exclusion: () => undefined, moveTimeoutMs: () => 60_000 });
     expect(out.views.map((v) => [v.deployment, v.verdict, v.noPlan])).toEqual([
       ['d', 'no_plan', 'no_plan_fits'],

@@ -2,9 +2,9 @@
 // nodeSelector changed has replicas on nodes it may no longer use; they move, make-before-break,
 // to where the scheduler's placer puts them now — within the disruption budget, never fewer
 // running than wanted, and nothing moves that has nowhere to go.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PlacementDecision, ServiceSpec } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, service, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 import { brokenPlacement } from './conform.js';
 
 const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu: 0.2 } };
@@ -19,11 +19,9 @@ function changed(was: ServiceSpec, now: ServiceSpec['placement'], replicas = 1, 
   const w = new World();
   for (const n of ['a', 'b', 'c']) w.addNode(n, { labels: labels[n] ?? {} });
   for (let i = 0; i < replicas; i++) w.add(replica(`d-web-${i}`, 'a', { index: i, spec: was }));
-  w.placements.set('d/web', now);
+  w.applyChange('d', 'web', { placement: now });
   return w;
 }
-
-beforeEach(() => resetRevisions());
 
 describe('placement conformance', () => {
   it.each<[string, ServiceSpec['placement'], string, Record<string, string> | undefined, string | undefined]>([

@@ -8,7 +8,7 @@ import { defaultConfig } from './config.js';
 import { decide } from './decide.js';
 import { initialState, seedState } from './state.js';
 import { PingPong } from './ping-pong.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 
 const config = defaultConfig();
 const MIN = 60_000;
@@ -260,8 +260,7 @@ describe('one move per cycle and the move mechanism', () => {
   it('a candidate the shared budget refuses is passed over for the next best', () => {
     // web-1 (on b) is down: web's maxUnavailable 1 is used up, so web-0 may not move; api-0 may.
     const w = cluster();
-    const web1 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-1')!;
-    delete web1.observed;
+    w.unobserve('b', 'd-web-1');
     const h = new Harness(w);
     const [, c] = h.run(2, hotA());
     expect(c!.plan.candidates.find((x) => x.replica === 'd-web-0')).toMatchObject({ verdict: 'refused', refusal: 'budget_exceeded' });
@@ -318,7 +317,7 @@ describe('leader-local bookkeeping', () => {
     const { w, h } = movedAtoC();
     h.now += 11 * MIN;
     expect(h.run(2, load('c', 'a'))[1]!.plan.move).toBeUndefined();
-    w.generations.set('d', 2);
+    w.redeploy('d');
     expect(h.cycle(load('c', 'a')).plan.move).toMatchObject({ replica: 'd-web-0', src: 'c', dst: 'a' });
   });
 
@@ -410,9 +409,11 @@ describe('leader-local bookkeeping', () => {
   it('seedState (the CLI without a leader): hot nodes assumed over, cooldowns from recent moves', () => {
     const w = cluster();
     // web-0 came to a from c a minute ago: its desired record says so (the ping-pong exclusion).
-    const web0 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-0')!.desired.value.spec;
+    const before = w.snapshot(T0, hotA());
+    const epoch = new PingPong(before.replicas, before.eligibility, before.generations).epoch('d');
+    const web0 = w.replicas.find((r) => r.desired.value.spec.replica === 'd-web-0')!.desired;
+    w.put(web0.key, { ...web0.value, spec: { ...web0.value.spec, movedFrom: { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString(), epoch } } });
     const snap = w.snapshot(T0, hotA());
-    web0.movedFrom = { node: 'c', by: 'rebalancer', at: new Date(T0 - MIN).toISOString(), epoch: new PingPong(snap.replicas, snap.eligibility, snap.generations).epoch('d') };
     const s = seedState(snap.samples, [{ dst: 'a', at: T0 - MIN }], T0, config);
     expect(s.nodes.get('a')!.over).toBe(config.consecutiveCycles);
     expect(s.nodes.get('b')!.over).toBe(0);
@@ -424,7 +425,6 @@ describe('leader-local bookkeeping', () => {
 
   it('deterministic: the same state, snapshot and clock give the same plan', () => {
     const run = () => {
-      resetRevisions();
       const h = new Harness(cluster());
       return h.run(3, hotA()).map((c) => JSON.stringify([c.plan, c.acts]));
     };

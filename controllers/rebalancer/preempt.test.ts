@@ -2,10 +2,10 @@
 // make room for evicts the fewest lowest-priority replicas in its way — migrated when they fit
 // elsewhere, else stopped (suspended, reason preempted) — never equal or higher priority, never a
 // stateful replica, never past a victim service's disruption budget.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../src/api/spec.js';
 import type { ServiceSpec } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, service, T0, World, type Load } from '../../test/support/rebalancer-world.js';
 import { placerFor } from '../placement/input.js';
 import { MoveBook } from '../moves/move.js';
 import { planPreempt, preemptText } from './preempt.js';
@@ -32,11 +32,9 @@ const suspended = (w: World) => w.replicas.filter((r) => r.desired.value.spec.su
 function full(victimPriority = 0, extra: Partial<ServiceSpec> = {}): World {
   const spec = low('512Mi', { priority: victimPriority, ...extra });
   const w = new World().addNode('a', { memoryBytes: 1280 * MiB }).add(replica('low-w-0', 'a', { index: 0, spec }), replica('low-w-1', 'a', { index: 1, spec }));
-  w.pending = [pendingHigh()];
+  w.pend(pendingHigh());
   return w;
 }
-
-beforeEach(() => resetRevisions());
 
 describe('preemption by priority', () => {
   it('priority 10 preempts priority 0: both victims stopped in one act, audited with both priorities', () => {
@@ -74,7 +72,7 @@ describe('preemption by priority', () => {
     // Needs one victim only (768 MiB free after one goes): maxUnavailable 1 admits it.
     const spec = low('512Mi', { update: { maxUnavailable: 1 } });
     const w = new World().addNode('a', { memoryBytes: 1600 * MiB }).add(replica('low-w-0', 'a', { index: 0, spec }), replica('low-w-1', 'a', { index: 1, spec }));
-    w.pending = [pendingHigh()];
+    w.pend(pendingHigh());
     run(w, 4);
     // Equal priority and size: ties by id, the first reprieved is low-w-0.
     expect(suspended(w)).toEqual(['low-w-1']);
@@ -91,7 +89,7 @@ describe('preemption by priority', () => {
     const w = new World()
       .addNode('a', { memoryBytes: 1536 * MiB })
       .add(replica('big-b-0', 'a', { index: 0, spec: low('768Mi', { replicas: 1 }) }), ...[0, 1, 2].map((i) => replica(`small-s-${i}`, 'a', { index: i, spec: low('128Mi', { replicas: 3, update: { maxUnavailable: 3 } }) })));
-    w.pending = [pendingHigh()];
+    w.pend(pendingHigh());
     const h = run(w, 4);
     expect(suspended(w)).toEqual(['big-b-0']);
     expect(records(h, 'replica_preempted')).toHaveLength(1);
@@ -102,7 +100,7 @@ describe('preemption by priority', () => {
       .addNode('a', { memoryBytes: 1280 * MiB })
       .addNode('b', { memoryBytes: 1280 * MiB })
       .add(replica('mid-m-0', 'a', { index: 0, spec: low('1Gi', { replicas: 1, priority: 5 }) }), replica('low-l-0', 'b', { index: 0, spec: low('1Gi', { replicas: 1, priority: 1 }) }));
-    w.pending = [pendingHigh()];
+    w.pend(pendingHigh());
     run(w, 4);
     expect(suspended(w)).toEqual(['low-l-0']);
   });
@@ -120,10 +118,8 @@ describe('preemption by priority', () => {
   });
 
   it("seed 002's device case: a GPU held by a lower-priority replica is freed for a higher-priority one", () => {
-    const w = new World().addNode('g').add(replica('train-t-0', 'g', { index: 0, spec: low('64Mi', { replicas: 1, resources: { memory: '64Mi', gpus: 1 } }) }));
-    const g = w.nodes.get('g')!;
-    w.nodes.set('g', { ...g, status: { ...g.status!, capacity: { ...g.status!.capacity, gpus: 1 } } });
-    w.pending = [{ ...pendingHigh({ resources: { memory: '64Mi', gpus: 1 } }), reason: 'no_capacity_gpu' }];
+    const w = new World().addNode('g', { gpus: 1 }).add(replica('train-t-0', 'g', { index: 0, spec: low('64Mi', { replicas: 1, resources: { memory: '64Mi', gpus: 1 } }) }));
+    w.pend({ ...pendingHigh({ resources: { memory: '64Mi', gpus: 1 } }), reason: 'no_capacity_gpu' });
     const h = run(w, 4);
     expect(suspended(w)).toEqual(['train-t-0']);
     expect(records(h, 'replica_preempted')[0]!.payload).toMatchObject({ replica_id: 'train-t-0', pending_reason: 'no_capacity_gpu' });
@@ -135,7 +131,7 @@ describe('preemption by priority', () => {
     const placer = placerFor(snap, T0);
     const probe = () => placer.names.map((n) => `${n}:${placer.replicaCount(n)}:${JSON.stringify(placer.headroom(n))}`);
     const before = probe();
-    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: w.pending.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000 });
+    const out = planPreempt({ book: new MoveBook(snap), placer: () => placer, pending: snap.pending!.map((p) => ({ ...p, since: T0 })), priorityOf: (_d, _s, t) => t.priority ?? 0, now: T0, moveTimeoutMs: () => 60_000 });
     // A planner only says what it wants: the arbiter (decide) starts it or holds it.
     expect(out.want && 'migrate' in out.want && out.want.migrate).toMatchObject({ trigger: 'preempt', replica: 'low-w-0', src: 'a', dst: 'b' });
     expect(out.views[0]).toMatchObject({ verdict: 'preempt', node: 'a', victims: [{ replica: 'low-w-0', action: 'migrate', to: 'b' }, { replica: 'low-w-1', action: 'stop' }] });

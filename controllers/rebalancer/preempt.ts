@@ -305,17 +305,20 @@ function homes(placer: Placer, req: PlacementRequest, node: string, victims: Can
 /**
  * The stops, one transaction: each victim's desired key (compared at the revision judged) says it
  * is suspended for preemption and for whom — the agent stops its container, the placer no longer
- * counts it, the scheduler holds the hole and re-places the victim when capacity exists — and its
- * service's disruption ledger is advanced (two deciders cannot both spend the last unit).
+ * counts it, the scheduler holds the hole and re-places the victim when capacity exists — and each
+ * victim service's disruption ledger is advanced once (two deciders cannot both spend the last
+ * unit; a second write of one key in the same transaction is one etcd refuses, as a rollout step's).
  */
 function stopOps(input: PreemptInput, p: PendingService, priority: number, hole: HoleFor, victims: PreemptVictim[]): { ops: Op[]; audit: AuditRecord[] } {
   const ops: Op[] = [];
   const audit: AuditRecord[] = [];
   const at = iso(input.now);
+  const lastOfService = new Map(victims.map((v) => [`${v.deployment}/${v.service}`, v]));
   for (const v of victims) {
     const copy = input.book.entry(v.replica)!.copies[0]!;
     const value: ReplicaDesired = { ...copy.desired, spec: { ...copy.desired.spec, suspended: { reason: 'preempted', at }, preempted: { for: hole, priority: v.priority, forPriority: priority, at } } };
-    ops.push({ op: 'update', key: copy.key, value, modRevision: copy.modRevision }, ...input.book.ledger.record(v.deployment, v.service, { replica: v.replica, by: 'rebalancer', kind: 'preempt', now: input.now }));
+    ops.push({ op: 'update', key: copy.key, value, modRevision: copy.modRevision });
+    if (lastOfService.get(`${v.deployment}/${v.service}`) === v) ops.push(...input.book.ledger.record(v.deployment, v.service, { replica: v.replica, by: 'rebalancer', kind: 'preempt', now: input.now }));
     audit.push({
       type: 'replica_preempted',
       time: input.now,

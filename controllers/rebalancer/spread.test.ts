@@ -1,9 +1,9 @@
 // Spread skew through the whole pure cycle: a spread service left lopsided (its node came back
 // after its replicas were re-placed) is evened out one make-before-break move at a time, never
 // back and forth; pack services, opted-out services, young replicas and hot destinations stay.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { PlacementDecision } from '../../src/api/types.js';
-import { Harness, replica, resetRevisions, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
+import { Harness, replica, service, T0, World, runCycles, type Load } from '../../test/support/rebalancer-world.js';
 
 const MIN = 60_000;
 const cool: Record<string, Load> = { a: { cpu: 0.2 }, b: { cpu: 0.2 }, c: { cpu: 0.2 } };
@@ -30,8 +30,6 @@ function lopsided(extra: Parameters<typeof service>[0] = {}): World {
     .addNode('c')
     .add(...[0, 1, 2].map((i) => replica(`d-web-${i}`, 'a', { index: i, spec })));
 }
-
-beforeEach(() => resetRevisions());
 
 describe('spread skew', () => {
   it('3/0/0 after a node returns → 1/1/1 in two moves, each a spread move, never back and forth', () => {
@@ -178,8 +176,6 @@ describe('pressure and spread together: one scoring model (seed 003: never fight
     const loads: Record<string, Load> = { a: { cpu: 0.95, replicas: { 'd-web-0': { cpuMillis: 300 }, 'd-api-0': { cpuMillis: 300 } } }, b: { cpu: 0.1 }, c: { cpu: 0.3 } };
     const [, c] = new Harness(w).run(2, loads);
     expect(c!.plan.move).toMatchObject({ trigger: 'pressure', src: 'a', dst: 'c' });
-    w.commands.clear();
-    resetRevisions();
     const w2 = new World().addNode('a').addNode('b').addNode('c');
     w2.add(replica('d-web-0', 'a', { index: 0, spec }), replica('d-api-0', 'a', { index: 0 }));
     expect(new Harness(w2).run(2, loads)[1]!.plan.move).toMatchObject({ trigger: 'pressure', src: 'a', dst: 'b' });

@@ -2,8 +2,10 @@
 //   npx tsx test/bench/rebalancer-cycle.bench.ts
 // The cluster: 1,000 services of 10 spread replicas each, measured footprints for every replica,
 // node pressures between 0.05 and 0.70, node-0000 hot (0.95) with 10 candidates that are each
-// checked against 999 destinations. The replica view is the runtime's shared index (built once
-// per process and kept up to date from watch events), so a cycle reads it as it stands. Cases:
+// checked against 999 destinations. The cluster is stored objects read through the runtime's
+// Cache (test/support/rebalancer-world.ts) and each snapshot is the controller's own: the replica
+// view is the cache's shared index (built once per process and kept up to date from watch events),
+// so a cycle reads it as it stands, and the placer is the cache's kept one. Cases:
 //   - decide, cycle that moves, with the placer kept between cycles (controllers/placement/kept.ts:
 //     the controller's case), after one desired key changed, and with the placer built afresh;
 //   - decide, cycle stopped by the imbalance gap (the everyday case on a uniformly busy cluster);
@@ -15,8 +17,9 @@ import { defaultConfig } from '../../controllers/rebalancer/config.js';
 import { decide } from '../../controllers/rebalancer/decide.js';
 import { initialState } from '../../controllers/rebalancer/state.js';
 import type { RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
-import { KeptPlacer } from '../../controllers/placement/kept.js';
-import { replica, service, T0, World, type Load } from '../support/rebalancer-world.js';
+import { placerFor } from '../../controllers/placement/input.js';
+import { KEPT_PLACER } from '../../controllers/placement/kept.js';
+import { replica, service, T0, World, type Load, type Pending } from '../support/rebalancer-world.js';
 
 const NODES = 1000;
 const SERVICES = 1000;
@@ -75,21 +78,17 @@ const first = decide(hotState, snap, now, config);
 console.log(`${NODES} nodes, ${world.replicas.length} replicas; src ${first.plan.src}: ${first.plan.candidates.length} candidates, stopped by ${first.plan.stoppedBy}${first.plan.move ? `, move ${first.plan.move.replica} → ${first.plan.move.dst}` : ''}`);
 if (first.plan.stoppedBy !== 'none') throw new Error('the benchmark cluster should move a replica');
 
-/** The snapshot with a placer kept between cycles, as the controller's cache keeps one (patched from its batches). */
-function keptSnap(base: Snapshot): { snap: Snapshot; kept: KeptPlacer } {
-  const kept = new KeptPlacer();
-  const s: Snapshot = { ...base, placer: () => kept.at(s, now) };
-  return { snap: s, kept };
-}
-const k = keptSnap(snap);
-const steady = bench('decide: cycle that moves, placer kept', () => decide(hotState, k.snap, now, config));
+// The snapshot's placer is the cache's, kept between cycles (patched from its batches).
+const steady = bench('decide: cycle that moves, placer kept', () => decide(hotState, snap, now, config));
 // One desired key changed since the last cycle: the cache's batch patches the kept placer.
-const far = world.replicas[world.replicas.length - 1]!.desired.value;
+const far = world.replicas.at(-1)!.desired.value;
+const kept = world.cache.index(KEPT_PLACER);
 bench('decide: cycle that moves, placer kept, one key changed', () => {
-  k.kept.desiredChanged(far, far);
-  decide(hotState, k.snap, now, config);
+  kept.desiredChanged(far, far);
+  decide(hotState, snap, now, config);
 });
-bench('decide: cycle that moves, placer built afresh', () => decide(hotState, snap, now, config), 30);
+const fresh: Snapshot = { ...snap, placer: () => placerFor(fresh, now) };
+bench('decide: cycle that moves, placer built afresh', () => decide(hotState, fresh, now, config), 30);
 
 const busyState = history(uniformLoads);
 const busy = world.snapshot(now, uniformLoads);
@@ -98,12 +97,11 @@ bench('decide: cycle stopped by the imbalance gap', () => decide(busyState, busy
 
 // Coalescing (issue 17): 100 services the scheduler cannot place for memory (32,500 MiB each, more
 // than any node has free), judged in a cycle that moves nothing for pressure. Goal ≤ 50 ms.
-const pendingWorld = Object.assign(Object.create(Object.getPrototypeOf(world)) as World, world, {
-  pending: Array.from({ length: 100 }, (_, k) => ({ deployment: `big${k}`, service: 'db', spec: service({ replicas: 1, resources: { memory: '32500Mi' } }), reason: 'no_capacity_memory' as const, count: 1 })),
-});
-const pendingState = { ...busyState, pendingSince: new Map(pendingWorld.pending.map((p) => [`${p.deployment}/${p.service}`, T0 - 3_600_000])) };
+const pending: Pending[] = Array.from({ length: 100 }, (_, k) => ({ deployment: `big${k}`, service: 'db', spec: service({ replicas: 1, resources: { memory: '32500Mi' } }), reason: 'no_capacity_memory' as const, count: 1 }));
+world.pend(...pending);
+const pendingState: RebalancerState = { ...busyState, pendingSince: new Map(pending.map((p) => [`${p.deployment}/${p.service}`, T0 - 3_600_000])) };
 const coolLoads: Record<string, Load> = Object.fromEntries(Object.entries(hotLoads).map(([n, l]) => [n, { ...l, cpu: 0.3 }]));
-const pendingSnap = keptSnap(pendingWorld.snapshot(now, coolLoads)).snap;
+const pendingSnap = world.snapshot(now, coolLoads);
 const planned = decide(pendingState, pendingSnap, now, config).plan;
 console.log(`coalescing: ${planned.coalesce.length} pending; first: ${planned.coalesce[0]?.verdict} ${planned.coalesce[0]?.detail.slice(0, 120)}`);
 if (planned.move?.trigger !== 'coalesce') throw new Error('the pending cluster should start a coalescing move');
@@ -118,8 +116,8 @@ const fixedWorld = new World();
 for (let i = 0; i < NODES; i++) fixedWorld.addNode(name(i), { cpuMillis: 8000, memoryBytes: 32 * 1024 ** 3 });
 for (let s = 0; s < SERVICES; s++)
   for (let j = 0; j < PER_SERVICE; j++) fixedWorld.add(replica(`d${s}-svc-${j}`, name((s + j * 100) % NODES), { deployment: `d${s}`, service: 'svc', spec: { ...fixedSpecs[s % specs.length]!, update: { maxUnavailable: PER_SERVICE } }, index: j }));
-fixedWorld.pending = pendingWorld.pending.map((p) => ({ ...p, spec: { ...p.spec, priority: 10 } }));
-const preemptSnap = keptSnap(fixedWorld.snapshot(now, coolLoads)).snap;
+fixedWorld.pend(...pending.map((p) => ({ ...p, spec: { ...p.spec, priority: 10 } })));
+const preemptSnap = fixedWorld.snapshot(now, coolLoads);
 const preempting = decide(pendingState, preemptSnap, now, config);
 const pv = preempting.plan.preempt[0];
 console.log(`preemption: ${preempting.plan.coalesce.filter((v) => v.verdict === 'no_plan').length} pending without a coalescing plan; first: ${pv?.verdict} ${pv?.detail.slice(0, 120)}`);

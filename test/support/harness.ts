@@ -3,8 +3,9 @@
 // heartbeats, deployments with their revision records, desired copies and what the agents report —
 // on a clock the test moves, with a controller's plan committed act by act as the runtime would
 // (audit records and metrics kept when their act lands). Each controller's world (rollout, drain,
-// scheduler) is a thin layer on it: its own decide call and the shortcuts its tables read; the move
-// mechanism's tables (controllers/moves/move.test.ts) store their copies in one and read moverView.
+// scheduler, rebalancer — its agents' heartbeats carrying each cycle's pressure samples) is a thin
+// layer on it: its own decide call and the shortcuts its tables read; the move mechanism's tables
+// (controllers/moves/move.test.ts) store their copies in one and read moverView.
 // Harness: a controller run through its own ControllerSpec (snapshot, decide, next) on one.
 // It stands in for nothing real (integration and e2e tests use real etcd and Docker).
 import { keys } from '../../src/api/keys.js';

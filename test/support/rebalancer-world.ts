@@ -1,19 +1,31 @@
-// The rebalancer's world for tests and the benchmark: nodes and replicas made by the one table-test
-// harness's builders (test/support/harness.ts), samples per cycle, and a recorder of every plan.
-// Unlike the store-backed worlds it builds the snapshot itself — its tables give each cycle's
-// loads, which the heartbeats carry — and it commits every act (as if the store accepted it) so
-// leader-local effects follow, applying landed moves to the world.
+// The rebalancer's world on the one table-test harness (test/support/harness.ts): nodes with their
+// nodespecs, deployments with what the scheduler reports unschedulable, desired copies and what
+// the agents observe are stored objects; each cycle the agents' heartbeats carry that cycle's
+// pressure samples, the rebalancer's own snapshot function reads the Cache, and its plan is
+// committed act by act (a move the store's compare-and-swap refuses does not land), as the runtime
+// runs it. Table tests and the benchmark drive the cycle through it.
 import { keys } from '../../src/api/keys.js';
 import { withDefaults, specHash } from '../../src/api/spec.js';
-import type { Heartbeat, MoveMarker, Node, PressureSample, ReplicaCommand, ReplicaDesired, ReplicaFootprint, ReplicaObserved, ServiceSpec } from '../../src/api/types.js';
-import { ReplicaIndex } from '../../src/runtime/replicas.js';
-import { placerFor } from '../../controllers/placement/input.js';
+import {
+  API_VERSION,
+  type Deployment,
+  type DeploymentStatus,
+  type Heartbeat,
+  type MoveMarker,
+  type Node,
+  type NodeSpecRecord,
+  type PressureSample,
+  type ReplicaCommand,
+  type ReplicaDesired,
+  type ReplicaFootprint,
+  type ReplicaObserved,
+  type ServiceSpec,
+} from '../../src/api/types.js';
 import type { Versioned } from '../../src/store/store.js';
 import { defaultConfig, type Config } from '../../controllers/rebalancer/config.js';
-import { decide } from '../../controllers/rebalancer/decide.js';
-import { afterCommit, initialState } from '../../controllers/rebalancer/state.js';
-import type { Cycle, RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
-import { desiredObject, GiB, heartbeatObject, iso, nodeObject, observedObject, T0 } from './harness.js';
+import { rebalancerController } from '../../controllers/rebalancer/controller.js';
+import type { PendingService, RebalancerState, Snapshot } from '../../controllers/rebalancer/plan.js';
+import { desiredObject, GiB, Harness as StoreHarness, heartbeatObject, iso, nodeObject, observedObject, StoreWorld, T0 } from './harness.js';
 
 export { GiB, T0 };
 
@@ -24,12 +36,14 @@ export function service(extra: Partial<ServiceSpec> = {}): ServiceSpec {
 export interface NodeOpts {
   cpuMillis?: number;
   memoryBytes?: number;
+  gpus?: number;
   labels?: Record<string, string>;
   cordoned?: boolean;
 }
 
+/** A node as its agent registers it: 1 CPU and 4 GiB unless told, a day before T0 (a cordon in `spec`: the layout before nodespecs/). */
 export function nodeObj(name: string, o: NodeOpts = {}): Node {
-  return nodeObject(name, { cpuMillis: o.cpuMillis ?? 1000, memoryBytes: o.memoryBytes, labels: o.labels, spec: { unschedulable: o.cordoned ?? false }, registeredAt: T0 - 86_400_000 });
+  return nodeObject(name, { cpuMillis: o.cpuMillis ?? 1000, memoryBytes: o.memoryBytes, gpus: o.gpus, labels: o.labels, spec: { unschedulable: o.cordoned ?? false }, registeredAt: T0 - 86_400_000 });
 }
 
 export function heartbeat(name: string, now: number, pressure?: PressureSample, intervalMs = 30_000): Heartbeat {
@@ -46,24 +60,19 @@ export interface ReplicaOpts {
   index?: number;
 }
 
-export type VersionedDesired = Versioned<ReplicaDesired>;
-
+/** A replica's copy as World.add stores it: its desired key and, unless it is not running, its agent's report. */
 export interface ReplicaCopy {
-  desired: VersionedDesired;
+  desired: ReplicaDesired;
   observed?: ReplicaObserved;
 }
 
-/** Mod revisions: deterministic per world (reset with resetRevisions). */
-let rev = 100;
-export function resetRevisions(): void {
-  rev = 100;
+/** A stored copy as read back: the desired key with its revisions, and its agent's report if any. */
+export interface StoredCopy {
+  desired: Versioned<ReplicaDesired>;
+  observed?: ReplicaObserved;
 }
 
-function versioned<T>(key: string, value: T): Versioned<T> {
-  const r = rev++;
-  return { key, value, modRevision: r, createRevision: r, version: 1 };
-}
-
+/** A replica placed a day before T0 (unless told) and running since then (unless told not to). */
 export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaCopy {
   const spec = o.spec ?? service();
   const deployment = o.deployment ?? id.split('-')[0]!;
@@ -81,7 +90,7 @@ export function replica(id: string, node: string, o: ReplicaOpts = {}): ReplicaC
     ...(o.move ? { move: o.move } : {}),
   });
   const observed = o.running === false ? undefined : observedObject(d, 'running', T0, { startedAt: iso(T0 - 86_400_000) });
-  return { desired: versioned(`desired/${node}/${id}`, d), ...(observed ? { observed } : {}) };
+  return { desired: d, ...(observed ? { observed } : {}) };
 }
 
 /** Utilisation of one node in one sample, with optional per-replica footprints. */
@@ -97,124 +106,190 @@ export function sample(now: number, l: Load): PressureSample {
   return { time: iso(now), cpuUtil: l.cpu, memoryUtil: l.memory ?? 0.1, replicas };
 }
 
-export class World {
-  nodes = new Map<string, Node>();
-  replicas: ReplicaCopy[] = [];
-  notReady = new Set<string>();
+/** A service the scheduler reports unschedulable for capacity: its deployment's spec of it, and why. */
+export type Pending = Omit<PendingService, 'since'>;
+
+const controllerOf = (config: Config) => rebalancerController({} as never, { config });
+type CycleResult = ReturnType<ReturnType<typeof controllerOf>['decide']>;
+
+export class World extends StoreWorld {
+  /** Nodes whose agent is down: no heartbeat (NotReady). */
+  readonly notReady = new Set<string>();
   /** Nodes whose agent reports its data root 99% full: degraded (src/api/eligibility.ts). */
-  diskFull = new Set<string>();
-  /** Services the scheduler reports unschedulable for capacity (coalescing's input). */
-  pending: NonNullable<Snapshot['pending']> = [];
-  /** The deployments' current placement by `<deployment>/<service>` (placement conformance's input). */
-  placements = new Map<string, ServiceSpec['placement']>();
-  /** Each node key's revision (a node change, e.g. re-registration, bumps it: new balancing is triggered). */
-  nodeRevisions = new Map<string, number>();
-  /** Deployment generations (a changed deployment triggers new balancing). */
-  generations = new Map<string, number>();
-  /** Restart bookkeeping by store key (recent failures count against a node in the scheduler's score). */
-  commands = new Map<string, Versioned<ReplicaCommand>>();
-  private revision = 0;
+  readonly diskFull = new Set<string>();
+  readonly harness: StoreHarness<RebalancerState, Snapshot, unknown, CycleResult>;
+
+  constructor(readonly config: Config = defaultConfig()) {
+    super();
+    this.heartbeatIntervalMs = 30_000;
+    this.harness = new StoreHarness(this, controllerOf(config));
+  }
+
+  /** A node registered by its agent, and what operators decided about it (nodespecs/: cordoned or not). Again: re-registered, a node change. */
+  addNode(name: string, o: NodeOpts = {}): this {
+    this.put(keys.node(name), { ...nodeObj(name, o), spec: {} });
+    this.put(keys.nodeSpec(name), { apiVersion: API_VERSION, kind: 'NodeSpec', metadata: { name }, spec: { unschedulable: o.cordoned ?? false } } satisfies NodeSpecRecord);
+    return this;
+  }
+
+  /** A node's key written again (re-registered, relabelled…): a node change. */
+  touchNode(name: string): this {
+    this.put(keys.node(name), this.get<Node>(keys.node(name)));
+    return this;
+  }
+
+  /** The registered nodes, by name. */
+  get nodes(): Map<string, Node> {
+    return new Map(this.under<Node>('nodes/').map((v) => [v.value.metadata.name, v.value]));
+  }
+
+  /**
+   * Copies as the scheduler placed them, with their agents' reports; each copy's template is its
+   * service's spec in the deployment (generation 1; of copies with different templates, the last).
+   */
+  add(...copies: ReplicaCopy[]): this {
+    for (const c of copies) {
+      const s = c.desired.spec;
+      this.withService(s.deployment, s.service, s.template);
+      this.put(keys.desired(s.node, s.replica), c.desired);
+      if (c.observed) this.put(keys.observed(s.node, s.replica), c.observed);
+    }
+    return this;
+  }
+
+  /** The deployment with `spec` as its service `service`, at its generation (1 if new): written only when it changes. */
+  private withService(name: string, service: string, spec: ServiceSpec): void {
+    const cur = this.get<Deployment>(keys.deployment(name));
+    if (cur && JSON.stringify(cur.spec.services[service]) === JSON.stringify(spec)) return;
+    this.putDeployment(name, { ...cur?.spec.services, [service]: spec }, { generation: cur?.metadata.generation ?? 1, record: false });
+  }
+
+  /** `jaco apply` of a changed service spec (placement, say): the deployment's next generation. */
+  applyChange(name: string, service: string, change: Partial<ServiceSpec>): void {
+    const cur = this.get<Deployment>(keys.deployment(name))!;
+    this.putDeployment(name, { ...cur.spec.services, [service]: { ...cur.spec.services[service]!, ...change } }, { record: false });
+  }
+
+  /** The deployment applied again unchanged (its generation moves on: new balancing). */
+  redeploy(name: string): void {
+    const cur = this.get<Deployment>(keys.deployment(name))!;
+    this.putDeployment(name, cur.spec.services, { record: false });
+  }
+
+  /**
+   * What the scheduler reports unschedulable for capacity, in place of what it reported before:
+   * each pending service's spec in its deployment and its count and reason in the deployment's status.
+   */
+  pend(...pending: Pending[]): this {
+    for (const k of this.keys(keys.deploymentStatuses())) this.remove(k);
+    const byDeployment = new Map<string, Pending[]>();
+    for (const p of pending) byDeployment.set(p.deployment, [...(byDeployment.get(p.deployment) ?? []), p]);
+    for (const [name, ps] of byDeployment) {
+      for (const p of ps) this.withService(name, p.service, p.spec);
+      const services = Object.fromEntries(ps.map((p) => [p.service, { desired: p.count, placed: 0, unschedulable: { reason: p.reason, count: p.count, message: '', nodes: {} } }]));
+      this.put(keys.deploymentStatus(name), { apiVersion: API_VERSION, kind: 'DeploymentStatus', metadata: { name }, status: { scheduling: { observedGeneration: 1, updatedAt: iso(this.now), services } } } satisfies DeploymentStatus);
+    }
+    return this;
+  }
 
   /** `restarts` health restarts of a replica on `node`, the last at `at` (a node where replicas keep failing). */
   failing(node: string, replica: string, restarts: number, at: number): this {
-    const key = `commands/${node}/${replica}`;
-    this.commands.set(key, versioned(key, { apiVersion: 'jaco.dev/v1', kind: 'ReplicaCommand', metadata: { name: replica }, spec: { replica, op: 'restart', seq: restarts, issuedAt: iso(at), reason: 'unhealthy' }, status: { restarts, lastRestartAt: iso(at), generation: 1 } } as ReplicaCommand));
+    this.put(keys.command(node, replica), { apiVersion: API_VERSION, kind: 'ReplicaCommand', metadata: { name: replica }, spec: { replica, op: 'restart', seq: restarts, issuedAt: iso(at), reason: 'unhealthy' }, status: { restarts, lastRestartAt: iso(at), generation: 1 } } as ReplicaCommand);
     return this;
   }
 
-  addNode(name: string, o: NodeOpts = {}): this {
-    this.nodes.set(name, nodeObj(name, o));
-    this.nodeRevisions.set(name, ++this.revision);
-    return this;
+  /** Every stored copy with its agent's report, by key. */
+  get replicas(): StoredCopy[] {
+    return this.under<ReplicaDesired>('desired/').map((d) => {
+      const o = this.get<ReplicaObserved>(keys.observed(d.value.spec.node, d.value.spec.replica));
+      return { desired: d, ...(o ? { observed: o } : {}) };
+    });
   }
 
-  /** A node's key written again (re-registered, relabelled, cordoned…): a node change. */
-  touchNode(name: string): this {
-    this.nodeRevisions.set(name, ++this.revision);
-    return this;
-  }
-
-  add(...r: ReplicaCopy[]): this {
-    this.replicas.push(...r);
-    return this;
+  /** The agent of a copy's node no longer reports it (its container is gone). */
+  unobserve(node: string, replica: string): void {
+    this.remove(keys.observed(node, replica));
   }
 
   /**
    * The agents: every copy that `which` picks (by default, those without a report yet) is observed
    * running at its desired spec, started a minute before `now`, without a health check (ready).
    */
-  observeRunning(now: number, which: (r: ReplicaCopy) => boolean = (r) => !r.observed): void {
-    for (const r of this.replicas) {
-      if (!which(r)) continue;
-      r.observed = observedObject(r.desired.value, 'running', now);
+  observeRunning(now: number, which: (r: StoredCopy) => boolean = (r) => !r.observed): void {
+    for (const r of this.replicas) if (which(r)) this.put(keys.observed(r.desired.value.spec.node, r.desired.value.spec.replica), observedObject(r.desired.value, 'running', now));
+  }
+
+  /** The agents remove the containers of copies no longer desired: their reports go. */
+  agentsFollow(): void {
+    for (const o of this.under<ReplicaObserved>('observed/')) {
+      const s = o.value.status;
+      if (!this.get(keys.desired(s.node, s.replica))) this.remove(o.key);
     }
   }
 
-  /** The snapshot at `now` with the given loads (a node without a load is silent). */
-  snapshot(now: number, loads: Record<string, Load>): Snapshot {
-    const samples = new Map<string, PressureSample>();
-    const heartbeats = new Map<string, Heartbeat>();
+  /** Every agent that is up beats at `now`, its sample carrying its node's load (a node without a load is silent). */
+  beatWith(now: number, loads: Record<string, Load>): void {
     for (const name of this.nodes.keys()) {
+      if (this.notReady.has(name)) {
+        this.remove(keys.heartbeat(name));
+        continue;
+      }
       const l = loads[name];
-      const s = l ? sample(now, l) : undefined;
-      if (s) samples.set(name, s);
-      if (this.notReady.has(name)) continue;
-      const hb = heartbeat(name, now, s);
-      heartbeats.set(name, this.diskFull.has(name) ? { ...hb, spec: { ...hb.spec, disk: { path: '/var/lib/docker', totalBytes: 100 * GiB, usedBytes: 99 * GiB, availableBytes: GiB, capped: false, driver: 'overlay2' } } } : hb);
+      const disk = this.diskFull.has(name) ? { disk: { path: '/var/lib/docker', totalBytes: 100 * GiB, usedBytes: 99 * GiB, availableBytes: GiB, capped: false, driver: 'overlay2' } } : {};
+      this.putHeartbeat(name, now, { ...(l ? { pressure: sample(now, l) } : {}), ...disk });
     }
-    const replicas = new ReplicaIndex();
-    for (const r of this.replicas) {
-      const s = r.desired.value.spec;
-      if (r.observed) replicas.putObserved(s.node, s.replica, versioned(`observed/${s.node}/${s.replica}`, r.observed));
-      replicas.putDesired(r.desired);
-    }
-    // A placer built afresh for each snapshot (the controller's is kept between passes: placement/kept.ts).
-    const snap: Snapshot = { placer: () => placerFor(snap, now), samples, nodes: [...this.nodes.values()], heartbeats, drains: new Map(), replicas, ledgers: new Map(), commands: this.commands, volumeHomes: [], eligibility: new Map([...this.nodeRevisions].map(([n, rev]) => [keys.node(n), rev])), pending: this.pending, placements: this.placements, generations: this.generations };
-    return snap;
   }
 
-  /** Applies a committed move to the world: the destination copy appears (not yet running). */
-  applyOps(cycle: Cycle): void {
-    for (const a of cycle.acts)
-      for (const op of a.ops) {
-        if (op.op === 'create' && op.key.startsWith('desired/')) this.replicas.push({ desired: versioned(op.key, op.value as ReplicaDesired) });
-        if (op.op === 'delete') this.replicas = this.replicas.filter((r) => r.desired.key !== op.key);
-        if (op.op === 'update' && op.key.startsWith('desired/')) {
-          const r = this.replicas.find((x) => x.desired.key === op.key);
-          if (r) r.desired = versioned(op.key, op.value as ReplicaDesired);
-        }
-      }
+  /** The rebalancer's snapshot at `now`, the agents having reported `loads` (see beatWith). */
+  snapshot(now: number, loads: Record<string, Load>): Snapshot {
+    this.beatWith(now, loads);
+    return this.harness.snapshot(now);
   }
 }
 
-/** Runs cycles against a world, committing every act, and records each plan. */
+/** Runs cycles against a world through the rebalancer's ControllerSpec, committing each plan, and records each. */
 export class Harness {
-  state: RebalancerState = initialState();
-  now = T0;
-  readonly cycles: Cycle[] = [];
+  readonly cycles: CycleResult[] = [];
+  /** Where this harness's audit records start in the world's. */
+  private readonly auditFrom: number;
 
-  constructor(
-    readonly world: World,
-    readonly config: Config = defaultConfig(),
-  ) {}
+  constructor(readonly world: World) {
+    this.auditFrom = world.audit.length;
+  }
 
-  /** One cycle at the current time, then the clock advances one cycle. */
-  cycle(loads: Record<string, Load>): Cycle {
-    const c = decide(this.state, this.world.snapshot(this.now, loads), this.now, this.config);
-    this.state = afterCommit(c.state, c.acts, this.now);
-    this.world.applyOps(c);
+  get state(): RebalancerState {
+    return this.world.harness.state;
+  }
+
+  set state(s: RebalancerState) {
+    this.world.harness.state = s;
+  }
+
+  get now(): number {
+    return this.world.now;
+  }
+
+  set now(t: number) {
+    this.world.now = t;
+  }
+
+  /** One cycle at the current time (the agents beat with `loads`, then follow what landed), then the clock advances one cycle. */
+  cycle(loads: Record<string, Load>): CycleResult {
+    this.world.beatWith(this.now, loads);
+    const c = this.world.harness.pass(this.now);
+    this.world.agentsFollow();
     this.cycles.push(c);
-    this.now += this.config.cycleMs;
+    this.now += this.world.config.cycleMs;
     return c;
   }
 
-  run(n: number, loads: Record<string, Load> | ((i: number) => Record<string, Load>)): Cycle[] {
+  run(n: number, loads: Record<string, Load> | ((i: number) => Record<string, Load>)): CycleResult[] {
     return Array.from({ length: n }, (_, i) => this.cycle(typeof loads === 'function' ? loads(i) : loads));
   }
 
-  /** Every audit record written so far, in order. */
+  /** Every audit record of this harness's acts that landed, in order. */
   audit(): { type: string; payload: Record<string, unknown> }[] {
-    return this.cycles.flatMap((c) => c.acts.flatMap((a) => a.audit ?? []));
+    return this.world.audit.slice(this.auditFrom);
   }
 }
 
