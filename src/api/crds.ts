@@ -800,7 +800,7 @@ const KINDS: KindDef[] = [
             obj(
               {
                 act: str(),
-                reason: str({ enum: ['conflict', 'unreadable_key', 'too_large', 'too_many_ops'] }),
+                reason: str({ enum: ['conflict', 'unreadable_key', 'too_large', 'too_many_ops', 'duplicate_key'] }),
                 detail: str(),
                 since: time('First failure of this kind.'),
                 attempts: int({ minimum: 1 }),

@@ -42,7 +42,7 @@ export const metrics = {
   reconcileErrors: new Counter({ name: 'jaco_reconcile_errors_total', help: 'Controller passes that failed, by kind of error', labelNames: ['controller', 'error'], registers: [registry] }),
   actFailures: new Counter({
     name: 'jaco_act_failures_total',
-    help: 'Acts that did not land, by controller and reason (conflict, unreadable_key, too_large, too_many_ops)',
+    help: 'Acts that did not land, by controller and reason (conflict, unreadable_key, too_large, too_many_ops, duplicate_key)',
     labelNames: ['controller', 'reason'],
     registers: [registry],
   }),

@@ -87,6 +87,17 @@ describe('txnCounts / packActs (etcd bounds compares and writes of a transaction
     expect(unfit(Array.from({ length: 128 }, (_, i): Op => ({ op: 'check', key: `k${i}`, modRevision: 1 })), true)?.reason).toBe('too_many_ops');
   });
 
+  it('refuses an act that writes one key twice, as etcd refuses such a transaction (whatever its compares)', () => {
+    const twice: Op[] = [
+      { op: 'create', key: 'disruptions/d/s', value: { n: 1 } },
+      { op: 'update', key: 'disruptions/d/s', value: { n: 2 }, modRevision: 1 },
+    ];
+    expect(unfit(twice, false)).toEqual({ reason: 'duplicate_key', detail: 'disruptions/d/s is written twice' });
+    expect(unfit([{ op: 'put', key: 'a', value: 1 }, { op: 'delete', key: 'a' }], true)?.reason).toBe('duplicate_key');
+    // A key compared and written once is one write.
+    expect(unfit([{ op: 'check', key: 'a', modRevision: 3 }, { op: 'put', key: 'a', value: 1 }], true)).toBeUndefined();
+  });
+
   it('never puts an act in the transaction of an earlier act that writes a key it compares (compares are evaluated before any write)', () => {
     const acts: OpGroup[] = [
       { label: 'first', ops: [{ op: 'update', key: 'counters/d/s', value: { next: 10 }, modRevision: 4 }] },

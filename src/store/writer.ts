@@ -170,8 +170,18 @@ export function txnCounts(ops: readonly Op[], fenced: boolean): { compares: numb
   return { compares, writes };
 }
 
-/** Why an act can never fit one transaction, or undefined when it can. */
-export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_ops' | 'too_large'; detail: string } | undefined {
+const isWrite = (o: Op): o is Extract<Op, { op: 'create' | 'update' | 'delete' | 'put' }> => o.op !== 'check' && o.op !== 'checkRange';
+const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key);
+
+/** Why an act can never land as one transaction, or undefined when it can. */
+export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_ops' | 'too_large' | 'duplicate_key'; detail: string } | undefined {
+  // etcd refuses a transaction that writes one key twice ("duplicate key given in txn request"),
+  // whatever its compares: found here, the same in etcd, the memory store and the simulation.
+  const seen = new Set<string>();
+  for (const k of writtenKeys(ops)) {
+    if (seen.has(k)) return { reason: 'duplicate_key', detail: `${k} is written twice` };
+    seen.add(k);
+  }
   const { compares, writes } = txnCounts(ops, fenced);
   if (compares > MAX_TXN_OPS || writes > MAX_TXN_OPS)
     return { reason: 'too_many_ops', detail: `${writes} writes and ${compares} compares; one transaction holds at most ${MAX_TXN_OPS} of each` };
@@ -179,9 +189,6 @@ export function unfit(ops: readonly Op[], fenced: boolean): { reason: 'too_many_
   if (bytes > MAX_REQUEST_BYTES) return { reason: 'too_large', detail: new TooLargeError('the act', bytes, MAX_REQUEST_BYTES).message };
   return undefined;
 }
-
-const isWrite = (o: Op): o is Extract<Op, { op: 'create' | 'update' | 'delete' | 'put' }> => o.op !== 'check' && o.op !== 'checkRange';
-const writtenKeys = (ops: readonly Op[]) => ops.filter(isWrite).map((o) => o.key);
 
 /**
  * Packs acts into transactions of ≤ maxOps compares and ≤ maxOps writes (txnCounts), never
@@ -276,7 +283,7 @@ export interface CommitResult<A extends OpGroup = OpGroup> {
   /** Acts whose preconditions failed (re-read and decide again). */
   conflicted: A[];
   /** Acts refused before sending: they can never fit one transaction. */
-  refused: { act: A; reason: 'too_many_ops' | 'too_large'; detail: string }[];
+  refused: { act: A; reason: 'too_many_ops' | 'too_large' | 'duplicate_key'; detail: string }[];
   transactions: number;
 }
 

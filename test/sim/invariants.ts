@@ -14,6 +14,7 @@ import type { LandedTxn } from './etcd.js';
 import type { Sim } from './world.js';
 import { maxUnavailableOf } from '../../src/api/update.js';
 import { allows, controllerRole } from '../../src/store/rbac.js';
+import { unfit } from '../../src/store/writer.js';
 
 export interface Invariant {
   name: string;
@@ -403,7 +404,20 @@ export const actWithinRole: ActInvariant = {
   },
 };
 
-export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit, actWithinRole];
+/**
+ * An act can land: it writes no key twice (etcd refuses such a transaction; the runtime refuses it
+ * before sending, as duplicate_key) — a preemption that stopped two replicas of one service once
+ * wrote that service's ledger twice, and only a world that accepted every act hid it.
+ */
+export const actCanLand: ActInvariant = {
+  name: 'every act writes each key once',
+  check(_sim, controller, act) {
+    const why = unfit(act.ops, false);
+    return why?.reason === 'duplicate_key' ? `${controller}'s act "${act.label}": ${why.detail}` : undefined;
+  },
+};
+
+export const ACT_INVARIANTS: readonly ActInvariant[] = [actCarriesAudit, actWithinRole, actCanLand];
 
 // ---------------------------------------------------------------- the breadth variant (sim-breadth.test.ts)
 // Global and stateful services and forced drains: vacuous without them, so checked only there.

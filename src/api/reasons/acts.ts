@@ -7,5 +7,6 @@ export const ACT_FAILURES = {
   unreadable_key: 'the act writes a key whose stored value this version cannot read; it waits until the key is fixed',
   too_large: "the act is larger than one etcd request (--max-request-bytes)",
   too_many_ops: 'the act has more operations than one etcd transaction holds (--max-txn-ops)',
+  duplicate_key: 'the act writes one key twice, which etcd refuses in one transaction (a defect of the controller that planned it)',
 } as const;
 export type ActFailureReason = keyof typeof ACT_FAILURES;
