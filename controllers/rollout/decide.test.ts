@@ -377,6 +377,15 @@ describe('step timeout, abort and revert', () => {
     expect(w.plan()).toMatchObject({ state: 'aborted', failureReason: 'step_timeout' });
   });
 
+  it('a step the agent must take stop-first (a cluster-network replica: its sandbox holds the address) counts its timeout after the old container leaves, though the surge is not spent', () => {
+    const old = { replicas: 3, network: 'cluster' as const, stopGracePeriod: '5s', deregistrationDelay: '2s' };
+    const w = running(svc('img:1', old));
+    w.apply('app', { web: svc('img:2', old) });
+    const first = w.pass();
+    expect(w.plan()?.steps[0]).toMatchObject({ replica: 'app-web-0', leavingMs: 7_000 });
+    expect(first.wakeAt).toBe(T0 + 7_000 + CFG.stepTimeoutMs);
+  });
+
   it('a start-first step has no leaving time: its old container serves until the new one is ready', () => {
     const w = rollingTo2({});
     w.pass();

@@ -778,7 +778,11 @@ function startStep(pass: ServicePass, g: ReplicaGroup, target: ServingTemplate, 
     const next: ReplicaDesired = { ...d.value, spec: { ...d.value.spec, revision: target.revision, specHash: target.specHash, template } };
     pass.ops.push({ op: 'update', key: d.key, value: next, modRevision: d.modRevision });
   }
-  const leaving = stopFirst ? Math.max(0, ...g.copies.map((d) => leavingMs(d.value.spec.template))) : 0;
+  // The agent replaces a running replica stop-first whenever the template it gets does not start
+  // first (startsFirst: a cluster-network replica, a stateful one, a port), not only when the
+  // surge is spent: each such step waits for the old container to leave before its clock runs.
+  const stopsFirst = stopFirst || (groupRunning(g) && !startsFirst(template));
+  const leaving = stopsFirst ? Math.max(0, ...g.copies.map((d) => leavingMs(d.value.spec.template))) : 0;
   const step: RolloutStep = { replica: g.id, node: g.copies[0]!.value.spec.node, startedAt: c.iso, ...(leaving ? { leavingMs: leaving } : {}) };
   pass.plan!.steps.push(step);
   pass.wake(stepDeadline(step, c.controls.stepTimeoutMs));
