@@ -28,6 +28,7 @@ export async function putHeartbeats(store: Store, nodes: readonly string[], inte
 export function standInAgents(store: Store, opts: { startMs: number }): { start(): Promise<void>; stop(): Promise<void> } {
   const inf = new Informer<ReplicaDesired>(store, keys.desiredOf(), { kind: 'ReplicaDesired', log: testLogger() });
   const timers = new Set<NodeJS.Timeout>();
+  const writes = new Map<string, Promise<unknown>>();
   const observe = (d: ReplicaDesired, status: Partial<NonNullable<ReplicaObserved['status']>>) => {
     const s = d.spec;
     const o: ReplicaObserved = {
@@ -36,8 +37,13 @@ export function standInAgents(store: Store, opts: { startMs: number }): { start(
       metadata: { name: s.replica },
       status: { replica: s.replica, node: s.node, deployment: s.deployment, service: s.service, state: 'running', revision: s.revision, specHash: s.specHash, health: 'healthy', startedAt: new Date().toISOString(), observedAt: new Date().toISOString(), ...status },
     };
-    // A write lost at teardown (the store closing) is no finding; one lost mid-test shows as a timeout.
-    void put(store, keys.observed(s.node, s.replica), o).catch(() => undefined);
+    // One replica's reports are written in order, each after the last has landed: two puts in
+    // flight at once may land in either order, and a "starting" landing after "running" would hold
+    // the step until its timeout. A write lost at teardown (the store closing) is no finding; one
+    // lost mid-test shows as a timeout.
+    const key = keys.observed(s.node, s.replica);
+    const next = (writes.get(key) ?? Promise.resolve()).then(() => put(store, key, o)).catch(() => undefined);
+    writes.set(key, next);
   };
   const current = new Map<string, { revision: number; specHash: string }>();
   inf.on('change', (c) => {
@@ -67,6 +73,7 @@ export function standInAgents(store: Store, opts: { startMs: number }): { start(
     async stop() {
       for (const t of timers) clearTimeout(t);
       await inf.stop();
+      await Promise.all(writes.values());
     },
   };
 }
