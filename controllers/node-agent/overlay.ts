@@ -7,8 +7,8 @@
 //
 // The interface outlives the agent, as containers do: a restarted agent adopts the interface (and
 // the wireguard-go) it finds instead of making another; only the node's removal deletes it.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { execFile, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Node, NodeOverlay, NodeSubnet, OverlaySample } from '../../src/api/types.js';
 import type { Logger } from '../../src/observability/log.js';
@@ -21,6 +21,7 @@ import { decideOverlay, KEEPALIVE_SEC, overlayNodes, OVERLAY_MTU, OVERLAY_ROUTE_
 import { loadOrCreateOverlayKey } from './overlay-key.js';
 import { NO_INTERFACE, parseIpAddr, parseIpRoutes, parseWgDump, type InterfaceState } from './overlay-observe.js';
 import { joinHostPort } from '../../src/api/network.js';
+import { spawnLogged } from '../../src/supervise/child.js';
 
 /** jaco agent --overlay, --overlay-port, --overlay-interface. */
 export interface OverlayOptions {
@@ -271,15 +272,9 @@ export class Overlay {
   private async startUserspace(): Promise<void> {
     const dev = this.settings.interface;
     const logFile = join(this.deps.stateDir, 'wireguard-go.log');
-    const fd = openSync(logFile, 'a', 0o600);
-    let child: ChildProcess;
-    try {
-      // WG_PROCESS_FOREGROUND: what wireguard-go sets for itself when it daemonizes; here it also
-      // silences its banner claiming the kernel has WireGuard (it reads the version, not the module).
-      child = spawn('wireguard-go', ['-f', dev], { detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' } });
-    } finally {
-      closeSync(fd);
-    }
+    // WG_PROCESS_FOREGROUND: what wireguard-go sets for itself when it daemonizes; here it also
+    // silences its banner claiming the kernel has WireGuard (it reads the version, not the module).
+    const child = spawnLogged('wireguard-go', ['-f', dev], logFile, { detached: true, fileMode: 0o600, env: { ...process.env, WG_PROCESS_FOREGROUND: '1', LOG_LEVEL: 'error' } });
     child.unref();
     this.child = child;
     const spawnError = new Promise<Error>((r) => child.once('error', r));

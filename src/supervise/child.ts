@@ -27,12 +27,13 @@ export function stopProcess(child: ChildProcess | undefined, opts: { signal?: No
  * descriptor is the child's, so the kernel writes each line. Nothing is piped through this
  * process: when the child has exited every line it printed is in the file (a pipe would still hold
  * its last lines then, and two pipes into one stream end it at the first one's end), and the
- * child's output goes on if this process dies.
+ * child's output goes on if this process dies. `fileMode`: the file's mode when this makes it.
  */
-export function spawnLogged(cmd: string, args: string[], logFile: string, opts: Omit<SpawnOptions, 'stdio'> = {}): ChildProcess {
-  const fd = openSync(logFile, 'a');
+export function spawnLogged(cmd: string, args: string[], logFile: string, opts: Omit<SpawnOptions, 'stdio'> & { fileMode?: number } = {}): ChildProcess {
+  const { fileMode, ...spawnOpts } = opts;
+  const fd = openSync(logFile, 'a', fileMode);
   try {
-    return spawn(cmd, args, { ...opts, stdio: ['ignore', fd, fd] });
+    return spawn(cmd, args, { ...spawnOpts, stdio: ['ignore', fd, fd] });
   } finally {
     closeSync(fd);
   }

@@ -1,6 +1,6 @@
 // jaco up / down: a local cluster on this machine (embedded etcd, controllers, simulated nodes).
-import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnLogged } from '../../supervise/child.js';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { CONTROLLERS } from '../../app/processes.js';
@@ -87,9 +87,8 @@ export function registerUp(program: Command): void {
         if (f.detach) {
           mkdirSync(join(dataDir, 'logs'), { recursive: true });
           const upLog = join(dataDir, 'logs', 'up.log');
-          const log = openSync(upLog, 'a');
           const args = process.argv.slice(2).filter((a) => a !== '--detach');
-          const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'jaco'), ...args, '--supervise'], { detached: true, stdio: ['ignore', log, log], env: process.env });
+          const child = spawnLogged(process.execPath, [join(PACKAGE_ROOT, 'bin', 'jaco'), ...args, '--supervise'], upLog, { detached: true, env: process.env });
           child.unref();
           const deadline = Date.now() + 120_000;
           for (;;) {
