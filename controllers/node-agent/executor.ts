@@ -158,8 +158,10 @@ export class Executor {
         if (facts && facts.role !== 'sandbox') await this.beforeRemove?.(id, replica).catch((e: Error) => this.log.warn({ container: name, err: e.message }, 'could not keep the last lines of the container\'s log'));
         await this.view.docker.remove(id);
         this.view.cache.remove(id);
-        // Its secrets and configs go with it (their tmpfs unmounted).
-        if (name !== id.slice(0, 12)) await this.files?.release(name).catch((e: Error) => this.log.warn({ container: name, err: e.message }, 'could not remove the container\'s files; the next sweep tries again'));
+        // Its secrets and configs go with it (their tmpfs unmounted), unless a start under way
+        // makes a container of the same name (a restart, or one that exited recreated at the same
+        // spec): those files are already the new container's.
+        if (name !== id.slice(0, 12) && !this.startingNames().includes(name)) await this.files?.release(name).catch((e: Error) => this.log.warn({ container: name, err: e.message }, 'could not remove the container\'s files; the next sweep tries again'));
       } else await this.view.refresh(id);
       agentMetrics.stops.inc({ reason });
     })();

@@ -180,9 +180,8 @@ describe('tearing a sandbox down', () => {
 });
 
 describe('a restart of a replica with secrets or configs', () => {
-  it('creates the fresh container with its files in place, though removing the old one (of the same name) released them', async () => {
+  it('creates the fresh container with its files in place: the executor does not release the files of a name a start under way makes', async () => {
     const rt = new HollowEngine(owner, { startLatencyMs: 0, failRate: 0, seed: 1 });
-    const network = new MemoryNetwork();
     // The files by container name, as the agent's ReplicaFiles keeps them (a directory each).
     const prepared = new Set<string>();
     const files: StartFiles = {
@@ -198,18 +197,28 @@ describe('a restart of a replica with secrets or configs', () => {
       withFilesAtCreate.push(prepared.has(opts.name!));
       return create(opts);
     };
-    // Its stop does what the executor's does: the container removed, then its files released.
-    const stop = async (id: string) => {
-      const name = (await rt.inspect(id))?.name;
-      await rt.stop(id);
-      await rt.remove(id);
-      if (name) await files.release(name);
-    };
-    const run = (order: StartOrder) => worker(order, rt, network, undefined, { files, stop }).run();
-    expect(await run({ replica: 'demo-db-0', kind: 'create', desired: d, stopFirst: [] })).toBe('started');
+    const view = new DockerView(rt, timings, log, () => undefined);
+    let changed = () => undefined as void;
+    const ex = new Executor(view, owner, timings, log, () => changed(), new MemoryNetwork(), () => 'p', files);
+    // Launches an order through the executor, as a pass does, and waits until its worker is done.
+    const run = (order: StartOrder) =>
+      new Promise<void>((resolve) => {
+        changed = () => void (ex.starts().size === 0 && resolve());
+        ex.launch(order);
+      });
+    await run({ replica: 'demo-db-0', kind: 'create', desired: d, stopFirst: [] });
     const [old] = await rt.listOwn();
-    expect(await run({ replica: 'demo-db-0', kind: 'restart', desired: d, stopFirst: [old!], command: 1 })).toBe('started');
+    expect((await rt.inspect(old!))?.state).toBe('running');
+    await run({ replica: 'demo-db-0', kind: 'restart', desired: d, stopFirst: [old!], command: 1 });
+    const [fresh, ...others] = await rt.listOwn();
+    expect(others).toEqual([]);
+    expect(fresh).not.toBe(old);
+    expect((await rt.inspect(fresh!))?.state).toBe('running');
     expect(withFilesAtCreate).toEqual([true, true]);
-    expect(prepared.size).toBe(1);
+    expect([...prepared]).toEqual([(await rt.inspect(fresh!))!.name]);
+    // A stop with no start under way releases them.
+    await ex.stop(fresh!, 'orphaned', 'demo-db-0');
+    expect(prepared.size).toBe(0);
+    ex.stopAll();
   });
 });

@@ -218,9 +218,6 @@ export class StartWorker {
       // Then the sandboxes they were in: their addresses first (CNI DEL), then the container.
       await Promise.all((sb?.replace ?? []).map((id) => deps.stop(id, reason, order.replica)));
       this.check();
-      // A container stopped here may have had this very name (a restart, or one that exited
-      // recreated at the same spec): removing it released its files, which are this one's.
-      if (order.stopFirst.length) await this.prepareFiles(name);
     }
     const sandbox = sb ? await this.ensureSandbox(sb, sandboxImage) : undefined;
     this.update({ phase: 'creating' });
