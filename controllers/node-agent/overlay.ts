@@ -21,7 +21,7 @@ import { decideOverlay, KEEPALIVE_SEC, overlayNodes, OVERLAY_MTU, OVERLAY_ROUTE_
 import { loadOrCreateOverlayKey } from './overlay-key.js';
 import { NO_INTERFACE, parseIpAddr, parseIpRoutes, parseWgDump, type InterfaceState } from './overlay-observe.js';
 import { joinHostPort } from '../../src/api/network.js';
-import { spawnLogged } from '../../src/supervise/child.js';
+import { spawnLogged } from '../../src/child.js';
 
 /** jaco agent --overlay, --overlay-port, --overlay-interface. */
 export interface OverlayOptions {

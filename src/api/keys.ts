@@ -70,7 +70,7 @@ export const keys = {
   serviceAddressNumber: (n: number) => `serviceaddressnumbers/${n}`,
   serviceAddressNumbers: () => 'serviceaddressnumbers/',
   /**
-   * Written by every apply that starts to publish or bind a port (src/cli/apply-guards.ts), so two
+   * Written by every apply that starts to publish or bind a port (src/app/apply-guards.ts), so two
    * concurrent applies taking one port cannot both land; the value only says who took it last.
    */
   portGuard: (port: number) => `guards/ports/${port}`,

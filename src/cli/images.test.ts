@@ -3,7 +3,7 @@ import type { ServiceSpec } from '../api/types.js';
 import { formatReference } from '../images/reference.js';
 import type { ImageSettingsSpec } from '../api/types.js';
 import { pinImages, planImage, portlessDependencies, type ImagePlan, type ImageTools } from './images.js';
-import type { ApplyItem } from './apply.js';
+import type { ApplyItem } from '../app/apply.js';
 
 const D = `sha256:${'d'.repeat(64)}`;
 const local: ImageSettingsSpec = { defaultRegistry: '198.18.1.1:5000', hub: false };

@@ -15,7 +15,7 @@ import { buildAndPush } from '../images/build.js';
 import { operatorCredentials } from '../images/credentials.js';
 import { dockerode } from '../dockerode.js';
 import type { Store } from '../store/store.js';
-import type { ApplyItem } from './apply.js';
+import type { ApplyItem } from '../app/apply.js';
 import { readImageAccess } from '../app/registries.js';
 
 /** What to do with one service's image at apply. */

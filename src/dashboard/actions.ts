@@ -3,7 +3,7 @@
 import { formatDuration } from '../api/units.js';
 import { requestDrain } from '../app/drains.js';
 import { setCordon, uncordon } from '../app/nodes.js';
-import { requestAction, rollback } from '../cli/commands/rollout.js';
+import { requestAction, rollback } from '../app/rollouts.js';
 import { CliError } from '../app/errors.js';
 import type { Store } from '../store/store.js';
 import type { Timings } from '../timings.js';

@@ -1,7 +1,7 @@
 // Starting real etcd members as child processes: the embedded single member of `jaco up`, and
 // the members tests start on free loopback ports (one, or three for fault tests).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { binaryAnswers, spawnLogged, stopProcess } from './child.js';
+import { binaryAnswers, spawnLogged, stopProcess } from '../child.js';
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';

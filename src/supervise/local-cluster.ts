@@ -24,7 +24,7 @@ import { dockerode } from '../dockerode.js';
 import { portInUse, startEtcdMember, waitForEtcd, type EtcdMember } from './etcd.js';
 import { claimNetwork, createNetwork, destroyNetwork, inNetns, namespacesWith, networkTag, overlayInterface, planNetwork, type LocalNetwork } from './local-network.js';
 import { engineCommand, engineSpec, engineUrl, purgeEngine, removeEngineContainers, stopEngine, subdirectories, waitForEngine, type NodeEngineSpec } from './node-engine.js';
-import { spawnLogged, stopProcess } from './child.js';
+import { spawnLogged, stopProcess } from '../child.js';
 import { ensureClusterCa, issueCertificate } from '../pki/ca.js';
 import { issueClientTls, issueNodeTls } from '../pki/identity.js';
 import { startRegistry, waitForRegistry, type RegistryServer } from './registry.js';

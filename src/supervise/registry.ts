@@ -2,7 +2,7 @@
 // distribution registry 2.8) started as a child process with a config of its own — storage under
 // its directory, its listen address, optional TLS and htpasswd users — the way etcd.ts starts etcd.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { binaryAnswers, stopProcess } from './child.js';
+import { binaryAnswers, stopProcess } from '../child.js';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';

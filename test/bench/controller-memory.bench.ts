@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type OpGroup } from '../../src/store/writer.js';
 import { freePort } from '../../src/supervise/etcd.js';

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { schedulerController } from '../../controllers/scheduler/controller.js';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type ReplicaDesired, type ReplicaObserved } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import { setRootLogger } from '../../src/observability/log.js';
 import { startController } from '../../src/runtime/manager.js';
 import type { Store } from '../../src/store/store.js';

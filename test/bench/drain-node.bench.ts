@@ -12,7 +12,7 @@
 import { keys } from '../../src/api/keys.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { AuditEvent } from '../../src/api/types.js';
-import { deleteDeployments } from '../../src/cli/apply.js';
+import { deleteDeployments } from '../../src/app/apply.js';
 import { jaco } from '../support/cli.js';
 import { startCluster } from '../support/cluster.js';
 import { eventually } from '../support/wait.js';

@@ -25,7 +25,7 @@ import { keys } from '../../src/api/keys.js';
 import { replicaReady } from '../../src/api/readiness.js';
 import { specHash } from '../../src/api/spec.js';
 import type { ReplicaDesired, ReplicaObserved, RolloutPlan, ServiceSpec } from '../../src/api/types.js';
-import { applyDeployments, deleteDeployments } from '../../src/cli/apply.js';
+import { applyDeployments, deleteDeployments } from '../../src/app/apply.js';
 import { TestCluster } from '../support/cluster.js';
 
 const REPLICAS = 10;

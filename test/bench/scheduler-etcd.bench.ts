@@ -5,7 +5,7 @@
 // with fast timings, exactly as `jaco controller scheduler` runs it.
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type DeploymentSpec, type DeploymentStatus, type Heartbeat, type Node } from '../../src/api/types.js';
-import { applyDeployments, deleteDeployments } from '../../src/cli/apply.js';
+import { applyDeployments, deleteDeployments } from '../../src/app/apply.js';
 import { setRootLogger } from '../../src/observability/log.js';
 import type { Store } from '../../src/store/store.js';
 import { commitAtomic } from '../../src/store/writer.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { parseManifests, readSources } from '../../src/api/manifest.js';
 import type { Deployment } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd, uniquePrefix } from '../support/etcd.js';
 

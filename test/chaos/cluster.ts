@@ -20,7 +20,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat } from '../../src/api/types.js';
 import { freePort, startEtcdMember, waitForEtcd, type EtcdMember, type EtcdMemberSpec } from '../../src/supervise/etcd.js';
-import { spawnLogged } from '../../src/supervise/child.js';
+import { spawnLogged } from '../../src/child.js';
 import { clusterInfo } from '../../src/store/cluster.js';
 import { Store, withTimeout, type StoreOptions } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from '../support/cli.js';

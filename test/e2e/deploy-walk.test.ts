@@ -19,7 +19,7 @@ import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { Heartbeat, ReplicaDesired } from '../../src/api/types.js';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { stopProcess } from '../../src/supervise/child.js';
+import { stopProcess } from '../../src/child.js';
 import { DOCKER_CERTS_DIR, tearDown, type UpState } from '../../src/supervise/local-cluster.js';
 import { claimNetwork, createNetwork, NETNS_DIR, type LocalNetwork } from '../../src/supervise/local-network.js';
 import { engineCommand, engineSpec, engineUrl, waitForEngine, type NodeEngineSpec } from '../../src/supervise/node-engine.js';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
 import { ManifestError, parseManifests, readSources, type ManifestProblem } from '../../src/api/manifest.js';
 import type { Deployment } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import { composeSource, isComposeText, loadCompose } from '../../src/compose/load.js';
 import { TooLargeError } from '../../src/store/errors.js';
 import { jaco } from '../support/cli.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import type { Deployment, DeploymentSpec } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { WATCHABLE } from '../../src/runtime/watchable.js';
 import { templateOf } from '../../src/api/serving.js';

@@ -11,7 +11,7 @@ import { HollowFleet } from '../../controllers/hollow/fleet.js';
 import { keys } from '../../src/api/keys.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import type { DeploymentSpec, Heartbeat, RolloutPlan } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import { Manager } from '../../src/runtime/manager.js';
 import type { Store } from '../../src/store/store.js';
 import { FAST } from '../../src/timings.js';

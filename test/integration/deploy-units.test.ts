@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../../src/paths.js';
-import { stopProcess } from '../../src/supervise/child.js';
+import { stopProcess } from '../../src/child.js';
 import { NETNS_DIR } from '../../src/supervise/local-network.js';
 import { JACO_BIN } from '../support/cli.js';
 import { etcdTlsFiles, etcdUsers, type OperatorJaco } from '../support/deploy-steps.js';

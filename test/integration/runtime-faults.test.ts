@@ -9,7 +9,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type Deployment, type DeploymentSpec, type DeploymentStatus, type Heartbeat, type Node, type ReplicaDesired } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/cli/apply.js';
+import { applyDeployments } from '../../src/app/apply.js';
 import { setCordon } from '../../src/app/nodes.js';
 import { metrics } from '../../src/observability/metrics.js';
 import type { Act } from '../../src/runtime/acts.js';

@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { API_VERSION, type AuditEvent, type DeploymentSpec, type DeploymentStatus, type Endpoints, type Heartbeat, type Node, type PlacementDecision, type ReplicaCounter, type ReplicaDesired } from '../../src/api/types.js';
-import { applyDeployments, deleteDeployments } from '../../src/cli/apply.js';
+import { applyDeployments, deleteDeployments } from '../../src/app/apply.js';
 import type { Act } from '../../src/runtime/acts.js';
 import { startController } from '../../src/runtime/manager.js';
 import { metrics } from '../../src/observability/metrics.js';

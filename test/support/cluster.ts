@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { keys } from '../../src/api/keys.js';
 import { LABELS } from '../../src/api/labels.js';
-import { spawnLogged } from '../../src/supervise/child.js';
+import { spawnLogged } from '../../src/child.js';
 import { nodeReady } from '../../src/api/nodes.js';
 import { replicaRunning } from '../../src/api/readiness.js';
 import type { Heartbeat, ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';

@@ -10,9 +10,9 @@ import { composeFilesIn, composeFileVariable, composeModel, composeSource, isCom
 import { parseEnvFile } from '../../compose/interpolate.js';
 import type { Deployment } from '../../api/types.js';
 import { withDependencyHashes } from '../../api/spec.js';
-import { applyDeployments, deleteDeployments, type ApplyItem } from '../apply.js';
+import { applyDeployments, deleteDeployments, type ApplyItem } from '../../app/apply.js';
 import { prepareImages } from '../images.js';
-import { pinToStore } from '../apply-files.js';
+import { pinToStore } from '../../app/apply-files.js';
 import { placementPreview } from '../../app/placement-preview.js';
 import { action, CliError, withStore } from '../common.js';
 import { readKey, warnUnreadable } from '../../app/read.js';

@@ -6,45 +6,23 @@ import { stringify } from 'yaml';
 import { rolloutProgress, type RolloutProgress } from '../../app/controllers.js';
 import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
-import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan, RolloutPlanSpec } from '../../api/types.js';
-import { REQUEST_APPLIES_TO } from '../../api/reasons/rollout.js';
+import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan } from '../../api/types.js';
 import { minReadyAt } from '../../api/readiness.js';
-import { commitActs } from '../../store/writer.js';
 import { durationMs, formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
 import { REPLICAS } from '../../runtime/replicas.js';
 import type { Watchable } from '../../runtime/watchable.js';
-import type { Store, Versioned } from '../../store/store.js';
+import type { Store } from '../../store/store.js';
 import { prepareImages } from '../images.js';
-import { applyDeployments } from '../apply.js';
-import { readKey, readPrefix, unreadableRefusal, warnUnreadable } from '../../app/read.js';
+import { applyDeployments } from '../../app/apply.js';
+import { EXIT_ROLLOUT_TIMEOUT, mustGetDeployment, requestAction, revisionsOf, rollback, targetServices } from '../../app/rollouts.js';
 import { action, CliError, connect, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../../app/output.js';
 
 /** `jaco rollout status` exit codes: 0 rolled out, 1 aborted (or no such deployment), 2 etcd unreachable, 3 timed out. */
 export const EXIT_ROLLOUT_ABORTED = EXIT_INVALID;
-export const EXIT_ROLLOUT_TIMEOUT = 3;
-
-export async function revisionsOf(store: Store, name: string): Promise<DeploymentRevision[]> {
-  const { items, unreadable } = await readPrefix<DeploymentRevision>(store, { prefix: keys.revisions(name), kind: 'DeploymentRevision' });
-  warnUnreadable(unreadable);
-  return items.map((i) => i.value).sort((a, b) => a.spec.revision - b.spec.revision);
-}
-
-async function mustGetDeployment(store: Store, name: string): Promise<Versioned<Deployment>> {
-  const { value: d, unreadable } = await readKey<Deployment>(store, keys.deployment(name), 'Deployment');
-  if (unreadable) throw new CliError(unreadableRefusal(unreadable, `use deployment "${name}"`));
-  if (!d) throw new CliError(`deployment "${name}" not found`);
-  return d;
-}
-
-/** A service's rollout plan; one that cannot be read is named and treated as none. */
-async function rolloutPlanOf(store: Store, name: string, service: string): Promise<Versioned<RolloutPlan> | undefined> {
-  const { value, unreadable } = await readKey<RolloutPlan>(store, keys.rollout(name, service), 'RolloutPlan');
-  if (unreadable) warnUnreadable([unreadable]);
-  return value;
-}
+export { EXIT_ROLLOUT_TIMEOUT };
 
 function parseRevision(v: string): number {
   const n = Number(v);
@@ -182,25 +160,6 @@ function revisionDetail(name: string, revisions: DeploymentRevision[], n: number
   return out + `\nChanges from revision ${prev.spec.revision}:\n${diff || '  (none: the same spec)\n'}`;
 }
 
-// ---------------------------------------------------------------- rollback
-
-export async function rollback(store: Store, name: string, toRevision: number | undefined, dryRun: boolean): Promise<string> {
-  const cur = await mustGetDeployment(store, name);
-  const current = cur.value.metadata.generation ?? 1;
-  const revisions = await revisionsOf(store, name);
-  const n = toRevision ?? revisions.filter((r) => r.spec.revision < current).pop()?.spec.revision;
-  if (n === undefined) throw new CliError(`deployment "${name}" has no stored revision before ${current} to roll back to`);
-  const rec = revisions.find((r) => r.spec.revision === n);
-  if (!rec) throw new CliError(`revision ${n} of deployment "${name}" is not stored; stored: ${revisions.map((r) => r.spec.revision).join(', ')}`);
-  const [o] = await applyDeployments(
-    store,
-    [{ name, spec: rec.spec.template, labels: cur.value.metadata.labels, annotations: cur.value.metadata.annotations, cause: `rollback to revision ${n}` }],
-    { dryRun },
-  );
-  if (o!.result === 'unchanged') return `deployment/${name} skipped rollback: revision ${current} already has the spec of revision ${n}\n`;
-  return `deployment/${name} rolled back to revision ${n}${dryRun ? ' (dry run)' : ''} (now revision ${o!.revision}: ${o!.summary})\n`;
-}
-
 // ---------------------------------------------------------------- pause, resume, abort, restart
 
 /** DEPLOYMENT or DEPLOYMENT/SERVICE. */
@@ -209,70 +168,6 @@ function parseTarget(v: string): { name: string; service?: string } {
   if (!name || extra !== undefined || service === '') throw new CliError(`invalid target ${JSON.stringify(v)}: use DEPLOYMENT or DEPLOYMENT/SERVICE`);
   return service ? { name, service } : { name };
 }
-
-/** The services a target names: the one given (it must exist), or every service of the deployment. */
-function targetServices(dep: Versioned<Deployment>, target: { name: string; service?: string }): string[] {
-  if (target.service && !dep.value.spec.services[target.service]) throw new CliError(`deployment "${target.name}" has no service "${target.service}"`);
-  return target.service ? [target.service] : Object.keys(dep.value.spec.services).sort();
-}
-
-/** Whether the controller carried a request out (it clears one that does not apply, with a note). */
-const DONE: Record<RolloutAction, (p: RolloutPlanSpec) => boolean> = {
-  pause: (p) => p.state === 'paused',
-  resume: (p) => p.state !== 'paused',
-  abort: (p) => p.state === 'aborted',
-  promote: (p) => !!p.canary?.promotedAt,
-};
-
-/** Whether a request makes sense on this plan (the controller would only clear it with a note otherwise). */
-const applies = (action: RolloutAction, p: RolloutPlanSpec) => REQUEST_APPLIES_TO[action].includes(p.state) && (action !== 'promote' || (!!p.canary && !p.canary.promotedAt));
-
-/**
- * Writes the request on each matching plan (compare-and-swap; the rollout controller carries it
- * out and clears it), then waits up to `waitMs` for the controller to take it. Returns the lines to
- * print and the exit code.
- */
-export async function requestAction(store: Store, target: { name: string; service?: string }, action: RolloutAction, waitMs: number): Promise<{ text: string; code: number }> {
-  const services = targetServices(await mustGetDeployment(store, target.name), target);
-  const requested: string[] = [];
-  for (const service of services) {
-    for (let attempt = 0; ; attempt++) {
-      const cur = await rolloutPlanOf(store, target.name, service);
-      if (!cur || !applies(action, cur.value.spec)) break;
-      const value: RolloutPlan = { ...cur.value, spec: { ...cur.value.spec, request: { action, requestedAt: new Date().toISOString() } } };
-      const r = await commitActs(store, [{ label: `rollout ${action} ${target.name}/${service}`, ops: [{ op: 'update', key: cur.key, value, modRevision: cur.modRevision }] }]);
-      if (r.committed.length) {
-        requested.push(service);
-        break;
-      }
-      // The controller wrote the plan in between: read it again.
-      if (attempt >= 10) throw new CliError(`rollout of ${target.name}/${service} keeps changing; try again`);
-    }
-  }
-  if (!requested.length) {
-    const which = target.service ? `${target.name}/${target.service}` : `deployment "${target.name}"`;
-    const none = { resume: 'none is paused', promote: 'no rollout has canaries waiting', pause: 'none is in progress', abort: 'none is in progress' }[action];
-    throw new CliError(`${which} has no rollout to ${action} (${none}); see jaco rollout status ${target.name}`);
-  }
-  let text = requested.map((svc) => `${target.name}/${svc}: ${action} requested\n`).join('');
-  const deadline = Date.now() + waitMs;
-  const pending = new Set(requested);
-  while (waitMs > 0 && pending.size) {
-    for (const svc of [...pending]) {
-      const p = (await rolloutPlanOf(store, target.name, svc))?.value.spec;
-      if (!p || p.request) continue;
-      pending.delete(svc);
-      const done = DONE[action](p);
-      text += `${target.name}/${svc}: ${done ? pastTense(action) : `not ${pastTense(action)}`} (rollout to revision ${p.toRevision} ${p.state}${p.failureReason ? `: ${p.failureReason}` : ''}, step ${p.currentStep} of ${p.totalSteps})\n`;
-    }
-    if (!pending.size || Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  if (pending.size) return { text: text + `no rollout controller took the request for ${[...pending].join(', ')} within ${formatDuration(waitMs)}; it stays on the plan (is \`jaco controller rollout\` running?)\n`, code: EXIT_ROLLOUT_TIMEOUT };
-  return { text, code: EXIT_OK };
-}
-
-const pastTense = (a: RolloutAction) => ({ pause: 'paused', resume: 'resumed', abort: 'aborted', promote: 'promoted' })[a];
 
 /** A new revision with the same spec that replaces every replica of the service(s) (kubectl rollout restart). */
 async function restart(store: Store, target: { name: string; service?: string }): Promise<string> {

@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentSpec } from '../../api/types.js';
 import type { Store } from '../../store/store.js';
-import { applyDeployments, type ApplyOutcome } from '../apply.js';
+import { applyDeployments, type ApplyOutcome } from '../../app/apply.js';
 import { action, CliError, withStore } from '../common.js';
 
 /** The most replicas a service may ask for (the Deployment schema's maximum). */

@@ -1,5 +1,5 @@
 // jaco up / down: a local cluster on this machine (embedded etcd, controllers, simulated nodes).
-import { spawnLogged } from '../../supervise/child.js';
+import { spawnLogged } from '../../child.js';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';

@@ -11,8 +11,8 @@ import type { AuditRecord } from '../store/audit.js';
 import type { Store, Versioned } from '../store/store.js';
 import type { Unreadable } from '../store/reflector.js';
 import type { Op } from '../store/writer.js';
-import { readCut, readKey, readPrefix, unreadableIn, unreadableRefusal } from '../app/read.js';
-import { createdRecord, newConfig, newSecret, objectKey, removedRecord, type FileObject } from '../app/secrets.js';
+import { readCut, readKey, readPrefix, unreadableIn, unreadableRefusal } from './read.js';
+import { createdRecord, newConfig, newSecret, objectKey, removedRecord, type FileObject } from './secrets.js';
 
 /** An apply refused for its secrets or configs (a reference to nothing, a name taken by other content). */
 export class ApplyFilesError extends Error {

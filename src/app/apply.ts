@@ -8,7 +8,7 @@ import { summarizeChange } from '../api/change.js';
 import { publishedPortConflicts, replicaIdConflicts } from '../api/rules.js';
 import { isStateful, placementMode, sameDeploymentSpec, withDependencyHashes } from '../api/spec.js';
 import { templateOf } from '../api/serving.js';
-import { moveStartBytes } from '../app/controllers.js';
+import { moveStartBytes } from './controllers.js';
 import { DEFAULT_PORT_RANGE } from '../api/ports.js';
 import { API_VERSION, type Deployment, type DeploymentRevision, type DeploymentSpec, type NetworkConfig, type Node } from '../api/types.js';
 import { AuditLog } from '../store/audit.js';
@@ -19,7 +19,7 @@ import { applyGuards } from './apply-guards.js';
 import { PRODUCTION } from '../timings.js';
 import type { ComposeObject } from '../compose/map.js';
 import { ownedRemovals, planFiles, type FileOutcome } from './apply-files.js';
-import { readCut, readKey, unreadableIn, unreadableLines } from '../app/read.js';
+import { readCut, readKey, unreadableIn, unreadableLines } from './read.js';
 
 /** Revisions kept per deployment (older ones are deleted by the apply that adds a new one). */
 export const REVISION_HISTORY_LIMIT = 10;

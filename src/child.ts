@@ -1,5 +1,6 @@
-// Child processes jaco runs itself (etcd, the registry, a local cluster's agents and engines):
-// whether a program is installed, and how one is stopped — its signal, then SIGKILL after a grace.
+// Child processes jaco runs itself (etcd, the registry, a local cluster's agents and engines, an
+// agent's wireguard-go): whether a program is installed, how one is started with its output in a
+// log file, and how one is stopped — its signal, then SIGKILL after a grace.
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 
