@@ -745,6 +745,34 @@ describe('health and restarts', () => {
     w.pass();
     expect(eps().map((a) => a.replica)).toEqual(['d-web-0']);
   });
+
+  it('a ready copy on a NotReady node is the last resort: listed only while no copy on a Ready node is ready', () => {
+    const w = threeNodes();
+    w.deploy('d', { web: svc({ replicas: 2, ports: [8080] }) });
+    w.converge();
+    w.runAll();
+    w.pass();
+    const eps = () => w.get<Endpoints>(keys.endpoints('d', 'web'))!.spec.addresses.map((a) => a.replica);
+    const at = w.placement('d');
+    expect(at['d-web-0']).not.toBe(at['d-web-1']);
+    // Its heartbeat lapses: the copy on a Ready node takes all the traffic.
+    w.nodeDown(at['d-web-0']!);
+    w.pass();
+    expect(eps()).toEqual(['d-web-1']);
+    // That copy fails its health check: the one on the NotReady node is all there is.
+    w.observe('d-web-1', 'degraded', { code: 'unhealthy' });
+    w.pass();
+    expect(eps()).toEqual(['d-web-0']);
+    // It recovers: traffic goes back to the Ready node only.
+    w.observe('d-web-1', 'running');
+    w.pass();
+    expect(eps()).toEqual(['d-web-1']);
+    // A copy that is not ready is never listed, on any node.
+    w.observe('d-web-0', 'degraded', { code: 'unhealthy' });
+    w.observe('d-web-1', 'degraded', { code: 'unhealthy' });
+    w.pass();
+    expect(eps()).toEqual([]);
+  });
 });
 
 describe('node lost', () => {

@@ -1,7 +1,13 @@
 // endpoints/<dep>/<svc>: the copies that are ready (replicaReady) on Ready nodes, with the address
 // and ports each is reached at (a host-network copy: its node's address and host ports; a
-// cluster-network one: its own address and container ports) — what an ingress routes to. Compared in place with the stored list, so an idle pass
-// allocates nothing here.
+// cluster-network one: its own address and container ports) — what an ingress routes to.
+// Compared in place with the stored list, so an idle pass allocates nothing here.
+//
+// A copy on a NotReady node serves as the last resort: it stays while the service has no ready
+// copy on a Ready node. A lapsed heartbeat says the agent was not heard from, not that the
+// container stopped (a stalled host, a busy store, a cut control link): taking the only copy of a
+// database out of routing then turns "maybe reachable" into "certainly not". Where a copy on a
+// Ready node is ready, traffic goes there only; the ingress's health checks judge the last resort.
 import { keys } from '../../src/api/keys.js';
 import { endpointPortsOf } from '../../src/api/ports.js';
 import { bareAddress } from '../../src/api/network.js';
@@ -15,9 +21,11 @@ export function endpoints(pass: SchedulerPass, dep: string, svc: string, kept: R
   const stored = cur?.value.spec.addresses;
   let addresses: EndpointAddress[] | undefined = stored ? undefined : [];
   let n = 0;
+  const serving = (c: ReplicaEntry['copies'][number]) => c.modRevision !== 0 && c.observed?.status.state === 'running' && readyMemo(c.desired, c.observed, pass.now);
+  const onReadyNode = kept.some((e) => e.copies.some((c) => pass.ready(c.desired.spec.node) && serving(c)));
   for (const e of kept)
     for (const c of e.copies) {
-      if (c.modRevision === 0 || c.observed?.status.state !== 'running' || !pass.ready(c.desired.spec.node) || !readyMemo(c.desired, c.observed, pass.now)) continue;
+      if ((onReadyNode && !pass.ready(c.desired.spec.node)) || !serving(c)) continue;
       const node = c.desired.spec.node;
       const { byName, ports } = hostPortsMemo(c.desired);
       // A cluster-network copy is reached at its own address, a host-network one at its node's.
