@@ -117,6 +117,20 @@ describe('decide', () => {
     expect(decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001)], drain.next), T + 500).ops).toEqual([{ op: 'ready', backend: 'be_app_web_http', server: S1 }]);
   });
 
+  it('a drained server with connections still on it is deleted when they end: asked again every 500 ms, cut only past the drain limit', () => {
+    const held = (heldAt: number) => running({ [S1]: { addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1', state: 'drain' as const, since: T, heldAt } });
+    // HAProxy refused the deletion at T + 2000 (a slow request under way): the next try is 500 ms on.
+    expect(decide(snapshot([], held(T + 2000)), T + 2100)).toMatchObject({ ops: [], wakeAt: T + 2500 });
+    expect(decide(snapshot([], held(T + 2000)), T + 2500).ops).toEqual([{ op: 'remove', backend: 'be_app_web_http', server: S1 }]);
+    // Past the drain limit (60 s by default) the connections are cut with it.
+    expect(decide(snapshot([], held(T + 59_900)), T + 60_000).ops).toEqual([{ op: 'remove', backend: 'be_app_web_http', server: S1, cut: true }]);
+    expect(decide(snapshot([], held(T + 59_900)), T + 59_999)).toMatchObject({ ops: [], wakeAt: T + 60_000 });
+    // Back in endpoints while held (in maintenance): ready again.
+    const back = decide(snapshot([ep('app-web-0', 'node-1', '127.0.1.1', 20001)], held(T + 2000)), T + 2100);
+    expect(back.ops).toEqual([{ op: 'ready', backend: 'be_app_web_http', server: S1 }]);
+    expect(back.next.servers.get('be_app_web_http')!.get(S1)).toEqual({ addr: '127.0.1.1', port: 20001, replica: 'app-web-0', node: 'node-1', state: 'ready', since: T + 2100 });
+  });
+
   it('a replica moved to another port or node is a new server: the new one is added before the old one drains, whichever name sorts first', () => {
     const at = (node: string, port: number) => ({ addr: `127.0.1.${node.slice(-1)}`, port, replica: 'app-web-0', node, state: 'ready' as const, since: T });
     // The old copy's name sorts first (node-1 < node-2): still added, then drained — never a moment without a server.
@@ -137,6 +151,8 @@ describe('decide', () => {
 
   it('runtime API commands: a dynamic server starts in maintenance with checks off; removal goes through maintenance', () => {
     expect(commandsOf({ op: 'add', backend: 'b', server: 's', addr: '127.0.1.2', port: 2 }, 'check')).toEqual(['add server b/s 127.0.1.2:2 check', 'enable health b/s', 'set server b/s health up', 'set server b/s state ready']);
-    expect(commandsOf({ op: 'remove', backend: 'b', server: 's' }, 'check')).toEqual(['set server b/s state maint', 'shutdown sessions server b/s', 'del server b/s']);
+    // Connections still on it keep it (HAProxy refuses the deletion); only past the drain limit are they cut.
+    expect(commandsOf({ op: 'remove', backend: 'b', server: 's' }, 'check')).toEqual(['set server b/s state maint', 'del server b/s']);
+    expect(commandsOf({ op: 'remove', backend: 'b', server: 's', cut: true }, 'check')).toEqual(['set server b/s state maint', 'shutdown sessions server b/s', 'del server b/s']);
   });
 });

@@ -2,7 +2,8 @@
 // services → what HAProxy on this node should route, as a diff against what it routes now. The
 // frontend set (a port, a service) changes by a reload with the skeleton config; servers change
 // through the runtime API only: added when a replica is in endpoints, drained when it leaves,
-// then (after the drain period) put in maintenance and deleted. No I/O, clock as `now`.
+// then (after the drain period) put in maintenance and deleted once its connections have ended —
+// cut only past the drain limit. No I/O, clock as `now`.
 import { normalizePorts, portMode, publishedPorts } from '../../src/api/ports.js';
 import type { Deployment, Endpoints } from '../../src/api/types.js';
 import { backendName, serverName, type Route, type ServerAddr } from './haproxy.js';
@@ -20,6 +21,8 @@ export interface RoutedServer extends ServerAddr {
   state: ServerState;
   /** When it entered its state. */
   since: number;
+  /** A drained server HAProxy would not delete yet (connections still on it): when it said so. */
+  heldAt?: number;
 }
 
 /** What HAProxy routes, as the ingress made it (the shell's record of what landed). */
@@ -48,7 +51,8 @@ export type RuntimeOp =
   | { op: 'add'; backend: string; server: string; addr: string; port: number }
   | { op: 'ready'; backend: string; server: string }
   | { op: 'drain'; backend: string; server: string }
-  | { op: 'remove'; backend: string; server: string };
+  /** `cut`: past the drain limit, the connections still on it are shut down first. */
+  | { op: 'remove'; backend: string; server: string; cut?: boolean };
 
 export interface IngressPlan {
   /** A new skeleton config: the frontend set or the address changed, or HAProxy's state is unknown. */
@@ -63,9 +67,17 @@ export interface IngressPlan {
 export interface IngressConfig {
   /** How long a server leaving routing drains (no new requests) before it is deleted. */
   drainMs: number;
+  /**
+   * How long a drained server's connections may outlive the drain period: its deletion waits for
+   * them to end (a slow request finishes), and past this they are shut down.
+   */
+  drainLimitMs: number;
 }
 
-export const DEFAULT_INGRESS_CONFIG: IngressConfig = { drainMs: 2000 };
+export const DEFAULT_INGRESS_CONFIG: IngressConfig = { drainMs: 2000, drainLimitMs: 60_000 };
+
+/** How soon a deletion HAProxy refused (connections still on the server) is tried again. */
+export const HELD_RETRY_MS = 500;
 
 /**
  * Every published port of every deployment, in (deployment, service, port) order; a port claimed
@@ -167,7 +179,8 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
       } else if (w && c!.state === 'drain') {
         // Back in endpoints before it was deleted (a health blip that healed): route to it again.
         ops.push({ op: 'ready', backend: b, server: name });
-        out.set(name, { ...c!, state: 'ready', since: now });
+        const { heldAt: _held, ...routed } = c!;
+        out.set(name, { ...routed, state: 'ready', since: now });
       } else if (w) {
         out.set(name, c!);
       } else if (c!.state === 'ready') {
@@ -175,11 +188,16 @@ export function decide(s: IngressSnapshot, now: number, cfg: IngressConfig = DEF
         ops.push({ op: 'drain', backend: b, server: name });
         out.set(name, { ...c!, state: 'drain', since: now });
         wakeAt = Math.min(wakeAt ?? Infinity, now + cfg.drainMs);
-      } else if (now >= c!.since + cfg.drainMs) {
-        ops.push({ op: 'remove', backend: b, server: name });
       } else {
-        out.set(name, c!);
-        wakeAt = Math.min(wakeAt ?? Infinity, c!.since + cfg.drainMs);
+        // Drained: deleted after the drain period once no connection is left on it (HAProxy refuses
+        // the deletion before: the shell keeps it, marked held), with its connections cut past the limit.
+        const cut = now >= c!.since + cfg.drainLimitMs;
+        const due = cut ? now : Math.max(c!.since + cfg.drainMs, (c!.heldAt ?? -Infinity) + HELD_RETRY_MS);
+        if (now >= due) ops.push({ op: 'remove', backend: b, server: name, ...(cut ? { cut } : {}) });
+        else {
+          out.set(name, c!);
+          wakeAt = Math.min(wakeAt ?? Infinity, due, c!.since + cfg.drainLimitMs);
+        }
       }
     }
     next.set(b, out);
@@ -210,6 +228,6 @@ export function commandsOf(o: RuntimeOp, check: string): string[] {
     case 'drain':
       return [`set server ${id} state drain`];
     case 'remove':
-      return [`set server ${id} state maint`, `shutdown sessions server ${id}`, `del server ${id}`];
+      return [`set server ${id} state maint`, ...(o.cut ? [`shutdown sessions server ${id}`] : []), `del server ${id}`];
   }
 }

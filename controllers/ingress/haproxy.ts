@@ -195,10 +195,18 @@ export function runtimeCommand(socket: string, command: string, timeoutMs = 5000
 
 /** What HAProxy answers to a command that worked: nothing, or one of these. */
 const OK_ANSWER = /^(|New server registered\.|Server deleted\.)$/;
+/** Its refusal to delete a server that connections are still on (in maintenance, it gets no new ones). */
+const STILL_CONNECTED = /^Server still has connections attached to it/;
 
-export async function runtimeOk(socket: string, command: string): Promise<void> {
+/**
+ * Sends a command that must work; `held` when HAProxy refused to delete a server because
+ * connections are still on it (asked again later), any other answer is an error.
+ */
+export async function runtimeOk(socket: string, command: string): Promise<'ok' | 'held'> {
   const a = await runtimeCommand(socket, command);
-  if (!OK_ANSWER.test(a)) throw new RuntimeApiError(`${command}: ${a}`);
+  if (OK_ANSWER.test(a)) return 'ok';
+  if (command.startsWith('del server ') && STILL_CONNECTED.test(a)) return 'held';
+  throw new RuntimeApiError(`${command}: ${a}`);
 }
 
 /** The worker's pid from `show info` (changes when a reload's new worker takes the socket). */

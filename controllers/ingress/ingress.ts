@@ -14,7 +14,7 @@ import { Manager } from '../../src/runtime/manager.js';
 import type { ControllerSpec, PassResult, Runner } from '../../src/runtime/runner.js';
 import type { Store } from '../../src/store/store.js';
 import type { Timings } from '../../src/timings.js';
-import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, serviceRoutesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot } from './decide.js';
+import { commandsOf, decide, DEFAULT_INGRESS_CONFIG, routesOf, serviceRoutesOf, wantedServers, type HaproxyView, type IngressConfig, type IngressPlan, type IngressSnapshot, type RuntimeOp } from './decide.js';
 import { availableParallelism } from 'node:os';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -36,7 +36,7 @@ export const ingressMetrics = {
   routes: new Gauge({ name: 'jaco_ingress_routes', help: 'Published ports this ingress answers on', registers }),
   servers: new Gauge({ name: 'jaco_ingress_servers', help: 'Servers (replica copies) in the backends, by state (ready, drain)', labelNames: ['state'], registers }),
   reloads: new Counter({ name: 'jaco_ingress_reloads_total', help: 'HAProxy configuration loads (start, a changed frontend set, recovery), by result', labelNames: ['result'], registers }),
-  commands: new Counter({ name: 'jaco_ingress_runtime_commands_total', help: 'Runtime API commands sent to HAProxy, by op and result', labelNames: ['op', 'result'], registers }),
+  commands: new Counter({ name: 'jaco_ingress_runtime_commands_total', help: 'Runtime API ops sent to HAProxy, by op and result (ok, failed, held: a drained server HAProxy would not delete yet, connections still on it)', labelNames: ['op', 'result'], registers }),
   requests: new Gauge({ name: 'jaco_ingress_requests_total', help: 'Requests HAProxy answered, per backend (from its own counters)', labelNames: ['backend'], registers }),
   unbound: new Gauge({ name: 'jaco_ingress_unbound_frontends', help: 'Frontends HAProxy could not bind (a port held by another process, an address the node lacks), left out until retried', registers }),
   errors: new Gauge({ name: 'jaco_ingress_errors_total', help: 'Connection and response errors and 5xx answers, per backend (from its own counters)', labelNames: ['backend'], registers }),
@@ -254,6 +254,23 @@ export class Ingress {
     this.lastNotes = text;
   }
 
+  /**
+   * The servers after a plan, with each one whose deletion HAProxy refused (connections still on
+   * it) kept, in maintenance, marked held: the next passes ask again until they have ended.
+   */
+  private withHeld(servers: IngressPlan['next']['servers'], held: readonly RuntimeOp[]): IngressPlan['next']['servers'] {
+    if (!held.length) return servers;
+    const out = new Map([...servers].map(([b, m]) => [b, new Map(m)]));
+    const now = Date.now();
+    for (const o of held) {
+      const was = this.view.servers.get(o.backend)?.get(o.server);
+      if (!was) continue;
+      if (was.heldAt === undefined) this.opts.log.info({ backend: o.backend, server: o.server }, 'server drained, connections still on it: deleted when they end');
+      out.get(o.backend)?.set(o.server, { ...was, heldAt: now });
+    }
+    return out;
+  }
+
   private async carryOut(plan: IngressPlan): Promise<void> {
     const log = this.opts.log;
     this.logNotes(plan);
@@ -266,17 +283,20 @@ export class Ingress {
         const bound = plan.reload.routes.filter((r) => !this.unbound.has(frontendName(r)));
         log.info({ routes: bound.map((r) => `${address}:${r.published} → ${r.deployment}/${r.service}`) }, 'haproxy configured');
       }
+      const held: RuntimeOp[] = [];
       for (const o of plan.ops) {
         try {
-          for (const c of commandsOf(o, SERVER_CHECK)) await runtimeOk(this.haproxy.socket, c);
-          ingressMetrics.commands.inc({ op: o.op, result: 'ok' });
-          log.info({ backend: o.backend, server: o.server, op: o.op }, `server ${o.op}`);
+          let result: 'ok' | 'held' = 'ok';
+          for (const c of commandsOf(o, SERVER_CHECK)) result = await runtimeOk(this.haproxy.socket, c);
+          ingressMetrics.commands.inc({ op: o.op, result });
+          if (result === 'held') held.push(o);
+          else log.info({ backend: o.backend, server: o.server, op: o.op }, `server ${o.op}${o.op === 'remove' && o.cut ? ' (its connections cut: past the drain limit)' : ''}`);
         } catch (e) {
           ingressMetrics.commands.inc({ op: o.op, result: 'failed' });
           throw e;
         }
       }
-      this.view = plan.next;
+      this.view = { ...plan.next, servers: this.withHeld(plan.next.servers, held) };
     } catch (e) {
       if (plan.reload) ingressMetrics.reloads.inc({ result: 'failed' });
       // HAProxy's state is not known any more: the next pass configures it from the whole picture.

@@ -15,6 +15,7 @@ interface IngressFlags {
   dataDir: string;
   metricsAddr: string;
   drainPeriod: string;
+  drainLimit: string;
   haproxy?: string;
   serviceAddresses: boolean;
 }
@@ -38,21 +39,25 @@ export function registerIngress(program: Command): void {
     .option('--data-dir <dir>', "where HAProxy's config and runtime-API socket live (a directory per node under it)", '.jaco/ingress')
     .option('--metrics-addr <addr>', 'serve /metrics and /healthz here (port 0: any free port, logged)', '127.0.0.1:9466')
     .option('--drain-period <duration>', 'how long a server leaving routing drains before it is deleted', '2s')
+    .option('--drain-limit <duration>', 'how long connections still on a drained server may run on before they are cut', '60s')
     .option('--haproxy <path>', 'the haproxy binary (env JACO_HAPROXY; default: haproxy on PATH)')
     .option('--no-service-addresses', "do not answer services' own addresses (several ingresses sharing one network namespace: simulated nodes)")
     .addHelpText('after', EXAMPLES)
     .action(
       action(async (f: IngressFlags, cmd: Command) => {
-        let drainMs: number;
-        try {
-          drainMs = durationMs(f.drainPeriod);
-        } catch (e) {
-          throw new CliError(`--drain-period: ${(e as Error).message}`);
-        }
+        const duration = (flag: string, v: string) => {
+          try {
+            return durationMs(v);
+          } catch (e) {
+            throw new CliError(`${flag}: ${(e as Error).message}`);
+          }
+        };
+        const drainMs = duration('--drain-period', f.drainPeriod);
+        const drainLimitMs = duration('--drain-limit', f.drainLimit);
         const timings = timingsOf(cmd);
         const store = storeOf(cmd);
         const log = logger('ingress', { node: f.node });
-        const ingress = new Ingress({ node: f.node, store, timings, log, dir: join(resolve(f.dataDir), f.node), config: { drainMs }, haproxyBinary: f.haproxy, serviceAddresses: f.serviceAddresses });
+        const ingress = new Ingress({ node: f.node, store, timings, log, dir: join(resolve(f.dataDir), f.node), config: { drainMs, drainLimitMs }, haproxyBinary: f.haproxy, serviceAddresses: f.serviceAddresses });
         const { server, url } = await serveObservability(f.metricsAddr, () => ingress.health());
         await ingress.start();
         log.info({ metrics: `${url}/metrics`, healthz: `${url}/healthz`, dir: ingress.haproxy.dir }, 'ingress running');
