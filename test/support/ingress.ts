@@ -71,7 +71,8 @@ export async function backendStat(socket: string, backend: string): Promise<Serv
 /**
  * A bounded request loop: `concurrency` sequential loops against `url` until stopped or `max`
  * requests are sent in all. A failure is a non-200 answer (with its body: what the
- * server said went wrong) or a network error; `seen` holds the bodies of the answers (trimmed).
+ * server said went wrong) or a network error, each with the time it was sent (to read beside the
+ * cluster's logs); `seen` holds the bodies of the answers (trimmed).
  */
 export function requestLoop(url: string, max: number, concurrency = 1) {
   let stop = false;
@@ -81,16 +82,17 @@ export function requestLoop(url: string, max: number, concurrency = 1) {
   const loop = async () => {
     while (!stop && sent < max) {
       sent++;
+      const at = new Date().toISOString();
       try {
         // A bound on a hang (a dropped or black-holed connection), not on speed: an answer that
         // comes is not a failure however slow the loaded machine made it (the app e2e's requests go
         // through nginx, a CGI, redis and postgres beside eight exec health checks a second).
         const r = await fetch(url, { signal: AbortSignal.timeout(15_000) });
         const body = (await r.text()).trim();
-        if (r.status !== 200) failures.push(`HTTP ${r.status} ${body.slice(0, 300)}`.trimEnd());
+        if (r.status !== 200) failures.push(`${at} HTTP ${r.status} ${body.slice(0, 300)}`.trimEnd());
         else seen.add(body);
       } catch (e) {
-        failures.push((e as Error).message);
+        failures.push(`${at} ${(e as Error).message}`);
       }
     }
   };

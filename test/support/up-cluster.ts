@@ -1,7 +1,7 @@
 // A local cluster of separate hosts started the way an operator starts one: `jaco up` (fast
 // timings) on a throwaway data directory and free ports, each node its own network namespace and
 // Docker engine. stop() is `jaco down --purge`; the e2e global teardown purges any the run left.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -107,7 +107,14 @@ export class UpCluster {
     try {
       return await fn();
     } catch (e) {
-      throw new Error(`${(e as Error).message}\n${this.logs()}`);
+      // The whole logs outlive the cluster's purge, for reading beside the failure's times.
+      const kept = join(tmpdir(), `jaco-up-logs-${Date.now()}`);
+      try {
+        cpSync(join(this.dataDir, 'logs'), kept, { recursive: true });
+      } catch {
+        /* no logs yet */
+      }
+      throw new Error(`${(e as Error).message}\n(whole logs kept in ${kept})\n${this.logs()}`);
     }
   }
 
