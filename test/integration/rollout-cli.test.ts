@@ -2,7 +2,8 @@
 // etcd, with the rollout controller running in this process. No Docker: the test writes what the
 // scheduler (desired keys) and the node-agents (observed state, heartbeats) would — a replica
 // becomes ready 300 ms after its desired spec changes, except images named "…/slow:…", which never
-// do — so every path of the requests is checked exactly.
+// do (and are given a step timeout longer than any case) — so every path of the requests is
+// checked exactly, whatever the machine's speed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutController } from '../../controllers/rollout/index.js';
 import { keys } from '../../src/api/keys.js';
@@ -29,7 +30,10 @@ import { eventually } from '../support/wait.js';
 const etcd = useTestEtcd();
 const NODES = ['node-1', 'node-2', 'node-3'];
 const HC = { test: ['CMD', 'true'], interval: '1s' };
-const web = (image: string): ServiceSpec => ({ image, replicas: 3, healthcheck: HC });
+// A "slow" image never becomes ready: its step must not time out while a case is still asking
+// things of its rollout, however long the loaded machine takes to run the CLI (a step timeout is
+// not what these cases test).
+const web = (image: string): ServiceSpec => ({ image, replicas: 3, healthcheck: HC, ...(image.includes('/slow:') ? { update: { stepTimeout: '30m' } } : {}) });
 const manifest = (services: Record<string, ServiceSpec>) => JSON.stringify({ apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'app' }, spec: { services } });
 
 let store: Store;
