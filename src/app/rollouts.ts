@@ -114,7 +114,9 @@ export async function requestAction(store: Store, target: { name: string; servic
     if (!pending.size || Date.now() >= deadline) break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  if (pending.size) return { text: text + `no rollout controller took the request for ${[...pending].join(', ')} within ${formatDuration(waitMs)}; it stays on the plan (is \`jaco controller rollout\` running?)\n`, code: EXIT_ROLLOUT_TIMEOUT };
+  // Not waited for (--wait 0, the dashboard's way: its page shows the plan change as it comes):
+  // requested is all there is to say.
+  if (pending.size && waitMs > 0) return { text: text + `no rollout controller took the request for ${[...pending].join(', ')} within ${formatDuration(waitMs)}; it stays on the plan (is \`jaco controller rollout\` running?)\n`, code: EXIT_ROLLOUT_TIMEOUT };
   return { text, code: EXIT_OK };
 }
 

@@ -176,6 +176,10 @@ describe('jaco rollout restart', () => {
     await eventually(async () => (await plan())?.state === 'in_progress' && (await plan())?.toRevision !== undefined && (await plan())!.currentStep >= 1, { what: 'rollout to slow:3 started' });
     await controller!.stop();
     controller = undefined;
+    // Not waiting (--wait 0, as the dashboard asks): requested, and nothing claimed about the controller.
+    const asked = await cli(['rollout', 'pause', 'app', '--wait', '0']);
+    expect(asked.stdout).toBe('app/web: pause requested\n');
+    expect(asked.code).toBe(0);
     const r = await cli(['rollout', 'pause', 'app', '--wait', '1s']);
     expect(r.code).toBe(3);
     expect(r.stdout).toContain('no rollout controller took the request for web within 1s; it stays on the plan');

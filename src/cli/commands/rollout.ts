@@ -185,6 +185,8 @@ async function restart(store: Store, target: { name: string; service?: string })
 }
 
 function parseWait(v: string): number {
+  // A bare 0, as the help and the dashboard's commands say it ("--wait 0"), is not a duration.
+  if (v.trim() === '0') return 0;
   try {
     return durationMs(v);
   } catch {
