@@ -7,7 +7,7 @@ import { LABELS } from '../../src/api/labels.js';
 import { templateOf } from '../../src/api/serving.js';
 import type { ReplicaDesiredSpec, ServiceSpec } from '../../src/api/types.js';
 import { containerName, createOptions, fileMounts, imageWithTag, ownerLabels, volumeName } from './container-spec.js';
-import { stopTimeoutSec } from '../../src/api/spec.js';
+import { deregistrationMs, stopTimeoutSec } from '../../src/api/spec.js';
 import { factsFromInspect, portsOf } from './facts.js';
 
 const owner = { clusterUid: '0123456789abcdef-uid', node: 'node-2' };
@@ -57,6 +57,8 @@ describe('createOptions', () => {
       [LABELS.replica]: 'shop-api-4',
       [LABELS.specHash]: full.specHash,
       [LABELS.revision]: '3',
+      // Its ports are routed (its service address): out of routing 5 s before a stop.
+      [DEREGISTRATION_LABEL]: '5000',
     });
     expect(ownerLabels(owner)).toEqual([`${LABELS.cluster}=${owner.clusterUid}`, `${LABELS.node}=node-2`]);
   });
@@ -73,10 +75,18 @@ describe('createOptions', () => {
     const c = createOptions(d, { ...owner, address: '127.0.1.2' });
     expect(c.Env).toEqual(expect.arrayContaining(['PORT=20123', 'JACO_PORT_HTTP=20123', 'JACO_PORT_ADMIN_UI=20999', 'JACO_PORT_P7000=7000', 'JACO_NODE_ADDRESS=127.0.1.2']));
     expect(Object.keys(c.ExposedPorts!)).toEqual(['20123/tcp', '20999/tcp', '7000/tcp']);
-    // A published port means an ingress routes to it: 5 s out of routing before a stop, unless the service says otherwise.
+    // A TCP port means an ingress routes to it (a published port on every node, every port on the
+    // service address its name resolves to): 5 s out of routing before a stop, unless the service says otherwise.
     expect(c.Labels![DEREGISTRATION_LABEL]).toBe('5000');
-    expect(createOptions(spec({ image: 'x', ports: [{ containerPort: 80, published: 1 }], deregistrationDelay: '250ms' }), owner).Labels![DEREGISTRATION_LABEL]).toBe('250');
-    expect(createOptions(spec({ image: 'x', ports: [8080] }), owner).Labels![DEREGISTRATION_LABEL]).toBeUndefined();
+    const label = (s: Parameters<typeof spec>[0]) => createOptions(spec(s), owner).Labels![DEREGISTRATION_LABEL];
+    expect(label({ image: 'x', ports: [{ containerPort: 80, published: 1 }], deregistrationDelay: '250ms' })).toBe('250');
+    expect(label({ image: 'x', ports: [8080] })).toBe('5000');
+    // On the cluster network, the ports its image declares are its name's too (compose apps reached by name, no ports listed).
+    expect(deregistrationMs({ image: 'x', network: 'cluster', imagePorts: [5432] })).toBe(5000);
+    // Reached by no ingress: no port at all, or UDP only; or a delay of its own of none.
+    expect(label({ image: 'x' })).toBeUndefined();
+    expect(label({ image: 'x', ports: [{ containerPort: 53, protocol: 'udp' }] })).toBeUndefined();
+    expect(label({ image: 'x', ports: [8080], deregistrationDelay: '0s' })).toBeUndefined();
   });
 
   it('host networking, no Docker restarts, CPU and memory limits, GPUs as device requests', () => {

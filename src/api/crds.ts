@@ -186,7 +186,7 @@ const serviceSchema: Schema = obj(
         ],
       } as Schema,
     ),
-    deregistrationDelay: duration('How long a replica is out of routing before its container is stopped (default 5s with published ports, else 0s).'),
+    deregistrationDelay: duration('How long a replica is out of routing before its container is stopped (default 5s for a service with a TCP port — an ingress routes to it, published or on its service address — else 0s).'),
     healthcheck: obj(
       {
         test: arr(str(), { minItems: 2, description: '["CMD", arg, …] or ["CMD-SHELL", command]: run by Docker inside the container. One of test, http, tcp.' }),

@@ -6,7 +6,7 @@
 import type { PortRange, PortSpec, ReplicaDesiredSpec, ServiceSpec } from './types.js';
 
 export const DEFAULT_PORT_RANGE: PortRange = { min: 20000, max: 32767 };
-/** The deregistration delay of a service with published ports when it declares none. */
+/** The deregistration delay of a service an ingress routes to (one with a TCP port) when it declares none. */
 export const DEFAULT_DEREGISTRATION_DELAY = '5s';
 
 /** A port in one shape: a short-form number is a fixed host port of the same number. */
@@ -96,8 +96,9 @@ export function dynamicPortNames(spec: Pick<ServiceSpec, 'ports' | 'network'>): 
     .map((p) => p.name);
 }
 
-export function hasPublished(spec: Pick<ServiceSpec, 'ports'>): boolean {
-  return (spec.ports ?? []).some((p) => typeof p !== 'number' && p.published !== undefined);
+/** Whether an ingress routes to the service: it has a TCP port (published, or on its service address). */
+export function routedPorts(spec: Pick<ServiceSpec, 'ports' | 'network' | 'imagePorts'>): boolean {
+  return normalizePorts(spec).some((p) => p.protocol === 'tcp');
 }
 
 /**

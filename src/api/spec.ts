@@ -3,7 +3,7 @@
 // quantities and durations normalised), so cosmetic edits do not flip it while semantic ones do.
 import { createHash } from 'node:crypto';
 import type { DeploymentSpec, PlacementMode, ServiceSpec, UpdateOrder, VolumeMount } from './types.js';
-import { canonicalPorts, DEFAULT_DEREGISTRATION_DELAY, hasPublished } from './ports.js';
+import { canonicalPorts, DEFAULT_DEREGISTRATION_DELAY, routedPorts } from './ports.js';
 import { canonicalFiles } from './files.js';
 import { cpuMillis, durationMs, memoryBytes } from './units.js';
 
@@ -174,9 +174,14 @@ export function stopTimeoutSec(t: ServiceSpec): number {
   return Math.ceil(durationMs(t.stopGracePeriod ?? SERVICE_DEFAULTS.stopGracePeriod) / 1000);
 }
 
-/** A service's deregistration delay: its own, else 5 s when it publishes a port (the ingress routes to it), else none. */
+/**
+ * A service's deregistration delay: its own, else 5 s when an ingress routes to it, else none.
+ * Every TCP port is routed: a published one on every node's ingress, and each of the service's
+ * own ports (listed, or declared by its image on the cluster network) on its service address, the
+ * address its name resolves to. A service with no port is reached by nobody through an ingress.
+ */
 export function deregistrationMs(t: ServiceSpec): number {
-  return durationMs(t.deregistrationDelay ?? (hasPublished(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
+  return durationMs(t.deregistrationDelay ?? (routedPorts(t) ? DEFAULT_DEREGISTRATION_DELAY : '0s'));
 }
 
 /**

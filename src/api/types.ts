@@ -264,7 +264,7 @@ export interface ServiceSpec {
   resources?: Resources;
   /** A number is a fixed host port (the short form); the long form may leave the host port to the scheduler (src/api/ports.ts). */
   ports?: (number | PortSpec)[];
-  /** How long a replica leaves routing before its container is stopped (default 5s with published ports, else 0s). */
+  /** How long a replica leaves routing before its container is stopped (default 5s for a service with a TCP port — an ingress routes to it, published or on its service address — else 0s). */
   deregistrationDelay?: string;
   healthcheck?: HealthCheck;
   stopSignal?: string;
