@@ -86,7 +86,7 @@ export function requestLoop(url: string, max: number, concurrency = 1) {
       try {
         // A bound on a hang (a dropped or black-holed connection), not on speed: an answer that
         // comes is not a failure however slow the loaded machine made it (the app e2e's requests go
-        // through nginx, a CGI, redis and postgres beside eight exec health checks a second).
+        // through nginx, a CGI, redis and postgres beside the containers' exec health checks).
         const r = await fetch(url, { signal: AbortSignal.timeout(15_000) });
         const body = (await r.text()).trim();
         if (r.status !== 200) failures.push(`${at} HTTP ${r.status} ${body.slice(0, 300)}`.trimEnd());
