@@ -181,10 +181,14 @@ export async function createNetwork(net: LocalNetwork): Promise<void> {
  * its veth ends, and with them their peers). Idempotent: what is already gone is skipped. The
  * overlay's WireGuard interfaces go first: a wireguard-go outlives its agent, and a process still
  * in a namespace keeps it alive after `ip netns delete`; it exits when its interface is deleted.
+ * Then whatever still runs in a namespace is killed: after a crash, the processes the cluster's
+ * children started (an ingress's HAProxy) outlive the children `jaco down` killed. Nothing but the
+ * cluster runs in the namespaces it made.
  */
 export async function destroyNetwork(tag: string): Promise<string[]> {
   const gone: string[] = [];
   for (const ns of await namespacesWith(`${tag}-`)) await deleteTunnels(ns);
+  for (const ns of await namespacesWith(`${tag}-`)) await killProcessesIn(ns);
   for (const ns of await namespacesWith(`${tag}-`)) {
     await run('ip', ['netns', 'delete', ns]).then(
       () => gone.push(ns),
@@ -193,6 +197,27 @@ export async function destroyNetwork(tag: string): Promise<string[]> {
   }
   if (existsSync(`/sys/class/net/${tag}`)) await run('ip', ['link', 'delete', tag]).catch(() => undefined);
   return gone;
+}
+
+/** SIGKILLs every process in namespace `ns` and waits (up to 5 s) until none is left. */
+export async function killProcessesIn(ns: string): Promise<void> {
+  const pids = async () =>
+    (await run('ip', ['netns', 'pids', ns]).then((r) => r.stdout, () => ''))
+      .split('\n')
+      .map(Number)
+      .filter((p) => p > 0 && p !== process.pid);
+  for (const until = Date.now() + 5_000; ; ) {
+    const left = await pids();
+    if (!left.length || Date.now() > until) return;
+    for (const p of left) {
+      try {
+        process.kill(p, 'SIGKILL');
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** Deletes the WireGuard (kernel) and tun (wireguard-go) interfaces of namespace `ns`: only the overlay makes them there. */

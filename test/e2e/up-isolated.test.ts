@@ -76,6 +76,17 @@ describe('jaco down --purge after a crash', () => {
     const tag = c.net.tag;
     const engines = enginesOf(c.dataDir, c.state);
     const enginePids = engines.map((e) => Number(readFileSync(e.pidFile, 'utf8')));
+    // Every process in the nodes' namespaces: the children, and what they started (each ingress's
+    // HAProxy), which no pid file names.
+    const inNamespaces = (await namespacesWith(`${tag}-`)).flatMap((ns) => execFileSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number));
+    const comm = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      } catch {
+        return ''; // a short-lived process (a check's exec) gone meanwhile
+      }
+    };
+    expect(inNamespaces.map(comm).filter((n) => n === 'haproxy').length, "each node's HAProxy (master and worker)").toBeGreaterThanOrEqual(2);
     // The supervisor and one engine die without cleaning anything up.
     process.kill(c.state.supervisorPid, 'SIGKILL');
     process.kill(enginePids[0]!, 'SIGKILL');
@@ -87,7 +98,15 @@ describe('jaco down --purge after a crash', () => {
     expect(existsSync(`/sys/class/net/${tag}`)).toBe(false);
     expect(existsSync(`/run/jaco/${tag}`)).toBe(false);
     expect(existsSync(c.dataDir)).toBe(false);
-    for (const pid of [...enginePids, ...c.state.children.map((ch) => ch.pid!)]) expect(() => process.kill(pid, 0)).toThrow();
+    // Gone, or dead and not yet reaped by init (a zombie).
+    const running = (pid: number) => {
+      try {
+        return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    for (const pid of [...enginePids, ...c.state.children.map((ch) => ch.pid!), ...inNamespaces]) expect(running(pid), `process ${pid} (${comm(pid)}) left running`).toBe(false);
     expect(readFileSync('/proc/self/mountinfo', 'utf8')).not.toContain(c.dataDir);
     for (const e of engines) expect(existsSync(`/sys/fs/cgroup/memory${e.cgroupParent}`)).toBe(false);
 
