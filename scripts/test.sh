@@ -32,20 +32,35 @@ node scripts/build-web.mjs
 node scripts/build-info.mjs
 echo "== demo images"
 scripts/build-images.sh
+# One tier: its failures recapped at the end of the output (scripts/failure-recap.mjs), where a
+# reader of the log's tail finds them.
+tier() {
+  local name=$1 report
+  shift
+  report=$(mktemp /tmp/jaco-vitest-XXXXXX.json)
+  if npx vitest run "$@" --reporter=default --reporter=json --outputFile.json="$report"; then
+    rm -f "$report"
+  else
+    node scripts/failure-recap.mjs "$report" "$name"
+    rm -f "$report"
+    echo "== make test failed in $(( $(date +%s) - start ))s" >&2
+    exit 1
+  fi
+}
 if [ $# -gt 0 ]; then
-  npx vitest run "$@"
+  tier selected "$@"
 else
   echo "== unit and integration tests"
   # Three workers on two cores: an integration file (one etcd member each) mostly waits — on etcd,
   # on the processes it starts — so two of them left a core's worth idle (the simulation, niced,
   # finished inside this phase on those cycles).
-  npx vitest run --project unit --project integration --maxWorkers=3
+  tier "unit and integration" --project unit --project integration --maxWorkers=3
   # e2e files run real containers against real timings, one at a time, after the other tiers
   # (only the lowest-priority simulation beside them).
   echo "== end-to-end tests (real etcd, real Docker)"
-  npx vitest run --project e2e
+  tier e2e --project e2e
   echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
-  npx vitest run --project chaos
+  tier chaos --project chaos
   echo "== simulation (run beside the tiers above, at the lowest priority)"
   sim_rc=0
   wait "$sim_pid" || sim_rc=$?

@@ -283,7 +283,8 @@ export async function startCluster<C extends TestCluster = TestCluster>(opts: Cl
   } catch (e) {
     const logs = c.logs();
     await c.stop().catch(() => undefined);
-    throw new Error(`${(e as Error).message}\n${logs}`);
+    const said = (e as Error).message;
+    throw new Error(`${said}\n${logs}\n---- the failure (above the logs too): ${said}`);
   }
 }
 

@@ -114,7 +114,9 @@ export class UpCluster {
       } catch {
         /* no logs yet */
       }
-      throw new Error(`${(e as Error).message}\n(whole logs kept in ${kept})\n${this.logs()}`);
+      // The failure once more after the log tails: a run's output is often read from its end only.
+      const said = (e as Error).message;
+      throw new Error(`${said}\n(whole logs kept in ${kept})\n${this.logs()}\n---- the failure (above the logs too): ${said}`);
     }
   }
 
