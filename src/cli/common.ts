@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { ManifestError } from '../api/manifest.js';
 import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
+import { durationMs } from '../api/units.js';
 import { timingsByName, type Timings } from '../timings.js';
 import { localClusterDefaults } from '../supervise/local-credentials.js';
 
@@ -97,4 +98,22 @@ export function parseOutput(o: string | undefined, allowed: string[]): string {
   const v = o ?? 'table';
   if (!allowed.includes(v)) throw new CliError(`unknown output format ${JSON.stringify(v)}; use ${allowed.filter((x) => x !== 'table').join(', ')}`);
   return v;
+}
+
+/**
+ * A duration flag's value in ms (500ms, 30s, 5m, 1h30m). `zero` says what 0 means where it is
+ * taken (a bare 0 too, as the help writes it: "--wait 0"); without it the value must be more than
+ * 0. Every command's duration flag refuses alike: `invalid --flag "v": use a duration such as …`.
+ */
+export function durationFlag(flag: string, v: string, opts: { zero?: string } = {}): number {
+  const wanted = `use a duration such as 500ms, 30s, 5m or 1h${opts.zero ? `, or 0 ${opts.zero}` : ''}`;
+  if (opts.zero && v.trim() === '0') return 0;
+  let ms: number;
+  try {
+    ms = durationMs(v);
+  } catch {
+    throw new CliError(`invalid ${flag} ${JSON.stringify(v)}: ${wanted}`);
+  }
+  if (ms <= 0 && !opts.zero) throw new CliError(`invalid ${flag} ${JSON.stringify(v)}: must be more than 0`);
+  return ms;
 }

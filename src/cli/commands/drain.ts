@@ -6,24 +6,13 @@ import { drainProgress, type DrainProgress } from '../../app/controllers.js';
 import { cancelDrain, requestDrain } from '../../app/drains.js';
 import { keys } from '../../api/keys.js';
 import type { NodeDrain } from '../../api/types.js';
-import { durationMs, formatDuration } from '../../api/units.js';
+import { formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Informer } from '../../store/informer.js';
 import type { Store, Versioned } from '../../store/store.js';
-import { action, CliError, connect, EXIT_INVALID, parseOutput, timingsOf, withStore } from '../common.js';
+import { action, CliError, connect, durationFlag, EXIT_INVALID, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../../app/output.js';
 import { readKey, unreadableRefusal } from '../../app/read.js';
-
-function parseTimeout(v: string): string {
-  let ms: number;
-  try {
-    ms = durationMs(v);
-  } catch {
-    throw new CliError(`invalid --timeout ${JSON.stringify(v)}: use a duration such as 90s, 5m or 1h`);
-  }
-  if (ms <= 0) throw new CliError(`invalid --timeout ${JSON.stringify(v)}: must be more than 0`);
-  return v;
-}
 
 /**
  * Follows drains/<host> until it completes, is removed, aborts or disappears, printing each line
@@ -92,7 +81,8 @@ async function drainCommand(host: string, opts: DrainFlags, cmd: Command, remove
     process.stdout.write(await withStore(cmd, (s) => cancelDrain(s, host)));
     return;
   }
-  const timeout = parseTimeout(opts.timeout ?? formatDuration(timingsOf(cmd).drainTimeoutMs));
+  const timeout = opts.timeout ?? formatDuration(timingsOf(cmd).drainTimeoutMs);
+  durationFlag('--timeout', timeout);
   const store = await connect(cmd);
   try {
     const r = await requestDrain(store, { host, timeout, force: !!opts.force, remove });

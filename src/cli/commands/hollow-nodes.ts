@@ -2,11 +2,10 @@
 // the real etcd and the real controllers: how jaco is measured at a thousand nodes (docs/scale.md).
 import type { Command } from 'commander';
 import { HollowFleet, AgentFlagError, parseCapacity, parseLabels, parseStatusInterval } from '../../app/processes.js';
-import { durationMs } from '../../api/units.js';
 import { logger, rootLogger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../supervise/process.js';
-import { action, CliError, storeOf, timingsOf } from '../common.js';
+import { action, CliError, durationFlag, storeOf, timingsOf } from '../common.js';
 
 interface HollowFlags {
   count: string;
@@ -70,12 +69,7 @@ export function registerHollowNodes(program: Command): void {
         const failRate = number('--fail-rate', f.failRate, (n) => n >= 0 && n <= 1, 'a share from 0 to 1');
         const seed = number('--seed', f.seed, Number.isInteger, 'a whole number');
         if (!NAME_PREFIX.test(f.namePrefix)) throw new CliError(`--name-prefix: "${f.namePrefix}" cannot begin a node name (lower-case letters, digits, - and .)`);
-        let startLatencyMs: number;
-        try {
-          startLatencyMs = durationMs(f.startLatency);
-        } catch {
-          throw new CliError(`--start-latency: "${f.startLatency}" is not a duration (e.g. 200ms, 1s)`);
-        }
+        const startLatencyMs = durationFlag('--start-latency', f.startLatency, { zero: 'for none' });
         const timings = timingsOf(cmd);
         let statusIntervalMs;
         let labels;

@@ -4,11 +4,10 @@
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Ingress } from '../../app/processes.js';
-import { durationMs } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../supervise/process.js';
-import { action, CliError, storeOf, timingsOf } from '../common.js';
+import { action, durationFlag, storeOf, timingsOf } from '../common.js';
 
 interface IngressFlags {
   node: string;
@@ -45,15 +44,8 @@ export function registerIngress(program: Command): void {
     .addHelpText('after', EXAMPLES)
     .action(
       action(async (f: IngressFlags, cmd: Command) => {
-        const duration = (flag: string, v: string) => {
-          try {
-            return durationMs(v);
-          } catch (e) {
-            throw new CliError(`${flag}: ${(e as Error).message}`);
-          }
-        };
-        const drainMs = duration('--drain-period', f.drainPeriod);
-        const drainLimitMs = duration('--drain-limit', f.drainLimit);
+        const drainMs = durationFlag('--drain-period', f.drainPeriod, { zero: 'to delete a drained server at once' });
+        const drainLimitMs = durationFlag('--drain-limit', f.drainLimit, { zero: 'to cut its connections at once' });
         const timings = timingsOf(cmd);
         const store = storeOf(cmd);
         const log = logger('ingress', { node: f.node });

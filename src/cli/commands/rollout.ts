@@ -8,7 +8,7 @@ import { yamlDiff } from '../../api/change.js';
 import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentRevision, DeploymentStatus, ReplicaDesired, ReplicaObserved, RolloutAction, RolloutPlan } from '../../api/types.js';
 import { minReadyAt } from '../../api/readiness.js';
-import { durationMs, formatDuration } from '../../api/units.js';
+import { formatDuration } from '../../api/units.js';
 import { logger } from '../../observability/log.js';
 import { Cache } from '../../runtime/cache.js';
 import { REPLICAS } from '../../runtime/replicas.js';
@@ -17,7 +17,7 @@ import type { Store } from '../../store/store.js';
 import { prepareImages } from '../images.js';
 import { applyDeployments } from '../../app/apply.js';
 import { EXIT_ROLLOUT_TIMEOUT, mustGetDeployment, requestAction, revisionsOf, rollback, targetServices } from '../../app/rollouts.js';
-import { action, CliError, connect, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
+import { action, CliError, connect, durationFlag, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../../app/output.js';
 
 /** `jaco rollout status` exit codes: 0 rolled out, 1 aborted (or no such deployment), 2 etcd unreachable, 3 timed out. */
@@ -184,16 +184,6 @@ async function restart(store: Store, target: { name: string; service?: string })
   return `deployment/${target.name} restarted (revision ${o!.revision}: ${o!.summary}); follow it with: jaco rollout status ${target.name}\n`;
 }
 
-function parseWait(v: string): number {
-  // A bare 0, as the help and the dashboard's commands say it ("--wait 0"), is not a duration.
-  if (v.trim() === '0') return 0;
-  try {
-    return durationMs(v);
-  } catch {
-    throw new CliError(`invalid --wait ${JSON.stringify(v)}: use a duration such as 30s, or 0 not to wait`);
-  }
-}
-
 // ---------------------------------------------------------------- commands
 
 export function registerRollout(program: Command): void {
@@ -221,7 +211,7 @@ export function registerRollout(program: Command): void {
       .action(
         action(async (t: string, opts: { wait: string }, cmd: Command) => {
           const target = parseTarget(t);
-          const waitMs = parseWait(opts.wait);
+          const waitMs = durationFlag('--wait', opts.wait, { zero: 'not to wait' });
           const r = await withStore(cmd, (store) => requestAction(store, target, verb, waitMs));
           process.stdout.write(r.text);
           return r.code;
@@ -261,12 +251,7 @@ export function registerRollout(program: Command): void {
     )
     .action(
       action(async (name: string, opts: { timeout: string }, cmd: Command) => {
-        let timeoutMs: number;
-        try {
-          timeoutMs = durationMs(opts.timeout);
-        } catch {
-          throw new CliError(`invalid --timeout ${JSON.stringify(opts.timeout)}: use a duration such as 90s, 5m or 0`);
-        }
+        const timeoutMs = durationFlag('--timeout', opts.timeout, { zero: 'to wait for ever' });
         const { timedOut, cancel } = giveUpAfter(timeoutMs, name, process.stdout);
         const store = await connect(cmd);
         try {
