@@ -164,6 +164,20 @@ spec:
       const subs = await subnets();
       for (const n of nodes) {
         const others = nodes.filter((o) => o !== n);
+        // The agent's own word first: up, both peers configured (its configuring pass — peers, then
+        // routes — is over). The subnets beforeAll waited for have only just been given, and a
+        // look at the interface between the pass's steps could see peers with no route yet.
+        const up = { up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] };
+        const h = await eventually(
+          async () => {
+            const o = (await healthz(n)).overlay;
+            expect(o).toMatchObject(up);
+            return o;
+          },
+          { what: `${n}'s /healthz: overlay up with both peers`, timeoutMs: 60_000 },
+        );
+        // These test machines' kernels have no WireGuard: wireguard-go; one with it: the kernel's.
+        expect([h.mode, h.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
         await eventually(
           async () => {
             const d = await dump(n);
@@ -181,19 +195,14 @@ spec:
             expect(route!.prefsrc).toBe(gatewayOf(subs.get(n)![addr.includes(':') ? 'ipv6' : 'ipv4']));
           }
         }
-        const h = await eventually(async () => ((await healthz(n)).overlay?.up ? (await healthz(n)).overlay : undefined), { what: `${n}'s /healthz: overlay up` });
-        expect(h).toMatchObject({ up: true, interface: dev(n), peers: { expected: 2, configured: 2 }, missing: [] });
-        // These test machines' kernels have no WireGuard: wireguard-go; one with it: the kernel's.
-        expect([h!.mode, h!.kind]).toEqual(kernelWireGuard ? ['kernel', 'wireguard'] : ['userspace', 'tun']);
         // The handshakes' ages are read on the overlay's next look at its interface (every 2 s here).
         const handshakes = others.map((o) => new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
-        const metrics = await eventually(async () => {
+        const said = [/^jaco_agent_overlay_up 1$/m, /^jaco_agent_overlay_peers\{state="configured"\} 2$/m, ...handshakes];
+        await eventually(async () => {
           const m = await (await fetch(`http://${c.node(n).address}:9465/metrics`)).text();
-          return handshakes.every((r) => r.test(m)) ? m : undefined;
-        }, { what: `${n}'s metrics: a handshake age per peer`, timeoutMs: 15_000 });
-        expect(metrics).toMatch(/^jaco_agent_overlay_up 1$/m);
-        expect(metrics).toMatch(/^jaco_agent_overlay_peers\{state="configured"\} 2$/m);
-        for (const o of others) expect(metrics).toMatch(new RegExp(`^jaco_agent_overlay_handshake_age_seconds\\{peer="${o}"\\} \\d+$`, 'm'));
+          for (const r of said) expect(m).toMatch(r);
+          return true;
+        }, { what: `${n}'s metrics: overlay up, both peers configured, a handshake age per peer`, timeoutMs: 15_000 });
       }
     }));
 
