@@ -19,14 +19,11 @@ import type { Logger } from '../../src/observability/log.js';
 import { refusal, type ApiAction, type TlsMaterial } from '../../src/pki/identity.js';
 import type { ContainerFacts } from './facts.js';
 import { agentMetrics } from './metrics.js';
-import { PreviousLogs } from './previous-logs.js';
+import { PREVIOUS_LINES, PreviousLogs } from './previous-logs.js';
 import { joinHostPort } from '../../src/api/network.js';
 
 /** The agent's default port for the endpoint (beside /metrics on 9465 and the ingress's 9466). */
 export const DEFAULT_API_PORT = 9467;
-
-/** The lines of a removed container kept for `jaco logs --previous` (Docker's tail), per replica. */
-export const PREVIOUS_LINES = 1000;
 
 /** An exec created but never started is forgotten after this long. */
 const EXEC_UNSTARTED_TTL_MS = 60_000;

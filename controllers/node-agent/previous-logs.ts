@@ -8,6 +8,9 @@ import { join } from 'node:path';
 /** Replicas whose previous container's lines are kept. */
 export const PREVIOUS_KEPT = 256;
 
+/** The lines of a removed container kept for `jaco logs --previous` (Docker's tail), per replica. */
+export const PREVIOUS_LINES = 1000;
+
 export interface PreviousLog {
   container: string;
   tty: boolean;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../paths.js';
 import { BAD_CORPUS } from '../../test/fixtures/manifests/bad-corpus.js';
-import { formatProblem, ManifestError, parseManifests, readCapped, readFileCapped, readSources } from './manifest.js';
+import { formatProblem, ManifestError, parseManifests, readSources } from './manifest.js';
+import { readCapped, readFileCapped } from './capped-read.js';
 
 const BAD = join(PACKAGE_ROOT, 'test/fixtures/manifests/bad');
 const GOOD = join(PACKAGE_ROOT, 'test/fixtures/manifests/good');

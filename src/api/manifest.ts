@@ -1,27 +1,19 @@
 // Reading manifests: files, directories and stdin, multi-document YAML. Every problem is reported
 // at once with file:line:column, the document, the field path and the rule; a caller that gets any
 // error writes nothing.
-import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { isNode, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { formatPath, schemas, type Path, type ValidationIssue } from './schema.js';
 import { deploymentRuleIssues } from './rules.js';
 import type { AnyObject, Deployment } from './types.js';
+import { ManifestError, type ManifestProblem } from './manifest-error.js';
+import { readCapped, sizeText } from './capped-read.js';
+
+export { formatProblem, ManifestError, type ManifestProblem } from './manifest-error.js';
 
 /** Manifests larger than this are refused before parsing. */
 export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
-
-export interface ManifestProblem {
-  file: string;
-  line: number;
-  column: number;
-  /** 1-based document number in the file (0 when the problem is about the file itself). */
-  document: number;
-  object?: string;
-  path?: string;
-  message: string;
-  rule?: string;
-}
 
 export interface ManifestObject {
   file: string;
@@ -29,71 +21,9 @@ export interface ManifestObject {
   object: AnyObject;
 }
 
-export class ManifestError extends Error {
-  override name = 'ManifestError';
-  constructor(readonly problems: ManifestProblem[]) {
-    super(problems.map(formatProblem).join('\n'));
-  }
-}
-
-export function formatProblem(p: ManifestProblem): string {
-  const where = `${p.file}:${p.line}:${p.column}`;
-  const doc = p.document ? ` document ${p.document}${p.object ? ` (${p.object})` : ''}:` : '';
-  const field = p.path ? ` ${p.path}:` : '';
-  return `${where}:${doc}${field} ${p.message}${p.rule ? ` [${p.rule}]` : ''}`;
-}
-
 export interface Source {
   name: string;
   text: string;
-}
-
-/**
- * Reads a file or a descriptor, but never more than `limit` bytes: past it, undefined, having read
- * one byte more and no further. A size from stat says nothing of a device or a pipe (/dev/zero,
- * an endless `jaco apply -f -`), which would otherwise be read until memory runs out.
- */
-export function readCapped(from: string | number, limit: number): Buffer | undefined {
-  const fd = typeof from === 'number' ? from : openSync(from, 'r');
-  try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const buf = Buffer.allocUnsafe(Math.min(64 * 1024, limit + 1 - total));
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, buf.length, null);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EOF') break;
-        // A non-blocking stdin with nothing yet: wait a moment rather than spin.
-        if (code === 'EAGAIN') {
-          Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
-          continue;
-        }
-        throw e;
-      }
-      if (n === 0) break;
-      chunks.push(buf.subarray(0, n));
-      total += n;
-      if (total > limit) return undefined;
-    }
-    return Buffer.concat(chunks, total);
-  } finally {
-    if (typeof from !== 'number') closeSync(fd);
-  }
-}
-
-/** "500 KiB", "16 MiB". */
-export function sizeText(bytes: number): string {
-  return bytes >= 1048576 ? `${+(bytes / 1048576).toFixed(1)} MiB` : bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`;
-}
-
-/** A file read with readCapped, failing past the limit (for readers that report a read that failed, with why). */
-export function readFileCapped(path: string, limit: number): Buffer {
-  const bytes = readCapped(path, limit);
-  if (!bytes) throw new Error(`more than ${sizeText(limit)} read, and it goes on; at most ${sizeText(limit)} is read`);
-  return bytes;
 }
 
 const LIMIT_TEXT = `manifests are limited to ${MAX_MANIFEST_BYTES / 1048576} MiB`;

@@ -10,9 +10,9 @@
 //     rolling upgrade, or hand-edited with etcdctl, still reads as what this version understands.
 //     Only a value this version cannot understand (a wrong type, a missing required field) is
 //     unreadable.
-import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import ajvFormats, { type FormatsPlugin } from 'ajv-formats';
-import ajvStandalone from 'ajv/dist/standalone/index.js';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { FormatsPlugin } from 'ajv-formats';
+import type ajvStandalone from 'ajv/dist/standalone/index.js';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -23,9 +23,6 @@ import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { API_VERSION } from './types.js';
 import { crdDefinitions, NAME_PATTERN, REGISTRY_HOST_PATTERN } from './crds.js';
 
-// ajv-formats and ajv's standalone are CommonJS: under NodeNext each is the `default` of the module object.
-const addFormats = (ajvFormats as unknown as { default: FormatsPlugin }).default;
-const standaloneCode = (ajvStandalone as unknown as { default: typeof ajvStandalone.default }).default;
 
 export type Path = (string | number)[];
 
@@ -93,7 +90,14 @@ export interface ReadCheck {
   pruned: string[];
 }
 
+// ajv (a CommonJS package) is loaded only when a schema is compiled at run time: a process that
+// finds every validator precompiled (below) never loads its compiler — 60 files, a sixth of a CLI
+// command's start.
+const requireCjs = createRequire(import.meta.url);
+
 export function newAjv(pruning: boolean, extra: Options = {}): Ajv {
+  const { Ajv } = requireCjs('ajv') as typeof import('ajv');
+  const addFormats = (requireCjs('ajv-formats') as { default: FormatsPlugin }).default;
   // removeAdditional: true drops exactly the properties additionalProperties: false would refuse.
   const ajv = new Ajv({ allErrors: true, strict: true, verbose: true, ...(pruning ? { removeAdditional: true } : {}), ...extra });
   addFormats(ajv);
@@ -109,7 +113,6 @@ export function newAjv(pruning: boolean, extra: Options = {}): Ajv {
  * from, so a build older than the code is never used: the schema is then compiled at run time.
  */
 export const PRECOMPILED_DIR = join(PACKAGE_ROOT, 'dist', 'validators');
-const requireCjs = createRequire(import.meta.url);
 
 /** The file a precompiled validator of this schema has: mode, kind and the schema's hash. */
 export function precompiledName(kind: string, reading: boolean, schema: object): string {
@@ -119,6 +122,7 @@ export function precompiledName(kind: string, reading: boolean, schema: object):
 /** A kind's validator as ajv's standalone code (a CommonJS module), for scripts/build-validators.mjs. */
 export function standaloneValidator(schema: object, reading: boolean): string {
   const ajv = newAjv(reading, { code: { source: true } });
+  const standaloneCode = (requireCjs('ajv/dist/standalone/index.js') as { default: typeof ajvStandalone.default }).default;
   return standaloneCode(ajv, ajv.compile(schema));
 }
 
@@ -129,8 +133,8 @@ function precompiled(kind: string, reading: boolean, schema: object): ValidateFu
 }
 
 export class SchemaRegistry {
-  private readonly ajv = newAjv(false);
-  private readonly reader = newAjv(true);
+  private ajv?: Ajv;
+  private reader?: Ajv;
   private readonly validators = new Map<string, ValidateFunction>();
   private readonly readers = new Map<string, ValidateFunction>();
   readonly crds: V1CustomResourceDefinition[];
@@ -166,7 +170,7 @@ export class SchemaRegistry {
     if (v) return v;
     const schema = this.schemaOf(kind);
     if (!schema) return undefined;
-    v = precompiled(kind, reading, schema) ?? (reading ? this.reader : this.ajv).compile(schema);
+    v = precompiled(kind, reading, schema) ?? (reading ? (this.reader ??= newAjv(true)) : (this.ajv ??= newAjv(false))).compile(schema);
     cache.set(kind, v);
     return v;
   }

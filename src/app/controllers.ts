@@ -9,4 +9,4 @@ export { composite, fold, readingOf, type NodeEwma } from '../../controllers/reb
 export { defaultConfig as rebalancerConfig } from '../../controllers/rebalancer/config.js';
 export { placedReplicaOf } from '../../controllers/placement/input.js';
 export { moveStartBytes } from '../../controllers/moves/move.js';
-export { PREVIOUS_LINES } from '../../controllers/node-agent/api-server.js';
+export { PREVIOUS_LINES } from '../../controllers/node-agent/previous-logs.js';

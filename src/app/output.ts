@@ -1,6 +1,9 @@
 // Printing: kubectl-style tables, ages, and -o yaml|json (lists as a kubectl-style List).
-import { stringify } from 'yaml';
+import { createRequire } from 'node:module';
 import { formatDuration } from '../api/units.js';
+
+// yaml (CommonJS too) is loaded when -o yaml asks for it: a table or JSON does not pay its 70 files.
+const requireCjs = createRequire(import.meta.url);
 
 /** Indents every line that has text (a trailing newline stays a newline, not an indented empty line). */
 export function indent(text: string, spaces: number): string {
@@ -32,6 +35,7 @@ export function age(since: string | undefined, now = Date.now()): string {
 }
 
 export function toYaml(v: unknown): string {
+  const { stringify } = requireCjs('yaml') as typeof import('yaml');
   return stringify(v, { lineWidth: 0 });
 }
 

@@ -1,7 +1,7 @@
 // What every jaco command shares: global options, connecting to etcd, and the exit codes
 // (0 success, 1 invalid input or usage or a failed operation, 2 etcd unreachable).
 import type { Command } from 'commander';
-import { ManifestError } from '../api/manifest.js';
+import { ManifestError } from '../api/manifest-error.js';
 import { EtcdUnreachableError } from '../store/errors.js';
 import { Store, StoreConfigError, storeOptionsFrom, type ConnectionFlags, type StoreOptions } from '../store/store.js';
 import { durationMs } from '../api/units.js';

@@ -6,7 +6,8 @@
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { ManifestError, MAX_MANIFEST_BYTES, readFileCapped, type ManifestProblem } from '../api/manifest.js';
+import { ManifestError, MAX_MANIFEST_BYTES, type ManifestProblem } from '../api/manifest.js';
+import { readFileCapped } from '../api/capped-read.js';
 import { deploymentRuleIssues } from '../api/rules.js';
 import { formatPath, schemas, type Path } from '../api/schema.js';
 import { API_VERSION, type Deployment } from '../api/types.js';

@@ -7,7 +7,8 @@
 import { statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { isMap, isNode, isPair, isScalar, isSeq, LineCounter, parseDocument, Scalar, visit, type Document } from 'yaml';
-import { MAX_MANIFEST_BYTES, positionOf, readFileCapped, type ManifestProblem } from '../api/manifest.js';
+import { MAX_MANIFEST_BYTES, positionOf, type ManifestProblem } from '../api/manifest.js';
+import { readFileCapped } from '../api/capped-read.js';
 import { formatPath, type Path } from '../api/schema.js';
 import { interpolate, InterpolationError, parseEnvFile, type Lookup } from './interpolate.js';
 import { mergeAt, Override, Reset, settle, unique } from './merge.js';

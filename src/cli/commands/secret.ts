@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { MAX_FILE_OBJECT_BYTES } from '../../api/crds.js';
 import { keys } from '../../api/keys.js';
-import { readCapped, sizeText } from '../../api/manifest.js';
+import { readCapped, sizeText } from '../../api/capped-read.js';
 import type { ClusterKey, Config, FileKind, Secret } from '../../api/types.js';
 import { addClusterKey, ensureClusterKeyFile, readClusterKeys, removeClusterKeys } from '../../secrets/keyfile.js';
 import { action, CliError, parseOutput, withStore } from '../common.js';
