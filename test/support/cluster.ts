@@ -18,6 +18,7 @@ import type { Store } from '../../src/store/store.js';
 import { jaco, JACO_BIN, type CliResult } from './cli.js';
 import { startTestEtcd, type TestEtcd } from './etcd.js';
 import { noteCluster, releaseStateDirs } from './leaks.js';
+import { failureWithLogs } from './log.js';
 import { ensureClusterKeyFile } from '../../src/secrets/keyfile.js';
 import { eventually } from './wait.js';
 
@@ -283,8 +284,7 @@ export async function startCluster<C extends TestCluster = TestCluster>(opts: Cl
   } catch (e) {
     const logs = c.logs();
     await c.stop().catch(() => undefined);
-    const said = (e as Error).message;
-    throw new Error(`${said}\n${logs}\n---- the failure (above the logs too): ${said}`);
+    throw failureWithLogs(e, logs);
   }
 }
 

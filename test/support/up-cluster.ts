@@ -14,6 +14,7 @@ import { cutLink, restoreLink, type LocalNode } from '../../src/supervise/local-
 import { localProcessEnv, localStoreOptions } from '../../src/supervise/local-credentials.js';
 import { Store } from '../../src/store/store.js';
 import { jaco, type CliResult } from './cli.js';
+import { failureWithLogs } from './log.js';
 
 const NOTED = join(tmpdir(), 'jaco-test-up-dirs.txt');
 
@@ -114,9 +115,7 @@ export class UpCluster {
       } catch {
         /* no logs yet */
       }
-      // The failure once more after the log tails: a run's output is often read from its end only.
-      const said = (e as Error).message;
-      throw new Error(`${said}\n(whole logs kept in ${kept})\n${this.logs()}\n---- the failure (above the logs too): ${said}`);
+      throw failureWithLogs(e, `(whole logs kept in ${kept})\n${this.logs()}`);
     }
   }
 

@@ -3,7 +3,7 @@
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { defaultAddress, AgentFlagError, dockerConnection, parseCapacity, parseDevices, parseLabels, parseStatusInterval, resolveCapacity, NodeAgent, NodeRemovedError, type AgentExit, PRESSURE_MODES, type PressureMode, DEFAULT_CNI_BIN_DIR, DEFAULT_SANDBOX_IMAGE, DEFAULT_API_PORT } from '../../app/processes.js';
+import { defaultAddress, AgentFlagError, dockerConnection, parseCapacity, parseDevices, parseLabels, checkStatusInterval, resolveCapacity, NodeAgent, NodeRemovedError, type AgentExit, PRESSURE_MODES, type PressureMode, DEFAULT_CNI_BIN_DIR, DEFAULT_SANDBOX_IMAGE, DEFAULT_API_PORT } from '../../app/processes.js';
 import { DEFAULT_PORT_RANGE, parsePortRange } from '../../api/ports.js';
 import { existsSync } from 'node:fs';
 import { hasTlsDir, readTlsDir, TLS_FILES, type TlsMaterial } from '../../pki/identity.js';
@@ -11,7 +11,7 @@ import { parseImageReference } from '../../images/reference.js';
 import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../supervise/process.js';
-import { action, CliError, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
+import { action, CliError, durationFlag, EXIT_INVALID, storeOf, timingsOf } from '../common.js';
 import { splitHostPort } from '../../api/network.js';
 
 interface AgentFlags {
@@ -135,7 +135,7 @@ export function registerAgent(program: Command): void {
           throw new CliError(`--port-range: ${(e as Error).message}`);
         }
         try {
-          statusIntervalMs = parseStatusInterval(f.statusInterval, timings);
+          statusIntervalMs = checkStatusInterval(f.statusInterval === undefined ? undefined : durationFlag('--status-interval', f.statusInterval), timings);
           labels = parseLabels(f.labels);
           declared = { ...parseCapacity(f.capacity ?? ''), devices: parseDevices(f.device, existsSync) };
           dockerConnection(f.dockerHost);

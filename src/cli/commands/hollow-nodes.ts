@@ -1,7 +1,7 @@
 // jaco hollow-nodes: N real node-agents in one process on an in-memory container runtime, against
 // the real etcd and the real controllers: how jaco is measured at a thousand nodes (docs/scale.md).
 import type { Command } from 'commander';
-import { HollowFleet, AgentFlagError, parseCapacity, parseLabels, parseStatusInterval } from '../../app/processes.js';
+import { HollowFleet, AgentFlagError, parseCapacity, parseLabels, checkStatusInterval } from '../../app/processes.js';
 import { logger, rootLogger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { untilSignal } from '../../supervise/process.js';
@@ -75,7 +75,7 @@ export function registerHollowNodes(program: Command): void {
         let labels;
         let declared;
         try {
-          statusIntervalMs = parseStatusInterval(f.statusInterval, timings);
+          statusIntervalMs = checkStatusInterval(f.statusInterval === undefined ? undefined : durationFlag('--status-interval', f.statusInterval), timings);
           labels = parseLabels(f.labels);
           declared = parseCapacity(f.capacity);
         } catch (e) {
