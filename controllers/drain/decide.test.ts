@@ -447,6 +447,37 @@ describe('drain: moves complete, fail, time out', () => {
     expect(w.placement()['d-web-1']).toEqual(['node-2', dst].sort());
   });
 
+  it('a replacement that exits is abandoned at once (dst_failed) and tried on another node, each node once; then blocked, and the drain aborts at the deadline', () => {
+    const w = new World(['node-1', 'node-2', 'node-3', 'node-4']);
+    ['node-1', 'node-2', 'node-3'].forEach((n, i) => w.replica(`d-web-${i}`, n, web, { state: 'running', index: i }));
+    w.drain('node-2');
+    w.pass();
+    const tried: string[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const dst = w.drainOf('node-2').status!.replicas['d-web-1']!.dst!;
+      expect(tried, `attempt ${attempt + 1} goes to a node not tried yet`).not.toContain(dst);
+      tried.push(dst);
+      w.advance(2000);
+      w.observe(dst, 'd-web-1', 'exited', { exitCode: 1, health: 'none' });
+      w.pass(); // abandoned: the copy goes, the source keeps serving
+      expect(w.placement()['d-web-1']).toEqual(['node-2']);
+      expect(w.drainOf('node-2').status!.replicas['d-web-1']).toMatchObject({ state: 'pending', reason: 'dst_failed', failedOn: [...tried].sort() });
+      w.pass(); // the next node, if any is left
+    }
+    expect(tried.sort()).toEqual(['node-1', 'node-3', 'node-4']);
+    expect(w.drainOf('node-2').status!.replicas['d-web-1']).toMatchObject({ state: 'blocked', reason: 'dst_failed', failedOn: tried });
+    expect(w.decisions.at(-1)!.notes).toContainEqual(expect.objectContaining({ replica: 'd-web-1', note: expect.stringMatching(/^its copy failed on node-1, node-3, node-4; /) }));
+    expect(w.metrics.map((m) => m.result)).toEqual(['dst_failed', 'dst_failed', 'dst_failed']);
+    // Nothing is started again while it waits; at the deadline the drain aborts saying why.
+    w.advance(1000);
+    expect(w.pass().acts).toEqual([]);
+    w.advance(TIMEOUT);
+    w.pass();
+    expect(w.drainOf('node-2').status!).toMatchObject({ state: 'aborted', replicas: { 'd-web-1': { state: 'blocked', reason: 'dst_failed' } } });
+    expect(w.audit.find((a) => a.type === 'drain_aborted')!.payload).toMatchObject({ replica: 'd-web-1', cause: 'dst_failed' });
+    expect(w.placement()['d-web-1']).toEqual(['node-2']);
+  });
+
   it('times out: the drain aborts with drain_timeout, the old replica keeps running, in-flight moves are withdrawn', () => {
     const w = new World();
     ['node-1', 'node-2', 'node-3'].forEach((n, i) => w.replica(`d-web-${i}`, n, web, { state: 'running', index: i }));

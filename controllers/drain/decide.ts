@@ -199,7 +199,14 @@ class DrainPass {
     next.at = changed ? iso(this.p.now) : (cur?.at ?? iso(this.p.now));
     const dl = deadline ?? cur?.deadline;
     if (dl && !settled(next)) next.deadline = dl;
+    if (cur?.failedOn && !settled(next)) next.failedOn = cur.failedOn;
     this.states[id] = next;
+  }
+
+  /** A move of the replica failed on `node` (its copy failed to start or exited): the drain does not try that node again. */
+  private failedOn(id: string, node: string): void {
+    const st = this.states[id]!;
+    if (!st.failedOn?.includes(node)) st.failedOn = [...(st.failedOn ?? []), node].sort();
   }
 
   /** Replica ids with a copy on the draining node, by id. */
@@ -255,7 +262,9 @@ class DrainPass {
       this.work++;
       if (step.outcome === 'completed') return this.set(id, 'done', undefined, step.dst);
       if (step.outcome === 'cutover') return this.set(id, 'moving', undefined, step.dst);
-      return this.set(id, step.reason === 'move_timeout' ? 'blocked' : 'pending', step.reason);
+      this.set(id, step.reason === 'move_timeout' ? 'blocked' : 'pending', step.reason);
+      if (step.reason === 'dst_failed') this.failedOn(id, step.dst);
+      return;
     }
     if (moving) {
       const marker = moving.desired.spec.move!;
@@ -326,10 +335,13 @@ class DrainPass {
       return this.p.note(this.host, id, over.detail);
     }
     const deadline = this.states[id]?.deadline ?? iso(this.p.now + this.timeoutMs);
-    const d = this.p.placer.place({ replica: id, deployment: sp.deployment, service: sp.service, spec: sp.template, index: sp.index, exclude: [this.host] });
+    // Not where a copy of it already failed in this drain: a crash-looping image or a clash on one
+    // node tries each other node once, then waits blocked (and aborts at the deadline), not churning.
+    const failedOn = this.states[id]?.failedOn ?? [];
+    const d = this.p.placer.place({ replica: id, deployment: sp.deployment, service: sp.service, spec: sp.template, index: sp.index, exclude: [this.host, ...failedOn] });
     if (!d.chosen) {
-      this.set(id, 'blocked', d.reason, undefined, deadline);
-      return this.p.note(this.host, id, d.why);
+      this.set(id, 'blocked', failedOn.length ? 'dst_failed' : d.reason, undefined, deadline);
+      return this.p.note(this.host, id, failedOn.length ? `its copy failed on ${failedOn.join(', ')}; ${d.why}` : d.why);
     }
     const moveId = `drain-${this.host}-${id}-${this.p.now}`;
     const r = startMove(this.p.book, {

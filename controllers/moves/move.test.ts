@@ -197,6 +197,25 @@ describe('advanceMoves', () => {
     expect(advanceMoves(lost, T0, { by: 'drain', lostNodes: new Set(['c']) }, stillThere)[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_lost' });
   });
 
+  it('abandons at once when the destination container of its spec exited: no restart comes while it moves', () => {
+    const dstIs = (state: ObservedState, extra: Partial<ReplicaObserved['status']> = {}) =>
+      advanceMoves(
+        world([
+          [desired('d-web-0', 'a'), 'running'],
+          [desired('d-web-0', 'c', web, marker('drain')), state, extra],
+        ]),
+        T0,
+        { by: 'drain' },
+        stillThere,
+      );
+    expect(dstIs('exited', { exitCode: 1 })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_failed', dst: 'c' });
+    expect(dstIs('exited', { code: 'container_removed' })[0]).toMatchObject({ outcome: 'abandoned', reason: 'dst_failed' });
+    // What the agent said of an earlier copy (another revision) says nothing of this one: its agent starts it.
+    expect(dstIs('exited', { revision: 0 })).toEqual([]);
+    // Running but failing its health check may still pass it: the deadline decides.
+    expect(dstIs('degraded')).toEqual([]);
+  });
+
   it("advances only the caller's own moves", () => {
     const idx = world([
       [desired('d-web-0', 'a'), 'running'],

@@ -14,9 +14,10 @@
 //              the source node is lost, the marker is cleared (placedAt = now, movedFrom = src, which
 //              the rebalancer's ping-pong exclusion reads across leader failovers). "Completed" means
 //              the old container is gone, not only its desired key.
-//   abandon  — before cutover: past the deadline, when the dst copy failed or its node is lost, or
-//              when the actor cancels it: desired/<dst>/<R> is deleted and src's movingTo cleared;
-//              src keeps serving.
+//   abandon  — before cutover: past the deadline, when the dst copy failed (its start failed, or
+//              its container exited: no restart is made while a move is in flight, so it would
+//              never become ready), when its node is lost, or when the actor cancels it:
+//              desired/<dst>/<R> is deleted and src's movingTo cleared; src keeps serving.
 // While a move is in flight R has two desired keys (one after cutover): every controller counts it
 // once. The disruption budget counts it as disrupted up to its cutover, and after it only while
 // the destination does not run its spec (controllers/disruption/budget.ts): the source's stop
@@ -379,6 +380,18 @@ export function cancelMove(book: MoveBook, replica: string, now: number): MoveSt
   return { ...stepBase(replica, dst, now), outcome: 'abandoned', reason: 'cancelled', ops: abandonOps(copies, dst) };
 }
 
+/**
+ * Whether a move's destination copy will never become ready as it stands: its start failed, or its
+ * container of this spec exited. The scheduler restarts no copy while its move is in flight (the
+ * move decides), and the agent does not start again a container that exited: waiting would only
+ * run out the move's deadline (minutes) with the source kept and nothing to show for it.
+ */
+function dstFailed(dst: Copy): boolean {
+  const s = dst.observed?.status;
+  if (s?.state === 'failed') return true;
+  return s?.state === 'exited' && s.revision === dst.desired.spec.revision && s.specHash === dst.desired.spec.specHash;
+}
+
 /** Cuts over, completes or abandons the actor's in-flight moves that are due; the rest wait. */
 export function advanceMoves(book: MoveBook, now: number, opts: AdvanceOptions, observedOn: (node: string, replica: string) => unknown): MoveStep[] {
   const steps: MoveStep[] = [];
@@ -407,7 +420,7 @@ export function advanceMoves(book: MoveBook, now: number, opts: AdvanceOptions, 
       continue;
     }
     const reason: AbandonReason | undefined =
-      now >= Date.parse(marker.deadline) ? 'move_timeout' : dst.observed?.status?.state === 'failed' ? 'dst_failed' : opts.lostNodes?.has(base.dst) ? 'dst_lost' : undefined;
+      now >= Date.parse(marker.deadline) ? 'move_timeout' : dstFailed(dst) ? 'dst_failed' : opts.lostNodes?.has(base.dst) ? 'dst_lost' : undefined;
     if (reason) steps.push({ ...base, outcome: 'abandoned', reason, ops: abandonOps(copies, dst) });
   }
   return steps;

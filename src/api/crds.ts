@@ -914,6 +914,7 @@ const KINDS: KindDef[] = [
               dst: str(),
               at: time('Last change.'),
               deadline: time('Set at the first move attempt: the replica must be moved by then or the drain aborts with drain_timeout.'),
+              failedOn: arr(str(), { description: 'Nodes where a move of this replica failed in this drain (its copy failed to start or exited): not tried again.' }),
             },
             ['state'],
           ),

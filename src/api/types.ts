@@ -1038,6 +1038,8 @@ export interface DrainReplicaStatus {
   at?: string;
   /** Set at the replica's first move attempt: it must be moved by then or the drain aborts (drain_timeout). */
   deadline?: string;
+  /** Nodes where a move of this replica failed in this drain (dst_failed): not tried again. */
+  failedOn?: string[];
 }
 /** drains/<host>: the CLI creates it, the drain controller advances it. */
 export type NodeDrain = JacoObject<'NodeDrain', NodeDrainSpec, NodeDrainStatus>;

@@ -5,7 +5,8 @@
 //      ends up running elsewhere, the global one is gone, no service ever drops below replicas − 1
 //      running (the 1-replica one never to 0), and the drain leader is killed mid-drain;
 //   2. a drain whose replacement never becomes healthy aborts with drain_timeout and the old
-//      replica keeps running on the still-cordoned node;
+//      replica keeps running on the still-cordoned node; one whose replacement exits tries each
+//      other node once (dst_failed at once, not at the deadline), then aborts saying so;
 //   3. a stateful replica blocks a drain, --force stops it (node_drained), and `node remove`
 //      leaves no container of the node and makes its agent exit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -225,6 +226,53 @@ ${sleeper('')}`,
       await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === 'picky-picky-0').length === 1, { what: 'only the old picky container left' });
       expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
       expect(await audit('drain_aborted')).toMatchObject([{ payload: { node: 'node-2', reason: 'drain_timeout', replica: 'picky-picky-0', cause: 'move_timeout' } }]);
+    }));
+
+  it('a replacement that exits is abandoned at once (dst_failed) and each other node tried once; the drain aborts at its deadline saying so', () =>
+    c.withLogs(async () => {
+      // The last case's replica stays out of this drain.
+      await ok(['delete', 'deployment', 'picky']);
+      await eventually(async () => !(await c.containers()).some((x) => x.Labels[LABELS.replica] === 'picky-picky-0'), { what: 'the picky container gone' });
+      await ok(['node', 'uncordon', 'node-2']);
+      // Runs on node-2 only: anywhere else its container exits at once (a clash or a crash on that host).
+      await applyOnto(
+        'node-2',
+        `apiVersion: jaco.dev/v1
+kind: Deployment
+metadata:
+  name: homebody
+spec:
+  services:
+    homebody:
+      replicas: 1
+      image: jaco-demo/busybox:1
+      command: [sh, -c, 'test "$JACO_NODE" = node-2 || exit 3; exec sleep 3600']
+      stopGracePeriod: 1s
+`,
+      );
+      const before = await observedOf('node-2', 'homebody-homebody-0');
+      expect(before).toMatchObject({ state: 'running' });
+
+      // Before dst_failed covered an exited copy, each attempt waited out the whole timeout (move_timeout).
+      const r = await cli(['node', 'drain', 'node-2', '--wait', '--timeout', '25s']);
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.stdout).toMatch(/drain\/node-2 aborted: drain_timeout \(homebody-homebody-0: dst_failed\)/);
+      const drain = await drainOf('node-2');
+      expect(drain?.status).toMatchObject({ state: 'aborted', reason: 'drain_timeout', replicas: { 'homebody-homebody-0': { state: 'blocked', reason: 'dst_failed', failedOn: ['node-1', 'node-3'] } } });
+      const abandoned = (await audit('drain_move_abandoned')).filter((a) => a.payload.replica === 'homebody-homebody-0');
+      expect(abandoned.map((a) => [a.payload.dst, a.payload.reason]).sort()).toEqual([
+        ['node-1', 'dst_failed'],
+        ['node-3', 'dst_failed'],
+      ]);
+      // Each abandoned in seconds, not at the deadline.
+      for (const a of abandoned) expect(a.payload.durationMs as number).toBeLessThan(20_000);
+
+      // The old replica never stopped; the replacements are gone; the node stays cordoned.
+      expect((await desiredOf('homebody')).map((d) => d.spec.node)).toEqual(['node-2']);
+      expect(await observedOf('node-2', 'homebody-homebody-0')).toMatchObject({ state: 'running', containerId: before!.containerId });
+      await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === 'homebody-homebody-0').length === 1, { what: 'only the old homebody container left' });
+      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
+      await ok(['delete', 'deployment', 'homebody']);
     }));
 
   it('a stateful replica blocks the drain until --force stops it on the node; node remove then leaves nothing and the agent exits', () =>

@@ -19,7 +19,7 @@ export type MoveRefusal = keyof typeof MOVE_REFUSALS;
 /** Why a move was abandoned: closed union, the same strings in drain status, audit and metrics. */
 export const ABANDON_REASONS = {
   move_timeout: 'the destination copy was not running and healthy by the deadline',
-  dst_failed: 'the destination copy failed (restart budget exhausted)',
+  dst_failed: 'the destination copy failed to start, or its container exited (no restart is made during a move); a drain tries another node',
   dst_lost: 'the destination node went NotReady or away before the copy was ready',
   cancelled: 'the actor withdrew the move (e.g. its drain aborted)',
 } as const;
