@@ -32,6 +32,11 @@ export function brokenPlacement(placement: ServiceSpec['placement'], node: strin
   return undefined;
 }
 
+/** Whether a placement rules out any node at all (brokenPlacement can find something). */
+function constrains(placement: ServiceSpec['placement']): boolean {
+  return placement?.mode === 'hosts' || Object.keys(placement?.nodeSelector ?? {}).length > 0;
+}
+
 /**
  * Every replica on a node its service's placement no longer allows: a move intent for each that
  * has a destination, yielded one at a time (the arbiter starts it or holds it before the next);
@@ -41,8 +46,10 @@ export function* planConform(input: ConformInput): Generator<MoveIntent, Conform
   const views: ConformView[] = [];
   for (const key of input.book.replicas.serviceKeys()) {
     const placement = input.placements.get(key);
-    // Global services follow their nodes through the scheduler (a replica per eligible node).
-    if (!input.placements.has(key) || placement?.mode === 'global') continue;
+    // Global services follow their nodes through the scheduler (a replica per eligible node); a
+    // service that names no hosts and selects no labels has no replica to look at (most of them:
+    // at 10,000 replicas, looking at each took 2 ms of every cycle).
+    if (!input.placements.has(key) || placement?.mode === 'global' || !constrains(placement)) continue;
     for (const e of input.book.replicas.service(...(key.split('/') as [string, string]))) {
       // One copy, not moving: a move in flight is settled first.
       if (e.copies.length !== 1 || inFlight(e.copies)) continue;
