@@ -111,7 +111,7 @@ const OPERATOR_KINDS = [
 
 const WORKLOAD: Record<string, { min: number; max: number; extra: string }> = {
   // A health-checked service, a plain one, and a packed one: rollouts, moves and drains on each.
-  web: { min: 2, max: 4, extra: "      healthcheck: {test: [CMD, 'true'], interval: 1s, timeout: 5s, retries: 3}\n" },
+  web: { min: 2, max: 4, extra: "      healthcheck: {test: [CMD, 'true'], interval: 5s, timeout: 5s, retries: 3}\n" },
   api: { min: 1, max: 3, extra: '' },
   worker: { min: 1, max: 3, extra: '      placement: {mode: pack}\n' },
 };

@@ -119,7 +119,7 @@ spec:
   services:
     web:
       replicas: 3
-      healthcheck: {test: [CMD, 'true'], interval: 1s, timeout: 10s, retries: 3}
+      healthcheck: {test: [CMD, 'true'], interval: 5s, timeout: 10s, retries: 3}
 ${sleeper('')}    agent:
       placement: {mode: global}
 ${sleeper('')}`);

@@ -26,7 +26,7 @@ const PUBLISHED = 18180;
 const LOOP_MAX = 50_000;
 const NODES = ['node-1', 'node-2', 'node-3'];
 
-const manifest = (image: string) => httpdManifest({ deployment: 'shop', image, published: PUBLISHED, page: '$JACO_REPLICA r$JACO_REVISION $JACO_NODE', healthGuard: 'test ! -f /tmp/sick' });
+const manifest = (image: string) => httpdManifest({ deployment: 'shop', image, published: PUBLISHED, page: '$JACO_REPLICA r$JACO_REVISION $JACO_NODE', healthGuard: 'test ! -f /tmp/sick', healthInterval: '1s' });
 
 let c: TestCluster;
 const ingresses: Proc[] = [];

@@ -46,7 +46,7 @@ services:
         target: db_password
     healthcheck:
       test: ["CMD-SHELL", "pg_isready -q -h ${DB_HOST} -p $$((56400 + JACO_REVISION))"]
-      interval: 1s
+      interval: 5s
       timeout: 2s
       retries: 30
     deploy:
