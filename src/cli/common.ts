@@ -94,6 +94,27 @@ export function action<A extends unknown[]>(fn: (...args: A) => Promise<void | n
   };
 }
 
+/** kubectl's ways of writing a deployment's kind before its name: deployment/hello, as jaco itself prints objects. */
+const DEPLOYMENT_KIND = /^(?:deployments?|deploy)\//;
+
+/**
+ * A deployment named on the command line (or DEPLOYMENT/SERVICE, or a replica), with kubectl's
+ * `deployment/` before it taken off: what `jaco apply` printed (`deployment/hello configured`) can
+ * be typed back. Deployment names hold no slash, so a deployment named "deployment" is still
+ * `deployment/deployment`.
+ */
+export function deploymentArg(v: string): string {
+  return v.replace(DEPLOYMENT_KIND, '');
+}
+
+/** kubectl's TYPE/NAME in one argument (`get deployment/hello`, `describe service/hello/web`): the type and the name apart. */
+export function typeSlashName(type: string, name: string | undefined): { type: string; name: string | undefined } {
+  const slash = type.indexOf('/');
+  if (slash < 0) return { type, name };
+  if (name !== undefined) throw new CliError(`name the object once: ${type}, or ${type.slice(0, slash)} ${name}`);
+  return { type: type.slice(0, slash), name: type.slice(slash + 1) || undefined };
+}
+
 export function parseOutput(o: string | undefined, allowed: string[]): string {
   const v = o ?? 'table';
   if (!allowed.includes(v)) throw new CliError(`unknown output format ${JSON.stringify(v)}; use ${allowed.filter((x) => x !== 'table').join(', ')}`);

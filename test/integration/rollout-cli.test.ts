@@ -152,7 +152,8 @@ describe('jaco rollout restart', () => {
     const before = (await store.get<Deployment>(keys.deployment('app')))!.value.metadata.generation!;
     // The replicas' revision: the last one that changed their spec (a later apply that did not change web leaves them).
     const running = (await desired())[0]!.spec.revision;
-    const r = await cli(['rollout', 'restart', 'app/web']);
+    // kubectl's deployment/NAME, as jaco prints it, is taken wherever a deployment is named.
+    const r = await cli(['rollout', 'restart', 'deployment/app/web']);
     expect(r.stderr).toBe('');
     expect(r.stdout).toBe(`deployment/app restarted (revision ${before + 1}: restart web); follow it with: jaco rollout status app\n`);
     const status = await cli(['rollout', 'status', 'app', '--timeout', '20s']);
@@ -168,7 +169,12 @@ describe('jaco rollout restart', () => {
     const rec = (await store.get<DeploymentRevision>(keys.revision('app', before + 1)))!.value.spec;
     expect(rec).toMatchObject({ cause: 'restart web', summary: 'restart web', restarted: ['web'] });
     expect((await cli(['apply', '-f', '-'], manifest({ web: web('jaco-demo/busybox:1') }))).stdout).toBe('deployment/app unchanged\n');
-    expect((await cli(['rollout', 'history', 'app'])).stdout).toMatch(new RegExp(`^${before + 1} \\(current\\) .* restart web +restart web$`, 'm'));
+    expect((await cli(['rollout', 'history', 'deployment/app'])).stdout).toMatch(new RegExp(`^${before + 1} \\(current\\) .* restart web +restart web$`, 'm'));
+    const described = await cli(['describe', 'deployment/app']);
+    expect(described.code).toBe(0);
+    expect(described.stdout).toMatch(/^Name: +app\n/);
+    expect((await cli(['get', 'deployment/app'])).stdout).toMatch(/^app +1 +/m);
+    expect((await cli(['status', 'deployment/app'])).code).toBe(0);
   });
 
   it('without a rollout controller the request stays on the plan and the command exits 3', async () => {

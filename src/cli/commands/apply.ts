@@ -14,7 +14,7 @@ import { applyDeployments, deleteDeployments, type ApplyItem } from '../../app/a
 import { prepareImages } from '../images.js';
 import { pinToStore } from '../../app/apply-files.js';
 import { placementPreview } from '../../app/placement-preview.js';
-import { action, CliError, withStore } from '../common.js';
+import { action, CliError, typeSlashName, withStore } from '../common.js';
 import { readKey, warnUnreadable } from '../../app/read.js';
 
 /** How apply, diff, delete and convert read compose files. */
@@ -159,14 +159,18 @@ export function registerApply(program: Command): void {
     program
       .command('delete')
       .description('Delete deployments named in manifests or compose files, or by name; their replicas are stopped by the scheduler')
-      .argument('[type]', 'deployment')
+      .argument('[type]', 'deployment (or deployment/NAME, as kubectl takes it)')
       .argument('[names...]', 'deployment names')
       .option('-f, --filename <path>', 'manifest or compose file, directory, or - (repeatable)', collect)
       .option('--ignore-not-found', 'succeed when a deployment does not exist'),
   )
     .addHelpText('after', '\nExamples:\n  jaco delete deployment hello\n  jaco delete -f examples/hello.yaml\n  jaco delete -f compose.yaml\n')
     .action(
-      action(async (type: string | undefined, names: string[], opts: { filename?: string[]; ignoreNotFound?: boolean } & ComposeFlags, cmd: Command) => {
+      action(async (typeArg: string | undefined, nameArgs: string[], opts: { filename?: string[]; ignoreNotFound?: boolean } & ComposeFlags, cmd: Command) => {
+        // kubectl's deployment/NAME (as jaco prints it) names the first one.
+        const first = typeArg === undefined ? undefined : typeSlashName(typeArg, undefined);
+        const type = first?.type;
+        const names = first?.name !== undefined ? [first.name, ...nameArgs] : nameArgs;
         let targets: string[];
         // Like docker compose down: COMPOSE_FILE names the application when nothing else does (never the bare working directory: a delete names what it deletes).
         if (opts.filename?.length || (!type && composeFileVariable(process.env))) targets = manifestItems(opts.filename, opts).map((i) => i.name);

@@ -6,7 +6,7 @@ import { keys } from '../../api/keys.js';
 import type { Deployment, DeploymentStatus, PlacementDecision, ReplicaDesired } from '../../api/types.js';
 import type { Store } from '../../store/store.js';
 import { readCut, readPrefix, unreadableIn, unreadableRefusal, warnUnreadable } from '../../app/read.js';
-import { action, CliError, parseOutput, timingsOf, withStore } from '../common.js';
+import { action, CliError, deploymentArg, parseOutput, timingsOf, withStore } from '../common.js';
 import { age, indent, printObjects, table } from '../../app/output.js';
 import { coalesceText, currentPlan, type CoalesceView } from '../../app/rebalance-plan.js';
 import { decisionsOf, findDecision, renderDecision } from '../../app/decisions.js';
@@ -73,7 +73,7 @@ export function registerExplain(program: Command): void {
   program
     .command('explain')
     .description('Explain a placement as it was decided: per node the filter that rejected it or its score, and why the chosen node won')
-    .argument('<target>', 'a replica id (hello-web-0), or DEPLOYMENT/SERVICE for a service and its unschedulable replicas')
+    .argument('<target>', 'a replica id (hello-web-0), or DEPLOYMENT/SERVICE for a service and its unschedulable replicas', deploymentArg)
     .option('-o, --output <format>', 'yaml or json (the stored decision objects)')
     .addHelpText(
       'after',

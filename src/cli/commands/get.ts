@@ -18,7 +18,7 @@ import type { Cache } from '../../runtime/cache.js';
 import type { Unreadable } from '../../store/reflector.js';
 import { CLUSTER_VIEW_READS, clusterViewOf, desiredCount, jobText, nodeConditionsOf, readClusterView, replicaState, runningCount, type ClusterView, type ReplicaRow } from '../../app/cluster-view.js';
 import { readCut, readKey, unreadableIn, unreadableRefusal, warnUnreadable } from '../../app/read.js';
-import { action, CliError, parseOutput, withStore } from '../common.js';
+import { action, CliError, parseOutput, typeSlashName, withStore } from '../common.js';
 import { endpointRows, ENDPOINT_HEADERS, selectEndpoints, serviceRoutingTable } from '../endpoints-view.js';
 import { age, indent, printObjects, printTable, table, toYaml } from '../../app/output.js';
 import { describeFileObject, printFileObjects } from './secret.js';
@@ -257,13 +257,14 @@ export function registerGet(program: Command): void {
   program
     .command('get')
     .description('List deployments, nodes, replicas, endpoints (address:port of each routable replica), secrets or configs (never their values)')
-    .argument('<type>', 'deployments (deploy), nodes (no), replicas, endpoints (ep; name: DEPLOYMENT or DEPLOYMENT/SERVICE), secrets or configs')
+    .argument('<type>', 'deployments (deploy), nodes (no), replicas, endpoints (ep; name: DEPLOYMENT or DEPLOYMENT/SERVICE), secrets or configs (or TYPE/NAME in one, as kubectl takes it)')
     .argument('[name]', 'one object by name')
     .option('-o, --output <format>', 'yaml, json or wide')
     .option('-d, --deployment <name>', 'replicas: only this deployment')
     .addHelpText('after', '\nExamples:\n  jaco get nodes\n  jaco get replicas -d hello -o wide\n  jaco get deployment hello -o yaml\n')
     .action(
-      action(async (type: string, name: string | undefined, opts: { output?: string; deployment?: string }, cmd: Command) => {
+      action(async (typeArg: string, nameArg: string | undefined, opts: { output?: string; deployment?: string }, cmd: Command) => {
+        const { type, name } = typeSlashName(typeArg, nameArg);
         const kind = kindOf(type);
         const out = parseOutput(opts.output, ['table', 'wide', 'yaml', 'json']);
         // Never a value: the same view as jaco secret|config ls.
@@ -291,11 +292,13 @@ export function registerGet(program: Command): void {
   program
     .command('describe')
     .description('Show one deployment, service, node, replica, secret or config in detail (a secret never with its value)')
-    .argument('<type>', 'deployment, service (svc), node, replica, secret or config')
-    .argument('<name>', 'its name (a service: DEPLOYMENT/SERVICE)')
+    .argument('<type>', 'deployment, service (svc), node, replica, secret or config (or TYPE/NAME in one, as kubectl takes it)')
+    .argument('[name]', 'its name (a service: DEPLOYMENT/SERVICE)')
     .addHelpText('after', "\nExamples:\n  jaco describe deployment hello\n  jaco describe service hello/site   # with each node's ingress routing of every replica\n  jaco describe node node-1\n")
     .action(
-      action(async (type: string, name: string, _opts: unknown, cmd: Command) => {
+      action(async (typeArg: string, nameArg: string | undefined, _opts: unknown, cmd: Command) => {
+        const { type, name } = typeSlashName(typeArg, nameArg);
+        if (name === undefined) throw new CliError(`describe: name the ${type}: jaco describe ${type} NAME (or ${type}/NAME)`);
         const kind = kindOf(type);
         if (kind === 'endpoints') throw new CliError('describe: endpoints have no detail view; use `jaco get endpoints [DEPLOYMENT[/SERVICE]] -o yaml`');
         if (kind === 'secrets' || kind === 'configs') return void process.stdout.write(await describeFileObject(cmd, kind === 'secrets' ? 'secret' : 'config', name));

@@ -13,7 +13,7 @@ import { demuxStream } from '../../dockerode.js';
 import type { Store } from '../../store/store.js';
 import { untilSignal } from '../../supervise/process.js';
 import { AgentClient, agentTarget, clientTls, TLS_DIR_HELP } from '../agent-client.js';
-import { action, CliError, connect } from '../common.js';
+import { action, CliError, connect, deploymentArg } from '../common.js';
 import { PREVIOUS_LINES } from '../../app/controllers.js';
 import { formatLine, LineSplitter, logSources, mergeByTime, parseLogTarget, parseSince, parseTail, sourcePrefix, splitTimestamp, timeKey, trimLines, type LogLine, type LogSource, type LogTarget } from '../logs.js';
 
@@ -213,7 +213,7 @@ export function registerLogs(program: Command): void {
   program
     .command('logs')
     .description("Print (and follow) the output of a deployment's, a service's or one replica's containers, merged across nodes with a replica prefix")
-    .argument('<target>', 'DEPLOYMENT, DEPLOYMENT/SERVICE or REPLICA')
+    .argument('<target>', 'DEPLOYMENT, DEPLOYMENT/SERVICE or REPLICA', deploymentArg)
     .option('-f, --follow', 'keep printing: new lines, replicas that start later, replaced and moved containers (Ctrl-C ends)')
     .option('--since <when>', 'only lines since a duration ago (10m, 1h30m) or an RFC 3339 time')
     .option('--tail <n>', 'only the last n lines of each replica (all: every line)')

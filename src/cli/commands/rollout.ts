@@ -17,7 +17,7 @@ import type { Store } from '../../store/store.js';
 import { prepareImages } from '../images.js';
 import { applyDeployments } from '../../app/apply.js';
 import { EXIT_ROLLOUT_TIMEOUT, mustGetDeployment, requestAction, revisionsOf, rollback, targetServices } from '../../app/rollouts.js';
-import { action, CliError, connect, durationFlag, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
+import { action, CliError, connect, deploymentArg, durationFlag, EXIT_INVALID, EXIT_OK, parseOutput, withStore } from '../common.js';
 import { age, printObjects, printTable } from '../../app/output.js';
 
 /** `jaco rollout status` exit codes: 0 rolled out, 1 aborted (or no such deployment), 2 etcd unreachable, 3 timed out. */
@@ -164,7 +164,7 @@ function revisionDetail(name: string, revisions: DeploymentRevision[], n: number
 
 /** DEPLOYMENT or DEPLOYMENT/SERVICE. */
 function parseTarget(v: string): { name: string; service?: string } {
-  const [name, service, extra] = v.split('/');
+  const [name, service, extra] = deploymentArg(v).split('/');
   if (!name || extra !== undefined || service === '') throw new CliError(`invalid target ${JSON.stringify(v)}: use DEPLOYMENT or DEPLOYMENT/SERVICE`);
   return service ? { name, service } : { name };
 }
@@ -241,7 +241,7 @@ export function registerRollout(program: Command): void {
   rollout
     .command('status')
     .description('Follow a deployment’s rolling update line by line until it completes, aborts or times out')
-    .argument('<deployment>', 'deployment name')
+    .argument('<deployment>', 'deployment name', deploymentArg)
     .option('--timeout <duration>', 'give up after this long (0: wait for ever)', '5m')
     .addHelpText(
       'after',
@@ -275,7 +275,7 @@ export function registerRollout(program: Command): void {
   rollout
     .command('history')
     .description('List a deployment’s stored revisions, or show one revision’s spec and its diff to the previous one')
-    .argument('<deployment>', 'deployment name')
+    .argument('<deployment>', 'deployment name', deploymentArg)
     .option('--revision <n>', 'show this revision in full', parseRevision)
     .option('-o, --output <format>', 'yaml or json (the revision records)')
     .addHelpText('after', '\nThe CLI keeps the last 10 revisions of each deployment.\n\nExamples:\n  jaco rollout history app\n  jaco rollout history app --revision 3\n')
@@ -312,7 +312,7 @@ export function registerRollout(program: Command): void {
     parent
       .command(cmdName)
       .description('Roll a deployment back to an earlier revision (default: the one before the current)')
-      .argument('<deployment>', 'deployment name')
+      .argument('<deployment>', 'deployment name', deploymentArg)
       .option('--to-revision <n>', 'the revision whose spec to re-apply', parseRevision)
       .option('--dry-run', 'show what would be applied, write nothing')
       .addHelpText('after', rollbackHelp)

@@ -10,7 +10,7 @@ import { CLUSTER_VIEW_READS, clusterViewOf, readClusterView } from '../../app/cl
 import { unreadableLines, unreadableRefusal, warnUnreadable } from '../../app/read.js';
 import { currentPlan } from '../../app/rebalance-plan.js';
 import { attachRescheduler, renderStatus, statusRows } from '../../app/status.js';
-import { action, CliError, connect, parseOutput, timingsOf } from '../common.js';
+import { action, CliError, connect, deploymentArg, parseOutput, timingsOf } from '../common.js';
 
 /** Redraws on every change until SIGINT/SIGTERM (table: clears the screen; json: one line per change). */
 async function watchStatus(store: Store, name: string | undefined, format: string): Promise<void> {
@@ -56,7 +56,7 @@ export function registerStatus(program: Command): void {
   program
     .command('status')
     .description('Show deployments as the scheduler sees them: per service desired/running, unschedulable reasons, rollouts and moves; per replica node, state, code, restarts, age')
-    .argument('[deployment]', 'one deployment (default: all)')
+    .argument('[deployment]', 'one deployment (default: all)', deploymentArg)
     .option('-w, --watch', 'redraw on every change until Ctrl-C')
     .option('-o, --output <format>', 'json')
     .addHelpText(

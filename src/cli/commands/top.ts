@@ -2,7 +2,7 @@
 // last reported them (src/cli/top.ts).
 import type { Command } from 'commander';
 import { readClusterView } from '../../app/cluster-view.js';
-import { action, CliError, parseOutput, withStore } from '../common.js';
+import { action, CliError, deploymentArg, parseOutput, withStore } from '../common.js';
 import { printTable, toJson } from '../../app/output.js';
 import { NODE_HEADERS, nodeTableRows, nodeUsage, REPLICA_HEADERS, replicaTableRows, replicaUsage, TOP_SORTS, type TopSort } from '../top.js';
 
@@ -52,7 +52,7 @@ export function registerTop(program: Command): void {
   top
     .command('replicas')
     .description("Each replica's CPU and memory use (of one deployment when named), and of its service's limits")
-    .argument('[deployment]', 'only the replicas of this deployment')
+    .argument('[deployment]', 'only the replicas of this deployment', deploymentArg)
     .option('--sort-by <key>', `${TOP_SORTS.join(', ')}`, 'cpu')
     .option('-o, --output <format>', 'table (default) or json')
     .addHelpText('after', HELP)
