@@ -478,6 +478,21 @@ describe('drain: moves complete, fail, time out', () => {
     expect(w.placement()['d-web-1']).toEqual(['node-2']);
   });
 
+  it("places a moved replica by its service's placement now, not its template's (placement is not in the spec hash)", () => {
+    const w = new World();
+    const pinned = withDefaults({ image: 'jaco-demo/busybox:1', placement: { mode: 'hosts', hosts: ['node-2'] } });
+    w.replica('d-pin-0', 'node-2', pinned, { state: 'running', index: 0 });
+    w.drain('node-2');
+    w.pass();
+    expect(w.drainOf('node-2').status!.replicas['d-pin-0']).toMatchObject({ state: 'blocked', reason: 'cannot_satisfy_host_placement' });
+    // The deployment now lets the service run anywhere; its running replica's template still names node-2 alone.
+    w.put(keys.deployment('d'), { apiVersion: API_VERSION, kind: 'Deployment', metadata: { name: 'd', generation: 2 }, spec: { services: { pin: { image: 'jaco-demo/busybox:1' } } } });
+    w.advance(1000);
+    w.pass();
+    expect(w.drainOf('node-2').status!.replicas['d-pin-0']).toMatchObject({ state: 'moving' });
+    expect(w.placement()['d-pin-0']).toHaveLength(2);
+  });
+
   it('times out: the drain aborts with drain_timeout, the old replica keeps running, in-flight moves are withdrawn', () => {
     const w = new World();
     ['node-1', 'node-2', 'node-3'].forEach((n, i) => w.replica(`d-web-${i}`, n, web, { state: 'running', index: i }));

@@ -338,7 +338,7 @@ class DrainPass {
     // Not where a copy of it already failed in this drain: a crash-looping image or a clash on one
     // node tries each other node once, then waits blocked (and aborts at the deadline), not churning.
     const failedOn = this.states[id]?.failedOn ?? [];
-    const d = this.p.placer.place({ replica: id, deployment: sp.deployment, service: sp.service, spec: sp.template, index: sp.index, exclude: [this.host, ...failedOn] });
+    const d = this.p.placer.place({ replica: id, deployment: sp.deployment, service: sp.service, spec: this.p.book.shape(sp), index: sp.index, exclude: [this.host, ...failedOn] });
     if (!d.chosen) {
       this.set(id, 'blocked', failedOn.length ? 'dst_failed' : d.reason, undefined, deadline);
       return this.p.note(this.host, id, failedOn.length ? `its copy failed on ${failedOn.join(', ')}; ${d.why}` : d.why);

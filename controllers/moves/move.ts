@@ -27,7 +27,7 @@ import { MOVE_REFUSALS, type AbandonReason, type MoveRefusal } from '../../src/a
 import { minReadyAt, notReadyBecause, replicaRunning } from '../../src/api/readiness.js';
 import { isStateful, placementMode } from '../../src/api/spec.js';
 import { assignHostPorts, DEFAULT_PORT_RANGE, dynamicPortNames } from '../../src/api/ports.js';
-import type { DisruptionLedger, Heartbeat, HoleFor, MoveActor, MoveMarker, Node, PortRange, ReplicaAddress, ReplicaCommand, ReplicaDesired, VolumeHome } from '../../src/api/types.js';
+import type { Deployment, DisruptionLedger, Heartbeat, HoleFor, MoveActor, MoveMarker, Node, PortRange, ReplicaAddress, ReplicaCommand, ReplicaDesired, ServiceSpec, VolumeHome } from '../../src/api/types.js';
 import { byRest, valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { REPLICAS, type Copy, type ReplicaEntry, type ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { Watchable } from '../../src/runtime/watchable.js';
@@ -63,10 +63,15 @@ export interface MoveView {
   portRanges?: ReadonlyMap<string, PortRange>;
   /** The cluster network: a cluster-network replica's destination copy gets an address there. */
   network?: NetworkView;
+  /**
+   * Every service's placement now, by `<deployment>/<service>` (the deployment's spec): placement
+   * is not in the spec hash, so a running replica's template may carry an older one.
+   */
+  placements?: ReadonlyMap<string, ServiceSpec['placement']>;
 }
 
 /** What every mover reads, and where each controller's snapshot places it: one reading of the cache. */
-export const MOVER_READS = ['nodes', 'nodespecs', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses', 'nodeSettings'] as const satisfies readonly Watchable[];
+export const MOVER_READS = ['nodes', 'nodespecs', 'heartbeats', 'drains', 'desired', 'observed', 'volumes', 'disruptions', 'commands', 'network', 'subnets', 'addresses', 'nodeSettings', 'deployments'] as const satisfies readonly Watchable[];
 
 /** A mover's view of the cache: the placement inputs and the move book's. */
 export function moverView(cache: Cache): Required<MoveView> & { heartbeats: ReadonlyMap<string, Heartbeat>; volumeHomes: VolumeHome[]; settings: NodeSettingsResolved } {
@@ -80,7 +85,15 @@ export function moverView(cache: Cache): Required<MoveView> & { heartbeats: Read
     portRanges: new Map([...cache.kind<Node>('nodes').items.values()].flatMap((v) => (v.value.status?.portRange ? [[v.value.metadata.name, v.value.status.portRange] as const] : []))),
     network: networkViewOf(cache),
     settings: nodeSettingsOf(cache),
+    placements: placementsOf(cache),
   };
+}
+
+/** Every service's current placement (the deployment's spec, not the replicas' templates). */
+function placementsOf(cache: Cache): Map<string, ServiceSpec['placement']> {
+  const out = new Map<string, ServiceSpec['placement']>();
+  for (const [name, d] of valuesByRest(cache.kind<Deployment>('deployments'))) for (const [svc, spec] of Object.entries(d.spec.services)) out.set(`${name}/${svc}`, spec.placement);
+  return out;
 }
 
 /**
@@ -99,17 +112,29 @@ export class MoveBook {
 
   readonly portRanges: ReadonlyMap<string, PortRange>;
   readonly network: NetworkView;
+  readonly placements: ReadonlyMap<string, ServiceSpec['placement']>;
   /** Host numbers claimed per node, with the ones this pass gave. */
   private readonly addressesTaken: Map<string, Set<number>>;
 
   constructor(view: MoveView) {
     this.portRanges = view.portRanges ?? new Map();
+    this.placements = view.placements ?? new Map();
     this.network = view.network ?? EMPTY_NETWORK;
     this.addressesTaken = claimedByNode(this.network.claims);
     this.replicas = view.replicas;
     this.commands = view.commands;
     this.eligibility = view.eligibility;
     this.ledger = new LedgerBook(view.ledgers);
+  }
+
+  /**
+   * What a replica is placed as when it moves: its template under its service's placement now (the
+   * scheduler places new replicas so too). A placement changed to allow more nodes lets a drained
+   * replica go to them, though its running template still names the old hosts.
+   */
+  shape(s: ReplicaDesired['spec']): ServiceSpec {
+    const key = `${s.deployment}/${s.service}`;
+    return this.placements.has(key) ? { ...s.template, placement: this.placements.get(key) } : s.template;
   }
 
   copies(id: string): readonly Copy[] {

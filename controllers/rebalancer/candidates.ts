@@ -100,7 +100,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       Object.assign(c, { reason: 'no_eligible_dst', detail: 'no other node has a fresh pressure sample' });
       continue;
     }
-    const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] };
+    const req: PlacementRequest = { replica: id, deployment: spec.deployment, service: spec.service, spec: view.book.shape(spec), index: spec.index, exclude: [hot.node] };
     const { best, furthest, all } = destinations(table, fp, req, placer, view.movedAwayFrom(spec.deployment, spec.service), full, config);
     const shown = best ?? furthest!;
     Object.assign(c, { dst: shown.node, dstBefore: shown.before, dstAfter: shown.after });
@@ -121,7 +121,7 @@ export function planPressure(input: PressureInput): PressurePlan {
       dst: c.dst!,
       why: `moved off ${hot.node} for pressure: ${c.detail}`,
       // The scheduler's verdicts over the nodes, stored with the move; the rebalancer's reason is the why.
-      verdicts: () => placer.decide({ replica: c.replica, deployment: spec.deployment, service: spec.service, spec: spec.template, index: spec.index, exclude: [hot.node] }),
+      verdicts: () => placer.decide({ replica: c.replica, deployment: spec.deployment, service: spec.service, spec: view.book.shape(spec), index: spec.index, exclude: [hot.node] }),
       timeoutMs: durationMs(spec.template.update?.stepTimeout, config.moveTimeoutMs),
       payload: auditPayload(c, hot, config),
       view: { dominant: c.dominant, relief: c.relief, score: c.score, srcBefore: c.srcBefore, srcAfter: c.srcAfter, dstBefore: c.dstBefore!, dstAfter: c.dstAfter! },

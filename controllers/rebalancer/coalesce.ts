@@ -94,7 +94,7 @@ export function planCoalesce(input: CoalesceInput): { views: CoalesceView[]; int
       src: first.from,
       dst: first.to,
       why: `moved off ${first.from} to make room for ${p.deployment}/${p.service} (${p.reason}): ${view.detail}`,
-      verdicts: () => input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: spec.template, index: spec.index, exclude: [first.from] }),
+      verdicts: () => input.placer().decide({ replica: first.replica, deployment: first.deployment, service: first.service, spec: input.book.shape(spec), index: spec.index, exclude: [first.from] }),
       forPending: { deployment: p.deployment, service: p.service, node: found.node },
       timeoutMs: input.moveTimeoutMs(entry),
       payload: { for: `${view.deployment}/${view.service}`, pending_reason: view.reason, hole_node: view.node, plan: view.plan, detail: view.detail },
@@ -179,7 +179,7 @@ function bestPlan(input: CoalesceInput, p: PendingService, nodes: NodeBook): Fou
   let best: { node: string; plan: CoalesceVictim[] } | undefined;
   for (const b of bounds) {
     if (best && best.plan.length <= b.k) break; // no node further on can need fewer moves
-    const plan = planOn(placer, req, b.node, b.blockers, b.leaving, antiAffinity);
+    const plan = planOn(input.book, placer, req, b.node, b.blockers, b.leaving, antiAffinity);
     if (plan && (!best || plan.length < best.plan.length)) best = { node: b.node, plan };
   }
   if (best) return best;
@@ -222,7 +222,7 @@ const placedOf = (e: ReplicaEntry, node: string): PlacedReplica => ({ id: e.id, 
  * then find each blocker a home elsewhere with the scheduler's own placer. The placer is restored
  * before returning, whatever the outcome.
  */
-function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: ReplicaEntry[], leaving: ReplicaEntry[], antiAffinity: boolean): CoalesceVictim[] | undefined {
+function planOn(book: MoveBook, placer: Placer, req: PlacementRequest, node: string, blockers: ReplicaEntry[], leaving: ReplicaEntry[], antiAffinity: boolean): CoalesceVictim[] | undefined {
   for (const e of leaving) placer.forget(e.id, node);
   const taken: ReplicaEntry[] = [];
   for (const e of placer.check(req, node, { antiAffinity }) ? blockers : []) {
@@ -238,7 +238,7 @@ function planOn(placer: Placer, req: PlacementRequest, node: string, blockers: R
     placer.assume(hole);
     plan = [];
     for (const e of taken) {
-      const d = placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: e.copies[0]!.desired.spec.template, exclude: [node] });
+      const d = placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: book.shape(e.copies[0]!.desired.spec), exclude: [node] });
       if (!d.chosen) {
         plan = undefined;
         break;

@@ -82,7 +82,7 @@ export function planPreempt(input: PreemptInput): PreemptOutcome {
           src: found.node,
           dst: migration.to!,
           why: `moved off ${found.node} to make room for ${planned} (priority ${priority} over ${migration.priority}): ${view.detail}`,
-          verdicts: () => input.placer().decide({ replica: migration.replica, deployment: migration.deployment, service: migration.service, spec: spec.template, index: spec.index, exclude: [found.node] }),
+          verdicts: () => input.placer().decide({ replica: migration.replica, deployment: migration.deployment, service: migration.service, spec: input.book.shape(spec), index: spec.index, exclude: [found.node] }),
           forPending: hole,
           timeoutMs: input.moveTimeoutMs(entry),
           payload: { for: planned, for_priority: priority, priority: migration.priority, pending_reason: p.reason, hole_node: found.node, victims: found.victims, detail: view.detail },
@@ -192,7 +192,7 @@ function bestVictims(input: PreemptInput, p: PendingService, priority: number): 
       ? { noPreempt: 'would_exceed_budget', detail: NO_PREEMPT_REASONS.would_exceed_budget }
       : { noPreempt: 'no_lower_priority', detail: NO_PREEMPT_REASONS.no_lower_priority };
   }
-  return { node: best.node, victims: homes(placer, req, best.node, best.victims, best.leaving ? leavingOf(input, best.node) : []), leaving: best.leaving };
+  return { node: best.node, victims: homes(input.book, placer, req, best.node, best.victims, best.leaving ? leavingOf(input, best.node) : []), leaving: best.leaving };
 }
 
 const gpusOf = (placer: Placer, gpus: number | 'all', node: string) => (gpus === 'all' ? placer.needs({ image: '', resources: { gpus: 'all' } }, node).gpus : gpus);
@@ -275,7 +275,7 @@ function withinBudget(input: PreemptInput, victims: Candidate[]): boolean {
  * placer fits elsewhere migrates there (counted, so the next victim sees it); the rest are stopped.
  * Placer restored.
  */
-function homes(placer: Placer, req: PlacementRequest, node: string, victims: Candidate[], leaving: ReplicaEntry[]): PreemptVictim[] {
+function homes(book: MoveBook, placer: Placer, req: PlacementRequest, node: string, victims: Candidate[], leaving: ReplicaEntry[]): PreemptVictim[] {
   for (const e of leaving) placer.forget(e.id, node);
   for (const v of victims) placer.forget(v.entry.id, node);
   const hole: PlacedReplica = { id: req.replica, deployment: req.deployment, service: req.service, node, ...footprintOf(req.spec) };
@@ -287,7 +287,7 @@ function homes(placer: Placer, req: PlacementRequest, node: string, victims: Can
     const copy = e.copies[0]!;
     const base = { replica: e.id, deployment: e.deployment, service: e.service, priority: v.priority, node };
     const movable = replicaRunning(copy.observed) && copy.desired.spec.template.rebalance !== 'disabled' && !isJob(copy.desired.spec.template);
-    const d = movable ? placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: copy.desired.spec.template, exclude: [node] }) : undefined;
+    const d = movable ? placer.decide({ replica: e.id, deployment: e.deployment, service: e.service, index: e.index, spec: book.shape(copy.desired.spec), exclude: [node] }) : undefined;
     if (d?.chosen) {
       const p = { ...v.placed, node: d.chosen };
       placer.assume(p);

@@ -1,7 +1,7 @@
 // What the rebalancer reads, and how its snapshot is built from the cache: one function for the
 // controller and for `jaco rebalance plan` recomputing from a one-shot read of the store.
 import { withDefaults } from '../../src/api/spec.js';
-import type { Deployment, DeploymentStatus, NodeDrain, ServiceSpec } from '../../src/api/types.js';
+import type { Deployment, DeploymentStatus, NodeDrain } from '../../src/api/types.js';
 import { valuesByRest, type Cache } from '../../src/runtime/cache.js';
 import { nodeValuesOf } from '../../src/runtime/nodes.js';
 import { MOVER_READS, moverView } from '../moves/move.js';
@@ -11,8 +11,8 @@ import { StateBackedSource } from './pressure.js';
 import { CAPACITY_REASONS } from './coalesce.js';
 import type { PendingService, Snapshot } from './plan.js';
 
-/** The prefixes the rebalancer reads: a mover's, and the deployments with their status (pending replicas). */
-export const REBALANCER_READS = [...MOVER_READS, 'deployments', 'statuses'] as const;
+/** The prefixes the rebalancer reads: a mover's (the deployments among them), and the deployments' status (pending replicas). */
+export const REBALANCER_READS = [...MOVER_READS, 'statuses'] as const;
 
 /** The cycle's snapshot: the cache's contents plus each node's fresh pressure sample (StateBackedSource). */
 export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'freshnessIntervals'>): Snapshot {
@@ -23,20 +23,12 @@ export function snapshotOf(cache: Cache, now: number, config: Pick<Config, 'fres
     nodes: [...nodeValuesOf(cache).values()],
     drains: valuesByRest(cache.kind<NodeDrain>('drains')),
     pending: pendingOf(cache),
-    placements: placementsOf(cache),
     priorities: prioritiesOf(cache),
     generations: new Map([...valuesByRest(cache.kind<Deployment>('deployments'))].map(([name, d]) => [name, d.metadata.generation ?? 0])),
     // The cache's placer, patched from its changes rather than built for every cycle (issue 30).
     placer: () => cache.index(KEPT_PLACER).at(snap, now),
   };
   return snap;
-}
-
-/** Every service's current placement (the deployment's spec, not the replicas' templates). */
-function placementsOf(cache: Cache): Map<string, ServiceSpec['placement']> {
-  const out = new Map<string, ServiceSpec['placement']>();
-  for (const [name, d] of valuesByRest(cache.kind<Deployment>('deployments'))) for (const [svc, spec] of Object.entries(d.spec.services)) out.set(`${name}/${svc}`, spec.placement);
-  return out;
 }
 
 /** Every service's current priority (the deployment's spec: priority is not in the spec hash). */

@@ -75,7 +75,7 @@ function judge(input: SpreadInput, key: string): Judged | undefined {
   const first = entries[0]?.copies[0];
   if (!first || placementMode(first.desired.spec.template) !== 'spread') return undefined;
   const base = { deployment, service };
-  const req = (e: ReplicaEntry, exclude: string[] = []): PlacementRequest => ({ replica: e.id, deployment, service, index: e.index, spec: e.copies[0]!.desired.spec.template, exclude });
+  const req = (e: ReplicaEntry, exclude: string[] = []): PlacementRequest => ({ replica: e.id, deployment, service, index: e.index, spec: input.book.shape(e.copies[0]!.desired.spec), exclude });
 
   // Counts over the nodes that hold a replica or could take one (the filters, without anti-affinity).
   // A Map, not an object: node names as property names would give V8 a hidden class per cluster shape.
