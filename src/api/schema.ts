@@ -23,7 +23,6 @@ import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { API_VERSION } from './types.js';
 import { crdDefinitions, NAME_PATTERN, REGISTRY_HOST_PATTERN } from './crds.js';
 
-
 export type Path = (string | number)[];
 
 export interface ValidationIssue {
@@ -91,8 +90,8 @@ export interface ReadCheck {
 }
 
 // ajv (a CommonJS package) is loaded only when a schema is compiled at run time: a process that
-// finds every validator precompiled (below) never loads its compiler — 60 files, a sixth of a CLI
-// command's start.
+// finds every validator precompiled (below) never loads its compiler (some 60 modules a CLI
+// command would load at its start).
 const requireCjs = createRequire(import.meta.url);
 
 export function newAjv(pruning: boolean, extra: Options = {}): Ajv {
