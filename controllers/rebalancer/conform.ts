@@ -15,10 +15,9 @@ import type { Placer } from '../placement/placer.js';
 import type { ConformView, MoveIntent } from './plan.js';
 
 export interface ConformInput {
+  /** The move book; its placements are every service's current one (from deployments/). */
   book: MoveBook;
   placer: () => Placer;
-  /** The current placement of every service, by `<deployment>/<service>` (from deployments/). */
-  placements: ReadonlyMap<string, ServiceSpec['placement']>;
   /** Node labels by node name. */
   labels: ReadonlyMap<string, Readonly<Record<string, string>>>;
   moveTimeoutMs: (entry: ReplicaEntry) => number;
@@ -45,11 +44,11 @@ function constrains(placement: ServiceSpec['placement']): boolean {
 export function* planConform(input: ConformInput): Generator<MoveIntent, ConformView[], void> {
   const views: ConformView[] = [];
   for (const key of input.book.replicas.serviceKeys()) {
-    const placement = input.placements.get(key);
+    const placement = input.book.placements.get(key);
     // Global services follow their nodes through the scheduler (a replica per eligible node); a
     // service that names no hosts and selects no labels has no replica to look at (most of them:
     // at 10,000 replicas, looking at each took 2 ms of every cycle).
-    if (!input.placements.has(key) || placement?.mode === 'global' || !constrains(placement)) continue;
+    if (!input.book.placements.has(key) || placement?.mode === 'global' || !constrains(placement)) continue;
     for (const e of input.book.replicas.service(...(key.split('/') as [string, string]))) {
       // One copy, not moving: a move in flight is settled first.
       if (e.copies.length !== 1 || inFlight(e.copies)) continue;

@@ -58,7 +58,7 @@ export function decide(state: RebalancerState, snap: Snapshot, now: number, conf
   } else gates.push({ gate: 'candidates', holds: null, detail: `not evaluated: stopped by ${closed?.gate ?? 'pressure_data'}` });
 
   // 5. Placement conformance next: a broken hard constraint goes before spread and coalescing, as many at once as each budget allows.
-  const conforming = planConform({ book, placer, placements: view.placements, labels: view.labels, moveTimeoutMs });
+  const conforming = planConform({ book, placer, labels: view.labels, moveTimeoutMs });
   let step = conforming.next();
   for (; !step.done; step = conforming.next()) arbiter.offer([step.value], { each: true });
   const conform = step.value;

@@ -62,7 +62,7 @@ export interface Snapshot {
   eligibility: EligibilityRevisions;
   /** Services the scheduler cannot place for capacity (memory, GPUs, ports): coalescing's work. */
   pending?: readonly Omit<PendingService, 'since'>[];
-  /** Every service's current placement by `<deployment>/<service>` (placement conformance). */
+  /** Every service's current placement by `<deployment>/<service>` (the move book's: conformance and every move's placement). */
   placements?: ReadonlyMap<string, ServiceSpec['placement']>;
   /** Every service's current priority by `<deployment>/<service>` (preemption; templates may lag: priority is not in the spec hash). */
   priorities?: ReadonlyMap<string, number>;

@@ -34,8 +34,7 @@ export class CycleView {
   /** Services pending for capacity, with when this leader first saw each (coalescing waits a grace). */
   readonly pending: readonly PendingService[];
   readonly pendingSince: ReadonlyMap<string, number>;
-  /** Every service's current placement and priority by `<deployment>/<service>` (the deployment's spec). */
-  readonly placements: ReadonlyMap<string, ServiceSpec['placement']>;
+  /** Every service's current priority by `<deployment>/<service>` (the deployment's spec); its placement is the book's. */
   private readonly priorities: ReadonlyMap<string, number>;
   /** The ping-pong exclusion and the balancing epoch a move starts in. */
   readonly pingPong: PingPong;
@@ -67,7 +66,6 @@ export class CycleView {
       return { ...p, since };
     });
     this.pendingSince = pendingSince;
-    this.placements = snap.placements ?? new Map();
     this.priorities = snap.priorities ?? new Map();
     this.pingPong = new PingPong(snap.replicas, snap.eligibility, snap.generations);
     this.placerOf = snap.placer;

@@ -101,6 +101,14 @@ async function applyOnto(onto: string, yaml: string): Promise<void> {
   for (const n of cordoned) await ok(['node', 'uncordon', n]);
 }
 
+/** After an aborted drain of node-2: the old replica never stopped (the same container), its replacements are gone, the node stays cordoned. */
+async function keptOnNode2(service: string, replica: string, before: ReplicaObserved['status']): Promise<void> {
+  expect((await desiredOf(service)).map((d) => d.spec.node)).toEqual(['node-2']);
+  expect(await observedOf('node-2', replica)).toMatchObject({ state: 'running', containerId: before.containerId, startedAt: before.startedAt });
+  await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === replica).length === 1, { what: `only the old ${replica} container left` });
+  expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
+}
+
 /** The pid of the process leading the drain controller (election keys hold "host/pid/nonce"). */
 async function drainLeaderPid(): Promise<number> {
   const { kvs } = await c.store.listRaw(keys.leaders('drain'));
@@ -219,12 +227,7 @@ ${sleeper('')}`,
       const drain = await drainOf('node-2');
       expect(drain?.status).toMatchObject({ state: 'aborted', reason: 'drain_timeout', replicas: { 'picky-picky-0': { state: 'blocked', reason: 'move_timeout' } } });
 
-      // The old replica never stopped; the replacement is gone; the node stays cordoned.
-      expect((await desiredOf('picky')).map((d) => d.spec.node)).toEqual(['node-2']);
-      const after = await observedOf('node-2', 'picky-picky-0');
-      expect(after).toMatchObject({ state: 'running', containerId: before!.containerId, startedAt: before!.startedAt });
-      await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === 'picky-picky-0').length === 1, { what: 'only the old picky container left' });
-      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
+      await keptOnNode2('picky', 'picky-picky-0', before!);
       expect(await audit('drain_aborted')).toMatchObject([{ payload: { node: 'node-2', reason: 'drain_timeout', replica: 'picky-picky-0', cause: 'move_timeout' } }]);
     }));
 
@@ -267,11 +270,7 @@ spec:
       // Each abandoned in seconds, not at the deadline.
       for (const a of abandoned) expect(a.payload.durationMs as number).toBeLessThan(20_000);
 
-      // The old replica never stopped; the replacements are gone; the node stays cordoned.
-      expect((await desiredOf('homebody')).map((d) => d.spec.node)).toEqual(['node-2']);
-      expect(await observedOf('node-2', 'homebody-homebody-0')).toMatchObject({ state: 'running', containerId: before!.containerId });
-      await eventually(async () => (await c.containers()).filter((x) => x.Labels[LABELS.replica] === 'homebody-homebody-0').length === 1, { what: 'only the old homebody container left' });
-      expect((await c.store.get<NodeSpecRecord>(keys.nodeSpec('node-2')))!.value.spec.unschedulable).toBe(true);
+      await keptOnNode2('homebody', 'homebody-homebody-0', before!);
       await ok(['delete', 'deployment', 'homebody']);
     }));
 
