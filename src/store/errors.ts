@@ -3,6 +3,9 @@
 // long-running processes and reported with exit code 2 by the CLI.
 import { EtcdLeaseInvalidError } from 'etcd3';
 
+/** etcd's refusal of a token issued before the latest change of users or roles (ErrAuthOldRevision). */
+export const oldAuthRevision = (e: unknown): boolean => /revision of auth store is old/.test((e as Error)?.message ?? '');
+
 export class ConflictError extends Error {
   override name = 'ConflictError';
   readonly recoverable = true;

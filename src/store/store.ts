@@ -4,9 +4,10 @@
 import { circuitBreaker, ConsecutiveBreaker, handleWhen, retry, wrap } from 'cockatiel';
 import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
-import { EtcdUnreachableError, isUnavailable, NotFoundError, UnreadableValueError } from './errors.js';
+import { EtcdUnreachableError, isUnavailable, NotFoundError, oldAuthRevision, UnreadableValueError } from './errors.js';
 
 import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from './defaults.js';
+import { guardWatches } from './watch-guard.js';
 
 export { DEFAULT_ENDPOINTS, DEFAULT_PREFIX };
 /** etcd's default --max-request-bytes. */
@@ -55,8 +56,6 @@ export interface ConnectionFlags {
   key?: string;
 }
 
-/** etcd's refusal of a token issued before the latest change of users or roles (ErrAuthOldRevision). */
-export const oldAuthRevision = (e: unknown): boolean => /revision of auth store is old/.test((e as Error)?.message ?? '');
 
 export class StoreConfigError extends Error {
   override name = 'StoreConfigError';
@@ -215,7 +214,8 @@ export class Store {
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + (opts.callTimeoutMs ?? CALL_TIMEOUT_MS) }),
     });
     this.ns = this.client.namespace(this.prefix);
-    if (opts.user) for (const n of [this.client, this.ns]) this.reloginOnWatchRefusal(n);
+    // The etcd3 client's watch manager, one per namespace, guarded against its faults (watch-guard.ts).
+    for (const n of [this.client, this.ns]) guardWatches(n, opts.user ? () => this.dropToken() : undefined);
   }
 
   /**
@@ -233,28 +233,6 @@ export class Store {
 
   private dropToken(): void {
     (this.client as unknown as { pool: { authenticator: { invalidateMetadata(): void } } }).pool.authenticator.invalidateMetadata();
-  }
-
-  /**
-   * The same refusal reaches a watch as a cancel ("Watcher canceled: … revision of auth store is
-   * old"), which no unary call sees: a process whose calls are all watches and lease keepalives
-   * (an agent between changes) would watch again with the refused token for ever. etcd3 has no
-   * hook for it, so its watch manager's cancel handler (one per namespace) drops the token and
-   * reopens the stream (opened with the refused token); its other watchers resume on the new one
-   * from their last revision, as after any stream error.
-   */
-  private reloginOnWatchRefusal(n: Namespace): void {
-    const wm = (n as unknown as { watchManager?: { handleCancelResponse?: (w: unknown, res: { cancel_reason?: string }) => void; handleError?: (e: Error) => void } }).watchManager;
-    const cancel = wm?.handleCancelResponse?.bind(wm);
-    const streamFailed = wm?.handleError?.bind(wm);
-    if (!wm || !cancel || !streamFailed) return;
-    wm.handleCancelResponse = (w, res) => {
-      cancel(w, res);
-      if (!oldAuthRevision({ message: res.cancel_reason ?? '' })) return;
-      // The stream carries the token it was opened with: open it again, its watchers resumed on it.
-      this.dropToken();
-      streamFailed(new Error(`watch stream reopened with a fresh token: ${res.cancel_reason}`));
-    };
   }
 
   /** Fails fast with EtcdUnreachableError when no endpoint answers within timeoutMs. */
