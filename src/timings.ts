@@ -29,6 +29,12 @@ export interface Timings {
   backoffMaxMs: number;
   /** A node NotReady for longer than this has its stateless replicas re-placed. */
   nodeLostGraceMs: number;
+  /**
+   * The grace instead, for a node already NotReady when the scheduler's leader began its term (a
+   * restart of the whole cluster, a failover): its agent may be on its way back (Nomad's failover
+   * heartbeat TTL).
+   */
+  nodeLostFailoverGraceMs: number;
   /** Back-off between health-driven restarts of one replica. */
   restartBackoffMs: number;
   /** Default rolling-update step timeout (seed 001: 60 s; per service: update.stepTimeout). */
@@ -57,6 +63,7 @@ export const PRODUCTION: Timings = {
   backoffMaxMs: 30_000,
   // With the 8 s lease: a stopped agent's stateless replicas are re-placed ~12 s after its last keepalive.
   nodeLostGraceMs: 4_000,
+  nodeLostFailoverGraceMs: 30_000,
   restartBackoffMs: 10_000,
   stepTimeoutMs: 60_000,
   drainTimeoutMs: 5 * 60_000,
@@ -80,6 +87,7 @@ export const FAST: Timings = {
   backoffMinMs: 200,
   backoffMaxMs: 2_000,
   nodeLostGraceMs: 3_000,
+  nodeLostFailoverGraceMs: 10_000,
   restartBackoffMs: 500,
   stepTimeoutMs: 15_000,
   drainTimeoutMs: 30_000,

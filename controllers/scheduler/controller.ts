@@ -55,6 +55,8 @@ export interface SchedulerState {
   notReadySince: ReadonlyMap<string, number>;
   /** The node's last Ready heartbeat revision each of those clocks judged (trackNotReady; absent: none yet). */
   notReadyJudged?: ReadonlyMap<string, number>;
+  /** The NotReady clocks the term's first pass started, while they run (absent: this is the first pass). */
+  failoverClocks?: ReadonlyMap<string, number>;
 }
 
 
@@ -93,8 +95,18 @@ export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: 
     network: networkViewOf(cache),
     settings: nodeSettingsOf(cache),
     notReadySince,
+    failoverClocks: failoverClocks(state.failoverClocks, notReadySince),
     failing: input.failing,
   };
+}
+
+/**
+ * The clocks of nodes already NotReady when the term began: on its first pass every running clock,
+ * then those still running from the same start (a node seen Ready since has lost its place).
+ */
+function failoverClocks(prev: ReadonlyMap<string, number> | undefined, notReadySince: ReadonlyMap<string, number>): ReadonlyMap<string, number> {
+  if (!prev) return new Map(notReadySince);
+  return new Map([...prev].filter(([h, since]) => notReadySince.get(h) === since));
 }
 
 export interface SchedulerOptions {
@@ -118,7 +130,7 @@ export function schedulerController(timings: Timings, opts: SchedulerOptions = {
       }
       schedulerMetrics.reconcileDuration.observe(busy / 1000);
       // Every clock judged the heartbeat this snapshot holds (trackNotReady restarts the others).
-      return { ...s.value, next: () => ({ notReadySince: snap.notReadySince, notReadyJudged: new Map([...snap.notReadySince.keys()].map((h) => [h, snap.lastReady.get(h) ?? 0])) }) };
+      return { ...s.value, next: () => ({ notReadySince: snap.notReadySince, failoverClocks: snap.failoverClocks, notReadyJudged: new Map([...snap.notReadySince.keys()].map((h) => [h, snap.lastReady.get(h) ?? 0])) }) };
     }
   }
   return {

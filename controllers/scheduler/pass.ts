@@ -128,9 +128,12 @@ export class SchedulerPass {
     if (this.ready(host)) return undefined;
     const since = this.snap.notReadySince.get(host);
     if (since === undefined) return undefined;
+    // NotReady when this term began: the whole cluster restarted, or the leader failed over while
+    // the node's agent was away; its agent may be on its way back, so it has the longer grace.
+    const grace = this.snap.failoverClocks.get(host) === since ? Math.max(this.cfg.nodeLostGraceMs, this.cfg.nodeLostFailoverGraceMs) : this.cfg.nodeLostGraceMs;
     const t = this.now - since;
-    if (t >= this.cfg.nodeLostGraceMs) return t;
-    this.wake(since + this.cfg.nodeLostGraceMs);
+    if (t >= grace) return t;
+    this.wake(since + grace);
     return undefined;
   }
 

@@ -24,6 +24,7 @@ import type { Act, ActFailure } from '../../src/runtime/acts.js';
 import type { ReplicaIndex } from '../../src/runtime/replicas.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
+import type { Timings } from '../../src/timings.js';
 import type { Op } from '../../src/store/writer.js';
 import type { NetworkView } from '../placement/ipam.js';
 import type { EligibilityRevisions } from '../placement/input.js';
@@ -76,6 +77,11 @@ export interface SchedulerSnapshot {
   settings?: NodeSettingsResolved;
   /** Leader-local: since when (ms) each NotReady node has been seen NotReady. */
   notReadySince: ReadonlyMap<string, number>;
+  /**
+   * Leader-local: the NotReady clocks this term's first pass started (host → since), while they run.
+   * Such a node has the failover grace.
+   */
+  failoverClocks: ReadonlyMap<string, number>;
   /** The scheduler's acts that keep failing (reported in their deployment's status). */
   failing: readonly ActFailure[];
 }
@@ -84,13 +90,15 @@ export interface SchedulerConfig {
   placement: PlacementConfig;
   /** A node NotReady this long is lost: its stateless replicas are re-placed. */
   nodeLostGraceMs: number;
+  /** The grace of a node already NotReady when the term began (Timings.nodeLostFailoverGraceMs). */
+  nodeLostFailoverGraceMs: number;
   restart: RestartPolicy;
   /** Written into decisions and audit records. */
   actor: string;
 }
 
-export function schedulerConfig(t: { nodeLostGraceMs: number; restartBackoffMs: number }, placement: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): SchedulerConfig {
-  return { placement, nodeLostGraceMs: t.nodeLostGraceMs, restart: { backoffMs: t.restartBackoffMs, maxRestarts: MAX_CONSECUTIVE_RESTARTS }, actor: 'scheduler' };
+export function schedulerConfig(t: Pick<Timings, 'nodeLostGraceMs' | 'nodeLostFailoverGraceMs' | 'restartBackoffMs'>, placement: PlacementConfig = DEFAULT_PLACEMENT_CONFIG): SchedulerConfig {
+  return { placement, nodeLostGraceMs: t.nodeLostGraceMs, nodeLostFailoverGraceMs: t.nodeLostFailoverGraceMs, restart: { backoffMs: t.restartBackoffMs, maxRestarts: MAX_CONSECUTIVE_RESTARTS }, actor: 'scheduler' };
 }
 
 // ---------------------------------------------------------------- the plan

@@ -26,7 +26,7 @@ import { Harness, iso, StoreWorld, T0 } from './harness.js';
 export { T0, iso };
 
 /** Fast-timing-like config: 3 s node-lost grace, 500 ms restart back-off. */
-export const TEST_CONFIG: SchedulerConfig = schedulerConfig({ nodeLostGraceMs: 3_000, restartBackoffMs: 500 });
+export const TEST_CONFIG: SchedulerConfig = schedulerConfig({ nodeLostGraceMs: 3_000, nodeLostFailoverGraceMs: 10_000, restartBackoffMs: 500 });
 
 export interface NodeOpts {
   cpu?: string;
