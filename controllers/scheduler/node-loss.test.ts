@@ -54,13 +54,14 @@ describe('a node already NotReady when the term began (a restart of the whole cl
     for (const n of ['node-1', 'node-2']) w.node(n);
     w.deploy('d', { web });
     w.converge();
-    const [early, late] = ['node-1', 'node-2'];
-    w.nodeDown(early!);
-    w.nodeDown(late!);
+    const early = 'node-1';
+    const late = 'node-2';
+    w.nodeDown(early);
+    w.nodeDown(late);
     w.newTerm();
     w.pass();
-    w.heartbeat(early!); // the first agent back
-    return { w, late: late!, early: early! };
+    w.heartbeat(early); // the first agent back
+    return { w, late, early };
   }
   const onLate = (w: World, late: string) => Object.values(w.placement('d', 'web')).filter((n) => n === late).length;
 

@@ -30,7 +30,6 @@ import { oldAuthRevision } from './errors.js';
 interface WatchManagerInternals {
   state: number;
   watchers: Watcher[];
-  stream?: GrpcStream;
   client: { watch(): Promise<GrpcStream> };
   getStream(): GrpcStream;
   handleResponse(res: IWatchResponse): void;
