@@ -3,7 +3,7 @@
 // src/store/watch-guard.ts) nor leave a cancel waiting, and no watch may see another's events.
 import { describe, expect, it } from 'vitest';
 import type { Watcher } from '../../src/store/wire.js';
-import type { Store } from '../../src/store/store.js';
+import { withTimeout, type Store } from '../../src/store/store.js';
 import { droppedWatchResponses } from '../../src/store/watch-guard.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -29,7 +29,7 @@ describe('a watch ended by compaction', () => {
     expect(ended.message).toMatch(/canceled/i);
     return w;
   }
-  const completes = (p: Promise<void>) => Promise.race([p, sleep(5000).then(() => Promise.reject(new Error('the cancel never completed')))]);
+  const completes = (p: Promise<void>) => withTimeout(p, 5000, 'the cancel never completed');
 
   it('can still be cancelled when it was the last watch of its client (the stream is gone)', async () => {
     const store = etcd.store();
@@ -97,8 +97,7 @@ describe('watches cancelled and reopened while writes flow, the connection is cu
     writing = false;
     await writer;
     // Every cancel completes (etcd answered it, or the connection it was on is gone).
-    const settled = await Promise.race([Promise.allSettled(cancels).then(() => true), sleep(10_000).then(() => false)]);
-    expect(settled).toBe(true);
+    await withTimeout(Promise.allSettled(cancels), 10_000, 'a cancel never completed');
     expect(foreign).toEqual([]);
     // And every watch left open still sees its prefix.
     const seen = new Set<number>();
