@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isMap, isScalar, isSeq, parseDocument, type Node as YamlNode } from 'yaml';
 import { ManifestError, parseManifests, readSources, type ManifestProblem } from '../../src/api/manifest.js';
 import type { Deployment } from '../../src/api/types.js';
-import { applyDeployments } from '../../src/app/apply.js';
+import { applyDeployments, deleteDeployments } from '../../src/app/apply.js';
 import { composeSource, isComposeText, loadCompose } from '../../src/compose/load.js';
 import { TooLargeError } from '../../src/store/errors.js';
 import { jaco } from '../support/cli.js';
@@ -191,8 +191,12 @@ describe(`${COUNT} generated broken manifests and compose files`, () => {
         const items: { name: string; spec: Deployment['spec'] }[] = isComposeText(src!.text)
           ? [loadCompose(composeSource(file, src!.text), { env: {}, name: `c${seed}` }).deployment].map((d) => ({ name: d.metadata.name, spec: d.spec }))
           : parseManifests([src!], { kinds: ['Deployment'] }).map(({ object }) => ({ name: (object as Deployment).metadata.name, spec: (object as Deployment).spec }));
-        await applyDeployments(store, items.map((i) => ({ ...i, name: `${i.name}-${seed}`.slice(0, 40).replace(/-+$/, ''), cause: 'apply' as const })));
+        const named = items.map((i) => ({ ...i, name: `${i.name}-${seed}`.slice(0, 40).replace(/-+$/, ''), cause: 'apply' as const }));
+        await applyDeployments(store, named);
         counts.applied++;
+        // Deleted again: every apply reads every deployment, and the store would otherwise grow by
+        // a few hundred (some near the size limit), each read again by every later apply.
+        await deleteDeployments(store, named.map((i) => i.name));
       } catch (e) {
         const after = await revision();
         expect(after, `${what}: a refused apply wrote something`).toBe(before);
