@@ -11,20 +11,9 @@ import { observeMoveDuration } from '../moves/metrics.js';
 import { defaultConfig, type Config } from './config.js';
 import { decide } from './decide.js';
 import { afterCommit, initialState } from './state.js';
-import type { RebalanceAct, RebalancePlan, RebalancerState, Snapshot } from './plan.js';
+import { PLAN_PATH, type PlanResponse, type RebalanceAct, type RebalancePlan, type RebalancerState, type Snapshot } from './plan.js';
 import { clearCycleMetrics, rebalanceMetrics, recordCycle, setGate } from './metrics.js';
 import { REBALANCER_READS, snapshotOf } from './snapshot.js';
-
-export const PLAN_PATH = '/rebalance/plan';
-
-/** What the leader answers on GET /rebalance/plan. */
-export interface PlanResponse {
-  source: 'leader';
-  identity: string;
-  plan: RebalancePlan;
-  /** The last counted cycle: when it ran and how it ended. */
-  lastCycle?: { at: string; cycle: number; stoppedBy: string; move?: string };
-}
 
 export interface RebalancerOptions {
   config?: Config;

@@ -335,3 +335,15 @@ export interface PreemptStop {
  * act only when no other move started or is in flight (one disruption per cycle).
  */
 export type PreemptWant = { view: PreemptView } & ({ migrate: MoveIntent } | { stop: () => PreemptStop } | { wait: string });
+
+/** Where the leader serves its plan (`jaco rebalance plan`, the dashboard): on its metrics address. */
+export const PLAN_PATH = '/rebalance/plan';
+
+/** What the leader answers on GET /rebalance/plan. */
+export interface PlanResponse {
+  source: 'leader';
+  identity: string;
+  plan: RebalancePlan;
+  /** The last counted cycle: when it ran and how it ended. */
+  lastCycle?: { at: string; cycle: number; stoppedBy: string; move?: string };
+}

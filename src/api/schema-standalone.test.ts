@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ROOT } from '../paths.js';
+import { COMPOSE_VALIDATOR, compileComposeValidator, composeSchema, composeValidatorCode } from '../compose/schema.js';
 import { newAjv, precompiledName, SchemaRegistry, standaloneValidator } from './schema.js';
 import { withDefaults } from './spec.js';
 
@@ -45,6 +46,8 @@ const CASES: [string, string, unknown, boolean][] = [
   ['a replica from a newer jaco', 'ReplicaDesired', desired({ futureField: { a: 1 } }), false],
 ];
 
+const shape = (errors: ValidateFunction['errors']) => (errors ?? []).map((e) => [e.instancePath, e.keyword, e.message, e.schemaPath]);
+
 describe('validators compiled at build time', () => {
   it.each(CASES)('%s: the same verdict, errors and pruning as compiled at run time', (_what, kind, value, valid) => {
     for (const reading of [false, true]) {
@@ -54,7 +57,6 @@ describe('validators compiled at build time', () => {
       const verdict = built(b);
       expect(verdict).toBe(runtime(a));
       if (!reading) expect(verdict).toBe(valid);
-      const shape = (errors: ValidateFunction['errors']) => (errors ?? []).map((e) => [e.instancePath, e.keyword, e.message, e.schemaPath]);
       expect(shape(built.errors)).toEqual(shape(runtime.errors));
       expect(b).toEqual(a); // reading prunes alike
     }
@@ -65,5 +67,28 @@ describe('validators compiled at build time', () => {
     expect(precompiledName('Deployment', false, schema)).toMatch(/^write-Deployment-[0-9a-f]{16}\.cjs$/);
     expect(precompiledName('Deployment', true, schema)).toMatch(/^read-Deployment-/);
     expect(precompiledName('Deployment', false, { ...schema, description: 'changed' })).not.toBe(precompiledName('Deployment', false, schema));
+  });
+});
+
+/** Compose files as the loader hands them to the schema (interpolated, merged), and whether each is valid. */
+const COMPOSE_CASES: [string, unknown, boolean][] = [
+  ['a valid file', { services: { web: { image: 'nginx:1', ports: ['8080:80'], environment: { A: '1' }, deploy: { replicas: 2 } } }, volumes: { data: {} } }, true],
+  ['an unknown service field', { services: { web: { image: 'nginx:1', imagee: 'x' } } }, false],
+  ['a wrong type', { services: { web: { image: 'nginx:1', deploy: { replicas: [2] } } } }, false],
+  ['environment in neither form', { services: { web: { image: 'nginx:1', environment: 5 } } }, false],
+  ['a port in no allowed form', { services: { web: { image: 'nginx:1', ports: [{ target: 80, protocol: 5 }] } } }, false],
+  ['an unknown top-level key', { services: {}, servicez: {} }, false],
+];
+
+describe("the Compose Specification's validator compiled at build time", () => {
+  const file = join(dir, precompiledName(COMPOSE_VALIDATOR, false, composeSchema()));
+  writeFileSync(file, composeValidatorCode());
+  const built = (require(file) as { default: ValidateFunction }).default;
+  const runtime = compileComposeValidator();
+
+  it.each(COMPOSE_CASES)('%s: the same verdict and errors as compiled at run time', (_what, value, valid) => {
+    expect(built(value)).toBe(valid);
+    expect(runtime(value)).toBe(valid);
+    expect(shape(built.errors)).toEqual(shape(runtime.errors));
   });
 });

@@ -120,12 +120,17 @@ export function precompiledName(kind: string, reading: boolean, schema: object):
 
 /** A kind's validator as ajv's standalone code (a CommonJS module), for scripts/build-validators.mjs. */
 export function standaloneValidator(schema: object, reading: boolean): string {
-  const ajv = newAjv(reading, { code: { source: true } });
+  return standaloneCodeOf(newAjv(reading, { code: { source: true } }), schema);
+}
+
+/** `schema` compiled by `ajv` (made with `code: { source: true }`) as ajv's standalone code. */
+export function standaloneCodeOf(ajv: Ajv, schema: object): string {
   const standaloneCode = (requireCjs('ajv/dist/standalone/index.js') as { default: typeof ajvStandalone.default }).default;
   return standaloneCode(ajv, ajv.compile(schema));
 }
 
-function precompiled(kind: string, reading: boolean, schema: object): ValidateFunction | undefined {
+/** The validator built for this schema (precompiledName), or undefined when the build has none. */
+export function precompiled(kind: string, reading: boolean, schema: object): ValidateFunction | undefined {
   const file = join(PRECOMPILED_DIR, precompiledName(kind, reading, schema));
   if (!existsSync(file)) return undefined;
   return (requireCjs(file) as { default: ValidateFunction }).default;

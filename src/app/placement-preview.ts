@@ -10,7 +10,7 @@ import { decide as rebalance } from '../../controllers/rebalancer/decide.js';
 import { seedState } from '../../controllers/rebalancer/state.js';
 import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { REBALANCER_READS, snapshotOf } from '../../controllers/rebalancer/snapshot.js';
-import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/controller.js';
+import { schedulerSnapshotOf, SCHEDULER_READS } from '../../controllers/scheduler/snapshot.js';
 import { decide } from '../../controllers/scheduler/decide.js';
 import { schedulerConfig } from '../../controllers/scheduler/plan.js';
 import { unschedulableReasonOf } from '../api/reasons/scheduling.js';

@@ -2,7 +2,7 @@
 // the dashboard): asked of the leader (GET /rebalance/plan on the metrics address its election key
 // advertises) or, when no leader answers, recomputed from one read of the store — and its text.
 import { defaultConfig } from '../../controllers/rebalancer/config.js';
-import { PLAN_PATH, type PlanResponse } from '../../controllers/rebalancer/controller.js';
+import { PLAN_PATH, type PlanResponse } from '../../controllers/rebalancer/plan.js';
 import type { CoalesceView, RebalancePlan } from '../../controllers/rebalancer/plan.js';
 import { preemptText } from '../../controllers/rebalancer/preempt.js';
 import { decide } from '../../controllers/rebalancer/decide.js';

@@ -2,6 +2,7 @@
 // Controller-specific metrics live beside their controller and register here too. All names
 // start with jaco_; the label values are the same closed reason codes the audit log uses.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { readerMetrics } from './reader-metrics.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'jaco_process_' });
@@ -61,3 +62,13 @@ export const metrics = {
     registers: [registry],
   }),
 };
+
+// The store's readers count into this registry from now on (reader-metrics.ts).
+Object.assign(readerMetrics, {
+  malformedKeys: metrics.malformedKeys,
+  unreadableKeys: metrics.unreadableKeys,
+  prunedFields: metrics.prunedFields,
+  informerInconsistencies: metrics.informerInconsistencies,
+  informerRelists: metrics.informerRelists,
+  storeReplaced: metrics.storeReplaced,
+} satisfies typeof readerMetrics);

@@ -27,7 +27,7 @@ import { Backoff, sleep } from '../backoff.js';
 import { STORE_REPLACED, type StoreReplacedReason } from '../api/reasons/store.js';
 import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
-import { metrics } from '../observability/metrics.js';
+import { readerMetrics as metrics } from '../observability/reader-metrics.js';
 import { Interner, shareAt } from './interner.js';
 import { stampVersion, withTimeout, type RangeFacts, type Store, type Versioned } from './store.js';
 

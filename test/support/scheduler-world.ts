@@ -18,7 +18,8 @@ import {
 import { memoryBytes, cpuMillis } from '../../src/api/units.js';
 import type { AuditRecord } from '../../src/store/audit.js';
 import type { Versioned } from '../../src/store/store.js';
-import { schedulerController, type SchedulerState } from '../../controllers/scheduler/controller.js';
+import { schedulerController } from '../../controllers/scheduler/controller.js';
+import type { SchedulerState } from '../../controllers/scheduler/snapshot.js';
 import { decide } from '../../controllers/scheduler/decide.js';
 import { schedulerConfig, type ActMetrics, type SchedulerConfig, type SchedulerPlan, type SchedulerSnapshot } from '../../controllers/scheduler/plan.js';
 import { Harness, iso, StoreWorld, T0 } from './harness.js';
