@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Compiles every kind's schema (both modes: writing and reading), and the Compose Specification's, into ajv's standalone code under
-// dist/validators/, so no jaco process compiles a schema at run time (src/api/schema.ts uses a
-// file only when its name carries the hash of the schema the running code would compile). Part of
-// the build, after tsc (make build, npm run build, scripts/test.sh).
+// Compiles every kind's schema (both modes: writing and reading), and the Compose Specification's,
+// into ajv's standalone code under dist/validators/, so no jaco process compiles a schema at run
+// time (src/api/schema.ts uses a file only when its name carries the hash of the schema the running
+// code would compile). Part of the build, after tsc (make build, npm run build, scripts/test.sh).
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
