@@ -55,6 +55,12 @@ export const metrics = {
     labelNames: ['reason'],
     registers: [registry],
   }),
+  droppedWatchResponses: new Counter({
+    name: 'jaco_watch_responses_dropped_total',
+    help: "Watch responses etcd3's watch manager would have thrown on or misrouted, dropped (src/store/watch-guard.ts): late_answer (for a watch already gone), after_end (on a stream that had ended)",
+    labelNames: ['reason'],
+    registers: [registry],
+  }),
   staleElectionKeys: new Counter({
     name: 'jaco_election_stale_keys_total',
     help: 'Election keys found with no lease, or with a lease etcd no longer has, and removed so a campaign could go on',
@@ -71,4 +77,5 @@ Object.assign(readerMetrics, {
   informerInconsistencies: metrics.informerInconsistencies,
   informerRelists: metrics.informerRelists,
   storeReplaced: metrics.storeReplaced,
+  droppedWatchResponses: metrics.droppedWatchResponses,
 } satisfies typeof readerMetrics);

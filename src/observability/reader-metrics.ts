@@ -1,4 +1,5 @@
-// The counts the store's readers keep (src/store/reflector.ts), without prom-client: a CLI process
+// The counts the store's readers keep (src/store/reflector.ts, src/store/watch-guard.ts), without
+// prom-client: a CLI process
 // that reads and exits never loads it (~130 ms of CPU per process, measured with `jaco get --help`).
 // A process that serves metrics imports metrics.ts, which points these at its registry's metrics;
 // until then (and in a CLI) they count nothing.
@@ -20,4 +21,5 @@ export const readerMetrics = {
   informerInconsistencies: uncounted,
   informerRelists: uncounted,
   storeReplaced: uncounted,
+  droppedWatchResponses: uncounted,
 };

@@ -24,6 +24,7 @@
 //   drop the token and reopen the stream, its watchers resumed on it from their revisions.
 import type { EventEmitter } from 'node:events';
 import { ClientRuntimeError, type IWatchResponse, type Namespace, type Watcher } from 'etcd3';
+import { readerMetrics } from '../observability/reader-metrics.js';
 import { oldAuthRevision } from './errors.js';
 
 /** The manager's private parts the guards use (etcd3/lib/watch.js). */
@@ -50,9 +51,17 @@ const CONNECTED = 2;
 
 let dropped = 0;
 
-/** Watch responses dropped since the process began: late answers, and events after a stream's end. */
+/**
+ * Watch responses dropped since the process began: late answers, and events after a stream's end
+ * (also jaco_watch_responses_dropped_total, by reason, in a process that serves metrics).
+ */
 export function droppedWatchResponses(): number {
   return dropped;
+}
+
+function drop(reason: 'late_answer' | 'after_end'): void {
+  dropped++;
+  readerMetrics.droppedWatchResponses.inc({ reason });
 }
 
 /**
@@ -74,7 +83,7 @@ export function guardWatches(n: Namespace, onAuthRefusal?: () => void): void {
     stream.emit = (event: string | symbol, ...args: unknown[]): boolean => {
       if (event !== 'data' && event !== 'error' && event !== 'end') return emit(event, ...args);
       if (ended) {
-        if (event === 'data') dropped++;
+        if (event === 'data') drop('after_end');
         return false;
       }
       if (event !== 'data') ended = true;
@@ -92,7 +101,7 @@ export function guardWatches(n: Namespace, onAuthRefusal?: () => void): void {
       handleResponse(res);
     } catch (e) {
       if (!(e instanceof ClientRuntimeError) || !e.message.startsWith(UNKNOWN_WATCH)) throw e;
-      dropped++;
+      drop('late_answer');
     }
   };
 

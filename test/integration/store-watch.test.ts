@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Watcher } from '../../src/store/wire.js';
 import { withTimeout, type Store } from '../../src/store/store.js';
+import { metrics } from '../../src/observability/metrics.js';
 import { droppedWatchResponses } from '../../src/store/watch-guard.js';
 import { startTestEtcd } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -42,9 +43,13 @@ describe('a watch ended by compaction', () => {
     const other = await store.client.watch().prefix(`${store.prefix}other/`).create();
     const w = await compactedWatch(store);
     const before = droppedWatchResponses();
+    const counted = async () => (await metrics.droppedWatchResponses.get()).values.find((v) => v.labels.reason === 'late_answer')?.value ?? 0;
+    const countedBefore = await counted();
     // etcd still holds the compacted watch's id: the cancel frees it, and etcd answers it.
     await completes(w.cancel());
     await eventually(() => droppedWatchResponses() === before + 1, { what: "etcd's answer to the cancel, dropped" });
+    // And a process serving metrics shows it.
+    expect(await counted()).toBe(countedBefore + 1);
     await other.cancel();
     store.close();
   });
