@@ -174,7 +174,9 @@ describe('ingress', () => {
     const victim = eps[0]!;
     const server = serverName(victim.replica, victim.node, victim.hostPorts!.http!);
     const routed = async () => (await runtimeCommand(socket('node-1'), 'show servers state be_shop_web_http')).split('\n').some((l) => l.split(' ')[3] === server && (Number(l.split(' ')[6]) & 0x08) === 0);
-    expect(await routed()).toBe(true);
+    // Routed before it turns sick: the endpoints are read from the store, and the ingress applies
+    // them moments later (the case before this one re-applied and moved services).
+    await eventually(routed, { what: `${server} routed by node-1's ingress`, timeoutMs: 30_000 });
     const ctr = (await c.containers(victim.node)).find((x) => x.Labels[LABELS.replica] === victim.replica && x.State === 'running')!;
     const exec = await c.docker.getContainer(ctr.Id).exec({ Cmd: ['touch', '/tmp/sick'] });
     await exec.start({});
