@@ -56,7 +56,6 @@ export interface SchedulerState {
   failoverClocks?: ReadonlyMap<string, number>;
 }
 
-
 /** The scheduler's snapshot of the cache (the state's NotReady clocks advanced to `now`). */
 export function schedulerSnapshot(input: PassInput, state: SchedulerState, now: number): SchedulerSnapshot {
   const { cache } = input;

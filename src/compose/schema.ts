@@ -15,7 +15,7 @@ export const COMPOSE_VALIDATOR = 'ComposeSpec';
 // Not strict: the schema uses annotations ajv does not know (deprecated) and formats it does not check (duration).
 const OPTIONS: Options = { allErrors: true, strict: false, validateFormats: false };
 const requireCjs = createRequire(import.meta.url);
-const newAjv = (extra: Options = {}) => new (requireCjs('ajv') as typeof import('ajv')).Ajv({ ...OPTIONS, ...extra });
+const composeAjv = (extra: Options = {}) => new (requireCjs('ajv') as typeof import('ajv')).Ajv({ ...OPTIONS, ...extra });
 
 /** The schema as ajv compiles it: draft-07 (ajv's default), named by an https URI ajv's meta-schema does not use. */
 export function composeSchema(): object {
@@ -25,7 +25,7 @@ export function composeSchema(): object {
 
 /** The compose validator as ajv's standalone code, for scripts/build-validators.mjs. */
 export function composeValidatorCode(schema = composeSchema()): string {
-  return standaloneCodeOf(newAjv({ code: { source: true } }), schema);
+  return standaloneCodeOf(composeAjv({ code: { source: true } }), schema);
 }
 
 let validate: ValidateFunction | undefined;
@@ -43,7 +43,7 @@ function validator(): ValidateFunction {
 
 /** The validator compiled at run time (and by tests that compare it with the one built). */
 export function compileComposeValidator(schema = composeSchema()): ValidateFunction {
-  return newAjv().compile(schema);
+  return composeAjv().compile(schema);
 }
 
 /** Every way the value breaks the Compose Specification. */

@@ -1,6 +1,6 @@
 // The counts the store's readers keep (src/store/reflector.ts, src/store/watch-guard.ts), without
-// prom-client: a CLI process
-// that reads and exits never loads it (~130 ms of CPU per process, measured with `jaco get --help`).
+// prom-client: a CLI process that reads and exits never loads it (50–100 ms of CPU per command,
+// docs/benchmarks.md).
 // A process that serves metrics imports metrics.ts, which points these at its registry's metrics;
 // until then (and in a CLI) they count nothing.
 
