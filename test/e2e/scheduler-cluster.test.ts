@@ -113,16 +113,19 @@ describe('scheduler end to end', () => {
     c.withLogs(async () => {
       await c.apply(CRASH);
       const first = await eventually(async () => (await c.desired()).find((d) => d.spec.replica === 'crash-crasher-0')?.spec.node, { what: 'crash-crasher-0 placed', timeoutMs: 30_000 });
+      // Waited for in the store, then shown by `jaco status`: a CLI process is ~1 s of CPU, and
+      // polling it took 14 of them (13 s of CPU) while the container crashed its way there.
+      const audit = async () => (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec).filter((a) => a.payload.replica === 'crash-crasher-0');
+      await eventually(async () => (await audit()).some((x) => x.type === 'restart_exhausted'), { what: 'crash-crasher-0 audited restart_exhausted', timeoutMs: 150_000, intervalMs: 250 });
       const row = await eventually(
         async () => {
           const r = (await status('crash')).services[0]!.replicas[0];
           return r?.state === 'failed' && r.code === 'restart_exhausted' ? r : undefined;
         },
-        { what: 'crash-crasher-0 failed/restart_exhausted', timeoutMs: 150_000, intervalMs: 250 },
+        { what: '`jaco status crash` showing crash-crasher-0 failed/restart_exhausted', timeoutMs: 30_000 },
       );
       expect(row.restarts).toBe(3);
       expect(row.node).not.toBe(first);
-      const audit = async () => (await c.store.list<AuditEvent>(keys.audits())).items.map((a) => a.value.spec).filter((a) => a.payload.replica === 'crash-crasher-0');
       const a = await audit();
       // Three restarts where it was placed, one relocation, three restarts on its new node, then final.
       expect(a.filter((x) => x.type === 'replica_restarted').map((x) => x.payload.restarts)).toEqual([1, 2, 3, 1, 2, 3]);

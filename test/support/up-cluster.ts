@@ -131,8 +131,9 @@ export class UpCluster {
  * Takes off this machine's engine every name under a cluster registry's host (`jaco registry push`
  * tags an image so, a compose build names its image so): a later cluster gets the same host
  * (198.18.1.1:5000 for the first), and without this each run of a test that builds left its image
- * behind, 370 MB apiece for the application of test/e2e/app.test.ts. Names only: an image that
- * still has another name (jaco-demo/busybox:1) stays.
+ * behind (60 builds of test/e2e/app.test.ts's application on one machine, 549 MB that Docker could
+ * reclaim, most layers shared). Names only: an image that still has another name
+ * (jaco-demo/busybox:1) stays.
  */
 export async function untagRegistryImages(registry: string | undefined): Promise<void> {
   if (!registry) return;

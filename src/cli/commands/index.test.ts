@@ -42,7 +42,8 @@ describe('the command table', () => {
 // What an operator's command loads at its start is most of its run (a CLI process is ~0.6 s of CPU
 // here, most of it loading modules): prom-client and ajv's compiler are for the processes that
 // serve metrics and for schemas the build did not compile, pino for the first logger that writes,
-// never for a command that reads or writes and exits. The import graph cannot tell, as type-only imports are in it: a process can.
+// never for a command that reads or writes and exits. The import graph cannot tell, as type-only
+// imports are in it: a process can.
 describe("an operator's command", () => {
   it("loads neither prom-client, ajv's compiler nor pino", () => {
     const serving = ['controller', 'agent', 'hollow-nodes', 'ingress', 'up'];
