@@ -15,11 +15,9 @@ help:
 $(NODE_MODULES_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 
+# The build's steps are package.json's "build" script (tsc, the validators, the bundle bin/jaco runs, the dashboard, the build info).
 build: $(NODE_MODULES_STAMP)
-	npx tsc -p tsconfig.build.json
-	node scripts/build-validators.mjs
-	node scripts/build-web.mjs
-	node scripts/build-info.mjs
+	npm run --silent build
 
 system:
 	scripts/ensure-system.sh
@@ -41,7 +39,7 @@ up: build images
 	@echo "     curl http://NODE-ADDRESS:18080/   # hello/site through any node's ingress (jaco up printed the addresses)"
 
 down:
-	@if [ -f dist/src/cli/main.js ]; then ./bin/jaco down; else echo "nothing to stop (not built)"; fi
+	@if [ -f dist/bundle/jaco.js ]; then ./bin/jaco down; else echo "nothing to stop (not built)"; fi
 
 test: system $(NODE_MODULES_STAMP)
 	scripts/test.sh

@@ -31,10 +31,7 @@ echo "== deploy/ configurations (the alerting rules and the scrape config an ope
 promtool check config deploy/prometheus/prometheus.yml >/dev/null
 promtool check rules deploy/prometheus/jaco-rules.yml >/dev/null
 echo "== build"
-npx tsc -p tsconfig.build.json
-node scripts/build-validators.mjs
-node scripts/build-web.mjs
-node scripts/build-info.mjs
+npm run --silent build
 echo "== demo images"
 scripts/build-images.sh
 # One tier: its failures recapped at the end of the output (scripts/failure-recap.mjs), where a

@@ -175,7 +175,7 @@ export class DashboardServer {
     try {
       body = readFileSync(join(this.o.assetsDir ?? ASSETS_DIR, file));
     } catch {
-      return this.json(res, 500, { error: `${file} is not built: run make build (npx tsc -p tsconfig.build.json && node scripts/build-web.mjs)` });
+      return this.json(res, 500, { error: `${file} is not built: run make build (npm run build)` });
     }
     res.writeHead(200, { 'content-type': type, 'cache-control': 'no-cache' });
     res.end(body);

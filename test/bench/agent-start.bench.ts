@@ -1,7 +1,7 @@
 // Benchmark: time from 20 desired keys written (one transaction) to all 20 observed running, with
 // a real etcd, one real `jaco agent` process (fast timings) and the local Docker engine. Three
 // rounds; each ends by deleting the keys and waiting until the containers are gone.
-// Needs the build (npx tsc -p tsconfig.build.json).
+// Needs the build (npm run build).
 //   npx tsx test/bench/agent-start.bench.ts [replicas=20] [rounds=3]
 import { keys } from '../../src/api/keys.js';
 import type { ReplicaObserved } from '../../src/api/types.js';

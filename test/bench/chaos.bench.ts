@@ -2,7 +2,7 @@
 // copies, three agents on the local Docker engine, three deployments rolled out, scaled and
 // drained, under seeded faults for CHAOS_MS (default 5 min, up to CHAOS_FAULTS faults, default
 // 400). Run with
-//   npx tsc -p tsconfig.build.json && scripts/build-images.sh && npx tsx test/bench/chaos.bench.ts
+//   npm run build && scripts/build-images.sh && npx tsx test/bench/chaos.bench.ts
 //   CHAOS_SEED=7 CHAOS_MS=600000 npx tsx test/bench/chaos.bench.ts      # another seed, longer
 // Prints the faults by kind, the invariant violations (must be 0) and the time to converge once
 // the faults stop (must be ≤ 60 s); exits 1 otherwise.

@@ -2,7 +2,7 @@
 // `jaco get replicas` and `jaco status` over 10,000 running replicas (20 services × 500, on 1,000
 // nodes: desired and observed keys as the scheduler and the agents write them) in a real etcd;
 // `jaco version` beside them is the floor (Node's start and the command's own modules).
-//   npx tsc -p tsconfig.build.json && node --import tsx test/bench/cli-read.bench.ts
+//   npm run build && node --import tsx test/bench/cli-read.bench.ts
 // RUNS=N runs each command N times (default 5); CLI_PROF=DIR writes each run's CPU profile there;
 // CLI_NODE_ARGS="…" passes Node flags to each CLI process (to try one before building it in).
 import { spawnSync } from 'node:child_process';

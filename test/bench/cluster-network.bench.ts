@@ -3,7 +3,7 @@
 // are written straight into the store and timed to their first `running` report: host-network
 // replicas beside cluster-network ones (a pause sandbox, CNI ptp ADD, then the container joining
 // it). Images are on the node before the timed rounds (the first cluster round pulls nothing).
-// Needs the build (npx tsc -p tsconfig.build.json) and the images (scripts/build-images.sh).
+// Needs the build (npm run build) and the images (scripts/build-images.sh).
 //   flock /tmp/jaco-heavy.lock npx tsx test/bench/cluster-network.bench.ts [replicas=20] [rounds=5]
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';

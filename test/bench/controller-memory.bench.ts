@@ -1,6 +1,6 @@
 // The memory of `jaco controller all` holding a big cluster: 1,000 nodes and 10,000 replicas
 // (50 deployments × 200, all observed running), through a real etcd. Run with
-//   npx tsc -p tsconfig.build.json && npx tsx test/bench/controller-memory.bench.ts
+//   npm run build && npx tsx test/bench/controller-memory.bench.ts
 // The controller process is the built CLI, as an operator runs it; nodes and heartbeats are
 // written directly (long-lived, no agents), the scheduler places every replica, and the agents'
 // observed writes are made here, as 1,000 agents would make them. The figure is the process's

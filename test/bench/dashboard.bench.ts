@@ -3,7 +3,7 @@
 // cluster view shows every node (goal ≤ 1 s), the render times of the views, and, while the
 // cluster streams changes (every heartbeat every second with new pressure, 50 replica states
 // flipping every half second), how long the page takes to answer and to draw. Run with
-//   npx tsc -p tsconfig.build.json && node scripts/build-web.mjs && npx tsx test/bench/dashboard.bench.ts
+//   npm run build && npx tsx test/bench/dashboard.bench.ts
 // Nodes, heartbeats and observed states are written directly (no agents); the 1,000 desired keys
 // and their placement decisions come from the scheduler, run here for the placing and stopped.
 // Screenshots of each view at that scale go to test-results/dashboard-bench/.

@@ -3,7 +3,7 @@
 // service through another node's ingress; every container ignores SIGTERM, so each stop waits
 // its service's full stop grace (the default 10 s).
 //
-//   npx tsc -p tsconfig.build.json && flock /tmp/jaco-heavy.lock npx tsx test/bench/drain-pace.bench.ts [--concurrency 2] [--runs 1]
+//   npm run build && flock /tmp/jaco-heavy.lock npx tsx test/bench/drain-pace.bench.ts [--concurrency 2] [--runs 1]
 //
 // Real etcd, `jaco controller all`, three `jaco agent`s at 127.0.1.1-3 on the local Docker engine,
 // `jaco ingress` on node-2 driving a real HAProxy (test/support/cluster.ts, its fast timings).

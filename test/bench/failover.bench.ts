@@ -1,7 +1,7 @@
 // Leader failover with production timings: two `jaco controller all` copies (one leads the
 // scheduler, one stands by), 3 agents, a real etcd — as `jaco up` runs them, without --timings
 // fast. Run with
-//   npx tsc -p tsconfig.build.json && scripts/build-images.sh && npx tsx test/bench/failover.bench.ts
+//   npm run build && scripts/build-images.sh && npx tsx test/bench/failover.bench.ts
 // 20 times: kill -9 the scheduler's leader, then scale a deployment (the apply is acknowledged by
 // etcd, so only a scheduler can act on it); measure from the kill until the standby commits its
 // first write (the new replica's desired key, seen through a watch). Goal: ≤ leader lease TTL + 2 s

@@ -1,7 +1,7 @@
 // Node loss with production timings on real containers: 3 agents (simulated nodes on the local
 // Docker engine), `jaco controller all`, a real etcd — as `jaco up` runs them, without --timings
 // fast. Run with
-//   npx tsc -p tsconfig.build.json && scripts/build-images.sh && npx tsx test/bench/node-loss.bench.ts
+//   npm run build && scripts/build-images.sh && npx tsx test/bench/node-loss.bench.ts
 // It measures, from SIGSTOP of an agent, until every stateless replica of its node is running and
 // ready on another node (goal ≤ 15 s), three times; and checks that a 5 s agent pause and a 5 s
 // etcd stall replace nothing (exits 1 if they do).

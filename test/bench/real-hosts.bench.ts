@@ -3,7 +3,7 @@
 // apply` to all observed running when each node's engine must pull the image from the cluster
 // registry first, and when it already has it; beside the same 50 containers started with plain
 // `docker run -d` one after another on one engine (what an operator without an orchestrator does).
-// Needs the build (npx tsc -p tsconfig.build.json) and the demo images (scripts/build-images.sh).
+// Needs the build (npm run build) and the demo images (scripts/build-images.sh).
 //   flock /tmp/jaco-heavy.lock npx tsx test/bench/real-hosts.bench.ts [replicas=50] [rounds=3]
 import { execFileSync } from 'node:child_process';
 import { loadavg } from 'node:os';

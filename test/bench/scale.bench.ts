@@ -1,6 +1,6 @@
 // Scale by simulation (issue 16): 1,000 hollow nodes and 10,000 replicas through a real etcd, real
 // `jaco controller all` (production timings) and `jaco hollow-nodes`. Run with
-//   npx tsc -p tsconfig.build.json && flock /tmp/jaco-heavy.lock npx tsx test/bench/scale.bench.ts
+//   npm run build && flock /tmp/jaco-heavy.lock npx tsx test/bench/scale.bench.ts
 // Environment: SCALE_NETWORK (cluster: replicas get addresses), SCALE_NODES (1000), SCALE_REPLICAS (10000), SCALE_IDLE_S (60; 300 is the issue's full
 // form), SCALE_ROLL_PARALLELISM (100), SCALE_SCENARIOS (1,2,3,4,5,6: which to run; 7 runs scenario
 // 2 against a 3-member etcd), SCALE_HOLLOW_PROCS (1: how many hollow-nodes processes share the

@@ -1,6 +1,6 @@
 // The scheduler on real containers, side by side with Docker Swarm on the same machine, run with
 //   npx tsx test/bench/scheduler-cluster.bench.ts
-// (build first: npx tsc -p tsconfig.build.json; the cluster spawns ./bin/jaco).
+// (build first: npm run build; the cluster spawns ./bin/jaco).
 // 1. `jaco apply` of a 3-service deployment (spread 3, pack 2, global on 3 nodes) until all 8
 //    replicas are observed running (seed 001's bar: 15 s);
 // 2. `jaco apply` of 50 replicas until all 50 are observed running;

@@ -6,7 +6,7 @@
 //   service — its service address (node-1's ingress, TCP or HTTP mode, balancing over both replicas);
 //   direct  — each replica's own address (one local, one across the overlay).
 // Latency (p50, p99) and throughput, interleaved rounds so that load drifts hit every path.
-// Needs the build (npx tsc -p tsconfig.build.json) and the images (scripts/build-images.sh).
+// Needs the build (npm run build) and the images (scripts/build-images.sh).
 //   flock /tmp/jaco-heavy.lock npx tsx test/bench/service-address.bench.ts [seconds=5] [rounds=3] [connections=4] [server=nginx] [mode=tcp]
 // server: nginx (Debian's, keeps connections alive as most servers do) or busybox (httpd closes
 // each connection: every request is a new connection on both paths); mode: the port's mode at the

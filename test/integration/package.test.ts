@@ -32,7 +32,7 @@ describe('the npm package', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('holds the command, the compiled code, the web assets and the runtime dependencies, and nothing of development', () => {
-    for (const f of ['bin/jaco', 'dist/src/cli/main.js', 'dist/controllers/index.js', 'dist/web/dashboard.js', 'dist/web/dashboard.css', 'dist/build-info.json', 'src/compose/compose-spec.json', 'package.json', 'README.md'])
+    for (const f of ['bin/jaco', 'dist/bundle/jaco.js', 'dist/web/dashboard.js', 'dist/web/dashboard.css', 'dist/build-info.json', 'src/compose/compose-spec.json', 'package.json', 'README.md'])
       expect(files, f).toContain(f);
     // The schemas compiled at build time, both modes of every kind (src/api/schema.ts).
     expect(files.filter((f) => /^dist\/validators\/(read|write)-[A-Za-z]+-[0-9a-f]{16}\.cjs$/.test(f)).length).toBeGreaterThan(40);
@@ -41,6 +41,8 @@ describe('the npm package', () => {
     // (@types/* may come as a runtime dependency's own: @kubernetes/client-node lists three.)
     const dev = files.filter((f) => /^node_modules\/(typescript|vitest|@vitest\/[^/]+|esbuild|tsx|testcontainers|playwright-core|@types\/(dockerode|shell-quote|tar-fs|dns-packet))\//.test(f));
     expect(dev).toEqual([]);
+    // The command runs the bundle (scripts/build-bundle.mjs): the compiled modules it was made from are the build's, not the package's.
+    expect(files.filter((f) => /^dist\/(src|controllers)\//.test(f))).toEqual([]);
     // Of jaco's own: no tests, no TypeScript sources, no local state.
     expect(files.filter((f) => !f.startsWith('node_modules/') && /\.test\.js$|^(test|web)\/|^(src|controllers)\/.*\.ts$|^\.jaco\//.test(f))).toEqual([]);
   });
@@ -53,9 +55,12 @@ describe('the npm package', () => {
     expect((await jacoIn(['version'])).stdout).toBe(`jaco ${VERSION} (commit ${v.commit}, node ${process.version})\n`);
   });
 
-  it('reads a compose file with its own schema, and serves the dashboard with its assets', async () => {
+  it('reads a compose file with its own schema, reads the store, and serves the dashboard with its assets', async () => {
     const converted = await jacoIn(['convert', '-f', join(pkg, 'examples', 'shop')]);
     expect(converted.stdout).toMatch(/^kind: Deployment$/m);
+    // The bundled etcd client finds its protocol's definition where the package put it.
+    const read = await jacoIn(['get', 'deployments'], { JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: uniquePrefix() });
+    expect([read.stdout, read.stderr]).toEqual(['', 'No resources found.\n']);
 
     const child = spawn(process.execPath, [join(pkg, 'bin', 'jaco'), 'dashboard', '--addr', '127.0.0.1:0'], { cwd: dir, env: { ...process.env, JACO_ENDPOINTS: etcd.endpoint, JACO_PREFIX: uniquePrefix() }, stdio: ['ignore', 'pipe', 'pipe'] });
     try {
