@@ -92,6 +92,9 @@ describe('update block on real containers', () => {
     const down = await samples.stop();
     expect(Math.max(...down.map((x) => x.length))).toBeLessThanOrEqual(2);
 
+    // A revert step finishes on the controller's pass after its replica is ready again, which may
+    // come after the containers run (and after the plan already says aborted).
+    await eventually(async () => (await plan()).steps.slice(2).every((s) => s.result !== undefined), { what: 'both revert steps finished', timeoutMs: 30_000 });
     const p = await plan();
     expect(p).toMatchObject({ state: 'aborted', failureReason: 'registry_unreachable', fromRevision: 2, toRevision: 3, currentStep: 2 });
     // Two forward steps went together and both failed; the revert steps brought both back.
