@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Bundles the compiled jaco (dist/src/cli/main.js and everything it imports, its npm packages
-// included) into dist/bundle/: the code bin/jaco runs, for every command and every process a
-// cluster starts (agents, controllers, ingresses). Part of the build, after tsc (make build,
-// scripts/test.sh).
+// Bundles jaco (src/cli/main.ts and everything it imports, its npm packages included) into
+// dist/bundle/: the code bin/jaco runs, for every command and every process a cluster starts
+// (agents, controllers, ingresses). esbuild compiles the TypeScript as vitest does for the tests;
+// `tsc --noEmit` (make test's typecheck) checks it. Part of the build (npm run build, which make
+// build and scripts/test.sh run).
 //
 // Why: a process that loads ~700 files one by one (Node resolves, reads and compiles each) spent a
 // third of a short command's CPU on it; one file per command costs a fraction (docs/benchmarks.md,
@@ -50,7 +51,7 @@ const banner = [
 
 rmSync(BUNDLE_DIR, { recursive: true, force: true });
 await build({
-  entryPoints: { jaco: join(root, 'dist', 'src', 'cli', 'main.js') },
+  entryPoints: { jaco: join(root, 'src', 'cli', 'main.ts') },
   outdir: BUNDLE_DIR,
   bundle: true,
   splitting: true,

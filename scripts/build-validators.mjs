@@ -2,14 +2,15 @@
 // Compiles every kind's schema (both modes: writing and reading), and the Compose Specification's,
 // into ajv's standalone code under dist/validators/, so no jaco process compiles a schema at run
 // time (src/api/schema.ts uses a file only when its name carries the hash of the schema the running
-// code would compile). Part of the build, after tsc (make build, npm run build, scripts/test.sh).
+// code would compile). Part of the build (npm run build, which make build and scripts/test.sh run);
+// it reads the TypeScript sources through tsx: `node --import tsx scripts/build-validators.mjs`.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const { precompiledName, PRECOMPILED_DIR, SchemaRegistry, standaloneValidator } = await import(join(root, 'dist', 'src', 'api', 'schema.js'));
-const { COMPOSE_VALIDATOR, composeSchema, composeValidatorCode } = await import(join(root, 'dist', 'src', 'compose', 'schema.js'));
+const { precompiledName, PRECOMPILED_DIR, SchemaRegistry, standaloneValidator } = await import(join(root, 'src', 'api', 'schema.ts'));
+const { COMPOSE_VALIDATOR, composeSchema, composeValidatorCode } = await import(join(root, 'src', 'compose', 'schema.ts'));
 
 rmSync(PRECOMPILED_DIR, { recursive: true, force: true });
 mkdirSync(PRECOMPILED_DIR, { recursive: true });

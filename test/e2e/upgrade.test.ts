@@ -51,8 +51,8 @@ function buildPrevious(): string {
   }
   execFileSync('sh', ['-c', `git -C "${PACKAGE_ROOT}" archive ${PREVIOUS} | tar -x -C "${dir}"`]);
   symlinkSync(join(PACKAGE_ROOT, 'node_modules'), join(dir, 'node_modules'));
-  execFileSync(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'pipe' });
-  // A release whose bin/jaco runs a bundle (scripts/build-bundle.mjs) needs it built too.
+  // As that release built what its bin/jaco runs: tsc's dist/src, then (later releases) the bundle.
+  if (existsSync(join(dir, 'tsconfig.build.json'))) execFileSync(process.execPath, [join(PACKAGE_ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: dir, stdio: 'pipe' });
   if (existsSync(join(dir, 'scripts', 'build-bundle.mjs'))) execFileSync(process.execPath, [join(dir, 'scripts', 'build-bundle.mjs')], { cwd: dir, stdio: 'pipe' });
   return dir;
 }
