@@ -15,7 +15,7 @@ help:
 $(NODE_MODULES_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 
-# The build's steps are package.json's "build" script (tsc, the validators, the bundle bin/jaco runs, the dashboard, the build info).
+# The build's steps are package.json's "build" script (the validators, the bundle bin/jaco runs, the dashboard, the build info).
 build: $(NODE_MODULES_STAMP)
 	npm run --silent build
 
