@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make test: typecheck, build (e2e tests run ./bin/jaco), build the demo images, run every tier.
+# make test: typecheck, build (e2e tests run ./bin/jaco), build the demo images (beside the first tiers), run every tier.
 # Nothing is skipped: a test that needs etcd or Docker fails loudly when it cannot get them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +22,18 @@ if [ $# -eq 0 ]; then
   sim_log=$(mktemp /tmp/jaco-sim-XXXXXX.log)
   setsid --wait bash -c 'if [ -w /proc/self/autogroup ]; then echo 19 >/proc/self/autogroup; fi; exec nice -n 19 npx vitest run --project sim --maxWorkers=2' >"$sim_log" 2>&1 &
   sim_pid=$!
-  trap '[ -n "$sim_pid" ] && kill -- -"$sim_pid" 2>/dev/null; true' EXIT
 fi
+# The demo images are only e2e's and chaos's (the unit and integration tiers run no container): on a
+# new machine they are built beside the typecheck and those tiers — most of their time is Debian's
+# mirror and Docker's disk — and e2e waits for them. Their own session, so the trap stops all of it.
+images_pid=
+images_log=
+if [ $# -eq 0 ]; then
+  images_log=$(mktemp /tmp/jaco-images-XXXXXX.log)
+  setsid --wait scripts/build-images.sh >"$images_log" 2>&1 &
+  images_pid=$!
+fi
+trap 'for p in $sim_pid $images_pid; do kill -- -"$p" 2>/dev/null; done; true' EXIT
 echo "== typecheck"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p web/tsconfig.json
@@ -32,8 +42,10 @@ promtool check config deploy/prometheus/prometheus.yml >/dev/null
 promtool check rules deploy/prometheus/jaco-rules.yml >/dev/null
 echo "== build"
 npm run --silent build
-echo "== demo images"
-scripts/build-images.sh
+if [ $# -gt 0 ]; then
+  echo "== demo images"
+  scripts/build-images.sh
+fi
 # One tier: its failures recapped at the end of the output (scripts/failure-recap.mjs), where a
 # reader of the log's tail finds them.
 tier() {
@@ -58,6 +70,13 @@ else
   tier "unit and integration" --project unit --project integration --maxWorkers=3
   # e2e files run real containers against real timings, one at a time, after the other tiers
   # (only the lowest-priority simulation beside them).
+  echo "== demo images (built beside the tiers above)"
+  images_rc=0
+  wait "$images_pid" || images_rc=$?
+  images_pid=
+  cat "$images_log"
+  rm -f "$images_log"
+  [ "$images_rc" -eq 0 ] || { echo "make test: building the demo images failed (above)" >&2; exit "$images_rc"; }
   echo "== end-to-end tests (real etcd, real Docker)"
   tier e2e --project e2e
   echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
