@@ -5,9 +5,9 @@
 // `tsc --noEmit` (make test's typecheck) checks it. Part of the build (npm run build, which make
 // build and scripts/test.sh run).
 //
-// Why: a process that loads ~700 files one by one (Node resolves, reads and compiles each) spent a
-// third of a short command's CPU on it; one file per command costs a fraction (docs/benchmarks.md,
-// "CLI start"). Commands stay lazily loaded: each is its own chunk (splitting).
+// Why: a process that loaded ~700 files one by one (Node resolves, reads and compiles each) spent
+// 30-45 % of a short command's CPU on it (docs/benchmarks.md, "Then one file per command"). Commands
+// stay lazily loaded: each is its own chunk (splitting).
 //
 // Left as packages, loaded from node_modules at run time: pino (its transports start workers by
 // file path), dockerode (optional native modules through ssh2), and what jaco's code loads with
