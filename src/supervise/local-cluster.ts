@@ -473,6 +473,32 @@ export async function tearDown(dataDir: string, st: Pick<UpState, 'network' | 'c
   // by that address when the state that recorded it is lost).
   const certsDirs = st.registry?.certsDir ? [st.registry.certsDir] : st.network ? subdirectories(DOCKER_CERTS_DIR).filter((d) => d.startsWith(`${st.network!.hostAddress}:`)).map((d) => join(DOCKER_CERTS_DIR, d)) : [];
   for (const d of certsDirs) rmSync(d, { recursive: true, force: true });
+  // Purged, the names this machine's engine holds under the registry's host go too (`jaco registry
+  // push` tags an image so, a compose build names its image so): a later cluster gets the same host
+  // (198.18.1.1:5000 for the first), so they would only pile up, each build a whole image.
+  const registryNames = st.registry?.host ? `${st.registry.host}/` : st.network ? `${st.network.hostAddress}:` : undefined;
+  if (opts.purge && registryNames) await untagImages(registryNames, log);
+}
+
+/**
+ * Takes off this machine's engine every image name (tag or digest) starting with `prefix`. Names
+ * only: an image that has another name (jaco-demo/busybox:1) stays, and so does one a container
+ * still runs from. Returns how many names went.
+ */
+export async function untagImages(prefix: string, log: Logger): Promise<number> {
+  const docker = new (dockerode())();
+  let removed = 0;
+  try {
+    for (const image of await docker.listImages()) {
+      for (const ref of [...(image.RepoTags ?? []), ...(image.RepoDigests ?? [])].filter((r) => r.startsWith(prefix))) {
+        // A 409 (a container uses it and it is its last name) or a 404 (gone meanwhile) leaves it be.
+        if (await docker.getImage(ref).remove().then(() => true, () => false)) removed++;
+      }
+    }
+  } catch (e) {
+    log.warn({ err: (e as Error).message, prefix }, "could not take the registry's image names off this machine's engine (is Docker running?)");
+  }
+  return removed;
 }
 
 /** Where every Docker engine of this machine looks for a registry's CA (ca.crt under <host:port>/). */

@@ -31,7 +31,7 @@ import { requireDocker } from '../support/cluster.js';
 import { commitAtomic } from '../../src/store/writer.js';
 import { etcdTlsFiles, etcdUsers, storeAuth, type EnvFileCopy, type OperatorJaco } from '../support/deploy-steps.js';
 import { commandOf, hostPath, placeFile, readEnvFile, readUnit, type Host } from '../support/units.js';
-import { noteUpDir, untagRegistryImages } from '../support/up-cluster.js';
+import { noteUpDir } from '../support/up-cluster.js';
 import { eventually } from '../support/wait.js';
 import { textInNetns } from '../support/netns-fetch.js';
 import { installJaco } from '../support/package.js';
@@ -195,7 +195,6 @@ describe('deploy/README.md followed on three separate hosts', () => {
     await tearDown(dataDir, state ?? {}, logger('deploy-walk'), { purge: true });
     for (const c of children) if (c.name.startsWith('docker-')) c.proc.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
-    await untagRegistryImages(registry);
   }, 120_000);
 
   it('every host runs what its units start: three nodes Ready, the dashboard answers on node-1, the registry is the default', async () => {

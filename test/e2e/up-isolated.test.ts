@@ -2,6 +2,7 @@
 // port space and Docker engine, joined by routed links (real-hosts.test.ts cuts one); `jaco down --purge`
 // removes everything it made, even after a crash.
 import { execFileSync } from 'node:child_process';
+import Docker from 'dockerode';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
@@ -92,8 +93,18 @@ describe('jaco down --purge after a crash', () => {
     process.kill(enginePids[0]!, 'SIGKILL');
     expect((await namespacesWith(`${tag}-`)).length).toBe(3);
 
+    // A name under the cluster registry's host on this machine's engine, as `jaco registry push`
+    // leaves one: purged with the cluster, while the image's other name stays.
+    const host = new Docker();
+    const registryName = `${c.state.registry!.host}/probe:1`;
+    await host.getImage('jaco-demo/busybox:1').tag({ repo: `${c.state.registry!.host}/probe`, tag: '1' });
+    expect((await host.listImages()).some((i) => i.RepoTags?.includes(registryName))).toBe(true);
+
     const r = await jaco(['down', '--purge', '--data-dir', c.dataDir], { timeoutMs: 120_000 });
     expect(r.code).toBe(0);
+    const names = (await host.listImages()).flatMap((i) => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])]);
+    expect(names.filter((n) => n.startsWith(`${c.state.registry!.host}/`))).toEqual([]);
+    expect(names).toContain('jaco-demo/busybox:1');
     expect(await namespacesWith(`${tag}-`)).toEqual([]);
     expect(existsSync(`/sys/class/net/${tag}`)).toBe(false);
     expect(existsSync(`/run/jaco/${tag}`)).toBe(false);

@@ -121,26 +121,9 @@ export class UpCluster {
 
   async stop(): Promise<void> {
     this.store?.close();
+    // Purged, the cluster also takes its registry's image names off this machine's engine.
     await jaco(['down', '--purge', '--data-dir', this.dataDir], { timeoutMs: 120_000 });
     rmSync(this.dataDir, { recursive: true, force: true });
-    await untagRegistryImages(this.state?.registry?.host);
-  }
-}
-
-/**
- * Takes off this machine's engine every name under a cluster registry's host (`jaco registry push`
- * tags an image so, a compose build names its image so): a later cluster gets the same host
- * (198.18.1.1:5000 for the first), and without this each run of a test that builds left its image
- * behind (60 builds of test/e2e/app.test.ts's application on one machine, 549 MB that Docker could
- * reclaim, most layers shared). Names only: an image that still has another name
- * (jaco-demo/busybox:1) stays.
- */
-export async function untagRegistryImages(registry: string | undefined): Promise<void> {
-  if (!registry) return;
-  const docker = new Docker();
-  const named = (refs: string[] | null | undefined) => (refs ?? []).filter((r) => r.startsWith(`${registry}/`));
-  for (const i of await docker.listImages()) {
-    for (const ref of [...named(i.RepoTags), ...named(i.RepoDigests)]) await docker.getImage(ref).remove().catch(() => undefined);
   }
 }
 

@@ -145,7 +145,7 @@ export function registerUp(program: Command): void {
     .command('down')
     .description("Stop the local cluster started by `jaco up`: agents, controllers, their containers, the nodes' engines and network, etcd (also after a crash; twice is harmless)")
     .option('--data-dir <dir>', 'the directory given to jaco up', '.jaco')
-    .option('--purge', "also delete the etcd data, logs and the nodes' image stores")
+    .option('--purge', "also delete the etcd data, logs and the nodes' image stores, and this machine's image names under the cluster registry's host (what `jaco registry push` and compose builds named)")
     .action(
       action(async (f: { dataDir: string; purge?: boolean }) => {
         const dataDir = resolveDataDir(f.dataDir);
