@@ -61,6 +61,16 @@ tier() {
     exit 1
   fi
 }
+# A job started beside the tiers (its pid and log in the variables named): waited for, its log
+# shown, and make test stopped if it failed. Its pid is cleared, so the exit trap leaves it be.
+join_beside() {
+  local what=$1 pid_var=$2 log_var=$3 rc=0
+  wait "${!pid_var}" || rc=$?
+  printf -v "$pid_var" '%s' ''
+  cat "${!log_var}"
+  rm -f "${!log_var}"
+  [ "$rc" -eq 0 ] || { echo "make test: $what failed (above)" >&2; exit "$rc"; }
+}
 if [ $# -gt 0 ]; then
   tier selected "$@"
 else
@@ -71,22 +81,12 @@ else
   # e2e files run real containers against real timings, one at a time, after the other tiers
   # (only the lowest-priority simulation beside them).
   echo "== demo images (built beside the tiers above)"
-  images_rc=0
-  wait "$images_pid" || images_rc=$?
-  images_pid=
-  cat "$images_log"
-  rm -f "$images_log"
-  [ "$images_rc" -eq 0 ] || { echo "make test: building the demo images failed (above)" >&2; exit "$images_rc"; }
+  join_beside "building the demo images" images_pid images_log
   echo "== end-to-end tests (real etcd, real Docker)"
   tier e2e --project e2e
   echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
   tier chaos --project chaos
   echo "== simulation (run beside the tiers above, at the lowest priority)"
-  sim_rc=0
-  wait "$sim_pid" || sim_rc=$?
-  sim_pid=
-  cat "$sim_log"
-  rm -f "$sim_log"
-  [ "$sim_rc" -eq 0 ] || { echo "make test: the simulation failed (above)" >&2; exit "$sim_rc"; }
+  join_beside "the simulation" sim_pid sim_log
 fi
 echo "== make test passed in $(( $(date +%s) - start ))s"
