@@ -1,7 +1,7 @@
 // The etcd layer: connection, typed reads, and compare-and-swap writes under the key prefix.
 // Nothing outside src/store/ imports etcd3. Every write is a transaction of Ops (writer.ts);
 // metadata.resourceVersion of what we return is the key's mod_revision.
-import { circuitBreaker, ConsecutiveBreaker, handleWhen, retry, wrap } from 'cockatiel';
+import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, retry, wrap } from 'cockatiel';
 import { readFileSync } from 'node:fs';
 import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, oldAuthRevision, UnreadableValueError } from './errors.js';
@@ -22,6 +22,8 @@ export const LIST_PAGE = 500;
  * calls that would otherwise wait for ever.
  */
 export const CALL_TIMEOUT_MS = 15_000;
+/** Tries of a call whose token etcd refuses as old, each after a login again (Store.relogin). */
+const RELOGIN_ATTEMPTS = 8;
 
 export interface StoreOptions {
   endpoints?: string[] | string;
@@ -224,9 +226,15 @@ export class Store {
    * it; etcd3 only on "invalid auth token", so without this every process of the cluster failed
    * each call from then on (found when the e2e fixture added a node's users under running
    * processes). Dropping the cached token makes the retried call log in first.
+   *
+   * One login again is not enough: a node joining writes several users, roles and grants, each a
+   * new auth revision, and a call between two of them is refused again with its fresh token (a
+   * controller's pass failed so in a clean run, and a test's call failed its file). So the login
+   * again is retried, with back-off, for as long as such a burst lasts (~3 s), as etcd's own
+   * client does (it retries a unary call up to its retry limit, logging in again each time).
    */
   private relogin() {
-    const policy = retry(handleWhen(oldAuthRevision), { maxAttempts: 2 });
+    const policy = retry(handleWhen(oldAuthRevision), { maxAttempts: RELOGIN_ATTEMPTS, backoff: new ExponentialBackoff({ initialDelay: 20, maxDelay: 800 }) });
     policy.onRetry(() => this.dropToken());
     return policy;
   }

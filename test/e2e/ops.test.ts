@@ -248,7 +248,9 @@ describe('jaco logs, exec and top against the agents', () => {
       const row = await eventually(async () => {
         // Side by side: both measure about the same second.
         const [t, s] = await Promise.all([top(), dockerStats()]);
-        return t.cpuMillis !== undefined && Math.abs(t.cpuMillis - s.cpu) <= 0.1 * s.cpu && { t, s };
+        if (t.cpuMillis !== undefined && Math.abs(t.cpuMillis - s.cpu) <= 0.1 * s.cpu) return { t, s };
+        // Thrown, so a time-out says what the two last read.
+        throw new Error(`top ${t.cpuMillis?.toFixed(0)}m (sampled ${t.sampledAt ?? '?'}), docker stats ${s.cpu.toFixed(0)}m`);
       }, { what: 'top and docker stats agreeing on CPU', timeoutMs: 20_000 });
       // Busy (its limit is 500m; on a loaded machine it gets less, and both see the same).
       expect(row.t.cpuMillis).toBeGreaterThan(100);

@@ -95,6 +95,34 @@ describe('a process logged in before users or roles changed', () => {
     expect((await s.list(keys.nodeSpecs())).items.map((i) => i.key).sort()).toEqual(['nodespecs/a', 'nodespecs/b', 'nodespecs/c']);
   });
 
+  it('calls made while users and roles change, change after change (a node joining writes several), are served: the login again is retried as long as the changes go on', async () => {
+    const s = etcd.store(PREFIX);
+    await s.get(keys.heartbeat('a'));
+    const refused: string[] = [];
+    let served = 0;
+    let joining = true;
+    // Four callers, each a call after the other, for as long as the nodes join.
+    const caller = async () => {
+      while (joining) {
+        try {
+          await s.get(keys.heartbeat('a'));
+          served++;
+        } catch (e) {
+          refused.push((e as Error).message);
+        }
+      }
+    };
+    const callers = [caller(), caller(), caller(), caller()];
+    try {
+      await etcd.addNodes!(['e', 'f', 'g']);
+    } finally {
+      joining = false;
+      await Promise.all(callers);
+    }
+    expect(refused).toEqual([]);
+    expect(served).toBeGreaterThan(10);
+  });
+
   it('a watch refused so (the only call of a process between changes) drops the token and reopens its stream: a watch made again is served', async () => {
     const s = etcd.store(PREFIX);
     await s.get(keys.heartbeat('a'));
