@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what jaco's tests and `make up` need from Debian's packages when it is missing
-# (etcd, Docker, HAProxy, Prometheus, busybox-static, iproute2), then makes sure a Docker engine answers, starting
+# (etcd, Docker, HAProxy, Prometheus, busybox-static, iproute2, jemalloc), then makes sure a Docker engine answers, starting
 # dockerd with no bridge network if none runs (the network rule: loopback and host networking only).
 set -euo pipefail
 
@@ -25,6 +25,8 @@ command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || need+=(haproxy
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # promtool checks deploy/prometheus/ in make test; Prometheus scrapes a real cluster in an e2e test.
 command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+# The controllers run on jemalloc where it is installed (src/supervise/allocator.ts).
+ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 >/dev/null 2>&1 || need+=(libjemalloc2)
 # The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 

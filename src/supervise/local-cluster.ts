@@ -6,6 +6,7 @@
 // owns everything, restarts a child that dies, and on SIGTERM (jaco down) stops it all and
 // removes what it made (tearDown, which `jaco down` also runs after a crash). State is in
 // .jaco/up.json.
+import { allocatorEnv } from './allocator.js';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -208,7 +209,7 @@ export class LocalCluster {
       const metrics = await nextMetrics();
       // The cluster key file (docs/secrets.md): made once under the data directory, kept across jaco down.
       ensureClusterKeyFile(clusterKeyFile(dataDir));
-      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]), this.userEnv('controller.env'));
+      this.supervise({ name: 'controllers', metrics, log: log('controllers') }, jacoChild(['controller', 'all', '--metrics-addr', metrics, '--secrets-key-file', clusterKeyFile(dataDir)]), { ...allocatorEnv(), ...this.userEnv('controller.env') });
     }
     if (net) await this.startEngines(net);
     // The logs and exec endpoint's certificates (docs/operate.md): each node's, and the local operator's.

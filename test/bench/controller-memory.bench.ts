@@ -5,7 +5,8 @@
 // written directly (long-lived, no agents), the scheduler places every replica, and the agents'
 // observed writes are made here, as 1,000 agents would make them. The figure is the process's
 // resident set once the cluster is idle (goal ≤ 200 MiB: the runtime holds one copy of the state,
-// shared by every controller of the process), and its peak.
+// shared by every controller of the process), and its peak. The controller runs with the
+// allocator `jaco up` gives it (src/supervise/allocator.ts); BENCH_LOG_LEVEL=info shows its log.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { keys } from '../../src/api/keys.js';
@@ -13,6 +14,7 @@ import { API_VERSION, type DeploymentSpec, type Heartbeat, type Node, type Repli
 import { applyDeployments } from '../../src/app/apply.js';
 import type { Store } from '../../src/store/store.js';
 import { commitActs, type OpGroup } from '../../src/store/writer.js';
+import { allocatorEnv, runningAllocator } from '../../src/supervise/allocator.js';
 import { freePort } from '../../src/supervise/etcd.js';
 import { JACO_BIN } from '../support/cli.js';
 import { startTestEtcd } from '../support/etcd.js';
@@ -45,15 +47,15 @@ async function memoryOf(pid: number, metricsPort: number): Promise<string> {
   const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024;
   const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? NaN) / 1048576;
-  return `RSS ${kb('VmRSS').toFixed(0)} MiB (peak ${kb('VmHWM').toFixed(0)}), V8 heap used ${metric('jaco_process_nodejs_heap_size_used_bytes').toFixed(0)} of ${metric('jaco_process_nodejs_heap_size_total_bytes').toFixed(0)} MiB, external ${metric('jaco_process_nodejs_external_memory_bytes').toFixed(0)} MiB`;
+  return `RSS ${kb('VmRSS').toFixed(0)} MiB (peak ${kb('VmHWM').toFixed(0)}), V8 heap used ${metric('jaco_process_nodejs_heap_size_used_bytes').toFixed(0)} of ${metric('jaco_process_nodejs_heap_size_total_bytes').toFixed(0)} MiB, external ${metric('jaco_process_nodejs_external_memory_bytes').toFixed(0)} MiB, ${runningAllocator(`/proc/${pid}/maps`)}`;
 }
 
 /** `jaco controller all` as an operator runs it. */
 async function controller(store: Store, endpoint: string): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = spawn(process.execPath, [JACO_BIN, '--timings', 'fast', 'controller', 'all', '--metrics-addr', `127.0.0.1:${port}`], {
-    env: { ...process.env, JACO_ENDPOINTS: endpoint, JACO_PREFIX: store.prefix, JACO_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...allocatorEnv(), JACO_ENDPOINTS: endpoint, JACO_PREFIX: store.prefix, JACO_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn' },
+    stdio: ['ignore', process.env.BENCH_LOG_LEVEL ? 'inherit' : 'ignore', 'inherit'],
   });
   return { child, port };
 }

@@ -9,6 +9,7 @@ import { keys } from '../../src/api/keys.js';
 import type { Node } from '../../src/api/types.js';
 import { AgentClient, agentTarget } from '../../src/cli/agent-client.js';
 import { readTlsDir } from '../../src/pki/identity.js';
+import { runningAllocator } from '../../src/supervise/allocator.js';
 import { enginesOf, operatorTlsDir } from '../../src/supervise/local-cluster.js';
 import { namespacesWith } from '../../src/supervise/local-network.js';
 import { jaco } from '../support/cli.js';
@@ -44,6 +45,12 @@ describe('jaco up: separate hosts', () => {
     expect(roots.size).toBe(3);
     const out = execFileSync('ip', ['-4', '-br', 'addr'], { encoding: 'utf8' });
     for (const a of addresses) expect(out).not.toContain(`${a}/`);
+  });
+
+  it('runs its controllers on jemalloc (Debian\'s libjemalloc2, which ensure-system installs), the agents on glibc', () => {
+    const pidOf = (name: string) => c.state.children.find((ch) => ch.name === name)!.pid!;
+    expect(runningAllocator(`/proc/${pidOf('controllers')}/maps`)).toBe('jemalloc');
+    expect(runningAllocator(`/proc/${pidOf('node-1')}/maps`)).toBe('glibc');
   });
 
   it('routes between nodes over their links, and nowhere else', () => {

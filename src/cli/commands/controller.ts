@@ -8,6 +8,7 @@ import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
 import { IdleCollector } from '../../runtime/memory.js';
+import { runningAllocator } from '../../supervise/allocator.js';
 import { readClusterKeys } from '../../secrets/keyfile.js';
 import { stopAll, untilSignal } from '../../supervise/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
@@ -51,7 +52,7 @@ export function registerController(program: Command): void {
         manager = new Manager({ store, timings, log, identity }, names.map((n) => CONTROLLERS[n]!(timings, { secrets: { keyFile } })));
         await manager.start();
         stops.push(() => manager!.stop());
-        log.info({ controllers: names, metrics: `${url}/metrics`, timings: timings.name, revision: manager.cache.revision }, 'controllers running');
+        log.info({ controllers: names, metrics: `${url}/metrics`, timings: timings.name, revision: manager.cache.revision, allocator: runningAllocator() }, 'controllers running');
         // A burst's garbage (a big apply placed, a relist) given back once the process is quiet.
         const mib = (b: number) => Math.round(b / 2 ** 20);
         const collector = new IdleCollector({ onCollect: (before, after) => log.info({ heapUsedMiB: mib(before), afterMiB: mib(after) }, 'quiet after a burst: collected its garbage') }).start();
