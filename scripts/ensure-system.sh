@@ -26,7 +26,7 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 # promtool checks deploy/prometheus/ in make test; Prometheus scrapes a real cluster in an e2e test.
 command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 # The controllers run on jemalloc where it is installed (src/supervise/allocator.ts).
-ls /usr/lib/*/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 >/dev/null 2>&1 || need+=(libjemalloc2)
+compgen -G "/usr/lib/*/libjemalloc.so.2" >/dev/null || [ -e /usr/lib/libjemalloc.so.2 ] || need+=(libjemalloc2)
 # The dashboard's e2e test drives Debian's headless Chromium (playwright-core never downloads a browser).
 [ -x /usr/bin/chromium ] || need+=(chromium)
 
