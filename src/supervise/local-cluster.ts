@@ -6,7 +6,6 @@
 // owns everything, restarts a child that dies, and on SIGTERM (jaco down) stops it all and
 // removes what it made (tearDown, which `jaco down` also runs after a crash). State is in
 // .jaco/up.json.
-import { allocatorEnv } from './allocator.js';
 import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -18,6 +17,7 @@ import type { Logger } from '../observability/log.js';
 import { PACKAGE_ROOT } from '../paths.js';
 import { clusterInfo } from '../store/cluster.js';
 import { Store, type StoreOptions } from '../store/store.js';
+import { allocatorEnv } from './allocator.js';
 import { etcdAuthArgs, issueEtcdCertificates, localProcessEnv, localStoreOptions, provisionLocalUsers } from './local-credentials.js';
 import { commitActs, type OpGroup } from '../store/writer.js';
 import type { Timings } from '../timings.js';

@@ -8,8 +8,8 @@ import { logger } from '../../observability/log.js';
 import { serveObservability } from '../../observability/server.js';
 import { Manager } from '../../runtime/manager.js';
 import { IdleCollector } from '../../runtime/memory.js';
-import { runningAllocator } from '../../supervise/allocator.js';
 import { readClusterKeys } from '../../secrets/keyfile.js';
+import { runningAllocator } from '../../supervise/allocator.js';
 import { stopAll, untilSignal } from '../../supervise/process.js';
 import { action, CliError, connect, timingsOf } from '../common.js';
 
