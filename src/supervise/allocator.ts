@@ -3,7 +3,7 @@
 // the placing process sat at ~290–350 MiB once idle with a V8 heap of ~60 MiB in use, where a
 // process started on the same state holds ~170 MiB (docs/benchmarks.md, "Runtime"). jemalloc
 // (Debian's libjemalloc2) with its background thread gives freed pages back within seconds, without
-// waiting for the next allocation: the same process, idle, at ~190 MiB.
+// waiting for the next allocation: the same process, idle, at ~155 MiB (~265 on glibc).
 //
 // Preloaded by name (the dynamic loader finds it on its own search path, on any architecture), only
 // where it is installed: elsewhere glibc with fewer arenas, as before.
