@@ -57,7 +57,7 @@ test-integration: system build
 	npx vitest run --project integration
 
 test-e2e: images build
-	npx vitest run --project e2e
+	npx vitest run --project 'e2e*'
 
 bench: images build
 	npx tsx test/bench/run.ts

@@ -1,7 +1,21 @@
-// Five tiers: unit (pure code, tables; beside the code), integration (real etcd, one member per
-// file on free loopback ports), sim (the deterministic simulation, seeded), e2e (real etcd + real
-// Docker, one file at a time) and chaos (seeded faults on the real thing, after e2e).
+// Six tiers: unit (pure code, tables; beside the code), integration (real etcd, one member per
+// file on free loopback ports), sim (the deterministic simulation, seeded), e2e and e2e-hosts (real
+// etcd + real Docker: the files on this machine's engine, and the files that make separate hosts of
+// their own — network namespaces, an engine per node; each one file at a time) and chaos (seeded
+// faults on the real thing). `npx vitest run --project 'e2e*'` runs every end-to-end file.
+import { readdirSync, readFileSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * The end-to-end files that run on separate hosts of their own (`jaco up`'s, or a network claimed
+ * as it claims one): nothing they make is shared with a file on this machine's engine (their
+ * network is claimed atomically, their engines and addresses are their own), so scripts/test.sh
+ * runs them as a second lane beside the others. Known by what they use, so a new file finds its
+ * lane by itself.
+ */
+const separateHosts = readdirSync('test/e2e')
+  .filter((f) => f.endsWith('.test.ts') && /\b(UpCluster|claimNetwork)\b/.test(readFileSync(`test/e2e/${f}`, 'utf8')))
+  .map((f) => `test/e2e/${f}`);
 
 export default defineConfig({
   test: {
@@ -34,6 +48,17 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          exclude: separateHosts,
+          globalSetup: ['test/support/e2e-global.ts'],
+          testTimeout: 240_000,
+          hookTimeout: 120_000,
+          fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'e2e-hosts',
+          include: separateHosts,
           globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 240_000,
           hookTimeout: 120_000,

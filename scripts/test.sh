@@ -33,7 +33,19 @@ if [ $# -eq 0 ]; then
   setsid --wait scripts/build-images.sh >"$images_log" 2>&1 &
   images_pid=$!
 fi
-trap 'for p in $sim_pid $images_pid; do kill -- -"$p" 2>/dev/null; done; true' EXIT
+hosts_pid=
+hosts_log=
+# On the way out (a tier failed, or an interrupt): the jobs beside are stopped, and a second e2e
+# lane stopped halfway shows what it had done.
+stop_beside() {
+  for p in $sim_pid $images_pid $hosts_pid; do kill -- -"$p" 2>/dev/null; done
+  if [ -n "$hosts_pid" ] && [ -f "$hosts_log" ]; then
+    echo "== the second e2e lane, stopped; its output so far:"
+    cat "$hosts_log"
+  fi
+  true
+}
+trap stop_beside EXIT
 echo "== typecheck"
 npx tsc -p tsconfig.json --noEmit
 npx tsc -p web/tsconfig.json
@@ -78,14 +90,22 @@ else
   # Three workers on two cores: an integration file (one etcd member each) waits — on etcd, on
   # the processes it starts — so two of them left cycles idle.
   tier "unit and integration" --project unit --project integration --maxWorkers=3
-  # e2e files run real containers against real timings, one at a time, after the other tiers
-  # (only the lowest-priority simulation beside them).
   echo "== demo images (built beside the tiers above)"
   join_beside "building the demo images" images_pid images_log
-  echo "== end-to-end tests (real etcd, real Docker)"
+  # e2e files run real containers against real timings after the other tiers, in two lanes at
+  # once, each one file at a time: the files on this machine's engine, and the files on separate
+  # hosts of their own (vitest.config.ts: nothing of theirs is shared with the first lane) followed
+  # by chaos. One file alone leaves ~40 % of the two cores idle, waiting on engines and timers.
+  # The second lane's output is shown when both are done; its own session, so the trap stops it.
+  hosts_log=$(mktemp /tmp/jaco-e2e-hosts-XXXXXX.log)
+  export -f tier
+  export start
+  setsid --wait bash -c 'tier "e2e on separate hosts" --project e2e-hosts && echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)" && tier chaos --project chaos' >"$hosts_log" 2>&1 &
+  hosts_pid=$!
+  echo "== end-to-end tests on this machine's engine (real etcd, real Docker)"
   tier e2e --project e2e
-  echo "== chaos (3-member etcd, two controller copies, agents, Docker; seeded faults)"
-  tier chaos --project chaos
+  echo "== end-to-end tests on separate hosts, then chaos (run beside the lane above)"
+  join_beside "the second lane (e2e on separate hosts, chaos)" hosts_pid hosts_log
   echo "== simulation (run beside the tiers above, at the lowest priority)"
   join_beside "the simulation" sim_pid sim_log
 fi

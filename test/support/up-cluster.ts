@@ -1,7 +1,7 @@
 // A local cluster of separate hosts started the way an operator starts one: `jaco up` (fast
 // timings) on a throwaway data directory and free ports, each node its own network namespace and
 // Docker engine. stop() is `jaco down --purge`; the e2e global teardown purges any the run left.
-import { appendFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -14,12 +14,11 @@ import { cutLink, restoreLink, type LocalNode } from '../../src/supervise/local-
 import { localProcessEnv, localStoreOptions } from '../../src/supervise/local-credentials.js';
 import { Store } from '../../src/store/store.js';
 import { jaco, type CliResult } from './cli.js';
+import { note, takeNotes } from './leaks.js';
 import { failureWithLogs } from './log.js';
 
-const NOTED = join(tmpdir(), 'jaco-test-up-dirs.txt');
-
 /** Notes a data directory holding an up.json, so an interrupted run's cluster is purged (`jaco down --purge`) by the next. */
-export const noteUpDir = (dir: string) => appendFileSync(NOTED, `${dir}\n`);
+export const noteUpDir = (dir: string) => note('up-dirs', dir);
 
 export class UpCluster {
   readonly dataDir = mkdtempSync(join(tmpdir(), 'jaco-up-'));
@@ -127,11 +126,9 @@ export class UpCluster {
   }
 }
 
-/** `jaco down --purge` of every cluster a test run started and did not stop (an interrupted run). */
+/** `jaco down --purge` of every cluster a finished test process started and did not stop (an interrupted run). */
 export async function purgeNotedUpClusters(): Promise<number> {
-  if (!existsSync(NOTED)) return 0;
-  const dirs = [...new Set(readFileSync(NOTED, 'utf8').split('\n').filter(Boolean))].filter((d) => existsSync(d));
+  const dirs = takeNotes('up-dirs').filter((d) => existsSync(d));
   for (const d of dirs) await jaco(['down', '--purge', '--data-dir', d], { timeoutMs: 120_000 });
-  rmSync(NOTED, { force: true });
   return dirs.length;
 }
