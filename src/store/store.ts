@@ -3,7 +3,7 @@
 // metadata.resourceVersion of what we return is the key's mod_revision.
 import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleWhen, retry, wrap } from 'cockatiel';
 import { readFileSync } from 'node:fs';
-import { Etcd3, isRecoverableError, type IKeyValue, type IResponseHeader, type Namespace } from 'etcd3';
+import { Etcd3, isRecoverableError, type IKeyValue, type IRangeResponse, type IResponseHeader, type Namespace } from 'etcd3';
 import { EtcdUnreachableError, isUnavailable, NotFoundError, oldAuthRevision, UnreadableValueError } from './errors.js';
 
 import { DEFAULT_ENDPOINTS, DEFAULT_PREFIX } from './defaults.js';
@@ -282,20 +282,34 @@ export class Store {
     opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void; onHeader?: (h: IResponseHeader) => void } = {},
   ): Promise<{ kvs: IKeyValue[]; revision: number }> {
     const end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
-    let start = Buffer.from(this.prefix + prefix);
     let revision = atRevision ?? 0;
+    const page = (start: Buffer) => {
+      const p = this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
+      // Awaited below, if the list gets that far: one that fails meanwhile (a page handler threw,
+      // or the client closed) is no unhandled rejection.
+      p.catch(() => undefined);
+      return p;
+    };
     const kvs: IKeyValue[] = [];
+    let next: Promise<IRangeResponse> | undefined = page(Buffer.from(this.prefix + prefix));
     let first = true;
-    for (;;) {
-      const res = await this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
+    while (next) {
+      const res: IRangeResponse = await next;
+      next = undefined;
       if (first) opts.onHeader?.(res.header);
       first = false;
       if (!revision) revision = Number(res.header.revision);
+      // The next page is asked for before this one is handed over: etcd reads and sends it while
+      // this process decodes (a list of 10,000 values is 20 pages; each waited for etcd in turn).
+      // The call leaves only after a few turns of the client's own promises (its retry policy, its
+      // token), so the page is handed over after one turn of the event loop, not at once.
+      if (res.more && res.kvs.length > 0) {
+        next = page(Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
       // With onPage, each page is handed over and dropped: a big prefix is never held raw at once.
       if (opts.onPage) opts.onPage(res.kvs);
       else kvs.push(...res.kvs);
-      if (!res.more || res.kvs.length === 0) break;
-      start = Buffer.concat([res.kvs[res.kvs.length - 1]!.key, Buffer.from([0])]);
     }
     return { kvs, revision };
   }

@@ -5,7 +5,7 @@ import { keys } from '../../src/api/keys.js';
 import { ConflictError, FencedError } from '../../src/store/errors.js';
 import { Informer } from '../../src/store/informer.js';
 import { Leadership } from '../../src/store/leadership.js';
-import { Store } from '../../src/store/store.js';
+import { LIST_PAGE, Store } from '../../src/store/store.js';
 import { commitActs, commitAtomic, commitEach, Committer, type OpGroup } from '../../src/store/writer.js';
 import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
@@ -132,6 +132,51 @@ describe('batched writer', () => {
     c.add([{ label: 'b', ops: [{ op: 'create', key: 'f/b', value: counter(2) }] }]);
     await expect(c.finish()).rejects.toThrow(FencedError);
     expect(await store.countPrefix('f/')).toBe(0);
+  });
+});
+
+describe('paged list', () => {
+  const many = (n: number): OpGroup[] => Array.from({ length: n }, (_, i) => ({ ops: [{ op: 'create', key: `desired/p/r${String(i).padStart(5, '0')}`, value: counter(i) }] }));
+
+  it("lists a prefix of several pages at its first page's revision: every key once, in order; a key written meanwhile is not in it", async () => {
+    const store = etcd.store();
+    const n = 2 * LIST_PAGE + 234;
+    await commitActs(store, many(n));
+    const seen: string[] = [];
+    const pages: number[] = [];
+    let written: Promise<unknown> | undefined;
+    const { kvs, revision } = await store.listRaw('desired/p/', undefined, {
+      onPage: (page) => {
+        pages.push(page.length);
+        seen.push(...page.map((kv) => kv.key.toString().slice(store.prefix.length)));
+        // Written while the next page is already asked for: it sorts last, and is newer than the list.
+        written ??= commitActs(store, [{ ops: [{ op: 'create', key: 'desired/p/r99999', value: counter(0) }] }]);
+      },
+    });
+    await written;
+    expect(kvs).toEqual([]);
+    expect(pages).toEqual([LIST_PAGE, LIST_PAGE, 234]);
+    expect(seen).toEqual(many(n).map((g) => g.ops[0]!.key));
+    expect((await store.mustGet('desired/p/r99999')).modRevision).toBeGreaterThan(revision);
+    // Without a page handler the same list is returned whole.
+    expect((await store.listRaw('desired/p/', revision)).kvs.map((kv) => kv.key.toString().slice(store.prefix.length))).toEqual(seen);
+  });
+
+  it('a page handler that throws fails the list with its error; the page asked for ahead, failed meanwhile, is no unhandled rejection', async () => {
+    const store = etcd.store();
+    await commitActs(store, many(2 * LIST_PAGE));
+    const own = etcd.store(store.prefix);
+    await expect(
+      own.listRaw('desired/p/', undefined, {
+        // Closed once the first page is in: the second page's call fails at once.
+        onHeader: () => own.close(),
+        onPage: () => {
+          throw new Error('a bad page');
+        },
+      }),
+    ).rejects.toThrow('a bad page');
+    // vitest fails the file on an unhandled rejection: let the event loop turn once more.
+    await sleep(100);
   });
 });
 
