@@ -134,6 +134,30 @@ describe('separate hosts: the WireGuard mesh between nodes', () => {
     });
   };
 
+  /**
+   * What the path between two nodes' tunnels looked like, for a request that got no answer: each
+   * end's WireGuard peers (latest handshake, bytes each way, endpoint), the router's counters of
+   * both nodes' links, the route `from` takes and both agents' overlay health. A failure then says
+   * whether the handshake, the link or the client stalled.
+   */
+  const pathReport = async (from: string, to: string) => {
+    const part = async (what: string, f: () => Promise<string>) => `-- ${what}\n${await f().catch((e: Error) => `(failed: ${e.message})`)}`;
+    const dst = (await testAddress(to)).ipv4;
+    const parts = await Promise.all([
+      ...[from, to].map((n) => part(`${n}: wg show dump`, () => inNs(n, 'wg', ['show', dev(n), 'dump']))),
+      ...[from, to].map((n) => part(`router: ${n}'s link`, () => run('nsenter', [`--net=${NETNS_DIR}/${c.net.router}`, '--', 'ip', '-s', 'link', 'show', 'dev', c.node(n).link]).then((r) => r.stdout))),
+      part(`${from}: route to ${dst}`, () => inNs(from, 'ip', ['route', 'get', dst])),
+      ...[from, to].map((n) => part(`${n}: agent's overlay health`, async () => JSON.stringify((await healthz(n)).overlay))),
+    ]);
+    return `no answer from ${to} to ${from} at ${new Date().toISOString()}\n${parts.join('\n')}`;
+  };
+  /** A GET from `from` to `to` that must be answered: a failure carries pathReport. */
+  const answered = async (from: string, to: string, path = '/', family: 4 | 6 = 4) => {
+    const got = await get(from, to, path, family);
+    if (got.status !== 200) throw new Error(`${JSON.stringify(got)}\n${await pathReport(from, to)}`);
+    return got;
+  };
+
   beforeAll(async () => {
     await requireDocker();
     await c.start();
@@ -214,8 +238,8 @@ spec:
   it("traffic between node-1's subnet and node-2's crosses the tunnel: counted by WireGuard, never on the link in the clear", () =>
     c.withLogs(async () => {
       for (const n of ['node-1', 'node-2', 'node-3']) await serveOn(n, n === 'node-2');
-      expect(await get('node-1', 'node-2')).toMatchObject({ status: 200, body: 'hello from node-2' });
-      expect(await get('node-2', 'node-1', '/', 6)).toMatchObject({ status: 200, body: 'hello from node-1' });
+      expect(await answered('node-1', 'node-2')).toMatchObject({ status: 200, body: 'hello from node-2' });
+      expect(await answered('node-2', 'node-1', '/', 6)).toMatchObject({ status: 200, body: 'hello from node-1' });
 
       /**
    * Captures both nodes' links on the router while `fn` runs; the capture files. In immediate mode:
@@ -259,7 +283,7 @@ spec:
       const [rx0, tx0] = [(await peerOf('node-1', 'node-2'))!.rxBytes, (await peerOf('node-2', 'node-1'))!.txBytes];
       const size = 4 << 20;
       const files = await capture('tunnel', async () => {
-        expect(await get('node-1', 'node-2', `/bytes?n=${size}`)).toMatchObject({ status: 200, bytes: size, marker: true });
+        expect(await answered('node-1', 'node-2', `/bytes?n=${size}`)).toMatchObject({ status: 200, bytes: size, marker: true });
       });
       const [rx1, tx1] = [(await peerOf('node-1', 'node-2'))!.rxBytes, (await peerOf('node-2', 'node-1'))!.txBytes];
       expect(rx1 - rx0).toBeGreaterThan(size);
@@ -275,7 +299,7 @@ spec:
 
   it("node-3's link cut and restored: the tunnel works again", () =>
     c.withLogs(async () => {
-      expect(await get('node-1', 'node-3')).toMatchObject({ status: 200, body: 'hello from node-3' });
+      expect(await answered('node-1', 'node-3')).toMatchObject({ status: 200, body: 'hello from node-3' });
       await c.cut('node-3');
       try {
         expect((await get('node-1', 'node-3', '/', 4, 2500)).error).toMatch(/timeout/);
@@ -304,7 +328,7 @@ spec:
       expect(await wireguardGoPids('node-1')).toEqual(before);
       expect(await ifindex('node-1')).toBe(index);
       expect((await dump('node-1')).peers).toHaveLength(2);
-      expect(await get('node-1', 'node-2')).toMatchObject({ status: 200 });
+      expect(await answered('node-1', 'node-2')).toMatchObject({ status: 200 });
 
       await inNs('node-1', 'ip', ['link', 'del', 'dev', dev('node-1')]);
       await eventually(async () => (await get('node-1', 'node-2')).status === 200 && (await dump('node-1')).peers.length === 2, { what: "node-1's interface made again with its peers", timeoutMs: 30_000 });
