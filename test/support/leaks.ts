@@ -17,10 +17,10 @@ const NOTES = join(tmpdir(), 'jaco-test-notes');
 /** What is noted: a cluster's uid (and its agents' state directory), or a `jaco up` data directory. */
 type NoteKind = 'clusters' | 'up-dirs';
 
-/** Appends `line` to this process's notes of `kind` (file `<ppid>-<pid>.<kind>`). */
-export function note(kind: NoteKind, line: string): void {
-  mkdirSync(NOTES, { recursive: true });
-  appendFileSync(join(NOTES, `${process.ppid}-${process.pid}.${kind}`), `${line}\n`);
+/** Appends `line` to this process's notes of `kind` (file `<ppid>-<pid>.<kind>` in `dir`). */
+export function note(kind: NoteKind, line: string, dir = NOTES): void {
+  mkdirSync(dir, { recursive: true });
+  appendFileSync(join(dir, `${process.ppid}-${process.pid}.${kind}`), `${line}\n`);
 }
 
 const alive = (pid: number) => {
@@ -36,15 +36,15 @@ const alive = (pid: number) => {
  * The lines of every note of `kind` this process may act on — written by a process that is gone,
  * or by a worker of this one — and those notes forgotten. Another live process's notes are left.
  */
-export function takeNotes(kind: NoteKind): string[] {
-  if (!existsSync(NOTES)) return [];
+export function takeNotes(kind: NoteKind, dir = NOTES): string[] {
+  if (!existsSync(dir)) return [];
   const lines: string[] = [];
-  for (const f of readdirSync(NOTES)) {
+  for (const f of readdirSync(dir)) {
     const m = /^(\d+)-(\d+)\.(.+)$/.exec(f);
     if (!m || m[3] !== kind) continue;
     if (Number(m[1]) !== process.pid && alive(Number(m[2]))) continue;
-    lines.push(...readFileSync(join(NOTES, f), 'utf8').split('\n').filter(Boolean));
-    rmSync(join(NOTES, f), { force: true });
+    lines.push(...readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean));
+    rmSync(join(dir, f), { force: true });
   }
   return [...new Set(lines)];
 }
