@@ -4,6 +4,7 @@
 // their own — network namespaces, an engine per node; each one file at a time) and chaos (seeded
 // faults on the real thing). `npx vitest run --project 'e2e*'` runs every end-to-end file.
 import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -13,8 +14,9 @@ import { defineConfig } from 'vitest/config';
  * runs them as a second lane beside the others. Known by what they use, so a new file finds its
  * lane by itself.
  */
-const separateHosts = readdirSync('test/e2e')
-  .filter((f) => f.endsWith('.test.ts') && /\b(UpCluster|claimNetwork)\b/.test(readFileSync(`test/e2e/${f}`, 'utf8')))
+const e2eDir = fileURLToPath(new URL('test/e2e/', import.meta.url));
+const separateHosts = readdirSync(e2eDir)
+  .filter((f) => f.endsWith('.test.ts') && /\b(UpCluster|claimNetwork)\b/.test(readFileSync(e2eDir + f, 'utf8')))
   .map((f) => `test/e2e/${f}`);
 
 export default defineConfig({
@@ -67,7 +69,7 @@ export default defineConfig({
       },
       {
         // Chaos on the real thing (3-member etcd, two controller copies, agents, Docker): as
-        // Docker-heavy as e2e, run after it, one file at a time.
+        // Docker-heavy as e2e, one file at a time; make test runs it after e2e-hosts, in that lane.
         test: {
           name: 'chaos',
           include: ['test/chaos/**/*.test.ts'],
