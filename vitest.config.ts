@@ -19,6 +19,13 @@ const separateHosts = readdirSync(e2eDir)
   .filter((f) => f.endsWith('.test.ts') && /\b(UpCluster|claimNetwork)\b/.test(readFileSync(e2eDir + f, 'utf8')))
   .map((f) => `test/e2e/${f}`);
 
+/**
+ * expect.poll's own default (1 s) is a bound on speed, not on a hang: an action from the dashboard
+ * that runs the CLI's code took longer than that on a loaded machine (a clean run, with the other
+ * e2e lane beside it). The real-thing tiers wait as long as their other waits do.
+ */
+const realThingPoll = { timeout: 30_000, interval: 100 };
+
 export default defineConfig({
   test: {
     projects: [
@@ -51,6 +58,7 @@ export default defineConfig({
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           exclude: separateHosts,
+          expect: { poll: realThingPoll },
           globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 240_000,
           hookTimeout: 120_000,
@@ -61,6 +69,7 @@ export default defineConfig({
         test: {
           name: 'e2e-hosts',
           include: separateHosts,
+          expect: { poll: realThingPoll },
           globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 240_000,
           hookTimeout: 120_000,
@@ -72,6 +81,7 @@ export default defineConfig({
         // Docker-heavy as e2e, one file at a time; make test runs it after e2e-hosts, in that lane.
         test: {
           name: 'chaos',
+          expect: { poll: realThingPoll },
           include: ['test/chaos/**/*.test.ts'],
           globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 300_000,
