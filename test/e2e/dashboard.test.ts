@@ -37,6 +37,18 @@ afterAll(async () => {
 const shot = (name: string) => page.screenshot({ path: join(out, `${name}.png`), fullPage: true });
 const runningReplicas = () => page.locator('[data-replica][data-state="running"]').count();
 
+/**
+ * Waits for what an action from the page leads to (a node's row, a rollout's state), as long as the
+ * file's other waits; a time-out says what the action answered in the page's result box.
+ */
+async function after(p: Page, selector: string): Promise<void> {
+  try {
+    await p.locator(selector).waitFor({ timeout: 30_000 });
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\nthe last action's answer in the page: ${await p.locator('#action-result').innerText().catch((err: Error) => `(unreadable: ${err.message})`)}`);
+  }
+}
+
 describe('jaco dashboard in headless Chromium', () => {
   it('shows nodes, then an applied deployment and a rolling update live, and explains a replica', () =>
     c.withLogs(async () => {
@@ -81,7 +93,7 @@ describe('jaco dashboard in headless Chromium', () => {
       expect(await page.locator(`[data-explained="${replica}"] [data-verdict]`).count()).toBe(2);
       expect(await page.locator(`[data-explained="${replica}"]`).innerText()).toContain(`jaco explain ${replica}`);
       await page.locator('[data-stopped-by]').waitFor();
-      await expect.poll(() => page.locator('[data-audit="rollout_completed"]').count(), { timeout: 10_000 }).toBeGreaterThan(0);
+      await expect.poll(() => page.locator('[data-audit="rollout_completed"]').count()).toBeGreaterThan(0);
       await shot('why');
 
       await page.click('a[data-view="pressure"]');
@@ -139,7 +151,7 @@ spec:
       await p.goto(actUrl);
       await p.click('[data-action="cordon"][data-target="node-2"]');
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node cordon node-2');
-      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]').waitFor({ timeout: 10_000 });
+      await after(p, '#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]');
       await p.locator('[data-action="uncordon"][data-target="node-2"]').waitFor();
       await p.screenshot({ path: join(out, 'actions.png'), fullPage: true });
       const audit = await c.jaco(['audit', '--type', 'node_cordoned', '-o', 'json']);
@@ -155,7 +167,7 @@ spec:
       await p.goto(actUrl);
       await p.click('[data-action="uncordon"][data-target="node-2"]');
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node uncordon node-2');
-      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready"]').waitFor({ timeout: 10_000 });
+      await after(p, '#nodes tr[data-node="node-2"][data-status="Ready"]');
 
       const cn = (image: string) => busyboxService(image, { replicas: 2, update: { canary: 1 } });
       await c.apply(webManifest(cn('jaco-demo/busybox:1'), 'cn'));
@@ -166,10 +178,10 @@ spec:
       await p.locator(`${block} [data-canary="waiting"]`).waitFor({ timeout: 60_000 });
       await p.screenshot({ path: join(out, 'canary.png'), fullPage: true });
       await p.click(`[data-action="pause"][data-target="cn/web"]`);
-      await p.locator(`${block}[data-state="paused"]`).waitFor({ timeout: 10_000 });
+      await after(p, `${block}[data-state="paused"]`);
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollout pause cn/web --wait 0');
       await p.click(`[data-action="resume"][data-target="cn/web"]`);
-      await p.locator(`${block}[data-state="in_progress"]`).waitFor({ timeout: 10_000 });
+      await after(p, `${block}[data-state="in_progress"]`);
       await p.click(`[data-action="promote"][data-target="cn/web"]`);
       // The result box shows the last action's answer once it comes (the resume's until then).
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollout promote cn/web --wait 0');
@@ -178,14 +190,14 @@ spec:
       // Rollback (revision 3 = revision 1's spec, with its canary), aborted in its canary phase.
       await p.click('[data-action="rollback"][data-target="cn"]');
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco rollback cn');
-      await p.locator(`${block}[data-state="in_progress"]`).waitFor({ timeout: 10_000 });
+      await after(p, `${block}[data-state="in_progress"]`);
       await p.click(`[data-action="abort"][data-target="cn/web"]`);
-      await p.locator(`${block}[data-state="aborted"]`).waitFor({ timeout: 10_000 });
+      await after(p, `${block}[data-state="aborted"]`);
 
       await p.click('a[data-view="cluster"]');
       await p.click('[data-action="drain"][data-target="node-2"]');
       await expect.poll(() => p.locator('#action-result').innerText()).toContain('$ jaco node drain node-2');
-      await p.locator('#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]').waitFor({ timeout: 10_000 });
+      await after(p, '#nodes tr[data-node="node-2"][data-status="Ready,SchedulingDisabled"]');
 
       const audit = await c.jaco(['audit', '-d', 'cn', '-o', 'json']);
       const records = audit.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; payload: Record<string, unknown> });

@@ -111,6 +111,11 @@ export class UpCluster {
       const kept = join(tmpdir(), `jaco-up-logs-${Date.now()}`);
       try {
         cpSync(join(this.dataDir, 'logs'), kept, { recursive: true });
+        // And each node's wireguard-go log (beside its agent's state, not under logs/).
+        for (const n of this.state?.network?.nodes ?? []) {
+          const wg = join(this.dataDir, 'nodes', n.name, 'agent', 'wireguard-go.log');
+          if (existsSync(wg)) cpSync(wg, join(kept, `wireguard-go-${n.name}.log`));
+        }
       } catch {
         /* no logs yet */
       }
