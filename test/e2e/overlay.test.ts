@@ -137,8 +137,9 @@ describe('separate hosts: the WireGuard mesh between nodes', () => {
   /**
    * What the path between two nodes' tunnels looked like, for a request that got no answer: each
    * end's WireGuard peers (latest handshake, bytes each way, endpoint), the router's counters of
-   * both nodes' links, the route `from` takes and both agents' overlay health. A failure then says
-   * whether the handshake, the link or the client stalled.
+   * both nodes' links, the route `from` takes, each end's routes, tunnel interface counters and UDP
+   * counters, and both agents' overlay health. A failure then says whether the handshake, the link
+   * or the client stalled.
    */
   const pathReport = async (from: string, to: string) => {
     const part = async (what: string, f: () => Promise<string>) => `-- ${what}\n${await f().catch((e: Error) => `(failed: ${e.message})`)}`;
@@ -147,6 +148,11 @@ describe('separate hosts: the WireGuard mesh between nodes', () => {
       ...[from, to].map((n) => part(`${n}: wg show dump`, () => inNs(n, 'wg', ['show', dev(n), 'dump']))),
       ...[from, to].map((n) => part(`router: ${n}'s link`, () => run('nsenter', [`--net=${NETNS_DIR}/${c.net.router}`, '--', 'ip', '-s', 'link', 'show', 'dev', c.node(n).link]).then((r) => r.stdout))),
       part(`${from}: route to ${dst}`, () => inNs(from, 'ip', ['route', 'get', dst])),
+      // Where each end's tunnel packets go (a route to the peer's endpoint through the tunnel itself
+      // would loop), what its tunnel interface dropped, and what its UDP stack dropped.
+      ...[from, to].map((n) => part(`${n}: routes`, () => inNs(n, 'ip', ['route', 'show', 'table', 'all']))),
+      ...[from, to].map((n) => part(`${n}: ${dev(n)}`, () => inNs(n, 'ip', ['-s', 'link', 'show', 'dev', dev(n)]))),
+      ...[from, to].map((n) => part(`${n}: UDP counters`, async () => (await inNs(n, 'nstat', ['-asz'])).split('\n').filter((l) => /^Udp/.test(l)).join('\n'))),
       ...[from, to].map((n) => part(`${n}: agent's overlay health`, async () => JSON.stringify((await healthz(n)).overlay))),
     ]);
     return `no answer from ${to} to ${from} at ${new Date().toISOString()}\n${parts.join('\n')}`;
