@@ -74,17 +74,29 @@ export async function startTestEtcd(opts: TestEtcdOptions = {}): Promise<TestEtc
   // JACO_TEST_ETCD_ARGS: extra etcd flags for a look inside (e.g. --enable-pprof for the scale bench).
   const extraArgs = [...(secureDir ? etcdAuthArgs(secureDir) : []), ...(process.env.JACO_TEST_ETCD_ARGS?.split(' ').filter(Boolean) ?? [])];
   const tls = secureDir ? issueEtcdCertificates(secureDir) : undefined;
-  let spec: EtcdMemberSpec = { name: 't', dataDir, clientPort: await freePort(), peerPort: await freePort(), ...(extraArgs.length ? { extraArgs } : {}), ...(tls ? { tls } : {}) };
   /** How a client connects: as root (the test's own reads and writes), or with TLS only (before auth is on). */
   const storeOptions = (user: 'root' | 'none' = 'root'): StoreOptions => (secureDir ? localStoreOptions(secureDir, user === 'root' ? 'root.env' : false) : {});
-  let member = startEtcdMember(spec);
   const started = async (m: EtcdMember) => {
     await waitForEtcd([m.endpoint], 20_000, m.process, storeOptions('none'));
   };
-  await started(member).catch(async (e: unknown) => {
-    await member.stop();
-    throw e;
-  });
+  // Its ports are found free, then bound by etcd a moment later: meanwhile any process's outgoing
+  // connection may take one (they come from the same ephemeral range), and etcd exits at once. A
+  // clean run lost an integration file so. Such a start is tried again on fresh ports and a fresh
+  // data directory, up to three times; any other failure is not.
+  let spec!: EtcdMemberSpec;
+  let member!: EtcdMember;
+  for (let attempt = 1; ; attempt++) {
+    spec = { name: 't', dataDir: attempt === 1 ? dataDir : mkdtempSync(join(base, 'jaco-etcd-')), clientPort: await freePort(), peerPort: await freePort(), ...(extraArgs.length ? { extraArgs } : {}), ...(tls ? { tls } : {}) };
+    member = startEtcdMember(spec);
+    try {
+      await started(member);
+      break;
+    } catch (e) {
+      await member.stop();
+      rmSync(spec.dataDir, { recursive: true, force: true });
+      if (attempt >= 3 || !/exited .*before answering/.test((e as Error).message)) throw e;
+    }
+  }
   if (secureDir) await provisionLocalUsers([member.endpoint], secureDir, [...nodes]);
   const etcdctlArgs = (): string[] => {
     if (!secureDir) return [];
