@@ -26,6 +26,14 @@ const separateHosts = readdirSync(e2eDir)
  */
 const realThingPoll = { timeout: 30_000, interval: 100 };
 
+/** What every tier on the real thing (real etcd, real Docker) shares: its sweep, its waits, one file at a time. */
+const realThing = {
+  expect: { poll: realThingPoll },
+  globalSetup: ['test/support/e2e-global.ts'],
+  hookTimeout: 120_000,
+  fileParallelism: false,
+};
+
 export default defineConfig({
   test: {
     projects: [
@@ -55,38 +63,29 @@ export default defineConfig({
       },
       {
         test: {
+          ...realThing,
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
           exclude: separateHosts,
-          expect: { poll: realThingPoll },
-          globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 240_000,
-          hookTimeout: 120_000,
-          fileParallelism: false,
         },
       },
       {
         test: {
+          ...realThing,
           name: 'e2e-hosts',
           include: separateHosts,
-          expect: { poll: realThingPoll },
-          globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 240_000,
-          hookTimeout: 120_000,
-          fileParallelism: false,
         },
       },
       {
         // Chaos on the real thing (3-member etcd, two controller copies, agents, Docker): as
         // Docker-heavy as e2e, one file at a time; make test runs it after e2e-hosts, in that lane.
         test: {
+          ...realThing,
           name: 'chaos',
-          expect: { poll: realThingPoll },
           include: ['test/chaos/**/*.test.ts'],
-          globalSetup: ['test/support/e2e-global.ts'],
           testTimeout: 300_000,
-          hookTimeout: 120_000,
-          fileParallelism: false,
         },
       },
     ],
