@@ -158,7 +158,9 @@ describe('stopping', () => {
 
   it('a container ignoring the signal is killed after the grace (seen on a suspended replica, which keeps its container)', () =>
     c.withLogs(async () => {
-      const script = `trap '' TERM; while :; do date +%s > /out/alive; sleep 0.2; done`;
+      // Written aside and renamed: a SIGKILL between the redirect's truncation and the write left
+      // the file empty once (a clean run), which read as "never alive".
+      const script = `trap '' TERM; while :; do date +%s > /out/alive.new && mv /out/alive.new /out/alive; sleep 0.2; done`;
       const spec = { image: IMAGE, command: ['sh', '-c', script], stopGracePeriod: '2s', volumes: [{ type: 'bind' as const, source: outDir, target: '/out' }] };
       await putDesired(c.store, desired(NODE, 'demo-stubborn-1', spec, { service: 'stubborn' }));
       const s = await running('demo-stubborn-1');
