@@ -17,6 +17,7 @@ import { rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ETCD3_POOL, withParsedProto } from './etcd3-proto.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BUNDLE_DIR = join(root, 'dist', 'bundle');
@@ -30,6 +31,8 @@ const ownPlace = {
   name: 'own-place',
   setup(b) {
     b.onLoad({ filter: /[\\/]node_modules[\\/].*\.c?js$/ }, async (args) => {
+      // etcd3's rpc.proto comes parsed at build time (scripts/etcd3-proto.mjs).
+      if (args.path === ETCD3_POOL) return { contents: withParsedProto(await readFile(args.path, 'utf8')), loader: 'js' };
       const text = await readFile(args.path, 'utf8');
       if (!/\b__(dirname|filename)\b/.test(text)) return undefined;
       const rel = relative(BUNDLE_DIR, args.path).split('\\').join('/');
