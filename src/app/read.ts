@@ -7,12 +7,16 @@ import { keys } from '../api/keys.js';
 import { silentLogger } from '../observability/log.js';
 import { Cache } from '../runtime/cache.js';
 import type { Watchable } from '../runtime/watchable.js';
+import { KeptReads } from '../store/kept-reads.js';
 import { readListed, type SourceSpec, type Unreadable } from '../store/reflector.js';
 import type { Store, Versioned } from '../store/store.js';
 
-/** One consistent read of the named prefixes (no watch, nothing logged). */
+/**
+ * One consistent read of the named prefixes (no watch, nothing logged), from the reads this user
+ * kept of the store at their last command where they can be (src/store/kept-reads.ts).
+ */
 export function readCut(store: Store, names: readonly Watchable[]): Promise<Cache> {
-  return Cache.read(store, names, silentLogger());
+  return Cache.read(store, names, silentLogger(), KeptReads.forStore(store));
 }
 
 /** Every key of the cut whose value cannot be read, by key. */

@@ -17,6 +17,7 @@ export async function buildProgram(args: readonly string[] = []): Promise<Comman
     .option('--cert <file>', 'client certificate for etcd (env JACO_ETCD_CERT)')
     .option('--key <file>', 'client key for etcd (env JACO_ETCD_KEY)')
     .option('--timings <name>', 'production (default) or fast: intervals scaled down for tests and demos, NOT for production (env JACO_TIMINGS)')
+    .addHelpText('after', '\nEnvironment:\n  JACO_READ_CACHE   where reads are kept between commands (default ~/.cache/jaco/reads; off: none kept)\n')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });

@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from '../observability/log.js';
 import { Reflector, type Change, type ValueReader, type Feed, type SourceSpec, type SourceState, type StoreReplacements, type Unreadable } from '../store/reflector.js';
+import type { KeptReads } from '../store/kept-reads.js';
 import type { Store, Versioned } from '../store/store.js';
 import { ROUTINE, WATCHABLE, type Watchable } from './watchable.js';
 
@@ -88,10 +89,10 @@ export class Cache extends EventEmitter<CacheEvents> {
     return new Cache(new Reflector(store, specs, { log: opts.log, watch, checkEveryMs: opts.checkEveryMs, reader: opts.reader }));
   }
 
-  /** A cache holding one consistent read of the named prefixes (no watch): for one-shot tools. */
-  static async read(store: Store, names: readonly Watchable[], log: Logger): Promise<Cache> {
+  /** A cache holding one consistent read of the named prefixes (no watch): for one-shot tools; `kept`: from and into reads kept between runs. */
+  static async read(store: Store, names: readonly Watchable[], log: Logger, kept?: KeptReads): Promise<Cache> {
     const specs = Object.fromEntries(names.map((n) => [n, WATCHABLE[n]]));
-    const cache = new Cache(new Reflector(store, specs, { log, once: true }));
+    const cache = new Cache(new Reflector(store, specs, { log, once: true, ...(kept ? { kept } : {}) }));
     await cache.start();
     return cache;
   }

@@ -29,6 +29,7 @@ import { formatPath, schemas } from '../api/schema.js';
 import type { Logger } from '../observability/log.js';
 import { readerMetrics as metrics } from '../observability/reader-metrics.js';
 import { Interner, shareAt } from './interner.js';
+import { KeptReads, storeHistory } from './kept-reads.js';
 import { stampVersion, withTimeout, type RangeFacts, type Store, type Versioned } from './store.js';
 
 export interface SourceSpec {
@@ -325,6 +326,8 @@ export interface ReflectorOptions {
   checkEveryMs?: number;
   /** List once and do not watch (a one-shot consistent read, e.g. for the CLI). */
   once?: boolean;
+  /** With once: start from the sources as kept by the last such read, list what changed since, keep the result (src/store/kept-reads.ts). */
+  kept?: KeptReads;
   /** Reads stored values (default: one of its own; the simulation shares one between its processes). */
   reader?: ValueReader;
 }
@@ -527,13 +530,20 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     let scratch = this.fromScratch;
     let firstHeader: IResponseHeader | undefined;
     let revision = 0;
+    // Kept reads (a one-shot read only) start from a linearizable read's revision and history.
+    const kept = this.opts.once ? this.opts.kept : undefined;
+    const history = kept ? await storeHistory(this.store).catch(() => undefined) : undefined;
+    if (history) revision = history.revision;
     // Each page is decoded as it arrives (the raw page is dropped at once, shared subtrees are
     // shared already), and applied only once every source is listed: the cache never shows half a list.
-    const listed = new Map<SourceState, Staged[]>();
-    for (const src of this.ordered) {
+    const listOne = async (src: SourceState): Promise<{ staged: Staged[]; stays?: Set<string> }> => {
+      const from = history && KeptReads.keeps(src.spec) ? kept!.load(src.name, src.spec, history) : undefined;
+      if (from) for (const v of from.items) src.items.set(v.key, v);
+      if (from) for (const u of from.unreadable) src.unreadable.set(u.key, u);
       const staged: Staged[] = [];
       const r = await this.store.listRaw(src.prefix, revision || undefined, {
         keysOnly: src.spec.keysOnly,
+        ...(from ? { changedAfter: from.revision } : {}),
         onHeader: (h) => {
           if (firstHeader) return;
           firstHeader = h;
@@ -555,22 +565,31 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
         },
       });
       revision ||= r.revision;
-      listed.set(src, staged);
-    }
+      const stays = from ? await this.unchangedSince(src, staged, r.count, revision) : undefined;
+      // A changed key is read as a whole read reads it: no last readable version kept beside a value that cannot be read.
+      if (from) for (const { key } of staged) src.items.delete(key), src.unreadable.delete(key);
+      return { staged, ...(stays ? { stays } : {}) };
+    };
+    const listed = new Map<SourceState, { staged: Staged[]; stays?: Set<string> }>();
+    const rest = [...this.ordered];
+    if (!revision) listed.set(rest[0]!, await listOne(rest.shift()!));
+    // Every other source at that revision, all at once: one wait on etcd, not one per source.
+    const others = await Promise.all(rest.map(listOne));
+    rest.forEach((src, i) => listed.set(src, others[i]!));
     if (this.holds) await new Promise<void>((r) => this.waiting.push(r));
     if (this.stopped) return;
     if (this.replacedGen !== gen) throw new Error('the store was found replaced during the list; listing again');
     if (firstHeader?.cluster_id) this.clusterId = firstHeader.cluster_id;
     this.fromScratch = false;
     const changes: Change[] = [];
-    for (const [src, staged] of listed) {
+    for (const [src, { staged, stays }] of listed) {
       const seen = new Set<string>();
       for (const { key, meta, held, read } of staged) {
         seen.add(key);
         if (!held) changes.push(src.apply(key, meta, read));
       }
       for (const key of [...src.items.keys(), ...src.unreadable.keys()]) {
-        if (seen.has(key)) continue;
+        if (seen.has(key) || stays?.has(key)) continue;
         const c = src.remove(key);
         if (c) changes.push(c);
       }
@@ -579,12 +598,28 @@ export class Reflector extends EventEmitter<ReflectorEvents> implements Feed {
     for (const src of this.ordered) this.checkedAt.set(src, revision);
     this.emitBatch(changes);
     if (this.opts.once) {
+      // A source read whole, or one that changed since it was kept, is kept as it is now.
+      if (history) for (const [src, { stays }] of listed) if (KeptReads.keeps(src.spec) && (!stays || changes.some((c) => c.source === src.name))) kept!.save(src, history, revision);
       this.synced = true;
       return;
     }
     for (const s of this.streams) this.openStream(s);
     // Synced once every watch is up; the list alone is already a consistent picture at `revision`.
     this.setSynced(true);
+  }
+
+  /**
+   * The held keys (kept from an earlier read) that are still in the store unchanged, given the keys
+   * listed as changed since and the prefix's count: all of them unless the count says some went,
+   * and then those a list of keys (no values) finds.
+   */
+  private async unchangedSince(src: SourceState, changed: readonly Staged[], count: number, revision: number): Promise<Set<string>> {
+    const listed = new Set(changed.map((c) => c.key));
+    const held = new Set([...src.items.keys(), ...src.unreadable.keys()].filter((k) => !listed.has(k)));
+    if (held.size + listed.size === count) return held;
+    const { kvs } = await this.store.listRaw(src.prefix, revision, { keysOnly: true });
+    const present = new Set(kvs.map((kv) => this.keyOf(kv)));
+    return new Set([...held].filter((k) => present.has(k)));
   }
 
   // ------------------------------------------------------------------ watch

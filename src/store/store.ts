@@ -178,9 +178,12 @@ export class Store {
   readonly ns: Namespace;
   readonly prefix: string;
   readonly endpoints: string[];
+  /** Who reads through this client: its etcd user, or its client certificate's file ('' for neither). */
+  readonly reader: string;
 
   constructor(opts: StoreOptions = {}) {
     this.endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',') : (opts.endpoints ?? [process.env.JACO_ENDPOINTS ?? DEFAULT_ENDPOINTS]);
+    this.reader = opts.user ?? opts.certFile ?? '';
     this.prefix = (opts.prefix ?? process.env.JACO_PREFIX ?? DEFAULT_PREFIX).replace(/\/?$/, '/');
     if ((opts.certFile || opts.keyFile) && !(opts.certFile && opts.keyFile)) throw new StoreConfigError('a client certificate needs both --cert and --key');
     if (opts.caFile) quietIpServerName();
@@ -275,16 +278,27 @@ export class Store {
     return v;
   }
 
-  /** Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values; onHeader: the first reply's header, who answered). */
+  /**
+   * Raw list of a prefix, paginated, all pages at one revision (keysOnly: no values; onHeader: the
+   * first reply's header, who answered; changedAfter: only keys changed after that revision).
+   * `count`: the keys under the prefix, every one (etcd counts before the mod revision filter).
+   */
   async listRaw(
     prefix: string,
     atRevision?: number,
-    opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void; onHeader?: (h: IResponseHeader) => void } = {},
-  ): Promise<{ kvs: IKeyValue[]; revision: number }> {
+    opts: { keysOnly?: boolean; onPage?: (kvs: IKeyValue[]) => void; onHeader?: (h: IResponseHeader) => void; changedAfter?: number } = {},
+  ): Promise<{ kvs: IKeyValue[]; revision: number; count: number }> {
     const end = Buffer.from(prefixEnd(this.prefix + prefix), 'latin1');
     let revision = atRevision ?? 0;
     const page = (start: Buffer) => {
-      const p = this.client.kv.range({ key: start, range_end: end, limit: LIST_PAGE, ...(revision ? { revision } : {}), ...(opts.keysOnly ? { keys_only: true } : {}) });
+      const p = this.client.kv.range({
+        key: start,
+        range_end: end,
+        limit: LIST_PAGE,
+        ...(revision ? { revision } : {}),
+        ...(opts.keysOnly ? { keys_only: true } : {}),
+        ...(opts.changedAfter !== undefined ? { min_mod_revision: opts.changedAfter + 1 } : {}),
+      });
       // Awaited below, if the list gets that far: one that fails meanwhile (a page handler threw,
       // or the client closed) is no unhandled rejection.
       p.catch(() => undefined);
@@ -293,10 +307,14 @@ export class Store {
     const kvs: IKeyValue[] = [];
     let next: Promise<IRangeResponse> | undefined = page(Buffer.from(this.prefix + prefix));
     let first = true;
+    let count = 0;
     while (next) {
       const res: IRangeResponse = await next;
       next = undefined;
-      if (first) opts.onHeader?.(res.header);
+      if (first) {
+        opts.onHeader?.(res.header);
+        count = Number(res.count);
+      }
       first = false;
       if (!revision) revision = Number(res.header.revision);
       // The next page is asked for before this one is handed over: etcd reads and sends it while
@@ -311,7 +329,7 @@ export class Store {
       if (opts.onPage) opts.onPage(res.kvs);
       else kvs.push(...res.kvs);
     }
-    return { kvs, revision };
+    return { kvs, revision, count };
   }
 
   /**
