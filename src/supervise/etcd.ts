@@ -45,8 +45,24 @@ export function etcdBinary(): string {
   return bin;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
+/**
+ * Where freePort draws from: below the kernel's ephemeral range (32768-60999 on Linux), from which
+ * every outgoing connection takes its local port — a port found free there can be taken by one
+ * before the server meant for it binds it (a test etcd exited at start so in a clean run) — and
+ * apart from jaco's dynamic host ports (20000-32767) and the fixed ports the tests publish (18xxx).
+ */
+export const FREE_PORTS = { min: 12400, max: 14999 };
+
+/** A free TCP port on 127.0.0.1 (FREE_PORTS; the kernel's choice when none is found there). */
+export async function freePort(random: () => number = Math.random): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = FREE_PORTS.min + Math.floor(random() * (FREE_PORTS.max - FREE_PORTS.min + 1));
+    if (!(await portInUse(port))) return port;
+  }
+  return anyFreePort();
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();

@@ -109,8 +109,9 @@ describe('etcd replaced under a running cluster', () => {
       const scheduler = (await health(url)).body.controllers!.scheduler!;
       expect(scheduler.leader).toBe(true);
       expect(scheduler.staleElectionKeys).toMatchObject([{ key: `${keys.leaders('scheduler')}0`, why: 'bound to no lease' }]);
-      // The agents registered their nodes again, and run what the new store holds: nothing of before.
-      expect((await cluster.store.list(keys.nodes())).items).toHaveLength(NODES);
+      // The agents registered their nodes again (each at its next heartbeat: the replicas may all
+      // run before the last one has), and run what the new store holds: nothing of before.
+      await eventually(async () => (await cluster.store.list(keys.nodes())).items.length === NODES, { what: `all ${NODES} nodes registered again` });
       const fleet = served(hollow, 'hollow nodes running', '/healthz');
       await eventually(async () => (await health(fleet)).body.containers === 4, { what: 'the hollow nodes running the new store’s 4 replicas only' });
       expect(readFileSync(hollow.logFile, 'utf8')).not.toMatch(/was removed from the cluster/);

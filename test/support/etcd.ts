@@ -79,10 +79,11 @@ export async function startTestEtcd(opts: TestEtcdOptions = {}): Promise<TestEtc
   const started = async (m: EtcdMember) => {
     await waitForEtcd([m.endpoint], 20_000, m.process, storeOptions('none'));
   };
-  // Its ports are found free, then bound by etcd a moment later: meanwhile any process's outgoing
-  // connection may take one (they come from the same ephemeral range), and etcd exits at once. A
-  // clean run lost an integration file so. Such a start is tried again on fresh ports and a fresh
-  // data directory, up to three times; any other failure is not.
+  // Its ports are found free, then bound by etcd a moment later: meanwhile another process may take
+  // one, and etcd exits at once. A clean run lost an integration file so, when the ports came from
+  // the ephemeral range every outgoing connection draws from (freePort now draws from outside it).
+  // Such a start is tried again on fresh ports and a fresh data directory, up to three times; any
+  // other failure is not.
   let spec!: EtcdMemberSpec;
   let member!: EtcdMember;
   for (let attempt = 1; ; attempt++) {
