@@ -20,7 +20,7 @@
 // Anything else (no file, another history, a file that cannot be read) reads the whole prefix, as
 // without a kept file, and keeps that. Small sources are not kept: reading them costs less.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
@@ -114,12 +114,24 @@ interface KeptFile extends KeptSource {
   history: StoreHistory;
 }
 
-/** The reads kept for one store and reader, in a directory of their own. */
+/** A store's directory under the root: a hash of its endpoints, prefix and reader. */
+const STORE_DIR = /^[0-9a-f]{24}$/;
+/** The files of a store's directory: kept sources, and one being written. */
+const KEPT_FILE = /\.v8(\.\d+\.part)?$/;
+
+/** The reads kept for one store and reader, in a directory of their own under a root shared by every store. */
 export class KeptReads {
+  readonly dir: string;
+
+  /** `store`: the store's directory name (24 hex digits: the root holds nothing else of jaco's). */
   constructor(
-    readonly dir: string,
+    readonly root: string,
+    store: string,
     readonly minKeys = KEPT_MIN_KEYS,
-  ) {}
+  ) {
+    if (!STORE_DIR.test(store)) throw new Error(`a kept-reads store directory is named by 24 hex digits, not ${JSON.stringify(store)}`);
+    this.dir = join(root, store);
+  }
 
   /**
    * The kept reads of this store as this reader (its user or certificate): under
@@ -128,13 +140,13 @@ export class KeptReads {
    */
   static forStore(store: Store, env: NodeJS.ProcessEnv = process.env): KeptReads | undefined {
     if (env.JACO_READ_CACHE === 'off') return undefined;
-    const base = env.JACO_READ_CACHE || join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'jaco', 'reads');
-    const who = createHash('sha256')
+    const root = env.JACO_READ_CACHE || join(env.XDG_CACHE_HOME || join(env.HOME || homedir(), '.cache'), 'jaco', 'reads');
+    const dir = createHash('sha256')
       .update(JSON.stringify([[...store.endpoints].sort(), store.prefix, store.reader]))
       .digest('hex')
       .slice(0, 24);
     const min = Number(env.JACO_READ_CACHE_MIN_KEYS);
-    return new KeptReads(join(base, who), Number.isInteger(min) && min >= 0 ? min : KEPT_MIN_KEYS);
+    return new KeptReads(root, dir, Number.isInteger(min) && min >= 0 ? min : KEPT_MIN_KEYS);
   }
 
   /** Whether a source is ever kept (a bounded log, or keys without values, is read whole). */
@@ -181,16 +193,31 @@ export class KeptReads {
     return join(this.dir, `${name}.v8`);
   }
 
-  /** Keeps the reads of the KEPT_STORES stores used last (a test suite meets a new store per file). */
+  /**
+   * Keeps the reads of the KEPT_STORES stores used last (a test suite meets a new store per file).
+   * Only what jaco wrote goes: directories named as a store's, and in them kept files (a root
+   * named by JACO_READ_CACHE may hold other things; a directory holding anything else stays).
+   */
   private forgetOldStores(): void {
-    const base = join(this.dir, '..');
     try {
-      const dirs = readdirSync(base).map((d) => ({ d, at: statSync(join(base, d)).mtimeMs }));
-      if (dirs.length <= KEPT_STORES) return;
-      dirs.sort((a, b) => b.at - a.at);
-      for (const { d } of dirs.slice(KEPT_STORES)) if (join(base, d) !== this.dir) rmSync(join(base, d), { recursive: true, force: true });
+      const stores = readdirSync(this.root, { withFileTypes: true })
+        .filter((e) => e.isDirectory() && STORE_DIR.test(e.name))
+        .map((e) => ({ dir: join(this.root, e.name), at: statSync(join(this.root, e.name)).mtimeMs }));
+      if (stores.length <= KEPT_STORES) return;
+      stores.sort((a, b) => b.at - a.at);
+      for (const { dir } of stores.slice(KEPT_STORES)) {
+        if (dir === this.dir) continue;
+        try {
+          const files = readdirSync(dir);
+          if (files.some((f) => !KEPT_FILE.test(f))) continue; // it holds something not jaco's: it stays, whole
+          for (const f of files) rmSync(join(dir, f), { force: true });
+          rmdirSync(dir);
+        } catch {
+          // another reader pruned it meanwhile, or wrote to it
+        }
+      }
     } catch {
-      // another reader pruned the same directory meanwhile
+      // the root went meanwhile
     }
   }
 }

@@ -1,11 +1,11 @@
 // Reads kept between the CLI's runs (src/store/kept-reads.ts) against a real etcd: a read from a
 // kept file answers exactly what a whole read answers, whatever changed in between, and a kept
 // file is never used for another store or another history of it (wiped, restored).
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { keys } from '../../src/api/keys.js';
 import { specHash, withDefaults } from '../../src/api/spec.js';
 import type { ReplicaDesired, ReplicaObserved } from '../../src/api/types.js';
@@ -20,6 +20,11 @@ import { uniquePrefix } from '../support/etcd.js';
 import { useTestEtcd } from '../support/etcd-fixture.js';
 
 const etcd = useTestEtcd();
+// Every root of kept reads the tests make is under one directory, removed at the end.
+const roots = mkdtempSync(join(tmpdir(), 'jaco-kept-test-'));
+afterAll(() => rmSync(roots, { recursive: true, force: true }));
+const STORE = 'a'.repeat(24);
+const keptReads = (minKeys = 0) => new KeptReads(mkdtempSync(join(roots, 'root-')), STORE, minKeys);
 const SOURCES: Watchable[] = ['desired', 'observed'];
 const template = withDefaults({ image: 'jaco-demo/busybox:1', command: ['sleep', '1000'] });
 const hash = specHash(template);
@@ -54,7 +59,7 @@ async function setUp(prefix = uniquePrefix()): Promise<{ store: Store; kept: Kep
   const ops: Op[] = [];
   for (let i = 0; i < 10; i++) ops.push(put(keys.desired('n1', `r${i}`), desired('n1', `r${i}`)), put(keys.observed('n1', `r${i}`), observed('n1', `r${i}`, `c${i}`)));
   await commitActs(store, [{ ops }]);
-  const kept = new KeptReads(mkdtempSync(join(tmpdir(), 'jaco-kept-test-')), 0);
+  const kept = keptReads();
   return { store, kept, read: () => Cache.read(store, SOURCES, silentLogger(), kept), whole: () => Cache.read(store, SOURCES, silentLogger()) };
 }
 
@@ -81,7 +86,8 @@ describe('reads kept between runs', () => {
     // Nothing changed: the kept file answers (the proof it is used at all).
     expect(marked(await read())).toBe(true);
     // Unmarked again: a whole read keeps the store's own values.
-    await Cache.read(store, SOURCES, silentLogger(), new KeptReads(kept.dir, 0)).then(() => writeFileSync(join(kept.dir, 'observed.v8'), ''));
+    writeFileSync(join(kept.dir, 'observed.v8'), '');
+    await read();
     expect(held(await read())).toEqual(held(await whole()));
 
     const changes: [string, Op[]][] = [
@@ -151,7 +157,7 @@ describe('reads kept between runs', () => {
 
   it('keeps no source smaller than its minimum', async () => {
     const { store } = await setUp();
-    const kept = new KeptReads(mkdtempSync(join(tmpdir(), 'jaco-kept-test-')), 11);
+    const kept = keptReads(11);
     await commitActs(store, [{ ops: [put(keys.desired('n1', 'r10'), desired('n1', 'r10'))] }]);
     await Cache.read(store, SOURCES, silentLogger(), kept);
     expect(existsSync(join(kept.dir, 'desired.v8'))).toBe(true);
@@ -190,6 +196,36 @@ describe('reads kept between runs', () => {
     expect(after.kind<ReplicaObserved>('observed').items.get(keys.observed('n1', 'r2'))?.value.status.containerId).toBe('restored4');
     expect(held(after)).toEqual(held(await Cache.read(restored, SOURCES, silentLogger())));
     restored.close();
+  });
+});
+
+describe('the kept reads of stores not used lately', () => {
+  it('go, the oldest first, and nothing else in their root does', async () => {
+    const { store, kept, read } = await setUp();
+    // Seventeen other stores' directories, older than this one's, and what is not jaco's beside them.
+    const old = (name: string, minutesAgo: number, foreignFile?: string) => {
+      const dir = join(kept.root, name);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'observed.v8'), 'kept');
+      if (foreignFile) writeFileSync(join(dir, foreignFile), 'the user’s');
+      const t = new Date(Date.now() - minutesAgo * 60_000);
+      utimesSync(dir, t, t);
+      return dir;
+    };
+    const stores = Array.from({ length: 17 }, (_, i) => old(i.toString(16).padStart(24, '0'), 10 + i));
+    writeFileSync(join(kept.root, 'notes.txt'), 'the user’s');
+    mkdirSync(join(kept.root, 'photos'));
+    const foreign = old('f'.repeat(24), 1000, 'thesis.tex');
+    await read();
+    const left = readdirSync(kept.root).sort();
+    // This store, the 15 others used last; the two oldest of jaco's gone; the rest untouched.
+    expect(left).toEqual([...stores.slice(0, 15).map((d) => d.slice(kept.root.length + 1)), STORE, 'f'.repeat(24), 'notes.txt', 'photos'].sort());
+    expect(readdirSync(foreign).sort()).toEqual(['observed.v8', 'thesis.tex']);
+    store.close();
+  });
+
+  it('refuse a store directory not named as jaco names them', () => {
+    expect(() => new KeptReads(roots, '..', 0)).toThrow(/24 hex digits/);
   });
 });
 
