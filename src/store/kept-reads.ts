@@ -15,8 +15,8 @@
 //     history (every revision is at least one applied entry), and falls by about the snapshot's
 //     revision when a snapshot is restored (etcdctl snapshot restore starts a new raft log whose
 //     revisions go on from the snapshot's, reusing the revisions the lost history had used);
-//   - the same reading: jaco's version, the source's spec and the schema its values were checked
-//     against (a value kept is one this version read, pruned and checked as it would now).
+//   - the same reading: jaco's version and build, the source's spec and the schema its values
+//     were checked against (a value kept is one this build read, pruned and checked as it would now).
 // Anything else (no file, another history, a file that cannot be read) reads the whole prefix, as
 // without a kept file, and keeps that. Small sources are not kept: reading them costs less.
 import { createHash } from 'node:crypto';
@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { deserialize, serialize } from 'node:v8';
 import { keys } from '../api/keys.js';
 import { schemas } from '../api/schema.js';
-import { VERSION } from '../version.js';
+import { buildCommit, VERSION } from '../version.js';
 import { deepFreeze } from './interner.js';
 import type { Store, Versioned } from './store.js';
 
@@ -222,11 +222,11 @@ export class KeptReads {
   }
 }
 
-/** What a kept value was read as: this jaco's version, the source's spec, its kind's schema. */
+/** What a kept value was read as: this jaco's version and build, the source's spec, its kind's schema. */
 function reading(spec: KeptSpec): string {
   const schema = spec.kind && spec.validate !== false ? schemas().schemaOf(spec.kind) : undefined;
   return createHash('sha256')
-    .update(JSON.stringify([VERSION, spec, schema ?? null]))
+    .update(JSON.stringify([VERSION, buildCommit(), spec, schema ?? null]))
     .digest('hex');
 }
 
