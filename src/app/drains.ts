@@ -96,5 +96,15 @@ export async function cancelDrain(store: Store, host: string, now = Date.now()):
       ops: [{ op: 'delete', key: old.key, modRevision: old.modRevision }, await audit.op({ type: 'drain_aborted', time: now, payload: { node: host, reason } })],
     },
   ]);
-  return `drain/${host} cancelled: moves in flight are withdrawn, replicas already moved stay moved; the node stays cordoned (jaco node uncordon ${host})\n`;
+  return `drain/${host} cancelled: moves in flight are withdrawn, replicas already moved stay moved; ${await cordonAfter(store, host)}\n`;
+}
+
+/** What a cancelled drain leaves of the node's cordon: as it is now (an operator may have uncordoned it during the drain). */
+async function cordonAfter(store: Store, host: string): Promise<string> {
+  try {
+    const node = await readNodeToDecide(store, host, `read node "${host}"`, '');
+    return node.joined.spec?.unschedulable ? `the node stays cordoned (jaco node uncordon ${host})` : 'the node is not cordoned (uncordoned during the drain): it takes new replicas';
+  } catch {
+    return `the node stays cordoned if it was (jaco node uncordon ${host})`;
+  }
 }

@@ -241,6 +241,12 @@ describe('a value that is not JSON, under every prefix (item 5)', () => {
     expect(r.code).toBe(0);
     r = await run(['node', 'drain', 'n1', '--cancel']);
     expect(r.code).toBe(0);
+    expect(r.stdout).toContain('the node stays cordoned (jaco node uncordon n1)');
+    // Uncordoned during the drain: the cancel says what is so, not what usually is.
+    expect((await run(['node', 'drain', 'n1'])).code).toBe(0);
+    expect((await run(['node', 'uncordon', 'n1'])).code).toBe(0);
+    r = await run(['node', 'drain', 'n1', '--cancel']);
+    expect(r.stdout).toContain('the node is not cordoned (uncordoned during the drain)');
     // A drain that cannot be read: named, and --cancel deletes it.
     r = await run(['node', 'drain', 'junk']);
     expect(r.stderr).toContain('nodes/junk cannot be read');
