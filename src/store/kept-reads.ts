@@ -59,6 +59,8 @@ export interface KeptHolding {
 const FORMAT = 'jaco-kept-read/1';
 /** Sources with fewer keys are read whole each time (a kept file would cost more than it saves). */
 export const KEPT_MIN_KEYS = 256;
+/** A part file older than this was left by a writer killed mid-write. */
+const HALF_WRITTEN_MS = 10 * 60_000;
 /** Stores (endpoints, prefix and reader) whose reads are kept; the least recently used go first. */
 const KEPT_STORES = 16;
 
@@ -163,6 +165,9 @@ export class KeptReads {
       return undefined; // none yet, or unreadable: read whole, kept again
     }
     if (kept?.format !== FORMAT || kept.reading !== reading(spec) || !kept.history || otherHistory(kept.history, now) !== undefined) return undefined;
+    // A file of the right format but the wrong shape (damaged, or written by hand) is read whole.
+    if (!Number.isInteger(kept.revision) || !Array.isArray(kept.items) || !Array.isArray(kept.unreadable)) return undefined;
+    if (!kept.items.every((i) => typeof i?.key === 'string' && Number.isInteger(i.modRevision)) || !kept.unreadable.every((u) => typeof u?.key === 'string' && Number.isInteger(u.modRevision))) return undefined;
     // Held once and frozen, as a reflector holds them (the interner): a deserialized file keeps
     // the sharing, not the freezing.
     for (const path of spec.share ?? []) for (const item of kept.items) deepFreeze(at(item.value, path));
@@ -186,11 +191,22 @@ export class KeptReads {
     } catch {
       rmSync(tmp, { force: true }); // a full disk or a read-only home: the next read is whole
     }
+    this.forgetHalfWritten();
     this.forgetOldStores();
   }
 
   private file(name: string): string {
     return join(this.dir, `${name}.v8`);
+  }
+
+  /** Removes what a writer killed mid-write left (a part file older than a writer ever takes). */
+  private forgetHalfWritten(): void {
+    try {
+      for (const f of readdirSync(this.dir))
+        if (f.endsWith('.part') && KEPT_FILE.test(f) && statSync(join(this.dir, f)).mtimeMs < Date.now() - HALF_WRITTEN_MS) rmSync(join(this.dir, f), { force: true });
+    } catch {
+      // removed meanwhile
+    }
   }
 
   /**

@@ -150,6 +150,11 @@ describe('reads kept between runs', () => {
     await read();
     writeFileSync(join(kept.dir, 'observed.v8'), 'not a kept read');
     expect(held(await read())).toEqual(held(await whole()));
+    // The right format, the wrong shape: read whole too, never a failed command.
+    alterKept(kept, (f) => ((f as unknown as { items: unknown }).items = 'not a list'));
+    expect(held(await read())).toEqual(held(await whole()));
+    alterKept(kept, (f) => f.items.push({ key: 42 } as never));
+    expect(held(await read())).toEqual(held(await whole()));
     mark(kept);
     expect(marked(await read())).toBe(true);
     store.close();
@@ -221,6 +226,21 @@ describe('the kept reads of stores not used lately', () => {
     // This store, the 15 others used last; the two oldest of jaco's gone; the rest untouched.
     expect(left).toEqual([...stores.slice(0, 15).map((d) => d.slice(kept.root.length + 1)), STORE, 'f'.repeat(24), 'notes.txt', 'photos'].sort());
     expect(readdirSync(foreign).sort()).toEqual(['observed.v8', 'thesis.tex']);
+    store.close();
+  });
+
+  it("lose what a writer killed mid-write left, not what one writes now", async () => {
+    const { store, kept, read } = await setUp();
+    await read();
+    const stale = join(kept.dir, 'observed.v8.4242.part');
+    const fresh = join(kept.dir, 'desired.v8.4343.part');
+    writeFileSync(stale, 'half');
+    writeFileSync(fresh, 'half');
+    const t = new Date(Date.now() - 3_600_000);
+    utimesSync(stale, t, t);
+    await commitActs(store, [{ ops: [put(keys.observed('n1', 'r1'), observed('n1', 'r1', 'changed'))] }]);
+    await read(); // observed changed: kept again
+    expect([existsSync(stale), existsSync(fresh)]).toEqual([false, true]);
     store.close();
   });
 
