@@ -7,6 +7,7 @@ import { createReadStream, createWriteStream, existsSync, readFileSync, renameSy
 import { once } from 'node:events';
 import { VERSION } from '../version.js';
 import { keys } from '../api/keys.js';
+import { clusterUidOf } from './cluster.js';
 import type { ICallable, IResponseStream, ISnapshotResponse } from 'etcd3';
 import type { Store } from './store.js';
 
@@ -60,7 +61,7 @@ function snapshotStream(store: Store): Promise<IResponseStream<ISnapshotResponse
 export async function takeBackup(store: Store, file: string, now = new Date()): Promise<BackupSidecar> {
   // Read, never created: a backup writes nothing.
   const [status, uidJson] = await Promise.all([store.client.maintenance.status(), store.ns.get(keys.cluster()).string()]);
-  const clusterUid = uidJson ? ((JSON.parse(uidJson) as { uid?: string }).uid ?? '') : '';
+  const clusterUid = (uidJson && clusterUidOf(uidJson)) || '';
   const tmp = `${file}.${randomBytes(4).toString('hex')}.part`;
   const out = createWriteStream(tmp, { mode: 0o600 });
   const hash = createHash('sha256');

@@ -20,3 +20,13 @@ export async function clusterInfo(store: Store, fresh: ClusterInfo = { uid: rand
   const claim = await claimKey(store, key, JSON.stringify(fresh));
   return claim.ours ? fresh : (JSON.parse(claim.holder.value.toString('utf8')) as ClusterInfo);
 }
+
+/** The uid in the cluster key's stored text, or undefined when it holds none (not JSON, no uid). */
+export function clusterUidOf(text: string): string | undefined {
+  try {
+    const uid = (JSON.parse(text) as { uid?: unknown } | null)?.uid;
+    return typeof uid === 'string' ? uid : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -28,31 +28,17 @@ import { keys } from '../api/keys.js';
 import { schemas } from '../api/schema.js';
 import { buildCommit, VERSION } from '../version.js';
 import { deepFreeze } from './interner.js';
+import { clusterUidOf } from './cluster.js';
+import type { SourceSpec, Unreadable } from './source-spec.js';
+import { storeReplaced } from './store-identity.js';
 import type { Store, Versioned } from './store.js';
 
-/** What a kept read needs of a source's spec (reflector.ts's SourceSpec, which reads through this file). */
-export interface KeptSpec {
-  kind?: string;
-  validate?: boolean;
-  keysOnly?: boolean;
-  newest?: number;
-  share?: readonly (readonly string[])[];
-}
-
-/** A key whose value could not be read (reflector.ts's Unreadable). */
-export interface KeptUnreadable {
-  key: string;
-  modRevision: number;
-  reason: string;
-  raw?: unknown;
-}
-
-/** What a source holds (reflector.ts's SourceState). */
+/** What a source holds (reflector.ts's SourceState, which reads through this file). */
 export interface KeptHolding {
   readonly name: string;
-  readonly spec: KeptSpec;
+  readonly spec: SourceSpec;
   readonly items: ReadonlyMap<string, Versioned<unknown>>;
-  readonly unreadable: ReadonlyMap<string, KeptUnreadable>;
+  readonly unreadable: ReadonlyMap<string, Unreadable>;
   readonly size: number;
 }
 
@@ -79,9 +65,11 @@ export interface StoreHistory {
 
 /** Why reads kept at `kept` are not this store's now, or undefined when they are (pure). */
 export function otherHistory(kept: StoreHistory, now: StoreHistory): string | undefined {
-  if (kept.clusterId !== now.clusterId) return `another etcd cluster (id ${now.clusterId}; kept: ${kept.clusterId})`;
+  // What tells a reflector its store was replaced (another cluster id, a revision gone back), then what only a kept file needs.
+  const replaced = storeReplaced({ clusterId: kept.clusterId, revision: kept.revision }, { cluster_id: now.clusterId, revision: String(now.revision) });
+  if (replaced?.reason === 'cluster_changed') return `another etcd cluster (id ${now.clusterId}; kept: ${kept.clusterId})`;
+  if (replaced) return `the store's revision went back (${kept.revision} → ${now.revision}): restored or replaced`;
   if (kept.uid !== now.uid || kept.uidCreated !== now.uidCreated) return `another cluster (uid ${now.uid} created at revision ${now.uidCreated}; kept: ${kept.uid} at ${kept.uidCreated})`;
-  if (now.revision < kept.revision) return `the store's revision went back (${kept.revision} → ${now.revision}): restored or replaced`;
   // Two entries of slack: the applied index and the revision are read a moment apart by etcd.
   if (now.lead < kept.lead - 2) return `another history (raft index less revision fell ${kept.lead} → ${now.lead}): a snapshot was restored`;
   return undefined;
@@ -92,14 +80,8 @@ export async function storeHistory(store: Store): Promise<StoreHistory | undefin
   const key = Buffer.from(store.prefix + keys.cluster());
   const [range, status] = await Promise.all([store.client.kv.range({ key }), store.client.maintenance.status()]);
   const kv = range.kvs[0];
-  if (!kv) return undefined;
-  let uid: unknown;
-  try {
-    uid = (JSON.parse(kv.value.toString('utf8')) as { uid?: unknown }).uid;
-  } catch {
-    return undefined;
-  }
-  if (typeof uid !== 'string') return undefined;
+  const uid = kv && clusterUidOf(kv.value.toString('utf8'));
+  if (!kv || !uid) return undefined;
   return { clusterId: String(range.header.cluster_id), uid, uidCreated: Number(kv.create_revision), lead: Number(status.raftAppliedIndex) - Number(status.header.revision), revision: Number(range.header.revision) };
 }
 
@@ -107,7 +89,7 @@ export async function storeHistory(store: Store): Promise<StoreHistory | undefin
 export interface KeptSource {
   revision: number;
   items: Versioned<unknown>[];
-  unreadable: KeptUnreadable[];
+  unreadable: Unreadable[];
 }
 
 interface KeptFile extends KeptSource {
@@ -152,12 +134,12 @@ export class KeptReads {
   }
 
   /** Whether a source is ever kept (a bounded log, or keys without values, is read whole). */
-  static keeps(spec: KeptSpec): boolean {
+  static keeps(spec: SourceSpec): boolean {
     return spec.newest === undefined && !spec.keysOnly;
   }
 
   /** The source as last kept, if it was kept from the store's history now. */
-  load(name: string, spec: KeptSpec, now: StoreHistory): KeptSource | undefined {
+  load(name: string, spec: SourceSpec, now: StoreHistory): KeptSource | undefined {
     let kept: KeptFile;
     try {
       kept = deserialize(readFileSync(this.file(name))) as KeptFile;
@@ -239,7 +221,15 @@ export class KeptReads {
 }
 
 /** What a kept value was read as: this jaco's version and build, the source's spec, its kind's schema. */
-function reading(spec: KeptSpec): string {
+function reading(spec: SourceSpec): string {
+  let r = readings.get(spec);
+  if (r === undefined) readings.set(spec, (r = readingOf(spec)));
+  return r;
+}
+/** Computed once per spec object a process reads with (a load and a save of a source share it). */
+const readings = new WeakMap<SourceSpec, string>();
+
+function readingOf(spec: SourceSpec): string {
   const schema = spec.kind && spec.validate !== false ? schemas().schemaOf(spec.kind) : undefined;
   return createHash('sha256')
     .update(JSON.stringify([VERSION, buildCommit(), spec, schema ?? null]))

@@ -30,37 +30,11 @@ import type { Logger } from '../observability/log.js';
 import { readerMetrics as metrics } from '../observability/reader-metrics.js';
 import { Interner, shareAt } from './interner.js';
 import { KeptReads, storeHistory } from './kept-reads.js';
+import type { SourceSpec, Unreadable } from './source-spec.js';
+import { storeReplaced } from './store-identity.js';
 import { stampVersion, withTimeout, type RangeFacts, type Store, type Versioned } from './store.js';
 
-export interface SourceSpec {
-  prefix: string;
-  /** The kind every value under the prefix must have (others are unreadable). */
-  kind?: string;
-  /** Keep keys and revisions only: values are neither decoded nor held (value is undefined). */
-  keysOnly?: boolean;
-  /**
-   * Paths of subtrees that many values share (a service's template in every desired key): held
-   * once, frozen (src/store/interner.ts).
-   */
-  share?: readonly (readonly string[])[];
-  /** Skip schema validation (JSON decoding still applies). */
-  validate?: boolean;
-  /**
-   * Hold only this many keys, those that sort last (a log under sortable ids, such as audit/:
-   * the newest records). Older keys are dropped without a change; the consistency check skips
-   * such a source, whose count differs from the store's by design.
-   */
-  newest?: number;
-}
-
-/** A stored value this version cannot read. */
-export interface Unreadable {
-  key: string;
-  modRevision: number;
-  reason: string;
-  /** The decoded JSON, when the value was JSON at all (for names in reports). */
-  raw?: unknown;
-}
+export type { SourceSpec, Unreadable } from './source-spec.js';
 
 /** What a stored value decodes to: its value, why it cannot be read, or nothing (keys only). */
 type Decoded = { value: unknown } | { reason: string; raw?: unknown } | undefined;
@@ -274,25 +248,7 @@ export interface Feed {
   stop(): Promise<void>;
 }
 
-/** What a reflector last knew of the store it follows (StoreIdentity), and what a reply's header says now. */
-export interface StoreIdentity {
-  clusterId?: string;
-  /** Every change up to here is held. */
-  revision: number;
-}
-
-/**
- * Whether a reply's header shows a store other than the one whose changes are held: another
- * cluster id, or a revision behind the held one (a store's revision never goes back). Pure: the
- * caller confirms a revision seen from one member with a linearizable read before acting on it.
- */
-export function storeReplaced(known: StoreIdentity, header: Pick<IResponseHeader, 'cluster_id' | 'revision'>): { reason: StoreReplacedReason; detail: string } | undefined {
-  if (known.clusterId && header.cluster_id && header.cluster_id !== known.clusterId)
-    return { reason: 'cluster_changed', detail: `cluster id ${known.clusterId} is now ${header.cluster_id}` };
-  const now = Number(header.revision);
-  if (known.revision > 0 && now < known.revision) return { reason: 'revision_backwards', detail: `held up to revision ${known.revision}, the store is at ${now}` };
-  return undefined;
-}
+export { storeReplaced, type StoreIdentity } from './store-identity.js';
 
 /** For /healthz: the store a feed follows, and the last time it was found replaced. */
 export interface StoreReplacements {
